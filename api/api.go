@@ -1,0 +1,242 @@
+// Package api is shredd's HTTP interface (chi): routes, authentication,
+// request limits and the mapping of errors to RFC 9457 problem details. Its
+// vocabulary follows Vault's Transit engine (plaintext, ciphertext, context);
+// docs/api.md is the reference.
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd/keystore"
+)
+
+// DefaultMaxBody bounds a request body: 1 MiB of plaintext in base64 plus
+// room for the rest of the request.
+const DefaultMaxBody = 1<<20*4/3 + 64<<10
+
+// Config configures a Server.
+type Config struct {
+	Service *derivation.Service
+	Root    keystore.RootStore // probed by /healthz
+	Log     *slog.Logger
+	// AdminTokenHash is the SHA-256 of the bearer token every /v1 call must
+	// present. The token itself is never kept in memory.
+	AdminTokenHash [32]byte
+	// MaxBody bounds every request body in bytes (DefaultMaxBody when 0).
+	MaxBody int64
+}
+
+// Server serves the HTTP API.
+type Server struct {
+	svc     *derivation.Service
+	root    keystore.RootStore
+	log     *slog.Logger
+	token   [32]byte
+	maxBody int64
+}
+
+// New returns a Server.
+func New(c Config) *Server {
+	s := &Server{svc: c.Service, root: c.Root, log: c.Log, token: c.AdminTokenHash, maxBody: c.MaxBody}
+	if s.maxBody <= 0 {
+		s.maxBody = DefaultMaxBody
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	}
+	return s
+}
+
+type ctxKey int
+
+const requestIDKey ctxKey = 0
+
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
+
+// Handler returns the router.
+func (s *Server) Handler() http.Handler {
+	r := chi.NewRouter()
+	r.Use(s.requestIDs, s.accessLog, s.recoverer, s.limitBody)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, &problemError{status: http.StatusNotFound, code: "no_route", title: "No such route"})
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, &problemError{status: http.StatusMethodNotAllowed, code: "method_not_allowed", title: "Method not allowed"})
+	})
+	r.Get("/healthz", s.healthz)
+	r.Route("/v1", func(r chi.Router) {
+		r.Use(s.authenticate)
+		r.Get("/kinds", s.listKinds)
+		r.Put("/kinds/{kind}", s.putKind)
+		r.Post("/encrypt", s.encrypt)
+		r.Post("/decrypt", s.decrypt)
+		r.Post("/artifacts", s.registerArtifact)
+		r.Get("/artifacts/{id}", s.getArtifact)
+		r.Post("/forget", s.forget)
+		r.Get("/forgets", s.listForgets)
+		r.Get("/forgets/{id}", s.getForget)
+		r.Post("/epoch", s.epoch)
+	})
+	return r
+}
+
+func (s *Server) requestIDs(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		id := hex.EncodeToString(b[:])
+		w.Header().Set("X-Request-Id", id)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
+	})
+}
+
+// accessLog logs one line per request: the route pattern (never the query,
+// never a body), status, size and duration.
+func (s *Server) accessLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		start := time.Now()
+		next.ServeHTTP(ww, r)
+		route := "unmatched"
+		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+			route = rc.RoutePattern()
+		}
+		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("request_id", requestID(r.Context())),
+			slog.String("method", r.Method), slog.String("route", route), slog.Int("status", ww.Status()),
+			slog.Int("bytes", ww.BytesWritten()), slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000))
+	})
+}
+
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("panic in handler", "request_id", requestID(r.Context()))
+				s.fail(w, r, errors.New("panic"))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > s.maxBody {
+			s.fail(w, r, &problemError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", title: "Request body too large",
+				detail: "request bodies are limited to " + strconv.FormatInt(s.maxBody, 10) + " bytes"})
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := r.Header.Get("Authorization")
+		tok, ok := strings.CutPrefix(h, "Bearer ")
+		if !ok || tok == "" {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="shredd"`)
+			s.fail(w, r, &problemError{status: http.StatusUnauthorized, code: "unauthenticated", title: "A bearer token is required"})
+			return
+		}
+		sum := sha256.Sum256([]byte(tok))
+		if subtle.ConstantTimeCompare(sum[:], s.token[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="shredd", error="invalid_token"`)
+			s.fail(w, r, &problemError{status: http.StatusUnauthorized, code: "invalid_token", title: "The bearer token is not valid"})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// decode reads one JSON object into v: content type application/json,
+// unknown fields refused, nothing after the object.
+func (s *Server) decode(r *http.Request, v any) error {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		return &problemError{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type", title: "Content-Type must be application/json"}
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return &problemError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", title: "Request body too large",
+				detail: "request bodies are limited to " + strconv.FormatInt(s.maxBody, 10) + " bytes"}
+		}
+		return badRequest("bad_body", "the request body could not be read")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			return badRequest("invalid_json", "the body is not valid JSON (offset "+strconv.FormatInt(se.Offset, 10)+")")
+		case errors.As(err, &te):
+			return badRequest("invalid_json", "field "+strconv.Quote(te.Field)+" has the wrong type")
+		}
+		// Unknown fields and other schema mismatches: encoding/json's message
+		// names the field, never a value.
+		return badRequest("invalid_json", "the body does not match the request: "+strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if dec.More() {
+		return badRequest("invalid_json", "the body holds more than one JSON value")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return badRequest("invalid_json", "the body holds more than one JSON value")
+	}
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func b64(field, s string) ([]byte, error) {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, badRequest("invalid_base64", field+" must be standard base64 (RFC 4648 section 4, with padding)")
+	}
+	return b, nil
+}
+
+func parseIDs(field string, ss []string) ([]derivation.ID, error) {
+	out := make([]derivation.ID, 0, len(ss))
+	for _, s := range ss {
+		id, err := derivation.ParseID(s)
+		if err != nil {
+			return nil, badRequest("invalid_id", field+" must hold artifact ids of 32 hex digits")
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}

@@ -1,0 +1,95 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/shredd/shredd/derivation"
+)
+
+// Problem is an RFC 9457 problem details body. Code is stable and meant for
+// machines; Detail is for people and never holds plaintext, keys or subject
+// ids.
+type Problem struct {
+	Type      string `json:"type"`
+	Title     string `json:"title"`
+	Status    int    `json:"status"`
+	Code      string `json:"code"`
+	Detail    string `json:"detail,omitempty"`
+	RequestID string `json:"request_id,omitempty"`
+}
+
+// errorMap is the one table from errors to HTTP statuses and stable codes.
+var errorMap = []struct {
+	err    error
+	status int
+	code   string
+	title  string
+}{
+	{derivation.ErrShredded, http.StatusGone, "shredded", "A subject of this data was forgotten: the data is cryptographically erased"},
+	{derivation.ErrUnknownKind, http.StatusBadRequest, "unknown_kind", "The artifact kind is not registered"},
+	{derivation.ErrUnknownParent, http.StatusBadRequest, "unknown_parent", "A parent artifact is not registered"},
+	{derivation.ErrNotFound, http.StatusNotFound, "not_found", "Not found"},
+	{derivation.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large", "A limit was exceeded"},
+	{derivation.ErrEnvelope, http.StatusUnprocessableEntity, "invalid_envelope", "The ciphertext is not a valid shredd envelope or does not open with this context"},
+	{derivation.ErrUnavailable, http.StatusServiceUnavailable, "backend_unavailable", "The key backend is unavailable; nothing was encrypted or decrypted"},
+	{derivation.ErrInvalid, http.StatusBadRequest, "invalid_request", "The request is invalid"},
+}
+
+// problemError is an error the handlers raise with its own status and code.
+type problemError struct {
+	status int
+	code   string
+	title  string
+	detail string
+}
+
+func (e *problemError) Error() string { return e.code + ": " + e.detail }
+
+func badRequest(code, detail string) error {
+	return &problemError{status: http.StatusBadRequest, code: code, title: "The request is invalid", detail: detail}
+}
+
+// safeDetail says which errors may show their text to the client: those of
+// the registry's validation, whose messages name limits and fields, never
+// data.
+func safeDetail(err error) bool {
+	for _, e := range []error{derivation.ErrInvalid, derivation.ErrTooLarge, derivation.ErrUnknownKind, derivation.ErrUnknownParent} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	p := Problem{Status: http.StatusInternalServerError, Code: "internal", Title: "Internal error", RequestID: requestID(r.Context())}
+	var pe *problemError
+	if errors.As(err, &pe) {
+		p.Status, p.Code, p.Title, p.Detail = pe.status, pe.code, pe.title, pe.detail
+	} else {
+		for _, m := range errorMap {
+			if errors.Is(err, m.err) {
+				p.Status, p.Code, p.Title = m.status, m.code, m.title
+				if safeDetail(err) {
+					p.Detail = err.Error()
+				}
+				break
+			}
+		}
+	}
+	level := slog.LevelInfo
+	if p.Status >= 500 {
+		level = slog.LevelError
+	}
+	// The full error goes to the log with the request id; error texts of
+	// shredd's packages never carry plaintext, keys or raw subject ids.
+	s.log.LogAttrs(r.Context(), level, "request failed", slog.String("request_id", p.RequestID),
+		slog.String("code", p.Code), slog.Int("status", p.Status), slog.String("error", err.Error()))
+	p.Type = "urn:shredd:problem:" + p.Code
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(p.Status)
+	_ = json.NewEncoder(w).Encode(p)
+}

@@ -1,0 +1,58 @@
+// Command shredd is the crypto-shredding key management service.
+//
+//	shredd [serve] [flags]   run the service (the default; embedded root store in ./shredd-data)
+//	shredd version           print the version
+//
+// Only this package reads flags and the environment, picks the backends and
+// exits the process.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Version is the release of this build.
+var Version = "0.1.0-dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := Main(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	os.Exit(code)
+}
+
+// Main runs one shredd command and returns the process exit code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	cmd := "serve"
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		p, err := ParseFlags(args, stderr, getenv)
+		if err != nil {
+			return 2
+		}
+		if err := p.Run(ctx, stderr); err != nil {
+			fmt.Fprintln(stderr, "shredd:", err)
+			return 1
+		}
+		return 0
+	case "version":
+		fmt.Fprintln(stdout, "shredd", Version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprintln(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "shredd: unknown command %q\n%s\n", cmd, usage)
+	return 2
+}
+
+const usage = `usage: shredd [serve] [flags]   run the service (see shredd serve -h)
+       shredd version           print the version`

@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/shredd/shredd/api"
+	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/keystore/local"
+)
+
+// Program is a parsed `shredd serve`.
+type Program struct {
+	DataDir        string
+	Addr           string
+	AllowRemote    bool
+	EpochInterval  time.Duration
+	CacheTTL       time.Duration
+	ForgetDeadline time.Duration
+	Buckets        int
+	MaxBody        int64
+	crashAt        string
+}
+
+// Files in the data directory.
+const (
+	dbFile      = "shredd.db"
+	rootFile    = "root.key"
+	secretFile  = "subject.key"
+	tokenFile   = "admin.token"
+	lockFile    = "lock"
+	tokenPrefix = "shredd_"
+)
+
+// ParseFlags parses the flags of `shredd serve`. Each flag has an environment
+// variable (SHREDD_ + the flag name in upper case with _ for -) that sets its
+// default.
+func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*Program, error) {
+	p := &Program{}
+	fl := flag.NewFlagSet("shredd serve", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	env := func(name, def string) string {
+		if v := getenv("SHREDD_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))); v != "" {
+			return v
+		}
+		return def
+	}
+	fl.StringVar(&p.DataDir, "data-dir", env("data-dir", "./shredd-data"), "data directory (database, local root key, secrets); created 0700")
+	fl.StringVar(&p.Addr, "addr", env("addr", "127.0.0.1:7750"), "listen address")
+	fl.BoolVar(&p.AllowRemote, "allow-remote-http", env("allow-remote-http", "") == "true", "allow plain HTTP on a non-loopback address (put TLS in front)")
+	dur := func(name string, def time.Duration, usage string) *time.Duration {
+		d := new(time.Duration)
+		v, err := time.ParseDuration(env(name, def.String()))
+		if err != nil {
+			v = def
+		}
+		fl.DurationVar(d, name, v, usage)
+		return d
+	}
+	epoch := dur("epoch-interval", time.Hour, "how often a root epoch runs while forgets wait for one")
+	ttl := dur("cache-ttl", keystore.DefaultCacheTTL, "how long unwrapped keys stay cached in memory (part of T_prop)")
+	deadline := dur("forget-deadline", derivation.DefaultDeadline, "time after a forget's commit by which it must be erased, else overdue")
+	fl.IntVar(&p.Buckets, "buckets", keystore.DefaultBuckets, "number of bucket keys; fixed when the data directory is created")
+	fl.Int64Var(&p.MaxBody, "max-body", api.DefaultMaxBody, "maximum request body in bytes")
+	if err := fl.Parse(args); err != nil {
+		return nil, err
+	}
+	if fl.NArg() > 0 {
+		fmt.Fprintf(stderr, "shredd serve: unexpected argument %q\n", fl.Arg(0))
+		return nil, errors.New("unexpected argument")
+	}
+	p.EpochInterval, p.CacheTTL, p.ForgetDeadline = *epoch, *ttl, *deadline
+	if p.EpochInterval < time.Second || p.CacheTTL < 0 || p.ForgetDeadline <= 0 || p.Buckets < 1 || p.MaxBody < 1024 {
+		fmt.Fprintln(stderr, "shredd serve: --epoch-interval must be >= 1s, --cache-ttl >= 0, --forget-deadline > 0, --buckets >= 1, --max-body >= 1024")
+		return nil, errors.New("bad flag value")
+	}
+	// A test hook: kill the process with SIGKILL at the named durable step
+	// ("forget:committed", "epoch:rotated", ...), to test crash recovery.
+	p.crashAt = getenv("SHREDD_TEST_CRASH_AT")
+	return p, nil
+}
+
+func (p *Program) crash(step string) {
+	if p.crashAt != "" && step == p.crashAt {
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // never returns
+	}
+}
+
+// readOrCreate returns the secret in path, creating it (mode 0600) with
+// make when the file does not exist. The write is durable before use.
+func readOrCreate(path string, make func() []byte) ([]byte, bool, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		return b, false, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, false, err
+	}
+	b = make()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, false, err
+	}
+	if _, err := f.Write(b); err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return nil, false, err
+	}
+	return b, true, nil
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Run serves until ctx ends, then shuts down gracefully: in-flight requests
+// finish, the background work stops, the database closes.
+func (p *Program) Run(ctx context.Context, stderr io.Writer) error {
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	if !p.AllowRemote && !isLoopback(p.Addr) {
+		return fmt.Errorf("refusing plain HTTP on non-loopback address %s (use --allow-remote-http behind a TLS proxy)", p.Addr)
+	}
+	if err := os.MkdirAll(p.DataDir, 0o700); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	lock, err := os.OpenFile(filepath.Join(p.DataDir, lockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return fmt.Errorf("data dir %s is in use by another shredd process", p.DataDir)
+	}
+
+	secret, _, err := readOrCreate(filepath.Join(p.DataDir, secretFile), func() []byte { return randomBytes(32) })
+	if err != nil {
+		return fmt.Errorf("subject secret: %w", err)
+	}
+	hasher, err := derivation.NewHasher(secret)
+	if err != nil {
+		return err
+	}
+	tokenPath := filepath.Join(p.DataDir, tokenFile)
+	token, created, err := readOrCreate(tokenPath, func() []byte {
+		return []byte(tokenPrefix + base64.RawURLEncoding.EncodeToString(randomBytes(32)) + "\n")
+	})
+	if err != nil {
+		return fmt.Errorf("admin token: %w", err)
+	}
+	if created {
+		log.Info("created the admin token; send it as 'Authorization: Bearer <token>'", "path", tokenPath)
+	}
+	tokenHash := sha256.Sum256([]byte(strings.TrimSpace(string(token))))
+	clear(token)
+
+	root, err := local.Open(filepath.Join(p.DataDir, rootFile))
+	if err != nil {
+		return err
+	}
+	db, err := keystore.OpenDB(filepath.Join(p.DataDir, dbFile))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	keys, err := keystore.Open(ctx, db, root, keystore.Options{Buckets: p.Buckets, CacheTTL: p.CacheTTL, Crash: p.crash})
+	if err != nil {
+		return err
+	}
+	svc, err := derivation.New(ctx, db, keys, hasher, derivation.Options{Deadline: p.ForgetDeadline, Crash: p.crash})
+	if err != nil {
+		return err
+	}
+	// Forgets a crash left half-done are driven on before serving.
+	if err := svc.Reconcile(ctx); err != nil {
+		log.Warn("recovery incomplete at start-up; the background work retries", "error", err.Error())
+	}
+
+	srv := &http.Server{
+		Handler:           api.New(api.Config{Service: svc, Root: root, Log: log, AdminTokenHash: tokenHash, MaxBody: p.MaxBody}).Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	ln, err := net.Listen("tcp", p.Addr)
+	if err != nil {
+		return err
+	}
+	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	workDone := make(chan struct{})
+	go func() {
+		defer close(workDone)
+		svc.Run(workCtx, p.EpochInterval, log)
+	}()
+	log.Info("listening", "addr", ln.Addr().String(), "data_dir", p.DataDir, "root_store", root.Kind())
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	select {
+	case err := <-serveErr:
+		stopWork()
+		<-workDone
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	err = srv.Shutdown(shCtx)
+	stopWork()
+	<-workDone
+	return err
+}

@@ -1,0 +1,382 @@
+package derivation
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/shredd/shredd/envelope"
+	"github.com/shredd/shredd/keystore"
+)
+
+// Forget states.
+const (
+	StateRequested = "requested"
+	StateCommitted = "committed"
+	StateShredded  = "shredded"
+)
+
+// Condition is one open or met requirement of a forget, with a reason a
+// person can read.
+type Condition struct {
+	Name   string `json:"name"`
+	Status string `json:"status"` // "ok" or "pending"
+	Reason string `json:"reason"`
+}
+
+// Forget is one erasure request for one subject (never named: only its id).
+type Forget struct {
+	ID          ID
+	State       string
+	Barrier     int64 // artifacts with a sequence at or below it were registered before the forget
+	RequestedAt time.Time
+	CommittedAt time.Time
+	RekeyedAt   time.Time
+	ShreddedAt  time.Time
+	Deadline    time.Time
+	Epoch       int64 // the epoch that shredded it
+	TProp       time.Duration
+	Conditions  []Condition
+	Overdue     bool // the deadline passed before it was shredded
+}
+
+type forgetRow struct {
+	id                           ID
+	sid                          envelope.SID
+	state                        string
+	barrier, rekeyMarker, epoch  sql.NullInt64
+	requested, deadline          int64
+	committed, rekeyed, shredded sql.NullInt64
+}
+
+const forgetCols = `SELECT id, sid, state, barrier, rekey_marker, epoch, requested_at, deadline, committed_at, rekeyed_at, shredded_at FROM forgets`
+
+func scanForget(sc interface{ Scan(...any) error }) (forgetRow, error) {
+	var r forgetRow
+	var id, sid []byte
+	err := sc.Scan(&id, &sid, &r.state, &r.barrier, &r.rekeyMarker, &r.epoch, &r.requested, &r.deadline, &r.committed, &r.rekeyed, &r.shredded)
+	copy(r.id[:], id)
+	copy(r.sid[:], sid)
+	return r, err
+}
+
+func ts(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return time.Unix(0, n.Int64).UTC()
+}
+
+func (s *Service) view(r forgetRow) Forget {
+	f := Forget{ID: r.id, State: r.state, Barrier: r.barrier.Int64,
+		RequestedAt: time.Unix(0, r.requested).UTC(), Deadline: time.Unix(0, r.deadline).UTC(),
+		CommittedAt: ts(r.committed), RekeyedAt: ts(r.rekeyed), ShreddedAt: ts(r.shredded),
+		Epoch: r.epoch.Int64, TProp: s.keys.CacheTTL()}
+	cond := func(name string, ok bool, okWhy, pendingWhy string) {
+		c := Condition{Name: name, Status: "pending", Reason: pendingWhy}
+		if ok {
+			c.Status, c.Reason = "ok", okWhy
+		}
+		f.Conditions = append(f.Conditions, c)
+	}
+	cond("key_destroyed", r.committed.Valid,
+		"the subject key was deleted and the barrier is in place: every later encrypt, decrypt or registration of the subject is refused",
+		"the forget has not committed yet")
+	cond("bucket_rekeyed", r.rekeyed.Valid,
+		"the subject's bucket key was replaced and its live keys rewrapped",
+		"waiting for the subject's bucket key to be replaced")
+	cond("epoch_rotated", r.shredded.Valid,
+		fmt.Sprintf("root epoch %d rotated the root key and destroyed the older versions", r.epoch.Int64),
+		"waiting for a root epoch to rotate the root key and destroy the versions that could open pre-forget backups")
+	f.Overdue = !r.shredded.Valid && s.opts.Now().After(f.Deadline)
+	return f
+}
+
+// Forget erases a subject: it writes the barrier and destroys the subject's
+// key (synchronously, before it returns), then leaves the bucket re-key and
+// the root epoch to the background work. Forgetting a subject again returns
+// the same forget.
+func (s *Service) Forget(ctx context.Context, subject string) (Forget, error) {
+	if subject == "" || len(subject) > MaxSubjectID {
+		return Forget{}, fmt.Errorf("derivation: subject empty or over %d bytes: %w", MaxSubjectID, ErrInvalid)
+	}
+	sid := s.hasher.SID(subject)
+	mu := &s.stripes[stripe(sid)]
+	mu.Lock()
+	defer mu.Unlock()
+	if r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE sid=? ORDER BY requested_at DESC LIMIT 1`, sid[:])); err == nil {
+		return s.view(r), nil
+	} else if !errors.Is(err, sql.ErrNoRows) {
+		return Forget{}, fmt.Errorf("derivation: forget: %w", err)
+	}
+	id, err := s.newID()
+	if err != nil {
+		return Forget{}, err
+	}
+	now := s.opts.Now()
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO forgets(id, sid, state, requested_at, deadline) VALUES (?, ?, ?, ?, ?)`,
+		id[:], sid[:], StateRequested, now.UnixNano(), now.Add(s.opts.Deadline).UnixNano()); err != nil {
+		return Forget{}, fmt.Errorf("derivation: forget: %w", err)
+	}
+	s.opts.Crash("forget:requested")
+	if err := s.commit(ctx, id, sid); err != nil {
+		return Forget{}, err
+	}
+	s.Kick()
+	return s.GetForget(ctx, id)
+}
+
+// commit destroys the subject key and moves the forget to committed in one
+// transaction, then purges the key from memory. Called with the subject's
+// barrier lock held (or at recovery, before serving).
+func (s *Service) commit(ctx context.Context, id ID, sid envelope.SID) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("derivation: forget: %w", err)
+	}
+	defer tx.Rollback()
+	gen, err := s.keys.ForgetTx(ctx, tx, sid)
+	if err != nil {
+		return fmt.Errorf("derivation: forget: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE forgets SET state=?, gen=?, committed_at=?,
+		barrier=(SELECT coalesce(max(seq), 0) FROM artifacts) WHERE id=? AND state=?`,
+		StateCommitted, gen, s.opts.Now().UnixNano(), id[:], StateRequested); err != nil {
+		return fmt.Errorf("derivation: forget: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("derivation: forget: %w", err)
+	}
+	s.keys.Purge(sid)
+	s.opts.Crash("forget:committed")
+	return nil
+}
+
+// GetForget returns a forget with its conditions.
+func (s *Service) GetForget(ctx context.Context, id ID) (Forget, error) {
+	r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE id=?`, id[:]))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Forget{}, fmt.Errorf("derivation: forget %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Forget{}, fmt.Errorf("derivation: forget: %w", err)
+	}
+	return s.view(r), nil
+}
+
+// Forgets lists forgets, newest first, optionally only those in state.
+func (s *Service) Forgets(ctx context.Context, state string, limit int) ([]Forget, error) {
+	if limit <= 0 || limit > 1000 {
+		limit = 1000
+	}
+	q, args := forgetCols+` ORDER BY requested_at DESC LIMIT ?`, []any{limit}
+	if state != "" {
+		q, args = forgetCols+` WHERE state=? ORDER BY requested_at DESC LIMIT ?`, []any{state, limit}
+	}
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("derivation: forgets: %w", err)
+	}
+	defer rows.Close()
+	out := []Forget{}
+	for rows.Next() {
+		r, err := scanForget(rows)
+		if err != nil {
+			return nil, fmt.Errorf("derivation: forgets: %w", err)
+		}
+		out = append(out, s.view(r))
+	}
+	return out, rows.Err()
+}
+
+// Kick asks the background work to run soon.
+func (s *Service) Kick() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Reconcile drives every forget as far as it can go now: it commits forgets
+// a crash left requested, re-keys the buckets of committed forgets, and marks
+// shredded those an epoch completed after. It is safe to call at any time and
+// is called at start-up before serving.
+func (s *Service) Reconcile(ctx context.Context) error {
+	s.workMu.Lock()
+	defer s.workMu.Unlock()
+	return s.reconcileLocked(ctx)
+}
+
+func (s *Service) reconcileLocked(ctx context.Context) error {
+	// 1. Forgets a crash left between request and commit.
+	rows, err := s.db.QueryContext(ctx, forgetCols+` WHERE state=?`, StateRequested)
+	if err != nil {
+		return fmt.Errorf("derivation: reconcile: %w", err)
+	}
+	var pending []forgetRow
+	for rows.Next() {
+		r, err := scanForget(rows)
+		if err != nil {
+			rows.Close()
+			return fmt.Errorf("derivation: reconcile: %w", err)
+		}
+		pending = append(pending, r)
+	}
+	rows.Close()
+	for _, r := range pending {
+		mu := &s.stripes[stripe(r.sid)]
+		mu.Lock()
+		err := s.commit(ctx, r.id, r.sid)
+		mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	// 2. Re-key the buckets of committed forgets.
+	rows, err = s.db.QueryContext(ctx, forgetCols+` WHERE state=? AND rekeyed_at IS NULL`, StateCommitted)
+	if err != nil {
+		return fmt.Errorf("derivation: reconcile: %w", err)
+	}
+	pending = pending[:0]
+	for rows.Next() {
+		r, err := scanForget(rows)
+		if err != nil {
+			rows.Close()
+			return fmt.Errorf("derivation: reconcile: %w", err)
+		}
+		pending = append(pending, r)
+	}
+	rows.Close()
+	done := map[int]int64{}
+	for _, r := range pending {
+		b := s.keys.BucketOf(r.sid)
+		marker, ok := done[b]
+		if !ok {
+			if marker, err = s.keys.RekeyBucket(ctx, b); err != nil {
+				return mapKeyErr(err)
+			}
+			done[b] = marker
+		}
+		if _, err := s.db.ExecContext(ctx, `UPDATE forgets SET rekeyed_at=?, rekey_marker=? WHERE id=?`,
+			s.opts.Now().UnixNano(), marker, r.id[:]); err != nil {
+			return fmt.Errorf("derivation: reconcile: %w", err)
+		}
+		s.opts.Crash("forget:rekeyed")
+	}
+	// 3. Shredded: an epoch completed after the re-key.
+	return s.advanceShredded(ctx)
+}
+
+func (s *Service) advanceShredded(ctx context.Context) error {
+	rows, err := s.db.QueryContext(ctx, forgetCols+` WHERE state=? AND rekeyed_at IS NOT NULL`, StateCommitted)
+	if err != nil {
+		return fmt.Errorf("derivation: reconcile: %w", err)
+	}
+	var pending []forgetRow
+	for rows.Next() {
+		r, err := scanForget(rows)
+		if err != nil {
+			rows.Close()
+			return fmt.Errorf("derivation: reconcile: %w", err)
+		}
+		pending = append(pending, r)
+	}
+	rows.Close()
+	for _, r := range pending {
+		e, err := s.keys.EpochAfter(ctx, r.rekeyMarker.Int64)
+		if errors.Is(err, keystore.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := s.db.ExecContext(ctx, `UPDATE forgets SET state=?, shredded_at=?, epoch=? WHERE id=? AND state=?`,
+			StateShredded, e.FinishedAt.UnixNano(), e.ID, r.id[:], StateCommitted); err != nil {
+			return fmt.Errorf("derivation: reconcile: %w", err)
+		}
+	}
+	return nil
+}
+
+// needEpoch reports whether an epoch should run now: at once when a crash
+// interrupted one, and once due when any forget waits for one.
+func (s *Service) needEpoch(ctx context.Context, due bool) (bool, error) {
+	if interrupted, err := s.keys.Interrupted(ctx); err != nil || interrupted {
+		return interrupted, err
+	}
+	if !due {
+		return false, nil
+	}
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM forgets WHERE state=?`, StateCommitted).Scan(&n); err != nil {
+		return false, err
+	}
+	return n > 0, nil
+}
+
+// RunEpoch re-keys what is pending, runs a root epoch (or resumes an
+// interrupted one) and marks shredded the forgets it completes.
+func (s *Service) RunEpoch(ctx context.Context) (keystore.Epoch, error) {
+	s.workMu.Lock()
+	defer s.workMu.Unlock()
+	if err := s.reconcileLocked(ctx); err != nil {
+		return keystore.Epoch{}, err
+	}
+	e, err := s.keys.RunEpoch(ctx)
+	if err != nil {
+		return keystore.Epoch{}, mapKeyErr(err)
+	}
+	return e, s.advanceShredded(ctx)
+}
+
+// Run does the background work until ctx ends: reconcile whenever kicked and
+// every few seconds, and an epoch every interval while forgets wait for one.
+// Failures (such as an unreachable root store) are logged and retried with
+// backoff; they never mark anything shredded.
+func (s *Service) Run(ctx context.Context, interval time.Duration, log *slog.Logger) {
+	if interval <= 0 {
+		interval = time.Hour
+	}
+	lastEpoch := s.opts.Now()
+	if e, err := s.keys.LastEpoch(ctx); err == nil {
+		lastEpoch = e.StartedAt
+	}
+	backoff := time.Second
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.kick:
+		case <-tick.C:
+		}
+		err := s.Reconcile(ctx)
+		if err == nil {
+			var need bool
+			need, err = s.needEpoch(ctx, s.opts.Now().Sub(lastEpoch) >= interval)
+			if err == nil && need {
+				start := s.opts.Now()
+				var e keystore.Epoch
+				if e, err = s.RunEpoch(ctx); err == nil {
+					lastEpoch = start
+					log.Info("epoch done", "epoch", e.ID, "root_version", e.ToVersion, "retired", len(e.Retired), "duration_ms", time.Since(start).Milliseconds())
+				}
+			}
+		}
+		if err != nil && ctx.Err() == nil {
+			log.Warn("background work failed; retrying", "error", err.Error(), "retry_in", backoff.String())
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(backoff*2, time.Minute)
+			continue
+		}
+		backoff = time.Second
+	}
+}

@@ -1,0 +1,544 @@
+package derivation
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/shredd/shredd/envelope"
+	"github.com/shredd/shredd/keystore"
+)
+
+// Options configures a Service. Zero values take the defaults.
+type Options struct {
+	// Deadline is how long after its commit a forget must be erased before
+	// it is overdue (default 24h).
+	Deadline time.Duration
+	// Now is the clock (time.Now by default).
+	Now func() time.Time
+	// Rand is the randomness source for ids, salts and nonces (crypto/rand
+	// by default).
+	Rand io.Reader
+	// Crash, when set, is called with the name of each durable step of a
+	// forget. Tests use it to kill the process there.
+	Crash func(step string)
+}
+
+// DefaultDeadline is the default verification deadline of a forget.
+const DefaultDeadline = 24 * time.Hour
+
+// Service is the registry and the forget state machine over one database
+// and key tree.
+type Service struct {
+	db     *sql.DB
+	keys   *keystore.Store
+	hasher *Hasher
+	opts   Options
+
+	stripes [4096]sync.RWMutex // per-subject barrier locks, by sid
+
+	workMu sync.Mutex // serialises re-keys and epochs
+	kick   chan struct{}
+}
+
+// New opens the registry in db (creating its tables on first use).
+func New(ctx context.Context, db *sql.DB, keys *keystore.Store, hasher *Hasher, opts Options) (*Service, error) {
+	if opts.Deadline <= 0 {
+		opts.Deadline = DefaultDeadline
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Rand == nil {
+		opts.Rand = rand.Reader
+	}
+	if opts.Crash == nil {
+		opts.Crash = func(string) {}
+	}
+	for _, q := range schema {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return nil, fmt.Errorf("derivation: migrate: %w", err)
+		}
+	}
+	return &Service{db: db, keys: keys, hasher: hasher, opts: opts, kick: make(chan struct{}, 1)}, nil
+}
+
+var schema = []string{
+	`CREATE TABLE IF NOT EXISTS kinds (
+		name TEXT PRIMARY KEY,
+		description TEXT NOT NULL,
+		created_at INTEGER NOT NULL)`,
+	// seq (the rowid) orders artifacts against forget barriers.
+	`CREATE TABLE IF NOT EXISTS artifacts (
+		seq INTEGER PRIMARY KEY AUTOINCREMENT,
+		id BLOB NOT NULL UNIQUE,
+		kind TEXT NOT NULL REFERENCES kinds(name),
+		holder TEXT NOT NULL,
+		sealed INTEGER NOT NULL,
+		created_at INTEGER NOT NULL)`,
+	`CREATE TABLE IF NOT EXISTS artifact_parents (
+		artifact BLOB NOT NULL,
+		parent BLOB NOT NULL,
+		PRIMARY KEY (artifact, parent)) WITHOUT ROWID`,
+	// The flat lineage: one row per (subject, artifact) of the closure.
+	// direct marks the artifact's own subjects.
+	`CREATE TABLE IF NOT EXISTS lineage (
+		sid BLOB NOT NULL,
+		artifact BLOB NOT NULL,
+		gen INTEGER NOT NULL,
+		direct INTEGER NOT NULL,
+		PRIMARY KEY (sid, artifact)) WITHOUT ROWID`,
+	`CREATE INDEX IF NOT EXISTS lineage_by_artifact ON lineage(artifact)`,
+	`CREATE TABLE IF NOT EXISTS forgets (
+		id BLOB PRIMARY KEY,
+		sid BLOB NOT NULL,
+		gen INTEGER,
+		state TEXT NOT NULL,
+		barrier INTEGER,
+		requested_at INTEGER NOT NULL,
+		committed_at INTEGER,
+		rekeyed_at INTEGER,
+		rekey_marker INTEGER,
+		shredded_at INTEGER,
+		epoch INTEGER,
+		deadline INTEGER NOT NULL)`,
+	`CREATE INDEX IF NOT EXISTS forgets_by_sid ON forgets(sid)`,
+	`CREATE INDEX IF NOT EXISTS forgets_by_state ON forgets(state)`,
+}
+
+// stripe returns the barrier lock index of a subject.
+func stripe(sid envelope.SID) int { return int(binary.BigEndian.Uint16(sid[:2]) % 4096) }
+
+// rlock takes the read side of the barrier locks of every sid, in ascending
+// order so that concurrent callers cannot deadlock, and returns the unlock.
+func (s *Service) rlock(sids []envelope.SID) func() {
+	idx := make([]int, 0, len(sids))
+	for _, sid := range sids {
+		idx = append(idx, stripe(sid))
+	}
+	sort.Ints(idx)
+	idx = slices.Compact(idx)
+	for _, i := range idx {
+		s.stripes[i].RLock()
+	}
+	return func() {
+		for _, i := range idx {
+			s.stripes[i].RUnlock()
+		}
+	}
+}
+
+func (s *Service) newID() (ID, error) {
+	var id ID
+	_, err := io.ReadFull(s.opts.Rand, id[:])
+	return id, err
+}
+
+// mapKeyErr turns key tree errors into registry errors.
+func mapKeyErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, keystore.ErrShredded):
+		return fmt.Errorf("%w: %w", ErrShredded, err)
+	case errors.Is(err, keystore.ErrNotFound):
+		return fmt.Errorf("%w: subject key not found: %w", ErrEnvelope, err)
+	case errors.Is(err, keystore.ErrUnavailable):
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return err
+}
+
+// Kind is a registered artifact type.
+type Kind struct {
+	Name        string    `json:"name"`
+	Description string    `json:"description"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// PutKind registers a kind, or updates its description. It reports whether
+// the kind is new.
+func (s *Service) PutKind(ctx context.Context, name, description string) (Kind, bool, error) {
+	if !ValidKind(name) {
+		return Kind{}, false, fmt.Errorf("derivation: kind name: %w", ErrInvalid)
+	}
+	if len(description) > 1024 {
+		return Kind{}, false, fmt.Errorf("derivation: kind description over 1024 bytes: %w", ErrInvalid)
+	}
+	now := s.opts.Now()
+	res, err := s.db.ExecContext(ctx, `INSERT INTO kinds(name, description, created_at) VALUES (?, ?, ?)
+		ON CONFLICT(name) DO NOTHING`, name, description, now.UnixNano())
+	if err != nil {
+		return Kind{}, false, fmt.Errorf("derivation: put kind: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	if n == 0 {
+		if _, err := s.db.ExecContext(ctx, `UPDATE kinds SET description=? WHERE name=?`, description, name); err != nil {
+			return Kind{}, false, fmt.Errorf("derivation: put kind: %w", err)
+		}
+	}
+	var k Kind
+	var created int64
+	if err := s.db.QueryRowContext(ctx, `SELECT name, description, created_at FROM kinds WHERE name=?`, name).Scan(&k.Name, &k.Description, &created); err != nil {
+		return Kind{}, false, fmt.Errorf("derivation: put kind: %w", err)
+	}
+	k.CreatedAt = time.Unix(0, created).UTC()
+	return k, n == 1, nil
+}
+
+// Kinds lists the registered kinds by name.
+func (s *Service) Kinds(ctx context.Context) ([]Kind, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT name, description, created_at FROM kinds ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("derivation: kinds: %w", err)
+	}
+	defer rows.Close()
+	out := []Kind{}
+	for rows.Next() {
+		var k Kind
+		var created int64
+		if err := rows.Scan(&k.Name, &k.Description, &created); err != nil {
+			return nil, fmt.Errorf("derivation: kinds: %w", err)
+		}
+		k.CreatedAt = time.Unix(0, created).UTC()
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
+// Artifact describes a registered artifact.
+type Artifact struct {
+	ID        ID
+	Kind      string
+	Holder    string
+	Sealed    bool
+	Parents   []ID
+	Lineage   []envelope.Ref // sorted by sid
+	CreatedAt time.Time
+}
+
+// Source names what a new artifact derives from: raw subject ids and/or
+// parent artifacts.
+type Source struct {
+	Kind     string
+	Subjects []string // raw subject ids; hashed at once, never stored
+	Parents  []ID
+	Holder   string
+}
+
+// plan is a validated source with its lineage resolved.
+type plan struct {
+	kind    string
+	holder  string
+	parents []ID
+	direct  map[envelope.SID]bool
+	lineage map[envelope.SID]uint32 // parent lineage generations (0: direct-only, take current)
+	sids    []envelope.SID          // sorted
+}
+
+func (s *Service) resolve(ctx context.Context, src Source) (*plan, error) {
+	if !ValidKind(src.Kind) {
+		return nil, fmt.Errorf("derivation: kind name: %w", ErrInvalid)
+	}
+	if src.Holder != "" && !ValidHolder(src.Holder) {
+		return nil, fmt.Errorf("derivation: holder id: %w", ErrInvalid)
+	}
+	if len(src.Subjects) == 0 && len(src.Parents) == 0 {
+		return nil, fmt.Errorf("derivation: an artifact needs a subject or a parent: %w", ErrInvalid)
+	}
+	if len(src.Subjects) > MaxSubjects {
+		return nil, fmt.Errorf("derivation: %d subjects, at most %d: %w", len(src.Subjects), MaxSubjects, ErrTooLarge)
+	}
+	if len(src.Parents) > MaxParents {
+		return nil, fmt.Errorf("derivation: %d parents, at most %d: %w", len(src.Parents), MaxParents, ErrTooLarge)
+	}
+	p := &plan{kind: src.Kind, holder: src.Holder, direct: map[envelope.SID]bool{}, lineage: map[envelope.SID]uint32{}}
+	for i, subj := range src.Subjects {
+		if subj == "" || len(subj) > MaxSubjectID {
+			return nil, fmt.Errorf("derivation: subject %d: empty or over %d bytes: %w", i, MaxSubjectID, ErrInvalid)
+		}
+		p.direct[s.hasher.SID(subj)] = true
+	}
+	seen := map[ID]bool{}
+	for _, par := range src.Parents {
+		if seen[par] {
+			continue
+		}
+		seen[par] = true
+		p.parents = append(p.parents, par)
+		rows, err := s.db.QueryContext(ctx, `SELECT l.sid, l.gen FROM artifacts a JOIN lineage l ON l.artifact = a.id WHERE a.id = ?`, par[:])
+		if err != nil {
+			return nil, fmt.Errorf("derivation: parent: %w", err)
+		}
+		n := 0
+		for rows.Next() {
+			var b []byte
+			var gen uint32
+			if err := rows.Scan(&b, &gen); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("derivation: parent: %w", err)
+			}
+			var sid envelope.SID
+			copy(sid[:], b)
+			if g, ok := p.lineage[sid]; ok && g != gen {
+				rows.Close()
+				return nil, fmt.Errorf("derivation: parents carry two generations of one subject: %w", ErrShredded)
+			}
+			p.lineage[sid] = gen
+			n++
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("derivation: parent: %w", err)
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("derivation: parent %s: %w", par, ErrUnknownParent)
+		}
+	}
+	all := map[envelope.SID]bool{}
+	for sid := range p.direct {
+		all[sid] = true
+	}
+	for sid := range p.lineage {
+		all[sid] = true
+	}
+	if len(all) > envelope.MaxLineage {
+		return nil, fmt.Errorf("derivation: lineage of %d subjects, at most %d: %w", len(all), envelope.MaxLineage, ErrTooLarge)
+	}
+	for sid := range all {
+		p.sids = append(p.sids, sid)
+	}
+	slices.SortFunc(p.sids, func(a, b envelope.SID) int { return bytes.Compare(a[:], b[:]) })
+	return p, nil
+}
+
+// keys fetches every subject key of the plan: the current key of a direct
+// subject (created on first use), the parent's generation otherwise. Called
+// under the barrier read locks.
+func (s *Service) planKeys(ctx context.Context, p *plan) ([]envelope.SubjectKey, error) {
+	out := make([]envelope.SubjectKey, 0, len(p.sids))
+	for _, sid := range p.sids {
+		var k envelope.SubjectKey
+		var err error
+		gen, inherited := p.lineage[sid]
+		if inherited {
+			k, err = s.keys.KeyAt(ctx, envelope.Ref{SID: sid, Gen: gen})
+		} else {
+			k, err = s.keys.Key(ctx, sid)
+		}
+		if err != nil {
+			return nil, mapKeyErr(err)
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+// record writes the artifact in one transaction that first checks, inside
+// the database, that every lineage subject is still live: the check and the
+// write are atomic against a forget's commit.
+func (s *Service) record(ctx context.Context, id ID, p *plan, refs []envelope.Ref, sealed bool) (time.Time, error) {
+	now := s.opts.Now()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return now, fmt.Errorf("derivation: record: %w", err)
+	}
+	defer tx.Rollback()
+	if err := s.keys.CheckLive(ctx, tx, refs); err != nil {
+		return now, mapKeyErr(err)
+	}
+	var one int
+	if err := tx.QueryRowContext(ctx, `SELECT 1 FROM kinds WHERE name=?`, p.kind).Scan(&one); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return now, fmt.Errorf("derivation: kind %q: %w", p.kind, ErrUnknownKind)
+		}
+		return now, fmt.Errorf("derivation: record: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO artifacts(id, kind, holder, sealed, created_at) VALUES (?, ?, ?, ?, ?)`,
+		id[:], p.kind, p.holder, sealed, now.UnixNano()); err != nil {
+		return now, fmt.Errorf("derivation: record: %w", err)
+	}
+	for _, par := range p.parents {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO artifact_parents(artifact, parent) VALUES (?, ?)`, id[:], par[:]); err != nil {
+			return now, fmt.Errorf("derivation: record: %w", err)
+		}
+	}
+	for _, r := range refs {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO lineage(sid, artifact, gen, direct) VALUES (?, ?, ?, ?)`,
+			r.SID[:], id[:], r.Gen, p.direct[r.SID]); err != nil {
+			return now, fmt.Errorf("derivation: record: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return now, fmt.Errorf("derivation: record: %w", err)
+	}
+	return now, nil
+}
+
+// Sealed is the result of Encrypt.
+type Sealed struct {
+	Artifact   ID
+	Ciphertext string // text form, "shredd:v1:..."
+	Lineage    int    // number of subjects in the lineage
+}
+
+// Encrypt seals plaintext as a new artifact of src's kind under the keys of
+// its whole lineage, bound to context, and registers it. The ciphertext is
+// returned only once the registration committed, so nothing sealed after a
+// forget's barrier can carry the forgotten subject.
+func (s *Service) Encrypt(ctx context.Context, src Source, plaintext, context []byte) (Sealed, error) {
+	if len(plaintext) > envelope.MaxPlaintext {
+		return Sealed{}, fmt.Errorf("derivation: plaintext of %d bytes: %w", len(plaintext), ErrTooLarge)
+	}
+	if len(context) > envelope.MaxContext {
+		return Sealed{}, fmt.Errorf("derivation: context of %d bytes, at most %d: %w", len(context), envelope.MaxContext, ErrTooLarge)
+	}
+	p, err := s.resolve(ctx, src)
+	if err != nil {
+		return Sealed{}, err
+	}
+	unlock := s.rlock(p.sids)
+	defer unlock()
+	keys, err := s.planKeys(ctx, p)
+	if err != nil {
+		return Sealed{}, err
+	}
+	refs := make([]envelope.Ref, len(keys))
+	for i, k := range keys {
+		refs[i] = k.Ref
+	}
+	id, err := s.newID()
+	if err != nil {
+		return Sealed{}, err
+	}
+	h, err := envelope.NewHeader(s.opts.Rand, envelope.ArtifactID(id), p.kind, refs)
+	if err != nil {
+		return Sealed{}, fmt.Errorf("derivation: encrypt: %w: %w", ErrInvalid, err)
+	}
+	env, err := envelope.Seal(h, keys, plaintext, context)
+	if err != nil {
+		return Sealed{}, fmt.Errorf("derivation: encrypt: %w", err)
+	}
+	if _, err := s.record(ctx, id, p, refs, true); err != nil {
+		return Sealed{}, err
+	}
+	return Sealed{Artifact: id, Ciphertext: env.String(), Lineage: len(refs)}, nil
+}
+
+// Register records a plaintext-held artifact: one that lives outside
+// shredd (an in-memory ANN vector, a cached prompt) and that its holder must
+// purge when a subject of its lineage is forgotten.
+func (s *Service) Register(ctx context.Context, src Source) (Artifact, error) {
+	if src.Holder == "" {
+		return Artifact{}, fmt.Errorf("derivation: a plaintext-held artifact needs a holder: %w", ErrInvalid)
+	}
+	p, err := s.resolve(ctx, src)
+	if err != nil {
+		return Artifact{}, err
+	}
+	unlock := s.rlock(p.sids)
+	defer unlock()
+	keys, err := s.planKeys(ctx, p)
+	if err != nil {
+		return Artifact{}, err
+	}
+	refs := make([]envelope.Ref, len(keys))
+	for i, k := range keys {
+		refs[i] = k.Ref
+	}
+	id, err := s.newID()
+	if err != nil {
+		return Artifact{}, err
+	}
+	at, err := s.record(ctx, id, p, refs, false)
+	if err != nil {
+		return Artifact{}, err
+	}
+	return Artifact{ID: id, Kind: p.kind, Holder: p.holder, Sealed: false, Parents: p.parents, Lineage: refs, CreatedAt: at}, nil
+}
+
+// Opened is the result of Decrypt.
+type Opened struct {
+	Artifact  ID
+	Kind      string
+	Plaintext []byte
+}
+
+// Decrypt opens a ciphertext with the keys of its lineage and context. A
+// forgotten subject in the lineage gives ErrShredded.
+func (s *Service) Decrypt(ctx context.Context, ciphertext string, context []byte) (Opened, error) {
+	env, err := envelope.ParseText(ciphertext)
+	if err != nil {
+		return Opened{}, fmt.Errorf("derivation: decrypt: %w: %w", ErrEnvelope, err)
+	}
+	sids := env.Header.Subjects()
+	unlock := s.rlock(sids)
+	defer unlock()
+	keys := make([]envelope.SubjectKey, 0, len(sids))
+	for _, ref := range env.Header.Lineage {
+		k, err := s.keys.KeyAt(ctx, ref)
+		if err != nil {
+			return Opened{}, mapKeyErr(err)
+		}
+		keys = append(keys, k)
+	}
+	pt, err := envelope.Open(env, keys, context)
+	if err != nil {
+		return Opened{}, fmt.Errorf("derivation: decrypt: %w: %w", ErrEnvelope, err)
+	}
+	return Opened{Artifact: ID(env.Header.Artifact), Kind: env.Header.Kind, Plaintext: pt}, nil
+}
+
+// GetArtifact returns a registered artifact.
+func (s *Service) GetArtifact(ctx context.Context, id ID) (Artifact, error) {
+	a := Artifact{ID: id}
+	var created int64
+	err := s.db.QueryRowContext(ctx, `SELECT kind, holder, sealed, created_at FROM artifacts WHERE id=?`, id[:]).
+		Scan(&a.Kind, &a.Holder, &a.Sealed, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Artifact{}, fmt.Errorf("derivation: artifact %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Artifact{}, fmt.Errorf("derivation: artifact: %w", err)
+	}
+	a.CreatedAt = time.Unix(0, created).UTC()
+	rows, err := s.db.QueryContext(ctx, `SELECT parent FROM artifact_parents WHERE artifact=? ORDER BY parent`, id[:])
+	if err != nil {
+		return Artifact{}, fmt.Errorf("derivation: artifact: %w", err)
+	}
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			rows.Close()
+			return Artifact{}, err
+		}
+		var p ID
+		copy(p[:], b)
+		a.Parents = append(a.Parents, p)
+	}
+	rows.Close()
+	rows, err = s.db.QueryContext(ctx, `SELECT sid, gen FROM lineage WHERE artifact=? ORDER BY sid`, id[:])
+	if err != nil {
+		return Artifact{}, fmt.Errorf("derivation: artifact: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var b []byte
+		var r envelope.Ref
+		if err := rows.Scan(&b, &r.Gen); err != nil {
+			return Artifact{}, err
+		}
+		copy(r.SID[:], b)
+		a.Lineage = append(a.Lineage, r)
+	}
+	return a, rows.Err()
+}

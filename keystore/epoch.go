@@ -1,0 +1,225 @@
+package keystore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Epoch is one run of the root rotation: rotate the root, rewrap every bucket
+// key under the new version, destroy the older versions, checkpoint the WAL.
+type Epoch struct {
+	ID          int64
+	State       string // "running" or "done"
+	StartedAt   time.Time
+	FinishedAt  time.Time // zero while running
+	FromVersion int       // latest root version when the epoch started
+	ToVersion   int       // the version every bucket key is wrapped under at the end
+	Retired     []int     // root versions destroyed by this epoch
+}
+
+// RunEpoch runs an epoch, or resumes the one a crash interrupted. Every step
+// is durable before the next starts, and the old root versions are destroyed
+// only after every bucket key is committed under the new one, so a crash at
+// any point loses no live key.
+func (s *Store) RunEpoch(ctx context.Context) (Epoch, error) {
+	s.treeMu.Lock()
+	defer s.treeMu.Unlock()
+	e, err := s.runningEpoch(ctx)
+	if err != nil {
+		return Epoch{}, err
+	}
+	if e == nil {
+		v, err := s.root.Versions(ctx)
+		if err != nil {
+			return Epoch{}, fmt.Errorf("keystore: epoch: %w", err)
+		}
+		res, err := s.db.ExecContext(ctx, `INSERT INTO epochs(state, started_at, from_version) VALUES ('running', ?, ?)`,
+			s.now().UnixNano(), v.Latest)
+		if err != nil {
+			return Epoch{}, fmt.Errorf("keystore: epoch: %w", err)
+		}
+		id, _ := res.LastInsertId()
+		e = &Epoch{ID: id, State: "running", StartedAt: s.now(), FromVersion: v.Latest}
+		s.crash("epoch:started")
+	}
+	if e.ToVersion == 0 {
+		v, err := s.root.Versions(ctx)
+		if err != nil {
+			return Epoch{}, fmt.Errorf("keystore: epoch: %w", err)
+		}
+		to := v.Latest
+		if to <= e.FromVersion { // not rotated yet (a crash may have come after the rotate: then reuse it)
+			if to, err = s.root.Rotate(ctx); err != nil {
+				return Epoch{}, fmt.Errorf("keystore: epoch: rotate: %w", err)
+			}
+			s.crash("epoch:rotated")
+		}
+		if _, err := s.db.ExecContext(ctx, `UPDATE epochs SET to_version=? WHERE id=?`, to, e.ID); err != nil {
+			return Epoch{}, fmt.Errorf("keystore: epoch: %w", err)
+		}
+		e.ToVersion = to
+	}
+	if err := s.rewrapBuckets(ctx, e.ToVersion); err != nil {
+		return Epoch{}, err
+	}
+	s.crash("epoch:rewrapped")
+	retired, err := s.root.Trim(ctx, e.ToVersion)
+	if err != nil {
+		return Epoch{}, fmt.Errorf("keystore: epoch: trim: %w", err)
+	}
+	if retired == nil {
+		// Resumed after a trim that already ran: record what the epoch retired.
+		for v := e.FromVersion; v < e.ToVersion; v++ {
+			retired = append(retired, v)
+		}
+	}
+	s.crash("epoch:trimmed")
+	if err := CheckpointWAL(ctx, s.db); err != nil {
+		return Epoch{}, err
+	}
+	// The checkpoint copies the WAL into the main file and truncates it, so the
+	// frames that held the forgotten keys' rows are gone; secure_delete has
+	// already zeroed the freed space in the pages themselves.
+	var rs []string
+	for _, v := range retired {
+		rs = append(rs, strconv.Itoa(v))
+	}
+	e.FinishedAt = s.now()
+	e.State = "done"
+	e.Retired = retired
+	if _, err := s.db.ExecContext(ctx, `UPDATE epochs SET state='done', finished_at=?, retired=? WHERE id=?`,
+		e.FinishedAt.UnixNano(), strings.Join(rs, ","), e.ID); err != nil {
+		return Epoch{}, fmt.Errorf("keystore: epoch: %w", err)
+	}
+	s.cacheMu.Lock()
+	clear(s.bkeys) // bucket keys are unchanged, but drop them so that unwraps prove the new root version
+	s.cacheMu.Unlock()
+	s.crash("epoch:done")
+	return *e, nil
+}
+
+// rewrapBuckets moves every bucket key wrapped under a version below to onto
+// the latest root version, a batch per transaction.
+func (s *Store) rewrapBuckets(ctx context.Context, to int) error {
+	for {
+		rows, err := s.db.QueryContext(ctx, `SELECT id, wrapped FROM buckets WHERE root_version < ? ORDER BY id LIMIT ?`, to, batchSize*4)
+		if err != nil {
+			return fmt.Errorf("keystore: epoch: %w", err)
+		}
+		var ids []int64
+		var blobs [][]byte
+		for rows.Next() {
+			var id int64
+			var b []byte
+			if err := rows.Scan(&id, &b); err != nil {
+				rows.Close()
+				return fmt.Errorf("keystore: epoch: %w", err)
+			}
+			ids = append(ids, id)
+			blobs = append(blobs, b)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("keystore: epoch: %w", err)
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		var ws []Wrapped
+		for i := 0; i < len(blobs); i += batchSize {
+			w, err := s.root.Rewrap(ctx, blobs[i:min(i+batchSize, len(blobs))])
+			if err != nil {
+				return fmt.Errorf("keystore: epoch: rewrap: %w", err)
+			}
+			ws = append(ws, w...)
+		}
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("keystore: epoch: %w", err)
+		}
+		for i, w := range ws {
+			if w.Version < to {
+				tx.Rollback()
+				return fmt.Errorf("keystore: epoch: rewrap gave version %d below %d", w.Version, to)
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE buckets SET root_version=?, wrapped=? WHERE id=?`, w.Version, w.Blob, ids[i]); err != nil {
+				tx.Rollback()
+				return fmt.Errorf("keystore: epoch: %w", err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("keystore: epoch: %w", err)
+		}
+	}
+}
+
+func (s *Store) runningEpoch(ctx context.Context) (*Epoch, error) {
+	e, err := s.scanEpoch(s.db.QueryRowContext(ctx, epochCols+` WHERE state='running' ORDER BY id LIMIT 1`))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return e, err
+}
+
+// Interrupted reports whether an epoch was left running (by a crash).
+func (s *Store) Interrupted(ctx context.Context) (bool, error) {
+	e, err := s.runningEpoch(ctx)
+	return e != nil, err
+}
+
+// EpochAfter returns the first completed epoch with an id above marker, or
+// ErrNotFound when none has completed yet.
+func (s *Store) EpochAfter(ctx context.Context, marker int64) (Epoch, error) {
+	e, err := s.scanEpoch(s.db.QueryRowContext(ctx, epochCols+` WHERE state='done' AND id > ? ORDER BY id LIMIT 1`, marker))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Epoch{}, fmt.Errorf("keystore: epoch after %d: %w", marker, ErrNotFound)
+	}
+	if err != nil {
+		return Epoch{}, err
+	}
+	return *e, nil
+}
+
+// LastEpoch returns the most recent epoch, or ErrNotFound before the first.
+func (s *Store) LastEpoch(ctx context.Context) (Epoch, error) {
+	e, err := s.scanEpoch(s.db.QueryRowContext(ctx, epochCols+` ORDER BY id DESC LIMIT 1`))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Epoch{}, fmt.Errorf("keystore: last epoch: %w", ErrNotFound)
+	}
+	if err != nil {
+		return Epoch{}, err
+	}
+	return *e, nil
+}
+
+const epochCols = `SELECT id, state, started_at, finished_at, from_version, to_version, retired FROM epochs`
+
+func (s *Store) scanEpoch(r *sql.Row) (*Epoch, error) {
+	var e Epoch
+	var started int64
+	var finished, to sql.NullInt64
+	var retired sql.NullString
+	if err := r.Scan(&e.ID, &e.State, &started, &finished, &e.FromVersion, &to, &retired); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("keystore: epoch: %w", err)
+	}
+	e.StartedAt = time.Unix(0, started)
+	if finished.Valid {
+		e.FinishedAt = time.Unix(0, finished.Int64)
+	}
+	e.ToVersion = int(to.Int64)
+	if retired.String != "" {
+		for _, f := range strings.Split(retired.String, ",") {
+			v, _ := strconv.Atoi(f)
+			e.Retired = append(e.Retired, v)
+		}
+	}
+	return &e, nil
+}

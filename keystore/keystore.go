@@ -1,0 +1,75 @@
+// Package keystore is shredd's key tree: a destroyable root key held by a
+// RootStore, bucket keys wrapped under the root, and per-subject keys (DEKs)
+// wrapped under their bucket key, kept in SQLite (see DESIGN.md, "Key
+// hierarchy").
+//
+// Forgetting a subject deletes its DEK and re-keys its bucket; an epoch then
+// rotates the root, rewraps every bucket key under the new root version and
+// destroys the old versions. After that epoch, a copy of the database taken
+// before the forget can no longer open the forgotten DEK: its bucket key was
+// wrapped only under root versions that no longer exist, and the live database
+// holds a different bucket key.
+package keystore
+
+import (
+	"context"
+	"errors"
+)
+
+// Errors returned by the key tree and the root stores. Implementations wrap
+// them with %w and the operation; callers test with errors.Is.
+var (
+	// ErrShredded means the subject's key (or this generation of it) was
+	// destroyed by a forget: the data existed and is now erased.
+	ErrShredded = errors.New("subject key shredded")
+	// ErrNotFound means no key exists for the subject or generation.
+	ErrNotFound = errors.New("key not found")
+	// ErrUnavailable means the root store cannot be reached or refuses to
+	// serve; callers must fail closed.
+	ErrUnavailable = errors.New("root store unavailable")
+	// ErrVersionDestroyed means a blob is wrapped under a root version that
+	// has been destroyed (trimmed).
+	ErrVersionDestroyed = errors.New("root key version destroyed")
+	// ErrCorrupt means a wrapped key failed authentication or does not parse.
+	ErrCorrupt = errors.New("wrapped key corrupt")
+	// ErrInvalid means invalid arguments (such as trimming above the latest
+	// version).
+	ErrInvalid = errors.New("invalid argument")
+)
+
+// Wrapped is a key wrapped under one root key version.
+type Wrapped struct {
+	Version int    // root key version that wrapped Blob
+	Blob    []byte // opaque to callers; each RootStore defines its own form
+}
+
+// Versions describes the root key versions a RootStore holds.
+type Versions struct {
+	Latest       int // the version new wraps use
+	MinAvailable int // the oldest version that still exists; older ones are destroyed
+}
+
+// RootStore holds the root of the key tree. Wrapping never exposes the root
+// key itself. Every method returns an error wrapping ErrUnavailable when the
+// backend cannot be reached, so that callers fail closed.
+type RootStore interface {
+	// Kind names the backend, such as "local" or "vault-transit".
+	Kind() string
+	// Wrap wraps each key under the latest root version.
+	Wrap(ctx context.Context, keys [][]byte) ([]Wrapped, error)
+	// Unwrap unwraps each blob. A blob under a destroyed version gives
+	// ErrVersionDestroyed; a blob that fails authentication gives ErrCorrupt.
+	Unwrap(ctx context.Context, blobs [][]byte) ([][]byte, error)
+	// Rewrap re-encrypts each blob under the latest version, with the same
+	// errors as Unwrap.
+	Rewrap(ctx context.Context, blobs [][]byte) ([]Wrapped, error)
+	// Rotate creates a new latest version and returns its number.
+	Rotate(ctx context.Context) (int, error)
+	// Trim destroys every version below minVersion, so that blobs wrapped
+	// under them can never be unwrapped again, and returns the versions it
+	// destroyed. minVersion above Latest gives ErrInvalid. Trimming to a
+	// version at or below MinAvailable destroys nothing.
+	Trim(ctx context.Context, minVersion int) ([]int, error)
+	// Versions reports the latest and the oldest available version.
+	Versions(ctx context.Context) (Versions, error)
+}

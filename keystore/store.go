@@ -1,0 +1,652 @@
+package keystore
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shredd/shredd/envelope"
+)
+
+// Domain-separation labels of the key tree.
+const (
+	// LabelDEKWrap is bound (with sid, generation, bucket and bucket
+	// generation) into the associated data of a DEK wrapped by a bucket key.
+	LabelDEKWrap = "shredd/v1/dek-wrap"
+)
+
+// Defaults of Options.
+const (
+	DefaultBuckets   = 4096
+	DefaultCacheTTL  = 30 * time.Second
+	DefaultCacheSize = 100_000
+)
+
+// Options configures a Store. Zero values take the defaults.
+type Options struct {
+	// Buckets is the number of bucket keys, fixed when the tree is created.
+	Buckets int
+	// CacheTTL bounds how long an unwrapped key stays in memory. It is the
+	// part of T_prop that other nodes add to a forget.
+	CacheTTL time.Duration
+	// CacheSize bounds the number of cached subject keys.
+	CacheSize int
+	// Now is the clock (time.Now by default).
+	Now func() time.Time
+	// Crash, when set, is called at each durable step of forget re-keying
+	// and of an epoch with the step's name. Tests use it to kill the process.
+	Crash func(step string)
+}
+
+// SubjectState says what the tree knows of one subject.
+type SubjectState int
+
+// Subject states.
+const (
+	SubjectUnknown SubjectState = iota
+	SubjectLive
+	SubjectForgotten
+)
+
+// Store is the key tree kept in SQLite under a RootStore.
+type Store struct {
+	db      *sql.DB
+	root    RootStore
+	buckets int
+	ttl     time.Duration
+	now     func() time.Time
+	crash   func(string)
+
+	treeMu sync.Mutex // serialises bucket re-keys and epochs
+
+	cacheMu   sync.Mutex
+	deks      map[envelope.SID]dekEntry
+	bkeys     map[int]bucketEntry
+	cacheSize int
+	purges    atomic.Uint64 // bumped by every purge; a lookup that raced one is not cached
+
+	hits, misses atomic.Uint64
+}
+
+type dekEntry struct {
+	gen     uint32
+	key     []byte
+	expires time.Time
+}
+
+type bucketEntry struct {
+	gen     int64
+	key     []byte
+	expires time.Time
+}
+
+// Open opens the key tree in db (creating its tables and bucket keys on first
+// use) under root.
+func Open(ctx context.Context, db *sql.DB, root RootStore, opts Options) (*Store, error) {
+	s := &Store{db: db, root: root, ttl: opts.CacheTTL, now: opts.Now, crash: opts.Crash,
+		deks: map[envelope.SID]dekEntry{}, bkeys: map[int]bucketEntry{}, cacheSize: opts.CacheSize}
+	if s.ttl <= 0 {
+		s.ttl = DefaultCacheTTL
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.crash == nil {
+		s.crash = func(string) {}
+	}
+	if s.cacheSize <= 0 {
+		s.cacheSize = DefaultCacheSize
+	}
+	if err := migrate(ctx, db); err != nil {
+		return nil, err
+	}
+	n, err := s.initBuckets(ctx, opts.Buckets)
+	if err != nil {
+		return nil, err
+	}
+	s.buckets = n
+	return s, nil
+}
+
+// CacheTTL returns the bound on how long an unwrapped key is cached.
+func (s *Store) CacheTTL() time.Duration { return s.ttl }
+
+// Root returns the root store.
+func (s *Store) Root() RootStore { return s.root }
+
+// CacheStats returns the number of key cache hits and misses so far.
+func (s *Store) CacheStats() (hits, misses uint64) { return s.hits.Load(), s.misses.Load() }
+
+var schema = []string{
+	`CREATE TABLE IF NOT EXISTS keystore_meta (k TEXT PRIMARY KEY, v INTEGER NOT NULL)`,
+	// One row per bucket key: wrapped under root version root_version.
+	`CREATE TABLE IF NOT EXISTS buckets (
+		id INTEGER PRIMARY KEY,
+		gen INTEGER NOT NULL,
+		root_version INTEGER NOT NULL,
+		wrapped BLOB NOT NULL)`,
+	// One row per subject (sid is the keyed hash, never the raw id). wrapped
+	// is NULL once forgotten; the row stays as the tombstone that refuses the
+	// subject from then on.
+	`CREATE TABLE IF NOT EXISTS subjects (
+		sid BLOB PRIMARY KEY,
+		gen INTEGER NOT NULL,
+		state INTEGER NOT NULL,
+		bucket INTEGER NOT NULL,
+		bucket_gen INTEGER,
+		wrapped BLOB,
+		created_at INTEGER NOT NULL,
+		forgotten_at INTEGER) WITHOUT ROWID`,
+	`CREATE INDEX IF NOT EXISTS subjects_live_bucket ON subjects(bucket) WHERE wrapped IS NOT NULL`,
+	`CREATE TABLE IF NOT EXISTS epochs (
+		id INTEGER PRIMARY KEY,
+		state TEXT NOT NULL,
+		started_at INTEGER NOT NULL,
+		finished_at INTEGER,
+		from_version INTEGER NOT NULL,
+		to_version INTEGER,
+		retired TEXT)`,
+}
+
+func migrate(ctx context.Context, db *sql.DB) error {
+	for _, q := range schema {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("keystore: migrate: %w", err)
+		}
+	}
+	return nil
+}
+
+func (s *Store) initBuckets(ctx context.Context, want int) (int, error) {
+	var n int64
+	err := s.db.QueryRowContext(ctx, `SELECT v FROM keystore_meta WHERE k='buckets'`).Scan(&n)
+	if err == nil {
+		if want != 0 && int64(want) != n {
+			return 0, fmt.Errorf("keystore: tree has %d buckets, configured %d: %w", n, want, ErrInvalid)
+		}
+		return int(n), nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("keystore: open: %w", err)
+	}
+	if want <= 0 {
+		want = DefaultBuckets
+	}
+	if want > 1<<20 {
+		return 0, fmt.Errorf("keystore: %d buckets: %w", want, ErrInvalid)
+	}
+	keys := make([][]byte, want)
+	for i := range keys {
+		keys[i] = newKey()
+	}
+	var ws []Wrapped
+	for i := 0; i < want; i += batchSize {
+		w, err := s.root.Wrap(ctx, keys[i:min(i+batchSize, want)])
+		if err != nil {
+			return 0, fmt.Errorf("keystore: create buckets: %w", err)
+		}
+		ws = append(ws, w...)
+	}
+	for _, k := range keys {
+		clear(k)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	for i, w := range ws {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO buckets(id, gen, root_version, wrapped) VALUES (?, 1, ?, ?)`, i, w.Version, w.Blob); err != nil {
+			return 0, fmt.Errorf("keystore: create buckets: %w", err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO keystore_meta(k, v) VALUES ('buckets', ?)`, want); err != nil {
+		return 0, err
+	}
+	return want, tx.Commit()
+}
+
+// batchSize bounds one call to the root store.
+const batchSize = 256
+
+func newKey() []byte {
+	k := make([]byte, envelope.KeySize)
+	if _, err := rand.Read(k); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	return k
+}
+
+// BucketOf returns the bucket of a subject.
+func (s *Store) BucketOf(sid envelope.SID) int {
+	return int(binary.BigEndian.Uint64(sid[:8]) % uint64(s.buckets))
+}
+
+func dekAAD(sid envelope.SID, gen uint32, bucket int, bucketGen int64) []byte {
+	b := make([]byte, 0, len(LabelDEKWrap)+envelope.SIDSize+16)
+	b = append(b, LabelDEKWrap...)
+	b = append(b, sid[:]...)
+	b = binary.BigEndian.AppendUint32(b, gen)
+	b = binary.BigEndian.AppendUint32(b, uint32(bucket))
+	b = binary.BigEndian.AppendUint64(b, uint64(bucketGen))
+	return b
+}
+
+func aead(k []byte) cipher.AEAD {
+	c, err := aes.NewCipher(k)
+	if err != nil {
+		panic(err)
+	}
+	a, err := cipher.NewGCM(c)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+// wrapDEK seals a DEK under a bucket key: nonce (12) ‖ AES-256-GCM output. A
+// random nonce is safe: a bucket key wraps only the DEKs of its bucket.
+func wrapDEK(bk, dek []byte, aad []byte) []byte {
+	a := aead(bk)
+	out := make([]byte, a.NonceSize(), a.NonceSize()+len(dek)+a.Overhead())
+	if _, err := rand.Read(out); err != nil {
+		panic(err)
+	}
+	return a.Seal(out, out[:a.NonceSize()], dek, aad)
+}
+
+func unwrapDEK(bk, blob []byte, aad []byte) ([]byte, error) {
+	a := aead(bk)
+	if len(blob) < a.NonceSize()+a.Overhead() {
+		return nil, ErrCorrupt
+	}
+	p, err := a.Open(nil, blob[:a.NonceSize()], blob[a.NonceSize():], aad)
+	if err != nil {
+		return nil, ErrCorrupt
+	}
+	return p, nil
+}
+
+// bucketKey returns the unwrapped key of a bucket at its current generation.
+func (s *Store) bucketKey(ctx context.Context, b int) (int64, []byte, error) {
+	now := s.now()
+	s.cacheMu.Lock()
+	e, ok := s.bkeys[b]
+	s.cacheMu.Unlock()
+	if ok && now.Before(e.expires) {
+		return e.gen, e.key, nil
+	}
+	purges := s.purges.Load()
+	var gen int64
+	var blob []byte
+	if err := s.db.QueryRowContext(ctx, `SELECT gen, wrapped FROM buckets WHERE id=?`, b).Scan(&gen, &blob); err != nil {
+		return 0, nil, fmt.Errorf("keystore: bucket %d: %w", b, err)
+	}
+	ks, err := s.root.Unwrap(ctx, [][]byte{blob})
+	if err != nil {
+		return 0, nil, fmt.Errorf("keystore: bucket %d: %w", b, err)
+	}
+	s.cacheMu.Lock()
+	if s.purges.Load() == purges {
+		s.bkeys[b] = bucketEntry{gen: gen, key: ks[0], expires: now.Add(s.ttl)}
+	}
+	s.cacheMu.Unlock()
+	return gen, ks[0], nil
+}
+
+func (s *Store) cached(sid envelope.SID) (dekEntry, bool) {
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	e, ok := s.deks[sid]
+	if ok && !s.now().Before(e.expires) {
+		delete(s.deks, sid)
+		clear(e.key)
+		return dekEntry{}, false
+	}
+	return e, ok
+}
+
+func (s *Store) remember(sid envelope.SID, gen uint32, key []byte, purges uint64) {
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	if s.purges.Load() != purges {
+		return // a forget ran during the lookup: do not cache what it may have destroyed
+	}
+	if len(s.deks) >= s.cacheSize {
+		now := s.now()
+		for k, e := range s.deks { // drop expired entries, then arbitrary ones
+			if !now.Before(e.expires) || len(s.deks) >= s.cacheSize {
+				delete(s.deks, k)
+			}
+			if len(s.deks) < s.cacheSize*9/10 {
+				break
+			}
+		}
+	}
+	s.deks[sid] = dekEntry{gen: gen, key: key, expires: s.now().Add(s.ttl)}
+}
+
+// Purge drops every cached key of the subject and its bucket from memory.
+func (s *Store) Purge(sid envelope.SID) {
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	s.purges.Add(1)
+	if e, ok := s.deks[sid]; ok {
+		clear(e.key)
+		delete(s.deks, sid)
+	}
+	delete(s.bkeys, s.BucketOf(sid))
+}
+
+type subjectRow struct {
+	gen       uint32
+	state     SubjectState
+	bucket    int
+	bucketGen sql.NullInt64
+	wrapped   []byte
+}
+
+func (s *Store) row(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, sid envelope.SID) (subjectRow, error) {
+	var r subjectRow
+	err := q.QueryRowContext(ctx, `SELECT gen, state, bucket, bucket_gen, wrapped FROM subjects WHERE sid=?`, sid[:]).
+		Scan(&r.gen, &r.state, &r.bucket, &r.bucketGen, &r.wrapped)
+	if errors.Is(err, sql.ErrNoRows) {
+		return subjectRow{state: SubjectUnknown}, nil
+	}
+	if err != nil {
+		return subjectRow{}, fmt.Errorf("keystore: subject: %w", err)
+	}
+	return r, nil
+}
+
+// State reports whether the subject is unknown, live or forgotten, and its
+// current key generation.
+func (s *Store) State(ctx context.Context, sid envelope.SID) (SubjectState, uint32, error) {
+	r, err := s.row(ctx, s.db, sid)
+	return r.state, r.gen, err
+}
+
+// Key returns the subject's current key, creating generation 1 for a subject
+// never seen before. A forgotten subject gives ErrShredded.
+func (s *Store) Key(ctx context.Context, sid envelope.SID) (envelope.SubjectKey, error) {
+	if e, ok := s.cached(sid); ok {
+		s.hits.Add(1)
+		return envelope.SubjectKey{Ref: envelope.Ref{SID: sid, Gen: e.gen}, Key: e.key}, nil
+	}
+	s.misses.Add(1)
+	purges := s.purges.Load()
+	r, err := s.row(ctx, s.db, sid)
+	if err != nil {
+		return envelope.SubjectKey{}, err
+	}
+	switch r.state {
+	case SubjectForgotten:
+		return envelope.SubjectKey{}, fmt.Errorf("keystore: key: %w", ErrShredded)
+	case SubjectLive:
+		k, err := s.open(ctx, sid, r)
+		if err != nil {
+			return envelope.SubjectKey{}, err
+		}
+		s.remember(sid, r.gen, k, purges)
+		return envelope.SubjectKey{Ref: envelope.Ref{SID: sid, Gen: r.gen}, Key: k}, nil
+	}
+	return s.create(ctx, sid, purges)
+}
+
+// KeyAt returns the subject's key of generation ref.Gen. A forgotten subject
+// or an older, destroyed generation gives ErrShredded; a subject or
+// generation that never existed gives ErrNotFound.
+func (s *Store) KeyAt(ctx context.Context, ref envelope.Ref) (envelope.SubjectKey, error) {
+	if e, ok := s.cached(ref.SID); ok && e.gen == ref.Gen {
+		s.hits.Add(1)
+		return envelope.SubjectKey{Ref: ref, Key: e.key}, nil
+	}
+	s.misses.Add(1)
+	purges := s.purges.Load()
+	r, err := s.row(ctx, s.db, ref.SID)
+	if err != nil {
+		return envelope.SubjectKey{}, err
+	}
+	switch {
+	case r.state == SubjectUnknown || ref.Gen > r.gen:
+		return envelope.SubjectKey{}, fmt.Errorf("keystore: key: %w", ErrNotFound)
+	case r.state == SubjectForgotten || ref.Gen < r.gen:
+		return envelope.SubjectKey{}, fmt.Errorf("keystore: key: %w", ErrShredded)
+	}
+	k, err := s.open(ctx, ref.SID, r)
+	if err != nil {
+		return envelope.SubjectKey{}, err
+	}
+	s.remember(ref.SID, r.gen, k, purges)
+	return envelope.SubjectKey{Ref: ref, Key: k}, nil
+}
+
+func (s *Store) open(ctx context.Context, sid envelope.SID, r subjectRow) ([]byte, error) {
+	for attempt := 0; ; attempt++ {
+		gen, bk, err := s.bucketKey(ctx, r.bucket)
+		if err != nil {
+			return nil, err
+		}
+		if gen == r.bucketGen.Int64 {
+			k, err := unwrapDEK(bk, r.wrapped, dekAAD(sid, r.gen, r.bucket, gen))
+			if err != nil {
+				return nil, fmt.Errorf("keystore: subject key: %w", err)
+			}
+			return k, nil
+		}
+		// The bucket was re-keyed since the row was read (or the cached
+		// bucket key is stale): read both again.
+		s.cacheMu.Lock()
+		delete(s.bkeys, r.bucket)
+		s.cacheMu.Unlock()
+		if attempt == 3 {
+			return nil, fmt.Errorf("keystore: subject key: bucket generation keeps changing")
+		}
+		if r, err = s.row(ctx, s.db, sid); err != nil {
+			return nil, err
+		}
+		if r.state != SubjectLive {
+			return nil, fmt.Errorf("keystore: key: %w", ErrShredded)
+		}
+	}
+}
+
+func (s *Store) create(ctx context.Context, sid envelope.SID, purges uint64) (envelope.SubjectKey, error) {
+	b := s.BucketOf(sid)
+	for attempt := 0; attempt < 4; attempt++ {
+		gen, bk, err := s.bucketKey(ctx, b)
+		if err != nil {
+			return envelope.SubjectKey{}, err
+		}
+		dek := newKey()
+		blob := wrapDEK(bk, dek, dekAAD(sid, 1, b, gen))
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return envelope.SubjectKey{}, fmt.Errorf("keystore: create key: %w", err)
+		}
+		// Insert only while the bucket is still at the generation that wrapped
+		// the DEK: a re-key in between would otherwise orphan it.
+		res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO subjects(sid, gen, state, bucket, bucket_gen, wrapped, created_at)
+			SELECT ?, 1, ?, ?, gen, ?, ? FROM buckets WHERE id=? AND gen=?`,
+			sid[:], SubjectLive, b, blob, s.now().UnixNano(), b, gen)
+		if err != nil {
+			tx.Rollback()
+			return envelope.SubjectKey{}, fmt.Errorf("keystore: create key: %w", err)
+		}
+		n, _ := res.RowsAffected()
+		if n == 1 {
+			if err := tx.Commit(); err != nil {
+				return envelope.SubjectKey{}, fmt.Errorf("keystore: create key: %w", err)
+			}
+			s.remember(sid, 1, dek, purges)
+			return envelope.SubjectKey{Ref: envelope.Ref{SID: sid, Gen: 1}, Key: dek}, nil
+		}
+		r, err := s.row(ctx, tx, sid)
+		tx.Rollback()
+		if err != nil {
+			return envelope.SubjectKey{}, err
+		}
+		switch r.state {
+		case SubjectForgotten:
+			return envelope.SubjectKey{}, fmt.Errorf("keystore: key: %w", ErrShredded)
+		case SubjectLive: // created concurrently
+			k, err := s.open(ctx, sid, r)
+			if err != nil {
+				return envelope.SubjectKey{}, err
+			}
+			return envelope.SubjectKey{Ref: envelope.Ref{SID: sid, Gen: r.gen}, Key: k}, nil
+		}
+		// bucket re-keyed meanwhile: drop the stale bucket key and retry
+		s.cacheMu.Lock()
+		delete(s.bkeys, b)
+		s.cacheMu.Unlock()
+	}
+	return envelope.SubjectKey{}, fmt.Errorf("keystore: create key: bucket generation keeps changing")
+}
+
+// CheckLive returns ErrShredded (or ErrNotFound) unless every ref names a
+// live subject at its current generation, reading through q (a transaction
+// for an atomic check-and-write).
+func (s *Store) CheckLive(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, refs []envelope.Ref) error {
+	for _, ref := range refs {
+		r, err := s.row(ctx, q, ref.SID)
+		if err != nil {
+			return err
+		}
+		switch {
+		case r.state == SubjectUnknown || ref.Gen > r.gen:
+			return fmt.Errorf("keystore: check: %w", ErrNotFound)
+		case r.state == SubjectForgotten || ref.Gen < r.gen:
+			return fmt.Errorf("keystore: check: %w", ErrShredded)
+		}
+	}
+	return nil
+}
+
+// ForgetTx destroys the subject's key inside tx: the wrapped DEK is deleted
+// (secure_delete zeroes its bytes) and the row becomes a tombstone that
+// refuses the subject from then on. A subject never seen gets a tombstone
+// too. It returns the generation destroyed (0 for a subject never seen).
+// The caller commits tx and then calls Purge and RekeyBucket.
+func (s *Store) ForgetTx(ctx context.Context, tx *sql.Tx, sid envelope.SID) (uint32, error) {
+	now := s.now().UnixNano()
+	r, err := s.row(ctx, tx, sid)
+	if err != nil {
+		return 0, err
+	}
+	switch r.state {
+	case SubjectUnknown:
+		_, err = tx.ExecContext(ctx, `INSERT INTO subjects(sid, gen, state, bucket, created_at, forgotten_at) VALUES (?, 0, ?, ?, ?, ?)`,
+			sid[:], SubjectForgotten, s.BucketOf(sid), now, now)
+	default:
+		_, err = tx.ExecContext(ctx, `UPDATE subjects SET state=?, wrapped=NULL, bucket_gen=NULL, forgotten_at=coalesce(forgotten_at, ?) WHERE sid=?`,
+			SubjectForgotten, now, sid[:])
+	}
+	if err != nil {
+		return 0, fmt.Errorf("keystore: forget: %w", err)
+	}
+	return r.gen, nil
+}
+
+// RekeyBucket replaces the bucket's key with a fresh one and rewraps the
+// bucket's live DEKs under it, so the old bucket key (which may still open a
+// forgotten DEK in a backup) exists only wrapped under root versions the next
+// epoch destroys. It returns a marker: the forget is shredded once an epoch
+// newer than the marker has completed (see EpochAfter).
+func (s *Store) RekeyBucket(ctx context.Context, b int) (int64, error) {
+	s.treeMu.Lock()
+	defer s.treeMu.Unlock()
+	var oldGen int64
+	var oldBlob []byte
+	if err := s.db.QueryRowContext(ctx, `SELECT gen, wrapped FROM buckets WHERE id=?`, b).Scan(&oldGen, &oldBlob); err != nil {
+		return 0, fmt.Errorf("keystore: rekey: %w", err)
+	}
+	old, err := s.root.Unwrap(ctx, [][]byte{oldBlob})
+	if err != nil {
+		return 0, fmt.Errorf("keystore: rekey: %w", err)
+	}
+	defer clear(old[0])
+	nk := newKey()
+	nw, err := s.root.Wrap(ctx, [][]byte{nk})
+	if err != nil {
+		return 0, fmt.Errorf("keystore: rekey: %w", err)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("keystore: rekey: %w", err)
+	}
+	defer tx.Rollback()
+	var gen int64
+	if err := tx.QueryRowContext(ctx, `SELECT gen FROM buckets WHERE id=?`, b).Scan(&gen); err != nil {
+		return 0, fmt.Errorf("keystore: rekey: %w", err)
+	}
+	if gen != oldGen {
+		return 0, fmt.Errorf("keystore: rekey: bucket changed concurrently") // cannot happen under treeMu
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT sid, gen, wrapped FROM subjects WHERE bucket=? AND wrapped IS NOT NULL`, b)
+	if err != nil {
+		return 0, fmt.Errorf("keystore: rekey: %w", err)
+	}
+	type rw struct {
+		sid  []byte
+		blob []byte
+	}
+	var out []rw
+	for rows.Next() {
+		var sidb, blob []byte
+		var g uint32
+		if err := rows.Scan(&sidb, &g, &blob); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("keystore: rekey: %w", err)
+		}
+		var sid envelope.SID
+		copy(sid[:], sidb)
+		dek, err := unwrapDEK(old[0], blob, dekAAD(sid, g, b, oldGen))
+		if err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("keystore: rekey: subject key: %w", err)
+		}
+		out = append(out, rw{sidb, wrapDEK(nk, dek, dekAAD(sid, g, b, oldGen+1))})
+		clear(dek)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("keystore: rekey: %w", err)
+	}
+	for _, r := range out {
+		if _, err := tx.ExecContext(ctx, `UPDATE subjects SET wrapped=?, bucket_gen=? WHERE sid=?`, r.blob, oldGen+1, r.sid); err != nil {
+			return 0, fmt.Errorf("keystore: rekey: %w", err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE buckets SET gen=?, root_version=?, wrapped=? WHERE id=?`, oldGen+1, nw[0].Version, nw[0].Blob, b); err != nil {
+		return 0, fmt.Errorf("keystore: rekey: %w", err)
+	}
+	var marker int64
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM epochs`).Scan(&marker); err != nil {
+		return 0, fmt.Errorf("keystore: rekey: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("keystore: rekey: %w", err)
+	}
+	s.cacheMu.Lock()
+	s.purges.Add(1)
+	if e, ok := s.bkeys[b]; ok {
+		clear(e.key)
+	}
+	s.bkeys[b] = bucketEntry{gen: oldGen + 1, key: nk, expires: s.now().Add(s.ttl)}
+	s.cacheMu.Unlock()
+	s.crash("rekey:committed")
+	return marker, nil
+}

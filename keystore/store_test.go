@@ -1,0 +1,307 @@
+package keystore_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/shredd/shredd/envelope"
+	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/keystore/local"
+)
+
+func openTree(t *testing.T, dir string, buckets int) (*keystore.Store, *sql.DB) {
+	t.Helper()
+	root, err := local.Open(filepath.Join(dir, "root.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := keystore.OpenDB(filepath.Join(dir, "shredd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	s, err := keystore.Open(context.Background(), db, root, keystore.Options{Buckets: buckets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, db
+}
+
+func sid(name string) envelope.SID { return envelope.SID(sha256.Sum256([]byte(name))) }
+
+func forget(t *testing.T, s *keystore.Store, db *sql.DB, id envelope.SID) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ForgetTx(ctx, tx, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	s.Purge(id)
+	if _, err := s.RekeyBucket(ctx, s.BucketOf(id)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestKeyLifecycle(t *testing.T) {
+	ctx := context.Background()
+	s, db := openTree(t, t.TempDir(), 8)
+	a, b := sid("alice"), sid("bob")
+	ka, err := s.Key(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ka.Ref.Gen != 1 || len(ka.Key) != envelope.KeySize {
+		t.Fatalf("new key: gen %d len %d", ka.Ref.Gen, len(ka.Key))
+	}
+	again, err := s.KeyAt(ctx, ka.Ref)
+	if err != nil || !bytes.Equal(again.Key, ka.Key) {
+		t.Fatalf("KeyAt: %v", err)
+	}
+	kb, err := s.Key(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.KeyAt(ctx, envelope.Ref{SID: sid("nobody"), Gen: 1}); !errors.Is(err, keystore.ErrNotFound) {
+		t.Fatalf("unknown subject: %v, want ErrNotFound", err)
+	}
+	if _, err := s.KeyAt(ctx, envelope.Ref{SID: a, Gen: 2}); !errors.Is(err, keystore.ErrNotFound) {
+		t.Fatalf("future generation: %v, want ErrNotFound", err)
+	}
+	forget(t, s, db, a)
+	if _, err := s.KeyAt(ctx, ka.Ref); !errors.Is(err, keystore.ErrShredded) {
+		t.Fatalf("forgotten KeyAt: %v, want ErrShredded", err)
+	}
+	if _, err := s.Key(ctx, a); !errors.Is(err, keystore.ErrShredded) {
+		t.Fatalf("forgotten Key: %v, want ErrShredded", err)
+	}
+	if err := s.CheckLive(ctx, db, []envelope.Ref{kb.Ref, ka.Ref}); !errors.Is(err, keystore.ErrShredded) {
+		t.Fatalf("CheckLive with a forgotten ref: %v", err)
+	}
+	if err := s.CheckLive(ctx, db, []envelope.Ref{kb.Ref}); err != nil {
+		t.Fatalf("CheckLive of a live ref: %v", err)
+	}
+	// A subject forgotten before it was ever seen is refused too.
+	forget(t, s, db, sid("never-seen"))
+	if _, err := s.Key(ctx, sid("never-seen")); !errors.Is(err, keystore.ErrShredded) {
+		t.Fatalf("tombstoned subject: %v, want ErrShredded", err)
+	}
+	// Bob survives alice's forget, the re-keys and an epoch.
+	e, err := s.RunEpoch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.State != "done" || e.ToVersion != 2 || len(e.Retired) != 1 || e.Retired[0] != 1 {
+		t.Fatalf("epoch = %+v", e)
+	}
+	kb2, err := s.KeyAt(ctx, kb.Ref)
+	if err != nil || !bytes.Equal(kb2.Key, kb.Key) {
+		t.Fatalf("bob after epoch: %v", err)
+	}
+}
+
+func TestBucketsFixedAtCreation(t *testing.T) {
+	dir := t.TempDir()
+	openTree(t, dir, 16)
+	root, _ := local.Open(filepath.Join(dir, "root.key"))
+	db, err := keystore.OpenDB(filepath.Join(dir, "shredd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := keystore.Open(context.Background(), db, root, keystore.Options{Buckets: 32}); !errors.Is(err, keystore.ErrInvalid) {
+		t.Fatalf("reopen with other bucket count: %v, want ErrInvalid", err)
+	}
+}
+
+// TestConcurrentCreateAndRekey creates keys in one bucket while it is re-keyed
+// over and over: every key created must still open afterwards.
+func TestConcurrentCreateAndRekey(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTree(t, t.TempDir(), 1)
+	var wg sync.WaitGroup
+	refs := make(chan envelope.SubjectKey, 400)
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 100; i++ {
+				k, err := s.Key(ctx, sid(string(rune('a'+g))+string(rune(i))))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				refs <- envelope.SubjectKey{Ref: k.Ref, Key: bytes.Clone(k.Key)}
+			}
+		}(g)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 20; i++ {
+			if _, err := s.RekeyBucket(ctx, 0); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	wg.Wait()
+	<-done
+	close(refs)
+	// A fresh store on the same files (no cache) must open every key.
+	for k := range refs {
+		got, err := s.KeyAt(ctx, k.Ref)
+		if err != nil || !bytes.Equal(got.Key, k.Key) {
+			t.Fatalf("key lost after concurrent re-key: %v", err)
+		}
+	}
+}
+
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		in, err := os.Open(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := os.Create(filepath.Join(dst, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			t.Fatal(err)
+		}
+		in.Close()
+		out.Close()
+	}
+}
+
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBackupCannotRecoverForgottenKey is the backup test of DESIGN.md: a copy
+// of the whole data directory taken before a forget, combined with the root
+// file as it is after the epoch, cannot recover the forgotten subject's key —
+// neither through its own bucket keys (their root version is destroyed) nor
+// through the live database's bucket key (it was re-keyed). A copy taken
+// after the epoch still serves the live subjects.
+func TestBackupCannotRecoverForgottenKey(t *testing.T) {
+	ctx := context.Background()
+	live := t.TempDir()
+	s, db := openTree(t, live, 4)
+	alice, bob := sid("alice@example.com"), sid("bob@example.com")
+	ka, err := s.Key(ctx, alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Bob shares alice's bucket, so the re-key must carry him over.
+	var bobRef envelope.SubjectKey
+	for i := 0; ; i++ {
+		cand := sid("bob" + string(rune('0'+i)) + "@example.com")
+		if s.BucketOf(cand) == s.BucketOf(alice) {
+			bob = cand
+			break
+		}
+	}
+	if bobRef, err = s.Key(ctx, bob); err != nil {
+		t.Fatal(err)
+	}
+	bobRef = envelope.SubjectKey{Ref: bobRef.Ref, Key: bytes.Clone(bobRef.Key)}
+	aliceKey := bytes.Clone(ka.Key)
+
+	before := t.TempDir()
+	copyDir(t, live, before) // db, -wal, -shm and root.key, as a file-level backup would
+
+	forget(t, s, db, alice)
+	if _, err := s.RunEpoch(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// 1. The old copy with the current root file.
+	copyFile(t, filepath.Join(live, "root.key"), filepath.Join(before, "root.key"))
+	old, oldDB := openTree(t, before, 4)
+	if _, err := old.KeyAt(ctx, ka.Ref); !errors.Is(err, keystore.ErrVersionDestroyed) {
+		t.Fatalf("backup + current root opened alice's key: err=%v, want ErrVersionDestroyed", err)
+	}
+	// Every bucket key of the backup is now unopenable.
+	rows, err := oldDB.QueryContext(ctx, `SELECT wrapped FROM buckets`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := old.Root().Unwrap(ctx, [][]byte{b}); !errors.Is(err, keystore.ErrVersionDestroyed) {
+			t.Fatalf("a backed-up bucket key still unwraps: %v", err)
+		}
+	}
+	rows.Close()
+
+	// 2. The old copy's wrapped DEK with the live database's bucket keys.
+	if _, err := oldDB.ExecContext(ctx, `ATTACH DATABASE ? AS cur`, filepath.Join(live, "shredd.db")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := oldDB.ExecContext(ctx, `DELETE FROM buckets`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := oldDB.ExecContext(ctx, `INSERT INTO buckets SELECT * FROM cur.buckets`); err != nil {
+		t.Fatal(err)
+	}
+	// Pretend the old row were at the live bucket generation, to try the key itself.
+	if _, err := oldDB.ExecContext(ctx, `UPDATE subjects SET bucket_gen=(SELECT gen FROM buckets WHERE id=subjects.bucket)`); err != nil {
+		t.Fatal(err)
+	}
+	hybrid, err := keystore.Open(ctx, oldDB, old.Root(), keystore.Options{Buckets: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := hybrid.KeyAt(ctx, ka.Ref)
+	if err == nil {
+		t.Fatalf("backup DEK + live bucket key recovered a key (equal to alice's: %v)", bytes.Equal(k.Key, aliceKey))
+	}
+	if !errors.Is(err, keystore.ErrCorrupt) {
+		t.Fatalf("backup DEK + live bucket key: %v, want ErrCorrupt", err)
+	}
+	// Bob's old row fails the same way: the old DEK wraps are dead weight.
+
+	// 3. A copy taken after the epoch serves live subjects.
+	after := t.TempDir()
+	if err := keystore.CheckpointWAL(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	copyDir(t, live, after)
+	restored, _ := openTree(t, after, 4)
+	got, err := restored.KeyAt(ctx, bobRef.Ref)
+	if err != nil || !bytes.Equal(got.Key, bobRef.Key) {
+		t.Fatalf("restored copy lost bob's key: %v", err)
+	}
+	if _, err := restored.KeyAt(ctx, ka.Ref); !errors.Is(err, keystore.ErrShredded) {
+		t.Fatalf("restored copy: alice %v, want ErrShredded", err)
+	}
+}
