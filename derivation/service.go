@@ -218,6 +218,7 @@ func (s *Service) Kinds(ctx context.Context) ([]Kind, error) {
 // Artifact describes a registered artifact.
 type Artifact struct {
 	ID        ID
+	Seq       int64 // registration order; compare with Forget.Barrier
 	Kind      string
 	Holder    string
 	Sealed    bool
@@ -502,8 +503,8 @@ func (s *Service) Decrypt(ctx context.Context, ciphertext string, context []byte
 func (s *Service) GetArtifact(ctx context.Context, id ID) (Artifact, error) {
 	a := Artifact{ID: id}
 	var created int64
-	err := s.db.QueryRowContext(ctx, `SELECT kind, holder, sealed, created_at FROM artifacts WHERE id=?`, id[:]).
-		Scan(&a.Kind, &a.Holder, &a.Sealed, &created)
+	err := s.db.QueryRowContext(ctx, `SELECT seq, kind, holder, sealed, created_at FROM artifacts WHERE id=?`, id[:]).
+		Scan(&a.Seq, &a.Kind, &a.Holder, &a.Sealed, &created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Artifact{}, fmt.Errorf("derivation: artifact %s: %w", id, ErrNotFound)
 	}

@@ -1,0 +1,297 @@
+package derivation_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/keystore/local"
+)
+
+func newService(t *testing.T) *derivation.Service {
+	t.Helper()
+	dir := t.TempDir()
+	root, err := local.Open(filepath.Join(dir, "root.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := keystore.OpenDB(filepath.Join(dir, "shredd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ctx := context.Background()
+	keys, err := keystore.Open(ctx, db, root, keystore.Options{Buckets: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := derivation.NewHasher(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := derivation.New(ctx, db, keys, h, derivation.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"episodic", "summary", "embedding"} {
+		if _, _, err := s.PutKind(ctx, k, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+func seal(t *testing.T, s *derivation.Service, src derivation.Source, pt string) derivation.Sealed {
+	t.Helper()
+	out, err := s.Encrypt(context.Background(), src, []byte(pt), nil)
+	if err != nil {
+		t.Fatalf("encrypt %s: %v", pt, err)
+	}
+	return out
+}
+
+func TestLineageAndForget(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t)
+	rec := seal(t, s, derivation.Source{Kind: "episodic", Subjects: []string{"alice"}}, "alice record")
+	bob := seal(t, s, derivation.Source{Kind: "episodic", Subjects: []string{"bob"}}, "bob record")
+	// Three hops: record -> summary -> summary of summary (+ bob) -> embedding.
+	h1 := seal(t, s, derivation.Source{Kind: "summary", Parents: []derivation.ID{rec.Artifact}}, "hop1")
+	h2 := seal(t, s, derivation.Source{Kind: "summary", Parents: []derivation.ID{h1.Artifact}, Subjects: []string{"bob"}}, "hop2")
+	h3 := seal(t, s, derivation.Source{Kind: "embedding", Parents: []derivation.ID{h2.Artifact}}, "hop3")
+	if h3.Lineage != 2 {
+		t.Fatalf("three-hop lineage has %d subjects, want 2", h3.Lineage)
+	}
+	agg := seal(t, s, derivation.Source{Kind: "summary", Subjects: []string{"alice", "bob", "carol"}}, "aggregate")
+	held, err := s.Register(ctx, derivation.Source{Kind: "embedding", Parents: []derivation.ID{rec.Artifact}, Holder: "ann-index"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(held.Lineage) != 1 || held.Sealed {
+		t.Fatalf("plaintext-held artifact: %+v", held)
+	}
+	for _, c := range []derivation.Sealed{rec, h1, h2, h3, agg} {
+		if _, err := s.Decrypt(ctx, c.Ciphertext, nil); err != nil {
+			t.Fatalf("before forget: %v", err)
+		}
+	}
+
+	f, err := s.Forget(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.State != derivation.StateCommitted || f.Barrier < 6 {
+		t.Fatalf("forget = %+v", f)
+	}
+	for name, c := range map[string]derivation.Sealed{"record": rec, "hop1": h1, "hop2": h2, "hop3": h3, "aggregate": agg} {
+		if _, err := s.Decrypt(ctx, c.Ciphertext, nil); !errors.Is(err, derivation.ErrShredded) {
+			t.Errorf("%s after forget: %v, want ErrShredded", name, err)
+		}
+	}
+	if got, err := s.Decrypt(ctx, bob.Ciphertext, nil); err != nil || string(got.Plaintext) != "bob record" {
+		t.Fatalf("bob after alice's forget: %v", err)
+	}
+	refused := map[string]derivation.Source{
+		"direct":          {Kind: "episodic", Subjects: []string{"alice"}},
+		"parent":          {Kind: "summary", Parents: []derivation.ID{rec.Artifact}},
+		"grandparent":     {Kind: "summary", Parents: []derivation.ID{h2.Artifact}, Subjects: []string{"dave"}},
+		"aggregate":       {Kind: "summary", Subjects: []string{"carol", "alice"}},
+		"held-derivative": {Kind: "embedding", Parents: []derivation.ID{held.ID}, Holder: "ann-index"},
+	}
+	for name, src := range refused {
+		if _, err := s.Encrypt(ctx, src, []byte("x"), nil); !errors.Is(err, derivation.ErrShredded) {
+			t.Errorf("encrypt %s after forget: %v, want ErrShredded", name, err)
+		}
+		if src.Holder == "" {
+			src.Holder = "h1"
+		}
+		if _, err := s.Register(ctx, src); !errors.Is(err, derivation.ErrShredded) {
+			t.Errorf("register %s after forget: %v, want ErrShredded", name, err)
+		}
+	}
+	again, err := s.Forget(ctx, "alice")
+	if err != nil || again.ID != f.ID {
+		t.Fatalf("second forget: %v, id %s vs %s", err, again.ID, f.ID)
+	}
+
+	// Shredded only after the re-key and an epoch.
+	if err := s.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if f, _ = s.GetForget(ctx, f.ID); f.State != derivation.StateCommitted || f.RekeyedAt.IsZero() {
+		t.Fatalf("after reconcile: %+v", f)
+	}
+	if _, err := s.RunEpoch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if f, _ = s.GetForget(ctx, f.ID); f.State != derivation.StateShredded || f.Epoch != 1 {
+		t.Fatalf("after epoch: %+v", f)
+	}
+	for _, c := range f.Conditions {
+		if c.Status != "ok" {
+			t.Errorf("condition %s still %s", c.Name, c.Status)
+		}
+	}
+	if got, err := s.Decrypt(ctx, bob.Ciphertext, nil); err != nil || string(got.Plaintext) != "bob record" {
+		t.Fatalf("bob after epoch: %v", err)
+	}
+	list, err := s.Forgets(ctx, derivation.StateShredded, 0)
+	if err != nil || len(list) != 1 || list[0].ID != f.ID {
+		t.Fatalf("list shredded: %v %d", err, len(list))
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t)
+	rec := seal(t, s, derivation.Source{Kind: "episodic", Subjects: []string{"alice"}}, "r")
+	cases := []struct {
+		name string
+		src  derivation.Source
+		want error
+	}{
+		{"unknown kind", derivation.Source{Kind: "secret-kind", Subjects: []string{"alice"}}, derivation.ErrUnknownKind},
+		{"bad kind name", derivation.Source{Kind: "Bad Kind", Subjects: []string{"alice"}}, derivation.ErrInvalid},
+		{"unknown parent", derivation.Source{Kind: "summary", Parents: []derivation.ID{{1, 2, 3}}}, derivation.ErrUnknownParent},
+		{"no source", derivation.Source{Kind: "summary"}, derivation.ErrInvalid},
+		{"empty subject", derivation.Source{Kind: "summary", Subjects: []string{""}}, derivation.ErrInvalid},
+		{"too many parents", derivation.Source{Kind: "summary", Parents: make([]derivation.ID, derivation.MaxParents+1)}, derivation.ErrTooLarge},
+		{"bad holder", derivation.Source{Kind: "summary", Parents: []derivation.ID{rec.Artifact}, Holder: "a b"}, derivation.ErrInvalid},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := s.Encrypt(ctx, c.src, []byte("x"), nil); !errors.Is(err, c.want) {
+				t.Fatalf("got %v, want %v", err, c.want)
+			}
+		})
+	}
+	many := make([]string, derivation.MaxSubjects+1)
+	for i := range many {
+		many[i] = fmt.Sprint("s", i)
+	}
+	if _, err := s.Encrypt(ctx, derivation.Source{Kind: "summary", Subjects: many}, nil, nil); !errors.Is(err, derivation.ErrTooLarge) {
+		t.Fatalf("lineage over the limit: %v", err)
+	}
+	if _, err := s.Decrypt(ctx, rec.Ciphertext, []byte("other context")); !errors.Is(err, derivation.ErrEnvelope) {
+		t.Fatalf("wrong context: %v", err)
+	}
+	if _, err := s.Decrypt(ctx, "shredd:v1:AAAA", nil); !errors.Is(err, derivation.ErrEnvelope) {
+		t.Fatalf("garbage: %v", err)
+	}
+	if _, err := s.Register(ctx, derivation.Source{Kind: "summary", Subjects: []string{"x"}}); !errors.Is(err, derivation.ErrInvalid) {
+		t.Fatalf("register without holder: %v", err)
+	}
+	if _, err := s.GetForget(ctx, derivation.ID{9}); !errors.Is(err, derivation.ErrNotFound) {
+		t.Fatalf("unknown forget: %v", err)
+	}
+}
+
+// TestBarrierRace forgets a subject while many goroutines encrypt, derive and
+// decrypt for it. Whatever the interleaving: no artifact sealed after the
+// forget committed carries the subject, and no ciphertext of the subject
+// decrypts after the commit.
+func TestBarrierRace(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t)
+	base := seal(t, s, derivation.Source{Kind: "episodic", Subjects: []string{"alice"}}, "base")
+	bobRec := seal(t, s, derivation.Source{Kind: "episodic", Subjects: []string{"bob"}}, "bob")
+
+	var committed atomic.Bool
+	type result struct {
+		c     derivation.Sealed
+		after bool // the encrypt started after the forget returned
+	}
+	var mu sync.Mutex
+	var sealed []result
+	var lateDecrypts atomic.Int64
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				after := committed.Load()
+				var src derivation.Source
+				switch g % 4 {
+				case 0:
+					src = derivation.Source{Kind: "episodic", Subjects: []string{"alice"}}
+				case 1:
+					src = derivation.Source{Kind: "summary", Parents: []derivation.ID{base.Artifact}}
+				case 2:
+					src = derivation.Source{Kind: "summary", Subjects: []string{"bob", "alice", fmt.Sprint("x", g, i)}}
+				case 3:
+					startedAfter := committed.Load()
+					_, err := s.Decrypt(ctx, base.Ciphertext, nil)
+					if err == nil && startedAfter {
+						lateDecrypts.Add(1)
+					}
+					if err != nil && !errors.Is(err, derivation.ErrShredded) {
+						t.Errorf("decrypt: %v", err)
+						return
+					}
+					if _, err := s.Decrypt(ctx, bobRec.Ciphertext, nil); err != nil {
+						t.Errorf("bob decrypt: %v", err)
+						return
+					}
+					continue
+				}
+				out, err := s.Encrypt(ctx, src, []byte("payload"), nil)
+				if err != nil {
+					if !errors.Is(err, derivation.ErrShredded) {
+						t.Errorf("encrypt: %v", err)
+						return
+					}
+					continue
+				}
+				mu.Lock()
+				sealed = append(sealed, result{out, after})
+				mu.Unlock()
+			}
+		}(g)
+	}
+	time.Sleep(50 * time.Millisecond)
+	f, err := s.Forget(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed.Store(true)
+	time.Sleep(50 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+
+	if n := lateDecrypts.Load(); n != 0 {
+		t.Fatalf("%d decrypts of alice's data started after the forget and succeeded", n)
+	}
+	var before int
+	for _, r := range sealed {
+		a, err := s.GetArtifact(ctx, r.c.Artifact)
+		if err != nil {
+			t.Fatalf("sealed artifact not registered: %v", err)
+		}
+		if r.after || a.Seq > f.Barrier {
+			t.Fatalf("artifact %s (seq %d, barrier %d, started after: %v) carries alice", a.ID, a.Seq, f.Barrier, r.after)
+		}
+		before++
+		if _, err := s.Decrypt(ctx, r.c.Ciphertext, nil); !errors.Is(err, derivation.ErrShredded) {
+			t.Fatalf("a ciphertext of alice decrypts after the commit: %v", err)
+		}
+	}
+	t.Logf("%d artifacts of alice sealed before the barrier, none after", before)
+	if before == 0 {
+		t.Fatal("the race never sealed anything before the forget; the test proves nothing")
+	}
+}
