@@ -148,7 +148,9 @@ func mapKeyErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, keystore.ErrShredded):
+	case errors.Is(err, keystore.ErrShredded), errors.Is(err, keystore.ErrVersionDestroyed):
+		// A key under a destroyed root version (a database restored from
+		// before an epoch) is as erased as a deleted one.
 		return fmt.Errorf("%w: %w", ErrShredded, err)
 	case errors.Is(err, keystore.ErrNotFound):
 		return fmt.Errorf("%w: subject key not found: %w", ErrEnvelope, err)
