@@ -23,6 +23,7 @@ import (
 	"github.com/shredd/shredd/derivation"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
+	"github.com/shredd/shredd/keystore/vault"
 )
 
 // Program is a parsed `shredd serve`.
@@ -35,6 +36,8 @@ type Program struct {
 	ForgetDeadline time.Duration
 	Buckets        int
 	MaxBody        int64
+	Root           string // "local" or "vault"
+	Vault          vault.Config
 	crashAt        string
 }
 
@@ -78,8 +81,47 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 	deadline := dur("forget-deadline", derivation.DefaultDeadline, "time after a forget's commit by which it must be erased, else overdue")
 	fl.IntVar(&p.Buckets, "buckets", keystore.DefaultBuckets, "number of bucket keys; fixed when the data directory is created")
 	fl.Int64Var(&p.MaxBody, "max-body", api.DefaultMaxBody, "maximum request body in bytes")
+	fl.StringVar(&p.Root, "root", env("root", "local"), "root store: local (a root key file in the data dir) or vault (a Vault Transit key)")
+	// Vault settings take Vault's own environment variables as defaults. The
+	// token is read from VAULT_TOKEN or a file, never from a flag value
+	// (command lines are visible to other users).
+	fl.StringVar(&p.Vault.Address, "vault-addr", getenv("VAULT_ADDR"), "Vault address (VAULT_ADDR)")
+	fl.StringVar(&p.Vault.Namespace, "vault-namespace", getenv("VAULT_NAMESPACE"), "Vault namespace (VAULT_NAMESPACE)")
+	fl.StringVar(&p.Vault.CACert, "vault-cacert", getenv("VAULT_CACERT"), "PEM file of the CA of Vault's TLS certificate (VAULT_CACERT)")
+	fl.StringVar(&p.Vault.Mount, "vault-transit-mount", env("vault-transit-mount", "transit"), "Transit mount path")
+	fl.StringVar(&p.Vault.Key, "vault-key", env("vault-key", "shredd-root"), "Transit key name of the root (names nothing about subjects)")
+	tokenFile := fl.String("vault-token-file", env("vault-token-file", ""), "file holding the Vault token (default: VAULT_TOKEN)")
+	fl.StringVar(&p.Vault.RoleID, "vault-approle-role-id", env("vault-approle-role-id", ""), "AppRole role id: log in with AppRole instead of a token")
+	secretIDFile := fl.String("vault-approle-secret-id-file", env("vault-approle-secret-id-file", ""), "file holding the AppRole secret id")
+	fl.StringVar(&p.Vault.AppRoleMount, "vault-approle-mount", env("vault-approle-mount", "approle"), "AppRole auth mount path")
 	if err := fl.Parse(args); err != nil {
 		return nil, err
+	}
+	switch p.Root {
+	case "local":
+	case "vault":
+		p.Vault.Token = getenv("VAULT_TOKEN")
+		for _, f := range []struct {
+			path string
+			dst  *string
+		}{{*tokenFile, &p.Vault.Token}, {*secretIDFile, &p.Vault.SecretID}} {
+			if f.path == "" {
+				continue
+			}
+			b, err := os.ReadFile(f.path)
+			if err != nil {
+				fmt.Fprintf(stderr, "shredd serve: %v\n", err)
+				return nil, err
+			}
+			*f.dst = strings.TrimSpace(string(b))
+		}
+		if p.Vault.Address == "" || (p.Vault.Token == "" && p.Vault.RoleID == "") {
+			fmt.Fprintln(stderr, "shredd serve: --root vault needs --vault-addr (VAULT_ADDR) and a token (VAULT_TOKEN, --vault-token-file) or --vault-approle-role-id")
+			return nil, errors.New("incomplete vault config")
+		}
+	default:
+		fmt.Fprintf(stderr, "shredd serve: --root must be local or vault, not %q\n", p.Root)
+		return nil, errors.New("bad root")
 	}
 	if fl.NArg() > 0 {
 		fmt.Fprintf(stderr, "shredd serve: unexpected argument %q\n", fl.Arg(0))
@@ -191,9 +233,34 @@ func (p *Program) Run(ctx context.Context, stderr io.Writer) error {
 	tokenHash := sha256.Sum256([]byte(strings.TrimSpace(string(token))))
 	clear(token)
 
-	root, err := local.Open(filepath.Join(p.DataDir, rootFile))
-	if err != nil {
-		return err
+	var root keystore.RootStore
+	switch p.Root {
+	case "vault":
+		vs, err := vault.New(p.Vault)
+		if err != nil {
+			return err
+		}
+		// Vault down at start-up: serve anyway, failing closed (503) until it
+		// is back, so forgets still commit. A key that defeats shredding
+		// stops the start.
+		switch err := vs.Check(ctx); {
+		case errors.Is(err, vault.ErrUnsafeKey):
+			return err
+		case err != nil:
+			log.Warn("vault root store unavailable at start-up; failing closed until it answers", "error", err.Error())
+		default:
+			kc := vs.KeyConfig()
+			log.Info("vault root store", "mount", p.Vault.Mount, "key", kc.Name, "latest_version", kc.LatestVersion,
+				"min_available_version", kc.MinAvailableVersion, "exportable", kc.Exportable, "allow_plaintext_backup", kc.AllowPlaintextBackup)
+		}
+		go vs.KeepTokenFresh(ctx, p.Vault, func(err error) { log.Warn("vault token", "error", err.Error()) })
+		root = vs
+	default:
+		ls, err := local.Open(filepath.Join(p.DataDir, rootFile))
+		if err != nil {
+			return err
+		}
+		root = ls
 	}
 	db, err := keystore.OpenDB(filepath.Join(p.DataDir, dbFile))
 	if err != nil {

@@ -1,0 +1,289 @@
+// Package vaulttest runs a real HashiCorp Vault server on 127.0.0.1 for
+// tests: the binary built from the official Go module by
+// scripts/vault-build.sh (never a fake). Dev servers are in memory; a
+// persistent server keeps its storage in a temporary directory, so it can be
+// stopped, restarted, sealed and unsealed to test failing closed.
+package vaulttest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	vaultapi "github.com/hashicorp/vault/api"
+)
+
+// Binary returns the path of the Vault binary: $SHREDD_VAULT_BIN, or
+// .cache/bin/vault at the root of the shredd module. It fails the test when
+// there is none: a missing Vault must never turn into a skipped test.
+func Binary(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("SHREDD_VAULT_BIN"); p != "" {
+		return p
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "tools", "vault", "go.mod")); err == nil {
+			p := filepath.Join(dir, ".cache", "bin", "vault")
+			if _, err := os.Stat(p); err != nil {
+				t.Fatalf("no Vault binary at %s: run scripts/vault-build.sh (./scripts/test.sh does it)", p)
+			}
+			return p
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("vaulttest: cannot find the shredd module root (tools/vault/go.mod)")
+		}
+		dir = parent
+	}
+}
+
+// Server is a running Vault.
+type Server struct {
+	t          testing.TB
+	bin        string
+	dir        string
+	persistent bool
+	Addr       string // http://127.0.0.1:PORT
+	RootToken  string
+	unsealKey  string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	args []string
+	logs *syncBuffer
+}
+
+// syncBuffer is a buffer the server's output goroutine and the test can use
+// at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	for i := 0; i < 50; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		// Dev servers also listen on PORT+1 for clustering.
+		if l2, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+1)); err == nil {
+			l2.Close()
+			return p
+		}
+	}
+	t.Fatal("vaulttest: no free port pair")
+	return 0
+}
+
+// Dev starts `vault server -dev` (in memory, root token "root") with the
+// Transit engine mounted at transit/, and stops it when the test ends.
+func Dev(t testing.TB) *Server {
+	t.Helper()
+	s := &Server{t: t, bin: Binary(t), dir: t.TempDir(), RootToken: "root"}
+	port := freePort(t)
+	s.Addr = "http://127.0.0.1:" + strconv.Itoa(port)
+	s.start("server", "-dev", "-dev-root-token-id=root", "-dev-listen-address=127.0.0.1:"+strconv.Itoa(port), "-dev-no-store-token")
+	t.Cleanup(s.Stop)
+	s.waitUp()
+	s.mountTransit()
+	return s
+}
+
+// Persistent starts a Vault server with file storage in a temporary
+// directory, initialises it with one unseal key, unseals it and mounts
+// Transit. Restart, Seal and Unseal keep its data.
+func Persistent(t testing.TB) *Server {
+	t.Helper()
+	s := &Server{t: t, bin: Binary(t), dir: t.TempDir(), persistent: true}
+	port := freePort(t)
+	s.Addr = "http://127.0.0.1:" + strconv.Itoa(port)
+	cfg := fmt.Sprintf(`storage "file" { path = %q }
+listener "tcp" {
+  address = "127.0.0.1:%d"
+  tls_disable = true
+}
+api_addr = %q
+disable_mlock = true
+ui = false
+`, filepath.Join(s.dir, "data"), port, s.Addr)
+	if err := os.WriteFile(filepath.Join(s.dir, "vault.hcl"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.start("server", "-config="+filepath.Join(s.dir, "vault.hcl"))
+	t.Cleanup(s.Stop)
+	s.waitUp()
+	c := s.client("")
+	init, err := c.Sys().Init(&vaultapi.InitRequest{SecretShares: 1, SecretThreshold: 1})
+	if err != nil {
+		t.Fatalf("vault init: %v", err)
+	}
+	s.RootToken, s.unsealKey = init.RootToken, init.KeysB64[0]
+	s.Unseal()
+	s.mountTransit()
+	return s
+}
+
+func (s *Server) start(args ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.logs = &syncBuffer{}
+	cmd := exec.Command(s.bin, args...)
+	cmd.Env = append(os.Environ(), "VAULT_ADDR="+s.Addr, "HOME="+s.dir)
+	cmd.Stdout, cmd.Stderr = s.logs, s.logs
+	if err := cmd.Start(); err != nil {
+		s.t.Fatalf("start vault: %v", err)
+	}
+	s.cmd = cmd
+	s.args = args
+}
+
+// Client returns a Vault API client for the server with the given token
+// (the root token when empty).
+func (s *Server) Client(token string) *vaultapi.Client {
+	if token == "" {
+		token = s.RootToken
+	}
+	return s.client(token)
+}
+
+func (s *Server) client(token string) *vaultapi.Client {
+	cfg := vaultapi.DefaultConfig()
+	cfg.Address = s.Addr
+	cfg.MaxRetries = 0
+	c, err := vaultapi.NewClient(cfg)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	c.SetToken(token)
+	return c
+}
+
+func (s *Server) waitUp() {
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(s.Addr + "/v1/sys/health?uninitcode=200&sealedcode=200&standbycode=200")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	s.mu.Lock()
+	logs := s.logs.String()
+	s.mu.Unlock()
+	s.t.Fatalf("vault did not come up at %s:\n%s", s.Addr, logs)
+}
+
+func (s *Server) mountTransit() {
+	err := s.client(s.RootToken).Sys().Mount("transit", &vaultapi.MountInput{Type: "transit"})
+	if err != nil {
+		s.t.Fatalf("mount transit: %v", err)
+	}
+}
+
+// Stop stops the server (SIGTERM, then SIGKILL after 10 s).
+func (s *Server) Stop() {
+	s.mu.Lock()
+	cmd := s.cmd
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+// Restart stops a persistent server and starts it again on the same address
+// and storage, unsealed.
+func (s *Server) Restart() {
+	if !s.persistent {
+		s.t.Fatal("vaulttest: only a persistent server can restart")
+	}
+	s.Stop()
+	s.Start()
+}
+
+// Start starts a stopped persistent server again and unseals it.
+func (s *Server) Start() {
+	s.start(s.args...)
+	s.waitUp()
+	s.Unseal()
+}
+
+// Seal seals a persistent server: it answers 503 until unsealed.
+func (s *Server) Seal() {
+	if err := s.client(s.RootToken).Sys().SealWithContext(context.Background()); err != nil {
+		s.t.Fatalf("seal: %v", err)
+	}
+}
+
+// Unseal unseals a persistent server.
+func (s *Server) Unseal() {
+	if !s.persistent {
+		return
+	}
+	st, err := s.client("").Sys().Unseal(s.unsealKey)
+	if err != nil || st.Sealed {
+		s.t.Fatalf("unseal: %v (sealed=%v)", err, st != nil && st.Sealed)
+	}
+	// Wait until the server serves requests as active node.
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(s.Addr + "/v1/sys/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s.t.Fatal("vault not active after unseal")
+}
+
+// Logs returns what the server printed so far.
+func (s *Server) Logs() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.logs.String()
+}

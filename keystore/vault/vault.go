@@ -1,0 +1,530 @@
+// Package vault is the production root store of shredd: the root of the key
+// tree is one HashiCorp Vault Transit key, so the root key never leaves Vault
+// and destroying old versions happens inside Vault (rotate, raise
+// min_decryption_version, trim). It implements keystore.RootStore.
+//
+// Bucket keys are wrapped and unwrapped with Transit encrypt, decrypt and
+// rewrap, in batches (batch_input). The key name is configuration and never
+// encodes anything about subjects.
+package vault
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	vaultapi "github.com/hashicorp/vault/api"
+
+	"github.com/shredd/shredd/keystore"
+)
+
+var _ keystore.RootStore = (*Store)(nil)
+
+// Config names the Vault server, credentials and Transit key.
+type Config struct {
+	Address   string // VAULT_ADDR
+	Token     string // VAULT_TOKEN; empty with AppRole
+	Namespace string // VAULT_NAMESPACE (Vault Enterprise)
+	CACert    string // PEM file of the CA that signed Vault's TLS certificate
+	Mount     string // Transit mount path, default "transit"
+	Key       string // Transit key name, default "shredd-root"
+
+	// AppRole login, used when RoleID is set: role and secret id, and the
+	// auth mount (default "approle").
+	RoleID, SecretID, AppRoleMount string
+
+	// Timeout bounds one request to Vault (default 10 s).
+	Timeout time.Duration
+}
+
+// KeyConfig is the Transit key's configuration as read at start-up, recorded
+// for the attestation.
+type KeyConfig struct {
+	Name                 string `json:"name"`
+	Type                 string `json:"type"`
+	Exportable           bool   `json:"exportable"`
+	AllowPlaintextBackup bool   `json:"allow_plaintext_backup"`
+	DeletionAllowed      bool   `json:"deletion_allowed"`
+	LatestVersion        int    `json:"latest_version"`
+	MinDecryptionVersion int    `json:"min_decryption_version"`
+	MinEncryptionVersion int    `json:"min_encryption_version"`
+	MinAvailableVersion  int    `json:"min_available_version"`
+}
+
+// ErrUnsafeKey means the Transit key's configuration would defeat shredding
+// (exportable or allow_plaintext_backup): a copy of the root could then exist
+// outside Vault, and trimming versions would prove nothing.
+var ErrUnsafeKey = errors.New("vault transit key config defeats shredding")
+
+// Store is a root store on one Vault Transit key.
+type Store struct {
+	c     *vaultapi.Client
+	mount string
+	key   string
+
+	conf  Config
+	mu    sync.Mutex
+	ready bool
+	cfg   KeyConfig
+}
+
+// New returns a Store for the configured Vault without contacting it; the
+// first operation (or Check) logs in and checks the key.
+func New(c Config) (*Store, error) {
+	vc := vaultapi.DefaultConfig()
+	if c.Address != "" {
+		vc.Address = c.Address
+	}
+	vc.Timeout = c.Timeout
+	if vc.Timeout <= 0 {
+		vc.Timeout = 10 * time.Second
+	}
+	vc.MaxRetries = 0 // retries belong to the epoch's backoff, not to each call
+	if c.CACert != "" {
+		if err := vc.ConfigureTLS(&vaultapi.TLSConfig{CACert: c.CACert}); err != nil {
+			return nil, fmt.Errorf("vault: tls: %w", err)
+		}
+	}
+	client, err := vaultapi.NewClient(vc)
+	if err != nil {
+		return nil, fmt.Errorf("vault: client: %w", err)
+	}
+	client.SetToken(c.Token)
+	if c.Namespace != "" {
+		client.SetNamespace(c.Namespace)
+	}
+	s := &Store{c: client, conf: c, mount: strings.Trim(c.Mount, "/"), key: c.Key}
+	if s.mount == "" {
+		s.mount = "transit"
+	}
+	if s.key == "" {
+		s.key = "shredd-root"
+	}
+	return s, nil
+}
+
+// Open is New followed by Check.
+func Open(ctx context.Context, c Config) (*Store, error) {
+	s, err := New(c)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Check(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Check logs in (AppRole, when configured), creates the Transit key when it
+// does not exist (aes256-gcm96, not exportable, no plaintext backup), and
+// refuses a key whose configuration would defeat shredding with
+// ErrUnsafeKey. Until a Check succeeds, every operation runs it first, so a
+// Vault that was down at start-up is picked up once it is back.
+func (s *Store) Check(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ready {
+		return nil
+	}
+	if s.conf.RoleID != "" {
+		if err := s.appRoleLogin(ctx, s.conf); err != nil {
+			return err
+		}
+	}
+	cfg, err := s.readKeyLocked(ctx)
+	if errors.Is(err, keystore.ErrNotFound) {
+		if _, err := s.write(ctx, "keys/"+s.key, map[string]any{"type": "aes256-gcm96", "exportable": false, "allow_plaintext_backup": false}); err != nil {
+			return fmt.Errorf("vault: create key: %w", err)
+		}
+		cfg, err = s.readKeyLocked(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	if cfg.Exportable || cfg.AllowPlaintextBackup {
+		return fmt.Errorf("vault: key %s/%s has exportable=%v allow_plaintext_backup=%v: %w",
+			s.mount, s.key, cfg.Exportable, cfg.AllowPlaintextBackup, ErrUnsafeKey)
+	}
+	s.ready = true
+	return nil
+}
+
+func (s *Store) ensure(ctx context.Context) error {
+	s.mu.Lock()
+	ready := s.ready
+	s.mu.Unlock()
+	if ready {
+		return nil
+	}
+	return s.Check(ctx)
+}
+
+func (s *Store) appRoleLogin(ctx context.Context, c Config) error {
+	mount := strings.Trim(c.AppRoleMount, "/")
+	if mount == "" {
+		mount = "approle"
+	}
+	sec, err := s.c.Logical().WriteWithContext(ctx, "auth/"+mount+"/login", map[string]any{"role_id": c.RoleID, "secret_id": c.SecretID})
+	if err != nil {
+		return fmt.Errorf("vault: approle login: %w", classify(err))
+	}
+	if sec == nil || sec.Auth == nil || sec.Auth.ClientToken == "" {
+		return fmt.Errorf("vault: approle login: no token returned: %w", keystore.ErrUnavailable)
+	}
+	s.c.SetToken(sec.Auth.ClientToken)
+	return nil
+}
+
+// KeepTokenFresh renews the client token before it expires (and logs in
+// again with AppRole when renewal is no longer possible) until ctx ends. A
+// root or non-renewable token needs nothing and returns at once.
+func (s *Store) KeepTokenFresh(ctx context.Context, c Config, onErr func(error)) {
+	for {
+		sec, err := s.c.Auth().Token().LookupSelfWithContext(ctx)
+		if err != nil {
+			onErr(fmt.Errorf("vault: token lookup: %w", classify(err)))
+			if !sleep(ctx, 30*time.Second) {
+				return
+			}
+			continue
+		}
+		ttl, _ := sec.TokenTTL()
+		renewable, _ := sec.TokenIsRenewable()
+		if ttl == 0 { // root tokens and other tokens without expiry
+			return
+		}
+		if !sleep(ctx, ttl/2) {
+			return
+		}
+		if renewable {
+			if _, err := s.c.Auth().Token().RenewSelfWithContext(ctx, 0); err == nil {
+				continue
+			} else {
+				onErr(fmt.Errorf("vault: token renew: %w", classify(err)))
+			}
+		}
+		if c.RoleID != "" {
+			if err := s.appRoleLogin(ctx, c); err != nil {
+				onErr(err)
+			}
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// Kind returns "vault-transit".
+func (s *Store) Kind() string { return "vault-transit" }
+
+// KeyConfig returns the Transit key's configuration as last read.
+func (s *Store) KeyConfig() KeyConfig {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg
+}
+
+// classify maps a Vault client error to the keystore's sentinels. It is the
+// one function that reads Vault's error messages; TestErrorMessages pins it
+// against a real Vault.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	var re *vaultapi.ResponseError
+	if errors.As(err, &re) {
+		msg := strings.ToLower(strings.Join(re.Errors, "; "))
+		switch {
+		case re.StatusCode == http.StatusNotFound:
+			return fmt.Errorf("%w: %s", keystore.ErrNotFound, msg)
+		case strings.Contains(msg, "too old") || strings.Contains(msg, "disallowed by policy") ||
+			strings.Contains(msg, "version is below") || strings.Contains(msg, "has been trimmed") ||
+			strings.Contains(msg, "key version") && strings.Contains(msg, "not found"):
+			return fmt.Errorf("%w: %s", keystore.ErrVersionDestroyed, msg)
+		case strings.Contains(msg, "message authentication failed") || strings.Contains(msg, "invalid ciphertext") ||
+			strings.Contains(msg, "invalid version") || strings.Contains(msg, "ciphertext") && re.StatusCode == http.StatusBadRequest:
+			return fmt.Errorf("%w: %s", keystore.ErrCorrupt, msg)
+		case re.StatusCode == http.StatusBadRequest:
+			return fmt.Errorf("%w: vault: %s", keystore.ErrInvalid, msg)
+		}
+		// 403 permission denied, 503 sealed or standby, 5xx: fail closed.
+		return fmt.Errorf("%w: vault answered %d: %s", keystore.ErrUnavailable, re.StatusCode, msg)
+	}
+	// Connection refused, timeouts, TLS errors.
+	return fmt.Errorf("%w: %v", keystore.ErrUnavailable, err)
+}
+
+func (s *Store) path(p string) string { return s.mount + "/" + p }
+
+func (s *Store) write(ctx context.Context, p string, data map[string]any) (*vaultapi.Secret, error) {
+	sec, err := s.c.Logical().WriteWithContext(ctx, s.path(p), data)
+	if err != nil {
+		return nil, classify(err)
+	}
+	return sec, nil
+}
+
+func intOf(v any) int {
+	switch x := v.(type) {
+	case int:
+		return x
+	case float64:
+		return int(x)
+	case interface{ Int64() (int64, error) }:
+		n, _ := x.Int64()
+		return int(n)
+	case string:
+		n, _ := strconv.Atoi(x)
+		return n
+	}
+	return 0
+}
+
+func (s *Store) readKeyLocked(ctx context.Context) (KeyConfig, error) {
+	sec, err := s.c.Logical().ReadWithContext(ctx, s.path("keys/"+s.key))
+	if err != nil {
+		return KeyConfig{}, fmt.Errorf("vault: read key: %w", classify(err))
+	}
+	if sec == nil || sec.Data == nil {
+		return KeyConfig{}, fmt.Errorf("vault: read key %s: %w", s.key, keystore.ErrNotFound)
+	}
+	d := sec.Data
+	b := func(k string) bool { v, _ := d[k].(bool); return v }
+	cfg := KeyConfig{Name: s.key, Exportable: b("exportable"), AllowPlaintextBackup: b("allow_plaintext_backup"),
+		DeletionAllowed: b("deletion_allowed"), LatestVersion: intOf(d["latest_version"]),
+		MinDecryptionVersion: intOf(d["min_decryption_version"]), MinEncryptionVersion: intOf(d["min_encryption_version"]),
+		MinAvailableVersion: intOf(d["min_available_version"])}
+	cfg.Type, _ = d["type"].(string)
+	s.cfg = cfg
+	return cfg, nil
+}
+
+func (s *Store) readKey(ctx context.Context) (KeyConfig, error) {
+	if err := s.ensure(ctx); err != nil {
+		return KeyConfig{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.readKeyLocked(ctx)
+}
+
+// versionOf reads the key version of a Transit ciphertext ("vault:v3:...").
+func versionOf(ct string) (int, error) {
+	rest, ok := strings.CutPrefix(ct, "vault:v")
+	if !ok {
+		return 0, fmt.Errorf("vault: %w: not a transit ciphertext", keystore.ErrCorrupt)
+	}
+	n, _, ok := strings.Cut(rest, ":")
+	v, err := strconv.Atoi(n)
+	if !ok || err != nil || v < 1 {
+		return 0, fmt.Errorf("vault: %w: bad transit ciphertext version", keystore.ErrCorrupt)
+	}
+	return v, nil
+}
+
+// batch runs one Transit batch operation and returns each item's result
+// field. Any item error fails the whole call, classified like a request
+// error.
+func (s *Store) batch(ctx context.Context, op string, items []map[string]any, field string) ([]string, error) {
+	if len(items) == 0 {
+		return nil, nil
+	}
+	if err := s.ensure(ctx); err != nil {
+		return nil, err
+	}
+	sec, err := s.c.Logical().WriteWithContext(ctx, s.path(op+"/"+s.key), map[string]any{"batch_input": items})
+	if err != nil {
+		return nil, fmt.Errorf("vault: %s: %w", op, classify(err))
+	}
+	if sec == nil || sec.Data == nil {
+		return nil, fmt.Errorf("vault: %s: empty answer: %w", op, keystore.ErrUnavailable)
+	}
+	res, _ := sec.Data["batch_results"].([]any)
+	if len(res) != len(items) {
+		return nil, fmt.Errorf("vault: %s: %d results for %d items: %w", op, len(res), len(items), keystore.ErrUnavailable)
+	}
+	out := make([]string, len(res))
+	for i, r := range res {
+		m, _ := r.(map[string]any)
+		if e, _ := m["error"].(string); e != "" {
+			return nil, fmt.Errorf("vault: %s: item %d: %w", op, i, classify(&vaultapi.ResponseError{StatusCode: http.StatusBadRequest, Errors: []string{e}}))
+		}
+		out[i], _ = m[field].(string)
+		if out[i] == "" {
+			return nil, fmt.Errorf("vault: %s: item %d has no %s: %w", op, i, field, keystore.ErrUnavailable)
+		}
+	}
+	return out, nil
+}
+
+func wrappedOf(cts []string) ([]keystore.Wrapped, error) {
+	out := make([]keystore.Wrapped, len(cts))
+	for i, ct := range cts {
+		v, err := versionOf(ct)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = keystore.Wrapped{Version: v, Blob: []byte(ct)}
+	}
+	return out, nil
+}
+
+// Wrap encrypts each key with Transit under the latest version.
+func (s *Store) Wrap(ctx context.Context, keys [][]byte) ([]keystore.Wrapped, error) {
+	items := make([]map[string]any, len(keys))
+	for i, k := range keys {
+		items[i] = map[string]any{"plaintext": base64.StdEncoding.EncodeToString(k)}
+	}
+	cts, err := s.batch(ctx, "encrypt", items, "ciphertext")
+	if err != nil {
+		return nil, err
+	}
+	return wrappedOf(cts)
+}
+
+// Unwrap decrypts each blob with Transit.
+func (s *Store) Unwrap(ctx context.Context, blobs [][]byte) ([][]byte, error) {
+	items := make([]map[string]any, len(blobs))
+	for i, b := range blobs {
+		if _, err := versionOf(string(b)); err != nil {
+			return nil, err
+		}
+		items[i] = map[string]any{"ciphertext": string(b)}
+	}
+	pts, err := s.batch(ctx, "decrypt", items, "plaintext")
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(pts))
+	for i, p := range pts {
+		if out[i], err = base64.StdEncoding.DecodeString(p); err != nil {
+			return nil, fmt.Errorf("vault: decrypt: %w: plaintext not base64", keystore.ErrCorrupt)
+		}
+	}
+	return out, nil
+}
+
+// Rewrap re-encrypts each blob under the latest version inside Vault; the
+// bucket keys never leave Vault in the process.
+func (s *Store) Rewrap(ctx context.Context, blobs [][]byte) ([]keystore.Wrapped, error) {
+	items := make([]map[string]any, len(blobs))
+	for i, b := range blobs {
+		if _, err := versionOf(string(b)); err != nil {
+			return nil, err
+		}
+		items[i] = map[string]any{"ciphertext": string(b)}
+	}
+	cts, err := s.batch(ctx, "rewrap", items, "ciphertext")
+	if err != nil {
+		return nil, err
+	}
+	return wrappedOf(cts)
+}
+
+// Rotate adds a new latest version of the Transit key.
+func (s *Store) Rotate(ctx context.Context) (int, error) {
+	if err := s.ensure(ctx); err != nil {
+		return 0, err
+	}
+	if _, err := s.write(ctx, "keys/"+s.key+"/rotate", nil); err != nil {
+		return 0, fmt.Errorf("vault: rotate: %w", err)
+	}
+	cfg, err := s.readKey(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return cfg.LatestVersion, nil
+}
+
+// Trim destroys every version below minVersion: it raises
+// min_decryption_version and min_encryption_version to minVersion (so the
+// old versions stop working at once) and then trims the key ring with
+// min_available_version, which deletes them from Vault's storage.
+func (s *Store) Trim(ctx context.Context, minVersion int) ([]int, error) {
+	cfg, err := s.readKey(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if minVersion > cfg.LatestVersion {
+		return nil, fmt.Errorf("vault: trim to %d above latest %d: %w", minVersion, cfg.LatestVersion, keystore.ErrInvalid)
+	}
+	avail := max(cfg.MinAvailableVersion, 1)
+	if minVersion <= avail {
+		return nil, nil
+	}
+	if cfg.MinDecryptionVersion < minVersion || cfg.MinEncryptionVersion < minVersion {
+		if _, err := s.write(ctx, "keys/"+s.key+"/config", map[string]any{
+			"min_decryption_version": minVersion, "min_encryption_version": minVersion}); err != nil {
+			return nil, fmt.Errorf("vault: trim: config: %w", err)
+		}
+	}
+	if _, err := s.write(ctx, "keys/"+s.key+"/trim", map[string]any{"min_available_version": minVersion}); err != nil {
+		return nil, fmt.Errorf("vault: trim: %w", err)
+	}
+	after, err := s.readKey(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if after.MinAvailableVersion < minVersion {
+		return nil, fmt.Errorf("vault: trim: min_available_version is %d after trimming to %d: %w", after.MinAvailableVersion, minVersion, keystore.ErrUnavailable)
+	}
+	var retired []int
+	for v := avail; v < minVersion; v++ {
+		retired = append(retired, v)
+	}
+	return retired, nil
+}
+
+// Versions reads the latest and the oldest available version.
+func (s *Store) Versions(ctx context.Context) (keystore.Versions, error) {
+	cfg, err := s.readKey(ctx)
+	if err != nil {
+		return keystore.Versions{}, err
+	}
+	return keystore.Versions{Latest: cfg.LatestVersion, MinAvailable: max(cfg.MinAvailableVersion, 1)}, nil
+}
+
+// Policy returns the Vault policy (HCL) that grants shredd exactly the
+// Transit paths it uses on one key, and nothing else. docs/operations.md
+// shows it for the default mount and key; a test runs the conformance suite
+// with a token holding only this policy.
+func Policy(mount, key string) string {
+	p := strings.Trim(mount, "/") + "/"
+	return fmt.Sprintf(`# shredd root store: one Transit key, nothing else.
+path "%[1]skeys/%[2]s" {
+  capabilities = ["read", "create"]
+}
+path "%[1]skeys/%[2]s/rotate" {
+  capabilities = ["update"]
+}
+path "%[1]skeys/%[2]s/config" {
+  capabilities = ["update"]
+}
+path "%[1]skeys/%[2]s/trim" {
+  capabilities = ["update"]
+}
+path "%[1]sencrypt/%[2]s" {
+  capabilities = ["update"]
+}
+path "%[1]sdecrypt/%[2]s" {
+  capabilities = ["update"]
+}
+path "%[1]srewrap/%[2]s" {
+  capabilities = ["update"]
+}
+`, p, key)
+}
