@@ -108,6 +108,12 @@ func (s *Service) Forget(ctx context.Context, subject string) (Forget, error) {
 	mu.Lock()
 	defer mu.Unlock()
 	if r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE sid=? ORDER BY requested_at DESC LIMIT 1`, sid[:])); err == nil {
+		if r.state == StateRequested { // a commit that failed or crashed: finish it now
+			if err := s.commit(ctx, r.id, sid); err != nil {
+				return Forget{}, err
+			}
+			return s.GetForget(ctx, r.id)
+		}
 		return s.view(r), nil
 	} else if !errors.Is(err, sql.ErrNoRows) {
 		return Forget{}, fmt.Errorf("derivation: forget: %w", err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"time"
 
 	_ "github.com/mattn/go-sqlite3" // SQLite driver: the key tree and the registry share one file
 )
@@ -59,14 +60,27 @@ func OpenDB(path string) (*sql.DB, error) {
 }
 
 // CheckpointWAL copies the WAL into the database file and truncates it, so
-// that pages holding destroyed keys do not stay in the WAL file.
+// that pages holding destroyed keys do not stay in the WAL file. Readers in
+// flight can keep a checkpoint from completing; it is retried for up to
+// about ten seconds before giving up.
 func CheckpointWAL(ctx context.Context, db *sql.DB) error {
-	var busy, logPages, moved int
-	if err := db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logPages, &moved); err != nil {
-		return fmt.Errorf("keystore: wal checkpoint: %w", err)
+	delay := 10 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		var busy, logPages, moved int
+		if err := db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logPages, &moved); err != nil {
+			return fmt.Errorf("keystore: wal checkpoint: %w", err)
+		}
+		if busy == 0 && moved == logPages {
+			return nil
+		}
+		if attempt == 40 {
+			return fmt.Errorf("keystore: wal checkpoint: database still busy after %d attempts", attempt+1)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 500*time.Millisecond)
 	}
-	if busy != 0 {
-		return fmt.Errorf("keystore: wal checkpoint: database busy")
-	}
-	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -276,42 +277,62 @@ func unwrapDEK(bk, blob []byte, aad []byte) ([]byte, error) {
 }
 
 // bucketKey returns the unwrapped key of a bucket at its current generation.
+// The cache keeps its own copy and hands out clones, so that clearing an
+// expired or replaced entry never zeroes a key a request is still using.
 func (s *Store) bucketKey(ctx context.Context, b int) (int64, []byte, error) {
 	now := s.now()
 	s.cacheMu.Lock()
 	e, ok := s.bkeys[b]
 	s.cacheMu.Unlock()
 	if ok && now.Before(e.expires) {
-		return e.gen, e.key, nil
+		return e.gen, slices.Clone(e.key), nil
 	}
-	purges := s.purges.Load()
-	var gen int64
-	var blob []byte
-	if err := s.db.QueryRowContext(ctx, `SELECT gen, wrapped FROM buckets WHERE id=?`, b).Scan(&gen, &blob); err != nil {
-		return 0, nil, fmt.Errorf("keystore: bucket %d: %w", b, err)
+	for attempt := 0; ; attempt++ {
+		purges := s.purges.Load()
+		var gen int64
+		var version int
+		var blob []byte
+		if err := s.db.QueryRowContext(ctx, `SELECT gen, root_version, wrapped FROM buckets WHERE id=?`, b).Scan(&gen, &version, &blob); err != nil {
+			return 0, nil, fmt.Errorf("keystore: bucket %d: %w", b, err)
+		}
+		ks, err := s.root.Unwrap(ctx, [][]byte{blob})
+		if errors.Is(err, ErrVersionDestroyed) && attempt < 3 {
+			// An epoch may have rewrapped the row and trimmed the version
+			// between the read and the unwrap: read the row again. Only a row
+			// still under a destroyed version is really destroyed.
+			var cur int
+			if err := s.db.QueryRowContext(ctx, `SELECT root_version FROM buckets WHERE id=?`, b).Scan(&cur); err == nil && cur != version {
+				continue
+			}
+		}
+		if err != nil {
+			return 0, nil, fmt.Errorf("keystore: bucket %d: %w", b, err)
+		}
+		s.cacheMu.Lock()
+		if s.purges.Load() == purges {
+			s.bkeys[b] = bucketEntry{gen: gen, key: slices.Clone(ks[0]), expires: now.Add(s.ttl)}
+		}
+		s.cacheMu.Unlock()
+		return gen, ks[0], nil
 	}
-	ks, err := s.root.Unwrap(ctx, [][]byte{blob})
-	if err != nil {
-		return 0, nil, fmt.Errorf("keystore: bucket %d: %w", b, err)
-	}
-	s.cacheMu.Lock()
-	if s.purges.Load() == purges {
-		s.bkeys[b] = bucketEntry{gen: gen, key: ks[0], expires: now.Add(s.ttl)}
-	}
-	s.cacheMu.Unlock()
-	return gen, ks[0], nil
 }
 
+// cached returns a cached subject key. The entry's key is the cache's own
+// copy; the caller gets a clone.
 func (s *Store) cached(sid envelope.SID) (dekEntry, bool) {
 	s.cacheMu.Lock()
 	defer s.cacheMu.Unlock()
 	e, ok := s.deks[sid]
-	if ok && !s.now().Before(e.expires) {
+	if !ok {
+		return dekEntry{}, false
+	}
+	if !s.now().Before(e.expires) {
 		delete(s.deks, sid)
 		clear(e.key)
 		return dekEntry{}, false
 	}
-	return e, ok
+	e.key = slices.Clone(e.key)
+	return e, true
 }
 
 func (s *Store) remember(sid envelope.SID, gen uint32, key []byte, purges uint64) {
@@ -331,7 +352,7 @@ func (s *Store) remember(sid envelope.SID, gen uint32, key []byte, purges uint64
 			}
 		}
 	}
-	s.deks[sid] = dekEntry{gen: gen, key: key, expires: s.now().Add(s.ttl)}
+	s.deks[sid] = dekEntry{gen: gen, key: slices.Clone(key), expires: s.now().Add(s.ttl)}
 }
 
 // Purge drops every cached key of the subject and its bucket from memory.
@@ -645,7 +666,8 @@ func (s *Store) RekeyBucket(ctx context.Context, b int) (int64, error) {
 	if e, ok := s.bkeys[b]; ok {
 		clear(e.key)
 	}
-	s.bkeys[b] = bucketEntry{gen: oldGen + 1, key: nk, expires: s.now().Add(s.ttl)}
+	s.bkeys[b] = bucketEntry{gen: oldGen + 1, key: slices.Clone(nk), expires: s.now().Add(s.ttl)}
+	clear(nk)
 	s.cacheMu.Unlock()
 	s.crash("rekey:committed")
 	return marker, nil
