@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# The whole test suite: go vet, then every package's tests with the race
-# detector against real SQLite files and the real shredd binary on 127.0.0.1.
+# The whole test suite: builds the Vault server the tests run against when it
+# is missing (scripts/vault-build.sh: from the official Go module, cached in
+# .cache/bin), then go vet and every package's tests with the race detector,
+# against real SQLite files, real Vault servers on 127.0.0.1 (started and
+# stopped by the tests themselves, see internal/vaulttest) and the real
+# shredd binary on 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+./scripts/vault-build.sh
+export SHREDD_VAULT_BIN="$PWD/.cache/bin/vault"
 go vet ./...
-go test -race -count=1 ./...
+go test -race -count=1 -timeout 30m ./...

@@ -11,8 +11,10 @@ package vault
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -64,9 +66,10 @@ var ErrUnsafeKey = errors.New("vault transit key config defeats shredding")
 
 // Store is a root store on one Vault Transit key.
 type Store struct {
-	c     *vaultapi.Client
-	mount string
-	key   string
+	c       *vaultapi.Client
+	mount   string
+	key     string
+	timeout time.Duration
 
 	conf  Config
 	mu    sync.Mutex
@@ -81,10 +84,10 @@ func New(c Config) (*Store, error) {
 	if c.Address != "" {
 		vc.Address = c.Address
 	}
-	vc.Timeout = c.Timeout
-	if vc.Timeout <= 0 {
-		vc.Timeout = 10 * time.Second
-	}
+	// Each call gets its own deadline (Store.timeout) around the whole
+	// exchange, body included; the client's own timeout would cancel raw
+	// responses before their body is read.
+	vc.Timeout = 0
 	vc.MaxRetries = 0 // retries belong to the epoch's backoff, not to each call
 	if c.CACert != "" {
 		if err := vc.ConfigureTLS(&vaultapi.TLSConfig{CACert: c.CACert}); err != nil {
@@ -99,7 +102,10 @@ func New(c Config) (*Store, error) {
 	if c.Namespace != "" {
 		client.SetNamespace(c.Namespace)
 	}
-	s := &Store{c: client, conf: c, mount: strings.Trim(c.Mount, "/"), key: c.Key}
+	s := &Store{c: client, conf: c, mount: strings.Trim(c.Mount, "/"), key: c.Key, timeout: c.Timeout}
+	if s.timeout <= 0 {
+		s.timeout = 10 * time.Second
+	}
 	if s.mount == "" {
 		s.mount = "transit"
 	}
@@ -170,6 +176,8 @@ func (s *Store) appRoleLogin(ctx context.Context, c Config) error {
 	if mount == "" {
 		mount = "approle"
 	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
 	sec, err := s.c.Logical().WriteWithContext(ctx, "auth/"+mount+"/login", map[string]any{"role_id": c.RoleID, "secret_id": c.SecretID})
 	if err != nil {
 		return fmt.Errorf("vault: approle login: %w", classify(err))
@@ -186,7 +194,9 @@ func (s *Store) appRoleLogin(ctx context.Context, c Config) error {
 // root or non-renewable token needs nothing and returns at once.
 func (s *Store) KeepTokenFresh(ctx context.Context, c Config, onErr func(error)) {
 	for {
-		sec, err := s.c.Auth().Token().LookupSelfWithContext(ctx)
+		lctx, cancel := context.WithTimeout(ctx, s.timeout)
+		sec, err := s.c.Auth().Token().LookupSelfWithContext(lctx)
+		cancel()
 		if err != nil {
 			onErr(fmt.Errorf("vault: token lookup: %w", classify(err)))
 			if !sleep(ctx, 30*time.Second) {
@@ -203,14 +213,19 @@ func (s *Store) KeepTokenFresh(ctx context.Context, c Config, onErr func(error))
 			return
 		}
 		if renewable {
-			if _, err := s.c.Auth().Token().RenewSelfWithContext(ctx, 0); err == nil {
+			rctx, cancel := context.WithTimeout(ctx, s.timeout)
+			_, err := s.c.Auth().Token().RenewSelfWithContext(rctx, 0)
+			cancel()
+			if err == nil {
 				continue
-			} else {
-				onErr(fmt.Errorf("vault: token renew: %w", classify(err)))
 			}
+			onErr(fmt.Errorf("vault: token renew: %w", classify(err)))
 		}
 		if c.RoleID != "" {
-			if err := s.appRoleLogin(ctx, c); err != nil {
+			s.mu.Lock()
+			err := s.appRoleLogin(ctx, c)
+			s.mu.Unlock()
+			if err != nil {
 				onErr(err)
 			}
 		}
@@ -271,6 +286,8 @@ func classify(err error) error {
 func (s *Store) path(p string) string { return s.mount + "/" + p }
 
 func (s *Store) write(ctx context.Context, p string, data map[string]any) (*vaultapi.Secret, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
 	sec, err := s.c.Logical().WriteWithContext(ctx, s.path(p), data)
 	if err != nil {
 		return nil, classify(err)
@@ -295,6 +312,8 @@ func intOf(v any) int {
 }
 
 func (s *Store) readKeyLocked(ctx context.Context) (KeyConfig, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
 	sec, err := s.c.Logical().ReadWithContext(ctx, s.path("keys/"+s.key))
 	if err != nil {
 		return KeyConfig{}, fmt.Errorf("vault: read key: %w", classify(err))
@@ -338,7 +357,8 @@ func versionOf(ct string) (int, error) {
 
 // batch runs one Transit batch operation and returns each item's result
 // field. Any item error fails the whole call, classified like a request
-// error.
+// error. Vault answers a batch with a failed item with status 400 and the
+// per-item errors in batch_results, so the body is read whatever the status.
 func (s *Store) batch(ctx context.Context, op string, items []map[string]any, field string) ([]string, error) {
 	if len(items) == 0 {
 		return nil, nil
@@ -346,20 +366,32 @@ func (s *Store) batch(ctx context.Context, op string, items []map[string]any, fi
 	if err := s.ensure(ctx); err != nil {
 		return nil, err
 	}
-	sec, err := s.c.Logical().WriteWithContext(ctx, s.path(op+"/"+s.key), map[string]any{"batch_input": items})
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	body, err := json.Marshal(map[string]any{"batch_input": items})
 	if err != nil {
+		return nil, err
+	}
+	resp, err := s.c.Logical().WriteRawWithContext(ctx, s.path(op+"/"+s.key), body)
+	var res struct {
+		Data struct {
+			BatchResults []map[string]any `json:"batch_results"`
+		} `json:"data"`
+	}
+	if resp != nil {
+		defer resp.Body.Close()
+		if derr := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&res); derr != nil && err == nil {
+			return nil, fmt.Errorf("vault: %s: unreadable answer: %w", op, keystore.ErrUnavailable)
+		}
+	}
+	if err != nil && len(res.Data.BatchResults) == 0 {
 		return nil, fmt.Errorf("vault: %s: %w", op, classify(err))
 	}
-	if sec == nil || sec.Data == nil {
-		return nil, fmt.Errorf("vault: %s: empty answer: %w", op, keystore.ErrUnavailable)
+	if len(res.Data.BatchResults) != len(items) {
+		return nil, fmt.Errorf("vault: %s: %d results for %d items: %w", op, len(res.Data.BatchResults), len(items), keystore.ErrUnavailable)
 	}
-	res, _ := sec.Data["batch_results"].([]any)
-	if len(res) != len(items) {
-		return nil, fmt.Errorf("vault: %s: %d results for %d items: %w", op, len(res), len(items), keystore.ErrUnavailable)
-	}
-	out := make([]string, len(res))
-	for i, r := range res {
-		m, _ := r.(map[string]any)
+	out := make([]string, len(items))
+	for i, m := range res.Data.BatchResults {
 		if e, _ := m["error"].(string); e != "" {
 			return nil, fmt.Errorf("vault: %s: item %d: %w", op, i, classify(&vaultapi.ResponseError{StatusCode: http.StatusBadRequest, Errors: []string{e}}))
 		}
@@ -506,7 +538,7 @@ func Policy(mount, key string) string {
 	p := strings.Trim(mount, "/") + "/"
 	return fmt.Sprintf(`# shredd root store: one Transit key, nothing else.
 path "%[1]skeys/%[2]s" {
-  capabilities = ["read", "create"]
+  capabilities = ["read", "create", "update"]
 }
 path "%[1]skeys/%[2]s/rotate" {
   capabilities = ["update"]
