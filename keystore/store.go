@@ -672,3 +672,69 @@ func (s *Store) RekeyBucket(ctx context.Context, b int) (int64, error) {
 	s.crash("rekey:committed")
 	return marker, nil
 }
+
+// CreateKeys creates generation-1 keys for many subjects at once, a
+// transaction per bucket batch, skipping subjects that already have a row.
+// It is the bulk path of Key, for imports and for filling test data
+// directories; it caches nothing.
+func (s *Store) CreateKeys(ctx context.Context, sids []envelope.SID) error {
+	byBucket := map[int][]envelope.SID{}
+	for _, sid := range sids {
+		b := s.BucketOf(sid)
+		byBucket[b] = append(byBucket[b], sid)
+	}
+	now := s.now().UnixNano()
+	for b, group := range byBucket {
+		if err := s.createBucketKeys(ctx, b, group, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) createBucketKeys(ctx context.Context, b int, group []envelope.SID, now int64) error {
+	for attempt := 0; attempt < 4; attempt++ {
+		gen, bk, err := s.bucketKey(ctx, b)
+		if err != nil {
+			return err
+		}
+		defer clear(bk)
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("keystore: create keys: %w", err)
+		}
+		var cur int64
+		if err := tx.QueryRowContext(ctx, `SELECT gen FROM buckets WHERE id=?`, b).Scan(&cur); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("keystore: create keys: %w", err)
+		}
+		if cur != gen { // re-keyed since the bucket key was read: read it again
+			tx.Rollback()
+			s.cacheMu.Lock()
+			delete(s.bkeys, b)
+			s.cacheMu.Unlock()
+			continue
+		}
+		stmt, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO subjects(sid, gen, state, bucket, bucket_gen, wrapped, created_at) VALUES (?, 1, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			tx.Rollback()
+			return fmt.Errorf("keystore: create keys: %w", err)
+		}
+		for _, sid := range group {
+			dek := newKey()
+			blob := wrapDEK(bk, dek, dekAAD(sid, 1, b, gen))
+			clear(dek)
+			if _, err := stmt.ExecContext(ctx, sid[:], SubjectLive, b, gen, blob, now); err != nil {
+				stmt.Close()
+				tx.Rollback()
+				return fmt.Errorf("keystore: create keys: %w", err)
+			}
+		}
+		stmt.Close()
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("keystore: create keys: %w", err)
+		}
+		return nil
+	}
+	return fmt.Errorf("keystore: create keys: bucket generation keeps changing")
+}

@@ -6,23 +6,41 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/shredd/shredd/envelope"
+	"github.com/shredd/shredd/internal/vaulttest"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
+	"github.com/shredd/shredd/keystore/vault"
 )
 
-func openTree(t *testing.T, dir string, buckets int) (*keystore.Store, *sql.DB) {
+// rootFunc opens the root store for a data directory.
+type rootFunc func(t *testing.T, dir string) keystore.RootStore
+
+func localRoot(t *testing.T, dir string) keystore.RootStore {
 	t.Helper()
 	root, err := local.Open(filepath.Join(dir, "root.key"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return root
+}
+
+func openTree(t *testing.T, dir string, buckets int) (*keystore.Store, *sql.DB) {
+	t.Helper()
+	return openTreeWith(t, dir, buckets, localRoot)
+}
+
+func openTreeWith(t *testing.T, dir string, buckets int, rootOf rootFunc) (*keystore.Store, *sql.DB) {
+	t.Helper()
+	root := rootOf(t, dir)
 	db, err := keystore.OpenDB(filepath.Join(dir, "shredd.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -209,10 +227,30 @@ func copyFile(t *testing.T, src, dst string) {
 // neither through its own bucket keys (their root version is destroyed) nor
 // through the live database's bucket key (it was re-keyed). A copy taken
 // after the epoch still serves the live subjects.
+//
+// It runs against the local root file and against a real Vault Transit key.
 func TestBackupCannotRecoverForgottenKey(t *testing.T) {
+	t.Run("root=local", func(t *testing.T) { backupTest(t, localRoot, true) })
+	t.Run("root=vault", func(t *testing.T) {
+		srv := vaulttest.Dev(t)
+		key := fmt.Sprintf("shredd-backup-%d", time.Now().UnixNano())
+		backupTest(t, func(t *testing.T, _ string) keystore.RootStore {
+			r, err := vault.Open(context.Background(), vault.Config{Address: srv.Addr, Token: srv.RootToken, Key: key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}, false)
+	})
+}
+
+// backupTest runs the backup test with root stores from rootOf. rootFile says
+// the root lives in the data directory (the local store), so the attacker's
+// copy is given the current root file; a Vault root is simply the same key.
+func backupTest(t *testing.T, rootOf rootFunc, rootFile bool) {
 	ctx := context.Background()
 	live := t.TempDir()
-	s, db := openTree(t, live, 4)
+	s, db := openTreeWith(t, live, 4, rootOf)
 	alice, bob := sid("alice@example.com"), sid("bob@example.com")
 	ka, err := s.Key(ctx, alice)
 	if err != nil {
@@ -241,9 +279,11 @@ func TestBackupCannotRecoverForgottenKey(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// 1. The old copy with the current root file.
-	copyFile(t, filepath.Join(live, "root.key"), filepath.Join(before, "root.key"))
-	old, oldDB := openTree(t, before, 4)
+	// 1. The old copy with the current root (file).
+	if rootFile {
+		copyFile(t, filepath.Join(live, "root.key"), filepath.Join(before, "root.key"))
+	}
+	old, oldDB := openTreeWith(t, before, 4, rootOf)
 	if _, err := old.KeyAt(ctx, ka.Ref); !errors.Is(err, keystore.ErrVersionDestroyed) {
 		t.Fatalf("backup + current root opened alice's key: err=%v, want ErrVersionDestroyed", err)
 	}
@@ -296,7 +336,7 @@ func TestBackupCannotRecoverForgottenKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	copyDir(t, live, after)
-	restored, _ := openTree(t, after, 4)
+	restored, _ := openTreeWith(t, after, 4, rootOf)
 	got, err := restored.KeyAt(ctx, bobRef.Ref)
 	if err != nil || !bytes.Equal(got.Key, bobRef.Key) {
 		t.Fatalf("restored copy lost bob's key: %v", err)
