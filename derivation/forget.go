@@ -85,12 +85,18 @@ func (s *Service) view(r forgetRow) Forget {
 	cond("key_destroyed", r.committed.Valid,
 		"the subject key was deleted and the barrier is in place: every later encrypt, decrypt or registration of the subject is refused",
 		"the forget has not committed yet")
-	cond("bucket_rekeyed", r.rekeyed.Valid,
-		"the subject's bucket key was replaced and its live keys rewrapped",
-		"waiting for the subject's bucket key to be replaced")
-	cond("epoch_rotated", r.shredded.Valid,
-		fmt.Sprintf("root epoch %d rotated the root key and destroyed the older versions", r.epoch.Int64),
-		"waiting for a root epoch to rotate the root key and destroy the versions that could open pre-forget backups")
+	if s.keys.PerSubject() {
+		cond("subject_key_deleted", r.rekeyed.Valid,
+			"the subject's own Transit key was deleted in Vault: every copy of its wrapped keys, backups included, is unreadable",
+			"waiting for the subject's Transit key to be deleted in Vault")
+	} else {
+		cond("bucket_rekeyed", r.rekeyed.Valid,
+			"the subject's bucket key was replaced and its live keys rewrapped",
+			"waiting for the subject's bucket key to be replaced")
+		cond("epoch_rotated", r.shredded.Valid,
+			fmt.Sprintf("root epoch %d rotated the root key and destroyed the older versions", r.epoch.Int64),
+			"waiting for a root epoch to rotate the root key and destroy the versions that could open pre-forget backups")
+	}
 	f.Overdue = !r.shredded.Valid && s.opts.Now().After(f.Deadline)
 	return f
 }
@@ -258,6 +264,19 @@ func (s *Service) reconcileLocked(ctx context.Context) error {
 	rows.Close()
 	done := map[int]int64{}
 	for _, r := range pending {
+		if s.keys.PerSubject() {
+			// The subject's own key is destroyed in Vault: shredded at once.
+			if err := s.keys.DestroySubject(ctx, r.sid); err != nil {
+				return mapKeyErr(err)
+			}
+			now := s.opts.Now().UnixNano()
+			if _, err := s.db.ExecContext(ctx, `UPDATE forgets SET rekeyed_at=?, shredded_at=?, state=? WHERE id=? AND state=?`,
+				now, now, StateShredded, r.id[:], StateCommitted); err != nil {
+				return fmt.Errorf("derivation: reconcile: %w", err)
+			}
+			s.opts.Crash("forget:rekeyed")
+			continue
+		}
 		b := s.keys.BucketOf(r.sid)
 		marker, ok := done[b]
 		if !ok {

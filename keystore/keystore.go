@@ -14,6 +14,8 @@ package keystore
 import (
 	"context"
 	"errors"
+
+	"github.com/shredd/shredd/envelope"
 )
 
 // Errors returned by the key tree and the root stores. Implementations wrap
@@ -72,4 +74,21 @@ type RootStore interface {
 	Trim(ctx context.Context, minVersion int) ([]int, error)
 	// Versions reports the latest and the oldest available version.
 	Versions(ctx context.Context) (Versions, error)
+}
+
+// SubjectKMS keeps one external key per subject, as an alternative to the
+// bucket tree (Vault Transit per-subject keys). Each subject's DEK is a data
+// key wrapped by the subject's own key, and destroying that key erases the
+// subject at once, without an epoch. Every method returns an error wrapping
+// ErrUnavailable when the backend cannot be reached.
+type SubjectKMS interface {
+	// DataKey creates the subject's key if needed and returns a new DEK and
+	// its wrapped form.
+	DataKey(ctx context.Context, sid envelope.SID) (dek, wrapped []byte, err error)
+	// Decrypt unwraps a DEK; a destroyed subject key gives ErrShredded.
+	Decrypt(ctx context.Context, sid envelope.SID, wrapped []byte) ([]byte, error)
+	// Destroy deletes the subject's key; a key already gone is not an error.
+	Destroy(ctx context.Context, sid envelope.SID) error
+	// Exists reports whether the subject's key still exists.
+	Exists(ctx context.Context, sid envelope.SID) (bool, error)
 }

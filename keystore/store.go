@@ -42,6 +42,10 @@ type Options struct {
 	CacheSize int
 	// Now is the clock (time.Now by default).
 	Now func() time.Time
+	// SubjectKMS, when set, keeps each subject's key in its own external key
+	// (one Vault Transit key per subject) instead of the bucket tree. The
+	// choice is fixed when the tree is created.
+	SubjectKMS SubjectKMS
 	// Crash, when set, is called at each durable step of forget re-keying
 	// and of an epoch with the step's name. Tests use it to kill the process.
 	Crash func(step string)
@@ -61,6 +65,7 @@ const (
 type Store struct {
 	db      *sql.DB
 	root    RootStore
+	kms     SubjectKMS // per-subject mode when not nil
 	buckets int
 	ttl     time.Duration
 	now     func() time.Time
@@ -92,7 +97,7 @@ type bucketEntry struct {
 // Open opens the key tree in db (creating its tables and bucket keys on first
 // use) under root.
 func Open(ctx context.Context, db *sql.DB, root RootStore, opts Options) (*Store, error) {
-	s := &Store{db: db, root: root, ttl: opts.CacheTTL, now: opts.Now, crash: opts.Crash,
+	s := &Store{db: db, root: root, kms: opts.SubjectKMS, ttl: opts.CacheTTL, now: opts.Now, crash: opts.Crash,
 		deks: map[envelope.SID]dekEntry{}, bkeys: map[int]bucketEntry{}, cacheSize: opts.CacheSize}
 	if s.ttl <= 0 {
 		s.ttl = DefaultCacheTTL
@@ -114,7 +119,51 @@ func Open(ctx context.Context, db *sql.DB, root RootStore, opts Options) (*Store
 		return nil, err
 	}
 	s.buckets = n
+	if err := s.initMode(ctx); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// Subject key modes, recorded in keystore_meta when the tree is created.
+const (
+	modeTree       = 0
+	modePerSubject = 1
+)
+
+func (s *Store) initMode(ctx context.Context) error {
+	want := int64(modeTree)
+	if s.kms != nil {
+		want = modePerSubject
+	}
+	if _, err := s.db.ExecContext(ctx, `INSERT OR IGNORE INTO keystore_meta(k, v) VALUES ('subject_keys', ?)`, want); err != nil {
+		return fmt.Errorf("keystore: open: %w", err)
+	}
+	var got int64
+	if err := s.db.QueryRowContext(ctx, `SELECT v FROM keystore_meta WHERE k='subject_keys'`).Scan(&got); err != nil {
+		return fmt.Errorf("keystore: open: %w", err)
+	}
+	if got != want {
+		return fmt.Errorf("keystore: the data directory was created with subject keys in mode %d, opened in mode %d: %w", got, want, ErrInvalid)
+	}
+	return nil
+}
+
+// PerSubject reports whether subject keys live in per-subject external keys
+// (destroyed at forget) rather than in the bucket tree (re-key and epoch).
+func (s *Store) PerSubject() bool { return s.kms != nil }
+
+// DestroySubject destroys a forgotten subject's external key (per-subject
+// mode). It is idempotent; the forget is shredded once it returned nil.
+func (s *Store) DestroySubject(ctx context.Context, sid envelope.SID) error {
+	if s.kms == nil {
+		return fmt.Errorf("keystore: destroy subject key: not in per-subject mode: %w", ErrInvalid)
+	}
+	if err := s.kms.Destroy(ctx, sid); err != nil {
+		return fmt.Errorf("keystore: destroy subject key: %w", err)
+	}
+	s.crash("subject:destroyed")
+	return nil
 }
 
 // CacheTTL returns the bound on how long an unwrapped key is cached.
@@ -453,6 +502,13 @@ func (s *Store) KeyAt(ctx context.Context, ref envelope.Ref) (envelope.SubjectKe
 }
 
 func (s *Store) open(ctx context.Context, sid envelope.SID, r subjectRow) ([]byte, error) {
+	if s.kms != nil {
+		k, err := s.kms.Decrypt(ctx, sid, r.wrapped)
+		if err != nil {
+			return nil, fmt.Errorf("keystore: subject key: %w", err)
+		}
+		return k, nil
+	}
 	for attempt := 0; ; attempt++ {
 		gen, bk, err := s.bucketKey(ctx, r.bucket)
 		if err != nil {
@@ -483,6 +539,9 @@ func (s *Store) open(ctx context.Context, sid envelope.SID, r subjectRow) ([]byt
 }
 
 func (s *Store) create(ctx context.Context, sid envelope.SID, purges uint64) (envelope.SubjectKey, error) {
+	if s.kms != nil {
+		return s.createPerSubject(ctx, sid, purges)
+	}
 	b := s.BucketOf(sid)
 	for attempt := 0; attempt < 4; attempt++ {
 		gen, bk, err := s.bucketKey(ctx, b)
@@ -533,6 +592,37 @@ func (s *Store) create(ctx context.Context, sid envelope.SID, purges uint64) (en
 		s.cacheMu.Unlock()
 	}
 	return envelope.SubjectKey{}, fmt.Errorf("keystore: create key: bucket generation keeps changing")
+}
+
+// createPerSubject creates a subject's key in its own external key.
+func (s *Store) createPerSubject(ctx context.Context, sid envelope.SID, purges uint64) (envelope.SubjectKey, error) {
+	dek, wrapped, err := s.kms.DataKey(ctx, sid)
+	if err != nil {
+		return envelope.SubjectKey{}, fmt.Errorf("keystore: create key: %w", err)
+	}
+	res, err := s.db.ExecContext(ctx, `INSERT OR IGNORE INTO subjects(sid, gen, state, bucket, wrapped, created_at) VALUES (?, 1, ?, ?, ?, ?)`,
+		sid[:], SubjectLive, s.BucketOf(sid), wrapped, s.now().UnixNano())
+	if err != nil {
+		return envelope.SubjectKey{}, fmt.Errorf("keystore: create key: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		s.remember(sid, 1, dek, purges)
+		return envelope.SubjectKey{Ref: envelope.Ref{SID: sid, Gen: 1}, Key: dek}, nil
+	}
+	clear(dek)
+	// Created concurrently, or forgotten: read the row that won.
+	r, err := s.row(ctx, s.db, sid)
+	if err != nil {
+		return envelope.SubjectKey{}, err
+	}
+	if r.state != SubjectLive {
+		return envelope.SubjectKey{}, fmt.Errorf("keystore: key: %w", ErrShredded)
+	}
+	k, err := s.open(ctx, sid, r)
+	if err != nil {
+		return envelope.SubjectKey{}, err
+	}
+	return envelope.SubjectKey{Ref: envelope.Ref{SID: sid, Gen: r.gen}, Key: k}, nil
 }
 
 // CheckLive returns ErrShredded (or ErrNotFound) unless every ref names a
@@ -678,6 +768,14 @@ func (s *Store) RekeyBucket(ctx context.Context, b int) (int64, error) {
 // It is the bulk path of Key, for imports and for filling test data
 // directories; it caches nothing.
 func (s *Store) CreateKeys(ctx context.Context, sids []envelope.SID) error {
+	if s.kms != nil {
+		for _, sid := range sids {
+			if _, err := s.createPerSubject(ctx, sid, s.purges.Load()); err != nil && !errors.Is(err, ErrShredded) {
+				return err
+			}
+		}
+		return nil
+	}
 	byBucket := map[int][]envelope.SID{}
 	for _, sid := range sids {
 		b := s.BucketOf(sid)

@@ -37,6 +37,7 @@ type Program struct {
 	Buckets        int
 	MaxBody        int64
 	Root           string // "local" or "vault"
+	SubjectKeys    string // "tree" or "transit"
 	Vault          vault.Config
 	crashAt        string
 }
@@ -82,6 +83,7 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 	fl.IntVar(&p.Buckets, "buckets", keystore.DefaultBuckets, "number of bucket keys; fixed when the data directory is created")
 	fl.Int64Var(&p.MaxBody, "max-body", api.DefaultMaxBody, "maximum request body in bytes")
 	fl.StringVar(&p.Root, "root", env("root", "local"), "root store: local (a root key file in the data dir) or vault (a Vault Transit key)")
+	fl.StringVar(&p.SubjectKeys, "subject-keys", env("subject-keys", "tree"), "where subject keys live: tree (wrapped under bucket keys, erased by re-key and epoch) or transit (one Vault Transit key per subject, deleted at forget; needs --root vault); fixed when the data dir is created")
 	// Vault settings take Vault's own environment variables as defaults. The
 	// token is read from VAULT_TOKEN or a file, never from a flag value
 	// (command lines are visible to other users).
@@ -122,6 +124,10 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 	default:
 		fmt.Fprintf(stderr, "shredd serve: --root must be local or vault, not %q\n", p.Root)
 		return nil, errors.New("bad root")
+	}
+	if p.SubjectKeys != "tree" && (p.SubjectKeys != "transit" || p.Root != "vault") {
+		fmt.Fprintln(stderr, "shredd serve: --subject-keys must be tree, or transit together with --root vault")
+		return nil, errors.New("bad subject-keys")
 	}
 	if fl.NArg() > 0 {
 		fmt.Fprintf(stderr, "shredd serve: unexpected argument %q\n", fl.Arg(0))
@@ -234,6 +240,7 @@ func (p *Program) Run(ctx context.Context, stderr io.Writer) error {
 	clear(token)
 
 	var root keystore.RootStore
+	var kms keystore.SubjectKMS
 	switch p.Root {
 	case "vault":
 		vs, err := vault.New(p.Vault)
@@ -255,6 +262,9 @@ func (p *Program) Run(ctx context.Context, stderr io.Writer) error {
 		}
 		go vs.KeepTokenFresh(ctx, p.Vault, func(err error) { log.Warn("vault token", "error", err.Error()) })
 		root = vs
+		if p.SubjectKeys == "transit" {
+			kms = vs.SubjectKeys()
+		}
 	default:
 		ls, err := local.Open(filepath.Join(p.DataDir, rootFile))
 		if err != nil {
@@ -267,7 +277,7 @@ func (p *Program) Run(ctx context.Context, stderr io.Writer) error {
 		return err
 	}
 	defer db.Close()
-	keys, err := keystore.Open(ctx, db, root, keystore.Options{Buckets: p.Buckets, CacheTTL: p.CacheTTL, Crash: p.crash})
+	keys, err := keystore.Open(ctx, db, root, keystore.Options{Buckets: p.Buckets, CacheTTL: p.CacheTTL, SubjectKMS: kms, Crash: p.crash})
 	if err != nil {
 		return err
 	}

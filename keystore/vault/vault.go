@@ -264,7 +264,8 @@ func classify(err error) error {
 	if errors.As(err, &re) {
 		msg := strings.ToLower(strings.Join(re.Errors, "; "))
 		switch {
-		case re.StatusCode == http.StatusNotFound:
+		case re.StatusCode == http.StatusNotFound || strings.Contains(msg, "encryption key not found") ||
+			strings.Contains(msg, "could not delete key; not found") || strings.Contains(msg, "no existing key named"):
 			return fmt.Errorf("%w: %s", keystore.ErrNotFound, msg)
 		case strings.Contains(msg, "too old") || strings.Contains(msg, "disallowed by policy") ||
 			strings.Contains(msg, "version is below") || strings.Contains(msg, "has been trimmed") ||

@@ -1,0 +1,198 @@
+package vault_test
+
+// Authentication against a real Vault dev server: AppRole login with a
+// least-privilege role, and renewal of a short-lived token by
+// KeepTokenFresh.
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	vaultapi "github.com/hashicorp/vault/api"
+
+	"github.com/shredd/shredd/internal/vaulttest"
+	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/keystore/vault"
+)
+
+// roundTrip wraps a fresh key and unwraps it again.
+func roundTrip(ctx context.Context, s *vault.Store) error {
+	k := make([]byte, 32)
+	rand.Read(k)
+	w, err := s.Wrap(ctx, [][]byte{k})
+	if err != nil {
+		return err
+	}
+	got, err := s.Unwrap(ctx, [][]byte{w[0].Blob})
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(got[0], k) {
+		return errors.New("unwrap gave another key")
+	}
+	return nil
+}
+
+// putPolicy writes vault.Policy for key under name.
+func putPolicy(t *testing.T, c *vaultapi.Client, name, key string) {
+	t.Helper()
+	if err := c.Sys().PutPolicy(name, vault.Policy("transit", key)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAppRole(t *testing.T) {
+	srv := vaulttest.Dev(t)
+	ctx := context.Background()
+	c := srv.Client("")
+	const key, policy, role = "shredd-approle", "shredd-approle", "shredd"
+	putPolicy(t, c, policy, key)
+	if err := c.Sys().EnableAuthWithOptions("approle", &vaultapi.EnableAuthOptions{Type: "approle"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Logical().Write("auth/approle/role/"+role, map[string]any{
+		"token_policies": []string{policy}, "token_no_default_policy": false, "token_ttl": "1h", "secret_id_ttl": "1h",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	sec, err := c.Logical().Read("auth/approle/role/" + role + "/role-id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	roleID, _ := sec.Data["role_id"].(string)
+	sec, err = c.Logical().Write("auth/approle/role/"+role+"/secret-id", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secretID, _ := sec.Data["secret_id"].(string)
+	if roleID == "" || secretID == "" {
+		t.Fatalf("role_id %q, secret_id %q", roleID, secretID)
+	}
+
+	cfg := vault.Config{Address: srv.Addr, RoleID: roleID, SecretID: secretID, Key: key}
+	s, err := vault.Open(ctx, cfg)
+	if err != nil {
+		t.Fatalf("open with AppRole: %v", err)
+	}
+	if err := roundTrip(ctx, s); err != nil {
+		t.Fatalf("wrap/unwrap with the AppRole token: %v", err)
+	}
+	if kc := s.KeyConfig(); kc.Name != key || kc.Exportable || kc.LatestVersion != 1 {
+		t.Fatalf("key config %+v", kc)
+	}
+	// The role's token holds only the policy: another key is refused.
+	other := cfg
+	other.Key = "shredd-other"
+	if _, err := vault.Open(ctx, other); !errors.Is(err, keystore.ErrUnavailable) {
+		t.Fatalf("open another key with the AppRole token: %v, want ErrUnavailable (permission denied)", err)
+	}
+
+	// Wrong credentials: the store fails closed, with ErrUnavailable (a
+	// backend that refuses to serve), never with another error a caller
+	// might not treat as "fail closed".
+	for name, c := range map[string]vault.Config{
+		"wrong secret_id": {Address: srv.Addr, RoleID: roleID, SecretID: "00000000-0000-0000-0000-000000000000", Key: key},
+		"wrong role_id":   {Address: srv.Addr, RoleID: "00000000-0000-0000-0000-000000000000", SecretID: secretID, Key: key},
+		"wrong mount":     {Address: srv.Addr, RoleID: roleID, SecretID: secretID, Key: key, AppRoleMount: "no-such-approle"},
+	} {
+		bad, err := vault.Open(ctx, c)
+		if !errors.Is(err, keystore.ErrUnavailable) || bad != nil {
+			t.Errorf("open with %s: %v, want ErrUnavailable", name, err)
+		}
+		// New does not log in; the first operation does, and fails closed.
+		lazy, err := vault.New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := lazy.Wrap(ctx, [][]byte{make([]byte, 32)}); !errors.Is(err, keystore.ErrUnavailable) {
+			t.Errorf("wrap after a login with %s: %v, want ErrUnavailable", name, err)
+		}
+	}
+}
+
+// renewableToken creates a renewable token holding only the policy, with a
+// short TTL.
+func renewableToken(t *testing.T, c *vaultapi.Client, policy string, ttl time.Duration) string {
+	t.Helper()
+	renewable := true
+	sec, err := c.Auth().Token().Create(&vaultapi.TokenCreateRequest{
+		Policies: []string{policy}, TTL: ttl.String(), ExplicitMaxTTL: "60s", Renewable: &renewable,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sec.Auth.Renewable || sec.Auth.LeaseDuration != int(ttl.Seconds()) {
+		t.Fatalf("token: renewable %v, ttl %ds, want renewable with %v", sec.Auth.Renewable, sec.Auth.LeaseDuration, ttl)
+	}
+	return sec.Auth.ClientToken
+}
+
+func TestKeepTokenFresh(t *testing.T) {
+	srv := vaulttest.Dev(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	c := srv.Client("")
+	const key, policy = "shredd-renew", "shredd-renew"
+	putPolicy(t, c, policy, key)
+	const ttl = 4 * time.Second
+
+	// The token the store keeps fresh, and a control token of the same kind
+	// that nobody renews.
+	cfg := vault.Config{Address: srv.Addr, Token: renewableToken(t, c, policy, ttl), Key: key}
+	control := vault.Config{Address: srv.Addr, Token: renewableToken(t, c, policy, ttl), Key: key}
+	s, err := vault.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := vault.Open(ctx, control)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range []*vault.Store{s, cs} {
+		if err := roundTrip(ctx, st); err != nil {
+			t.Fatalf("before expiry: %v", err)
+		}
+	}
+
+	var mu sync.Mutex
+	var renewErrs []error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.KeepTokenFresh(ctx, cfg, func(err error) {
+			mu.Lock()
+			renewErrs = append(renewErrs, err)
+			mu.Unlock()
+		})
+	}()
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+
+	time.Sleep(ttl * 5 / 2)
+	if err := roundTrip(context.Background(), s); err != nil {
+		t.Errorf("after %v with KeepTokenFresh: %v", ttl*5/2, err)
+	}
+	if err := roundTrip(context.Background(), cs); !errors.Is(err, keystore.ErrUnavailable) {
+		t.Errorf("control store after %v without renewal: %v, want ErrUnavailable (token expired)", ttl*5/2, err)
+	}
+	// The renewed token's TTL was extended: it has not expired.
+	look, err := c.Auth().Token().Lookup(cfg.Token)
+	if err != nil {
+		t.Fatalf("lookup of the renewed token: %v", err)
+	}
+	if left, _ := look.TokenTTL(); left <= 0 {
+		t.Errorf("renewed token has ttl %v", left)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, err := range renewErrs {
+		t.Errorf("KeepTokenFresh reported: %v", err)
+	}
+}
