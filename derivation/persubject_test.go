@@ -1,0 +1,83 @@
+package derivation_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd/internal/vaulttest"
+	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/keystore/vault"
+)
+
+// TestPerSubjectStory runs the lineage story with one Vault Transit key per
+// subject: the forget is shredded as soon as the subject's Transit key is
+// deleted, without an epoch, and derivatives and aggregates are refused.
+func TestPerSubjectStory(t *testing.T) {
+	ctx := context.Background()
+	srv := vaulttest.Dev(t)
+	vs, err := vault.Open(ctx, vault.Config{Address: srv.Addr, Token: srv.RootToken, Key: fmt.Sprintf("root-%d", time.Now().UnixNano())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := keystore.OpenDB(filepath.Join(t.TempDir(), "shredd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	keys, err := keystore.Open(ctx, db, vs, keystore.Options{Buckets: 4, SubjectKMS: vs.SubjectKeys()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := derivation.NewHasher(bytes.Repeat([]byte{3}, 32))
+	s, err := derivation.New(ctx, db, keys, h, derivation.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"episodic", "summary"} {
+		if _, _, err := s.PutKind(ctx, k, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := seal(t, s, derivation.Source{Kind: "episodic", Subjects: []string{"alice"}}, "alice record")
+	bob := seal(t, s, derivation.Source{Kind: "episodic", Subjects: []string{"bob"}}, "bob record")
+	sum := seal(t, s, derivation.Source{Kind: "summary", Parents: []derivation.ID{rec.Artifact}, Subjects: []string{"bob"}}, "summary")
+	agg := seal(t, s, derivation.Source{Kind: "summary", Subjects: []string{"alice", "bob", "carol"}}, "aggregate")
+
+	f, err := s.Forget(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]derivation.Sealed{"record": rec, "summary": sum, "aggregate": agg} {
+		if _, err := s.Decrypt(ctx, c.Ciphertext, nil); !errors.Is(err, derivation.ErrShredded) {
+			t.Errorf("%s after forget: %v, want ErrShredded", name, err)
+		}
+	}
+	if err := s.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f, err = s.GetForget(ctx, f.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.State != derivation.StateShredded || f.Epoch != 0 {
+		t.Fatalf("forget after reconcile = %+v, want shredded without an epoch", f)
+	}
+	if len(f.Conditions) != 2 || f.Conditions[1].Name != "subject_key_deleted" || f.Conditions[1].Status != "ok" {
+		t.Fatalf("conditions = %+v", f.Conditions)
+	}
+	if ok, err := vs.SubjectKeys().Exists(ctx, h.SID("alice")); err != nil || ok {
+		t.Fatalf("alice's Transit key exists after the forget (err %v)", err)
+	}
+	if got, err := s.Decrypt(ctx, bob.Ciphertext, nil); err != nil || string(got.Plaintext) != "bob record" {
+		t.Fatalf("bob: %v", err)
+	}
+	if _, err := s.Encrypt(ctx, derivation.Source{Kind: "episodic", Subjects: []string{"alice"}}, []byte("x"), nil); !errors.Is(err, derivation.ErrShredded) {
+		t.Fatalf("encrypt for alice after forget: %v", err)
+	}
+}
