@@ -212,26 +212,49 @@ func NewHeader(rand io.Reader, artifact ArtifactID, kind string, lineage []Ref) 
 // Salt, the mark of a Header not made by NewHeader) or keys that do not
 // match the lineage.
 func Seal(h Header, keys []SubjectKey, plaintext, context []byte) (*Envelope, error) {
-	if len(plaintext) > MaxPlaintext {
-		return nil, fmt.Errorf("envelope: seal: %w: plaintext is %d bytes, at most %d", ErrTooLarge, len(plaintext), MaxPlaintext)
-	}
-	if len(context) > MaxContext {
-		return nil, fmt.Errorf("envelope: seal: %w: context is %d bytes, at most %d", ErrTooLarge, len(context), MaxContext)
-	}
-	if err := validateHeader(&h); err != nil {
-		return nil, fmt.Errorf("envelope: seal: %w", err)
-	}
-	if h.Salt == [SaltSize]byte{} {
-		return nil, fmt.Errorf("envelope: seal: %w: all-zero salt (make headers with NewHeader)", ErrInvalid)
+	out, hdrLen, err := appendSeal(nil, &h, keys, plaintext, context)
+	if err != nil {
+		return nil, err
 	}
 	h.Lineage = slices.Clone(h.Lineage)
-	hdr := appendHeader(make([]byte, 0, headerSize(&h)), &h)
-	aead, err := artifactAEAD(hdr, &h, keys)
-	if err != nil {
-		return nil, fmt.Errorf("envelope: seal: %w", err)
+	return &Envelope{Header: h, Ciphertext: out[hdrLen:], raw: out[:hdrLen:hdrLen]}, nil
+}
+
+// AppendSeal seals like Seal and appends the binary form of the envelope
+// (what Marshal returns) to dst. It lets a caller that only needs the bytes
+// reuse one buffer across calls, so the hot path allocates no output slice.
+// It returns the same errors as Seal.
+func AppendSeal(dst []byte, h Header, keys []SubjectKey, plaintext, context []byte) ([]byte, error) {
+	out, _, err := appendSeal(dst, &h, keys, plaintext, context)
+	return out, err
+}
+
+// appendSeal appends header and ciphertext to dst and returns them with the
+// header's length.
+func appendSeal(dst []byte, h *Header, keys []SubjectKey, plaintext, context []byte) ([]byte, int, error) {
+	if len(plaintext) > MaxPlaintext {
+		return dst, 0, fmt.Errorf("envelope: seal: %w: plaintext is %d bytes, at most %d", ErrTooLarge, len(plaintext), MaxPlaintext)
 	}
-	ct := aead.Seal(make([]byte, 0, len(plaintext)+TagSize), h.Nonce[:], plaintext, additionalData(hdr, context))
-	return &Envelope{Header: h, Ciphertext: ct, raw: hdr}, nil
+	if len(context) > MaxContext {
+		return dst, 0, fmt.Errorf("envelope: seal: %w: context is %d bytes, at most %d", ErrTooLarge, len(context), MaxContext)
+	}
+	if err := validateHeader(h); err != nil {
+		return dst, 0, fmt.Errorf("envelope: seal: %w", err)
+	}
+	if h.Salt == [SaltSize]byte{} {
+		return dst, 0, fmt.Errorf("envelope: seal: %w: all-zero salt (make headers with NewHeader)", ErrInvalid)
+	}
+	hs := headerSize(h)
+	start := len(dst)
+	dst = slices.Grow(dst, hs+len(plaintext)+TagSize)
+	dst = appendHeader(dst, h)
+	hdr := dst[start : start+hs]
+	aead, err := artifactAEAD(hdr, h, keys)
+	if err != nil {
+		return dst[:start], 0, fmt.Errorf("envelope: seal: %w", err)
+	}
+	dst = aead.Seal(dst, h.Nonce[:], plaintext, additionalData(hdr, context))
+	return dst, hs, nil
 }
 
 // Open authenticates and decrypts e with keys and context, and returns the

@@ -739,3 +739,35 @@ func TestConcurrentOpen(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendSeal checks that AppendSeal appends exactly Seal's binary form,
+// keeps what dst held, and that the result parses and opens.
+func TestAppendSeal(t *testing.T) {
+	keys, refs := testkeys.Keys(3), testkeys.Lineage(3)
+	h, err := envelope.NewHeader(testkeys.Rand("append-seal"), testkeys.Artifact(1), "summary", refs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := envelope.Seal(h, keys, []byte("payload"), []byte("ctx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := []byte("prefix")
+	out, err := envelope.AppendSeal(append([]byte(nil), prefix...), h, keys, []byte("payload"), []byte("ctx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out, append(prefix, e.Marshal()...)) {
+		t.Fatal("AppendSeal output differs from prefix + Seal().Marshal()")
+	}
+	p, err := envelope.Parse(out[len(prefix):])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pt, err := envelope.Open(p, keys, []byte("ctx")); err != nil || string(pt) != "payload" {
+		t.Fatalf("open: %q, %v", pt, err)
+	}
+	if _, err := envelope.AppendSeal(nil, h, keys[:2], nil, nil); !errors.Is(err, envelope.ErrInvalid) {
+		t.Fatalf("missing key: %v, want ErrInvalid", err)
+	}
+}
