@@ -339,11 +339,36 @@ func (s *Service) planKeys(ctx context.Context, p *plan) ([]envelope.SubjectKey,
 			k, err = s.keys.Key(ctx, sid)
 		}
 		if err != nil {
-			return nil, mapKeyErr(err)
+			return nil, s.keyErr(ctx, err, p.refs())
 		}
 		out = append(out, k)
 	}
 	return out, nil
+}
+
+// refs lists the plan's lineage with the generations known before the keys
+// are fetched (0 for a direct subject: its current generation).
+func (p *plan) refs() []envelope.Ref {
+	out := make([]envelope.Ref, len(p.sids))
+	for i, sid := range p.sids {
+		out[i] = envelope.Ref{SID: sid, Gen: p.lineage[sid]}
+	}
+	return out
+}
+
+// keyErr maps a key fetch error. When the key backend is unavailable, a
+// forgotten subject elsewhere in the lineage still answers ErrShredded: the
+// tombstones are local, so the barrier does not depend on the backend.
+func (s *Service) keyErr(ctx context.Context, err error, refs []envelope.Ref) error {
+	if errors.Is(err, keystore.ErrUnavailable) {
+		for _, r := range refs {
+			st, gen, serr := s.keys.State(ctx, r.SID)
+			if serr == nil && (st == keystore.SubjectForgotten || (r.Gen != 0 && r.Gen < gen)) {
+				return fmt.Errorf("%w: a subject of the lineage was forgotten", ErrShredded)
+			}
+		}
+	}
+	return mapKeyErr(err)
 }
 
 // record writes the artifact in one transaction that first checks, inside
@@ -490,7 +515,7 @@ func (s *Service) Decrypt(ctx context.Context, ciphertext string, context []byte
 	for _, ref := range env.Header.Lineage {
 		k, err := s.keys.KeyAt(ctx, ref)
 		if err != nil {
-			return Opened{}, mapKeyErr(err)
+			return Opened{}, s.keyErr(ctx, err, env.Header.Lineage)
 		}
 		keys = append(keys, k)
 	}

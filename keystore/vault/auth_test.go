@@ -9,6 +9,8 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -46,33 +48,45 @@ func putPolicy(t *testing.T, c *vaultapi.Client, name, key string) {
 	}
 }
 
-func TestAppRole(t *testing.T) {
-	srv := vaulttest.Dev(t)
-	ctx := context.Background()
-	c := srv.Client("")
-	const key, policy, role = "shredd-approle", "shredd-approle", "shredd"
-	putPolicy(t, c, policy, key)
+// appRole enables AppRole auth, creates a role whose tokens hold only
+// policy, with the given token settings, and returns its role id and a new
+// secret id.
+func appRole(t *testing.T, c *vaultapi.Client, role, policy string, tokenSettings map[string]any) (roleID, secretID string) {
+	t.Helper()
 	if err := c.Sys().EnableAuthWithOptions("approle", &vaultapi.EnableAuthOptions{Type: "approle"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Logical().Write("auth/approle/role/"+role, map[string]any{
-		"token_policies": []string{policy}, "token_no_default_policy": false, "token_ttl": "1h", "secret_id_ttl": "1h",
-	}); err != nil {
+	settings := map[string]any{"token_policies": []string{policy}, "secret_id_ttl": "1h"}
+	for k, v := range tokenSettings {
+		settings[k] = v
+	}
+	if _, err := c.Logical().Write("auth/approle/role/"+role, settings); err != nil {
 		t.Fatal(err)
 	}
 	sec, err := c.Logical().Read("auth/approle/role/" + role + "/role-id")
 	if err != nil {
 		t.Fatal(err)
 	}
-	roleID, _ := sec.Data["role_id"].(string)
+	roleID, _ = sec.Data["role_id"].(string)
 	sec, err = c.Logical().Write("auth/approle/role/"+role+"/secret-id", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	secretID, _ := sec.Data["secret_id"].(string)
+	secretID, _ = sec.Data["secret_id"].(string)
 	if roleID == "" || secretID == "" {
 		t.Fatalf("role_id %q, secret_id %q", roleID, secretID)
 	}
+	return roleID, secretID
+}
+
+func TestAppRole(t *testing.T) {
+	t.Parallel()
+	srv := vaulttest.Dev(t)
+	ctx := context.Background()
+	c := srv.Client("")
+	const key, policy, role = "shredd-approle", "shredd-approle", "shredd"
+	putPolicy(t, c, policy, key)
+	roleID, secretID := appRole(t, c, role, policy, map[string]any{"token_ttl": "1h"})
 
 	cfg := vault.Config{Address: srv.Addr, RoleID: roleID, SecretID: secretID, Key: key}
 	s, err := vault.Open(ctx, cfg)
@@ -95,24 +109,40 @@ func TestAppRole(t *testing.T) {
 	// Wrong credentials: the store fails closed, with ErrUnavailable (a
 	// backend that refuses to serve), never with another error a caller
 	// might not treat as "fail closed".
-	for name, c := range map[string]vault.Config{
-		"wrong secret_id": {Address: srv.Addr, RoleID: roleID, SecretID: "00000000-0000-0000-0000-000000000000", Key: key},
-		"wrong role_id":   {Address: srv.Addr, RoleID: "00000000-0000-0000-0000-000000000000", SecretID: secretID, Key: key},
-		"wrong mount":     {Address: srv.Addr, RoleID: roleID, SecretID: secretID, Key: key, AppRoleMount: "no-such-approle"},
+	var misclassified []string
+	for _, tc := range []struct {
+		name string
+		cfg  vault.Config
+	}{
+		{"wrong secret_id", vault.Config{Address: srv.Addr, RoleID: roleID, SecretID: "00000000-0000-0000-0000-000000000000", Key: key}},
+		{"wrong role_id", vault.Config{Address: srv.Addr, RoleID: "00000000-0000-0000-0000-000000000000", SecretID: secretID, Key: key}},
+		{"wrong mount", vault.Config{Address: srv.Addr, RoleID: roleID, SecretID: secretID, Key: key, AppRoleMount: "no-such-approle"}},
 	} {
-		bad, err := vault.Open(ctx, c)
-		if !errors.Is(err, keystore.ErrUnavailable) || bad != nil {
-			t.Errorf("open with %s: %v, want ErrUnavailable", name, err)
+		bad, err := vault.Open(ctx, tc.cfg)
+		if err == nil || bad != nil {
+			t.Fatalf("open with %s: store %v, error %v; want no store and an error", tc.name, bad, err)
+		}
+		if !errors.Is(err, keystore.ErrUnavailable) {
+			misclassified = append(misclassified, fmt.Sprintf("open with %s: %v", tc.name, err))
 		}
 		// New does not log in; the first operation does, and fails closed.
-		lazy, err := vault.New(c)
+		lazy, err := vault.New(tc.cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := lazy.Wrap(ctx, [][]byte{make([]byte, 32)}); !errors.Is(err, keystore.ErrUnavailable) {
-			t.Errorf("wrap after a login with %s: %v, want ErrUnavailable", name, err)
+		w, err := lazy.Wrap(ctx, [][]byte{make([]byte, 32)})
+		if err == nil || w != nil {
+			t.Fatalf("wrap after a login with %s: %v, %v; want an error", tc.name, w, err)
+		}
+		if !errors.Is(err, keystore.ErrUnavailable) {
+			misclassified = append(misclassified, fmt.Sprintf("wrap after a login with %s: %v", tc.name, err))
 		}
 	}
+	t.Run("refused_login_is_ErrUnavailable", func(t *testing.T) {
+		if len(misclassified) > 0 {
+			t.Fatalf("a refused AppRole login is not ErrUnavailable (the API must answer 503):\n%s", strings.Join(misclassified, "\n"))
+		}
+	})
 }
 
 // renewableToken creates a renewable token holding only the policy, with a
@@ -133,6 +163,7 @@ func renewableToken(t *testing.T, c *vaultapi.Client, policy string, ttl time.Du
 }
 
 func TestKeepTokenFresh(t *testing.T) {
+	t.Parallel()
 	srv := vaulttest.Dev(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	c := srv.Client("")
@@ -194,5 +225,57 @@ func TestKeepTokenFresh(t *testing.T) {
 	defer mu.Unlock()
 	for _, err := range renewErrs {
 		t.Errorf("KeepTokenFresh reported: %v", err)
+	}
+}
+
+// TestKeepTokenFreshAppRoleMaxTTL: an AppRole token cannot be renewed past
+// its max TTL; KeepTokenFresh must then log in again with the role, so that
+// the store keeps working for longer than the token's max TTL.
+func TestKeepTokenFreshAppRoleMaxTTL(t *testing.T) {
+	t.Parallel()
+	srv := vaulttest.Dev(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	c := srv.Client("")
+	const key, policy = "shredd-approle-maxttl", "shredd-approle-maxttl"
+	putPolicy(t, c, policy, key)
+	const maxTTL = 4 * time.Second
+	roleID, secretID := appRole(t, c, "shredd", policy, map[string]any{"token_ttl": "2s", "token_max_ttl": maxTTL.String()})
+	cfg := vault.Config{Address: srv.Addr, RoleID: roleID, SecretID: secretID, Key: key}
+	s, err := vault.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var reports []string
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.KeepTokenFresh(ctx, cfg, func(err error) {
+			mu.Lock()
+			reports = append(reports, err.Error())
+			mu.Unlock()
+		})
+	}()
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	// Work all along, past the first token's max TTL.
+	var failures []string
+	for end := time.Now().Add(2*maxTTL - time.Second); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+		if err := roundTrip(context.Background(), s); err != nil {
+			failures = append(failures, err.Error())
+		}
+	}
+	if err := roundTrip(context.Background(), s); err != nil {
+		failures = append(failures, err.Error())
+	}
+	if len(failures) > 0 {
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("%d of the round trips within %v failed after the AppRole token reached its max TTL of %v (first: %s); "+
+			"KeepTokenFresh reported %d errors: it must log in again before the capped token expires", len(failures), 2*maxTTL, maxTTL,
+			failures[0], len(reports))
 	}
 }

@@ -143,19 +143,15 @@ func (s *Store) Check(ctx context.Context) error {
 			return err
 		}
 	}
-	cfg, err := s.readKeyLocked(ctx)
+	_, err := s.readKeyLocked(ctx)
 	if errors.Is(err, keystore.ErrNotFound) {
 		if _, err := s.write(ctx, "keys/"+s.key, map[string]any{"type": "aes256-gcm96", "exportable": false, "allow_plaintext_backup": false}); err != nil {
 			return fmt.Errorf("vault: create key: %w", err)
 		}
-		cfg, err = s.readKeyLocked(ctx)
+		_, err = s.readKeyLocked(ctx)
 	}
 	if err != nil {
-		return err
-	}
-	if cfg.Exportable || cfg.AllowPlaintextBackup {
-		return fmt.Errorf("vault: key %s/%s has exportable=%v allow_plaintext_backup=%v: %w",
-			s.mount, s.key, cfg.Exportable, cfg.AllowPlaintextBackup, ErrUnsafeKey)
+		return err // ErrUnsafeKey for a key whose config defeats shredding
 	}
 	s.ready = true
 	return nil
@@ -180,7 +176,9 @@ func (s *Store) appRoleLogin(ctx context.Context, c Config) error {
 	defer cancel()
 	sec, err := s.c.Logical().WriteWithContext(ctx, "auth/"+mount+"/login", map[string]any{"role_id": c.RoleID, "secret_id": c.SecretID})
 	if err != nil {
-		return fmt.Errorf("vault: approle login: %w", classify(err))
+		// A refused login (bad or expired secret id) leaves shredd without
+		// Vault: fail closed as unavailable, whatever Vault's status code.
+		return fmt.Errorf("vault: approle login: %w: %v", keystore.ErrUnavailable, err)
 	}
 	if sec == nil || sec.Auth == nil || sec.Auth.ClientToken == "" {
 		return fmt.Errorf("vault: approle login: no token returned: %w", keystore.ErrUnavailable)
@@ -189,44 +187,66 @@ func (s *Store) appRoleLogin(ctx context.Context, c Config) error {
 	return nil
 }
 
-// KeepTokenFresh renews the client token before it expires (and logs in
-// again with AppRole when renewal is no longer possible) until ctx ends. A
-// root or non-renewable token needs nothing and returns at once.
+// KeepTokenFresh renews the client token at half its TTL until ctx ends,
+// and logs in again with AppRole (when configured) once the token can no
+// longer be renewed: not renewable, lookup failing, or a renewal capped by
+// the token's max TTL. A token without expiry (root) needs nothing and
+// returns at once. Problems go to onErr; the store fails closed meanwhile.
 func (s *Store) KeepTokenFresh(ctx context.Context, c Config, onErr func(error)) {
+	relogin := func() bool {
+		if c.RoleID == "" {
+			return false
+		}
+		s.mu.Lock()
+		err := s.appRoleLogin(ctx, c)
+		s.mu.Unlock()
+		if err != nil {
+			onErr(err)
+			return false
+		}
+		return true
+	}
 	for {
 		lctx, cancel := context.WithTimeout(ctx, s.timeout)
 		sec, err := s.c.Auth().Token().LookupSelfWithContext(lctx)
 		cancel()
 		if err != nil {
 			onErr(fmt.Errorf("vault: token lookup: %w", classify(err)))
-			if !sleep(ctx, 30*time.Second) {
+			if !relogin() && !sleep(ctx, 30*time.Second) {
 				return
 			}
 			continue
 		}
+		if sec == nil || sec.Data == nil || sec.Data["expire_time"] == nil {
+			return // root tokens and other tokens without expiry
+		}
 		ttl, _ := sec.TokenTTL()
 		renewable, _ := sec.TokenIsRenewable()
-		if ttl == 0 { // root tokens and other tokens without expiry
+		creation := time.Duration(intOf(sec.Data["creation_ttl"])) * time.Second
+		if !sleep(ctx, max(ttl/2, 100*time.Millisecond)) {
 			return
 		}
-		if !sleep(ctx, ttl/2) {
-			return
-		}
-		if renewable {
-			rctx, cancel := context.WithTimeout(ctx, s.timeout)
-			_, err := s.c.Auth().Token().RenewSelfWithContext(rctx, 0)
-			cancel()
-			if err == nil {
-				continue
+		if !renewable {
+			if !relogin() {
+				onErr(fmt.Errorf("vault: token is not renewable and expires in %v", ttl))
+				if !sleep(ctx, max(ttl/2, time.Second)) {
+					return
+				}
 			}
-			onErr(fmt.Errorf("vault: token renew: %w", classify(err)))
+			continue
 		}
-		if c.RoleID != "" {
-			s.mu.Lock()
-			err := s.appRoleLogin(ctx, c)
-			s.mu.Unlock()
-			if err != nil {
-				onErr(err)
+		rctx, cancel := context.WithTimeout(ctx, s.timeout)
+		rs, err := s.c.Auth().Token().RenewSelfWithContext(rctx, 0)
+		cancel()
+		switch {
+		case err != nil:
+			onErr(fmt.Errorf("vault: token renew: %w", classify(err)))
+			relogin()
+		case rs != nil && rs.Auth != nil && creation > 0 && time.Duration(rs.Auth.LeaseDuration)*time.Second < creation:
+			// Vault capped the renewal at the token's max TTL: the token
+			// will expire for good, so get a new one while it still works.
+			if !relogin() {
+				onErr(fmt.Errorf("vault: token renewal capped by its max TTL (%ds left)", rs.Auth.LeaseDuration))
 			}
 		}
 	}
@@ -330,6 +350,13 @@ func (s *Store) readKeyLocked(ctx context.Context) (KeyConfig, error) {
 		MinAvailableVersion: intOf(d["min_available_version"])}
 	cfg.Type, _ = d["type"].(string)
 	s.cfg = cfg
+	if cfg.Exportable || cfg.AllowPlaintextBackup {
+		// Checked on every read, not only at start-up: a key made exportable
+		// while shredd runs must stop every epoch (so nothing is reported
+		// shredded) and fail closed.
+		return cfg, fmt.Errorf("vault: key %s/%s has exportable=%v allow_plaintext_backup=%v: %w: %w",
+			s.mount, s.key, cfg.Exportable, cfg.AllowPlaintextBackup, keystore.ErrUnavailable, ErrUnsafeKey)
+	}
 	return cfg, nil
 }
 
