@@ -781,58 +781,95 @@ func (s *Store) CreateKeys(ctx context.Context, sids []envelope.SID) error {
 		b := s.BucketOf(sid)
 		byBucket[b] = append(byBucket[b], sid)
 	}
+	ids := make([]int, 0, len(byBucket))
+	for b := range byBucket {
+		ids = append(ids, b)
+	}
+	slices.Sort(ids)
 	now := s.now().UnixNano()
-	for b, group := range byBucket {
-		if err := s.createBucketKeys(ctx, b, group, now); err != nil {
+	// Consecutive buckets share a transaction of up to createTxRows rows: a
+	// commit (an fsync) per bucket would dominate, and a larger transaction
+	// would hold the write lock long enough to delay forgets noticeably.
+	for i := 0; i < len(ids); {
+		j, rows := i, 0
+		for j < len(ids) && (j == i || rows+len(byBucket[ids[j]]) <= createTxRows) {
+			rows += len(byBucket[ids[j]])
+			j++
+		}
+		if err := s.createChunk(ctx, ids[i:j], byBucket, now); err != nil {
 			return err
 		}
+		i = j
 	}
 	return nil
 }
 
-func (s *Store) createBucketKeys(ctx context.Context, b int, group []envelope.SID, now int64) error {
+// createTxRows bounds the subjects CreateKeys inserts in one transaction.
+const createTxRows = 10_000
+
+// createChunk creates the keys of the subjects of some buckets in one
+// transaction; their bucket keys are unwrapped in batches, and the insert
+// happens only if no bucket was re-keyed in between.
+func (s *Store) createChunk(ctx context.Context, buckets []int, byBucket map[int][]envelope.SID, now int64) error {
 	for attempt := 0; attempt < 4; attempt++ {
-		gen, bk, err := s.bucketKey(ctx, b)
-		if err != nil {
-			return err
-		}
-		defer clear(bk)
-		tx, err := s.db.BeginTx(ctx, nil)
-		if err != nil {
-			return fmt.Errorf("keystore: create keys: %w", err)
-		}
-		var cur int64
-		if err := tx.QueryRowContext(ctx, `SELECT gen FROM buckets WHERE id=?`, b).Scan(&cur); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("keystore: create keys: %w", err)
-		}
-		if cur != gen { // re-keyed since the bucket key was read: read it again
-			tx.Rollback()
-			s.cacheMu.Lock()
-			delete(s.bkeys, b)
-			s.cacheMu.Unlock()
-			continue
-		}
-		stmt, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO subjects(sid, gen, state, bucket, bucket_gen, wrapped, created_at) VALUES (?, 1, ?, ?, ?, ?, ?)`)
-		if err != nil {
-			tx.Rollback()
-			return fmt.Errorf("keystore: create keys: %w", err)
-		}
-		for _, sid := range group {
-			dek := newKey()
-			blob := wrapDEK(bk, dek, dekAAD(sid, 1, b, gen))
-			clear(dek)
-			if _, err := stmt.ExecContext(ctx, sid[:], SubjectLive, b, gen, blob, now); err != nil {
-				stmt.Close()
-				tx.Rollback()
+		gens := make([]int64, len(buckets))
+		blobs := make([][]byte, len(buckets))
+		for i, b := range buckets {
+			if err := s.db.QueryRowContext(ctx, `SELECT gen, wrapped FROM buckets WHERE id=?`, b).Scan(&gens[i], &blobs[i]); err != nil {
 				return fmt.Errorf("keystore: create keys: %w", err)
 			}
 		}
-		stmt.Close()
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("keystore: create keys: %w", err)
+		var bks [][]byte
+		for i := 0; i < len(blobs); i += batchSize {
+			k, err := s.root.Unwrap(ctx, blobs[i:min(i+batchSize, len(blobs))])
+			if err != nil {
+				return fmt.Errorf("keystore: create keys: %w", err)
+			}
+			bks = append(bks, k...)
 		}
-		return nil
+		done, err := s.insertChunk(ctx, buckets, gens, bks, byBucket, now)
+		for _, k := range bks {
+			clear(k)
+		}
+		if err != nil || done {
+			return err
+		}
 	}
 	return fmt.Errorf("keystore: create keys: bucket generation keeps changing")
+}
+
+func (s *Store) insertChunk(ctx context.Context, buckets []int, gens []int64, bks [][]byte, byBucket map[int][]envelope.SID, now int64) (bool, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("keystore: create keys: %w", err)
+	}
+	defer tx.Rollback()
+	for i, b := range buckets {
+		var cur int64
+		if err := tx.QueryRowContext(ctx, `SELECT gen FROM buckets WHERE id=?`, b).Scan(&cur); err != nil {
+			return false, fmt.Errorf("keystore: create keys: %w", err)
+		}
+		if cur != gens[i] {
+			return false, nil // re-keyed since the read: read again
+		}
+	}
+	stmt, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO subjects(sid, gen, state, bucket, bucket_gen, wrapped, created_at) VALUES (?, 1, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return false, fmt.Errorf("keystore: create keys: %w", err)
+	}
+	defer stmt.Close()
+	for i, b := range buckets {
+		for _, sid := range byBucket[b] {
+			dek := newKey()
+			blob := wrapDEK(bks[i], dek, dekAAD(sid, 1, b, gens[i]))
+			clear(dek)
+			if _, err := stmt.ExecContext(ctx, sid[:], SubjectLive, b, gens[i], blob, now); err != nil {
+				return false, fmt.Errorf("keystore: create keys: %w", err)
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("keystore: create keys: %w", err)
+	}
+	return true, nil
 }

@@ -345,3 +345,41 @@ func backupTest(t *testing.T, rootOf rootFunc, rootFile bool) {
 		t.Fatalf("restored copy: alice %v, want ErrShredded", err)
 	}
 }
+
+// TestCreateKeys checks the bulk path: every subject gets a key that opens,
+// a second call changes nothing, and a forgotten subject is not brought back.
+func TestCreateKeys(t *testing.T) {
+	ctx := context.Background()
+	s, db := openTree(t, t.TempDir(), 8)
+	var sids []envelope.SID
+	for i := 0; i < 25_000; i++ {
+		sids = append(sids, sid(fmt.Sprint("bulk-", i)))
+	}
+	forget(t, s, db, sids[7])
+	if err := s.CreateKeys(ctx, sids); err != nil {
+		t.Fatal(err)
+	}
+	k0, err := s.KeyAt(ctx, envelope.Ref{SID: sids[0], Gen: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := bytes.Clone(k0.Key)
+	if err := s.CreateKeys(ctx, sids[:100]); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{0, 1, 9_999, 10_000, 24_999} {
+		if _, err := s.KeyAt(ctx, envelope.Ref{SID: sids[i], Gen: 1}); err != nil {
+			t.Fatalf("subject %d: %v", i, err)
+		}
+	}
+	if k, _ := s.KeyAt(ctx, envelope.Ref{SID: sids[0], Gen: 1}); !bytes.Equal(k.Key, first) {
+		t.Fatal("a second CreateKeys replaced an existing key")
+	}
+	if _, err := s.Key(ctx, sids[7]); !errors.Is(err, keystore.ErrShredded) {
+		t.Fatalf("forgotten subject after CreateKeys: %v, want ErrShredded", err)
+	}
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM subjects WHERE state=1`).Scan(&n); err != nil || n != len(sids)-1 {
+		t.Fatalf("%d live subjects, want %d (%v)", n, len(sids)-1, err)
+	}
+}
