@@ -61,6 +61,8 @@ type Server struct {
 	RootToken  string
 	unsealKey  string
 
+	caCert string // PEM of the CA of a TLS dev server
+
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	args []string
@@ -117,6 +119,26 @@ func Dev(t testing.TB) *Server {
 	s.waitUp()
 	s.mountTransit()
 	return s
+}
+
+// DevTLS starts `vault server -dev -dev-tls`: like Dev, but serving HTTPS
+// with a generated CA, whose PEM file is CACert.
+func DevTLS(t testing.TB) (*Server, string) {
+	t.Helper()
+	s := &Server{t: t, bin: Binary(t), dir: t.TempDir(), RootToken: "root"}
+	port := freePort(t)
+	s.Addr = "https://127.0.0.1:" + strconv.Itoa(port)
+	certDir := filepath.Join(s.dir, "tls")
+	if err := os.MkdirAll(certDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	s.caCert = filepath.Join(certDir, "vault-ca.pem")
+	s.start("server", "-dev", "-dev-tls", "-dev-tls-cert-dir="+certDir, "-dev-root-token-id=root",
+		"-dev-listen-address=127.0.0.1:"+strconv.Itoa(port), "-dev-no-store-token")
+	t.Cleanup(s.Stop)
+	s.waitUp()
+	s.mountTransit()
+	return s, s.caCert
 }
 
 // Persistent starts a Vault server with file storage in a temporary
@@ -180,6 +202,11 @@ func (s *Server) client(token string) *vaultapi.Client {
 	cfg := vaultapi.DefaultConfig()
 	cfg.Address = s.Addr
 	cfg.MaxRetries = 0
+	if s.caCert != "" {
+		if err := cfg.ConfigureTLS(&vaultapi.TLSConfig{CACert: s.caCert}); err != nil {
+			s.t.Fatal(err)
+		}
+	}
 	c, err := vaultapi.NewClient(cfg)
 	if err != nil {
 		s.t.Fatal(err)
@@ -191,6 +218,18 @@ func (s *Server) client(token string) *vaultapi.Client {
 func (s *Server) waitUp() {
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
+		if s.caCert != "" {
+			// The CA file appears once the server has generated it.
+			if _, err := os.Stat(s.caCert); err != nil {
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			if _, err := s.client("").Sys().Health(); err == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
 		resp, err := http.Get(s.Addr + "/v1/sys/health?uninitcode=200&sealedcode=200&standbycode=200")
 		if err == nil {
 			resp.Body.Close()

@@ -178,3 +178,28 @@ func TestErrorMessages(t *testing.T) {
 		t.Fatalf("after restart: %v", err)
 	}
 }
+
+// TestTLSWithCACert talks to Vault over HTTPS: with the CA file configured
+// (--vault-cacert) it works; without it the certificate is refused and the
+// store fails closed.
+func TestTLSWithCACert(t *testing.T) {
+	srv, ca := vaulttest.DevTLS(t)
+	ctx := context.Background()
+	key := newKeyName()
+	s, err := vault.Open(ctx, vault.Config{Address: srv.Addr, Token: srv.RootToken, Key: key, CACert: ca})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := make([]byte, 32)
+	rand.Read(k)
+	w, err := s.Wrap(ctx, [][]byte{k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Unwrap(ctx, [][]byte{w[0].Blob}); err != nil || string(got[0]) != string(k) {
+		t.Fatalf("unwrap over TLS: %v", err)
+	}
+	if _, err := vault.Open(ctx, vault.Config{Address: srv.Addr, Token: srv.RootToken, Key: key}); !errors.Is(err, keystore.ErrUnavailable) {
+		t.Fatalf("without the CA: %v, want ErrUnavailable", err)
+	}
+}
