@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	vaultapi "github.com/hashicorp/vault/api"
+
 	"github.com/shredd/shredd/internal/vaulttest"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/vault"
@@ -36,7 +38,17 @@ func openPerSubject(t *testing.T, dir string, vs *vault.Store) (*keystore.Store,
 func TestPerSubjectTransitKeys(t *testing.T) {
 	ctx := context.Background()
 	srv := vaulttest.Dev(t)
-	vs, err := vault.Open(ctx, vault.Config{Address: srv.Addr, Token: srv.RootToken, Key: fmt.Sprintf("root-%d", time.Now().UnixNano())})
+	// Run with a token that holds only the documented policies.
+	rootKey := fmt.Sprintf("root-%d", time.Now().UnixNano())
+	c := srv.Client("")
+	if err := c.Sys().PutPolicy("shredd", vault.Policy("transit", rootKey)+vault.SubjectPolicy("transit")); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := c.Auth().Token().Create(&vaultapi.TokenCreateRequest{Policies: []string{"shredd"}, NoDefaultPolicy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, err := vault.Open(ctx, vault.Config{Address: srv.Addr, Token: tok.Auth.ClientToken, Key: rootKey})
 	if err != nil {
 		t.Fatal(err)
 	}
