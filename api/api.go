@@ -8,8 +8,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -38,9 +36,8 @@ type Config struct {
 	Service *derivation.Service
 	Root    keystore.RootStore // probed by /healthz
 	Log     *slog.Logger
-	// AdminTokenHash is the SHA-256 of the bearer token every /v1 call must
-	// present. The token itself is never kept in memory.
-	AdminTokenHash [32]byte
+	// Tokens verifies the bearer tokens of /v1 calls.
+	Tokens *Tokens
 	// MaxBody bounds every request body in bytes (DefaultMaxBody when 0).
 	MaxBody int64
 }
@@ -50,13 +47,13 @@ type Server struct {
 	svc     *derivation.Service
 	root    keystore.RootStore
 	log     *slog.Logger
-	token   [32]byte
+	tokens  *Tokens
 	maxBody int64
 }
 
 // New returns a Server.
 func New(c Config) *Server {
-	s := &Server{svc: c.Service, root: c.Root, log: c.Log, token: c.AdminTokenHash, maxBody: c.MaxBody}
+	s := &Server{svc: c.Service, root: c.Root, log: c.Log, tokens: c.Tokens, maxBody: c.MaxBody}
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBody
 	}
@@ -88,16 +85,16 @@ func (s *Server) Handler() http.Handler {
 	r.Get("/healthz", s.healthz)
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.authenticate)
-		r.Get("/kinds", s.listKinds)
-		r.Put("/kinds/{kind}", s.putKind)
-		r.Post("/encrypt", s.encrypt)
-		r.Post("/decrypt", s.decrypt)
-		r.Post("/artifacts", s.registerArtifact)
-		r.Get("/artifacts/{id}", s.getArtifact)
-		r.Post("/forget", s.forget)
-		r.Get("/forgets", s.listForgets)
-		r.Get("/forgets/{id}", s.getForget)
-		r.Post("/epoch", s.epoch)
+		r.With(s.require(ScopeEncrypt, ScopeDecrypt, ScopeRegister, ScopeAudit)).Get("/kinds", s.listKinds)
+		r.With(s.require(ScopeAdmin)).Put("/kinds/{kind}", s.putKind)
+		r.With(s.require(ScopeEncrypt)).Post("/encrypt", s.encrypt)
+		r.With(s.require(ScopeDecrypt)).Post("/decrypt", s.decrypt)
+		r.With(s.require(ScopeRegister)).Post("/artifacts", s.registerArtifact)
+		r.With(s.require(ScopeRegister, ScopeAudit)).Get("/artifacts/{id}", s.getArtifact)
+		r.With(s.require(ScopeForget)).Post("/forget", s.forget)
+		r.With(s.require(ScopeForget, ScopeAudit)).Get("/forgets", s.listForgets)
+		r.With(s.require(ScopeForget, ScopeAudit)).Get("/forgets/{id}", s.getForget)
+		r.With(s.require(ScopeAdmin)).Post("/epoch", s.epoch)
 	})
 	return r
 }
@@ -152,25 +149,6 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
-		next.ServeHTTP(w, r)
-	})
-}
-
-func (s *Server) authenticate(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := r.Header.Get("Authorization")
-		tok, ok := strings.CutPrefix(h, "Bearer ")
-		if !ok || tok == "" {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="shredd"`)
-			s.fail(w, r, &problemError{status: http.StatusUnauthorized, code: "unauthenticated", title: "A bearer token is required"})
-			return
-		}
-		sum := sha256.Sum256([]byte(tok))
-		if subtle.ConstantTimeCompare(sum[:], s.token[:]) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="shredd", error="invalid_token"`)
-			s.fail(w, r, &problemError{status: http.StatusUnauthorized, code: "invalid_token", title: "The bearer token is not valid"})
-			return
-		}
 		next.ServeHTTP(w, r)
 	})
 }

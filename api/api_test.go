@@ -23,9 +23,10 @@ import (
 const token = "shredd_test-token"
 
 type env struct {
-	t   *testing.T
-	srv *httptest.Server
-	log *bytes.Buffer
+	t      *testing.T
+	srv    *httptest.Server
+	log    *bytes.Buffer
+	tokens *api.Tokens
 }
 
 func newEnv(t *testing.T, maxBody int64) *env {
@@ -50,12 +51,19 @@ func newEnv(t *testing.T, maxBody int64) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tokens, err := api.OpenTokens(ctx, db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tokens.Import(ctx, "test-admin", []string{api.ScopeAdmin}, sha256.Sum256([]byte(token))); err != nil {
+		t.Fatal(err)
+	}
 	var logs bytes.Buffer
 	s := api.New(api.Config{Service: svc, Root: root, Log: slog.New(slog.NewJSONHandler(&logs, nil)),
-		AdminTokenHash: sha256.Sum256([]byte(token)), MaxBody: maxBody})
+		Tokens: tokens, MaxBody: maxBody})
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
-	return &env{t: t, srv: srv, log: &logs}
+	return &env{t: t, srv: srv, log: &logs, tokens: tokens}
 }
 
 type reply struct {

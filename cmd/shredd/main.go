@@ -1,6 +1,7 @@
 // Command shredd is the crypto-shredding key management service.
 //
 //	shredd [serve] [flags]   run the service (the default; embedded root store in ./shredd-data)
+//	shredd token ...         create, list and revoke bearer tokens
 //	shredd version           print the version
 //
 // Only this package reads flags and the environment, picks the backends and
@@ -43,6 +44,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 			return 1
 		}
 		return 0
+	case "token":
+		return tokenCmd(ctx, args, stdout, stderr, getenv)
 	case "version":
 		fmt.Fprintln(stdout, "shredd", Version)
 		return 0
@@ -55,4 +58,5 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 }
 
 const usage = `usage: shredd [serve] [flags]   run the service (see shredd serve -h)
+       shredd token create|list|revoke   administer bearer tokens
        shredd version           print the version`

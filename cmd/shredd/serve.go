@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
@@ -44,12 +43,11 @@ type Program struct {
 
 // Files in the data directory.
 const (
-	dbFile      = "shredd.db"
-	rootFile    = "root.key"
-	secretFile  = "subject.key"
-	tokenFile   = "admin.token"
-	lockFile    = "lock"
-	tokenPrefix = "shredd_"
+	dbFile     = "shredd.db"
+	rootFile   = "root.key"
+	secretFile = "subject.key"
+	tokenFile  = "admin.token"
+	lockFile   = "lock"
 )
 
 // ParseFlags parses the flags of `shredd serve`. Each flag has an environment
@@ -151,6 +149,30 @@ func (p *Program) crash(step string) {
 	}
 }
 
+// bootstrapAdminToken gives a new installation its first token: an admin
+// token written to path (mode 0600), announced once in the log by its path.
+// A data directory from before the token store keeps its admin token file:
+// its hash is imported.
+func bootstrapAdminToken(ctx context.Context, tokens *api.Tokens, path string, log *slog.Logger) error {
+	n, err := tokens.Count(ctx)
+	if err != nil || n > 0 {
+		return err
+	}
+	if b, err := os.ReadFile(path); err == nil {
+		return tokens.Import(ctx, "admin", []string{api.ScopeAdmin}, sha256.Sum256([]byte(strings.TrimSpace(string(b)))))
+	}
+	t, raw, err := tokens.Create(ctx, "admin", []string{api.ScopeAdmin}, "", 0)
+	if err != nil {
+		return err
+	}
+	if _, _, err := readOrCreate(path, func() []byte { return []byte(raw + "\n") }); err != nil {
+		_ = tokens.Revoke(ctx, t.ID)
+		return err
+	}
+	log.Info("created the admin token; send it as 'Authorization: Bearer <token>'", "path", path, "token_id", t.ID)
+	return nil
+}
+
 // readOrCreate returns the secret in path, creating it (mode 0600) with
 // make when the file does not exist. The write is durable before use.
 func readOrCreate(path string, make func() []byte) ([]byte, bool, error) {
@@ -226,19 +248,6 @@ func (p *Program) Run(ctx context.Context, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	tokenPath := filepath.Join(p.DataDir, tokenFile)
-	token, created, err := readOrCreate(tokenPath, func() []byte {
-		return []byte(tokenPrefix + base64.RawURLEncoding.EncodeToString(randomBytes(32)) + "\n")
-	})
-	if err != nil {
-		return fmt.Errorf("admin token: %w", err)
-	}
-	if created {
-		log.Info("created the admin token; send it as 'Authorization: Bearer <token>'", "path", tokenPath)
-	}
-	tokenHash := sha256.Sum256([]byte(strings.TrimSpace(string(token))))
-	clear(token)
-
 	var root keystore.RootStore
 	var kms keystore.SubjectKMS
 	switch p.Root {
@@ -285,13 +294,20 @@ func (p *Program) Run(ctx context.Context, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	tokens, err := api.OpenTokens(ctx, db, nil)
+	if err != nil {
+		return err
+	}
+	if err := bootstrapAdminToken(ctx, tokens, filepath.Join(p.DataDir, tokenFile), log); err != nil {
+		return fmt.Errorf("admin token: %w", err)
+	}
 	// Forgets a crash left half-done are driven on before serving.
 	if err := svc.Reconcile(ctx); err != nil {
 		log.Warn("recovery incomplete at start-up; the background work retries", "error", err.Error())
 	}
 
 	srv := &http.Server{
-		Handler:           api.New(api.Config{Service: svc, Root: root, Log: log, AdminTokenHash: tokenHash, MaxBody: p.MaxBody}).Handler(),
+		Handler:           api.New(api.Config{Service: svc, Root: root, Log: log, Tokens: tokens, MaxBody: p.MaxBody}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
 		WriteTimeout:      60 * time.Second,

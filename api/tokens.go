@@ -1,0 +1,260 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"database/sql"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/shredd/shredd/derivation"
+)
+
+// Scopes a token can hold. Admin allows everything.
+const (
+	ScopeEncrypt  = "encrypt"
+	ScopeDecrypt  = "decrypt"
+	ScopeRegister = "register"
+	ScopeForget   = "forget"
+	ScopeAudit    = "audit"
+	ScopeAdmin    = "admin"
+)
+
+// AllScopes lists the scopes in a stable order.
+var AllScopes = []string{ScopeEncrypt, ScopeDecrypt, ScopeRegister, ScopeForget, ScopeAudit, ScopeAdmin}
+
+// TokenPrefix starts every bearer token, so that leaked tokens are easy to
+// find with secret scanners.
+const TokenPrefix = "shredd_"
+
+// Errors of the token store.
+var (
+	// ErrTokenInvalid means a bearer token is unknown, expired or revoked.
+	ErrTokenInvalid = errors.New("invalid token")
+	// ErrTokenNotFound means no token has the given id.
+	ErrTokenNotFound = errors.New("token not found")
+)
+
+// Token is a bearer token's record. The secret itself is never stored: only
+// its SHA-256.
+type Token struct {
+	ID        string    `json:"id"` // public handle, for listing and revoking
+	Name      string    `json:"name"`
+	Scopes    []string  `json:"scopes"`
+	Holder    string    `json:"holder,omitempty"` // set: the token acts only as this holder
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	RevokedAt time.Time `json:"revoked_at,omitzero"`
+}
+
+// Has reports whether the token holds scope (admin holds every scope).
+func (t *Token) Has(scope string) bool {
+	return slices.Contains(t.Scopes, scope) || slices.Contains(t.Scopes, ScopeAdmin)
+}
+
+// Tokens is the token store, kept in shredd's SQLite database.
+type Tokens struct {
+	db  *sql.DB
+	now func() time.Time
+
+	mu    sync.Mutex
+	cache map[[32]byte]cachedToken
+}
+
+type cachedToken struct {
+	tok     Token
+	hash    [32]byte
+	expires time.Time
+}
+
+// tokenCacheTTL bounds how long a verified token is trusted without reading
+// the database again: a revocation takes effect within it.
+const tokenCacheTTL = 2 * time.Second
+
+// OpenTokens opens the token store in db, creating its table on first use.
+func OpenTokens(ctx context.Context, db *sql.DB, now func() time.Time) (*Tokens, error) {
+	if now == nil {
+		now = time.Now
+	}
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS tokens (
+		id TEXT PRIMARY KEY,
+		hash BLOB NOT NULL UNIQUE,
+		name TEXT NOT NULL,
+		scopes TEXT NOT NULL,
+		holder TEXT NOT NULL,
+		created_at INTEGER NOT NULL,
+		expires_at INTEGER,
+		revoked_at INTEGER)`); err != nil {
+		return nil, fmt.Errorf("api: tokens: %w", err)
+	}
+	return &Tokens{db: db, now: now, cache: map[[32]byte]cachedToken{}}, nil
+}
+
+// Create makes a new token and returns its record and the secret, which is
+// shown once and never stored. ttl 0 means no expiry.
+func (ts *Tokens) Create(ctx context.Context, name string, scopes []string, holder string, ttl time.Duration) (Token, string, error) {
+	if name == "" || len(name) > 128 {
+		return Token{}, "", fmt.Errorf("api: token name must be 1 to 128 bytes: %w", derivation.ErrInvalid)
+	}
+	if len(scopes) == 0 {
+		return Token{}, "", fmt.Errorf("api: a token needs at least one scope: %w", derivation.ErrInvalid)
+	}
+	for _, sc := range scopes {
+		if !slices.Contains(AllScopes, sc) {
+			return Token{}, "", fmt.Errorf("api: unknown scope %q (want one of %s): %w", sc, strings.Join(AllScopes, ", "), derivation.ErrInvalid)
+		}
+	}
+	if holder != "" && !derivation.ValidHolder(holder) {
+		return Token{}, "", fmt.Errorf("api: holder id: %w", derivation.ErrInvalid)
+	}
+	if ttl < 0 {
+		return Token{}, "", fmt.Errorf("api: negative token ttl: %w", derivation.ErrInvalid)
+	}
+	var idb [8]byte
+	secret := make([]byte, 32)
+	if _, err := rand.Read(idb[:]); err != nil {
+		return Token{}, "", err
+	}
+	if _, err := rand.Read(secret); err != nil {
+		return Token{}, "", err
+	}
+	raw := TokenPrefix + base64.RawURLEncoding.EncodeToString(secret)
+	clear(secret)
+	t := Token{ID: hex.EncodeToString(idb[:]), Name: name, Scopes: slices.Clone(scopes), Holder: holder, CreatedAt: ts.now().UTC()}
+	slices.Sort(t.Scopes)
+	t.Scopes = slices.Compact(t.Scopes)
+	var exp any
+	if ttl > 0 {
+		t.ExpiresAt = t.CreatedAt.Add(ttl)
+		exp = t.ExpiresAt.UnixNano()
+	}
+	h := sha256.Sum256([]byte(raw))
+	if _, err := ts.db.ExecContext(ctx, `INSERT INTO tokens(id, hash, name, scopes, holder, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		t.ID, h[:], t.Name, strings.Join(t.Scopes, ","), t.Holder, t.CreatedAt.UnixNano(), exp); err != nil {
+		return Token{}, "", fmt.Errorf("api: create token: %w", err)
+	}
+	return t, raw, nil
+}
+
+// Import records a token whose secret already exists (the admin token file
+// of an older data directory), by its SHA-256.
+func (ts *Tokens) Import(ctx context.Context, name string, scopes []string, hash [32]byte) error {
+	var idb [8]byte
+	if _, err := rand.Read(idb[:]); err != nil {
+		return err
+	}
+	_, err := ts.db.ExecContext(ctx, `INSERT OR IGNORE INTO tokens(id, hash, name, scopes, holder, created_at) VALUES (?, ?, ?, ?, '', ?)`,
+		hex.EncodeToString(idb[:]), hash[:], name, strings.Join(scopes, ","), ts.now().UnixNano())
+	if err != nil {
+		return fmt.Errorf("api: import token: %w", err)
+	}
+	return nil
+}
+
+// Count returns the number of tokens, revoked ones included.
+func (ts *Tokens) Count(ctx context.Context) (int, error) {
+	var n int
+	err := ts.db.QueryRowContext(ctx, `SELECT count(*) FROM tokens`).Scan(&n)
+	return n, err
+}
+
+func scanToken(sc interface{ Scan(...any) error }) (Token, [32]byte, error) {
+	var t Token
+	var hash []byte
+	var scopes string
+	var created int64
+	var exp, rev sql.NullInt64
+	if err := sc.Scan(&t.ID, &hash, &t.Name, &scopes, &t.Holder, &created, &exp, &rev); err != nil {
+		return Token{}, [32]byte{}, err
+	}
+	t.Scopes = strings.Split(scopes, ",")
+	t.CreatedAt = time.Unix(0, created).UTC()
+	if exp.Valid {
+		t.ExpiresAt = time.Unix(0, exp.Int64).UTC()
+	}
+	if rev.Valid {
+		t.RevokedAt = time.Unix(0, rev.Int64).UTC()
+	}
+	var h [32]byte
+	copy(h[:], hash)
+	return t, h, nil
+}
+
+const tokenCols = `SELECT id, hash, name, scopes, holder, created_at, expires_at, revoked_at FROM tokens`
+
+// Verify returns the token record of a bearer secret, or ErrTokenInvalid for
+// a token that is unknown, expired or revoked. The stored hash is compared
+// with the presented one in constant time.
+func (ts *Tokens) Verify(ctx context.Context, raw string) (*Token, error) {
+	h := sha256.Sum256([]byte(raw))
+	now := ts.now()
+	ts.mu.Lock()
+	c, ok := ts.cache[h]
+	ts.mu.Unlock()
+	if !ok || !now.Before(c.expires) {
+		t, stored, err := scanToken(ts.db.QueryRowContext(ctx, tokenCols+` WHERE hash=?`, h[:]))
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, ErrTokenInvalid
+		}
+		if err != nil {
+			return nil, fmt.Errorf("api: verify token: %w", err)
+		}
+		c = cachedToken{tok: t, hash: stored, expires: now.Add(tokenCacheTTL)}
+		ts.mu.Lock()
+		if len(ts.cache) > 10_000 {
+			clear(ts.cache)
+		}
+		ts.cache[h] = c
+		ts.mu.Unlock()
+	}
+	if subtle.ConstantTimeCompare(c.hash[:], h[:]) != 1 {
+		return nil, ErrTokenInvalid
+	}
+	t := c.tok
+	if !t.RevokedAt.IsZero() || (!t.ExpiresAt.IsZero() && !now.Before(t.ExpiresAt)) {
+		return nil, ErrTokenInvalid
+	}
+	return &t, nil
+}
+
+// List returns every token record (never a secret), oldest first.
+func (ts *Tokens) List(ctx context.Context) ([]Token, error) {
+	rows, err := ts.db.QueryContext(ctx, tokenCols+` ORDER BY created_at, id`)
+	if err != nil {
+		return nil, fmt.Errorf("api: list tokens: %w", err)
+	}
+	defer rows.Close()
+	out := []Token{}
+	for rows.Next() {
+		t, _, err := scanToken(rows)
+		if err != nil {
+			return nil, fmt.Errorf("api: list tokens: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// Revoke revokes the token with the given id. Servers stop accepting it
+// within tokenCacheTTL (2 s).
+func (ts *Tokens) Revoke(ctx context.Context, id string) error {
+	res, err := ts.db.ExecContext(ctx, `UPDATE tokens SET revoked_at=coalesce(revoked_at, ?) WHERE id=?`, ts.now().UnixNano(), id)
+	if err != nil {
+		return fmt.Errorf("api: revoke token: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("api: revoke token %q: %w", id, ErrTokenNotFound)
+	}
+	ts.mu.Lock()
+	clear(ts.cache)
+	ts.mu.Unlock()
+	return nil
+}
