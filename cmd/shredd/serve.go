@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -30,6 +31,8 @@ type Program struct {
 	DataDir        string
 	Addr           string
 	AllowRemote    bool
+	TLSCert        string
+	TLSKey         string
 	EpochInterval  time.Duration
 	CacheTTL       time.Duration
 	ForgetDeadline time.Duration
@@ -65,6 +68,8 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 	}
 	fl.StringVar(&p.DataDir, "data-dir", env("data-dir", "./shredd-data"), "data directory (database, local root key, secrets); created 0700")
 	fl.StringVar(&p.Addr, "addr", env("addr", "127.0.0.1:7750"), "listen address")
+	fl.StringVar(&p.TLSCert, "tls-cert", env("tls-cert", ""), "PEM certificate (chain) to serve HTTPS; needs --tls-key")
+	fl.StringVar(&p.TLSKey, "tls-key", env("tls-key", ""), "PEM private key of --tls-cert")
 	fl.BoolVar(&p.AllowRemote, "allow-remote-http", env("allow-remote-http", "") == "true", "allow plain HTTP on a non-loopback address (put TLS in front)")
 	dur := func(name string, def time.Duration, usage string) *time.Duration {
 		d := new(time.Duration)
@@ -96,6 +101,10 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 	fl.StringVar(&p.Vault.AppRoleMount, "vault-approle-mount", env("vault-approle-mount", "approle"), "AppRole auth mount path")
 	if err := fl.Parse(args); err != nil {
 		return nil, err
+	}
+	if (p.TLSCert == "") != (p.TLSKey == "") {
+		fmt.Fprintln(stderr, "shredd serve: --tls-cert and --tls-key go together")
+		return nil, errors.New("incomplete tls config")
 	}
 	switch p.Root {
 	case "local":
@@ -225,8 +234,16 @@ func isLoopback(addr string) bool {
 // finish, the background work stops, the database closes.
 func (p *Program) Run(ctx context.Context, stderr io.Writer) error {
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	if !p.AllowRemote && !isLoopback(p.Addr) {
-		return fmt.Errorf("refusing plain HTTP on non-loopback address %s (use --allow-remote-http behind a TLS proxy)", p.Addr)
+	if p.TLSCert == "" && !p.AllowRemote && !isLoopback(p.Addr) {
+		return fmt.Errorf("refusing plain HTTP on non-loopback address %s (use --tls-cert/--tls-key, or --allow-remote-http behind a TLS proxy)", p.Addr)
+	}
+	var tlsConfig *tls.Config
+	if p.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(p.TLSCert, p.TLSKey)
+		if err != nil {
+			return fmt.Errorf("tls: %w", err)
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	if err := os.MkdirAll(p.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data dir: %w", err)
@@ -314,6 +331,7 @@ func (p *Program) Run(ctx context.Context, stderr io.Writer) error {
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		TLSConfig:         tlsConfig,
 	}
 	ln, err := net.Listen("tcp", p.Addr)
 	if err != nil {
@@ -325,7 +343,12 @@ func (p *Program) Run(ctx context.Context, stderr io.Writer) error {
 		defer close(workDone)
 		svc.Run(workCtx, p.EpochInterval, log)
 	}()
-	log.Info("listening", "addr", ln.Addr().String(), "data_dir", p.DataDir, "root_store", root.Kind())
+	scheme := "http"
+	if tlsConfig != nil {
+		scheme = "https"
+		ln = tls.NewListener(ln, tlsConfig)
+	}
+	log.Info("listening", "addr", ln.Addr().String(), "scheme", scheme, "data_dir", p.DataDir, "root_store", root.Kind())
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	select {
