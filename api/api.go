@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -38,6 +39,8 @@ type Config struct {
 	Log     *slog.Logger
 	// Tokens verifies the bearer tokens of /v1 calls.
 	Tokens *Tokens
+	// Metrics, when set, counts requests and serves GET /metrics.
+	Metrics *Metrics
 	// MaxBody bounds every request body in bytes (DefaultMaxBody when 0).
 	MaxBody int64
 }
@@ -48,12 +51,13 @@ type Server struct {
 	root    keystore.RootStore
 	log     *slog.Logger
 	tokens  *Tokens
+	metrics *Metrics
 	maxBody int64
 }
 
 // New returns a Server.
 func New(c Config) *Server {
-	s := &Server{svc: c.Service, root: c.Root, log: c.Log, tokens: c.Tokens, maxBody: c.MaxBody}
+	s := &Server{svc: c.Service, root: c.Root, log: c.Log, tokens: c.Tokens, metrics: c.Metrics, maxBody: c.MaxBody}
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBody
 	}
@@ -62,6 +66,10 @@ func New(c Config) *Server {
 	}
 	return s
 }
+
+// fieldNameRe matches the field names shredd's requests use; only such
+// names are echoed in errors.
+var fieldNameRe = regexp.MustCompile(`^[a-z_]{1,32}$`)
 
 type ctxKey int
 
@@ -75,7 +83,7 @@ func requestID(ctx context.Context) string {
 // Handler returns the router.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.requestIDs, s.accessLog, s.recoverer, s.limitBody)
+	r.Use(s.requestIDs, s.accessLog, s.metrics.Middleware, s.recoverer, s.limitBody)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, &problemError{status: http.StatusNotFound, code: "no_route", title: "No such route"})
 	})
@@ -83,6 +91,9 @@ func (s *Server) Handler() http.Handler {
 		s.fail(w, r, &problemError{status: http.StatusMethodNotAllowed, code: "method_not_allowed", title: "Method not allowed"})
 	})
 	r.Get("/healthz", s.healthz)
+	if s.metrics != nil {
+		r.With(s.authenticate, s.require(ScopeAudit)).Get("/metrics", s.metrics.Handler().ServeHTTP)
+	}
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.authenticate)
 		r.With(s.require(ScopeEncrypt, ScopeDecrypt, ScopeRegister, ScopeAudit)).Get("/kinds", s.listKinds)
@@ -154,20 +165,39 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 }
 
 // decode reads one JSON object into v: content type application/json,
-// unknown fields refused, nothing after the object.
+// nesting within MaxDepth, unknown fields refused, nothing after the object.
 func (s *Server) decode(r *http.Request, v any) error {
+	body, err := s.readBody(r)
+	if err != nil {
+		return err
+	}
+	return decodeJSON(body, v)
+}
+
+// readBody reads a request body of content type application/json, within
+// the body limit.
+func (s *Server) readBody(r *http.Request) ([]byte, error) {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" {
-		return &problemError{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type", title: "Content-Type must be application/json"}
+		return nil, &problemError{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type", title: "Content-Type must be application/json"}
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return &problemError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", title: "Request body too large",
+			return nil, &problemError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", title: "Request body too large",
 				detail: "request bodies are limited to " + strconv.FormatInt(s.maxBody, 10) + " bytes"}
 		}
-		return badRequest("bad_body", "the request body could not be read")
+		return nil, badRequest("bad_body", "the request body could not be read")
+	}
+	return body, nil
+}
+
+// decodeJSON decodes body, one JSON object, into v: nesting within
+// MaxDepth, unknown fields refused, nothing after the object.
+func decodeJSON(body []byte, v any) error {
+	if err := checkDepth(body); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -180,9 +210,20 @@ func (s *Server) decode(r *http.Request, v any) error {
 		case errors.As(err, &te):
 			return badRequest("invalid_json", "field "+strconv.Quote(te.Field)+" has the wrong type")
 		}
-		// Unknown fields and other schema mismatches: encoding/json's message
-		// names the field, never a value.
-		return badRequest("invalid_json", "the body does not match the request: "+strings.TrimPrefix(err.Error(), "json: "))
+		if errors.Is(err, io.EOF) {
+			return badRequest("invalid_json", "the body is empty; a JSON object is required")
+		}
+		// Unknown fields and other schema mismatches. encoding/json's message
+		// names the field as the client wrote it, and a client may write data
+		// (a subject id) as a key: name only field names of shredd's own form.
+		msg := strings.TrimPrefix(err.Error(), "json: ")
+		if f, ok := strings.CutPrefix(msg, "unknown field "); ok {
+			if name, err := strconv.Unquote(f); err == nil && fieldNameRe.MatchString(name) {
+				return badRequest("invalid_json", "unknown field "+strconv.Quote(name))
+			}
+			return badRequest("invalid_json", "the body holds an unknown field")
+		}
+		return badRequest("invalid_json", "the body does not match the request")
 	}
 	if dec.More() {
 		return badRequest("invalid_json", "the body holds more than one JSON value")

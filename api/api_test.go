@@ -23,13 +23,13 @@ import (
 const token = "shredd_test-token"
 
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	srv    *httptest.Server
 	log    *bytes.Buffer
 	tokens *api.Tokens
 }
 
-func newEnv(t *testing.T, maxBody int64) *env {
+func newEnv(t testing.TB, maxBody int64) *env {
 	t.Helper()
 	dir := t.TempDir()
 	root, err := local.Open(filepath.Join(dir, "root.key"))

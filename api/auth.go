@@ -61,8 +61,8 @@ func (s *Server) require(scopes ...string) func(http.Handler) http.Handler {
 // actAs returns the holder a request acts as: a token bound to a holder acts
 // only as that holder (a request naming another one is refused with 403); an
 // unbound token acts as the holder the request names.
-func actAs(r *http.Request, named string) (string, error) {
-	t := tokenOf(r.Context())
+func actAs(ctx context.Context, named string) (string, error) {
+	t := tokenOf(ctx)
 	if t == nil || t.Holder == "" {
 		return named, nil
 	}

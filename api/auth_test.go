@@ -125,3 +125,39 @@ func TestTokenStore(t *testing.T) {
 		t.Fatal("revoked token still verifies")
 	}
 }
+
+// TestHolderBoundTokens checks that a token bound to a holder acts only as
+// that holder: its artifacts get its holder, naming another holder is 403,
+// and it cannot read other holders' artifacts.
+func TestHolderBoundTokens(t *testing.T) {
+	e := newEnv(t, 0)
+	art, _ := e.setup()
+	ctx := context.Background()
+	_, h1, err := e.tokens.Create(ctx, "h1", []string{api.ScopeEncrypt, api.ScopeRegister}, "holder-1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as := func(tok string) []string { return []string{"Authorization", "Bearer " + tok} }
+	r := e.do("POST", "/v1/artifacts", `{"parents":["`+art+`"],"kind":"episodic"}`, as(h1)...)
+	if r.status != 201 || str(r, "holder") != "holder-1" {
+		t.Fatalf("register without a holder: %d %v, want 201 with holder-1", r.status, r.body)
+	}
+	own := str(r, "artifact")
+	if r := e.do("POST", "/v1/artifacts", `{"parents":["`+art+`"],"kind":"episodic","holder":"holder-2"}`, as(h1)...); r.status != 403 || str(r, "code") != "wrong_holder" {
+		t.Fatalf("register as another holder: %d %v", r.status, r.body)
+	}
+	if r := e.do("POST", "/v1/encrypt", `{"subject":"a","kind":"episodic","plaintext":"","holder":"holder-2"}`, as(h1)...); r.status != 403 || str(r, "code") != "wrong_holder" {
+		t.Fatalf("encrypt as another holder: %d %v", r.status, r.body)
+	}
+	if r := e.do("POST", "/v1/encrypt", `{"batch_input":[{"subject":"a","kind":"episodic","plaintext":"","holder":"holder-2"}]}`, as(h1)...); r.status != 200 {
+		t.Fatalf("batch encrypt: %d %v", r.status, r.body)
+	} else if res := r.body["batch_results"].([]any)[0].(map[string]any); res["error"] == nil {
+		t.Fatalf("batch item as another holder succeeded: %v", res)
+	}
+	if r := e.do("GET", "/v1/artifacts/"+own, "", as(h1)...); r.status != 200 {
+		t.Fatalf("own artifact: %d", r.status)
+	}
+	if r := e.do("GET", "/v1/artifacts/"+art, "", as(h1)...); r.status != 403 {
+		t.Fatalf("another holder's artifact: %d, want 403", r.status)
+	}
+}

@@ -65,21 +65,8 @@ func safeDetail(err error) bool {
 }
 
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	p := Problem{Status: http.StatusInternalServerError, Code: "internal", Title: "Internal error", RequestID: requestID(r.Context())}
-	var pe *problemError
-	if errors.As(err, &pe) {
-		p.Status, p.Code, p.Title, p.Detail = pe.status, pe.code, pe.title, pe.detail
-	} else {
-		for _, m := range errorMap {
-			if errors.Is(err, m.err) {
-				p.Status, p.Code, p.Title = m.status, m.code, m.title
-				if safeDetail(err) {
-					p.Detail = err.Error()
-				}
-				break
-			}
-		}
-	}
+	d := describe(err)
+	p := Problem{Status: d.Status, Code: d.Code, Title: d.Title, Detail: d.Detail, RequestID: requestID(r.Context())}
 	level := slog.LevelInfo
 	if p.Status >= 500 {
 		level = slog.LevelError

@@ -1,8 +1,10 @@
 package api
 
 import (
+	"context"
 	"encoding/base64"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -17,6 +19,41 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "root_store": s.root.Kind(), "root_version": v.Latest})
+}
+
+// MaxDepth bounds the nesting of a JSON request body (objects and arrays).
+// The deepest valid request, a batch item's subjects, is 4 levels deep; the
+// bound refuses pathological bodies before encoding/json recurses into them.
+const MaxDepth = 32
+
+// checkDepth refuses a body nested deeper than MaxDepth. It counts brackets
+// outside strings and does not check the syntax (decoding does): on valid
+// JSON it is exact.
+func checkDepth(body []byte) error {
+	depth := 0
+	inString, escaped := false, false
+	for _, c := range body {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			if depth++; depth > MaxDepth {
+				return badRequest("invalid_json", "the body is nested deeper than "+strconv.Itoa(MaxDepth)+" levels")
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return nil
 }
 
 type kindBody struct {
@@ -77,10 +114,17 @@ func (b sourceBody) source() (derivation.Source, error) {
 	return src, nil
 }
 
+// encryptRequest is one encrypt: the body of POST /v1/encrypt or an item
+// of its batch_input. Its fields are sourceBody's, not embedded, so that
+// decoding errors name JSON fields only.
 type encryptRequest struct {
-	sourceBody
-	Plaintext string `json:"plaintext"`
-	Context   string `json:"context,omitempty"`
+	Subject   string   `json:"subject,omitempty"`
+	Subjects  []string `json:"subjects,omitempty"`
+	Parents   []string `json:"parents,omitempty"`
+	Kind      string   `json:"kind"`
+	Holder    string   `json:"holder,omitempty"`
+	Plaintext string   `json:"plaintext"`
+	Context   string   `json:"context,omitempty"`
 }
 
 type encryptResponse struct {
@@ -90,35 +134,57 @@ type encryptResponse struct {
 }
 
 func (s *Server) encrypt(w http.ResponseWriter, r *http.Request) {
-	var req encryptRequest
-	if err := s.decode(r, &req); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	src, err := req.source()
+	body, err := s.readBody(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
+	}
+	var req encryptRequest
+	items, err := decodeCall(body, &req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if items != nil {
+		serveBatch(s, w, r, items, s.encryptItem)
+		return
+	}
+	out, err := s.encryptItem(r.Context(), &req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// encryptItem validates and runs one encrypt request, alone or in a batch.
+func (s *Server) encryptItem(ctx context.Context, req *encryptRequest) (encryptResponse, error) {
+	holder, err := actAs(ctx, req.Holder)
+	if err != nil {
+		return encryptResponse{}, err
+	}
+	src, err := sourceBody{Subject: req.Subject, Subjects: req.Subjects, Parents: req.Parents, Kind: req.Kind, Holder: holder}.source()
+	if err != nil {
+		return encryptResponse{}, err
 	}
 	pt, err := b64("plaintext", req.Plaintext)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return encryptResponse{}, err
 	}
-	ctx, err := b64("context", req.Context)
+	defer clear(pt)
+	aad, err := b64("context", req.Context)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return encryptResponse{}, err
 	}
-	out, err := s.svc.Encrypt(r.Context(), src, pt, ctx)
-	clear(pt)
+	out, err := s.svc.Encrypt(ctx, src, pt, aad)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return encryptResponse{}, err
 	}
-	writeJSON(w, http.StatusOK, encryptResponse{Artifact: out.Artifact.String(), Ciphertext: out.Ciphertext, LineageSize: out.Lineage})
+	return encryptResponse{Artifact: out.Artifact.String(), Ciphertext: out.Ciphertext, LineageSize: out.Lineage}, nil
 }
 
+// decryptRequest is one decrypt: the body of POST /v1/decrypt or an item
+// of its batch_input.
 type decryptRequest struct {
 	Ciphertext string `json:"ciphertext"`
 	Context    string `json:"context,omitempty"`
@@ -131,28 +197,44 @@ type decryptResponse struct {
 }
 
 func (s *Server) decrypt(w http.ResponseWriter, r *http.Request) {
+	body, err := s.readBody(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	var req decryptRequest
-	if err := s.decode(r, &req); err != nil {
+	items, err := decodeCall(body, &req)
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	if items != nil {
+		serveBatch(s, w, r, items, s.decryptItem)
+		return
+	}
+	out, err := s.decryptItem(r.Context(), &req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// decryptItem validates and runs one decrypt request, alone or in a batch.
+func (s *Server) decryptItem(ctx context.Context, req *decryptRequest) (decryptResponse, error) {
 	if req.Ciphertext == "" {
-		s.fail(w, r, badRequest("missing_field", "ciphertext is required"))
-		return
+		return decryptResponse{}, badRequest("missing_field", "ciphertext is required")
 	}
-	ctx, err := b64("context", req.Context)
+	aad, err := b64("context", req.Context)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return decryptResponse{}, err
 	}
-	out, err := s.svc.Decrypt(r.Context(), req.Ciphertext, ctx)
+	out, err := s.svc.Decrypt(ctx, req.Ciphertext, aad)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return decryptResponse{}, err
 	}
-	resp := decryptResponse{Plaintext: base64.StdEncoding.EncodeToString(out.Plaintext), Artifact: out.Artifact.String(), Kind: out.Kind}
-	clear(out.Plaintext)
-	writeJSON(w, http.StatusOK, resp)
+	defer clear(out.Plaintext)
+	return decryptResponse{Plaintext: base64.StdEncoding.EncodeToString(out.Plaintext), Artifact: out.Artifact.String(), Kind: out.Kind}, nil
 }
 
 type artifactResponse struct {
@@ -180,6 +262,12 @@ func (s *Server) registerArtifact(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	holder, err := actAs(r.Context(), req.Holder)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	req.Holder = holder
 	src, err := req.source()
 	if err != nil {
 		s.fail(w, r, err)
@@ -202,6 +290,12 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request) {
 	a, err := s.svc.GetArtifact(r.Context(), id)
 	if err != nil {
 		s.fail(w, r, err)
+		return
+	}
+	if t := tokenOf(r.Context()); t != nil && t.Holder != "" && a.Holder != t.Holder {
+		// A holder-bound token sees only its own artifacts.
+		s.fail(w, r, &problemError{status: http.StatusForbidden, code: "wrong_holder", title: "The token acts for another holder",
+			detail: "this token may act only as its own holder"})
 		return
 	}
 	writeJSON(w, http.StatusOK, artifactJSON(a))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	_ "github.com/mattn/go-sqlite3" // SQLite driver: the key tree and the registry share one file
@@ -36,7 +37,9 @@ func OpenDB(path string) (*sql.DB, error) {
 	q.Set("_foreign_keys", "on")
 	q.Set("_busy_timeout", "10000")
 	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
+	// The path is part of a file: URI: escape what URIs give a meaning to.
+	uriPath := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+	db, err := sql.Open("sqlite3", "file:"+uriPath+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("keystore: open db: %w", err)
 	}

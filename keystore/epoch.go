@@ -26,7 +26,8 @@ type Epoch struct {
 // is durable before the next starts, and the old root versions are destroyed
 // only after every bucket key is committed under the new one, so a crash at
 // any point loses no live key.
-func (s *Store) RunEpoch(ctx context.Context) (Epoch, error) {
+func (s *Store) RunEpoch(ctx context.Context) (_ Epoch, err error) {
+	defer s.stats.observeEpoch(time.Now(), &err) // EpochStats
 	s.treeMu.Lock()
 	defer s.treeMu.Unlock()
 	e, err := s.runningEpoch(ctx)

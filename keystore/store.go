@@ -80,6 +80,7 @@ type Store struct {
 	purges    atomic.Uint64 // bumped by every purge; a lookup that raced one is not cached
 
 	hits, misses atomic.Uint64
+	stats        storeStats // root store errors and epochs (stats.go)
 }
 
 type dekEntry struct {
@@ -99,6 +100,7 @@ type bucketEntry struct {
 func Open(ctx context.Context, db *sql.DB, root RootStore, opts Options) (*Store, error) {
 	s := &Store{db: db, root: root, kms: opts.SubjectKMS, ttl: opts.CacheTTL, now: opts.Now, crash: opts.Crash,
 		deks: map[envelope.SID]dekEntry{}, bkeys: map[int]bucketEntry{}, cacheSize: opts.CacheSize}
+	s.root, s.kms = s.stats.counted(root, opts.SubjectKMS) // count unavailability (RootErrors)
 	if s.ttl <= 0 {
 		s.ttl = DefaultCacheTTL
 	}
@@ -170,7 +172,7 @@ func (s *Store) DestroySubject(ctx context.Context, sid envelope.SID) error {
 func (s *Store) CacheTTL() time.Duration { return s.ttl }
 
 // Root returns the root store.
-func (s *Store) Root() RootStore { return s.root }
+func (s *Store) Root() RootStore { return uncounted(s.root) }
 
 // CacheStats returns the number of key cache hits and misses so far.
 func (s *Store) CacheStats() (hits, misses uint64) { return s.hits.Load(), s.misses.Load() }

@@ -318,13 +318,15 @@ func (p *Program) Run(ctx context.Context, stderr io.Writer) error {
 	if err := bootstrapAdminToken(ctx, tokens, filepath.Join(p.DataDir, tokenFile), log); err != nil {
 		return fmt.Errorf("admin token: %w", err)
 	}
+	metrics := api.NewMetrics(svc, keys)
+	metrics.Log = log
 	// Forgets a crash left half-done are driven on before serving.
 	if err := svc.Reconcile(ctx); err != nil {
 		log.Warn("recovery incomplete at start-up; the background work retries", "error", err.Error())
 	}
 
 	srv := &http.Server{
-		Handler:           api.New(api.Config{Service: svc, Root: root, Log: log, Tokens: tokens, MaxBody: p.MaxBody}).Handler(),
+		Handler:           api.New(api.Config{Service: svc, Root: root, Log: log, Tokens: tokens, Metrics: metrics, MaxBody: p.MaxBody}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
 		WriteTimeout:      60 * time.Second,

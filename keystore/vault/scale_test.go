@@ -279,7 +279,7 @@ type scaleStage struct {
 	keysAfter              int // and after the DataKey sample
 	created                int // keys created in this stage's fill
 	createRate             float64
-	createTW               int // client connections in TIME_WAIT after the fill
+	createTW               int // connections to Vault in TIME_WAIT at the end of the fill
 	decWarm, dataKey, tree lat
 	decCold                lat
 	touchRate              float64
@@ -294,9 +294,8 @@ type scaleStage struct {
 }
 
 type subject struct {
-	sid     envelope.SID
-	pt, ct  []byte
-	created bool
+	sid    envelope.SID
+	pt, ct []byte
 }
 
 // scaleRun is one Vault with one cache configuration, filled stage by stage.
@@ -415,7 +414,7 @@ func (r *scaleRun) fill(n int) (int, float64) {
 					once.Do(func() { ferr = fmt.Errorf("DataKey of subject %d: %w", i, err) })
 					return
 				}
-				r.subs[i] = subject{sid: sid, pt: pt, ct: ct, created: true}
+				r.subs[i] = subject{sid: sid, pt: pt, ct: ct}
 				if i > from && (i-from)%20000 == 0 {
 					el := time.Since(start)
 					fmt.Fprintf(os.Stderr, "  cache=%d: %d keys, %.0f keys/s, load %s\n", r.cache, i, float64(i-from)/el.Seconds(), loadavg())
@@ -462,7 +461,7 @@ func (r *scaleRun) dataKeys(samples int) lat {
 		if err != nil {
 			b.Fatalf("DataKey: %v", err)
 		}
-		r.subs = append(r.subs, subject{sid: sid, pt: pt, ct: ct, created: true})
+		r.subs = append(r.subs, subject{sid: sid, pt: pt, ct: ct})
 	}
 	return latOf(d)
 }
@@ -529,9 +528,8 @@ func (r *scaleRun) stage(n int) *scaleStage {
 	b := r.b
 	samples := *scaleSamples
 	st := &scaleStage{load: loadavg()}
-	tw0 := timeWait(r.srv)
 	st.created, st.createRate = r.fill(n)
-	st.createTW = timeWait(r.srv) - tw0
+	st.createTW = timeWait(r.srv)
 	settle()
 	st.rssCreated, _ = r.proc.status(b)
 	st.keys = len(r.subs)

@@ -1,0 +1,132 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/shredd/shredd/derivation"
+)
+
+// MaxBatch bounds the items of one batch_input.
+const MaxBatch = 1000
+
+// itemError is the error of one batch item: the status, code, title and
+// detail of the problem the same item answers when sent alone.
+type itemError struct {
+	Status int    `json:"status"`
+	Code   string `json:"code"`
+	Title  string `json:"title"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// itemFailure is the batch result of an item that failed.
+type itemFailure struct {
+	Error itemError `json:"error"`
+}
+
+// batchResponse is the answer to a batch_input: one result per item, in
+// order.
+type batchResponse struct {
+	BatchResults []any `json:"batch_results"`
+}
+
+// decodeCall decodes the body of a route that takes one request or a
+// batch_input of them. A body without a batch_input field is decoded into
+// single, and decodeCall returns nil items. A body with one must hold
+// nothing else, and 1 to MaxBatch items that are JSON objects; the syntax
+// and schema of every item are checked here, before any item runs.
+func decodeCall[Req any](body []byte, single *Req) ([]*Req, error) {
+	// Most bodies are single requests: decode them in one pass. A body that
+	// spells batch_input otherwise (escaped, in other case) is decoded as a
+	// single request too, and refused for its unknown field.
+	if !bytes.Contains(body, []byte(`"batch_input"`)) {
+		return nil, decodeJSON(body, single)
+	}
+	var fields map[string]json.RawMessage
+	if err := decodeJSON(body, &fields); err != nil {
+		return nil, err
+	}
+	if _, ok := fields["batch_input"]; !ok {
+		return nil, decodeJSON(body, single)
+	}
+	if len(fields) > 1 {
+		return nil, badRequest("invalid_request", "batch_input cannot be combined with the fields of a single request")
+	}
+	var b struct {
+		BatchInput []*Req `json:"batch_input"`
+	}
+	if err := decodeJSON(body, &b); err != nil {
+		return nil, err
+	}
+	switch n := len(b.BatchInput); {
+	case n == 0:
+		return nil, badRequest("invalid_request", "batch_input must be an array of at least one item")
+	case n > MaxBatch:
+		return nil, fmt.Errorf("api: batch_input of %d items, at most %d: %w", n, MaxBatch, derivation.ErrTooLarge)
+	}
+	for _, it := range b.BatchInput {
+		if it == nil {
+			return nil, badRequest("invalid_json", "each item of batch_input must be a JSON object")
+		}
+	}
+	return b.BatchInput, nil
+}
+
+// serveBatch runs each item of a batch in order and answers 200 with one
+// result per item: its single response, or an itemFailure. A failed item
+// does not stop the others, and the batch answers 200 even when every item
+// failed: items run one by one and are not rolled back, so a client must
+// read each result to learn which took effect. (Vault Transit answers 400
+// when any item fails, which files a partial success under client errors.)
+func serveBatch[Req, Resp any](s *Server, w http.ResponseWriter, r *http.Request, items []*Req,
+	run func(context.Context, *Req) (Resp, error)) {
+	results := make([]any, len(items))
+	for i, it := range items {
+		out, err := run(r.Context(), it)
+		if err != nil {
+			results[i] = s.itemFailure(r, i, err)
+			continue
+		}
+		results[i] = out
+	}
+	writeJSON(w, http.StatusOK, batchResponse{BatchResults: results})
+}
+
+// itemFailure logs the failure of item i of a batch, as fail does for a
+// request, and returns its result.
+func (s *Server) itemFailure(r *http.Request, i int, err error) itemFailure {
+	e := describe(err)
+	level := slog.LevelInfo
+	if e.Status >= 500 {
+		level = slog.LevelError
+	}
+	s.log.LogAttrs(r.Context(), level, "batch item failed", slog.String("request_id", requestID(r.Context())),
+		slog.Int("item", i), slog.String("code", e.Code), slog.Int("status", e.Status), slog.String("error", err.Error()))
+	return itemFailure{Error: e}
+}
+
+// describe maps an error to what a client may learn of it, as fail does: a
+// problemError's own status and code, else the first match in errorMap
+// (with the error text as detail only when safeDetail allows it), else 500
+// internal without detail.
+func describe(err error) itemError {
+	var pe *problemError
+	if errors.As(err, &pe) {
+		return itemError{Status: pe.status, Code: pe.code, Title: pe.title, Detail: pe.detail}
+	}
+	for _, m := range errorMap {
+		if errors.Is(err, m.err) {
+			e := itemError{Status: m.status, Code: m.code, Title: m.title}
+			if safeDetail(err) {
+				e.Detail = err.Error()
+			}
+			return e
+		}
+	}
+	return itemError{Status: http.StatusInternalServerError, Code: "internal", Title: "Internal error"}
+}

@@ -1,0 +1,230 @@
+package api_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/shredd/shredd/api"
+)
+
+// doReader is do with a streamed body: n is its length, or -1 to send it
+// chunked, without a Content-Length.
+func (e *env) doReader(method, path string, body io.Reader, n int64) reply {
+	e.t.Helper()
+	req, err := http.NewRequest(method, e.srv.URL+path, body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.ContentLength = n
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	r := reply{status: resp.StatusCode, ctype: resp.Header.Get("Content-Type")}
+	if err := json.Unmarshal(b, &r.body); err != nil {
+		e.t.Fatalf("%s %s: body is not JSON: %q", method, path, b)
+	}
+	return r
+}
+
+// repeatReader reads n copies of one byte.
+type repeatReader struct {
+	b byte
+	n int64
+}
+
+func (r *repeatReader) Read(p []byte) (int, error) {
+	if r.n <= 0 {
+		return 0, io.EOF
+	}
+	p = p[:min(int64(len(p)), r.n)]
+	for i := range p {
+		p[i] = r.b
+	}
+	r.n -= int64(len(p))
+	return len(p), nil
+}
+
+func quoted(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf(`"%s%d"`, prefix, i)
+	}
+	return out
+}
+
+// TestLimits is the table of request limits and bad input: each answers a
+// problem with a stable code, or, inside a batch, a result with that code.
+func TestLimits(t *testing.T) {
+	e := newEnv(t, 0)
+	art, ct := e.setup()
+
+	// An artifact whose lineage is full: one more subject is over the limit.
+	full := e.do("POST", "/v1/encrypt", `{"subjects":[`+strings.Join(quoted("s", 1024), ",")+`],"kind":"episodic","plaintext":""}`)
+	if full.status != 200 || full.body["lineage_size"] != 1024.0 {
+		t.Fatalf("encrypt with 1024 subjects: %d %v", full.status, full.body)
+	}
+	fullArt := str(full, "artifact")
+
+	enc := func(fields string) string {
+		return `{"kind":"episodic","subject":"a@example.com","plaintext":""` + fields + `}`
+	}
+	items := func(n int, item string) string {
+		s := make([]string, n)
+		for i := range s {
+			s[i] = item
+		}
+		return batch(s...)
+	}
+	nest := func(n int) string { return `{"subjects":` + strings.Repeat("[", n-1) + strings.Repeat("]", n-1) + `}` }
+	overBody := `"` + strings.Repeat("A", api.DefaultMaxBody) + `"`
+
+	cases := []struct {
+		name, method, path, body string
+		hdr                      []string
+		status                   int
+		code                     string // of the problem, or "" for success
+		detail                   string // a part of the problem's detail
+		items                    []string
+	}{
+		// Content type.
+		{name: "text/plain", body: enc(""), hdr: []string{"Content-Type", "text/plain"}, status: 415, code: "unsupported_media_type"},
+		{name: "no content type", body: enc(""), hdr: []string{"Content-Type", ""}, status: 415, code: "unsupported_media_type"},
+		{name: "problem+json", body: enc(""), hdr: []string{"Content-Type", "application/problem+json"}, status: 415, code: "unsupported_media_type"},
+		{name: "malformed content type", body: enc(""), hdr: []string{"Content-Type", "application/json; charset"}, status: 415, code: "unsupported_media_type"},
+		{name: "json with charset", body: enc(""), hdr: []string{"Content-Type", "application/json; charset=utf-8"}, status: 200},
+		{name: "json in capitals", body: enc(""), hdr: []string{"Content-Type", "Application/JSON"}, status: 200},
+		{name: "batch text/plain", body: batch(enc("")), hdr: []string{"Content-Type", "text/plain"}, status: 415, code: "unsupported_media_type"},
+
+		// Body size: the whole body, single or batch.
+		{name: "body over the limit", body: enc(`,"context":` + overBody), status: 413, code: "body_too_large", detail: "1463637 bytes"},
+		{name: "batch body over the limit", body: items(api.MaxBatch, `{"ciphertext":"`+strings.Repeat("A", api.DefaultMaxBody/api.MaxBatch)+`"}`), path: "/v1/decrypt", status: 413, code: "body_too_large"},
+
+		// JSON syntax, schema and nesting.
+		{name: "empty body", body: "", hdr: []string{"Content-Type", "application/json"}, status: 400, code: "invalid_json"},
+		{name: "truncated", body: `{"kind":`, status: 400, code: "invalid_json"},
+		{name: "not an object", body: `["kind"]`, status: 400, code: "invalid_json"},
+		{name: "two values", body: enc("") + enc(""), status: 400, code: "invalid_json", detail: "more than one"},
+		{name: "trailing garbage", body: enc("") + "x", status: 400, code: "invalid_json"},
+		{name: "unknown field", body: enc(`,"extra":1`), status: 400, code: "invalid_json", detail: "extra"},
+		{name: "wrong type", body: `{"kind":7}`, status: 400, code: "invalid_json", detail: `"kind"`},
+		{name: "nested 32 deep", body: nest(api.MaxDepth), status: 400, code: "invalid_json", detail: "wrong type"},
+		{name: "nested 33 deep", body: nest(api.MaxDepth + 1), status: 400, code: "invalid_json", detail: "nested deeper than 32"},
+		{name: "nested 100000 deep", body: strings.Repeat("[", 100000), status: 400, code: "invalid_json", detail: "nested deeper than 32"},
+		{name: "brackets in strings", body: enc(`,"holder":"x","context":"","subjects":["` + strings.Repeat(`[{\"`, 50) + `"]`), status: 200},
+
+		// base64.
+		{name: "bad base64", body: `{"kind":"episodic","subject":"a","plaintext":"%%%"}`, status: 400, code: "invalid_base64", detail: "plaintext"},
+		{name: "unpadded base64", body: `{"kind":"episodic","subject":"a","plaintext":"YQ"}`, status: 400, code: "invalid_base64"},
+		{name: "url-safe base64", body: `{"kind":"episodic","subject":"a","plaintext":"-_-_"}`, status: 400, code: "invalid_base64"},
+		{name: "bad context base64", body: enc(`,"context":"!"`), status: 400, code: "invalid_base64", detail: "context"},
+		{name: "bad decrypt context base64", path: "/v1/decrypt", body: `{"ciphertext":"` + ct + `","context":"!"}`, status: 400, code: "invalid_base64"},
+
+		// Lineage, parents, subjects, context.
+		{name: "lineage over the limit", body: `{"kind":"episodic","subject":"one-more","parents":["` + fullArt + `"],"plaintext":""}`, status: 413, code: "too_large", detail: "lineage of 1025 subjects, at most 1024"},
+		{name: "lineage at the limit", body: `{"kind":"episodic","subject":"s7","parents":["` + fullArt + `"],"plaintext":""}`, status: 200},
+		{name: "subjects over the limit", body: `{"kind":"episodic","subjects":[` + strings.Join(quoted("t", 1025), ",") + `],"plaintext":""}`, status: 413, code: "too_large", detail: "1025 subjects"},
+		{name: "parents over the limit", body: `{"kind":"episodic","parents":[` + strings.Repeat(`"`+art+`",`, 256) + `"` + art + `"],"plaintext":""}`, status: 413, code: "too_large", detail: "257 parents"},
+		{name: "context over the limit", body: enc(`,"context":"` + b64(strings.Repeat("c", 4097)) + `"`), status: 413, code: "too_large", detail: "context of 4097 bytes, at most 4096"},
+		{name: "context at the limit", body: enc(`,"context":"` + b64(strings.Repeat("c", 4096)) + `"`), status: 200},
+		{name: "subject id over the limit", body: `{"kind":"episodic","subject":"` + strings.Repeat("s", 1025) + `","plaintext":""}`, status: 400, code: "invalid_request"},
+		{name: "subject id at the limit", body: `{"kind":"episodic","subject":"` + strings.Repeat("s", 1024) + `","plaintext":""}`, status: 200},
+		{name: "empty subject id", body: `{"kind":"episodic","subjects":[""],"plaintext":""}`, status: 400, code: "invalid_request"},
+		{name: "kind name over the limit", method: "PUT", path: "/v1/kinds/" + strings.Repeat("k", 65), status: 400, code: "invalid_request"},
+		{name: "kind description over the limit", method: "PUT", path: "/v1/kinds/episodic", body: `{"description":"` + strings.Repeat("d", 1025) + `"}`, status: 400, code: "invalid_request"},
+		{name: "holder over the limit", path: "/v1/artifacts", body: `{"kind":"episodic","subject":"a","holder":"` + strings.Repeat("h", 129) + `"}`, status: 400, code: "invalid_request"},
+
+		// Batches: the shape of the body is checked before any item runs.
+		{name: "batch over the limit", path: "/v1/decrypt", body: items(api.MaxBatch+1, `{"ciphertext":"x"}`), status: 413, code: "too_large", detail: "1001 items, at most 1000"},
+		{name: "encrypt batch over the limit", body: items(api.MaxBatch+1, enc("")), status: 413, code: "too_large"},
+		{name: "empty batch", body: `{"batch_input":[]}`, status: 400, code: "invalid_request", detail: "at least one"},
+		{name: "empty decrypt batch", path: "/v1/decrypt", body: `{"batch_input":[]}`, status: 400, code: "invalid_request"},
+		{name: "batch and single", body: `{"batch_input":[` + enc("") + `],"kind":"episodic"}`, status: 400, code: "invalid_request", detail: "cannot be combined"},
+		{name: "batch and empty single field", body: `{"plaintext":"","batch_input":[` + enc("") + `]}`, status: 400, code: "invalid_request"},
+		{name: "decrypt batch and single", path: "/v1/decrypt", body: `{"ciphertext":"` + ct + `","batch_input":[{"ciphertext":"` + ct + `"}]}`, status: 400, code: "invalid_request"},
+		{name: "batch null item", body: `{"batch_input":[` + enc("") + `,null]}`, status: 400, code: "invalid_json", detail: "JSON object"},
+		{name: "batch item not an object", body: `{"batch_input":[5]}`, status: 400, code: "invalid_json"},
+		{name: "batch item unknown field", body: batch(enc(""), enc(`,"batch_input":[]`)), status: 400, code: "invalid_json", detail: "batch_input"},
+		{name: "batch item wrong type", path: "/v1/decrypt", body: batch(`{"ciphertext":7}`), status: 400, code: "invalid_json", detail: "batch_input.ciphertext"},
+		{name: "batch_input not an array", body: `{"batch_input":{}}`, status: 400, code: "invalid_json"},
+		{name: "batch_input null", body: `{"batch_input":null}`, status: 400, code: "invalid_request"},
+		{name: "batch_input escaped", body: `{"batch\u005finput":[` + enc("") + `]}`, status: 400, code: "invalid_json", detail: "unknown field"},
+		{name: "batch_input in a value", body: enc(`,"subjects":["batch_input"]`), status: 200},
+		{name: "batch of one", body: batch(enc("")), status: 200, items: []string{""}},
+		{name: "batch item limits", body: batch(
+			enc(`,"context":"`+b64(strings.Repeat("c", 4097))+`"`),
+			`{"kind":"episodic","subject":"one-more","parents":["`+fullArt+`"],"plaintext":""}`,
+			`{"kind":"episodic","subjects":[`+strings.Join(quoted("t", 1025), ",")+`],"plaintext":""}`,
+			`{"kind":"episodic","subject":"`+strings.Repeat("s", 1025)+`","plaintext":""}`,
+			`{"kind":"episodic","subject":"a","plaintext":"YQ"}`,
+			`{"kind":"episodic","parents":["xyz"],"plaintext":""}`,
+			enc(""),
+		), status: 200, items: []string{"too_large", "too_large", "too_large", "invalid_request", "invalid_base64", "invalid_id", ""}},
+		{name: "batch of failures is 200", path: "/v1/decrypt", body: batch(`{"ciphertext":"x"}`, `{}`), status: 200, items: []string{"invalid_envelope", "missing_field"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			method, path := c.method, c.path
+			if method == "" {
+				method = "POST"
+			}
+			if path == "" {
+				path = "/v1/encrypt"
+			}
+			r := e.do(method, path, c.body, c.hdr...)
+			if r.status != c.status {
+				t.Fatalf("status %d, want %d: %v", r.status, c.status, r.body)
+			}
+			if c.code == "" {
+				if r.ctype != "application/json" {
+					t.Fatalf("content type %q", r.ctype)
+				}
+				if c.items != nil {
+					checkCodes(t, results(t, r), c.items...)
+				}
+				return
+			}
+			if r.ctype != "application/problem+json" || str(r, "code") != c.code || r.body["status"] != float64(c.status) ||
+				str(r, "type") != "urn:shredd:problem:"+c.code || str(r, "title") == "" || str(r, "request_id") == "" {
+				t.Fatalf("got %s %v, want a problem with code %q", r.ctype, r.body, c.code)
+			}
+			if !strings.Contains(str(r, "detail"), c.detail) {
+				t.Fatalf("detail %q does not say %q", str(r, "detail"), c.detail)
+			}
+		})
+	}
+
+	// A body of unknown length (chunked) is cut at the limit too.
+	r := e.doReader("POST", "/v1/encrypt", io.MultiReader(strings.NewReader(`{"kind":"episodic","subject":"a","plaintext":"`),
+		&repeatReader{'A', api.DefaultMaxBody}, strings.NewReader(`"}`)), -1)
+	if r.status != 413 || str(r, "code") != "body_too_large" {
+		t.Fatalf("chunked body over the limit: %d %v", r.status, r.body)
+	}
+}
+
+// TestPlaintextLimit sends one byte of plaintext more than an envelope
+// holds, through a server whose body limit lets it in: 413 too_large. The
+// body is 85 MiB; under the race detector the test takes about 10 s and
+// 1.4 GB.
+func TestPlaintextLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("an 85 MiB request")
+	}
+	e := newEnv(t, 100<<20)
+	e.setup()
+	const over = 64<<20 + 2 // a multiple of 3: base64 without padding
+	head, tail := `{"kind":"episodic","subject":"a","plaintext":"`, `"}`
+	n := int64(len(head)+len(tail)) + over/3*4
+	r := e.doReader("POST", "/v1/encrypt", io.MultiReader(strings.NewReader(head), &repeatReader{'A', over / 3 * 4}, strings.NewReader(tail)), n)
+	if r.status != 413 || str(r, "code") != "too_large" || !strings.Contains(str(r, "detail"), "plaintext of 67108866 bytes") {
+		t.Fatalf("plaintext over the limit: %d %v", r.status, r.body)
+	}
+}
