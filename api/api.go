@@ -91,6 +91,7 @@ func (s *Server) Handler() http.Handler {
 		s.fail(w, r, &problemError{status: http.StatusMethodNotAllowed, code: "method_not_allowed", title: "Method not allowed"})
 	})
 	r.Get("/healthz", s.healthz)
+	r.Get("/v1/openapi.json", s.openAPI) // no token: the document holds no secrets
 	if s.metrics != nil {
 		r.With(s.authenticate, s.require(ScopeAudit)).Get("/metrics", s.metrics.Handler().ServeHTTP)
 	}

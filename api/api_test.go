@@ -60,7 +60,7 @@ func newEnv(t testing.TB, maxBody int64) *env {
 	}
 	var logs bytes.Buffer
 	s := api.New(api.Config{Service: svc, Root: root, Log: slog.New(slog.NewJSONHandler(&logs, nil)),
-		Tokens: tokens, MaxBody: maxBody})
+		Tokens: tokens, Metrics: api.NewMetrics(svc, keys), MaxBody: maxBody})
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
 	return &env{t: t, srv: srv, log: &logs, tokens: tokens}

@@ -2,6 +2,7 @@
 //
 //	shredd [serve] [flags]   run the service (the default; embedded root store in ./shredd-data)
 //	shredd token ...         create, list and revoke bearer tokens
+//	shredd encrypt|decrypt|forget|status ...   call a running server
 //	shredd version           print the version
 //
 // Only this package reads flags and the environment, picks the backends and
@@ -46,6 +47,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 		return 0
 	case "token":
 		return tokenCmd(ctx, args, stdout, stderr, getenv)
+	case "encrypt":
+		return clientCmd(ctx, cmd, args, os.Stdin, stdout, stderr, getenv)
+	case "decrypt":
+		return clientCmd(ctx, cmd, args, os.Stdin, stdout, stderr, getenv)
+	case "forget":
+		return clientCmd(ctx, cmd, args, os.Stdin, stdout, stderr, getenv)
+	case "status":
+		return clientCmd(ctx, cmd, args, os.Stdin, stdout, stderr, getenv)
 	case "version":
 		fmt.Fprintln(stdout, "shredd", Version)
 		return 0
@@ -59,4 +68,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 
 const usage = `usage: shredd [serve] [flags]   run the service (see shredd serve -h)
        shredd token create|list|revoke   administer bearer tokens
+       shredd encrypt --kind K --subject S [--parent ID ...] [--context STR] < plaintext
+       shredd decrypt [--context STR] [--ciphertext CT] < ciphertext
+       shredd forget --subject S   forget a subject; prints the pending-erasure token
+       shredd status FORGET_ID     print a forget
+                                (--addr URL, --token-file FILE; exit 3 when the data is shredded)
        shredd version           print the version`

@@ -1,0 +1,543 @@
+// Package client is the Go client of shredd's HTTP API (docs/api.md; the
+// OpenAPI document is api/openapi.json, served at GET /v1/openapi.json).
+//
+// Binary values (plaintexts, contexts) are []byte: the client encodes and
+// decodes the API's base64. Every error the server answers is a *Error
+// carrying its problem details; IsShredded tells apart data that was
+// cryptographically erased (410) from every other failure.
+//
+//	c, err := client.New("http://127.0.0.1:7750", token)
+//	sealed, err := c.Encrypt(ctx, client.EncryptRequest{Subjects: []string{"alice@example.com"}, Kind: "episodic", Plaintext: pt})
+//	opened, err := c.Decrypt(ctx, client.DecryptRequest{Ciphertext: sealed.Ciphertext})
+//	if client.IsShredded(err) { ... the data is erased ... }
+//
+// The client never retries: an encrypt that failed in transit may have
+// registered its artifact, and only the caller knows whether to try again.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultURL is the address of a shredd server started with no flags.
+const DefaultURL = "http://127.0.0.1:7750"
+
+// MaxBatch is the most items one EncryptBatch or DecryptBatch call may hold.
+const MaxBatch = 1000
+
+// DefaultMaxResponse bounds the body of a response the client reads.
+const DefaultMaxResponse = 256 << 20
+
+// Forget states.
+const (
+	StateRequested = "requested"
+	StateCommitted = "committed"
+	StateShredded  = "shredded"
+)
+
+// Client calls one shredd server. It is safe for concurrent use.
+type Client struct {
+	base    string // scheme://host[/prefix], no trailing slash
+	token   string
+	hc      *http.Client
+	ua      string
+	maxResp int64
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithHTTPClient makes the client send its requests with hc (for TLS
+// settings, proxies, timeouts). The default is an http.Client with a
+// one-minute timeout; contexts bound each call further.
+func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+
+// WithUserAgent sets the User-Agent of the requests.
+func WithUserAgent(ua string) Option { return func(c *Client) { c.ua = ua } }
+
+// WithMaxResponse bounds the response bodies the client reads, in bytes
+// (DefaultMaxResponse by default).
+func WithMaxResponse(n int64) Option { return func(c *Client) { c.maxResp = n } }
+
+// New returns a client of the server at baseURL (an http or https URL, with
+// an optional path prefix when a proxy serves shredd under one) that sends
+// token as its bearer token. An empty token sends none: only Health works
+// without one.
+func New(baseURL, token string, opts ...Option) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("shredd: base URL %q: want http(s)://host[:port][/prefix]", baseURL)
+	}
+	if u.User != nil {
+		return nil, errors.New("shredd: the base URL must not hold credentials: pass the token")
+	}
+	c := &Client{base: strings.TrimRight(u.String(), "/"), token: token, ua: "shredd-go-client/1",
+		hc: &http.Client{Timeout: time.Minute}, maxResp: DefaultMaxResponse}
+	for _, o := range opts {
+		o(c)
+	}
+	if c.hc == nil {
+		return nil, errors.New("shredd: WithHTTPClient(nil)")
+	}
+	return c, nil
+}
+
+// Error is an error the server answered: its RFC 9457 problem details, or
+// for a response that held none (a proxy's error page), the HTTP status.
+type Error struct {
+	Status    int    `json:"status"`
+	Code      string `json:"code"` // stable, for machines ("shredded", "not_found", ...); "" when the body held no problem
+	Title     string `json:"title"`
+	Detail    string `json:"detail,omitempty"`
+	RequestID string `json:"request_id,omitempty"` // the server log holds the full cause under it
+	Type      string `json:"type,omitempty"`
+	// Op is the call that failed ("POST /v1/decrypt", with the item of a
+	// batch).
+	Op string `json:"-"`
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("shredd: ")
+	if e.Op != "" {
+		b.WriteString(e.Op + ": ")
+	}
+	b.WriteString(strconv.Itoa(e.Status))
+	if e.Code != "" {
+		b.WriteString(" " + e.Code)
+	}
+	if e.Title != "" {
+		b.WriteString(": " + e.Title)
+	}
+	if e.Detail != "" {
+		b.WriteString(" (" + e.Detail + ")")
+	}
+	if e.RequestID != "" {
+		b.WriteString(" [request " + e.RequestID + "]")
+	}
+	return b.String()
+}
+
+// AsError returns the *Error in err's chain, if any. A nil *Error (the Err
+// of a batch item that succeeded) is none.
+func AsError(err error) (*Error, bool) {
+	var e *Error
+	ok := errors.As(err, &e) && e != nil
+	return e, ok
+}
+
+func hasStatus(err error, status int) bool {
+	e, ok := AsError(err)
+	return ok && e.Status == status
+}
+
+// IsShredded reports whether err says that a subject of the data's lineage
+// was forgotten: the data existed and is cryptographically erased (410).
+func IsShredded(err error) bool { return hasStatus(err, http.StatusGone) }
+
+// IsNotFound reports whether err is a 404: no such artifact or forget.
+func IsNotFound(err error) bool { return hasStatus(err, http.StatusNotFound) }
+
+// IsUnauthorized reports whether err is a 401: no token, or one that is
+// unknown, expired or revoked.
+func IsUnauthorized(err error) bool { return hasStatus(err, http.StatusUnauthorized) }
+
+// IsForbidden reports whether err is a 403: the token lacks the scope.
+func IsForbidden(err error) bool { return hasStatus(err, http.StatusForbidden) }
+
+// IsInvalidEnvelope reports whether err is a 422: the ciphertext is not a
+// shredd envelope, or does not open (tampered, another context).
+func IsInvalidEnvelope(err error) bool { return hasStatus(err, http.StatusUnprocessableEntity) }
+
+// IsUnavailable reports whether err is a 503: the key backend is
+// unreachable and nothing was encrypted or decrypted.
+func IsUnavailable(err error) bool { return hasStatus(err, http.StatusServiceUnavailable) }
+
+// Health is the answer of GET /healthz.
+type Health struct {
+	Status      string `json:"status"`
+	RootStore   string `json:"root_store"` // "local" or "vault"
+	RootVersion int    `json:"root_version"`
+}
+
+// Kind is a registered artifact kind.
+type Kind struct {
+	Name        string    `json:"name"`
+	Description string    `json:"description"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// EncryptRequest is one artifact to seal. It needs a kind and at least one
+// subject or parent.
+type EncryptRequest struct {
+	Subjects  []string // raw subject ids the artifact is about
+	Parents   []string // ids of the artifacts it derives from: their lineage is inherited
+	Kind      string
+	Holder    string // optional: the holder that stores it (a holder-bound token's own by default)
+	Plaintext []byte
+	Context   []byte // optional: bound into the ciphertext, needed again to decrypt
+}
+
+type encryptWire struct {
+	Subjects  []string `json:"subjects,omitempty"`
+	Parents   []string `json:"parents,omitempty"`
+	Kind      string   `json:"kind"`
+	Holder    string   `json:"holder,omitempty"`
+	Plaintext []byte   `json:"plaintext"`
+	Context   []byte   `json:"context,omitempty"`
+}
+
+func (r EncryptRequest) wire() encryptWire {
+	pt := r.Plaintext
+	if pt == nil {
+		pt = []byte{} // "", not null
+	}
+	return encryptWire{Subjects: r.Subjects, Parents: r.Parents, Kind: r.Kind, Holder: r.Holder, Plaintext: pt, Context: r.Context}
+}
+
+// EncryptResponse is a sealed artifact.
+type EncryptResponse struct {
+	Artifact    string `json:"artifact"`
+	Ciphertext  string `json:"ciphertext"` // shredd:v1:...
+	LineageSize int    `json:"lineage_size"`
+}
+
+// EncryptResult is the result of one item of EncryptBatch: Err is set when
+// the item failed.
+type EncryptResult struct {
+	EncryptResponse
+	Err *Error `json:"error,omitempty"`
+}
+
+// DecryptRequest is one ciphertext to open.
+type DecryptRequest struct {
+	Ciphertext string
+	Context    []byte // the context it was sealed with
+}
+
+type decryptWire struct {
+	Ciphertext string `json:"ciphertext"`
+	Context    []byte `json:"context,omitempty"`
+}
+
+func (r DecryptRequest) wire() decryptWire {
+	return decryptWire{Ciphertext: r.Ciphertext, Context: r.Context}
+}
+
+// DecryptResponse is an opened ciphertext.
+type DecryptResponse struct {
+	Plaintext []byte `json:"plaintext"`
+	Artifact  string `json:"artifact"`
+	Kind      string `json:"kind"`
+}
+
+// DecryptResult is the result of one item of DecryptBatch: Err is set when
+// the item failed (IsShredded(Err) for an erased one).
+type DecryptResult struct {
+	DecryptResponse
+	Err *Error `json:"error,omitempty"`
+}
+
+// RegisterRequest is a plaintext-held artifact to register: one that lives
+// outside shredd and that its holder must purge. It needs a kind, at least
+// one subject or parent, and a holder unless the token is bound to one.
+type RegisterRequest struct {
+	Subjects []string
+	Parents  []string
+	Kind     string
+	Holder   string
+}
+
+type registerWire struct {
+	Subjects []string `json:"subjects,omitempty"`
+	Parents  []string `json:"parents,omitempty"`
+	Kind     string   `json:"kind"`
+	Holder   string   `json:"holder,omitempty"`
+}
+
+// Artifact is an artifact's registry record. Subjects are never listed, only
+// the lineage size.
+type Artifact struct {
+	ID          string    `json:"artifact"`
+	Kind        string    `json:"kind"`
+	Holder      string    `json:"holder,omitempty"`
+	Sealed      bool      `json:"sealed"` // a shredd ciphertext; false for a plaintext-held artifact
+	Parents     []string  `json:"parents"`
+	LineageSize int       `json:"lineage_size"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// Condition is one requirement of a forget, met ("ok") or not yet
+// ("pending").
+type Condition struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	Reason string `json:"reason"`
+}
+
+// Forget is the pending-erasure token of a forget.
+type Forget struct {
+	ID           string      `json:"forget"`
+	State        string      `json:"state"` // StateRequested, StateCommitted, StateShredded
+	Overdue      bool        `json:"overdue"`
+	Barrier      int64       `json:"barrier"`
+	TPropSeconds float64     `json:"t_prop_seconds"`
+	Deadline     time.Time   `json:"deadline"`
+	RequestedAt  time.Time   `json:"requested_at"`
+	CommittedAt  time.Time   `json:"committed_at,omitzero"`
+	RekeyedAt    time.Time   `json:"rekeyed_at,omitzero"`
+	ShreddedAt   time.Time   `json:"shredded_at,omitzero"`
+	Epoch        int64       `json:"epoch,omitempty"` // the root epoch that shredded it
+	Conditions   []Condition `json:"conditions"`
+}
+
+// TProp returns the propagation bound: within it, every node stops serving
+// the forgotten subject's key.
+func (f Forget) TProp() time.Duration { return time.Duration(f.TPropSeconds * float64(time.Second)) }
+
+// Epoch is a completed root epoch.
+type Epoch struct {
+	Epoch       int64     `json:"epoch"`
+	RootVersion int       `json:"root_version"`
+	Retired     []int     `json:"retired_versions"`
+	StartedAt   time.Time `json:"started_at"`
+	FinishedAt  time.Time `json:"finished_at"`
+}
+
+// Health calls GET /healthz (no token needed).
+func (c *Client) Health(ctx context.Context) (Health, error) {
+	var out Health
+	_, _, err := c.call(ctx, http.MethodGet, "/healthz", nil, &out)
+	return out, err
+}
+
+// Kinds lists the registered kinds, by name.
+func (c *Client) Kinds(ctx context.Context) ([]Kind, error) {
+	var out struct {
+		Kinds []Kind `json:"kinds"`
+	}
+	_, _, err := c.call(ctx, http.MethodGet, "/v1/kinds", nil, &out)
+	return out.Kinds, err
+}
+
+// PutKind registers a kind, or updates the description of an existing one;
+// created reports whether the kind is new.
+func (c *Client) PutKind(ctx context.Context, name, description string) (k Kind, created bool, err error) {
+	if name == "" {
+		return Kind{}, false, errors.New("shredd: PutKind: empty kind name")
+	}
+	status, _, err := c.call(ctx, http.MethodPut, "/v1/kinds/"+url.PathEscape(name), map[string]string{"description": description}, &k)
+	return k, status == http.StatusCreated, err
+}
+
+// Encrypt seals a new artifact.
+func (c *Client) Encrypt(ctx context.Context, req EncryptRequest) (EncryptResponse, error) {
+	var out EncryptResponse
+	_, _, err := c.call(ctx, http.MethodPost, "/v1/encrypt", req.wire(), &out)
+	return out, err
+}
+
+// EncryptBatch seals up to MaxBatch artifacts in one call. It returns one
+// result per request, in order; an item that failed has Err set, and the
+// others took effect (items are not rolled back). The error is for the call
+// as a whole.
+func (c *Client) EncryptBatch(ctx context.Context, reqs []EncryptRequest) ([]EncryptResult, error) {
+	in := struct {
+		BatchInput []encryptWire `json:"batch_input"`
+	}{make([]encryptWire, len(reqs))}
+	for i, r := range reqs {
+		in.BatchInput[i] = r.wire()
+	}
+	var out struct {
+		BatchResults []EncryptResult `json:"batch_results"`
+	}
+	_, hdr, err := c.call(ctx, http.MethodPost, "/v1/encrypt", in, &out)
+	if err != nil {
+		return nil, err
+	}
+	if len(out.BatchResults) != len(reqs) {
+		return nil, fmt.Errorf("shredd: POST /v1/encrypt: %d results for %d items", len(out.BatchResults), len(reqs))
+	}
+	for i := range out.BatchResults {
+		itemError(out.BatchResults[i].Err, "POST /v1/encrypt", i, hdr)
+	}
+	return out.BatchResults, nil
+}
+
+// Decrypt opens a ciphertext. IsShredded(err) when a subject of its lineage
+// was forgotten.
+func (c *Client) Decrypt(ctx context.Context, req DecryptRequest) (DecryptResponse, error) {
+	var out DecryptResponse
+	_, _, err := c.call(ctx, http.MethodPost, "/v1/decrypt", req.wire(), &out)
+	return out, err
+}
+
+// DecryptBatch opens up to MaxBatch ciphertexts in one call. It returns one
+// result per request, in order; an item that failed has Err set. The error
+// is for the call as a whole.
+func (c *Client) DecryptBatch(ctx context.Context, reqs []DecryptRequest) ([]DecryptResult, error) {
+	in := struct {
+		BatchInput []decryptWire `json:"batch_input"`
+	}{make([]decryptWire, len(reqs))}
+	for i, r := range reqs {
+		in.BatchInput[i] = r.wire()
+	}
+	var out struct {
+		BatchResults []DecryptResult `json:"batch_results"`
+	}
+	_, hdr, err := c.call(ctx, http.MethodPost, "/v1/decrypt", in, &out)
+	if err != nil {
+		return nil, err
+	}
+	if len(out.BatchResults) != len(reqs) {
+		return nil, fmt.Errorf("shredd: POST /v1/decrypt: %d results for %d items", len(out.BatchResults), len(reqs))
+	}
+	for i := range out.BatchResults {
+		itemError(out.BatchResults[i].Err, "POST /v1/decrypt", i, hdr)
+	}
+	return out.BatchResults, nil
+}
+
+// itemError completes the error of batch item i, if any, with what the
+// batch response tells.
+func itemError(e *Error, op string, i int, hdr http.Header) {
+	if e == nil {
+		return
+	}
+	e.Op = op + " (item " + strconv.Itoa(i) + ")"
+	e.RequestID = hdr.Get("X-Request-Id")
+	if e.Type == "" && e.Code != "" {
+		e.Type = "urn:shredd:problem:" + e.Code
+	}
+}
+
+// Register registers a plaintext-held artifact.
+func (c *Client) Register(ctx context.Context, req RegisterRequest) (Artifact, error) {
+	var out Artifact
+	_, _, err := c.call(ctx, http.MethodPost, "/v1/artifacts", registerWire(req), &out)
+	return out, err
+}
+
+// Artifact looks up an artifact by id.
+func (c *Client) Artifact(ctx context.Context, id string) (Artifact, error) {
+	var out Artifact
+	_, _, err := c.call(ctx, http.MethodGet, "/v1/artifacts/"+url.PathEscape(id), nil, &out)
+	return out, err
+}
+
+// Forget forgets a subject and returns the pending-erasure token. Forgetting
+// the same subject again returns the same forget.
+func (c *Client) Forget(ctx context.Context, subject string) (Forget, error) {
+	var out Forget
+	_, _, err := c.call(ctx, http.MethodPost, "/v1/forget", map[string]string{"subject": subject}, &out)
+	return out, err
+}
+
+// Forgets lists the forgets, newest first (at most 1,000), in state when it
+// is not "".
+func (c *Client) Forgets(ctx context.Context, state string) ([]Forget, error) {
+	path := "/v1/forgets"
+	if state != "" {
+		path += "?state=" + url.QueryEscape(state)
+	}
+	var out struct {
+		Forgets []Forget `json:"forgets"`
+	}
+	_, _, err := c.call(ctx, http.MethodGet, path, nil, &out)
+	return out.Forgets, err
+}
+
+// GetForget returns the current token of a forget.
+func (c *Client) GetForget(ctx context.Context, id string) (Forget, error) {
+	var out Forget
+	_, _, err := c.call(ctx, http.MethodGet, "/v1/forgets/"+url.PathEscape(id), nil, &out)
+	return out, err
+}
+
+// Epoch runs a root epoch now (admin scope).
+func (c *Client) Epoch(ctx context.Context) (Epoch, error) {
+	var out Epoch
+	_, _, err := c.call(ctx, http.MethodPost, "/v1/epoch", nil, &out)
+	return out, err
+}
+
+// call sends one request (in as its JSON body, when not nil) and decodes a
+// 2xx answer into out; any other answer is an *Error. It returns the status
+// and the headers of the response. The request and
+// response bodies, which may hold plaintext, are cleared after use.
+func (c *Client) call(ctx context.Context, method, path string, in, out any) (int, http.Header, error) {
+	op := method + " " + strings.SplitN(path, "?", 2)[0]
+	var body []byte
+	if in != nil {
+		var err error
+		if body, err = json.Marshal(in); err != nil {
+			return 0, nil, fmt.Errorf("shredd: %s: %w", op, err)
+		}
+		defer clear(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, fmt.Errorf("shredd: %s: %w", op, err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json, application/problem+json")
+	req.Header.Set("User-Agent", c.ua)
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		// The *url.Error would repeat the method and the URL.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return 0, nil, fmt.Errorf("shredd: %s: %w", op, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, c.maxResp+1))
+	defer clear(raw)
+	if err != nil {
+		return resp.StatusCode, nil, fmt.Errorf("shredd: %s: reading the response: %w", op, err)
+	}
+	if int64(len(raw)) > c.maxResp {
+		return resp.StatusCode, nil, fmt.Errorf("shredd: %s: the response is over %d bytes", op, c.maxResp)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return resp.StatusCode, resp.Header, problem(op, resp, raw)
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return resp.StatusCode, nil, fmt.Errorf("shredd: %s: %d response is not the expected JSON: %w", op, resp.StatusCode, err)
+	}
+	return resp.StatusCode, resp.Header, nil
+}
+
+// problem makes the *Error of a failed response.
+func problem(op string, resp *http.Response, raw []byte) *Error {
+	e := &Error{Op: op}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt == "application/problem+json" || mt == "application/json" {
+		_ = json.Unmarshal(raw, e)
+	}
+	e.Op, e.Status = op, resp.StatusCode // the status line is the authority
+	if e.Title == "" {
+		e.Title = http.StatusText(resp.StatusCode)
+	}
+	if e.RequestID == "" {
+		e.RequestID = resp.Header.Get("X-Request-Id")
+	}
+	return e
+}

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/shredd/shredd/api/client"
+)
+
+// Exit codes of the client subcommands. A script tells erased data (3) from
+// every other failure.
+const (
+	exitOK       = 0
+	exitFailed   = 1 // the server refused, or could not be reached
+	exitUsage    = 2 // bad flags or arguments, no token
+	exitShredded = 3 // 410: a subject of the data was forgotten
+)
+
+// maxStdin bounds what encrypt and decrypt read from standard input: the
+// largest plaintext the envelope format allows.
+const maxStdin = 64 << 20
+
+// stringList is a flag that can be given several times.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+// usageError is an error of the command line or the configuration (exit
+// status 2).
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+// clientCmd runs `shredd encrypt|decrypt|forget|status`: a client of a
+// running server, through the Go client (api/client). The token comes from
+// --token-file, else SHREDD_TOKEN, else the admin token of the data
+// directory ($SHREDD_DATA_DIR or ./shredd-data) when that file exists; never
+// from a flag value, since command lines are visible to other users.
+func clientCmd(ctx context.Context, cmd string, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	fl := flag.NewFlagSet("shredd "+cmd, flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	defAddr := client.DefaultURL
+	if v := getenv("SHREDD_URL"); v != "" {
+		defAddr = v
+	}
+	addr := fl.String("addr", defAddr, "URL of the shredd server (SHREDD_URL)")
+	tokenPath := fl.String("token-file", "", "file holding the bearer token (default: SHREDD_TOKEN, else the admin token of ./shredd-data or $SHREDD_DATA_DIR)")
+	caCert := fl.String("cacert", getenv("SHREDD_CACERT"), "PEM file of the CA of the server's TLS certificate (SHREDD_CACERT)")
+	timeout := fl.Duration("timeout", time.Minute, "time limit of the call")
+	var subjects, parents stringList
+	var kind, aad, ciphertext string
+	switch cmd {
+	case "encrypt":
+		fl.Var(&subjects, "subject", "a subject the data is about (repeatable)")
+		fl.Var(&parents, "parent", "id of an artifact the data derives from (repeatable)")
+		fl.StringVar(&kind, "kind", "", "the artifact kind, registered (required)")
+		fl.StringVar(&aad, "context", "", "a context bound into the ciphertext, needed again to decrypt")
+	case "decrypt":
+		fl.StringVar(&aad, "context", "", "the context the ciphertext was sealed with")
+		fl.StringVar(&ciphertext, "ciphertext", "", "the ciphertext (default: read from standard input)")
+	case "forget":
+		fl.Var(&subjects, "subject", "the subject to forget")
+	}
+	fl.Usage = func() {
+		fmt.Fprintln(stderr, clientUsage)
+		fl.PrintDefaults()
+	}
+	if err := fl.Parse(args); err != nil {
+		return exitUsage
+	}
+	usage := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "shredd %s: %s\n%s\n", cmd, fmt.Sprintf(format, a...), clientUsage)
+		return exitUsage
+	}
+	switch {
+	case cmd == "status" && fl.NArg() != 1:
+		return usage("want one forget id")
+	case cmd != "status" && fl.NArg() != 0:
+		return usage("unexpected argument %q", fl.Arg(0))
+	case cmd == "encrypt" && kind == "":
+		return usage("--kind is required")
+	case cmd == "encrypt" && len(subjects) == 0 && len(parents) == 0:
+		return usage("give at least one --subject or --parent")
+	case cmd == "forget" && len(subjects) != 1:
+		return usage("give one --subject")
+	}
+	c, err := newClient(*addr, *tokenPath, *caCert, getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "shredd %s: %v\n", cmd, err)
+		if errors.As(err, new(usageError)) {
+			return exitUsage
+		}
+		return exitFailed
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	// The client's errors name the call ("shredd: POST /v1/decrypt: 410
+	// shredded: ...").
+	fail := func(err error) int {
+		fmt.Fprintln(stderr, err)
+		if client.IsShredded(err) {
+			return exitShredded
+		}
+		return exitFailed
+	}
+	switch cmd {
+	case "encrypt":
+		pt, err := readStdin(stdin)
+		if err != nil {
+			return usage("%v", err)
+		}
+		defer clear(pt)
+		out, err := c.Encrypt(ctx, client.EncryptRequest{Subjects: subjects, Parents: parents, Kind: kind, Plaintext: pt, Context: []byte(aad)})
+		if err != nil {
+			return fail(err)
+		}
+		return printJSON(stdout, out)
+	case "decrypt":
+		if ciphertext == "" {
+			b, err := readStdin(stdin)
+			if err != nil {
+				return usage("%v", err)
+			}
+			ciphertext = string(bytes.TrimSpace(b))
+		}
+		if ciphertext == "" {
+			return usage("no ciphertext: give --ciphertext or write it to standard input")
+		}
+		out, err := c.Decrypt(ctx, client.DecryptRequest{Ciphertext: ciphertext, Context: []byte(aad)})
+		if err != nil {
+			return fail(err)
+		}
+		defer clear(out.Plaintext)
+		if _, err := stdout.Write(out.Plaintext); err != nil {
+			fmt.Fprintf(stderr, "shredd decrypt: %v\n", err)
+			return exitFailed
+		}
+		return exitOK
+	case "forget":
+		f, err := c.Forget(ctx, subjects[0])
+		if err != nil {
+			return fail(err)
+		}
+		return printJSON(stdout, f)
+	default: // status
+		f, err := c.GetForget(ctx, fl.Arg(0))
+		if err != nil {
+			return fail(err)
+		}
+		return printJSON(stdout, f)
+	}
+}
+
+// newClient makes the client of the server at addr ("host:port" means
+// http://host:port), with the token and the CA the flags and environment
+// name.
+func newClient(addr, tokenPath, caCert string, getenv func(string) string) (*client.Client, error) {
+	if !strings.Contains(addr, "://") {
+		addr = "http://" + addr
+	}
+	token, err := clientToken(tokenPath, getenv)
+	if err != nil {
+		return nil, err
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if caCert != "" {
+		pem, err := os.ReadFile(caCert)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--cacert: %w", err)}
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, usageError{fmt.Errorf("--cacert %s holds no PEM certificate", caCert)}
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	c, err := client.New(addr, token, client.WithHTTPClient(&http.Client{Transport: tr}), client.WithUserAgent("shredd-cli/"+Version))
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--addr: %w", err)}
+	}
+	return c, nil
+}
+
+// clientToken finds the bearer token: the file tokenPath, else SHREDD_TOKEN,
+// else the admin token file of the data directory if it exists.
+func clientToken(tokenPath string, getenv func(string) string) (string, error) {
+	if tokenPath == "" {
+		if v := strings.TrimSpace(getenv("SHREDD_TOKEN")); v != "" {
+			return v, nil
+		}
+		dir := "./shredd-data"
+		if v := getenv("SHREDD_DATA_DIR"); v != "" {
+			dir = v
+		}
+		tokenPath = filepath.Join(dir, tokenFile)
+		if _, err := os.Stat(tokenPath); err != nil {
+			return "", usageError{fmt.Errorf("no token: give --token-file or SHREDD_TOKEN (there is no admin token at %s)", tokenPath)}
+		}
+	}
+	b, err := os.ReadFile(tokenPath)
+	if err != nil {
+		return "", usageError{fmt.Errorf("token: %w", err)}
+	}
+	t := strings.TrimSpace(string(b))
+	if t == "" {
+		return "", usageError{fmt.Errorf("token file %s is empty", tokenPath)}
+	}
+	return t, nil
+}
+
+func readStdin(r io.Reader) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxStdin+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading standard input: %w", err)
+	}
+	if len(b) > maxStdin {
+		clear(b)
+		return nil, fmt.Errorf("standard input is over %d bytes", maxStdin)
+	}
+	return b, nil
+}
+
+func printJSON(w io.Writer, v any) int {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return exitFailed
+	}
+	return exitOK
+}
+
+const clientUsage = `usage: shredd encrypt --kind K --subject S [--subject S ...] [--parent ID ...] [--context STR] < plaintext
+       shredd decrypt [--context STR] [--ciphertext CT] < ciphertext
+       shredd forget --subject S
+       shredd status FORGET_ID
+common flags: --addr URL (SHREDD_URL, default http://127.0.0.1:7750), --token-file FILE (else SHREDD_TOKEN,
+  else ./shredd-data/admin.token), --cacert FILE, --timeout 1m
+exit status: 0 ok, 1 refused by the server or unreachable, 2 usage, 3 shredded (410: the data is erased)`
