@@ -303,6 +303,45 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request) {
 
 type forgetRequest struct {
 	Subject string `json:"subject"`
+	DryRun  bool   `json:"dry_run,omitempty"`
+}
+
+// previewResponse is the dry run of a forget.
+type previewResponse struct {
+	DryRun           bool              `json:"dry_run"`
+	AlreadyForgotten bool              `json:"already_forgotten"`
+	Counts           previewCounts     `json:"counts"`
+	Truncated        bool              `json:"truncated"`
+	Artifacts        []previewArtifact `json:"artifacts"`
+}
+
+type previewCounts struct {
+	Total         int `json:"total"`
+	Direct        int `json:"direct"`
+	Derived       int `json:"derived"`
+	Collateral    int `json:"collateral"`
+	PlaintextHeld int `json:"plaintext_held"`
+}
+
+type previewArtifact struct {
+	Artifact      string `json:"artifact"`
+	Kind          string `json:"kind"`
+	Holder        string `json:"holder,omitempty"`
+	Sealed        bool   `json:"sealed"`
+	Hops          int    `json:"hops"`
+	Collateral    bool   `json:"collateral"`
+	OtherSubjects int    `json:"other_subjects"`
+}
+
+func previewJSON(p derivation.Preview) previewResponse {
+	out := previewResponse{DryRun: true, AlreadyForgotten: p.AlreadyForgotten, Truncated: p.Truncated,
+		Counts:    previewCounts{Total: p.Total, Direct: p.Direct, Derived: p.Derived, Collateral: p.Collateral, PlaintextHeld: p.PlaintextHeld},
+		Artifacts: make([]previewArtifact, len(p.Artifacts))}
+	for i, a := range p.Artifacts {
+		out.Artifacts[i] = previewArtifact{Artifact: a.ID.String(), Kind: a.Kind, Holder: a.Holder, Sealed: a.Sealed,
+			Hops: a.Hops, Collateral: a.Others > 0, OtherSubjects: a.Others}
+	}
+	return out
 }
 
 // forgetResponse is the pending-erasure token.
@@ -343,6 +382,15 @@ func (s *Server) forget(w http.ResponseWriter, r *http.Request) {
 	}
 	if req.Subject == "" {
 		s.fail(w, r, badRequest("missing_field", "subject is required"))
+		return
+	}
+	if req.DryRun {
+		p, err := s.svc.Preview(r.Context(), req.Subject)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, previewJSON(p))
 		return
 	}
 	f, err := s.svc.Forget(r.Context(), req.Subject)

@@ -50,6 +50,7 @@ var walkthrough = []struct{ op, example string }{
 	{"decrypt", "batch"},
 	{"registerArtifact", "embedding"},
 	{"getArtifact", "summary"},
+	{"forget", "preview"},
 	{"forget", "alice"},
 	{"forget", "again"},
 	{"decrypt", "shredded"},

@@ -98,6 +98,7 @@ var schema = []string{
 		direct INTEGER NOT NULL,
 		PRIMARY KEY (sid, artifact)) WITHOUT ROWID`,
 	`CREATE INDEX IF NOT EXISTS lineage_by_artifact ON lineage(artifact)`,
+	`CREATE INDEX IF NOT EXISTS parents_by_parent ON artifact_parents(parent)`,
 	`CREATE TABLE IF NOT EXISTS forgets (
 		id BLOB PRIMARY KEY,
 		sid BLOB NOT NULL,

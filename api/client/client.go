@@ -444,6 +444,37 @@ func (c *Client) Forget(ctx context.Context, subject string) (Forget, error) {
 	return out, err
 }
 
+// Preview is the dry run of a forget: what it would make unreadable.
+type Preview struct {
+	DryRun           bool `json:"dry_run"`
+	AlreadyForgotten bool `json:"already_forgotten"`
+	Counts           struct {
+		Total         int `json:"total"`
+		Direct        int `json:"direct"`
+		Derived       int `json:"derived"`
+		Collateral    int `json:"collateral"`
+		PlaintextHeld int `json:"plaintext_held"`
+	} `json:"counts"`
+	Truncated bool `json:"truncated"`
+	Artifacts []struct {
+		Artifact      string `json:"artifact"`
+		Kind          string `json:"kind"`
+		Holder        string `json:"holder,omitempty"`
+		Sealed        bool   `json:"sealed"`
+		Hops          int    `json:"hops"`
+		Collateral    bool   `json:"collateral"`
+		OtherSubjects int    `json:"other_subjects"`
+	} `json:"artifacts"`
+}
+
+// ForgetPreview asks what forgetting subject would touch (POST /v1/forget
+// with dry_run), changing nothing.
+func (c *Client) ForgetPreview(ctx context.Context, subject string) (Preview, error) {
+	var out Preview
+	_, _, err := c.call(ctx, http.MethodPost, "/v1/forget", map[string]any{"subject": subject, "dry_run": true}, &out)
+	return out, err
+}
+
 // Forgets lists the forgets, newest first (at most 1,000), in state when it
 // is not "".
 func (c *Client) Forgets(ctx context.Context, state string) ([]Forget, error) {

@@ -277,6 +277,18 @@ func TestForget(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	p, err := c.ForgetPreview(ctx, "alice@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.DryRun || p.Counts.Total != 2 || p.Counts.Direct != 1 || p.Counts.Collateral != 1 || len(p.Artifacts) != 2 ||
+		p.Artifacts[0].Artifact != rec.Artifact || p.Artifacts[1].Artifact != sum.Artifact || p.Artifacts[1].Hops != 1 {
+		t.Fatalf("preview = %+v", p)
+	}
+	if _, err := c.Decrypt(ctx, client.DecryptRequest{Ciphertext: rec.Ciphertext}); err != nil {
+		t.Fatalf("the preview changed something: %v", err)
+	}
+
 	f, err := c.Forget(ctx, "alice@example.com")
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,153 @@
+package derivation
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/shredd/shredd/keystore"
+)
+
+// MaxPreviewArtifacts bounds how many artifacts a forget preview lists; the
+// counts are always complete.
+const MaxPreviewArtifacts = 10_000
+
+// PreviewArtifact is one artifact a forget would make unreadable.
+type PreviewArtifact struct {
+	ID     ID
+	Kind   string
+	Holder string
+	Sealed bool
+	Hops   int // 0 for the subject's own artifacts, else the shortest parent chain from one
+	Others int // other subjects in its lineage: > 0 makes it collateral
+	seq    int64
+}
+
+// Preview is what a forget of one subject would touch, computed without
+// changing anything (the dry run of DESIGN.md).
+type Preview struct {
+	// Artifacts are those whose lineage holds the subject, by hops, then in
+	// registration order; at most MaxPreviewArtifacts.
+	Artifacts []PreviewArtifact
+	// Counts over all of them, even past the listing limit.
+	Direct, Derived, Collateral, PlaintextHeld, Total int
+	Truncated                                         bool
+	// AlreadyForgotten is true when the subject is forgotten already.
+	AlreadyForgotten bool
+}
+
+// Preview computes the dry run of forgetting subject: the artifacts that
+// will become unreadable, direct and derived (with their distance in hops),
+// the collateral (aggregates that also carry other subjects and must be
+// rebuilt by their holders), and the plaintext-held artifacts whose holders
+// will have to purge them. It writes nothing.
+func (s *Service) Preview(ctx context.Context, subject string) (Preview, error) {
+	if subject == "" || len(subject) > MaxSubjectID {
+		return Preview{}, fmt.Errorf("derivation: subject empty or over %d bytes: %w", MaxSubjectID, ErrInvalid)
+	}
+	sid := s.hasher.SID(subject)
+	var p Preview
+	st, _, err := s.keys.State(ctx, sid)
+	if err != nil {
+		return Preview{}, fmt.Errorf("derivation: preview: %w", err)
+	}
+	p.AlreadyForgotten = st == keystore.SubjectForgotten
+	rows, err := s.db.QueryContext(ctx, `SELECT a.id, a.seq, a.kind, a.holder, a.sealed, l.direct,
+			(SELECT count(*) - 1 FROM lineage o WHERE o.artifact = l.artifact)
+		FROM lineage l JOIN artifacts a ON a.id = l.artifact WHERE l.sid = ?`, sid[:])
+	if err != nil {
+		return Preview{}, fmt.Errorf("derivation: preview: %w", err)
+	}
+	byID := map[ID]*PreviewArtifact{}
+	var order []ID
+	for rows.Next() {
+		var a PreviewArtifact
+		var id []byte
+		var direct bool
+		if err := rows.Scan(&id, &a.seq, &a.Kind, &a.Holder, &a.Sealed, &direct, &a.Others); err != nil {
+			rows.Close()
+			return Preview{}, fmt.Errorf("derivation: preview: %w", err)
+		}
+		copy(a.ID[:], id)
+		a.Hops = -1
+		if direct {
+			a.Hops = 0
+		}
+		byID[a.ID] = &a
+		order = append(order, a.ID)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return Preview{}, fmt.Errorf("derivation: preview: %w", err)
+	}
+	// Hops: breadth-first from the direct artifacts over parent edges,
+	// within the lineage set.
+	frontier := []ID{}
+	for _, id := range order {
+		if byID[id].Hops == 0 {
+			frontier = append(frontier, id)
+		}
+	}
+	for hops := 1; len(frontier) > 0; hops++ {
+		var next []ID
+		for _, parent := range frontier {
+			cr, err := s.db.QueryContext(ctx, `SELECT artifact FROM artifact_parents WHERE parent = ?`, parent[:])
+			if err != nil {
+				return Preview{}, fmt.Errorf("derivation: preview: %w", err)
+			}
+			for cr.Next() {
+				var b []byte
+				if err := cr.Scan(&b); err != nil {
+					cr.Close()
+					return Preview{}, fmt.Errorf("derivation: preview: %w", err)
+				}
+				var child ID
+				copy(child[:], b)
+				if a, ok := byID[child]; ok && a.Hops < 0 {
+					a.Hops = hops
+					next = append(next, child)
+				}
+			}
+			cr.Close()
+		}
+		frontier = next
+	}
+	for _, id := range order {
+		a := byID[id]
+		if a.Hops < 0 {
+			// Unreachable: a lineage is inherited along parent edges, so every
+			// indirect artifact has a parent chain from a direct one.
+			a.Hops = 1
+		}
+		p.Total++
+		if a.Hops == 0 {
+			p.Direct++
+		} else {
+			p.Derived++
+		}
+		if a.Others > 0 {
+			p.Collateral++
+		}
+		if !a.Sealed {
+			p.PlaintextHeld++
+		}
+	}
+	sortPreview(order, byID)
+	for _, id := range order {
+		if len(p.Artifacts) == MaxPreviewArtifacts {
+			p.Truncated = true
+			break
+		}
+		p.Artifacts = append(p.Artifacts, *byID[id])
+	}
+	return p, nil
+}
+
+func sortPreview(order []ID, byID map[ID]*PreviewArtifact) {
+	slices.SortFunc(order, func(a, b ID) int {
+		if d := byID[a].Hops - byID[b].Hops; d != 0 {
+			return d
+		}
+		return int(byID[a].seq - byID[b].seq)
+	})
+}

@@ -1,0 +1,74 @@
+package derivation_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/shredd/shredd/derivation"
+)
+
+// TestPreview checks the dry run: direct, derived by hops, collateral and
+// plaintext-held artifacts, and that it changes nothing.
+func TestPreview(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t)
+	rec := seal(t, s, derivation.Source{Kind: "episodic", Subjects: []string{"alice"}}, "r")
+	h1 := seal(t, s, derivation.Source{Kind: "summary", Parents: []derivation.ID{rec.Artifact}}, "h1")
+	h2 := seal(t, s, derivation.Source{Kind: "summary", Parents: []derivation.ID{h1.Artifact}, Subjects: []string{"bob"}}, "h2")
+	agg := seal(t, s, derivation.Source{Kind: "summary", Subjects: []string{"carol", "alice"}}, "agg")
+	held, err := s.Register(ctx, derivation.Source{Kind: "embedding", Parents: []derivation.ID{h2.Artifact}, Holder: "ann-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seal(t, s, derivation.Source{Kind: "episodic", Subjects: []string{"bob"}}, "b") // not in alice's lineage
+
+	p, err := s.Preview(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[derivation.ID]struct {
+		hops       int
+		collateral bool
+		sealed     bool
+	}{
+		rec.Artifact: {0, false, true}, agg.Artifact: {0, true, true},
+		h1.Artifact: {1, false, true}, h2.Artifact: {2, true, true}, held.ID: {3, true, false},
+	}
+	if p.Total != 5 || p.Direct != 2 || p.Derived != 3 || p.Collateral != 3 || p.PlaintextHeld != 1 || p.Truncated || p.AlreadyForgotten {
+		t.Fatalf("counts = %+v", p)
+	}
+	last := -1
+	for _, a := range p.Artifacts {
+		w, ok := want[a.ID]
+		if !ok {
+			t.Fatalf("artifact %s is not in alice's lineage", a.ID)
+		}
+		if a.Hops != w.hops || (a.Others > 0) != w.collateral || a.Sealed != w.sealed {
+			t.Errorf("artifact %s: hops %d others %d sealed %v, want %+v", a.ID, a.Hops, a.Others, a.Sealed, w)
+		}
+		if a.Hops < last {
+			t.Errorf("preview not ordered by hops")
+		}
+		last = a.Hops
+		if a.ID == held.ID && a.Holder != "ann-1" {
+			t.Errorf("plaintext-held artifact without its holder: %+v", a)
+		}
+	}
+	// Nothing changed: alice still decrypts, nothing is forgotten.
+	if _, err := s.Decrypt(ctx, rec.Ciphertext, nil); err != nil {
+		t.Fatalf("the preview changed something: %v", err)
+	}
+	if fs, _ := s.Forgets(ctx, "", 0); len(fs) != 0 {
+		t.Fatalf("the preview wrote %d forgets", len(fs))
+	}
+	// A subject never seen previews empty, and stays unknown.
+	if p, err := s.Preview(ctx, "nobody"); err != nil || p.Total != 0 {
+		t.Fatalf("unknown subject: %+v %v", p, err)
+	}
+	if _, err := s.Forget(ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := s.Preview(ctx, "alice"); !p.AlreadyForgotten {
+		t.Fatal("preview after the forget does not say so")
+	}
+}
