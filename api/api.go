@@ -101,6 +101,7 @@ func (s *Server) Handler() http.Handler {
 		r.With(s.require(ScopeAdmin)).Put("/kinds/{kind}", s.putKind)
 		r.With(s.require(ScopeEncrypt)).Post("/encrypt", s.encrypt)
 		r.With(s.require(ScopeDecrypt)).Post("/decrypt", s.decrypt)
+		r.With(s.require(ScopeDecrypt)).Post("/leases/{id}/release", s.releaseLease)
 		r.With(s.require(ScopeRegister)).Post("/artifacts", s.registerArtifact)
 		r.With(s.require(ScopeRegister, ScopeAudit)).Get("/artifacts/{id}", s.getArtifact)
 		r.With(s.require(ScopeForget)).Post("/forget", s.forget)

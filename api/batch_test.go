@@ -107,8 +107,11 @@ func TestBatchEncryptDecrypt(t *testing.T) {
 		plaintext string
 	}{{0, 0, "one"}, {1, 3, "three"}} {
 		pt, _ := base64.StdEncoding.DecodeString(dec[w.dec]["plaintext"].(string))
-		if string(pt) != w.plaintext || dec[w.dec]["artifact"] != enc[w.enc]["artifact"] || dec[w.dec]["kind"] != "episodic" || len(dec[w.dec]) != 3 {
+		if string(pt) != w.plaintext || dec[w.dec]["artifact"] != enc[w.enc]["artifact"] || dec[w.dec]["kind"] != "episodic" || len(dec[w.dec]) != 4 {
 			t.Fatalf("result %d: %v, want plaintext %q of artifact %v", w.dec, dec[w.dec], w.plaintext, enc[w.enc]["artifact"])
+		}
+		if l, _ := dec[w.dec]["lease"].(map[string]any); l == nil || l["artifact"] != enc[w.enc]["artifact"] || l["id"] == "" {
+			t.Fatalf("result %d: no lease on the artifact: %v", w.dec, dec[w.dec])
 		}
 	}
 

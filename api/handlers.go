@@ -94,6 +94,7 @@ type sourceBody struct {
 	Subject  string   `json:"subject,omitempty"`
 	Subjects []string `json:"subjects,omitempty"`
 	Parents  []string `json:"parents,omitempty"`
+	Leases   []string `json:"leases,omitempty"`
 	Kind     string   `json:"kind"`
 	Holder   string   `json:"holder,omitempty"`
 }
@@ -108,6 +109,11 @@ func (b sourceBody) source() (derivation.Source, error) {
 		return src, err
 	}
 	src.Parents = ps
+	ls, err := parseIDs("leases", b.Leases)
+	if err != nil {
+		return src, err
+	}
+	src.Leases = ls
 	if b.Kind == "" {
 		return src, badRequest("missing_field", "kind is required")
 	}
@@ -121,6 +127,7 @@ type encryptRequest struct {
 	Subject   string   `json:"subject,omitempty"`
 	Subjects  []string `json:"subjects,omitempty"`
 	Parents   []string `json:"parents,omitempty"`
+	Leases    []string `json:"leases,omitempty"`
 	Kind      string   `json:"kind"`
 	Holder    string   `json:"holder,omitempty"`
 	Plaintext string   `json:"plaintext"`
@@ -163,7 +170,7 @@ func (s *Server) encryptItem(ctx context.Context, req *encryptRequest) (encryptR
 	if err != nil {
 		return encryptResponse{}, err
 	}
-	src, err := sourceBody{Subject: req.Subject, Subjects: req.Subjects, Parents: req.Parents, Kind: req.Kind, Holder: holder}.source()
+	src, err := sourceBody{Subject: req.Subject, Subjects: req.Subjects, Parents: req.Parents, Leases: req.Leases, Kind: req.Kind, Holder: holder}.source()
 	if err != nil {
 		return encryptResponse{}, err
 	}
@@ -188,12 +195,29 @@ func (s *Server) encryptItem(ctx context.Context, req *encryptRequest) (encryptR
 type decryptRequest struct {
 	Ciphertext string `json:"ciphertext"`
 	Context    string `json:"context,omitempty"`
+	Holder     string `json:"holder,omitempty"`
 }
 
 type decryptResponse struct {
-	Plaintext string `json:"plaintext"`
-	Artifact  string `json:"artifact"`
-	Kind      string `json:"kind"`
+	Plaintext string    `json:"plaintext"`
+	Artifact  string    `json:"artifact"`
+	Kind      string    `json:"kind"`
+	Lease     leaseJSON `json:"lease"`
+}
+
+// leaseJSON is a lease as the API shows it.
+type leaseJSON struct {
+	ID         string     `json:"id"`
+	Artifact   string     `json:"artifact"`
+	Holder     string     `json:"holder,omitempty"`
+	IssuedAt   time.Time  `json:"issued_at"`
+	ExpiresAt  time.Time  `json:"expires_at"`
+	ReleasedAt *time.Time `json:"released_at,omitempty"`
+}
+
+func leaseOf(l derivation.Lease) leaseJSON {
+	return leaseJSON{ID: l.ID.String(), Artifact: l.Artifact.String(), Holder: l.Holder, IssuedAt: l.IssuedAt,
+		ExpiresAt: l.ExpiresAt, ReleasedAt: tptr(l.ReleasedAt)}
 }
 
 func (s *Server) decrypt(w http.ResponseWriter, r *http.Request) {
@@ -229,12 +253,36 @@ func (s *Server) decryptItem(ctx context.Context, req *decryptRequest) (decryptR
 	if err != nil {
 		return decryptResponse{}, err
 	}
-	out, err := s.svc.Decrypt(ctx, req.Ciphertext, aad)
+	holder, err := actAs(ctx, req.Holder)
+	if err != nil {
+		return decryptResponse{}, err
+	}
+	out, err := s.svc.DecryptFor(ctx, req.Ciphertext, aad, holder)
 	if err != nil {
 		return decryptResponse{}, err
 	}
 	defer clear(out.Plaintext)
-	return decryptResponse{Plaintext: base64.StdEncoding.EncodeToString(out.Plaintext), Artifact: out.Artifact.String(), Kind: out.Kind}, nil
+	return decryptResponse{Plaintext: base64.StdEncoding.EncodeToString(out.Plaintext), Artifact: out.Artifact.String(), Kind: out.Kind,
+		Lease: leaseOf(out.Lease)}, nil
+}
+
+// releaseLease ends a lease early: the holder dropped the plaintext.
+func (s *Server) releaseLease(w http.ResponseWriter, r *http.Request) {
+	id, err := derivation.ParseID(chi.URLParam(r, "id"))
+	if err != nil {
+		s.fail(w, r, badRequest("invalid_id", "lease ids are 32 hex digits"))
+		return
+	}
+	holder := ""
+	if t := tokenOf(r.Context()); t != nil {
+		holder = t.Holder
+	}
+	l, err := s.svc.ReleaseLease(r.Context(), id, holder)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, leaseOf(l))
 }
 
 type artifactResponse struct {

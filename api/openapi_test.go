@@ -48,6 +48,7 @@ var walkthrough = []struct{ op, example string }{
 	{"encrypt", "batch"},
 	{"decrypt", "record"},
 	{"decrypt", "batch"},
+	{"releaseLease", "record"},
 	{"registerArtifact", "embedding"},
 	{"getArtifact", "summary"},
 	{"forget", "preview"},
@@ -64,13 +65,14 @@ var walkthrough = []struct{ op, example string }{
 // idKeys are the response fields whose values differ from run to run and
 // that later requests send back: the replay maps each documented value to
 // the one the server returned, and substitutes it in later requests.
-var idKeys = map[string]bool{"artifact": true, "ciphertext": true, "forget": true}
+var idKeys = map[string]bool{"artifact": true, "ciphertext": true, "forget": true, "id": true}
 
 // volatileKeys are response fields whose values differ from run to run and
 // are never sent back: their documented value is not compared (the schema
 // still checks their type and format).
 var volatileKeys = map[string]bool{"created_at": true, "requested_at": true, "committed_at": true, "rekeyed_at": true,
-	"shredded_at": true, "deadline": true, "started_at": true, "finished_at": true, "request_id": true}
+	"shredded_at": true, "deadline": true, "started_at": true, "finished_at": true, "request_id": true,
+	"issued_at": true, "expires_at": true, "released_at": true}
 
 var httpMethods = []string{"get", "put", "post", "delete", "patch", "head", "options", "trace"}
 

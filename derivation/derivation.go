@@ -49,6 +49,9 @@ var (
 	// ErrUnavailable means the root store cannot be reached; nothing was
 	// encrypted or decrypted (fail closed).
 	ErrUnavailable = errors.New("key backend unavailable")
+	// ErrForbidden means the caller acts for another holder than the one
+	// that owns the lease, artifact or ack.
+	ErrForbidden = errors.New("forbidden")
 )
 
 // Limits enforced on requests, on top of the envelope's own.

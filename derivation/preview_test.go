@@ -2,6 +2,7 @@ package derivation_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/shredd/shredd/derivation"
@@ -70,5 +71,47 @@ func TestPreview(t *testing.T) {
 	}
 	if p, _ := s.Preview(ctx, "alice"); !p.AlreadyForgotten {
 		t.Fatal("preview after the forget does not say so")
+	}
+}
+
+// TestLeases checks that a decrypt records a lease for the named holder,
+// that a lease gives a derivative its artifact's lineage, and release.
+func TestLeases(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t)
+	rec := seal(t, s, derivation.Source{Kind: "episodic", Subjects: []string{"alice"}}, "r")
+	o, err := s.DecryptFor(ctx, rec.Ciphertext, nil, "summarizer-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Lease.Artifact != rec.Artifact || o.Lease.Holder != "summarizer-1" || !o.Lease.ExpiresAt.After(o.Lease.IssuedAt) {
+		t.Fatalf("lease = %+v", o.Lease)
+	}
+	got, err := s.GetLease(ctx, o.Lease.ID)
+	if err != nil || got.ID != o.Lease.ID {
+		t.Fatalf("lease not durable: %v", err)
+	}
+	sum, err := s.Encrypt(ctx, derivation.Source{Kind: "summary", Leases: []derivation.ID{o.Lease.ID}}, []byte("s"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Lineage != 1 {
+		t.Fatalf("derivative through a lease has lineage %d, want 1", sum.Lineage)
+	}
+	if _, err := s.Encrypt(ctx, derivation.Source{Kind: "summary", Leases: []derivation.ID{{7}}}, nil, nil); !errors.Is(err, derivation.ErrUnknownParent) {
+		t.Fatalf("unknown lease: %v", err)
+	}
+	if _, err := s.ReleaseLease(ctx, o.Lease.ID, "someone-else"); !errors.Is(err, derivation.ErrForbidden) {
+		t.Fatalf("release by another holder: %v", err)
+	}
+	rel, err := s.ReleaseLease(ctx, o.Lease.ID, "summarizer-1")
+	if err != nil || rel.ReleasedAt.IsZero() {
+		t.Fatalf("release: %+v %v", rel, err)
+	}
+	if _, err := s.Forget(ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Decrypt(ctx, sum.Ciphertext, nil); !errors.Is(err, derivation.ErrShredded) {
+		t.Fatalf("derivative through a lease after the forget: %v", err)
 	}
 }

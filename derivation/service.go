@@ -31,6 +31,8 @@ type Options struct {
 	// Crash, when set, is called with the name of each durable step of a
 	// forget. Tests use it to kill the process there.
 	Crash func(step string)
+	// LeaseTTL is how long a decrypt's lease lasts (DefaultLeaseTTL).
+	LeaseTTL time.Duration
 }
 
 // DefaultDeadline is the default verification deadline of a forget.
@@ -48,6 +50,9 @@ type Service struct {
 
 	workMu sync.Mutex // serialises re-keys and epochs
 	kick   chan struct{}
+
+	leaseQ    chan leaseReq
+	closeOnce sync.Once
 }
 
 // New opens the registry in db (creating its tables on first use).
@@ -64,12 +69,17 @@ func New(ctx context.Context, db *sql.DB, keys *keystore.Store, hasher *Hasher, 
 	if opts.Crash == nil {
 		opts.Crash = func(string) {}
 	}
-	for _, q := range schema {
+	if opts.LeaseTTL <= 0 {
+		opts.LeaseTTL = DefaultLeaseTTL
+	}
+	for _, q := range append(append([]string{}, schema...), leaseSchema...) {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			return nil, fmt.Errorf("derivation: migrate: %w", err)
 		}
 	}
-	return &Service{db: db, keys: keys, hasher: hasher, opts: opts, kick: make(chan struct{}, 1)}, nil
+	svc := &Service{db: db, keys: keys, hasher: hasher, opts: opts, kick: make(chan struct{}, 1), leaseQ: make(chan leaseReq, 1024)}
+	go svc.leaseWriter()
+	return svc, nil
 }
 
 var schema = []string{
@@ -236,7 +246,10 @@ type Source struct {
 	Kind     string
 	Subjects []string // raw subject ids; hashed at once, never stored
 	Parents  []ID
-	Holder   string
+	// Leases name decrypts the derivative was made from: each gives the
+	// lineage of its artifact, as a parent does.
+	Leases []ID
+	Holder string
 }
 
 // plan is a validated source with its lineage resolved.
@@ -255,6 +268,19 @@ func (s *Service) resolve(ctx context.Context, src Source) (*plan, error) {
 	}
 	if src.Holder != "" && !ValidHolder(src.Holder) {
 		return nil, fmt.Errorf("derivation: holder id: %w", ErrInvalid)
+	}
+	if len(src.Leases) > MaxParents {
+		return nil, fmt.Errorf("derivation: %d leases, at most %d: %w", len(src.Leases), MaxParents, ErrTooLarge)
+	}
+	for _, lid := range src.Leases {
+		l, err := s.GetLease(ctx, lid)
+		if errors.Is(err, ErrNotFound) {
+			return nil, fmt.Errorf("derivation: lease %s: %w", lid, ErrUnknownParent)
+		}
+		if err != nil {
+			return nil, err
+		}
+		src.Parents = append(src.Parents, l.Artifact)
 	}
 	if len(src.Subjects) == 0 && len(src.Parents) == 0 {
 		return nil, fmt.Errorf("derivation: an artifact needs a subject or a parent: %w", ErrInvalid)
@@ -500,11 +526,23 @@ type Opened struct {
 	Artifact  ID
 	Kind      string
 	Plaintext []byte
+	Lease     Lease
 }
 
-// Decrypt opens a ciphertext with the keys of its lineage and context. A
-// forgotten subject in the lineage gives ErrShredded.
+// Decrypt opens a ciphertext for no named holder; see DecryptFor.
 func (s *Service) Decrypt(ctx context.Context, ciphertext string, context []byte) (Opened, error) {
+	return s.DecryptFor(ctx, ciphertext, context, "")
+}
+
+// DecryptFor opens a ciphertext with the keys of its lineage and context,
+// and records a lease naming the holder that receives the plaintext. The
+// lease is durable before the plaintext is returned, and both happen under
+// the barrier: a forget either sees the lease or refuses the decrypt. A
+// forgotten subject in the lineage gives ErrShredded.
+func (s *Service) DecryptFor(ctx context.Context, ciphertext string, context []byte, holder string) (Opened, error) {
+	if holder != "" && !ValidHolder(holder) {
+		return Opened{}, fmt.Errorf("derivation: holder id: %w", ErrInvalid)
+	}
 	env, err := envelope.ParseText(ciphertext)
 	if err != nil {
 		return Opened{}, fmt.Errorf("derivation: decrypt: %w: %w", ErrEnvelope, err)
@@ -524,7 +562,13 @@ func (s *Service) Decrypt(ctx context.Context, ciphertext string, context []byte
 	if err != nil {
 		return Opened{}, fmt.Errorf("derivation: decrypt: %w: %w", ErrEnvelope, err)
 	}
-	return Opened{Artifact: ID(env.Header.Artifact), Kind: env.Header.Kind, Plaintext: pt}, nil
+	art := ID(env.Header.Artifact)
+	l, err := s.issueLease(ctx, art, holder)
+	if err != nil {
+		clear(pt)
+		return Opened{}, err
+	}
+	return Opened{Artifact: art, Kind: env.Header.Kind, Plaintext: pt, Lease: l}, nil
 }
 
 // GetArtifact returns a registered artifact.

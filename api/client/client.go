@@ -183,6 +183,7 @@ type Kind struct {
 type EncryptRequest struct {
 	Subjects  []string // raw subject ids the artifact is about
 	Parents   []string // ids of the artifacts it derives from: their lineage is inherited
+	Leases    []string // ids of the decrypt leases it was made from: each acts as a parent
 	Kind      string
 	Holder    string // optional: the holder that stores it (a holder-bound token's own by default)
 	Plaintext []byte
@@ -192,6 +193,7 @@ type EncryptRequest struct {
 type encryptWire struct {
 	Subjects  []string `json:"subjects,omitempty"`
 	Parents   []string `json:"parents,omitempty"`
+	Leases    []string `json:"leases,omitempty"`
 	Kind      string   `json:"kind"`
 	Holder    string   `json:"holder,omitempty"`
 	Plaintext []byte   `json:"plaintext"`
@@ -203,7 +205,7 @@ func (r EncryptRequest) wire() encryptWire {
 	if pt == nil {
 		pt = []byte{} // "", not null
 	}
-	return encryptWire{Subjects: r.Subjects, Parents: r.Parents, Kind: r.Kind, Holder: r.Holder, Plaintext: pt, Context: r.Context}
+	return encryptWire{Subjects: r.Subjects, Parents: r.Parents, Leases: r.Leases, Kind: r.Kind, Holder: r.Holder, Plaintext: pt, Context: r.Context}
 }
 
 // EncryptResponse is a sealed artifact.
@@ -224,15 +226,35 @@ type EncryptResult struct {
 type DecryptRequest struct {
 	Ciphertext string
 	Context    []byte // the context it was sealed with
+	Holder     string // optional: the holder that receives the plaintext, named in the lease
 }
 
 type decryptWire struct {
 	Ciphertext string `json:"ciphertext"`
 	Context    []byte `json:"context,omitempty"`
+	Holder     string `json:"holder,omitempty"`
 }
 
 func (r DecryptRequest) wire() decryptWire {
-	return decryptWire{Ciphertext: r.Ciphertext, Context: r.Context}
+	return decryptWire{Ciphertext: r.Ciphertext, Context: r.Context, Holder: r.Holder}
+}
+
+// Lease records that an artifact's plaintext was handed to a holder, until
+// it expires or is released.
+type Lease struct {
+	ID         string    `json:"id"`
+	Artifact   string    `json:"artifact"`
+	Holder     string    `json:"holder,omitempty"`
+	IssuedAt   time.Time `json:"issued_at"`
+	ExpiresAt  time.Time `json:"expires_at"`
+	ReleasedAt time.Time `json:"released_at,omitzero"`
+}
+
+// ReleaseLease ends a lease early: the holder dropped the plaintext.
+func (c *Client) ReleaseLease(ctx context.Context, id string) (Lease, error) {
+	var out Lease
+	_, _, err := c.call(ctx, http.MethodPost, "/v1/leases/"+url.PathEscape(id)+"/release", nil, &out)
+	return out, err
 }
 
 // DecryptResponse is an opened ciphertext.
@@ -240,6 +262,7 @@ type DecryptResponse struct {
 	Plaintext []byte `json:"plaintext"`
 	Artifact  string `json:"artifact"`
 	Kind      string `json:"kind"`
+	Lease     Lease  `json:"lease"`
 }
 
 // DecryptResult is the result of one item of DecryptBatch: Err is set when

@@ -188,12 +188,23 @@ func TestEncryptDecrypt(t *testing.T) {
 			if !strings.HasPrefix(out.Ciphertext, "shredd:v1:") || len(out.Artifact) != 32 || out.LineageSize != len(tc.subjects) {
 				t.Fatalf("Encrypt: %+v", out)
 			}
-			got, err := c.Decrypt(ctx, client.DecryptRequest{Ciphertext: out.Ciphertext, Context: tc.aad})
+			got, err := c.Decrypt(ctx, client.DecryptRequest{Ciphertext: out.Ciphertext, Context: tc.aad, Holder: "worker-1"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(got.Plaintext, tc.pt) || got.Artifact != out.Artifact || got.Kind != "episodic" {
 				t.Fatalf("Decrypt: %+v, want plaintext %q", got, tc.pt)
+			}
+			if got.Lease.ID == "" || got.Lease.Artifact != out.Artifact || got.Lease.Holder != "worker-1" || !got.Lease.ExpiresAt.After(got.Lease.IssuedAt) {
+				t.Fatalf("Decrypt lease: %+v", got.Lease)
+			}
+			rel, err := c.ReleaseLease(ctx, got.Lease.ID)
+			if err != nil || rel.ReleasedAt.IsZero() {
+				t.Fatalf("ReleaseLease: %+v, %v", rel, err)
+			}
+			der, err := c.Encrypt(ctx, client.EncryptRequest{Leases: []string{got.Lease.ID}, Kind: "episodic", Plaintext: []byte("derived")})
+			if err != nil || der.LineageSize != len(tc.subjects) {
+				t.Fatalf("Encrypt from a lease: %+v, %v", der, err)
 			}
 			// Another context does not open it.
 			_, err = c.Decrypt(ctx, client.DecryptRequest{Ciphertext: out.Ciphertext, Context: []byte("other")})

@@ -36,6 +36,7 @@ type Program struct {
 	EpochInterval  time.Duration
 	CacheTTL       time.Duration
 	ForgetDeadline time.Duration
+	LeaseTTL       time.Duration
 	Buckets        int
 	MaxBody        int64
 	Root           string // "local" or "vault"
@@ -83,6 +84,7 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 	epoch := dur("epoch-interval", time.Hour, "how often a root epoch runs while forgets wait for one")
 	ttl := dur("cache-ttl", keystore.DefaultCacheTTL, "how long unwrapped keys stay cached in memory (part of T_prop)")
 	deadline := dur("forget-deadline", derivation.DefaultDeadline, "time after a forget's commit by which it must be erased, else overdue")
+	leaseTTL := dur("lease-ttl", derivation.DefaultLeaseTTL, "how long a decrypt's lease lasts unless released; a forget waits for leases issued before it")
 	fl.IntVar(&p.Buckets, "buckets", keystore.DefaultBuckets, "number of bucket keys; fixed when the data directory is created")
 	fl.Int64Var(&p.MaxBody, "max-body", api.DefaultMaxBody, "maximum request body in bytes")
 	fl.StringVar(&p.Root, "root", env("root", "local"), "root store: local (a root key file in the data dir) or vault (a Vault Transit key)")
@@ -140,8 +142,8 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 		fmt.Fprintf(stderr, "shredd serve: unexpected argument %q\n", fl.Arg(0))
 		return nil, errors.New("unexpected argument")
 	}
-	p.EpochInterval, p.CacheTTL, p.ForgetDeadline = *epoch, *ttl, *deadline
-	if p.EpochInterval < time.Second || p.CacheTTL < 0 || p.ForgetDeadline <= 0 || p.Buckets < 1 || p.MaxBody < 1024 {
+	p.EpochInterval, p.CacheTTL, p.ForgetDeadline, p.LeaseTTL = *epoch, *ttl, *deadline, *leaseTTL
+	if p.EpochInterval < time.Second || p.CacheTTL < 0 || p.ForgetDeadline <= 0 || p.LeaseTTL <= 0 || p.Buckets < 1 || p.MaxBody < 1024 {
 		fmt.Fprintln(stderr, "shredd serve: --epoch-interval must be >= 1s, --cache-ttl >= 0, --forget-deadline > 0, --buckets >= 1, --max-body >= 1024")
 		return nil, errors.New("bad flag value")
 	}
@@ -307,7 +309,7 @@ func (p *Program) Run(ctx context.Context, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	svc, err := derivation.New(ctx, db, keys, hasher, derivation.Options{Deadline: p.ForgetDeadline, Crash: p.crash})
+	svc, err := derivation.New(ctx, db, keys, hasher, derivation.Options{Deadline: p.ForgetDeadline, LeaseTTL: p.LeaseTTL, Crash: p.crash})
 	if err != nil {
 		return err
 	}
@@ -366,5 +368,6 @@ func (p *Program) Run(ctx context.Context, stderr io.Writer) error {
 	err = srv.Shutdown(shCtx)
 	stopWork()
 	<-workDone
+	svc.Close()
 	return err
 }

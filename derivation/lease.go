@@ -1,0 +1,160 @@
+package derivation
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// DefaultLeaseTTL is how long a decrypt's lease lasts unless released.
+const DefaultLeaseTTL = 5 * time.Minute
+
+// Lease records that the plaintext of an artifact was handed to a holder by
+// a decrypt, until it expires or is released. A forget stays pending while a
+// lease on an artifact of its lineage, issued before its barrier, is live:
+// that holder may still be deriving from the data (the summarizer that
+// loaded a subject's entries before the forget).
+type Lease struct {
+	ID         ID
+	Artifact   ID
+	Holder     string // "" when the caller named none
+	IssuedAt   time.Time
+	ExpiresAt  time.Time
+	ReleasedAt time.Time
+}
+
+var leaseSchema = []string{
+	`CREATE TABLE IF NOT EXISTS leases (
+		id BLOB PRIMARY KEY,
+		artifact BLOB NOT NULL,
+		holder TEXT NOT NULL,
+		issued_at INTEGER NOT NULL,
+		expires_at INTEGER NOT NULL,
+		released_at INTEGER)`,
+	`CREATE INDEX IF NOT EXISTS leases_by_artifact ON leases(artifact)`,
+}
+
+// leaseReq is one lease waiting for the group commit.
+type leaseReq struct {
+	l    Lease
+	done chan error
+}
+
+// leaseWriter commits leases in groups: every decrypt needs its lease durable
+// before the plaintext leaves, and one transaction (one fsync) per decrypt
+// would bound decrypts by the disk. Requests that arrive while a commit runs
+// share the next one.
+func (s *Service) leaseWriter() {
+	for first := range s.leaseQ {
+		batch := []leaseReq{first}
+	collect:
+		for len(batch) < 512 {
+			select {
+			case r, ok := <-s.leaseQ:
+				if !ok {
+					break collect
+				}
+				batch = append(batch, r)
+			default:
+				break collect
+			}
+		}
+		err := s.writeLeases(batch)
+		for _, r := range batch {
+			r.done <- err
+		}
+	}
+}
+
+func (s *Service) writeLeases(batch []leaseReq) error {
+	ctx := context.Background()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("derivation: lease: %w", err)
+	}
+	defer tx.Rollback()
+	for _, r := range batch {
+		l := r.l
+		if _, err := tx.ExecContext(ctx, `INSERT INTO leases(id, artifact, holder, issued_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
+			l.ID[:], l.Artifact[:], l.Holder, l.IssuedAt.UnixNano(), l.ExpiresAt.UnixNano()); err != nil {
+			return fmt.Errorf("derivation: lease: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("derivation: lease: %w", err)
+	}
+	return nil
+}
+
+// issueLease records a lease durably (group commit) and returns it.
+func (s *Service) issueLease(ctx context.Context, artifact ID, holder string) (Lease, error) {
+	id, err := s.newID()
+	if err != nil {
+		return Lease{}, err
+	}
+	now := s.opts.Now()
+	l := Lease{ID: id, Artifact: artifact, Holder: holder, IssuedAt: now, ExpiresAt: now.Add(s.opts.LeaseTTL)}
+	r := leaseReq{l: l, done: make(chan error, 1)}
+	select {
+	case s.leaseQ <- r:
+	case <-ctx.Done():
+		return Lease{}, ctx.Err()
+	}
+	if err := <-r.done; err != nil {
+		return Lease{}, err
+	}
+	return l, nil
+}
+
+func scanLease(sc interface{ Scan(...any) error }) (Lease, error) {
+	var l Lease
+	var id, art []byte
+	var issued, expires int64
+	var released sql.NullInt64
+	if err := sc.Scan(&id, &art, &l.Holder, &issued, &expires, &released); err != nil {
+		return Lease{}, err
+	}
+	copy(l.ID[:], id)
+	copy(l.Artifact[:], art)
+	l.IssuedAt, l.ExpiresAt = time.Unix(0, issued).UTC(), time.Unix(0, expires).UTC()
+	l.ReleasedAt = ts(released)
+	return l, nil
+}
+
+const leaseCols = `SELECT id, artifact, holder, issued_at, expires_at, released_at FROM leases`
+
+// GetLease returns a lease.
+func (s *Service) GetLease(ctx context.Context, id ID) (Lease, error) {
+	l, err := scanLease(s.db.QueryRowContext(ctx, leaseCols+` WHERE id=?`, id[:]))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Lease{}, fmt.Errorf("derivation: lease %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Lease{}, fmt.Errorf("derivation: lease: %w", err)
+	}
+	return l, nil
+}
+
+// ReleaseLease ends a lease early: its holder has dropped the plaintext.
+// holder, when not empty, must be the lease's holder (ErrForbidden).
+func (s *Service) ReleaseLease(ctx context.Context, id ID, holder string) (Lease, error) {
+	l, err := s.GetLease(ctx, id)
+	if err != nil {
+		return Lease{}, err
+	}
+	if holder != "" && l.Holder != holder {
+		return Lease{}, fmt.Errorf("derivation: lease %s belongs to another holder: %w", id, ErrForbidden)
+	}
+	if _, err := s.db.ExecContext(ctx, `UPDATE leases SET released_at=coalesce(released_at, ?) WHERE id=?`, s.opts.Now().UnixNano(), id[:]); err != nil {
+		return Lease{}, fmt.Errorf("derivation: release lease: %w", err)
+	}
+	return s.GetLease(ctx, id)
+}
+
+// Close stops the background lease writer. Calls after Close that need a
+// lease fail.
+func (s *Service) Close() {
+	s.closeOnce.Do(func() { close(s.leaseQ) })
+}
