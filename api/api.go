@@ -107,6 +107,7 @@ func (s *Server) Handler() http.Handler {
 		r.With(s.require(ScopeForget)).Post("/forget", s.forget)
 		r.With(s.require(ScopeForget, ScopeAudit)).Get("/forgets", s.listForgets)
 		r.With(s.require(ScopeForget, ScopeAudit)).Get("/forgets/{id}", s.getForget)
+		r.With(s.require(ScopeForget, ScopeAudit)).Post("/forgets/{id}/verify", s.verifyForget)
 		r.With(s.require(ScopeAdmin)).Post("/epoch", s.epoch)
 	})
 	return r

@@ -404,8 +404,10 @@ type forgetResponse struct {
 	CommittedAt  *time.Time             `json:"committed_at,omitempty"`
 	RekeyedAt    *time.Time             `json:"rekeyed_at,omitempty"`
 	ShreddedAt   *time.Time             `json:"shredded_at,omitempty"`
+	ErasedAt     *time.Time             `json:"erased_at,omitempty"`
 	Epoch        int64                  `json:"epoch,omitempty"`
 	Conditions   []derivation.Condition `json:"conditions"`
+	Verification []derivation.Condition `json:"verification"`
 }
 
 func tptr(t time.Time) *time.Time {
@@ -418,8 +420,8 @@ func tptr(t time.Time) *time.Time {
 func forgetJSON(f derivation.Forget) forgetResponse {
 	return forgetResponse{Forget: f.ID.String(), State: f.State, Overdue: f.Overdue, Barrier: f.Barrier,
 		TPropSeconds: f.TProp.Seconds(), Deadline: f.Deadline, RequestedAt: f.RequestedAt,
-		CommittedAt: tptr(f.CommittedAt), RekeyedAt: tptr(f.RekeyedAt), ShreddedAt: tptr(f.ShreddedAt),
-		Epoch: f.Epoch, Conditions: f.Conditions}
+		CommittedAt: tptr(f.CommittedAt), RekeyedAt: tptr(f.RekeyedAt), ShreddedAt: tptr(f.ShreddedAt), ErasedAt: tptr(f.ErasedAt),
+		Epoch: f.Epoch, Conditions: f.Conditions, Verification: f.Verification}
 }
 
 func (s *Server) forget(w http.ResponseWriter, r *http.Request) {
@@ -449,6 +451,22 @@ func (s *Server) forget(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, forgetJSON(f))
 }
 
+// verifyForget evaluates a forget's conditions now (POST
+// /v1/forgets/{id}/verify) and answers it, erased when they all hold.
+func (s *Server) verifyForget(w http.ResponseWriter, r *http.Request) {
+	id, err := derivation.ParseID(chi.URLParam(r, "id"))
+	if err != nil {
+		s.fail(w, r, badRequest("invalid_id", "forget ids are 32 hex digits"))
+		return
+	}
+	f, err := s.svc.Verify(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, forgetJSON(f))
+}
+
 func (s *Server) getForget(w http.ResponseWriter, r *http.Request) {
 	id, err := derivation.ParseID(chi.URLParam(r, "id"))
 	if err != nil {
@@ -466,9 +484,9 @@ func (s *Server) getForget(w http.ResponseWriter, r *http.Request) {
 func (s *Server) listForgets(w http.ResponseWriter, r *http.Request) {
 	state := r.URL.Query().Get("state")
 	switch state {
-	case "", derivation.StateRequested, derivation.StateCommitted, derivation.StateShredded:
+	case "", derivation.StateRequested, derivation.StateCommitted, derivation.StateShredded, derivation.StateErased, derivation.StateOverdue:
 	default:
-		s.fail(w, r, badRequest("invalid_state", "state must be requested, committed or shredded"))
+		s.fail(w, r, badRequest("invalid_state", "state must be requested, committed, shredded, erased or overdue"))
 		return
 	}
 	fs, err := s.svc.Forgets(r.Context(), state, 0)

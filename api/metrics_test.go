@@ -220,7 +220,10 @@ func TestMetrics(t *testing.T) {
 	})
 	x.want(t, 0, "shredd_forgets", "state", "committed")
 	x.want(t, 1, "shredd_forgets", "state", "shredded")
-	x.want(t, 0, "shredd_forgets_overdue")
+	x.want(t, 0, "shredd_forgets", "state", "erased")
+	// Shredded is not erased: past its deadline, the forget stays overdue
+	// until every condition of erasure is proven.
+	x.want(t, 1, "shredd_forgets_overdue")
 	x.want(t, 1, "shredd_epochs_total")
 	x.want(t, 0, "shredd_epoch_failures_total")
 	if d := x.value(t, "shredd_epoch_duration_seconds"); d < 0 {

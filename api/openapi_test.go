@@ -59,6 +59,7 @@ var walkthrough = []struct{ op, example string }{
 	{"listForgets", "committed"},
 	{"runEpoch", "run"},
 	{"getForget", "shredded"},
+	{"verifyForget", "shredded"},
 	{"metrics", "scrape"},
 }
 

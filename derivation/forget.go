@@ -37,27 +37,32 @@ type Forget struct {
 	RekeyedAt   time.Time
 	ShreddedAt  time.Time
 	Deadline    time.Time
+	ErasedAt    time.Time
 	Epoch       int64 // the epoch that shredded it
 	TProp       time.Duration
-	Conditions  []Condition
-	Overdue     bool // the deadline passed before it was shredded
+	// Conditions are the steps of the key destruction pipeline.
+	Conditions []Condition
+	// Verification holds the five conditions of erasure; the forget is
+	// erased once all are ok.
+	Verification []Condition
+	Overdue      bool // the deadline passed before it was erased
 }
 
 type forgetRow struct {
-	id                           ID
-	sid                          envelope.SID
-	state                        string
-	barrier, rekeyMarker, epoch  sql.NullInt64
-	requested, deadline          int64
-	committed, rekeyed, shredded sql.NullInt64
+	id                                   ID
+	sid                                  envelope.SID
+	state                                string
+	gen, barrier, rekeyMarker, epoch     sql.NullInt64
+	requested, deadline                  int64
+	committed, rekeyed, shredded, erased sql.NullInt64
 }
 
-const forgetCols = `SELECT id, sid, state, barrier, rekey_marker, epoch, requested_at, deadline, committed_at, rekeyed_at, shredded_at FROM forgets`
+const forgetCols = `SELECT id, sid, state, gen, barrier, rekey_marker, epoch, requested_at, deadline, committed_at, rekeyed_at, shredded_at, erased_at FROM forgets`
 
 func scanForget(sc interface{ Scan(...any) error }) (forgetRow, error) {
 	var r forgetRow
 	var id, sid []byte
-	err := sc.Scan(&id, &sid, &r.state, &r.barrier, &r.rekeyMarker, &r.epoch, &r.requested, &r.deadline, &r.committed, &r.rekeyed, &r.shredded)
+	err := sc.Scan(&id, &sid, &r.state, &r.gen, &r.barrier, &r.rekeyMarker, &r.epoch, &r.requested, &r.deadline, &r.committed, &r.rekeyed, &r.shredded, &r.erased)
 	copy(r.id[:], id)
 	copy(r.sid[:], sid)
 	return r, err
@@ -70,10 +75,10 @@ func ts(n sql.NullInt64) time.Time {
 	return time.Unix(0, n.Int64).UTC()
 }
 
-func (s *Service) view(r forgetRow) Forget {
+func (s *Service) view(ctx context.Context, r forgetRow) (Forget, error) {
 	f := Forget{ID: r.id, State: r.state, Barrier: r.barrier.Int64,
 		RequestedAt: time.Unix(0, r.requested).UTC(), Deadline: time.Unix(0, r.deadline).UTC(),
-		CommittedAt: ts(r.committed), RekeyedAt: ts(r.rekeyed), ShreddedAt: ts(r.shredded),
+		CommittedAt: ts(r.committed), RekeyedAt: ts(r.rekeyed), ShreddedAt: ts(r.shredded), ErasedAt: ts(r.erased),
 		Epoch: r.epoch.Int64, TProp: s.keys.CacheTTL()}
 	cond := func(name string, ok bool, okWhy, pendingWhy string) {
 		c := Condition{Name: name, Status: "pending", Reason: pendingWhy}
@@ -97,8 +102,18 @@ func (s *Service) view(r forgetRow) Forget {
 			fmt.Sprintf("root epoch %d rotated the root key and destroyed the older versions", r.epoch.Int64),
 			"waiting for a root epoch to rotate the root key and destroy the versions that could open pre-forget backups")
 	}
-	f.Overdue = !r.shredded.Valid && s.opts.Now().After(f.Deadline)
-	return f
+	v, _, err := s.verification(ctx, r)
+	if err != nil {
+		return Forget{}, err
+	}
+	f.Verification = v
+	switch {
+	case r.erased.Valid:
+		f.State = StateErased
+	case s.opts.Now().After(f.Deadline):
+		f.State, f.Overdue = StateOverdue, true
+	}
+	return f, nil
 }
 
 // Forget erases a subject: it writes the barrier and destroys the subject's
@@ -120,7 +135,7 @@ func (s *Service) Forget(ctx context.Context, subject string) (Forget, error) {
 			}
 			return s.GetForget(ctx, r.id)
 		}
-		return s.view(r), nil
+		return s.view(ctx, r)
 	} else if !errors.Is(err, sql.ErrNoRows) {
 		return Forget{}, fmt.Errorf("derivation: forget: %w", err)
 	}
@@ -176,7 +191,7 @@ func (s *Service) GetForget(ctx context.Context, id ID) (Forget, error) {
 	if err != nil {
 		return Forget{}, fmt.Errorf("derivation: forget: %w", err)
 	}
-	return s.view(r), nil
+	return s.view(ctx, r)
 }
 
 // Forgets lists forgets, newest first, optionally only those in state.
@@ -184,24 +199,39 @@ func (s *Service) Forgets(ctx context.Context, state string, limit int) ([]Forge
 	if limit <= 0 || limit > 1000 {
 		limit = 1000
 	}
-	q, args := forgetCols+` ORDER BY requested_at DESC LIMIT ?`, []any{limit}
-	if state != "" {
-		q, args = forgetCols+` WHERE state=? ORDER BY requested_at DESC LIMIT ?`, []any{state, limit}
-	}
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	// The reported state mixes the pipeline (in the state column) and the
+	// verdict (erased, overdue): filter after computing it.
+	rows, err := s.db.QueryContext(ctx, forgetCols+` ORDER BY requested_at DESC`)
 	if err != nil {
 		return nil, fmt.Errorf("derivation: forgets: %w", err)
 	}
-	defer rows.Close()
-	out := []Forget{}
+	var rs []forgetRow
 	for rows.Next() {
 		r, err := scanForget(rows)
 		if err != nil {
+			rows.Close()
 			return nil, fmt.Errorf("derivation: forgets: %w", err)
 		}
-		out = append(out, s.view(r))
+		rs = append(rs, r)
 	}
-	return out, rows.Err()
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("derivation: forgets: %w", err)
+	}
+	out := []Forget{}
+	for _, r := range rs {
+		if len(out) == limit {
+			break
+		}
+		f, err := s.view(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		if state == "" || f.State == state {
+			out = append(out, f)
+		}
+	}
+	return out, nil
 }
 
 // Kick asks the background work to run soon.
@@ -380,6 +410,9 @@ func (s *Service) Run(ctx context.Context, interval time.Duration, log *slog.Log
 		case <-tick.C:
 		}
 		err := s.Reconcile(ctx)
+		if err == nil {
+			err = s.verifyAll(ctx)
+		}
 		if err == nil {
 			var need bool
 			need, err = s.needEpoch(ctx, s.opts.Now().Sub(lastEpoch) >= interval)

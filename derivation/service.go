@@ -77,6 +77,9 @@ func New(ctx context.Context, db *sql.DB, keys *keystore.Store, hasher *Hasher, 
 			return nil, fmt.Errorf("derivation: migrate: %w", err)
 		}
 	}
+	if err := addColumn(ctx, db, "forgets", "erased_at", "INTEGER"); err != nil {
+		return nil, err
+	}
 	svc := &Service{db: db, keys: keys, hasher: hasher, opts: opts, kick: make(chan struct{}, 1), leaseQ: make(chan leaseReq, 1024)}
 	go svc.leaseWriter()
 	return svc, nil
@@ -121,9 +124,32 @@ var schema = []string{
 		rekey_marker INTEGER,
 		shredded_at INTEGER,
 		epoch INTEGER,
-		deadline INTEGER NOT NULL)`,
+		deadline INTEGER NOT NULL,
+		erased_at INTEGER)`,
 	`CREATE INDEX IF NOT EXISTS forgets_by_sid ON forgets(sid)`,
 	`CREATE INDEX IF NOT EXISTS forgets_by_state ON forgets(state)`,
+}
+
+// addColumn adds a column to a table made by an older release.
+func addColumn(ctx context.Context, db *sql.DB, table, column, typ string) error {
+	rows, err := db.QueryContext(ctx, `SELECT name FROM pragma_table_info(?)`, table)
+	if err != nil {
+		return fmt.Errorf("derivation: migrate: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return fmt.Errorf("derivation: migrate: %w", err)
+		}
+		if name == column {
+			return nil
+		}
+	}
+	if _, err := db.ExecContext(ctx, `ALTER TABLE `+table+` ADD COLUMN `+column+` `+typ); err != nil {
+		return fmt.Errorf("derivation: migrate: %w", err)
+	}
+	return nil
 }
 
 // stripe returns the barrier lock index of a subject.

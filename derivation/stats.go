@@ -5,14 +5,14 @@ import (
 	"fmt"
 )
 
-// CountForgets counts the forgets by state (every state of this package is
-// present, 0 included) and how many are overdue: not shredded and past their
-// deadline, as Forget.Overdue says. It is meant for every metrics scrape: the
-// count by state reads only the state index, and the overdue count only the
-// forgets not yet shredded.
+// CountForgets counts the forgets by pipeline state, with the erased ones
+// counted as erased (every state of this package is present, 0 included),
+// and how many are overdue: not erased and past their deadline, as
+// Forget.Overdue says. It is meant for every metrics scrape: two grouped
+// counts over the forgets table.
 func (s *Service) CountForgets(ctx context.Context) (byState map[string]int, overdue int, err error) {
-	byState = map[string]int{StateRequested: 0, StateCommitted: 0, StateShredded: 0}
-	rows, err := s.db.QueryContext(ctx, `SELECT state, count(*) FROM forgets GROUP BY state`)
+	byState = map[string]int{StateRequested: 0, StateCommitted: 0, StateShredded: 0, StateErased: 0}
+	rows, err := s.db.QueryContext(ctx, `SELECT CASE WHEN erased_at IS NOT NULL THEN ? ELSE state END, count(*) FROM forgets GROUP BY 1`, StateErased)
 	if err != nil {
 		return nil, 0, fmt.Errorf("derivation: count forgets: %w", err)
 	}
@@ -28,8 +28,8 @@ func (s *Service) CountForgets(ctx context.Context) (byState map[string]int, ove
 	if err := rows.Err(); err != nil {
 		return nil, 0, fmt.Errorf("derivation: count forgets: %w", err)
 	}
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM forgets WHERE state IN (?, ?) AND shredded_at IS NULL AND deadline < ?`,
-		StateRequested, StateCommitted, s.opts.Now().UnixNano()).Scan(&overdue); err != nil {
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM forgets WHERE erased_at IS NULL AND deadline < ?`,
+		s.opts.Now().UnixNano()).Scan(&overdue); err != nil {
 		return nil, 0, fmt.Errorf("derivation: count forgets: %w", err)
 	}
 	return byState, overdue, nil

@@ -1,0 +1,253 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/shredd/shredd/attest"
+)
+
+// verifyCmd runs `shredd verify FILE --key PUB.pem --subject ID --salt HEX`:
+// the offline check of an attestation file, with no access to the service.
+// Exit 0 only when every check holds, 1 when one fails (the report says
+// which), 2 on usage errors and unreadable inputs (nothing was checked).
+func verifyCmd(args []string, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("shredd verify", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	keyPath := fl.String("key", "", "the service's attestation public key (PEM, "+attestationPubFile+")")
+	subject := fl.String("subject", "", "the subject id the forget was for")
+	subjectFile := fl.String("subject-file", "", "read the subject id from this file instead (keeps it off the command line)")
+	saltHex := fl.String("salt", "", "the salt returned by the forget (64 hex digits)")
+	saltFile := fl.String("salt-file", "", "read the salt from this file instead (keeps it off the command line)")
+	fl.Usage = func() {
+		fmt.Fprintln(stderr, verifyUsage)
+		fl.PrintDefaults()
+	}
+	usage := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "shredd verify: %s\n%s\n", fmt.Sprintf(format, a...), verifyUsage)
+		return exitUsage
+	}
+	// The attestation file may come before or after the flags.
+	var files []string
+	for {
+		if err := fl.Parse(args); err != nil {
+			return exitUsage
+		}
+		if fl.NArg() == 0 {
+			break
+		}
+		files = append(files, fl.Arg(0))
+		args = fl.Args()[1:]
+	}
+	if len(files) != 1 {
+		return usage("want one attestation file")
+	}
+	if *keyPath == "" {
+		return usage("--key is required")
+	}
+	subj, err := flagOrFile("subject", *subject, *subjectFile)
+	if err != nil {
+		return usage("%v", err)
+	}
+	saltText, err := flagOrFile("salt", *saltHex, *saltFile)
+	if err != nil {
+		return usage("%v", err)
+	}
+	salt, err := attest.ParseSalt(strings.TrimSpace(saltText))
+	if err != nil {
+		return usage("--salt: want the %d hex digits the forget returned", 2*attest.SaltSize)
+	}
+	pubPEM, err := readLimited(*keyPath)
+	if err != nil {
+		return usage("--key: %v", err)
+	}
+	pub, err := attest.ParsePublicKey(pubPEM)
+	if err != nil {
+		return usage("--key %s: %v", *keyPath, err)
+	}
+	data, err := readAttestation(files[0])
+	if err != nil {
+		return usage("%v", err)
+	}
+
+	r := &report{w: stdout}
+	fmt.Fprintf(stdout, "attestation  %s\n", files[0])
+	payload, err := attest.Verify(data, pub)
+	if err != nil {
+		what := "signature"
+		if errors.Is(err, attest.ErrFormat) {
+			what = "envelope"
+		}
+		r.fail(what, err)
+		return r.result(nil)
+	}
+	r.ok("signature", "Ed25519 by key id %s", attest.KeyID(pub))
+
+	// The payload is authenticated from here on. A statement that fails
+	// validation is still decoded leniently, to report its commitment and
+	// conditions; nothing in it counts unless every check passed.
+	st, err := attest.ParseStatement(payload)
+	if err != nil {
+		r.fail(checkName(err), err)
+		st = new(attest.Statement)
+		json.Unmarshal(payload, st)
+	} else {
+		r.ok("statement", "in-toto Statement v1, predicate %s", st.PredicateType)
+		r.ok("claim", "%q, %d of %d conditions ok", st.Predicate.Claim, len(attest.Conditions), len(attest.Conditions))
+	}
+	if err := st.CheckSubject(subj, salt); err != nil {
+		r.fail("subject", errors.New("the subject id and salt do not open the statement's commitment: this attestation is not about that subject, or the salt is wrong"))
+	} else {
+		r.ok("subject", "the subject id and salt open commitment %s", short(st.Commitment()))
+	}
+	r.details(st)
+	return r.result(st)
+}
+
+// checkName names the check that err failed, for the report.
+func checkName(err error) string {
+	for _, c := range []struct {
+		err  error
+		name string
+	}{
+		{attest.ErrClaim, "claim"}, {attest.ErrCondition, "conditions"}, {attest.ErrTimeline, "timeline"},
+		{attest.ErrKeyEvidence, "key evidence"}, {attest.ErrAck, "holder acks"}, {attest.ErrResidual, "residuals"},
+	} {
+		if errors.Is(err, c.err) {
+			return c.name
+		}
+	}
+	return "statement"
+}
+
+// report prints the checks, one per line, and remembers whether any failed.
+type report struct {
+	w      io.Writer
+	failed []string
+}
+
+func (r *report) ok(check, format string, a ...any) {
+	fmt.Fprintf(r.w, "ok    %-13s%s\n", check, fmt.Sprintf(format, a...))
+}
+
+func (r *report) fail(check string, err error) {
+	r.failed = append(r.failed, check)
+	msg := strings.TrimPrefix(err.Error(), "attest: ")
+	fmt.Fprintf(r.w, "FAIL  %-13s%s\n", check, msg)
+}
+
+// details prints what the statement says, verified or not.
+func (r *report) details(st *attest.Statement) {
+	p := &st.Predicate
+	if p.Forget == "" {
+		return
+	}
+	w := r.w
+	fmt.Fprintf(w, "\nforget       %s\n", p.Forget)
+	t := p.Timeline
+	fmt.Fprintf(w, "timeline     requested %s, committed %s, shredded %s, erased %s\n",
+		stamp(t.Requested), stamp(t.Committed), stamp(t.Shredded), stamp(t.Erased))
+	k := p.KeyEvidence
+	versions := make([]string, len(k.RetiredRootVersions))
+	for i, v := range k.RetiredRootVersions {
+		versions[i] = fmt.Sprint(v)
+	}
+	fmt.Fprintf(w, "root store   %s", k.RootStore)
+	if k.RootKeyConfig != nil {
+		fmt.Fprintf(w, " (key %s)", k.RootKeyConfig.Name)
+	}
+	fmt.Fprintf(w, ", epoch %d, root versions destroyed: %s\n", k.Epoch, dash(strings.Join(versions, ", ")))
+	sealed, acked := 0, 0
+	for _, a := range p.Artifacts {
+		switch a.ClosedBy {
+		case attest.ClosedSealedKeyDestroyed:
+			sealed++
+		case attest.ClosedHolderAck:
+			acked++
+		}
+	}
+	fmt.Fprintf(w, "artifacts    %d: %d sealed (their key is destroyed), %d plaintext-held, purged with a signed holder ack\n", len(p.Artifacts), sealed, acked)
+	holders := make([]string, len(p.HolderAcks))
+	for i, h := range p.HolderAcks {
+		holders[i] = fmt.Sprintf("%s (%d artifacts)", h.Holder, len(h.Artifacts))
+	}
+	fmt.Fprintf(w, "holder acks  %s\n", dash(strings.Join(holders, ", ")))
+	fmt.Fprintln(w, "conditions")
+	for _, c := range p.Conditions {
+		fmt.Fprintf(w, "  %-21s %-8s %s\n", c.Name, c.Status, c.Evidence)
+	}
+	fmt.Fprintln(w, "residuals (what this attestation cannot rule out)")
+	for _, x := range p.Residuals {
+		fmt.Fprintf(w, "  %-21s %s\n", x.Kind, x.Description)
+	}
+}
+
+func (r *report) result(st *attest.Statement) int {
+	if len(r.failed) > 0 {
+		fmt.Fprintf(r.w, "\nNOT VERIFIED: %s failed\n", strings.Join(r.failed, ", "))
+		return exitFailed
+	}
+	fmt.Fprintf(r.w, "\nVERIFIED: the subject's data was %s (forget %s, %s)\n", st.Predicate.Claim, st.Predicate.Forget, stamp(st.Predicate.Timeline.Erased))
+	return exitOK
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+func short(hex string) string {
+	if len(hex) > 16 {
+		return hex[:16] + "..."
+	}
+	return hex
+}
+
+// flagOrFile returns the value of --name, or the content of --name-file
+// (without its trailing newline); exactly one must be given.
+func flagOrFile(name, value, file string) (string, error) {
+	switch {
+	case value != "" && file != "":
+		return "", fmt.Errorf("give --%s or --%s-file, not both", name, name)
+	case file != "":
+		b, err := readLimited(file)
+		if err != nil {
+			return "", fmt.Errorf("--%s-file: %v", name, err)
+		}
+		return strings.TrimRight(string(b), "\r\n"), nil
+	case value == "":
+		return "", fmt.Errorf("--%s (or --%s-file) is required", name, name)
+	}
+	return value, nil
+}
+
+// readAttestation reads an attestation file, up to attest.MaxEnvelopeSize.
+func readAttestation(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, attest.MaxEnvelopeSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	if len(b) > attest.MaxEnvelopeSize {
+		return nil, fmt.Errorf("%s: over %d bytes, not an attestation", path, attest.MaxEnvelopeSize)
+	}
+	return b, nil
+}
+
+const verifyUsage = `usage: shredd verify FILE --key PUB.pem --subject ID --salt HEX
+       checks an erasure attestation offline: its signature under the service's public key,
+       its structure and claim, the five conditions of erasure, and that the subject id and
+       salt open its commitment (--subject-file and --salt-file keep them off the command line).
+       exit 0: verified; 1: a check failed (the report says which); 2: usage error or unreadable input`

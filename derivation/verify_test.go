@@ -1,0 +1,168 @@
+package derivation_test
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/keystore/local"
+)
+
+// clock is a test clock that moves only when told.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func newClockedService(t *testing.T) (*derivation.Service, *clock) {
+	t.Helper()
+	c := &clock{t: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
+	dir := t.TempDir()
+	root, err := local.Open(filepath.Join(dir, "root.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := keystore.OpenDB(filepath.Join(dir, "shredd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ctx := context.Background()
+	keys, err := keystore.Open(ctx, db, root, keystore.Options{Buckets: 16, CacheTTL: 30 * time.Second, Now: c.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := derivation.NewHasher(bytes.Repeat([]byte{9}, 32))
+	s, err := derivation.New(ctx, db, keys, h, derivation.Options{Now: c.now, LeaseTTL: 5 * time.Minute, Deadline: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"episodic", "summary", "embedding"} {
+		if _, _, err := s.PutKind(ctx, k, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s, c
+}
+
+func conditions(f derivation.Forget) map[string]derivation.Condition {
+	m := map[string]derivation.Condition{}
+	for _, c := range f.Verification {
+		m[c.Name] = c
+	}
+	return m
+}
+
+func mustVerify(t *testing.T, s *derivation.Service, id derivation.ID) derivation.Forget {
+	t.Helper()
+	f, err := s.Verify(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestVerifierErasesOnlyWhenEveryConditionHolds walks a forget through its
+// conditions: a lease issued before the barrier, the epoch, the cache TTL.
+// It is erased only once all five hold.
+func TestVerifierErasesOnlyWhenEveryConditionHolds(t *testing.T) {
+	ctx := context.Background()
+	s, c := newClockedService(t)
+	rec := seal(t, s, derivation.Source{Kind: "episodic", Subjects: []string{"alice"}}, "alice record")
+	seal(t, s, derivation.Source{Kind: "summary", Parents: []derivation.ID{rec.Artifact}, Subjects: []string{"bob"}}, "summary")
+	o, err := s.DecryptFor(ctx, rec.Ciphertext, nil, "summarizer-1") // a worker loads the record
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.add(time.Second)
+	f, err := s.Forget(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conds := conditions(mustVerify(t, s, f.ID))
+	if len(conds) != 5 {
+		t.Fatalf("%d conditions, want the five of DESIGN.md: %+v", len(conds), conds)
+	}
+	for name, want := range map[string]string{
+		derivation.CondCascadeClosed: "ok", derivation.CondWorkersQuiesced: "pending",
+		derivation.CondReadPathConverged: "pending", derivation.CondClosureIntact: "ok", derivation.CondBackupsEpoch: "pending",
+	} {
+		if conds[name].Status != want {
+			t.Errorf("after commit: %s is %s (%s), want %s", name, conds[name].Status, conds[name].Reason, want)
+		}
+	}
+	if _, err := s.RunEpoch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.add(time.Minute) // past the cache TTL, not past the lease
+	f = mustVerify(t, s, f.ID)
+	if f.State != derivation.StateShredded || conditions(f)[derivation.CondWorkersQuiesced].Status != "pending" {
+		t.Fatalf("a live pre-barrier lease must keep the forget pending: %s %+v", f.State, conditions(f))
+	}
+	if _, err := s.ReleaseLease(ctx, o.Lease.ID, "summarizer-1"); err != nil {
+		t.Fatal(err)
+	}
+	f = mustVerify(t, s, f.ID)
+	if f.State != derivation.StateErased || f.ErasedAt.IsZero() {
+		t.Fatalf("every condition holds, yet the forget is %s: %+v", f.State, conditions(f))
+	}
+	for name, cond := range conditions(f) {
+		if cond.Status != "ok" {
+			t.Errorf("erased with %s %s", name, cond.Status)
+		}
+	}
+	if list, _ := s.Forgets(ctx, derivation.StateErased, 0); len(list) != 1 {
+		t.Fatalf("list erased: %d", len(list))
+	}
+}
+
+// TestVerifierPendingAndOverdue: a plaintext-held artifact without a purge
+// ack keeps the forget pending, with the holder named, and the deadline
+// makes it overdue; a lease expiring on its own also quiesces.
+func TestVerifierPendingAndOverdue(t *testing.T) {
+	ctx := context.Background()
+	s, c := newClockedService(t)
+	rec := seal(t, s, derivation.Source{Kind: "episodic", Subjects: []string{"alice"}}, "r")
+	if _, err := s.Register(ctx, derivation.Source{Kind: "embedding", Parents: []derivation.ID{rec.Artifact}, Holder: "ann-index-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DecryptFor(ctx, rec.Ciphertext, nil, "w"); err != nil {
+		t.Fatal(err)
+	}
+	c.add(time.Second)
+	f, err := s.Forget(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RunEpoch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.add(6 * time.Minute) // the lease expired by itself; the TTL passed
+	f = mustVerify(t, s, f.ID)
+	conds := conditions(f)
+	if conds[derivation.CondWorkersQuiesced].Status != "ok" || conds[derivation.CondReadPathConverged].Status != "ok" {
+		t.Fatalf("expired lease / TTL: %+v", conds)
+	}
+	if cc := conds[derivation.CondCascadeClosed]; cc.Status != "pending" || !bytes.Contains([]byte(cc.Reason), []byte("ann-index-1")) {
+		t.Fatalf("a plaintext-held artifact without an ack: %+v", cc)
+	}
+	if f.State == derivation.StateErased {
+		t.Fatal("erased with an unacknowledged plaintext-held artifact")
+	}
+	c.add(2 * time.Hour)
+	if f = mustVerify(t, s, f.ID); f.State != derivation.StateOverdue || !f.Overdue {
+		t.Fatalf("past the deadline: %s, overdue %v", f.State, f.Overdue)
+	}
+}
