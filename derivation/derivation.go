@@ -52,6 +52,11 @@ var (
 	// ErrForbidden means the caller acts for another holder than the one
 	// that owns the lease, artifact or ack.
 	ErrForbidden = errors.New("forbidden")
+	// ErrConflict means the request contradicts what is registered (a
+	// holder's key cannot be replaced).
+	ErrConflict = errors.New("conflict")
+	// ErrSignature means a holder's signature does not verify.
+	ErrSignature = errors.New("invalid signature")
 )
 
 // Limits enforced on requests, on top of the envelope's own.

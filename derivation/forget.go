@@ -107,9 +107,16 @@ func (s *Service) view(ctx context.Context, r forgetRow) (Forget, error) {
 		return Forget{}, err
 	}
 	f.Verification = v
+	blocked := false
+	for _, c := range v {
+		blocked = blocked || c.Status == "failed"
+	}
 	switch {
 	case r.erased.Valid:
 		f.State = StateErased
+	case blocked:
+		f.State = StateBlocked
+		f.Overdue = s.opts.Now().After(f.Deadline)
 	case s.opts.Now().After(f.Deadline):
 		f.State, f.Overdue = StateOverdue, true
 	}

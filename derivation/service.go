@@ -72,7 +72,7 @@ func New(ctx context.Context, db *sql.DB, keys *keystore.Store, hasher *Hasher, 
 	if opts.LeaseTTL <= 0 {
 		opts.LeaseTTL = DefaultLeaseTTL
 	}
-	for _, q := range append(append([]string{}, schema...), leaseSchema...) {
+	for _, q := range slices.Concat(schema, leaseSchema, holderSchema) {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			return nil, fmt.Errorf("derivation: migrate: %w", err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 // pipeline states requested, committed and shredded.
 const (
 	StateErased  = "erased"
+	StateBlocked = "blocked"
 	StateOverdue = "overdue"
 )
 
@@ -53,37 +55,38 @@ func (s *Service) verification(ctx context.Context, r forgetRow) ([]Condition, b
 	committed := time.Unix(0, r.committed.Int64)
 
 	// 1. Cascade: every artifact of the lineage is sealed (and so now
-	// unreadable), or plaintext-held and purged by its holder.
-	var total, held int
-	var holders []string
-	rows, err := s.db.QueryContext(ctx, `SELECT a.sealed, a.holder FROM lineage l JOIN artifacts a ON a.id = l.artifact WHERE l.sid = ?`, r.sid[:])
-	if err != nil {
+	// unreadable), or plaintext-held and named in its holder's signed ack.
+	var total int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM lineage WHERE sid = ?`, r.sid[:]).Scan(&total); err != nil {
 		return nil, false, fmt.Errorf("derivation: verify: %w", err)
 	}
-	seen := map[string]bool{}
-	for rows.Next() {
-		var sealed bool
-		var holder string
-		if err := rows.Scan(&sealed, &holder); err != nil {
-			rows.Close()
-			return nil, false, fmt.Errorf("derivation: verify: %w", err)
-		}
-		total++
-		if !sealed {
-			held++
-			if !seen[holder] {
-				seen[holder] = true
-				holders = append(holders, holder)
+	held, err := s.heldBy(ctx, r, "")
+	if err != nil {
+		return nil, false, err
+	}
+	acked, err := s.ackedSet(ctx, r.id)
+	if err != nil {
+		return nil, false, err
+	}
+	var open, nheld int
+	var waiting []string
+	for h, ids := range held {
+		n := 0
+		for _, id := range ids {
+			nheld++
+			if !acked[id] {
+				n++
 			}
 		}
+		if n > 0 {
+			open += n
+			waiting = append(waiting, fmt.Sprintf("%s (%d)", h, n))
+		}
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, false, fmt.Errorf("derivation: verify: %w", err)
-	}
-	add(CondCascadeClosed, held == 0,
-		fmt.Sprintf("all %d artifacts of the lineage are sealed under keys that include the destroyed subject key", total),
-		fmt.Sprintf("%d plaintext-held artifacts of the lineage (holders: %s) live outside shredd and have no signed purge ack from their holders", held, strings.Join(holders, ", ")))
+	slices.Sort(waiting)
+	add(CondCascadeClosed, open == 0,
+		fmt.Sprintf("all %d artifacts of the lineage are closed: %d sealed under keys that include the destroyed subject key, %d plaintext-held purged with their holders' signed acks", total, total-nheld, nheld),
+		fmt.Sprintf("%d plaintext-held artifacts of the lineage have no signed purge ack from their holders: %s", open, strings.Join(waiting, ", ")))
 
 	// 2. Workers: no lease issued before the barrier on an artifact of the
 	// lineage is still live.
@@ -115,15 +118,26 @@ func (s *Service) verification(ctx context.Context, r forgetRow) ([]Condition, b
 		add(CondReadPathConverged, true, "the cache TTL has passed, the key material is destroyed and "+lookupWhy, "")
 	}
 
-	// 4. Closure: every artifact of the lineage has a registered kind.
+	// 4. Closure: every artifact of the lineage has a registered kind, and no
+	// holder reported holding artifacts shredd never registered.
 	var unregistered int
 	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM lineage l JOIN artifacts a ON a.id = l.artifact
 		LEFT JOIN kinds k ON k.name = a.kind WHERE l.sid = ? AND k.name IS NULL`, r.sid[:]).Scan(&unregistered); err != nil {
 		return nil, false, fmt.Errorf("derivation: verify: %w", err)
 	}
-	add(CondClosureIntact, unregistered == 0,
-		"every artifact of the lineage has a registered kind, and no holder has reported artifacts shredd never registered",
-		fmt.Sprintf("%d artifacts of the lineage have an unregistered kind", unregistered))
+	breaks, err := s.closureBreaks(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	switch {
+	case unregistered > 0:
+		add(CondClosureIntact, false, "", fmt.Sprintf("%d artifacts of the lineage have an unregistered kind", unregistered))
+	case len(breaks) > 0:
+		add(CondClosureIntact, false, "", "holders reported artifacts or kinds shredd never registered, so the lineage closure cannot be proven: "+strings.Join(breaks, ", "))
+		out[len(out)-1].Status = "failed"
+	default:
+		add(CondClosureIntact, true, "every artifact of the lineage has a registered kind, and no holder reported artifacts shredd never registered", "")
+	}
 
 	// 5. Backups: the epoch that followed the re-key completed (or, with
 	// per-subject keys, the subject's key is deleted in Vault).

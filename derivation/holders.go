@@ -1,0 +1,369 @@
+package derivation
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// LabelPurgeAck starts the bytes a holder signs to acknowledge a purge.
+const LabelPurgeAck = "shredd/v1/purge-ack"
+
+// MaxAckArtifacts bounds the artifacts of one ack or inventory report.
+const MaxAckArtifacts = 100_000
+
+// Holder is a component or peer agent that stores artifacts outside shredd,
+// with the Ed25519 key it signs purge acks with.
+type Holder struct {
+	ID        string
+	PublicKey ed25519.PublicKey
+	CreatedAt time.Time
+}
+
+var holderSchema = []string{
+	`CREATE TABLE IF NOT EXISTS holders (
+		id TEXT PRIMARY KEY,
+		public_key BLOB NOT NULL,
+		created_at INTEGER NOT NULL)`,
+	// The latest signed ack of each holder for each forget: the exact signed
+	// bytes and the signature, kept as evidence.
+	`CREATE TABLE IF NOT EXISTS acks (
+		forget BLOB NOT NULL,
+		holder TEXT NOT NULL,
+		payload BLOB NOT NULL,
+		signature BLOB NOT NULL,
+		received_at INTEGER NOT NULL,
+		PRIMARY KEY (forget, holder)) WITHOUT ROWID`,
+	`CREATE TABLE IF NOT EXISTS acked (
+		forget BLOB NOT NULL,
+		artifact BLOB NOT NULL,
+		holder TEXT NOT NULL,
+		PRIMARY KEY (forget, artifact)) WITHOUT ROWID`,
+	// The latest inventory of each holder: what it holds that shredd never
+	// registered breaks the closure of every open forget.
+	`CREATE TABLE IF NOT EXISTS inventories (
+		holder TEXT PRIMARY KEY,
+		reported_at INTEGER NOT NULL,
+		items INTEGER NOT NULL,
+		unknown_artifacts INTEGER NOT NULL,
+		unknown_kinds INTEGER NOT NULL)`,
+}
+
+// RegisterHolder records a holder and its Ed25519 public key. Registering
+// the same key again is a no-op; another key for a known holder is
+// ErrConflict (keys are not replaced silently: old acks stand on them).
+func (s *Service) RegisterHolder(ctx context.Context, id string, pub []byte) (Holder, bool, error) {
+	if !ValidHolder(id) {
+		return Holder{}, false, fmt.Errorf("derivation: holder id: %w", ErrInvalid)
+	}
+	if len(pub) != ed25519.PublicKeySize {
+		return Holder{}, false, fmt.Errorf("derivation: holder key of %d bytes, want an Ed25519 public key (%d): %w", len(pub), ed25519.PublicKeySize, ErrInvalid)
+	}
+	res, err := s.db.ExecContext(ctx, `INSERT OR IGNORE INTO holders(id, public_key, created_at) VALUES (?, ?, ?)`, id, pub, s.opts.Now().UnixNano())
+	if err != nil {
+		return Holder{}, false, fmt.Errorf("derivation: register holder: %w", err)
+	}
+	created, _ := res.RowsAffected()
+	h, err := s.GetHolder(ctx, id)
+	if err != nil {
+		return Holder{}, false, err
+	}
+	if !bytes.Equal(h.PublicKey, pub) {
+		return Holder{}, false, fmt.Errorf("derivation: holder %s is registered with another key: %w", id, ErrConflict)
+	}
+	return h, created == 1, nil
+}
+
+// GetHolder returns a registered holder.
+func (s *Service) GetHolder(ctx context.Context, id string) (Holder, error) {
+	h := Holder{ID: id}
+	var pub []byte
+	var created int64
+	err := s.db.QueryRowContext(ctx, `SELECT public_key, created_at FROM holders WHERE id=?`, id).Scan(&pub, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Holder{}, fmt.Errorf("derivation: holder: %w", ErrNotFound)
+	}
+	if err != nil {
+		return Holder{}, fmt.Errorf("derivation: holder: %w", err)
+	}
+	h.PublicKey, h.CreatedAt = pub, time.Unix(0, created).UTC()
+	return h, nil
+}
+
+// AckPayload returns the exact bytes a holder signs to acknowledge that it
+// purged artifacts for a forget: a label, the forget, the holder and the
+// sorted artifact ids, one per line.
+func AckPayload(forget ID, holder string, artifacts []ID) []byte {
+	ids := make([]string, len(artifacts))
+	for i, a := range artifacts {
+		ids[i] = a.String()
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	var b strings.Builder
+	b.WriteString(LabelPurgeAck + "\n")
+	b.WriteString("forget " + forget.String() + "\n")
+	b.WriteString("holder " + holder + "\n")
+	for _, id := range ids {
+		b.WriteString("artifact " + id + "\n")
+	}
+	return []byte(b.String())
+}
+
+// Purge is the work one forget gives one holder: the plaintext-held
+// artifacts of the forgotten subject's lineage it must drop and ack.
+type Purge struct {
+	Forget    ID
+	Artifacts []ID
+}
+
+// heldBy returns the plaintext-held artifacts of a forget's lineage held by
+// holder ("" for every holder), by holder.
+func (s *Service) heldBy(ctx context.Context, r forgetRow, holder string) (map[string][]ID, error) {
+	q := `SELECT a.id, a.holder FROM lineage l JOIN artifacts a ON a.id = l.artifact WHERE l.sid = ? AND a.sealed = 0`
+	args := []any{r.sid[:]}
+	if holder != "" {
+		q += ` AND a.holder = ?`
+		args = append(args, holder)
+	}
+	rows, err := s.db.QueryContext(ctx, q+` ORDER BY a.seq`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("derivation: purges: %w", err)
+	}
+	defer rows.Close()
+	out := map[string][]ID{}
+	for rows.Next() {
+		var b []byte
+		var h string
+		if err := rows.Scan(&b, &h); err != nil {
+			return nil, fmt.Errorf("derivation: purges: %w", err)
+		}
+		var id ID
+		copy(id[:], b)
+		out[h] = append(out[h], id)
+	}
+	return out, rows.Err()
+}
+
+// ackedSet returns the artifacts of a forget that signed acks cover.
+func (s *Service) ackedSet(ctx context.Context, forget ID) (map[ID]bool, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT artifact FROM acked WHERE forget=?`, forget[:])
+	if err != nil {
+		return nil, fmt.Errorf("derivation: acks: %w", err)
+	}
+	defer rows.Close()
+	out := map[ID]bool{}
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			return nil, fmt.Errorf("derivation: acks: %w", err)
+		}
+		var id ID
+		copy(id[:], b)
+		out[id] = true
+	}
+	return out, rows.Err()
+}
+
+// Purges lists, per open forget, the plaintext-held artifacts holder must
+// still purge and acknowledge.
+func (s *Service) Purges(ctx context.Context, holder string) ([]Purge, error) {
+	if _, err := s.GetHolder(ctx, holder); err != nil {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, forgetCols+` WHERE committed_at IS NOT NULL AND erased_at IS NULL ORDER BY requested_at`)
+	if err != nil {
+		return nil, fmt.Errorf("derivation: purges: %w", err)
+	}
+	var open []forgetRow
+	for rows.Next() {
+		r, err := scanForget(rows)
+		if err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("derivation: purges: %w", err)
+		}
+		open = append(open, r)
+	}
+	rows.Close()
+	out := []Purge{}
+	for _, r := range open {
+		held, err := s.heldBy(ctx, r, holder)
+		if err != nil {
+			return nil, err
+		}
+		acked, err := s.ackedSet(ctx, r.id)
+		if err != nil {
+			return nil, err
+		}
+		p := Purge{Forget: r.id}
+		for _, a := range held[holder] {
+			if !acked[a] {
+				p.Artifacts = append(p.Artifacts, a)
+			}
+		}
+		if len(p.Artifacts) > 0 {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// AckResult says what an ack closed and what the holder still holds.
+type AckResult struct {
+	Closed  []ID // artifacts this ack covers
+	Missing []ID // the holder's artifacts of the forget that no ack covers yet
+}
+
+// Ack records a holder's signed purge ack for a forget. The signature must
+// verify under the holder's registered key over AckPayload; every artifact
+// must be a plaintext-held artifact of this holder in the forget's lineage
+// (a sealed one needs no ack, another holder's is ErrForbidden). An ack that
+// omits some of the holder's artifacts is accepted, and those stay open:
+// Missing lists them. A delete ack alone never closes anything it does not
+// name.
+func (s *Service) Ack(ctx context.Context, forget ID, holder string, artifacts []ID, sig []byte) (AckResult, error) {
+	if len(artifacts) == 0 || len(artifacts) > MaxAckArtifacts {
+		return AckResult{}, fmt.Errorf("derivation: an ack names 1 to %d artifacts: %w", MaxAckArtifacts, ErrInvalid)
+	}
+	h, err := s.GetHolder(ctx, holder)
+	if err != nil {
+		return AckResult{}, err
+	}
+	r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE id=?`, forget[:]))
+	if errors.Is(err, sql.ErrNoRows) {
+		return AckResult{}, fmt.Errorf("derivation: forget %s: %w", forget, ErrNotFound)
+	}
+	if err != nil {
+		return AckResult{}, fmt.Errorf("derivation: ack: %w", err)
+	}
+	payload := AckPayload(forget, holder, artifacts)
+	if !ed25519.Verify(h.PublicKey, payload, sig) {
+		return AckResult{}, fmt.Errorf("derivation: the ack's signature does not verify under holder %s's key: %w", holder, ErrSignature)
+	}
+	all, err := s.heldBy(ctx, r, "")
+	if err != nil {
+		return AckResult{}, err
+	}
+	owner := map[ID]string{}
+	for hh, ids := range all {
+		for _, id := range ids {
+			owner[id] = hh
+		}
+	}
+	for _, a := range artifacts {
+		switch o, ok := owner[a]; {
+		case !ok:
+			return AckResult{}, fmt.Errorf("derivation: artifact %s is not a plaintext-held artifact of this forget's lineage: %w", a, ErrInvalid)
+		case o != holder:
+			return AckResult{}, fmt.Errorf("derivation: artifact %s belongs to another holder: %w", a, ErrForbidden)
+		}
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return AckResult{}, fmt.Errorf("derivation: ack: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO acks(forget, holder, payload, signature, received_at) VALUES (?, ?, ?, ?, ?)`,
+		forget[:], holder, payload, sig, s.opts.Now().UnixNano()); err != nil {
+		return AckResult{}, fmt.Errorf("derivation: ack: %w", err)
+	}
+	for _, a := range artifacts {
+		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO acked(forget, artifact, holder) VALUES (?, ?, ?)`, forget[:], a[:], holder); err != nil {
+			return AckResult{}, fmt.Errorf("derivation: ack: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return AckResult{}, fmt.Errorf("derivation: ack: %w", err)
+	}
+	acked, err := s.ackedSet(ctx, forget)
+	if err != nil {
+		return AckResult{}, err
+	}
+	res := AckResult{Closed: slices.Clone(artifacts)}
+	for _, a := range all[holder] {
+		if !acked[a] {
+			res.Missing = append(res.Missing, a)
+		}
+	}
+	s.Kick()
+	return res, nil
+}
+
+// InventoryItem is one artifact a holder reports holding.
+type InventoryItem struct {
+	ID   string
+	Kind string
+}
+
+// Inventory is what a holder's report revealed.
+type Inventory struct {
+	Items           int
+	UnknownArtifact []string // ids shredd never registered (or not as this holder's)
+	UnknownKind     []string // kinds shredd never registered
+}
+
+// ReportInventory records a holder's inventory. Any artifact shredd never
+// registered for this holder, or of a kind it never registered, breaks the
+// closure of every open forget: they are blocked until the holder reports a
+// clean inventory.
+func (s *Service) ReportInventory(ctx context.Context, holder string, items []InventoryItem) (Inventory, error) {
+	if _, err := s.GetHolder(ctx, holder); err != nil {
+		return Inventory{}, err
+	}
+	if len(items) > MaxAckArtifacts {
+		return Inventory{}, fmt.Errorf("derivation: inventory of %d items, at most %d: %w", len(items), MaxAckArtifacts, ErrTooLarge)
+	}
+	inv := Inventory{Items: len(items)}
+	kinds := map[string]bool{}
+	for _, it := range items {
+		id, err := ParseID(it.ID)
+		known := err == nil
+		if known {
+			var h string
+			err := s.db.QueryRowContext(ctx, `SELECT holder FROM artifacts WHERE id=?`, id[:]).Scan(&h)
+			known = err == nil && h == holder
+		}
+		if !known {
+			inv.UnknownArtifact = append(inv.UnknownArtifact, truncate(it.ID))
+		}
+		if _, seen := kinds[it.Kind]; !seen {
+			var one int
+			err := s.db.QueryRowContext(ctx, `SELECT 1 FROM kinds WHERE name=?`, it.Kind).Scan(&one)
+			kinds[it.Kind] = err == nil
+			if err != nil {
+				inv.UnknownKind = append(inv.UnknownKind, truncate(it.Kind))
+			}
+		}
+	}
+	if _, err := s.db.ExecContext(ctx, `INSERT OR REPLACE INTO inventories(holder, reported_at, items, unknown_artifacts, unknown_kinds) VALUES (?, ?, ?, ?, ?)`,
+		holder, s.opts.Now().UnixNano(), inv.Items, len(inv.UnknownArtifact), len(inv.UnknownKind)); err != nil {
+		return Inventory{}, fmt.Errorf("derivation: inventory: %w", err)
+	}
+	s.Kick()
+	return inv, nil
+}
+
+// closureBreaks lists the holders whose latest inventory holds artifacts or
+// kinds shredd never registered.
+func (s *Service) closureBreaks(ctx context.Context) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT holder FROM inventories WHERE unknown_artifacts > 0 OR unknown_kinds > 0 ORDER BY holder`)
+	if err != nil {
+		return nil, fmt.Errorf("derivation: inventories: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var h string
+		if err := rows.Scan(&h); err != nil {
+			return nil, err
+		}
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}

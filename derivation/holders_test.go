@@ -1,0 +1,99 @@
+package derivation_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/shredd/shredd/derivation"
+)
+
+// TestHolderAcks: a plaintext-held artifact is closed only by its holder's
+// signed ack that names it; bad signatures, other holders' artifacts and
+// unknown artifacts are refused, and an ack that omits an artifact leaves it
+// open. An inventory with unregistered artifacts blocks the forget.
+func TestHolderAcks(t *testing.T) {
+	ctx := context.Background()
+	s, c := newClockedService(t)
+	pubA, privA, _ := ed25519.GenerateKey(rand.Reader)
+	pubB, privB, _ := ed25519.GenerateKey(rand.Reader)
+	if _, created, err := s.RegisterHolder(ctx, "ann-1", pubA); err != nil || !created {
+		t.Fatalf("register: %v %v", created, err)
+	}
+	if _, created, err := s.RegisterHolder(ctx, "ann-1", pubA); err != nil || created {
+		t.Fatalf("register again: %v %v", created, err)
+	}
+	if _, _, err := s.RegisterHolder(ctx, "ann-1", pubB); !errors.Is(err, derivation.ErrConflict) {
+		t.Fatalf("another key for a holder: %v", err)
+	}
+	if _, _, err := s.RegisterHolder(ctx, "cache-2", pubB); err != nil {
+		t.Fatal(err)
+	}
+	rec := seal(t, s, derivation.Source{Kind: "episodic", Subjects: []string{"alice"}}, "r")
+	v1, _ := s.Register(ctx, derivation.Source{Kind: "embedding", Parents: []derivation.ID{rec.Artifact}, Holder: "ann-1"})
+	v2, _ := s.Register(ctx, derivation.Source{Kind: "embedding", Parents: []derivation.ID{rec.Artifact}, Holder: "ann-1"})
+	kv, _ := s.Register(ctx, derivation.Source{Kind: "summary", Subjects: []string{"alice"}, Holder: "cache-2"})
+	f, err := s.Forget(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RunEpoch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.add(time.Minute)
+
+	work, err := s.Purges(ctx, "ann-1")
+	if err != nil || len(work) != 1 || work[0].Forget != f.ID || len(work[0].Artifacts) != 2 {
+		t.Fatalf("purge work: %+v %v", work, err)
+	}
+	sign := func(priv ed25519.PrivateKey, holder string, ids ...derivation.ID) []byte {
+		return ed25519.Sign(priv, derivation.AckPayload(f.ID, holder, ids))
+	}
+	if _, err := s.Ack(ctx, f.ID, "ann-1", []derivation.ID{v1.ID, v2.ID}, sign(privB, "ann-1", v1.ID, v2.ID)); !errors.Is(err, derivation.ErrSignature) {
+		t.Fatalf("ack signed with another key: %v", err)
+	}
+	if _, err := s.Ack(ctx, f.ID, "ann-1", []derivation.ID{v1.ID}, sign(privA, "ann-1", v1.ID, v2.ID)); !errors.Is(err, derivation.ErrSignature) {
+		t.Fatalf("ack whose signature covers other artifacts: %v", err)
+	}
+	if _, err := s.Ack(ctx, f.ID, "ann-1", []derivation.ID{kv.ID}, sign(privA, "ann-1", kv.ID)); !errors.Is(err, derivation.ErrForbidden) {
+		t.Fatalf("ack of another holder's artifact: %v", err)
+	}
+	if _, err := s.Ack(ctx, f.ID, "ann-1", []derivation.ID{rec.Artifact}, sign(privA, "ann-1", rec.Artifact)); !errors.Is(err, derivation.ErrInvalid) {
+		t.Fatalf("ack of a sealed artifact: %v", err)
+	}
+	// "Deleted", naming only one of the two vectors: the other stays open.
+	res, err := s.Ack(ctx, f.ID, "ann-1", []derivation.ID{v1.ID}, sign(privA, "ann-1", v1.ID))
+	if err != nil || len(res.Missing) != 1 || res.Missing[0] != v2.ID {
+		t.Fatalf("partial ack: %+v %v", res, err)
+	}
+	if g := mustVerify(t, s, f.ID); g.State == derivation.StateErased || conditions(g)[derivation.CondCascadeClosed].Status != "pending" {
+		t.Fatalf("erased with unacked artifacts: %s %+v", g.State, conditions(g))
+	}
+	if _, err := s.Ack(ctx, f.ID, "ann-1", []derivation.ID{v2.ID}, sign(privA, "ann-1", v2.ID)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Ack(ctx, f.ID, "cache-2", []derivation.ID{kv.ID}, sign(privB, "cache-2", kv.ID)); err != nil {
+		t.Fatal(err)
+	}
+	if work, _ := s.Purges(ctx, "ann-1"); len(work) != 0 {
+		t.Fatalf("purge work left after the acks: %+v", work)
+	}
+
+	// An inventory holding something shredd never registered blocks it.
+	if _, err := s.ReportInventory(ctx, "cache-2", []derivation.InventoryItem{{ID: kv.ID.String(), Kind: "summary"}, {ID: "ffffffffffffffffffffffffffffffff", Kind: "kv-cache"}}); err != nil {
+		t.Fatal(err)
+	}
+	g := mustVerify(t, s, f.ID)
+	if g.State != derivation.StateBlocked || conditions(g)[derivation.CondClosureIntact].Status != "failed" {
+		t.Fatalf("inventory with unregistered artifacts: %s %+v", g.State, conditions(g))
+	}
+	if _, err := s.ReportInventory(ctx, "cache-2", nil); err != nil {
+		t.Fatal(err)
+	}
+	if g := mustVerify(t, s, f.ID); g.State != derivation.StateErased {
+		t.Fatalf("all closed and the inventory clean, yet %s: %+v", g.State, conditions(g))
+	}
+}
