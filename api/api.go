@@ -108,6 +108,10 @@ func (s *Server) Handler() http.Handler {
 		r.With(s.require(ScopeForget, ScopeAudit)).Get("/forgets", s.listForgets)
 		r.With(s.require(ScopeForget, ScopeAudit)).Get("/forgets/{id}", s.getForget)
 		r.With(s.require(ScopeForget, ScopeAudit)).Post("/forgets/{id}/verify", s.verifyForget)
+		r.With(s.require(ScopeRegister)).Post("/forgets/{id}/acks", s.ack)
+		r.With(s.require(ScopeAdmin)).Post("/holders", s.registerHolder)
+		r.With(s.require(ScopeRegister, ScopeAudit)).Get("/holders/{id}/purges", s.purges)
+		r.With(s.require(ScopeRegister)).Post("/holders/{id}/inventory", s.inventory)
 		r.With(s.require(ScopeAdmin)).Post("/epoch", s.epoch)
 	})
 	return r

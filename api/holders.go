@@ -1,0 +1,175 @@
+package api
+
+import (
+	"encoding/base64"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/shredd/shredd/derivation"
+)
+
+type holderRequest struct {
+	Holder    string `json:"holder"`
+	PublicKey string `json:"public_key"` // base64 of the 32-byte Ed25519 public key
+}
+
+type holderResponse struct {
+	Holder    string    `json:"holder"`
+	PublicKey string    `json:"public_key"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// registerHolder registers a holder and its Ed25519 key (POST /v1/holders).
+func (s *Server) registerHolder(w http.ResponseWriter, r *http.Request) {
+	var req holderRequest
+	if err := s.decode(r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if req.Holder == "" || req.PublicKey == "" {
+		s.fail(w, r, badRequest("missing_field", "holder and public_key are required"))
+		return
+	}
+	pub, err := b64("public_key", req.PublicKey)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	h, created, err := s.svc.RegisterHolder(r.Context(), req.Holder, pub)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, holderResponse{Holder: h.ID, PublicKey: base64.StdEncoding.EncodeToString(h.PublicKey), CreatedAt: h.CreatedAt})
+}
+
+// holderParam returns the {id} holder of the path, refusing a holder-bound
+// token of another holder.
+func holderParam(r *http.Request) (string, error) {
+	id := chi.URLParam(r, "id")
+	if !derivation.ValidHolder(id) {
+		return "", badRequest("invalid_id", "holder ids are 1 to 128 of [A-Za-z0-9._:@-]")
+	}
+	return actAs(r.Context(), id)
+}
+
+type purgeJSON struct {
+	Forget    string   `json:"forget"`
+	Artifacts []string `json:"artifacts"`
+}
+
+// purges lists a holder's purge work (GET /v1/holders/{id}/purges).
+func (s *Server) purges(w http.ResponseWriter, r *http.Request) {
+	holder, err := holderParam(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	ps, err := s.svc.Purges(r.Context(), holder)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := make([]purgeJSON, len(ps))
+	for i, p := range ps {
+		out[i] = purgeJSON{Forget: p.Forget.String(), Artifacts: idStrings(p.Artifacts)}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"purges": out})
+}
+
+func idStrings(ids []derivation.ID) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = id.String()
+	}
+	return out
+}
+
+type ackRequest struct {
+	Holder    string   `json:"holder"`
+	Artifacts []string `json:"artifacts"`
+	Signature string   `json:"signature"` // base64 Ed25519 signature over the ack payload
+}
+
+// ack takes a holder's signed purge ack (POST /v1/forgets/{id}/acks).
+func (s *Server) ack(w http.ResponseWriter, r *http.Request) {
+	fid, err := derivation.ParseID(chi.URLParam(r, "id"))
+	if err != nil {
+		s.fail(w, r, badRequest("invalid_id", "forget ids are 32 hex digits"))
+		return
+	}
+	var req ackRequest
+	if err := s.decode(r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	holder, err := actAs(r.Context(), req.Holder)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if holder == "" || len(req.Artifacts) == 0 || req.Signature == "" {
+		s.fail(w, r, badRequest("missing_field", "holder, artifacts and signature are required"))
+		return
+	}
+	ids, err := parseIDs("artifacts", req.Artifacts)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	sig, err := b64("signature", req.Signature)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	res, err := s.svc.Ack(r.Context(), fid, holder, ids, sig)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"closed": idStrings(res.Closed), "missing": idStrings(res.Missing)})
+}
+
+type inventoryRequest struct {
+	Artifacts []struct {
+		ID   string `json:"id"`
+		Kind string `json:"kind"`
+	} `json:"artifacts"`
+}
+
+// inventory takes a holder's inventory (POST /v1/holders/{id}/inventory).
+func (s *Server) inventory(w http.ResponseWriter, r *http.Request) {
+	holder, err := holderParam(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var req inventoryRequest
+	if err := s.decode(r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	items := make([]derivation.InventoryItem, len(req.Artifacts))
+	for i, a := range req.Artifacts {
+		items[i] = derivation.InventoryItem{ID: a.ID, Kind: a.Kind}
+	}
+	inv, err := s.svc.ReportInventory(r.Context(), holder, items)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	ua, uk := inv.UnknownArtifact, inv.UnknownKind
+	if ua == nil {
+		ua = []string{}
+	}
+	if uk == nil {
+		uk = []string{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": inv.Items, "unknown_artifacts": ua, "unknown_kinds": uk})
+}

@@ -1,0 +1,77 @@
+package api_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/shredd/shredd/api"
+	"github.com/shredd/shredd/derivation"
+)
+
+// TestHoldersAndAcks drives the holder routes over HTTP: registration, purge
+// work, a signed ack (and a forged one), and an inventory that blocks.
+func TestHoldersAndAcks(t *testing.T) {
+	e := newEnv(t, 0)
+	art, _ := e.setup()
+	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+	pk := base64.StdEncoding.EncodeToString(pub)
+	if r := e.do("POST", "/v1/holders", `{"holder":"ann-1","public_key":"`+pk+`"}`); r.status != 201 {
+		t.Fatalf("register holder: %d %v", r.status, r.body)
+	}
+	other, _, _ := ed25519.GenerateKey(rand.Reader)
+	if r := e.do("POST", "/v1/holders", `{"holder":"ann-1","public_key":"`+base64.StdEncoding.EncodeToString(other)+`"}`); r.status != 409 || str(r, "code") != "conflict" {
+		t.Fatalf("another key: %d %v", r.status, r.body)
+	}
+	if r := e.do("POST", "/v1/holders", `{"holder":"ann-2","public_key":"AAAA"}`); r.status != 400 {
+		t.Fatalf("short key: %d %v", r.status, r.body)
+	}
+	vec := str(e.do("POST", "/v1/artifacts", `{"parents":["`+art+`"],"kind":"episodic","holder":"ann-1"}`), "artifact")
+	fid := str(e.do("POST", "/v1/forget", `{"subject":"alice@example.com"}`), "forget")
+
+	r := e.do("GET", "/v1/holders/ann-1/purges", "")
+	ps, _ := r.body["purges"].([]any)
+	if r.status != 200 || len(ps) != 1 || !strings.Contains(toJSON(ps), vec) {
+		t.Fatalf("purges: %d %v", r.status, r.body)
+	}
+	fidID, _ := derivation.ParseID(fid)
+	vecID, _ := derivation.ParseID(vec)
+	good := base64.StdEncoding.EncodeToString(ed25519.Sign(priv, derivation.AckPayload(fidID, "ann-1", []derivation.ID{vecID})))
+	forged := base64.StdEncoding.EncodeToString(ed25519.Sign(priv, derivation.AckPayload(fidID, "ann-2", []derivation.ID{vecID})))
+	if r := e.do("POST", "/v1/forgets/"+fid+"/acks", `{"holder":"ann-1","artifacts":["`+vec+`"],"signature":"`+forged+`"}`); r.status != 400 || str(r, "code") != "invalid_signature" {
+		t.Fatalf("forged ack: %d %v", r.status, r.body)
+	}
+	_, bound, err := e.tokens.Create(context.Background(), "b", []string{api.ScopeRegister}, "ann-2", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := e.do("POST", "/v1/forgets/"+fid+"/acks", `{"holder":"ann-1","artifacts":["`+vec+`"],"signature":"`+good+`"}`, "Authorization", "Bearer "+bound); r.status != 403 {
+		t.Fatalf("ack as another holder: %d %v", r.status, r.body)
+	}
+	if r := e.do("GET", "/v1/holders/ann-1/purges", "", "Authorization", "Bearer "+bound); r.status != 403 {
+		t.Fatalf("another holder's purges: %d", r.status)
+	}
+	r = e.do("POST", "/v1/forgets/"+fid+"/acks", `{"holder":"ann-1","artifacts":["`+vec+`"],"signature":"`+good+`"}`)
+	if r.status != 200 || !strings.Contains(toJSON(r.body["closed"]), vec) || len(r.body["missing"].([]any)) != 0 {
+		t.Fatalf("ack: %d %v", r.status, r.body)
+	}
+	if r := e.do("GET", "/v1/holders/ann-1/purges", ""); len(r.body["purges"].([]any)) != 0 {
+		t.Fatalf("purge work after the ack: %v", r.body)
+	}
+	r = e.do("POST", "/v1/holders/ann-1/inventory", `{"artifacts":[{"id":"ffffffffffffffffffffffffffffffff","kind":"kv-cache"}]}`)
+	if r.status != 200 || len(r.body["unknown_artifacts"].([]any)) != 1 || len(r.body["unknown_kinds"].([]any)) != 1 {
+		t.Fatalf("inventory: %d %v", r.status, r.body)
+	}
+	if r := e.do("GET", "/v1/forgets/"+fid, ""); str(r, "state") != "blocked" {
+		t.Fatalf("forget after a bad inventory: %v", r.body)
+	}
+}
+
+func toJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
