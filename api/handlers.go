@@ -484,9 +484,10 @@ func (s *Server) getForget(w http.ResponseWriter, r *http.Request) {
 func (s *Server) listForgets(w http.ResponseWriter, r *http.Request) {
 	state := r.URL.Query().Get("state")
 	switch state {
-	case "", derivation.StateRequested, derivation.StateCommitted, derivation.StateShredded, derivation.StateErased, derivation.StateOverdue:
+	case "", derivation.StateRequested, derivation.StateCommitted, derivation.StateShredded, derivation.StateErased,
+		derivation.StateBlocked, derivation.StateOverdue:
 	default:
-		s.fail(w, r, badRequest("invalid_state", "state must be requested, committed, shredded, erased or overdue"))
+		s.fail(w, r, badRequest("invalid_state", "state must be requested, committed, shredded, erased, blocked or overdue"))
 		return
 	}
 	fs, err := s.svc.Forgets(r.Context(), state, 0)
