@@ -8,12 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
-)
 
-// LabelPurgeAck starts the bytes a holder signs to acknowledge a purge.
-const LabelPurgeAck = "shredd/v1/purge-ack"
+	"github.com/shredd/shredd/attest"
+)
 
 // MaxAckArtifacts bounds the artifacts of one ack or inventory report.
 const MaxAckArtifacts = 100_000
@@ -97,23 +95,16 @@ func (s *Service) GetHolder(ctx context.Context, id string) (Holder, error) {
 }
 
 // AckPayload returns the exact bytes a holder signs to acknowledge that it
-// purged artifacts for a forget: a label, the forget, the holder and the
-// sorted artifact ids, one per line.
+// purged artifacts for a forget: attest.AckMessage, the format the offline
+// verifier checks in attestations (a label, the forget, the holder and the
+// sorted artifact ids, one per line).
 func AckPayload(forget ID, holder string, artifacts []ID) []byte {
 	ids := make([]string, len(artifacts))
 	for i, a := range artifacts {
 		ids[i] = a.String()
 	}
 	slices.Sort(ids)
-	ids = slices.Compact(ids)
-	var b strings.Builder
-	b.WriteString(LabelPurgeAck + "\n")
-	b.WriteString("forget " + forget.String() + "\n")
-	b.WriteString("holder " + holder + "\n")
-	for _, id := range ids {
-		b.WriteString("artifact " + id + "\n")
-	}
-	return []byte(b.String())
+	return attest.AckMessage(forget.String(), holder, slices.Compact(ids))
 }
 
 // Purge is the work one forget gives one holder: the plaintext-held
