@@ -7,6 +7,7 @@ package api
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
@@ -41,6 +42,9 @@ type Config struct {
 	Tokens *Tokens
 	// Metrics, when set, counts requests and serves GET /metrics.
 	Metrics *Metrics
+	// AttestationKey signs erasure attestations (GET
+	// /v1/forgets/{id}/attestation); without it the route answers 503.
+	AttestationKey ed25519.PrivateKey
 	// MaxBody bounds every request body in bytes (DefaultMaxBody when 0).
 	MaxBody int64
 }
@@ -52,12 +56,13 @@ type Server struct {
 	log     *slog.Logger
 	tokens  *Tokens
 	metrics *Metrics
+	attKey  ed25519.PrivateKey
 	maxBody int64
 }
 
 // New returns a Server.
 func New(c Config) *Server {
-	s := &Server{svc: c.Service, root: c.Root, log: c.Log, tokens: c.Tokens, metrics: c.Metrics, maxBody: c.MaxBody}
+	s := &Server{svc: c.Service, root: c.Root, log: c.Log, tokens: c.Tokens, metrics: c.Metrics, attKey: c.AttestationKey, maxBody: c.MaxBody}
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBody
 	}
@@ -108,6 +113,7 @@ func (s *Server) Handler() http.Handler {
 		r.With(s.require(ScopeForget, ScopeAudit)).Get("/forgets", s.listForgets)
 		r.With(s.require(ScopeForget, ScopeAudit)).Get("/forgets/{id}", s.getForget)
 		r.With(s.require(ScopeForget, ScopeAudit)).Post("/forgets/{id}/verify", s.verifyForget)
+		r.With(s.require(ScopeForget, ScopeAudit)).Get("/forgets/{id}/attestation", s.attestation)
 		r.With(s.require(ScopeRegister)).Post("/forgets/{id}/acks", s.ack)
 		r.With(s.require(ScopeAdmin)).Post("/holders", s.registerHolder)
 		r.With(s.require(ScopeRegister, ScopeAudit)).Get("/holders/{id}/purges", s.purges)

@@ -34,6 +34,7 @@ var errorMap = []struct {
 	{derivation.ErrNotFound, http.StatusNotFound, "not_found", "Not found"},
 	{derivation.ErrForbidden, http.StatusForbidden, "wrong_holder", "The token acts for another holder"},
 	{derivation.ErrConflict, http.StatusConflict, "conflict", "The request contradicts what is registered"},
+	{derivation.ErrNotErased, http.StatusConflict, "not_erased", "The forget is not erased: its conditions are not all proven"},
 	{derivation.ErrSignature, http.StatusBadRequest, "invalid_signature", "The signature does not verify under the holder's key"},
 	{derivation.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large", "A limit was exceeded"},
 	{derivation.ErrEnvelope, http.StatusUnprocessableEntity, "invalid_envelope", "The ciphertext is not a valid shredd envelope or does not open with this context"},

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/base64"
+	"encoding/hex"
 	"net/http"
 	"strconv"
 	"time"
@@ -394,20 +395,24 @@ func previewJSON(p derivation.Preview) previewResponse {
 
 // forgetResponse is the pending-erasure token.
 type forgetResponse struct {
-	Forget       string                 `json:"forget"`
-	State        string                 `json:"state"`
-	Overdue      bool                   `json:"overdue"`
-	Barrier      int64                  `json:"barrier"`
-	TPropSeconds float64                `json:"t_prop_seconds"`
-	Deadline     time.Time              `json:"deadline"`
-	RequestedAt  time.Time              `json:"requested_at"`
-	CommittedAt  *time.Time             `json:"committed_at,omitempty"`
-	RekeyedAt    *time.Time             `json:"rekeyed_at,omitempty"`
-	ShreddedAt   *time.Time             `json:"shredded_at,omitempty"`
-	ErasedAt     *time.Time             `json:"erased_at,omitempty"`
-	Epoch        int64                  `json:"epoch,omitempty"`
-	Conditions   []derivation.Condition `json:"conditions"`
-	Verification []derivation.Condition `json:"verification"`
+	Forget       string     `json:"forget"`
+	State        string     `json:"state"`
+	Overdue      bool       `json:"overdue"`
+	Barrier      int64      `json:"barrier"`
+	TPropSeconds float64    `json:"t_prop_seconds"`
+	Deadline     time.Time  `json:"deadline"`
+	RequestedAt  time.Time  `json:"requested_at"`
+	CommittedAt  *time.Time `json:"committed_at,omitempty"`
+	RekeyedAt    *time.Time `json:"rekeyed_at,omitempty"`
+	ShreddedAt   *time.Time `json:"shredded_at,omitempty"`
+	ErasedAt     *time.Time `json:"erased_at,omitempty"`
+	// CommitmentSalt (hex) is in the answer of the forget call that created
+	// the forget, only: with the subject id it checks the attestation's
+	// subject commitment. shredd does not keep it.
+	CommitmentSalt string                 `json:"commitment_salt,omitempty"`
+	Epoch          int64                  `json:"epoch,omitempty"`
+	Conditions     []derivation.Condition `json:"conditions"`
+	Verification   []derivation.Condition `json:"verification"`
 }
 
 func tptr(t time.Time) *time.Time {
@@ -421,7 +426,7 @@ func forgetJSON(f derivation.Forget) forgetResponse {
 	return forgetResponse{Forget: f.ID.String(), State: f.State, Overdue: f.Overdue, Barrier: f.Barrier,
 		TPropSeconds: f.TProp.Seconds(), Deadline: f.Deadline, RequestedAt: f.RequestedAt,
 		CommittedAt: tptr(f.CommittedAt), RekeyedAt: tptr(f.RekeyedAt), ShreddedAt: tptr(f.ShreddedAt), ErasedAt: tptr(f.ErasedAt),
-		Epoch: f.Epoch, Conditions: f.Conditions, Verification: f.Verification}
+		Epoch: f.Epoch, Conditions: f.Conditions, Verification: f.Verification, CommitmentSalt: hex.EncodeToString(f.Salt)}
 }
 
 func (s *Server) forget(w http.ResponseWriter, r *http.Request) {
@@ -465,6 +470,26 @@ func (s *Server) verifyForget(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, forgetJSON(f))
+}
+
+// attestation answers the signed erasure attestation of an erased forget
+// (a DSSE envelope, docs/attestation.md); 409 not_erased before.
+func (s *Server) attestation(w http.ResponseWriter, r *http.Request) {
+	id, err := derivation.ParseID(chi.URLParam(r, "id"))
+	if err != nil {
+		s.fail(w, r, badRequest("invalid_id", "forget ids are 32 hex digits"))
+		return
+	}
+	if s.attKey == nil {
+		s.fail(w, r, &problemError{status: http.StatusServiceUnavailable, code: "backend_unavailable", title: "No attestation key is configured"})
+		return
+	}
+	env, err := s.svc.Attestation(r.Context(), id, s.attKey)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, env)
 }
 
 func (s *Server) getForget(w http.ResponseWriter, r *http.Request) {

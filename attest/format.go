@@ -13,7 +13,9 @@
 // package, so the offline verifier stays small. The statement format
 // (types, ParseStatement, Statement.Marshal, Statement.Validate, in
 // format.go) is kept apart from the cryptography (commitments, DSSE
-// signatures and key files, in attest.go and keys.go).
+// signatures, holder acks and key files, in attest.go and keys.go); the one
+// crossing is that Validate checks the holder acks' signatures, which are
+// part of the statement.
 package attest
 
 import (
@@ -88,9 +90,14 @@ const (
 	CondBackupsEpoch      = "backups_epoch"       // the epoch rotation that followed the barrier completed
 )
 
-// Conditions lists the five conditions of erasure, in the order of the
-// design; every attestation has each exactly once, all StatusOK.
-var Conditions = []string{CondCascadeClosed, CondWorkersQuiesced, CondReadPathConverged, CondClosureIntact, CondBackupsEpoch}
+// conditionNames are the five conditions of erasure, in the order of the
+// design.
+var conditionNames = [...]string{CondCascadeClosed, CondWorkersQuiesced, CondReadPathConverged, CondClosureIntact, CondBackupsEpoch}
+
+// Conditions returns the names of the five conditions of erasure, in the
+// order of the design; every attestation has each exactly once, all
+// StatusOK.
+func Conditions() []string { return slices.Clone(conditionNames[:]) }
 
 // Condition statuses. Only StatusOK lets an attestation verify; the others
 // exist so that a pending statement can be written down and refused.
@@ -476,7 +483,7 @@ func (a *Artifact) validate() error {
 func validateConditions(cs []Condition) error {
 	seen := make(map[string]bool, len(cs))
 	for _, c := range cs {
-		if !slices.Contains(Conditions, c.Name) {
+		if !slices.Contains(conditionNames[:], c.Name) {
 			return fmt.Errorf("attest: unknown condition %q: %w", c.Name, ErrCondition)
 		}
 		if seen[c.Name] {
@@ -490,7 +497,7 @@ func validateConditions(cs []Condition) error {
 			return fmt.Errorf("attest: condition %s is ok without evidence: %w", c.Name, ErrCondition)
 		}
 	}
-	for _, name := range Conditions {
+	for _, name := range conditionNames {
 		if !seen[name] {
 			return fmt.Errorf("attest: condition %s missing: %w", name, ErrCondition)
 		}

@@ -30,6 +30,11 @@ func compact(t *testing.T, b []byte) []byte {
 	return buf.Bytes()
 }
 
+// The seeds are attestations of several kilobytes: run the fuzzers with a
+// short minimization, or each new input is minimized for a minute:
+//
+//	go test ./attest -run XXX -fuzz FuzzOpen -fuzzminimizetime 1s
+
 // FuzzOpen checks that Open never panics, fails only with its documented
 // errors, and never accepts a modified envelope: whatever it accepts is one
 // of the envelopes the test key signed, up to whitespace between tokens,

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/envelope"
 	"github.com/shredd/shredd/keystore"
 )
@@ -46,6 +47,11 @@ type Forget struct {
 	// erased once all are ok.
 	Verification []Condition
 	Overdue      bool // the deadline passed before it was erased
+	// Salt is the random salt of the subject commitment in the forget's
+	// attestation: set only in the answer to the call that created the
+	// forget, and never stored (a stored salt would let anyone holding the
+	// database test guessed subject ids against the commitment).
+	Salt []byte
 }
 
 type forgetRow struct {
@@ -151,8 +157,9 @@ func (s *Service) Forget(ctx context.Context, subject string) (Forget, error) {
 		return Forget{}, err
 	}
 	now := s.opts.Now()
-	if _, err := s.db.ExecContext(ctx, `INSERT INTO forgets(id, sid, state, requested_at, deadline) VALUES (?, ?, ?, ?, ?)`,
-		id[:], sid[:], StateRequested, now.UnixNano(), now.Add(s.opts.Deadline).UnixNano()); err != nil {
+	salt := attest.NewSalt()
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO forgets(id, sid, state, requested_at, deadline, commitment) VALUES (?, ?, ?, ?, ?, ?)`,
+		id[:], sid[:], StateRequested, now.UnixNano(), now.Add(s.opts.Deadline).UnixNano(), attest.Commit(subject, salt)); err != nil {
 		return Forget{}, fmt.Errorf("derivation: forget: %w", err)
 	}
 	s.opts.Crash("forget:requested")
@@ -160,7 +167,9 @@ func (s *Service) Forget(ctx context.Context, subject string) (Forget, error) {
 		return Forget{}, err
 	}
 	s.Kick()
-	return s.GetForget(ctx, id)
+	f, err := s.GetForget(ctx, id)
+	f.Salt = salt
+	return f, err
 }
 
 // commit destroys the subject key and moves the forget to committed in one

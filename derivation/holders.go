@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/shredd/shredd/attest"
@@ -29,19 +30,23 @@ var holderSchema = []string{
 		id TEXT PRIMARY KEY,
 		public_key BLOB NOT NULL,
 		created_at INTEGER NOT NULL)`,
-	// The latest signed ack of each holder for each forget: the exact signed
-	// bytes and the signature, kept as evidence.
-	`CREATE TABLE IF NOT EXISTS acks (
+	// Every signed ack as received: the exact signed bytes and the
+	// signature, kept as evidence for the attestation.
+	`CREATE TABLE IF NOT EXISTS holder_acks (
+		id INTEGER PRIMARY KEY AUTOINCREMENT,
 		forget BLOB NOT NULL,
 		holder TEXT NOT NULL,
+		artifacts TEXT NOT NULL,
 		payload BLOB NOT NULL,
 		signature BLOB NOT NULL,
-		received_at INTEGER NOT NULL,
-		PRIMARY KEY (forget, holder)) WITHOUT ROWID`,
+		received_at INTEGER NOT NULL)`,
+	`CREATE INDEX IF NOT EXISTS holder_acks_by_forget ON holder_acks(forget)`,
+	// Which ack closed each artifact: exactly one.
 	`CREATE TABLE IF NOT EXISTS acked (
 		forget BLOB NOT NULL,
 		artifact BLOB NOT NULL,
 		holder TEXT NOT NULL,
+		ack INTEGER NOT NULL,
 		PRIMARY KEY (forget, artifact)) WITHOUT ROWID`,
 	// The latest inventory of each holder: what it holds that shredd never
 	// registered breaks the closure of every open forget.
@@ -214,10 +219,11 @@ type AckResult struct {
 // Ack records a holder's signed purge ack for a forget. The signature must
 // verify under the holder's registered key over AckPayload; every artifact
 // must be a plaintext-held artifact of this holder in the forget's lineage
-// (a sealed one needs no ack, another holder's is ErrForbidden). An ack that
-// omits some of the holder's artifacts is accepted, and those stay open:
-// Missing lists them. A delete ack alone never closes anything it does not
-// name.
+// (a sealed one needs no ack, another holder's is ErrForbidden), and not
+// closed by an earlier ack (ErrConflict: each artifact is closed by exactly
+// one signed ack; sending the same ack again is a no-op). An ack that omits
+// some of the holder's artifacts is accepted, and those stay open: Missing
+// lists them. A delete ack alone never closes anything it does not name.
 func (s *Service) Ack(ctx context.Context, forget ID, holder string, artifacts []ID, sig []byte) (AckResult, error) {
 	if len(artifacts) == 0 || len(artifacts) > MaxAckArtifacts {
 		return AckResult{}, fmt.Errorf("derivation: an ack names 1 to %d artifacts: %w", MaxAckArtifacts, ErrInvalid)
@@ -260,17 +266,39 @@ func (s *Service) Ack(ctx context.Context, forget ID, holder string, artifacts [
 		return AckResult{}, fmt.Errorf("derivation: ack: %w", err)
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO acks(forget, holder, payload, signature, received_at) VALUES (?, ?, ?, ?, ?)`,
-		forget[:], holder, payload, sig, s.opts.Now().UnixNano()); err != nil {
+	var dup int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM holder_acks WHERE forget=? AND holder=? AND payload=?`, forget[:], holder, payload).Scan(&dup); err != nil {
 		return AckResult{}, fmt.Errorf("derivation: ack: %w", err)
 	}
-	for _, a := range artifacts {
-		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO acked(forget, artifact, holder) VALUES (?, ?, ?)`, forget[:], a[:], holder); err != nil {
+	if dup == 0 {
+		for _, a := range artifacts {
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM acked WHERE forget=? AND artifact=?`, forget[:], a[:]).Scan(&n); err != nil {
+				return AckResult{}, fmt.Errorf("derivation: ack: %w", err)
+			}
+			if n > 0 {
+				return AckResult{}, fmt.Errorf("derivation: artifact %s is already closed by an earlier ack: %w", a, ErrConflict)
+			}
+		}
+		names := make([]string, len(artifacts))
+		for i, a := range artifacts {
+			names[i] = a.String()
+		}
+		slices.Sort(names)
+		res, err := tx.ExecContext(ctx, `INSERT INTO holder_acks(forget, holder, artifacts, payload, signature, received_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			forget[:], holder, strings.Join(slices.Compact(names), ","), payload, sig, s.opts.Now().UnixNano())
+		if err != nil {
 			return AckResult{}, fmt.Errorf("derivation: ack: %w", err)
 		}
-	}
-	if err := tx.Commit(); err != nil {
-		return AckResult{}, fmt.Errorf("derivation: ack: %w", err)
+		ackID, _ := res.LastInsertId()
+		for _, a := range artifacts {
+			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO acked(forget, artifact, holder, ack) VALUES (?, ?, ?, ?)`, forget[:], a[:], holder, ackID); err != nil {
+				return AckResult{}, fmt.Errorf("derivation: ack: %w", err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			return AckResult{}, fmt.Errorf("derivation: ack: %w", err)
+		}
 	}
 	acked, err := s.ackedSet(ctx, forget)
 	if err != nil {

@@ -1,13 +1,16 @@
 package derivation_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
 
+	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/derivation"
 )
 
@@ -95,5 +98,51 @@ func TestHolderAcks(t *testing.T) {
 	}
 	if g := mustVerify(t, s, f.ID); g.State != derivation.StateErased {
 		t.Fatalf("all closed and the inventory clean, yet %s: %+v", g.State, conditions(g))
+	}
+
+	// The attestation: signed, about the salted commitment, listing every
+	// artifact with how it was closed and both holders' acks.
+	svcPub, svcKey, _ := ed25519.GenerateKey(rand.Reader)
+	env, err := s.Attestation(ctx, f.ID, svcKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(env)
+	st, err := attest.Open(raw, svcPub)
+	if err != nil {
+		t.Fatalf("the attestation does not verify: %v", err)
+	}
+	if len(f.Salt) == 0 {
+		t.Fatal("the forget's first answer carried no commitment salt")
+	}
+	if err := st.CheckSubject("alice", f.Salt); err != nil {
+		t.Fatal(err)
+	}
+	if st.CheckSubject("bob", f.Salt) == nil {
+		t.Fatal("the commitment matches another subject")
+	}
+	if bytes.Contains(raw, []byte("alice")) {
+		t.Fatal("the attestation names the subject")
+	}
+	p := st.Predicate
+	if p.Claim != "cryptographically erased" || len(p.Artifacts) != 4 || len(p.HolderAcks) != 3 || p.KeyEvidence.Epoch != 1 {
+		t.Fatalf("predicate: %+v", p)
+	}
+	if again, _ := s.Forget(ctx, "alice"); len(again.Salt) != 0 {
+		t.Fatal("a repeated forget handed out the salt again")
+	}
+}
+
+func TestNoAttestationBeforeErasure(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newClockedService(t)
+	seal(t, s, derivation.Source{Kind: "episodic", Subjects: []string{"alice"}}, "r")
+	f, err := s.Forget(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, key, _ := ed25519.GenerateKey(rand.Reader)
+	if _, err := s.Attestation(ctx, f.ID, key); !errors.Is(err, derivation.ErrNotErased) {
+		t.Fatalf("attestation of a committed forget: %v, want ErrNotErased", err)
 	}
 }

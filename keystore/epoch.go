@@ -224,3 +224,15 @@ func (s *Store) scanEpoch(r *sql.Row) (*Epoch, error) {
 	}
 	return &e, nil
 }
+
+// EpochByID returns one epoch, or ErrNotFound.
+func (s *Store) EpochByID(ctx context.Context, id int64) (Epoch, error) {
+	e, err := s.scanEpoch(s.db.QueryRowContext(ctx, epochCols+` WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Epoch{}, fmt.Errorf("keystore: epoch %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Epoch{}, err
+	}
+	return *e, nil
+}

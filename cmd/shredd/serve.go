@@ -322,13 +322,21 @@ func (p *Program) Run(ctx context.Context, stderr io.Writer) error {
 	}
 	metrics := api.NewMetrics(svc, keys)
 	metrics.Log = log
+	attKey, created, err := loadOrCreateAttestationKey(p.DataDir)
+	if err != nil {
+		return fmt.Errorf("attestation key: %w", err)
+	}
+	if created {
+		log.Info("created the attestation signing key; give its public half to whoever verifies attestations",
+			"public_key", filepath.Join(p.DataDir, attestationPubFile))
+	}
 	// Forgets a crash left half-done are driven on before serving.
 	if err := svc.Reconcile(ctx); err != nil {
 		log.Warn("recovery incomplete at start-up; the background work retries", "error", err.Error())
 	}
 
 	srv := &http.Server{
-		Handler:           api.New(api.Config{Service: svc, Root: root, Log: log, Tokens: tokens, Metrics: metrics, MaxBody: p.MaxBody}).Handler(),
+		Handler:           api.New(api.Config{Service: svc, Root: root, Log: log, Tokens: tokens, Metrics: metrics, AttestationKey: attKey, MaxBody: p.MaxBody}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
 		WriteTimeout:      60 * time.Second,

@@ -171,6 +171,19 @@ func copyDir(t *testing.T, src string) string {
 	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
 		t.Fatalf("copy %s: %v", src, err)
 	}
+	// A backup keeps the files' modes (os.CopyFS does not): shredd refuses
+	// secrets readable by others.
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if info, err := e.Info(); err == nil && e.Type().IsRegular() {
+			if err := os.Chmod(filepath.Join(dst, e.Name()), info.Mode().Perm()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	return dst
 }
 

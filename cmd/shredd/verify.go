@@ -99,7 +99,7 @@ func verifyCmd(args []string, stdout, stderr io.Writer) int {
 		json.Unmarshal(payload, st)
 	} else {
 		r.ok("statement", "in-toto Statement v1, predicate %s", st.PredicateType)
-		r.ok("claim", "%q, %d of %d conditions ok", st.Predicate.Claim, len(attest.Conditions), len(attest.Conditions))
+		r.ok("claim", "%q, %d of %d conditions ok", st.Predicate.Claim, len(attest.Conditions()), len(attest.Conditions()))
 	}
 	if err := st.CheckSubject(subj, salt); err != nil {
 		r.fail("subject", errors.New("the subject id and salt do not open the statement's commitment: this attestation is not about that subject, or the salt is wrong"))

@@ -23,6 +23,7 @@ import (
 
 	vaultapi "github.com/hashicorp/vault/api"
 
+	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/keystore"
 )
 
@@ -265,6 +266,14 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 // Kind returns "vault-transit".
 func (s *Store) Kind() string { return "vault-transit" }
+
+// RootKeyConfig returns the key's configuration in the attestation's form
+// (derivation.RootKeyConfiger).
+func (s *Store) RootKeyConfig() *attest.RootKeyConfig {
+	c := s.KeyConfig()
+	return &attest.RootKeyConfig{Name: c.Name, Type: c.Type, Exportable: c.Exportable, AllowPlaintextBackup: c.AllowPlaintextBackup,
+		MinAvailableVersion: c.MinAvailableVersion, LatestVersion: c.LatestVersion}
+}
 
 // KeyConfig returns the Transit key's configuration as last read.
 func (s *Store) KeyConfig() KeyConfig {

@@ -1,0 +1,191 @@
+package derivation
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/shredd/shredd/attest"
+)
+
+// ErrNotErased means an attestation was asked for a forget that is not
+// erased: there is nothing to attest yet.
+var ErrNotErased = errors.New("forget not erased")
+
+// Attestation builds and signs the erasure attestation of an erased forget
+// (docs/attestation.md): an in-toto Statement about the salted commitment to
+// the subject id, with the timeline, the key evidence, every artifact of
+// the lineage and how it was closed, the holders' signed acks, the five
+// conditions with their evidence, and the residuals. A forget that is not
+// erased gives ErrNotErased.
+func (s *Service) Attestation(ctx context.Context, id ID, signer ed25519.PrivateKey) (attest.Envelope, error) {
+	r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE id=?`, id[:]))
+	if err != nil {
+		if _, gerr := s.GetForget(ctx, id); gerr != nil {
+			return attest.Envelope{}, gerr
+		}
+		return attest.Envelope{}, fmt.Errorf("derivation: attestation: %w", err)
+	}
+	if !r.erased.Valid {
+		return attest.Envelope{}, fmt.Errorf("derivation: forget %s is %s: %w", id, r.state, ErrNotErased)
+	}
+	var commitment string
+	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(commitment, '') FROM forgets WHERE id=?`, id[:]).Scan(&commitment); err != nil {
+		return attest.Envelope{}, fmt.Errorf("derivation: attestation: %w", err)
+	}
+	if commitment == "" {
+		return attest.Envelope{}, fmt.Errorf("derivation: forget %s has no subject commitment (made by an older release): %w", id, ErrNotErased)
+	}
+	conds, ok, err := s.verification(ctx, r)
+	if err != nil {
+		return attest.Envelope{}, err
+	}
+	if !ok {
+		return attest.Envelope{}, fmt.Errorf("derivation: forget %s no longer verifies: %w", id, ErrNotErased)
+	}
+	p := attest.Predicate{
+		Forget: id.String(),
+		Claim:  attest.Claim,
+		Timeline: attest.Timeline{Requested: time.Unix(0, r.requested).UTC(), Committed: ts(r.committed),
+			Shredded: ts(r.shredded), Erased: ts(r.erased)},
+	}
+	for _, c := range conds {
+		p.Conditions = append(p.Conditions, attest.Condition{Name: c.Name, Status: c.Status, Evidence: c.Reason})
+	}
+	if err := s.keyEvidence(ctx, r, &p.KeyEvidence); err != nil {
+		return attest.Envelope{}, err
+	}
+	collateral, err := s.lineageArtifacts(ctx, r, &p)
+	if err != nil {
+		return attest.Envelope{}, err
+	}
+	p.Residuals = append(p.Residuals, attest.Residual{Kind: attest.ResidualRootStoreSnapshots, Description: s.snapshotResidual()})
+	if collateral > 0 {
+		p.Residuals = append(p.Residuals, attest.Residual{Kind: attest.ResidualCollateralAggregates,
+			Description: fmt.Sprintf("%d aggregates of the lineage also carried other subjects; they are unreadable for those subjects too and must be rebuilt by their holders", collateral)})
+	}
+	if len(p.HolderAcks) > 0 {
+		p.Residuals = append(p.Residuals, attest.Residual{Kind: attest.ResidualHolderTrust,
+			Description: fmt.Sprintf("%d plaintext-held artifacts are closed by their holders' signed acks: the acks prove what the holders declared, not what their storage holds", countHeldAcked(p.Artifacts))})
+	}
+	env, err := attest.Sign(attest.NewStatement(commitment, p), signer)
+	if err != nil {
+		return attest.Envelope{}, fmt.Errorf("derivation: attestation: %w", err)
+	}
+	return env, nil
+}
+
+func countHeldAcked(as []attest.Artifact) int {
+	n := 0
+	for _, a := range as {
+		if a.ClosedBy == attest.ClosedHolderAck {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *Service) snapshotResidual() string {
+	if s.keys.Root().Kind() == "local" {
+		return "copies of the local root key file (root.key) taken before the epoch's trim, and old blocks of that file that journaling or copy-on-write storage keeps, can still open database backups taken before the forget; keep no root file copies older than one epoch"
+	}
+	return "Vault snapshots (Raft snapshots or storage backups) taken before the epoch's trim still hold the destroyed root key versions (or the deleted subject key); the erasure's horizon is their retention"
+}
+
+// RootKeyConfiger is implemented by root stores that can report their key's
+// configuration for the attestation (the Vault Transit store).
+type RootKeyConfiger interface {
+	RootKeyConfig() *attest.RootKeyConfig
+}
+
+func (s *Service) keyEvidence(ctx context.Context, r forgetRow, k *attest.KeyEvidence) error {
+	root := s.keys.Root()
+	switch {
+	case s.keys.PerSubject():
+		k.RootStore = attest.RootStoreVaultTransitPerSubject
+	case root.Kind() == "local":
+		k.RootStore = attest.RootStoreLocal
+	default:
+		k.RootStore = attest.RootStoreVaultTransit
+	}
+	if kc, ok := root.(RootKeyConfiger); ok {
+		k.RootKeyConfig = kc.RootKeyConfig()
+	}
+	if s.keys.PerSubject() {
+		return nil
+	}
+	e, err := s.keys.EpochByID(ctx, r.epoch.Int64)
+	if err != nil {
+		return fmt.Errorf("derivation: attestation: %w", err)
+	}
+	k.Epoch, k.RetiredRootVersions = e.ID, e.Retired
+	if k.RetiredRootVersions == nil {
+		k.RetiredRootVersions = []int{}
+	}
+	return nil
+}
+
+// lineageArtifacts lists every artifact of the lineage with how it was
+// closed, and the holders' acks; it returns the number of collateral
+// aggregates (artifacts that also carry other subjects).
+func (s *Service) lineageArtifacts(ctx context.Context, r forgetRow, p *attest.Predicate) (int, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT a.id, a.kind, a.holder, a.sealed,
+			(SELECT count(*) - 1 FROM lineage o WHERE o.artifact = l.artifact),
+			(SELECT h.signature FROM acked k JOIN holder_acks h ON h.id = k.ack WHERE k.forget = ? AND k.artifact = a.id)
+		FROM lineage l JOIN artifacts a ON a.id = l.artifact WHERE l.sid = ? ORDER BY a.seq`, r.id[:], r.sid[:])
+	if err != nil {
+		return 0, fmt.Errorf("derivation: attestation: %w", err)
+	}
+	collateral := 0
+	for rows.Next() {
+		var idb, sig []byte
+		var a attest.Artifact
+		var sealed bool
+		var others int
+		if err := rows.Scan(&idb, &a.Kind, &a.Holder, &sealed, &others, &sig); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("derivation: attestation: %w", err)
+		}
+		var id ID
+		copy(id[:], idb)
+		a.ID = id.String()
+		if sealed {
+			a.ClosedBy = attest.ClosedSealedKeyDestroyed
+		} else {
+			a.ClosedBy, a.AckSignature = attest.ClosedHolderAck, sig
+		}
+		if others > 0 {
+			collateral++
+		}
+		p.Artifacts = append(p.Artifacts, a)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("derivation: attestation: %w", err)
+	}
+	// The acks that closed something, each with exactly the artifacts it
+	// signed.
+	ar, err := s.db.QueryContext(ctx, `SELECT h.holder, h.artifacts, h.signature, o.public_key FROM holder_acks h
+		JOIN holders o ON o.id = h.holder
+		WHERE h.forget = ? AND EXISTS (SELECT 1 FROM acked k WHERE k.ack = h.id) ORDER BY h.id`, r.id[:])
+	if err != nil {
+		return 0, fmt.Errorf("derivation: attestation: %w", err)
+	}
+	defer ar.Close()
+	for ar.Next() {
+		var h attest.HolderAck
+		var arts string
+		if err := ar.Scan(&h.Holder, &arts, &h.Signature, &h.PublicKey); err != nil {
+			return 0, fmt.Errorf("derivation: attestation: %w", err)
+		}
+		h.Artifacts = strings.Split(arts, ",")
+		p.HolderAcks = append(p.HolderAcks, h)
+	}
+	if p.HolderAcks == nil {
+		p.HolderAcks = []attest.HolderAck{}
+	}
+	return collateral, ar.Err()
+}
