@@ -76,7 +76,7 @@ func verifyCmd(args []string, stdout, stderr io.Writer) int {
 		return usage("%v", err)
 	}
 
-	r := &report{w: stdout}
+	r := &verifyReport{w: stdout}
 	fmt.Fprintf(stdout, "attestation  %s\n", files[0])
 	payload, err := attest.Verify(data, pub)
 	if err != nil {
@@ -94,7 +94,7 @@ func verifyCmd(args []string, stdout, stderr io.Writer) int {
 	// conditions; nothing in it counts unless every check passed.
 	st, err := attest.ParseStatement(payload)
 	if err != nil {
-		r.fail(checkName(err), err)
+		r.fail(verifyCheckName(err), err)
 		st = new(attest.Statement)
 		json.Unmarshal(payload, st)
 	} else {
@@ -104,14 +104,14 @@ func verifyCmd(args []string, stdout, stderr io.Writer) int {
 	if err := st.CheckSubject(subj, salt); err != nil {
 		r.fail("subject", errors.New("the subject id and salt do not open the statement's commitment: this attestation is not about that subject, or the salt is wrong"))
 	} else {
-		r.ok("subject", "the subject id and salt open commitment %s", short(st.Commitment()))
+		r.ok("subject", "the subject id and salt open commitment %s", shortHex(st.Commitment()))
 	}
 	r.details(st)
 	return r.result(st)
 }
 
-// checkName names the check that err failed, for the report.
-func checkName(err error) string {
+// verifyCheckName names the check that err failed, for the report.
+func verifyCheckName(err error) string {
 	for _, c := range []struct {
 		err  error
 		name string
@@ -126,24 +126,24 @@ func checkName(err error) string {
 	return "statement"
 }
 
-// report prints the checks, one per line, and remembers whether any failed.
-type report struct {
+// verifyReport prints the checks, one per line, and remembers whether any failed.
+type verifyReport struct {
 	w      io.Writer
 	failed []string
 }
 
-func (r *report) ok(check, format string, a ...any) {
+func (r *verifyReport) ok(check, format string, a ...any) {
 	fmt.Fprintf(r.w, "ok    %-13s%s\n", check, fmt.Sprintf(format, a...))
 }
 
-func (r *report) fail(check string, err error) {
+func (r *verifyReport) fail(check string, err error) {
 	r.failed = append(r.failed, check)
 	msg := strings.TrimPrefix(err.Error(), "attest: ")
 	fmt.Fprintf(r.w, "FAIL  %-13s%s\n", check, msg)
 }
 
 // details prints what the statement says, verified or not.
-func (r *report) details(st *attest.Statement) {
+func (r *verifyReport) details(st *attest.Statement) {
 	p := &st.Predicate
 	if p.Forget == "" {
 		return
@@ -152,7 +152,7 @@ func (r *report) details(st *attest.Statement) {
 	fmt.Fprintf(w, "\nforget       %s\n", p.Forget)
 	t := p.Timeline
 	fmt.Fprintf(w, "timeline     requested %s, committed %s, shredded %s, erased %s\n",
-		stamp(t.Requested), stamp(t.Committed), stamp(t.Shredded), stamp(t.Erased))
+		verifyStamp(t.Requested), verifyStamp(t.Committed), verifyStamp(t.Shredded), verifyStamp(t.Erased))
 	k := p.KeyEvidence
 	versions := make([]string, len(k.RetiredRootVersions))
 	for i, v := range k.RetiredRootVersions {
@@ -188,23 +188,23 @@ func (r *report) details(st *attest.Statement) {
 	}
 }
 
-func (r *report) result(st *attest.Statement) int {
+func (r *verifyReport) result(st *attest.Statement) int {
 	if len(r.failed) > 0 {
 		fmt.Fprintf(r.w, "\nNOT VERIFIED: %s failed\n", strings.Join(r.failed, ", "))
 		return exitFailed
 	}
-	fmt.Fprintf(r.w, "\nVERIFIED: the subject's data was %s (forget %s, %s)\n", st.Predicate.Claim, st.Predicate.Forget, stamp(st.Predicate.Timeline.Erased))
+	fmt.Fprintf(r.w, "\nVERIFIED: the subject's data was %s (forget %s, %s)\n", st.Predicate.Claim, st.Predicate.Forget, verifyStamp(st.Predicate.Timeline.Erased))
 	return exitOK
 }
 
-func stamp(t time.Time) string {
+func verifyStamp(t time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
 	return t.UTC().Format(time.RFC3339Nano)
 }
 
-func short(hex string) string {
+func shortHex(hex string) string {
 	if len(hex) > 16 {
 		return hex[:16] + "..."
 	}
