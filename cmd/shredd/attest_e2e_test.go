@@ -329,3 +329,15 @@ func TestLoadOrCreateAttestationKey(t *testing.T) {
 		t.Fatalf("restored: %v", err)
 	}
 }
+
+// TestExampleAttestation checks the example attestation committed under
+// docs/examples with the real binary, as its README says.
+func TestExampleAttestation(t *testing.T) {
+	cmd := exec.Command(shreddBinary(t), "verify", "../../docs/examples/walkthrough.attestation.json",
+		"--key", "../../docs/examples/walkthrough.attestation.pub", "--subject", "alice@example.com",
+		"--salt", "8e7f4a3e252767cd3f67684b651d58d0f8b6e5d3c06820c7710ef8e6a7dcc1da")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !bytes.Contains(out, []byte("VERIFIED")) {
+		t.Fatalf("the example attestation does not verify: %v\n%s", err, out)
+	}
+}
