@@ -164,12 +164,12 @@ func (s *Server) inventory(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	ua, uk := inv.UnknownArtifact, inv.UnknownKind
-	if ua == nil {
-		ua = []string{}
+	orEmpty := func(ss []string) []string {
+		if ss == nil {
+			return []string{}
+		}
+		return ss
 	}
-	if uk == nil {
-		uk = []string{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": inv.Items, "unknown_artifacts": ua, "unknown_kinds": uk})
+	writeJSON(w, http.StatusOK, map[string]any{"items": inv.Items, "unknown_artifacts": orEmpty(inv.UnknownArtifact),
+		"unknown_kinds": orEmpty(inv.UnknownKind), "contradicted_acks": orEmpty(inv.ContradictedAcks)})
 }

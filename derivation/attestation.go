@@ -39,12 +39,11 @@ func (s *Service) Attestation(ctx context.Context, id ID, signer ed25519.Private
 	if commitment == "" {
 		return attest.Envelope{}, fmt.Errorf("derivation: forget %s has no subject commitment (made by an older release): %w", id, ErrNotErased)
 	}
-	conds, ok, err := s.verification(ctx, r)
+	// The conditions as proven at erasure, not recomputed: a later event
+	// (another holder's inventory) does not unsay a completed proof.
+	conds, err := s.proofOf(ctx, id)
 	if err != nil {
 		return attest.Envelope{}, err
-	}
-	if !ok {
-		return attest.Envelope{}, fmt.Errorf("derivation: forget %s no longer verifies: %w", id, ErrNotErased)
 	}
 	p := attest.Predicate{
 		Forget: id.String(),

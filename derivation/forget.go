@@ -108,7 +108,13 @@ func (s *Service) view(ctx context.Context, r forgetRow) (Forget, error) {
 			fmt.Sprintf("root epoch %d rotated the root key and destroyed the older versions", r.epoch.Int64),
 			"waiting for a root epoch to rotate the root key and destroy the versions that could open pre-forget backups")
 	}
-	v, _, err := s.verification(ctx, r)
+	var v []Condition
+	var err error
+	if r.erased.Valid {
+		v, err = s.proofOf(ctx, r.id) // the evidence that erased it, as it was
+	} else {
+		v, _, err = s.verification(ctx, r)
+	}
 	if err != nil {
 		return Forget{}, err
 	}
@@ -120,6 +126,7 @@ func (s *Service) view(ctx context.Context, r forgetRow) (Forget, error) {
 	switch {
 	case r.erased.Valid:
 		f.State = StateErased
+		f.Overdue = f.ErasedAt.After(f.Deadline) // erased, but late
 	case blocked:
 		f.State = StateBlocked
 		f.Overdue = s.opts.Now().After(f.Deadline)

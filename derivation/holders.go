@@ -325,12 +325,17 @@ type Inventory struct {
 	Items           int
 	UnknownArtifact []string // ids shredd never registered (or not as this holder's)
 	UnknownKind     []string // kinds shredd never registered
+	// ContradictedAcks are artifacts the holder acked as purged and still
+	// holds: its ack was false. They break the closure like unknown ones.
+	ContradictedAcks []string
 }
 
 // ReportInventory records a holder's inventory. Any artifact shredd never
-// registered for this holder, or of a kind it never registered, breaks the
-// closure of every open forget: they are blocked until the holder reports a
-// clean inventory.
+// registered for this holder, of a kind it never registered, or that the
+// holder acked as purged (its ack was false), breaks the closure of every
+// open forget: they are blocked until the holder reports a clean inventory.
+// A forget already erased stays erased (its attestation is issued); the
+// report's ContradictedAcks tells the operator.
 func (s *Service) ReportInventory(ctx context.Context, holder string, items []InventoryItem) (Inventory, error) {
 	if _, err := s.GetHolder(ctx, holder); err != nil {
 		return Inventory{}, err
@@ -350,6 +355,15 @@ func (s *Service) ReportInventory(ctx context.Context, holder string, items []In
 		}
 		if !known {
 			inv.UnknownArtifact = append(inv.UnknownArtifact, truncate(it.ID))
+		} else {
+			// Still holding an artifact it acked as purged: the ack was false.
+			var n int
+			if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM acked WHERE artifact=? AND holder=?`, id[:], holder).Scan(&n); err != nil {
+				return Inventory{}, fmt.Errorf("derivation: inventory: %w", err)
+			}
+			if n > 0 {
+				inv.ContradictedAcks = append(inv.ContradictedAcks, id.String())
+			}
 		}
 		if _, seen := kinds[it.Kind]; !seen {
 			var one int
@@ -361,7 +375,7 @@ func (s *Service) ReportInventory(ctx context.Context, holder string, items []In
 		}
 	}
 	if _, err := s.db.ExecContext(ctx, `INSERT OR REPLACE INTO inventories(holder, reported_at, items, unknown_artifacts, unknown_kinds) VALUES (?, ?, ?, ?, ?)`,
-		holder, s.opts.Now().UnixNano(), inv.Items, len(inv.UnknownArtifact), len(inv.UnknownKind)); err != nil {
+		holder, s.opts.Now().UnixNano(), inv.Items, len(inv.UnknownArtifact)+len(inv.ContradictedAcks), len(inv.UnknownKind)); err != nil {
 		return Inventory{}, fmt.Errorf("derivation: inventory: %w", err)
 	}
 	s.Kick()

@@ -131,6 +131,32 @@ func TestHolderAcks(t *testing.T) {
 	if again, _ := s.Forget(ctx, "alice"); len(again.Salt) != 0 {
 		t.Fatal("a repeated forget handed out the salt again")
 	}
+
+	// The holder still lists a vector it acked as purged: its ack was false.
+	// The erased forget keeps its proof and attestation (they state the
+	// evidence at erasure); the report names the contradiction, and it
+	// blocks forgets still open.
+	bob := seal(t, s, derivation.Source{Kind: "episodic", Subjects: []string{"bob"}}, "b")
+	if _, err := s.Register(ctx, derivation.Source{Kind: "embedding", Parents: []derivation.ID{bob.Artifact}, Holder: "ann-1"}); err != nil {
+		t.Fatal(err)
+	}
+	fb, err := s.Forget(ctx, "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := s.ReportInventory(ctx, "ann-1", []derivation.InventoryItem{{ID: v1.ID.String(), Kind: "embedding"}})
+	if err != nil || len(inv.ContradictedAcks) != 1 || inv.ContradictedAcks[0] != v1.ID.String() {
+		t.Fatalf("inventory holding an acked artifact: %+v %v", inv, err)
+	}
+	if g := mustVerify(t, s, fb.ID); g.State != derivation.StateBlocked {
+		t.Fatalf("open forget after a false ack came to light: %s", g.State)
+	}
+	if g, _ := s.GetForget(ctx, f.ID); g.State != derivation.StateErased || conditions(g)[derivation.CondClosureIntact].Status != "ok" {
+		t.Fatalf("the erased forget's proof changed: %s %+v", g.State, conditions(g))
+	}
+	if _, err := s.Attestation(ctx, f.ID, svcKey); err != nil {
+		t.Fatalf("the attestation of an erased forget went away: %v", err)
+	}
 }
 
 func TestNoAttestationBeforeErasure(t *testing.T) {

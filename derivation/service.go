@@ -83,6 +83,9 @@ func New(ctx context.Context, db *sql.DB, keys *keystore.Store, hasher *Hasher, 
 	if err := addColumn(ctx, db, "forgets", "commitment", "TEXT"); err != nil {
 		return nil, err
 	}
+	if err := addColumn(ctx, db, "forgets", "proof", "BLOB"); err != nil {
+		return nil, err
+	}
 	svc := &Service{db: db, keys: keys, hasher: hasher, opts: opts, kick: make(chan struct{}, 1), leaseQ: make(chan leaseReq, 1024)}
 	go svc.leaseWriter()
 	return svc, nil

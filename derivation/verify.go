@@ -2,6 +2,7 @@ package derivation
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -92,15 +93,41 @@ func (s *Service) verification(ctx context.Context, r forgetRow) ([]Condition, b
 	// lineage is still live.
 	var live int
 	var until int64
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*), coalesce(max(le.expires_at), 0) FROM leases le
+	var named []string
+	lr, err := s.db.QueryContext(ctx, `SELECT le.id, le.holder, le.expires_at FROM leases le
 		JOIN lineage l ON l.artifact = le.artifact
-		WHERE l.sid = ? AND le.issued_at < ? AND le.released_at IS NULL AND le.expires_at > ?`,
-		r.sid[:], committed.UnixNano(), now.UnixNano()).Scan(&live, &until); err != nil {
+		WHERE l.sid = ? AND le.issued_at < ? AND le.released_at IS NULL AND le.expires_at > ? ORDER BY le.expires_at`,
+		r.sid[:], committed.UnixNano(), now.UnixNano())
+	if err != nil {
 		return nil, false, fmt.Errorf("derivation: verify: %w", err)
+	}
+	for lr.Next() {
+		var idb []byte
+		var holder string
+		var exp int64
+		if err := lr.Scan(&idb, &holder, &exp); err != nil {
+			lr.Close()
+			return nil, false, fmt.Errorf("derivation: verify: %w", err)
+		}
+		live++
+		until = max(until, exp)
+		if len(named) < 5 {
+			var lid ID
+			copy(lid[:], idb)
+			if holder == "" {
+				holder = "unnamed holder"
+			}
+			named = append(named, fmt.Sprintf("lease %s (%s)", lid, holder))
+		}
+	}
+	lr.Close()
+	if live > len(named) {
+		named = append(named, fmt.Sprintf("and %d more", live-len(named)))
 	}
 	add(CondWorkersQuiesced, live == 0,
 		"no lease issued before the barrier on an artifact of the lineage is live: no worker still holds plaintext it loaded before the forget",
-		fmt.Sprintf("%d leases issued before the barrier are live until %s (released, or expiring)", live, time.Unix(0, until).UTC().Format(time.RFC3339)))
+		fmt.Sprintf("%d leases issued before the barrier are live until %s (released, or expiring): %s", live,
+			time.Unix(0, until).UTC().Format(time.RFC3339), strings.Join(named, ", ")))
 
 	// 3. Read path: the key cache TTL has passed on every node, the root
 	// versions that wrapped the subject's keys are gone, and an actual key
@@ -183,15 +210,35 @@ func (s *Service) verifyRow(ctx context.Context, r forgetRow) error {
 	if r.erased.Valid || r.state != StateShredded {
 		return nil
 	}
-	_, ok, err := s.verification(ctx, r)
+	conds, ok, err := s.verification(ctx, r)
 	if err != nil || !ok {
 		return err
 	}
-	_, err = s.db.ExecContext(ctx, `UPDATE forgets SET erased_at=? WHERE id=? AND erased_at IS NULL`, s.opts.Now().UnixNano(), r.id[:])
+	// The verification that proved the erasure is kept with it: the view and
+	// the attestation of an erased forget show that evidence, not a later
+	// recomputation (a later inventory of another holder must not unsay it).
+	proof, err := json.Marshal(conds)
+	if err != nil {
+		return err
+	}
+	_, err = s.db.ExecContext(ctx, `UPDATE forgets SET erased_at=?, proof=? WHERE id=? AND erased_at IS NULL`, s.opts.Now().UnixNano(), proof, r.id[:])
 	if err != nil {
 		return fmt.Errorf("derivation: verify: %w", err)
 	}
 	return nil
+}
+
+// proofOf returns the verification stored when the forget was erased.
+func (s *Service) proofOf(ctx context.Context, id ID) ([]Condition, error) {
+	var b []byte
+	if err := s.db.QueryRowContext(ctx, `SELECT proof FROM forgets WHERE id=?`, id[:]).Scan(&b); err != nil {
+		return nil, fmt.Errorf("derivation: proof: %w", err)
+	}
+	var conds []Condition
+	if err := json.Unmarshal(b, &conds); err != nil {
+		return nil, fmt.Errorf("derivation: proof: %w", err)
+	}
+	return conds, nil
 }
 
 // verifyAll verifies every shredded forget not yet erased.

@@ -3,6 +3,8 @@ package derivation_test
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -164,5 +166,21 @@ func TestVerifierPendingAndOverdue(t *testing.T) {
 	c.add(2 * time.Hour)
 	if f = mustVerify(t, s, f.ID); f.State != derivation.StateOverdue || !f.Overdue {
 		t.Fatalf("past the deadline: %s, overdue %v", f.State, f.Overdue)
+	}
+	// The holder acks late: erased, and still marked overdue.
+	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+	if _, _, err := s.RegisterHolder(ctx, "ann-index-1", pub); err != nil {
+		t.Fatal(err)
+	}
+	work, err := s.Purges(ctx, "ann-index-1")
+	if err != nil || len(work) != 1 {
+		t.Fatalf("purges: %+v %v", work, err)
+	}
+	ids := work[0].Artifacts
+	if _, err := s.Ack(ctx, f.ID, "ann-index-1", ids, ed25519.Sign(priv, derivation.AckPayload(f.ID, "ann-index-1", ids))); err != nil {
+		t.Fatal(err)
+	}
+	if f = mustVerify(t, s, f.ID); f.State != derivation.StateErased || !f.Overdue {
+		t.Fatalf("erased after the deadline: %s, overdue %v", f.State, f.Overdue)
 	}
 }
