@@ -77,6 +77,32 @@ func decodeCall[Req any](body []byte, single *Req) ([]*Req, error) {
 	return b.BatchInput, nil
 }
 
+// serveCall answers a route that takes a single request or a batch_input
+// of them, running each through run.
+func serveCall[Req, Resp any](s *Server, w http.ResponseWriter, r *http.Request, run func(context.Context, *Req) (Resp, error)) {
+	body, err := s.readBody(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var req Req
+	items, err := decodeCall(body, &req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if items != nil {
+		serveBatch(s, w, r, items, run)
+		return
+	}
+	out, err := run(r.Context(), &req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
 // serveBatch runs each item of a batch in order and answers 200 with one
 // result per item: its single response, or an itemFailure. A failed item
 // does not stop the others, and the batch answers 200 even when every item

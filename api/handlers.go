@@ -141,29 +141,7 @@ type encryptResponse struct {
 	LineageSize int    `json:"lineage_size"`
 }
 
-func (s *Server) encrypt(w http.ResponseWriter, r *http.Request) {
-	body, err := s.readBody(r)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	var req encryptRequest
-	items, err := decodeCall(body, &req)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	if items != nil {
-		serveBatch(s, w, r, items, s.encryptItem)
-		return
-	}
-	out, err := s.encryptItem(r.Context(), &req)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
-}
+func (s *Server) encrypt(w http.ResponseWriter, r *http.Request) { serveCall(s, w, r, s.encryptItem) }
 
 // encryptItem validates and runs one encrypt request, alone or in a batch.
 func (s *Server) encryptItem(ctx context.Context, req *encryptRequest) (encryptResponse, error) {
@@ -221,29 +199,7 @@ func leaseOf(l derivation.Lease) leaseJSON {
 		ExpiresAt: l.ExpiresAt, ReleasedAt: tptr(l.ReleasedAt)}
 }
 
-func (s *Server) decrypt(w http.ResponseWriter, r *http.Request) {
-	body, err := s.readBody(r)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	var req decryptRequest
-	items, err := decodeCall(body, &req)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	if items != nil {
-		serveBatch(s, w, r, items, s.decryptItem)
-		return
-	}
-	out, err := s.decryptItem(r.Context(), &req)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
-}
+func (s *Server) decrypt(w http.ResponseWriter, r *http.Request) { serveCall(s, w, r, s.decryptItem) }
 
 // decryptItem validates and runs one decrypt request, alone or in a batch.
 func (s *Server) decryptItem(ctx context.Context, req *decryptRequest) (decryptResponse, error) {

@@ -74,6 +74,28 @@ func scanForget(sc interface{ Scan(...any) error }) (forgetRow, error) {
 	return r, err
 }
 
+// queryForgets reads the forgets a query selects (forgetCols followed by
+// tail), closing the rows before it returns so callers may write.
+func (s *Service) queryForgets(ctx context.Context, tail string, args ...any) ([]forgetRow, error) {
+	rows, err := s.db.QueryContext(ctx, forgetCols+tail, args...)
+	if err != nil {
+		return nil, fmt.Errorf("derivation: forgets: %w", err)
+	}
+	defer rows.Close()
+	var out []forgetRow
+	for rows.Next() {
+		r, err := scanForget(rows)
+		if err != nil {
+			return nil, fmt.Errorf("derivation: forgets: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("derivation: forgets: %w", err)
+	}
+	return out, nil
+}
+
 func ts(n sql.NullInt64) time.Time {
 	if !n.Valid {
 		return time.Time{}
@@ -224,22 +246,9 @@ func (s *Service) Forgets(ctx context.Context, state string, limit int) ([]Forge
 	}
 	// The reported state mixes the pipeline (in the state column) and the
 	// verdict (erased, overdue): filter after computing it.
-	rows, err := s.db.QueryContext(ctx, forgetCols+` ORDER BY requested_at DESC`)
+	rs, err := s.queryForgets(ctx, ` ORDER BY requested_at DESC`)
 	if err != nil {
-		return nil, fmt.Errorf("derivation: forgets: %w", err)
-	}
-	var rs []forgetRow
-	for rows.Next() {
-		r, err := scanForget(rows)
-		if err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("derivation: forgets: %w", err)
-		}
-		rs = append(rs, r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("derivation: forgets: %w", err)
+		return nil, err
 	}
 	out := []Forget{}
 	for _, r := range rs {
@@ -277,20 +286,10 @@ func (s *Service) Reconcile(ctx context.Context) error {
 
 func (s *Service) reconcileLocked(ctx context.Context) error {
 	// 1. Forgets a crash left between request and commit.
-	rows, err := s.db.QueryContext(ctx, forgetCols+` WHERE state=?`, StateRequested)
+	pending, err := s.queryForgets(ctx, ` WHERE state=?`, StateRequested)
 	if err != nil {
-		return fmt.Errorf("derivation: reconcile: %w", err)
+		return err
 	}
-	var pending []forgetRow
-	for rows.Next() {
-		r, err := scanForget(rows)
-		if err != nil {
-			rows.Close()
-			return fmt.Errorf("derivation: reconcile: %w", err)
-		}
-		pending = append(pending, r)
-	}
-	rows.Close()
 	for _, r := range pending {
 		mu := &s.stripes[stripe(r.sid)]
 		mu.Lock()
@@ -301,20 +300,10 @@ func (s *Service) reconcileLocked(ctx context.Context) error {
 		}
 	}
 	// 2. Re-key the buckets of committed forgets.
-	rows, err = s.db.QueryContext(ctx, forgetCols+` WHERE state=? AND rekeyed_at IS NULL`, StateCommitted)
+	pending, err = s.queryForgets(ctx, ` WHERE state=? AND rekeyed_at IS NULL`, StateCommitted)
 	if err != nil {
-		return fmt.Errorf("derivation: reconcile: %w", err)
+		return err
 	}
-	pending = pending[:0]
-	for rows.Next() {
-		r, err := scanForget(rows)
-		if err != nil {
-			rows.Close()
-			return fmt.Errorf("derivation: reconcile: %w", err)
-		}
-		pending = append(pending, r)
-	}
-	rows.Close()
 	done := map[int]int64{}
 	for _, r := range pending {
 		if s.keys.PerSubject() {
@@ -349,20 +338,10 @@ func (s *Service) reconcileLocked(ctx context.Context) error {
 }
 
 func (s *Service) advanceShredded(ctx context.Context) error {
-	rows, err := s.db.QueryContext(ctx, forgetCols+` WHERE state=? AND rekeyed_at IS NOT NULL`, StateCommitted)
+	pending, err := s.queryForgets(ctx, ` WHERE state=? AND rekeyed_at IS NOT NULL`, StateCommitted)
 	if err != nil {
-		return fmt.Errorf("derivation: reconcile: %w", err)
+		return err
 	}
-	var pending []forgetRow
-	for rows.Next() {
-		r, err := scanForget(rows)
-		if err != nil {
-			rows.Close()
-			return fmt.Errorf("derivation: reconcile: %w", err)
-		}
-		pending = append(pending, r)
-	}
-	rows.Close()
 	for _, r := range pending {
 		e, err := s.keys.EpochAfter(ctx, r.rekeyMarker.Int64)
 		if errors.Is(err, keystore.ErrNotFound) {

@@ -173,20 +173,10 @@ func (s *Service) Purges(ctx context.Context, holder string) ([]Purge, error) {
 	if _, err := s.GetHolder(ctx, holder); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, forgetCols+` WHERE committed_at IS NOT NULL AND erased_at IS NULL ORDER BY requested_at`)
+	open, err := s.queryForgets(ctx, ` WHERE committed_at IS NOT NULL AND erased_at IS NULL ORDER BY requested_at`)
 	if err != nil {
-		return nil, fmt.Errorf("derivation: purges: %w", err)
+		return nil, err
 	}
-	var open []forgetRow
-	for rows.Next() {
-		r, err := scanForget(rows)
-		if err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("derivation: purges: %w", err)
-		}
-		open = append(open, r)
-	}
-	rows.Close()
 	out := []Purge{}
 	for _, r := range open {
 		held, err := s.heldBy(ctx, r, holder)

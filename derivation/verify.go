@@ -243,20 +243,10 @@ func (s *Service) proofOf(ctx context.Context, id ID) ([]Condition, error) {
 
 // verifyAll verifies every shredded forget not yet erased.
 func (s *Service) verifyAll(ctx context.Context) error {
-	rows, err := s.db.QueryContext(ctx, forgetCols+` WHERE state=? AND erased_at IS NULL`, StateShredded)
+	pending, err := s.queryForgets(ctx, ` WHERE state=? AND erased_at IS NULL`, StateShredded)
 	if err != nil {
-		return fmt.Errorf("derivation: verify: %w", err)
+		return err
 	}
-	var pending []forgetRow
-	for rows.Next() {
-		r, err := scanForget(rows)
-		if err != nil {
-			rows.Close()
-			return fmt.Errorf("derivation: verify: %w", err)
-		}
-		pending = append(pending, r)
-	}
-	rows.Close()
 	for _, r := range pending {
 		if err := s.verifyRow(ctx, r); err != nil {
 			return err
