@@ -24,10 +24,12 @@ import (
 var Version = "0.1.0-dev"
 
 func main() {
+	// The signal handlers stay installed until the process exits: a second
+	// SIGTERM during the graceful shutdown must not kill it with the default
+	// action (stopping the handlers before os.Exit left that window open).
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := Main(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
-	stop()
-	os.Exit(code)
+	defer stop()
+	os.Exit(Main(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
 }
 
 // Main runs one shredd command and returns the process exit code.
