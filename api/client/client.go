@@ -107,6 +107,8 @@ type Error struct {
 	Op string `json:"-"`
 }
 
+// Error formats the problem: operation, status, code, title, the server's
+// safe detail and the request id.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("shredd: ")
