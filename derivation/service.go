@@ -489,36 +489,23 @@ func (s *Service) Encrypt(ctx context.Context, src Source, plaintext, context []
 	if len(context) > envelope.MaxContext {
 		return Sealed{}, fmt.Errorf("derivation: context of %d bytes, at most %d: %w", len(context), envelope.MaxContext, ErrTooLarge)
 	}
-	p, err := s.resolve(ctx, src)
-	if err != nil {
-		return Sealed{}, err
-	}
-	unlock := s.rlock(p.sids)
-	defer unlock()
-	keys, err := s.planKeys(ctx, p)
-	if err != nil {
-		return Sealed{}, err
-	}
-	refs := make([]envelope.Ref, len(keys))
-	for i, k := range keys {
-		refs[i] = k.Ref
-	}
-	id, err := s.newID()
-	if err != nil {
-		return Sealed{}, err
-	}
-	h, err := envelope.NewHeader(s.opts.Rand, envelope.ArtifactID(id), p.kind, refs)
-	if err != nil {
-		return Sealed{}, fmt.Errorf("derivation: encrypt: %w: %w", ErrInvalid, err)
-	}
-	env, err := envelope.Seal(h, keys, plaintext, context)
-	if err != nil {
-		return Sealed{}, fmt.Errorf("derivation: encrypt: %w", err)
-	}
-	if _, err := s.record(ctx, id, p, refs, true); err != nil {
-		return Sealed{}, err
-	}
-	return Sealed{Artifact: id, Ciphertext: env.String(), Lineage: len(refs)}, nil
+	var out Sealed
+	err := s.withLineage(ctx, src, func(id ID, p *plan, keys []envelope.SubjectKey, refs []envelope.Ref) error {
+		h, err := envelope.NewHeader(s.opts.Rand, envelope.ArtifactID(id), p.kind, refs)
+		if err != nil {
+			return fmt.Errorf("derivation: encrypt: %w: %w", ErrInvalid, err)
+		}
+		env, err := envelope.Seal(h, keys, plaintext, context)
+		if err != nil {
+			return fmt.Errorf("derivation: encrypt: %w", err)
+		}
+		if _, err := s.record(ctx, id, p, refs, true); err != nil {
+			return err
+		}
+		out = Sealed{Artifact: id, Ciphertext: env.String(), Lineage: len(refs)}
+		return nil
+	})
+	return out, err
 }
 
 // Register records a plaintext-held artifact: one that lives outside
@@ -528,15 +515,31 @@ func (s *Service) Register(ctx context.Context, src Source) (Artifact, error) {
 	if src.Holder == "" {
 		return Artifact{}, fmt.Errorf("derivation: a plaintext-held artifact needs a holder: %w", ErrInvalid)
 	}
+	var out Artifact
+	err := s.withLineage(ctx, src, func(id ID, p *plan, _ []envelope.SubjectKey, refs []envelope.Ref) error {
+		at, err := s.record(ctx, id, p, refs, false)
+		if err != nil {
+			return err
+		}
+		out = Artifact{ID: id, Kind: p.kind, Holder: p.holder, Sealed: false, Parents: p.parents, Lineage: refs, CreatedAt: at}
+		return nil
+	})
+	return out, err
+}
+
+// withLineage resolves src's lineage, takes the barrier read locks of its
+// subjects, fetches their keys and a new artifact id, and runs fn with them
+// under the locks: the common part of Encrypt and Register.
+func (s *Service) withLineage(ctx context.Context, src Source, fn func(ID, *plan, []envelope.SubjectKey, []envelope.Ref) error) error {
 	p, err := s.resolve(ctx, src)
 	if err != nil {
-		return Artifact{}, err
+		return err
 	}
 	unlock := s.rlock(p.sids)
 	defer unlock()
 	keys, err := s.planKeys(ctx, p)
 	if err != nil {
-		return Artifact{}, err
+		return err
 	}
 	refs := make([]envelope.Ref, len(keys))
 	for i, k := range keys {
@@ -544,13 +547,9 @@ func (s *Service) Register(ctx context.Context, src Source) (Artifact, error) {
 	}
 	id, err := s.newID()
 	if err != nil {
-		return Artifact{}, err
+		return err
 	}
-	at, err := s.record(ctx, id, p, refs, false)
-	if err != nil {
-		return Artifact{}, err
-	}
-	return Artifact{ID: id, Kind: p.kind, Holder: p.holder, Sealed: false, Parents: p.parents, Lineage: refs, CreatedAt: at}, nil
+	return fn(id, p, keys, refs)
 }
 
 // Opened is the result of Decrypt.
