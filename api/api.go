@@ -261,6 +261,16 @@ func b64(field, s string) ([]byte, error) {
 	return b, nil
 }
 
+// pathID parses the {id} of the route: an id of 32 hex digits, else a 400
+// naming what kind of id it should be.
+func pathID(r *http.Request, what string) (derivation.ID, error) {
+	id, err := derivation.ParseID(chi.URLParam(r, "id"))
+	if err != nil {
+		return id, badRequest("invalid_id", what+" ids are 32 hex digits")
+	}
+	return id, nil
+}
+
 func parseIDs(field string, ss []string) ([]derivation.ID, error) {
 	out := make([]derivation.ID, 0, len(ss))
 	for _, s := range ss {

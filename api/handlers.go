@@ -225,9 +225,9 @@ func (s *Server) decryptItem(ctx context.Context, req *decryptRequest) (decryptR
 
 // releaseLease ends a lease early: the holder dropped the plaintext.
 func (s *Server) releaseLease(w http.ResponseWriter, r *http.Request) {
-	id, err := derivation.ParseID(chi.URLParam(r, "id"))
+	id, err := pathID(r, "lease")
 	if err != nil {
-		s.fail(w, r, badRequest("invalid_id", "lease ids are 32 hex digits"))
+		s.fail(w, r, err)
 		return
 	}
 	holder := ""
@@ -287,9 +287,9 @@ func (s *Server) registerArtifact(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request) {
-	id, err := derivation.ParseID(chi.URLParam(r, "id"))
+	id, err := pathID(r, "artifact")
 	if err != nil {
-		s.fail(w, r, badRequest("invalid_id", "artifact ids are 32 hex digits"))
+		s.fail(w, r, err)
 		return
 	}
 	a, err := s.svc.GetArtifact(r.Context(), id)
@@ -415,9 +415,9 @@ func (s *Server) forget(w http.ResponseWriter, r *http.Request) {
 // verifyForget evaluates a forget's conditions now (POST
 // /v1/forgets/{id}/verify) and answers it, erased when they all hold.
 func (s *Server) verifyForget(w http.ResponseWriter, r *http.Request) {
-	id, err := derivation.ParseID(chi.URLParam(r, "id"))
+	id, err := pathID(r, "forget")
 	if err != nil {
-		s.fail(w, r, badRequest("invalid_id", "forget ids are 32 hex digits"))
+		s.fail(w, r, err)
 		return
 	}
 	f, err := s.svc.Verify(r.Context(), id)
@@ -431,9 +431,9 @@ func (s *Server) verifyForget(w http.ResponseWriter, r *http.Request) {
 // attestation answers the signed erasure attestation of an erased forget
 // (a DSSE envelope, docs/attestation.md); 409 not_erased before.
 func (s *Server) attestation(w http.ResponseWriter, r *http.Request) {
-	id, err := derivation.ParseID(chi.URLParam(r, "id"))
+	id, err := pathID(r, "forget")
 	if err != nil {
-		s.fail(w, r, badRequest("invalid_id", "forget ids are 32 hex digits"))
+		s.fail(w, r, err)
 		return
 	}
 	if s.attKey == nil {
@@ -449,9 +449,9 @@ func (s *Server) attestation(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getForget(w http.ResponseWriter, r *http.Request) {
-	id, err := derivation.ParseID(chi.URLParam(r, "id"))
+	id, err := pathID(r, "forget")
 	if err != nil {
-		s.fail(w, r, badRequest("invalid_id", "forget ids are 32 hex digits"))
+		s.fail(w, r, err)
 		return
 	}
 	f, err := s.svc.GetForget(r.Context(), id)

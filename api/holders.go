@@ -99,9 +99,9 @@ type ackRequest struct {
 
 // ack takes a holder's signed purge ack (POST /v1/forgets/{id}/acks).
 func (s *Server) ack(w http.ResponseWriter, r *http.Request) {
-	fid, err := derivation.ParseID(chi.URLParam(r, "id"))
+	fid, err := pathID(r, "forget")
 	if err != nil {
-		s.fail(w, r, badRequest("invalid_id", "forget ids are 32 hex digits"))
+		s.fail(w, r, err)
 		return
 	}
 	var req ackRequest
