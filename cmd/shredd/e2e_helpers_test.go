@@ -428,8 +428,13 @@ type forgetView struct {
 	CommittedAt  *time.Time  `json:"committed_at"`
 	RekeyedAt    *time.Time  `json:"rekeyed_at"`
 	ShreddedAt   *time.Time  `json:"shredded_at"`
+	ErasedAt     *time.Time  `json:"erased_at"`
 	Epoch        int64       `json:"epoch"`
 	Conditions   []condition `json:"conditions"`
+	Verification []condition `json:"verification"`
+	// CommitmentSalt is in the answer of the call that created the forget
+	// only.
+	CommitmentSalt string `json:"commitment_salt"`
 }
 
 func (f forgetView) condition(name string) condition {

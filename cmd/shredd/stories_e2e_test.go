@@ -921,23 +921,7 @@ func storyServer(t *testing.T, extra ...string) *server {
 }
 
 // storyForget is a forget as the API answers it, with its verification.
-type storyForget struct {
-	Forget       string      `json:"forget"`
-	State        string      `json:"state"`
-	Overdue      bool        `json:"overdue"`
-	Barrier      int64       `json:"barrier"`
-	Deadline     time.Time   `json:"deadline"`
-	RequestedAt  time.Time   `json:"requested_at"`
-	CommittedAt  *time.Time  `json:"committed_at"`
-	ShreddedAt   *time.Time  `json:"shredded_at"`
-	ErasedAt     *time.Time  `json:"erased_at"`
-	Epoch        int64       `json:"epoch"`
-	Conditions   []condition `json:"conditions"`
-	Verification []condition `json:"verification"`
-	// CommitmentSalt is in the answer of the call that created the forget
-	// only.
-	CommitmentSalt string `json:"commitment_salt"`
-}
+type storyForget = forgetView
 
 func (f storyForget) String() string {
 	b, _ := json.MarshalIndent(f, "", "  ")
