@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd/translog"
 )
 
 // Problem is an RFC 9457 problem details body. Code is stable and meant for
@@ -39,6 +40,9 @@ var errorMap = []struct {
 	{derivation.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large", "A limit was exceeded"},
 	{derivation.ErrEnvelope, http.StatusUnprocessableEntity, "invalid_envelope", "The ciphertext is not a valid shredd envelope or does not open with this context"},
 	{derivation.ErrUnavailable, http.StatusServiceUnavailable, "backend_unavailable", "The key backend is unavailable; nothing was encrypted or decrypted"},
+	{derivation.ErrNoLog, http.StatusConflict, "not_logged", "The forget's events are not in the transparency log"},
+	{translog.ErrNotFound, http.StatusNotFound, "not_found", "Not found"},
+	{translog.ErrFormat, http.StatusBadRequest, "invalid_log_request", "The tile path or tree size is invalid"},
 	{derivation.ErrInvalid, http.StatusBadRequest, "invalid_request", "The request is invalid"},
 }
 

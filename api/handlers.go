@@ -440,12 +440,15 @@ func (s *Server) attestation(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, &problemError{status: http.StatusServiceUnavailable, code: "backend_unavailable", title: "No attestation key is configured"})
 		return
 	}
-	env, err := s.svc.Attestation(r.Context(), id, s.attKey)
+	att, err := s.svc.Attestation(r.Context(), id, s.attKey)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, env)
+	// The exact bytes signed at erasure: their SHA-256 is in the log.
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(att)
 }
 
 func (s *Server) getForget(w http.ResponseWriter, r *http.Request) {

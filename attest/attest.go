@@ -147,12 +147,18 @@ func Sign(st Statement, signer ed25519.PrivateKey) (Envelope, error) {
 	if err != nil {
 		return Envelope{}, err
 	}
+	return signEnvelope(PayloadType, payload, signer), nil
+}
+
+// signEnvelope signs payload as a DSSE envelope of payloadType; signer has
+// the right size.
+func signEnvelope(payloadType string, payload []byte, signer ed25519.PrivateKey) Envelope {
 	pub := signer.Public().(ed25519.PublicKey)
 	return Envelope{
-		PayloadType: PayloadType,
+		PayloadType: payloadType,
 		Payload:     payload,
-		Signatures:  []Signature{{KeyID: KeyID(pub), Sig: ed25519.Sign(signer, PAE(PayloadType, payload))}},
-	}, nil
+		Signatures:  []Signature{{KeyID: KeyID(pub), Sig: ed25519.Sign(signer, PAE(payloadType, payload))}},
+	}
 }
 
 // Open verifies an attestation file (the envelope's JSON) under pub and
@@ -178,6 +184,11 @@ func Open(envelopeJSON []byte, pub ed25519.PublicKey) (*Statement, error) {
 // it verifies over PAE. The error wraps ErrFormat, ErrSignature or ErrKey.
 // Most callers want Open.
 func Verify(envelopeJSON []byte, pub ed25519.PublicKey) ([]byte, error) {
+	return verifyEnvelope(envelopeJSON, pub, PayloadType)
+}
+
+// verifyEnvelope is Verify for a DSSE envelope of payloadType.
+func verifyEnvelope(envelopeJSON []byte, pub ed25519.PublicKey, payloadType string) ([]byte, error) {
 	if len(pub) != ed25519.PublicKeySize {
 		return nil, fmt.Errorf("attest: verify: public key of %d bytes: %w", len(pub), ErrKey)
 	}
@@ -201,8 +212,8 @@ func Verify(envelopeJSON []byte, pub ed25519.PublicKey) ([]byte, error) {
 	if err != nil || !bytes.Equal(canon, compact.Bytes()) {
 		return nil, formatErr("envelope is not in canonical form")
 	}
-	if env.PayloadType != PayloadType {
-		return nil, formatErr("payloadType is %s, want %q", truncate(env.PayloadType), PayloadType)
+	if env.PayloadType != payloadType {
+		return nil, formatErr("payloadType is %s, want %q", truncate(env.PayloadType), payloadType)
 	}
 	if len(env.Signatures) != 1 {
 		return nil, formatErr("%d signatures, want exactly 1", len(env.Signatures))

@@ -3,6 +3,7 @@ package derivation
 import (
 	"context"
 	"crypto/ed25519"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,35 +16,56 @@ import (
 // erased: there is nothing to attest yet.
 var ErrNotErased = errors.New("forget not erased")
 
-// Attestation builds and signs the erasure attestation of an erased forget
-// (docs/attestation.md): an in-toto Statement about the salted commitment to
-// the subject id, with the timeline, the key evidence, every artifact of
-// the lineage and how it was closed, the holders' signed acks, the five
-// conditions with their evidence, and the residuals. A forget that is not
+// Attestation returns the erasure attestation file of an erased forget
+// (docs/attestation.md): the JSON of a DSSE envelope around an in-toto
+// Statement about the salted commitment to the subject id, with the
+// timeline, the key evidence, every artifact of the lineage and how it was
+// closed, the holders' signed acks, the five conditions with their
+// evidence, and the residuals. With a Journal, it was signed (and its
+// digest logged) when the forget was erased, and these exact bytes are
+// returned; otherwise it is signed now by signer. A forget that is not
 // erased gives ErrNotErased.
-func (s *Service) Attestation(ctx context.Context, id ID, signer ed25519.PrivateKey) (attest.Envelope, error) {
+func (s *Service) Attestation(ctx context.Context, id ID, signer ed25519.PrivateKey) ([]byte, error) {
 	r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE id=?`, id[:]))
 	if err != nil {
 		if _, gerr := s.GetForget(ctx, id); gerr != nil {
-			return attest.Envelope{}, gerr
+			return nil, gerr
 		}
-		return attest.Envelope{}, fmt.Errorf("derivation: attestation: %w", err)
+		return nil, fmt.Errorf("derivation: attestation: %w", err)
 	}
 	if !r.erased.Valid {
-		return attest.Envelope{}, fmt.Errorf("derivation: forget %s is %s: %w", id, r.state, ErrNotErased)
+		return nil, fmt.Errorf("derivation: forget %s is %s: %w", id, r.state, ErrNotErased)
 	}
+	var stored []byte
+	if err := s.db.QueryRowContext(ctx, `SELECT attestation FROM forgets WHERE id=?`, id[:]).Scan(&stored); err != nil {
+		return nil, fmt.Errorf("derivation: attestation: %w", err)
+	}
+	if stored != nil {
+		return stored, nil
+	}
+	// The conditions as proven at erasure, not recomputed: a later event
+	// (another holder's inventory) does not unsay a completed proof.
+	conds, err := s.proofOf(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	env, err := s.signAttestation(ctx, r, conds, signer)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(env)
+}
+
+// signAttestation builds and signs the attestation of forget r, erased
+// (r.erased set) with the verification conds.
+func (s *Service) signAttestation(ctx context.Context, r forgetRow, conds []Condition, signer ed25519.PrivateKey) (attest.Envelope, error) {
+	id := r.id
 	var commitment string
 	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(commitment, '') FROM forgets WHERE id=?`, id[:]).Scan(&commitment); err != nil {
 		return attest.Envelope{}, fmt.Errorf("derivation: attestation: %w", err)
 	}
 	if commitment == "" {
 		return attest.Envelope{}, fmt.Errorf("derivation: forget %s has no subject commitment (made by an older release): %w", id, ErrNotErased)
-	}
-	// The conditions as proven at erasure, not recomputed: a later event
-	// (another holder's inventory) does not unsay a completed proof.
-	conds, err := s.proofOf(ctx, id)
-	if err != nil {
-		return attest.Envelope{}, err
 	}
 	p := attest.Predicate{
 		Forget: id.String(),

@@ -186,7 +186,7 @@ func (s *Service) Forget(ctx context.Context, subject string) (Forget, error) {
 		return Forget{}, err
 	}
 	now := s.opts.Now()
-	salt := attest.NewSalt()
+	salt := s.subjectSalt(ctx, sid)
 	if _, err := s.db.ExecContext(ctx, `INSERT INTO forgets(id, sid, state, requested_at, deadline, commitment) VALUES (?, ?, ?, ?, ?, ?)`,
 		id[:], sid[:], StateRequested, now.UnixNano(), now.Add(s.opts.Deadline).UnixNano(), attest.Commit(subject, salt)); err != nil {
 		return Forget{}, fmt.Errorf("derivation: forget: %w", err)
@@ -214,10 +214,16 @@ func (s *Service) commit(ctx context.Context, id ID, sid envelope.SID) error {
 	if err != nil {
 		return fmt.Errorf("derivation: forget: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE forgets SET state=?, gen=?, committed_at=?,
+	res, err := tx.ExecContext(ctx, `UPDATE forgets SET state=?, gen=?, committed_at=?,
 		barrier=(SELECT coalesce(max(seq), 0) FROM artifacts) WHERE id=? AND state=?`,
-		StateCommitted, gen, s.opts.Now().UnixNano(), id[:], StateRequested); err != nil {
+		StateCommitted, gen, s.opts.Now().UnixNano(), id[:], StateRequested)
+	if err != nil {
 		return fmt.Errorf("derivation: forget: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 1 && s.opts.Journal != nil {
+		if err := s.logCommit(ctx, tx, id, sid, gen); err != nil {
+			return err
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("derivation: forget: %w", err)
@@ -225,6 +231,24 @@ func (s *Service) commit(ctx context.Context, id ID, sid envelope.SID) error {
 	s.keys.Purge(sid)
 	s.opts.Crash("forget:committed")
 	return nil
+}
+
+// logCommit appends the forget_committed event of forget id in tx.
+func (s *Service) logCommit(ctx context.Context, tx *sql.Tx, id ID, sid envelope.SID, gen uint32) error {
+	var commitment string
+	var barrier int64
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(commitment, ''), barrier FROM forgets WHERE id=?`, id[:]).Scan(&commitment, &barrier); err != nil {
+		return fmt.Errorf("derivation: forget: %w", err)
+	}
+	if commitment == "" {
+		return nil // made by a release without commitments: nothing to commit to
+	}
+	keyIdx, err := keyCreatedIndex(ctx, tx, sid, gen)
+	if err != nil {
+		return err
+	}
+	return s.opts.Journal.appendForget(ctx, tx, id, attest.Event{Event: attest.EventForgetCommitted, Forget: &attest.ForgetEvent{
+		Forget: id.String(), Subject: commitment, Generation: gen, Barrier: barrier, KeyCreated: keyIdx}})
 }
 
 // GetForget returns a forget with its conditions.

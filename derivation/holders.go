@@ -275,8 +275,9 @@ func (s *Service) Ack(ctx context.Context, forget ID, holder string, artifacts [
 			names[i] = a.String()
 		}
 		slices.Sort(names)
+		names = slices.Compact(names)
 		res, err := tx.ExecContext(ctx, `INSERT INTO holder_acks(forget, holder, artifacts, payload, signature, received_at) VALUES (?, ?, ?, ?, ?, ?)`,
-			forget[:], holder, strings.Join(slices.Compact(names), ","), payload, sig, s.opts.Now().UnixNano())
+			forget[:], holder, strings.Join(names, ","), payload, sig, s.opts.Now().UnixNano())
 		if err != nil {
 			return AckResult{}, fmt.Errorf("derivation: ack: %w", err)
 		}
@@ -284,6 +285,12 @@ func (s *Service) Ack(ctx context.Context, forget ID, holder string, artifacts [
 		for _, a := range artifacts {
 			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO acked(forget, artifact, holder, ack) VALUES (?, ?, ?, ?)`, forget[:], a[:], holder, ackID); err != nil {
 				return AckResult{}, fmt.Errorf("derivation: ack: %w", err)
+			}
+		}
+		if j := s.opts.Journal; j != nil {
+			ev := attest.NewAckEvent(forget.String(), attest.HolderAck{Holder: holder, PublicKey: h.PublicKey, Artifacts: names, Signature: sig})
+			if err := j.appendForget(ctx, tx, forget, attest.Event{Event: attest.EventHolderAck, Ack: &ev}); err != nil {
+				return AckResult{}, err
 			}
 		}
 		if err := tx.Commit(); err != nil {

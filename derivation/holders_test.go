@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -103,11 +102,10 @@ func TestHolderAcks(t *testing.T) {
 	// The attestation: signed, about the salted commitment, listing every
 	// artifact with how it was closed and both holders' acks.
 	svcPub, svcKey, _ := ed25519.GenerateKey(rand.Reader)
-	env, err := s.Attestation(ctx, f.ID, svcKey)
+	raw, err := s.Attestation(ctx, f.ID, svcKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, _ := json.Marshal(env)
 	st, err := attest.Open(raw, svcPub)
 	if err != nil {
 		t.Fatalf("the attestation does not verify: %v", err)

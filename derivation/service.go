@@ -33,6 +33,10 @@ type Options struct {
 	Crash func(step string)
 	// LeaseTTL is how long a decrypt's lease lasts (DefaultLeaseTTL).
 	LeaseTTL time.Duration
+	// Journal, when set, logs forget commits, holder acks and erasure
+	// attestations in the transparency log, and signs the attestations
+	// (the key tree logs its own events through the same Journal).
+	Journal *Journal
 }
 
 // DefaultDeadline is the default verification deadline of a forget.
@@ -84,6 +88,11 @@ func New(ctx context.Context, db *sql.DB, keys *keystore.Store, hasher *Hasher, 
 		return nil, err
 	}
 	if err := addColumn(ctx, db, "forgets", "proof", "BLOB"); err != nil {
+		return nil, err
+	}
+	// The attestation file as signed when the forget was erased: served
+	// byte for byte, so that its digest in the log matches.
+	if err := addColumn(ctx, db, "forgets", "attestation", "BLOB"); err != nil {
 		return nil, err
 	}
 	svc := &Service{db: db, keys: keys, hasher: hasher, opts: opts, kick: make(chan struct{}, 1), leaseQ: make(chan leaseReq, 1024)}
@@ -290,6 +299,7 @@ type plan struct {
 	holder  string
 	parents []ID
 	direct  map[envelope.SID]bool
+	subject map[envelope.SID]string // raw ids of the direct subjects, for the log's commitments; never stored
 	lineage map[envelope.SID]uint32 // parent lineage generations (0: direct-only, take current)
 	sids    []envelope.SID          // sorted
 }
@@ -323,12 +333,14 @@ func (s *Service) resolve(ctx context.Context, src Source) (*plan, error) {
 	if len(src.Parents) > MaxParents {
 		return nil, fmt.Errorf("derivation: %d parents, at most %d: %w", len(src.Parents), MaxParents, ErrTooLarge)
 	}
-	p := &plan{kind: src.Kind, holder: src.Holder, direct: map[envelope.SID]bool{}, lineage: map[envelope.SID]uint32{}}
+	p := &plan{kind: src.Kind, holder: src.Holder, direct: map[envelope.SID]bool{}, subject: map[envelope.SID]string{}, lineage: map[envelope.SID]uint32{}}
 	for i, subj := range src.Subjects {
 		if subj == "" || len(subj) > MaxSubjectID {
 			return nil, fmt.Errorf("derivation: subject %d: empty or over %d bytes: %w", i, MaxSubjectID, ErrInvalid)
 		}
-		p.direct[s.hasher.SID(subj)] = true
+		sid := s.hasher.SID(subj)
+		p.direct[sid] = true
+		p.subject[sid] = subj
 	}
 	seen := map[ID]bool{}
 	for _, par := range src.Parents {
@@ -395,7 +407,7 @@ func (s *Service) planKeys(ctx context.Context, p *plan) ([]envelope.SubjectKey,
 		if inherited {
 			k, err = s.keys.KeyAt(ctx, envelope.Ref{SID: sid, Gen: gen})
 		} else {
-			k, err = s.keys.Key(ctx, sid)
+			k, err = s.keys.KeyFor(ctx, sid, p.subject[sid])
 		}
 		if err != nil {
 			return nil, s.keyErr(ctx, err, p.refs())

@@ -2,6 +2,8 @@ package derivation
 
 import (
 	"context"
+	"crypto/ed25519"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/envelope"
 	"github.com/shredd/shredd/keystore"
 )
@@ -221,8 +224,38 @@ func (s *Service) verifyRow(ctx context.Context, r forgetRow) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.db.ExecContext(ctx, `UPDATE forgets SET erased_at=?, proof=? WHERE id=? AND erased_at IS NULL`, s.opts.Now().UnixNano(), proof, r.id[:])
+	now := s.opts.Now().UnixNano()
+	var att []byte // signed now, with the journal: logged and served byte for byte
+	if j := s.opts.Journal; j != nil {
+		r.erased = sql.NullInt64{Int64: now, Valid: true}
+		env, err := s.signAttestation(ctx, r, conds, j.signer)
+		if err != nil {
+			return err
+		}
+		if att, err = json.Marshal(env); err != nil {
+			return fmt.Errorf("derivation: verify: %w", err)
+		}
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
+		return fmt.Errorf("derivation: verify: %w", err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `UPDATE forgets SET erased_at=?, proof=?, attestation=? WHERE id=? AND erased_at IS NULL`, now, proof, att, r.id[:])
+	if err != nil {
+		return fmt.Errorf("derivation: verify: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 1 && att != nil {
+		st, err := attest.Open(att, s.opts.Journal.signer.Public().(ed25519.PublicKey))
+		if err != nil {
+			return fmt.Errorf("derivation: verify: own attestation: %w", err)
+		}
+		if err := s.opts.Journal.appendForget(ctx, tx, r.id, attest.Event{Event: attest.EventErasureAttested, Attested: &attest.AttestedEvent{
+			Forget: r.id.String(), Subject: st.Commitment(), AttestationSHA256: attest.Digest(att)}}); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("derivation: verify: %w", err)
 	}
 	return nil

@@ -93,15 +93,36 @@ func (s *Store) RunEpoch(ctx context.Context) (_ Epoch, err error) {
 	e.FinishedAt = s.now()
 	e.State = "done"
 	e.Retired = retired
-	if _, err := s.db.ExecContext(ctx, `UPDATE epochs SET state='done', finished_at=?, retired=? WHERE id=?`,
-		e.FinishedAt.UnixNano(), strings.Join(rs, ","), e.ID); err != nil {
-		return Epoch{}, fmt.Errorf("keystore: epoch: %w", err)
+	if err := s.finishEpoch(ctx, e, strings.Join(rs, ",")); err != nil {
+		return Epoch{}, err
 	}
 	s.cacheMu.Lock()
 	clear(s.bkeys) // bucket keys are unchanged, but drop them so that unwraps prove the new root version
 	s.cacheMu.Unlock()
 	s.crash("epoch:done")
 	return *e, nil
+}
+
+// finishEpoch marks the epoch done and logs it, in one transaction.
+func (s *Store) finishEpoch(ctx context.Context, e *Epoch, retired string) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("keystore: epoch: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `UPDATE epochs SET state='done', finished_at=?, retired=? WHERE id=?`,
+		e.FinishedAt.UnixNano(), retired, e.ID); err != nil {
+		return fmt.Errorf("keystore: epoch: %w", err)
+	}
+	if s.journal != nil {
+		if err := s.journal.EpochCompleted(ctx, tx, *e, s.root.Kind()); err != nil {
+			return fmt.Errorf("keystore: epoch: log: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("keystore: epoch: %w", err)
+	}
+	return nil
 }
 
 // rewrapBuckets moves every bucket key wrapped under a version below to onto

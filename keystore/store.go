@@ -49,6 +49,9 @@ type Options struct {
 	// Crash, when set, is called at each durable step of forget re-keying
 	// and of an epoch with the step's name. Tests use it to kill the process.
 	Crash func(step string)
+	// Journal, when set, logs key creations and epochs in the transaction
+	// that makes them.
+	Journal Journal
 }
 
 // SubjectState says what the tree knows of one subject.
@@ -70,6 +73,7 @@ type Store struct {
 	ttl     time.Duration
 	now     func() time.Time
 	crash   func(string)
+	journal Journal
 
 	treeMu sync.Mutex // serialises bucket re-keys and epochs
 
@@ -98,7 +102,7 @@ type bucketEntry struct {
 // Open opens the key tree in db (creating its tables and bucket keys on first
 // use) under root.
 func Open(ctx context.Context, db *sql.DB, root RootStore, opts Options) (*Store, error) {
-	s := &Store{db: db, root: root, kms: opts.SubjectKMS, ttl: opts.CacheTTL, now: opts.Now, crash: opts.Crash,
+	s := &Store{db: db, root: root, kms: opts.SubjectKMS, ttl: opts.CacheTTL, now: opts.Now, crash: opts.Crash, journal: opts.Journal,
 		deks: map[envelope.SID]dekEntry{}, bkeys: map[int]bucketEntry{}, cacheSize: opts.CacheSize}
 	s.root, s.kms = s.stats.counted(root, opts.SubjectKMS) // count unavailability (RootErrors)
 	if s.ttl <= 0 {
@@ -449,8 +453,16 @@ func (s *Store) State(ctx context.Context, sid envelope.SID) (SubjectState, uint
 }
 
 // Key returns the subject's current key, creating generation 1 for a subject
-// never seen before. A forgotten subject gives ErrShredded.
+// never seen before. A forgotten subject gives ErrShredded. It is KeyFor
+// without a subject id.
 func (s *Store) Key(ctx context.Context, sid envelope.SID) (envelope.SubjectKey, error) {
+	return s.KeyFor(ctx, sid, "")
+}
+
+// KeyFor is Key for the raw subject id whose keyed hash is sid: when it
+// creates the key, the Journal gets the id for the key_created event's
+// salted commitment. The id is never stored.
+func (s *Store) KeyFor(ctx context.Context, sid envelope.SID, subject string) (envelope.SubjectKey, error) {
 	if e, ok := s.cached(sid); ok {
 		s.hits.Add(1)
 		return envelope.SubjectKey{Ref: envelope.Ref{SID: sid, Gen: e.gen}, Key: e.key}, nil
@@ -472,7 +484,7 @@ func (s *Store) Key(ctx context.Context, sid envelope.SID) (envelope.SubjectKey,
 		s.remember(sid, r.gen, k, purges)
 		return envelope.SubjectKey{Ref: envelope.Ref{SID: sid, Gen: r.gen}, Key: k}, nil
 	}
-	return s.create(ctx, sid, purges)
+	return s.create(ctx, sid, subject, purges)
 }
 
 // KeyAt returns the subject's key of generation ref.Gen. A forgotten subject
@@ -540,9 +552,9 @@ func (s *Store) open(ctx context.Context, sid envelope.SID, r subjectRow) ([]byt
 	}
 }
 
-func (s *Store) create(ctx context.Context, sid envelope.SID, purges uint64) (envelope.SubjectKey, error) {
+func (s *Store) create(ctx context.Context, sid envelope.SID, subject string, purges uint64) (envelope.SubjectKey, error) {
 	if s.kms != nil {
-		return s.createPerSubject(ctx, sid, purges)
+		return s.createPerSubject(ctx, sid, subject, purges)
 	}
 	b := s.BucketOf(sid)
 	for attempt := 0; attempt < 4; attempt++ {
@@ -567,11 +579,16 @@ func (s *Store) create(ctx context.Context, sid envelope.SID, purges uint64) (en
 		}
 		n, _ := res.RowsAffected()
 		if n == 1 {
+			k := envelope.SubjectKey{Ref: envelope.Ref{SID: sid, Gen: 1}, Key: dek}
+			if err := s.journalKey(ctx, tx, k, subject); err != nil {
+				tx.Rollback()
+				return envelope.SubjectKey{}, err
+			}
 			if err := tx.Commit(); err != nil {
 				return envelope.SubjectKey{}, fmt.Errorf("keystore: create key: %w", err)
 			}
 			s.remember(sid, 1, dek, purges)
-			return envelope.SubjectKey{Ref: envelope.Ref{SID: sid, Gen: 1}, Key: dek}, nil
+			return k, nil
 		}
 		r, err := s.row(ctx, tx, sid)
 		tx.Rollback()
@@ -596,18 +613,50 @@ func (s *Store) create(ctx context.Context, sid envelope.SID, purges uint64) (en
 	return envelope.SubjectKey{}, fmt.Errorf("keystore: create key: bucket generation keeps changing")
 }
 
+// journalKey logs a created key in tx, when there is a journal.
+func (s *Store) journalKey(ctx context.Context, tx *sql.Tx, k envelope.SubjectKey, subject string) error {
+	if s.journal == nil {
+		return nil
+	}
+	if err := s.journal.KeyCreated(ctx, tx, k, subject); err != nil {
+		return fmt.Errorf("keystore: create key: log: %w", err)
+	}
+	return nil
+}
+
 // createPerSubject creates a subject's key in its own external key.
-func (s *Store) createPerSubject(ctx context.Context, sid envelope.SID, purges uint64) (envelope.SubjectKey, error) {
+func (s *Store) createPerSubject(ctx context.Context, sid envelope.SID, subject string, purges uint64) (envelope.SubjectKey, error) {
 	dek, wrapped, err := s.kms.DataKey(ctx, sid)
 	if err != nil {
 		return envelope.SubjectKey{}, fmt.Errorf("keystore: create key: %w", err)
 	}
-	res, err := s.db.ExecContext(ctx, `INSERT OR IGNORE INTO subjects(sid, gen, state, bucket, wrapped, created_at) VALUES (?, 1, ?, ?, ?, ?)`,
-		sid[:], SubjectLive, s.BucketOf(sid), wrapped, s.now().UnixNano())
+	created, err := func() (bool, error) {
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return false, fmt.Errorf("keystore: create key: %w", err)
+		}
+		defer tx.Rollback()
+		res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO subjects(sid, gen, state, bucket, wrapped, created_at) VALUES (?, 1, ?, ?, ?, ?)`,
+			sid[:], SubjectLive, s.BucketOf(sid), wrapped, s.now().UnixNano())
+		if err != nil {
+			return false, fmt.Errorf("keystore: create key: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return false, nil
+		}
+		if err := s.journalKey(ctx, tx, envelope.SubjectKey{Ref: envelope.Ref{SID: sid, Gen: 1}, Key: dek}, subject); err != nil {
+			return false, err
+		}
+		if err := tx.Commit(); err != nil {
+			return false, fmt.Errorf("keystore: create key: %w", err)
+		}
+		return true, nil
+	}()
 	if err != nil {
-		return envelope.SubjectKey{}, fmt.Errorf("keystore: create key: %w", err)
+		clear(dek)
+		return envelope.SubjectKey{}, err
 	}
-	if n, _ := res.RowsAffected(); n == 1 {
+	if created {
 		s.remember(sid, 1, dek, purges)
 		return envelope.SubjectKey{Ref: envelope.Ref{SID: sid, Gen: 1}, Key: dek}, nil
 	}
@@ -772,7 +821,7 @@ func (s *Store) RekeyBucket(ctx context.Context, b int) (int64, error) {
 func (s *Store) CreateKeys(ctx context.Context, sids []envelope.SID) error {
 	if s.kms != nil {
 		for _, sid := range sids {
-			if _, err := s.createPerSubject(ctx, sid, s.purges.Load()); err != nil && !errors.Is(err, ErrShredded) {
+			if _, err := s.createPerSubject(ctx, sid, "", s.purges.Load()); err != nil && !errors.Is(err, ErrShredded) {
 				return err
 			}
 		}

@@ -521,6 +521,35 @@ func (c *Client) GetForget(ctx context.Context, id string) (Forget, error) {
 	return out, err
 }
 
+// Attestation returns the erasure attestation file of an erased forget,
+// byte for byte (forget or audit scope; docs/attestation.md).
+func (c *Client) Attestation(ctx context.Context, forget string) ([]byte, error) {
+	var out []byte
+	_, _, err := c.call(ctx, http.MethodGet, "/v1/forgets/"+url.PathEscape(forget)+"/attestation", nil, &out)
+	return out, err
+}
+
+// Export returns the regulator export of an erased forget: a gzip tar
+// archive (package bundle). since > 0 adds a consistency proof from that
+// tree size (forget or audit scope).
+func (c *Client) Export(ctx context.Context, forget string, since int64) ([]byte, error) {
+	path := "/v1/forgets/" + url.PathEscape(forget) + "/export"
+	if since > 0 {
+		path += "?since=" + strconv.FormatInt(since, 10)
+	}
+	var out []byte
+	_, _, err := c.call(ctx, http.MethodGet, path, nil, &out)
+	return out, err
+}
+
+// Checkpoint returns the transparency log's current signed checkpoint
+// (audit scope).
+func (c *Client) Checkpoint(ctx context.Context) ([]byte, error) {
+	var out []byte
+	_, _, err := c.call(ctx, http.MethodGet, "/v1/log/checkpoint", nil, &out)
+	return out, err
+}
+
 // Epoch runs a root epoch now (admin scope).
 func (c *Client) Epoch(ctx context.Context) (Epoch, error) {
 	var out Epoch
@@ -574,6 +603,10 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any) (in
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return resp.StatusCode, resp.Header, problem(op, resp, raw)
+	}
+	if b, ok := out.(*[]byte); ok { // a file (attestation, export, checkpoint): kept byte for byte
+		*b = bytes.Clone(raw)
+		return resp.StatusCode, resp.Header, nil
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
 		return resp.StatusCode, nil, fmt.Errorf("shredd: %s: %d response is not the expected JSON: %w", op, resp.StatusCode, err)

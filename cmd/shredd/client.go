@@ -74,6 +74,15 @@ func clientCmd(ctx context.Context, cmd string, args []string, stdin io.Reader, 
 	case "forget":
 		fl.Var(&subjects, "subject", "the subject to forget")
 	}
+	var out string
+	var since int64
+	switch cmd {
+	case "attestation", "export", "checkpoint":
+		fl.StringVar(&out, "out", "", "write the file here (default: standard output)")
+	}
+	if cmd == "export" {
+		fl.Int64Var(&since, "since", 0, "add a consistency proof from this tree size (of a checkpoint you saved)")
+	}
 	fl.Usage = func() {
 		fmt.Fprintln(stderr, clientUsage)
 		fl.PrintDefaults()
@@ -86,9 +95,9 @@ func clientCmd(ctx context.Context, cmd string, args []string, stdin io.Reader, 
 		return exitUsage
 	}
 	switch {
-	case cmd == "status" && fl.NArg() != 1:
+	case (cmd == "status" || cmd == "attestation" || cmd == "export") && fl.NArg() != 1:
 		return usage("want one forget id")
-	case cmd != "status" && fl.NArg() != 0:
+	case cmd != "status" && cmd != "attestation" && cmd != "export" && fl.NArg() != 0:
 		return usage("unexpected argument %q", fl.Arg(0))
 	case cmd == "encrypt" && kind == "":
 		return usage("--kind is required")
@@ -155,6 +164,29 @@ func clientCmd(ctx context.Context, cmd string, args []string, stdin io.Reader, 
 			return fail(err)
 		}
 		return printJSON(stdout, f)
+	case "attestation", "export", "checkpoint":
+		var b []byte
+		switch cmd {
+		case "attestation":
+			b, err = c.Attestation(ctx, fl.Arg(0))
+		case "export":
+			b, err = c.Export(ctx, fl.Arg(0), since)
+		default:
+			b, err = c.Checkpoint(ctx)
+		}
+		if err != nil {
+			return fail(err)
+		}
+		if out != "" {
+			err = os.WriteFile(out, b, 0o644)
+		} else {
+			_, err = stdout.Write(b)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "shredd %s: %v\n", cmd, err)
+			return exitFailed
+		}
+		return exitOK
 	default: // status
 		f, err := c.GetForget(ctx, fl.Arg(0))
 		if err != nil {
@@ -246,6 +278,9 @@ const clientUsage = `usage: shredd encrypt --kind K --subject S [--subject S ...
        shredd decrypt [--context STR] [--ciphertext CT] < ciphertext
        shredd forget --subject S
        shredd status FORGET_ID
+       shredd attestation FORGET_ID [--out FILE]
+       shredd export FORGET_ID [--since N] [--out FILE]
+       shredd checkpoint [--out FILE]
 common flags: --addr URL (SHREDD_URL, default http://127.0.0.1:7750), --token-file FILE (else SHREDD_TOKEN,
   else ./shredd-data/admin.token), --cacert FILE, --timeout 1m
 exit status: 0 ok, 1 refused by the server or unreachable, 2 usage, 3 shredded (410: the data is erased)`

@@ -57,7 +57,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 		return clientCmd(ctx, cmd, args, os.Stdin, stdout, stderr, getenv)
 	case "forget":
 		return clientCmd(ctx, cmd, args, os.Stdin, stdout, stderr, getenv)
-	case "status":
+	case "status", "attestation", "export", "checkpoint":
 		return clientCmd(ctx, cmd, args, os.Stdin, stdout, stderr, getenv)
 	case "keygen":
 		return keygenCmd(args, stdout, stderr)
@@ -78,6 +78,9 @@ const usage = `usage: shredd [serve] [flags]   run the service (see shredd serve
        shredd token create|list|revoke   administer bearer tokens
        shredd encrypt --kind K --subject S [--parent ID ...] [--context STR] < plaintext
        shredd decrypt [--context STR] [--ciphertext CT] < ciphertext
+       shredd attestation FORGET_ID [--out FILE]   the signed erasure attestation
+       shredd export FORGET_ID [--since N] [--out FILE]   the regulator export (tar.gz)
+       shredd checkpoint [--out FILE]   the transparency log's signed checkpoint
        shredd forget --subject S   forget a subject; prints the pending-erasure token
        shredd status FORGET_ID     print a forget
                                 (--addr URL, --token-file FILE; exit 3 when the data is shredded)

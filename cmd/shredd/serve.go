@@ -24,6 +24,7 @@ import (
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
 	"github.com/shredd/shredd/keystore/vault"
+	"github.com/shredd/shredd/translog"
 )
 
 // Program is a parsed `shredd serve`.
@@ -300,16 +301,40 @@ func (p *Program) Run(ctx context.Context, stderr io.Writer) error {
 		}
 		root = ls
 	}
+	attKey, created, err := loadOrCreateAttestationKey(p.DataDir)
+	if err != nil {
+		return fmt.Errorf("attestation key: %w", err)
+	}
+	if created {
+		log.Info("created the attestation signing key; give its public half to whoever verifies attestations",
+			"public_key", filepath.Join(p.DataDir, attestationPubFile))
+	}
+	logSigner, logVKey, created, err := loadOrCreateLogKey(p.DataDir)
+	if err != nil {
+		return err
+	}
+	if created {
+		log.Info("created the transparency log key; give its verifier key to regulators and log monitors",
+			"verifier_key", filepath.Join(p.DataDir, logVKeyFile), "origin", logSigner.Name())
+	}
 	db, err := keystore.OpenDB(filepath.Join(p.DataDir, dbFile))
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	keys, err := keystore.Open(ctx, db, root, keystore.Options{Buckets: p.Buckets, CacheTTL: p.CacheTTL, SubjectKMS: kms, Crash: p.crash})
+	tlog, err := translog.Open(ctx, db, logSigner)
 	if err != nil {
 		return err
 	}
-	svc, err := derivation.New(ctx, db, keys, hasher, derivation.Options{Deadline: p.ForgetDeadline, LeaseTTL: p.LeaseTTL, Crash: p.crash})
+	journal, err := derivation.NewJournal(ctx, db, tlog, logVKey, attKey, nil)
+	if err != nil {
+		return err
+	}
+	keys, err := keystore.Open(ctx, db, root, keystore.Options{Buckets: p.Buckets, CacheTTL: p.CacheTTL, SubjectKMS: kms, Crash: p.crash, Journal: journal})
+	if err != nil {
+		return err
+	}
+	svc, err := derivation.New(ctx, db, keys, hasher, derivation.Options{Deadline: p.ForgetDeadline, LeaseTTL: p.LeaseTTL, Crash: p.crash, Journal: journal})
 	if err != nil {
 		return err
 	}
@@ -322,14 +347,6 @@ func (p *Program) Run(ctx context.Context, stderr io.Writer) error {
 	}
 	metrics := api.NewMetrics(svc, keys)
 	metrics.Log = log
-	attKey, created, err := loadOrCreateAttestationKey(p.DataDir)
-	if err != nil {
-		return fmt.Errorf("attestation key: %w", err)
-	}
-	if created {
-		log.Info("created the attestation signing key; give its public half to whoever verifies attestations",
-			"public_key", filepath.Join(p.DataDir, attestationPubFile))
-	}
 	// Forgets a crash left half-done are driven on before serving.
 	if err := svc.Reconcile(ctx); err != nil {
 		log.Warn("recovery incomplete at start-up; the background work retries", "error", err.Error())

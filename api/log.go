@@ -1,0 +1,182 @@
+package api
+
+import (
+	"bytes"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/shredd/shredd/translog"
+)
+
+// The transparency log's routes (docs/transparency.md), under /v1/log, and
+// the regulator export of a forget. Every answer is public material (signed
+// events hold commitments, never subject ids), but the routes still need
+// the audit scope: the log's size and timing say how many subjects and
+// forgets there are.
+
+// tlogOf returns the service's log, or fails the request with 503.
+func (s *Server) tlogOf(w http.ResponseWriter, r *http.Request) *translog.Log {
+	l, _ := s.svc.TransparencyLog()
+	if l == nil {
+		s.fail(w, r, &problemError{status: http.StatusServiceUnavailable, code: "no_log", title: "This service keeps no transparency log"})
+	}
+	return l
+}
+
+func writeText(w http.ResponseWriter, contentType string, b []byte) {
+	w.Header().Set("Content-Type", contentType)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
+}
+
+// logCheckpoint answers the log's current checkpoint (C2SP tlog-checkpoint,
+// a signed note).
+func (s *Server) logCheckpoint(w http.ResponseWriter, r *http.Request) {
+	l := s.tlogOf(w, r)
+	if l == nil {
+		return
+	}
+	cp, err := l.Checkpoint(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeText(w, "text/plain; charset=utf-8", cp)
+}
+
+// logKey answers the log's signed-note verifier key.
+func (s *Server) logKey(w http.ResponseWriter, r *http.Request) {
+	_, vkey := s.svc.TransparencyLog()
+	if vkey == "" {
+		s.tlogOf(w, r)
+		return
+	}
+	writeText(w, "text/plain; charset=utf-8", []byte(vkey+"\n"))
+}
+
+// logTile answers a tile in the C2SP tlog-tiles layout: /v1/log/tile/<L>/<N>[.p/<W>]
+// (hashes) and /v1/log/tile/entries/<N>[.p/<W>] (entry bundles).
+func (s *Server) logTile(w http.ResponseWriter, r *http.Request) {
+	l := s.tlogOf(w, r)
+	if l == nil {
+		return
+	}
+	path := "tile/" + chi.URLParam(r, "*")
+	b, err := l.ReadTile(r.Context(), path)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if !strings.Contains(path, ".p/") {
+		// A full tile never changes (tlog-tiles).
+		w.Header().Set("Cache-Control", "private, max-age=31536000, immutable")
+	}
+	writeText(w, "application/octet-stream", b)
+}
+
+// logProof answers the c2sp.org/tlog-proof@v1 inclusion proof of entry
+// {index}, against a checkpoint of tree size ?size= (default: the current
+// tree).
+func (s *Server) logProof(w http.ResponseWriter, r *http.Request) {
+	l := s.tlogOf(w, r)
+	if l == nil {
+		return
+	}
+	idx, err := strconv.ParseInt(chi.URLParam(r, "index"), 10, 64)
+	if err != nil || idx < 0 {
+		s.fail(w, r, badRequest("invalid_index", "index must be a non-negative decimal integer"))
+		return
+	}
+	size, err := sizeParam(r, "size")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	p, err := l.Prove(r.Context(), idx, size)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeText(w, "text/plain; charset=utf-8", p)
+}
+
+// logConsistency answers the consistency proof between tree sizes ?old= and
+// ?new= (default: the current tree), in shredd/tlog-consistency@v1 text.
+func (s *Server) logConsistency(w http.ResponseWriter, r *http.Request) {
+	l := s.tlogOf(w, r)
+	if l == nil {
+		return
+	}
+	old, err := sizeParam(r, "old")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	newSize, err := sizeParam(r, "new")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if newSize == 0 {
+		if newSize, err = l.Size(r.Context()); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
+	if old > newSize {
+		s.fail(w, r, badRequest("invalid_size", "old must not be above new"))
+		return
+	}
+	p, err := l.ProveConsistency(r.Context(), old, newSize)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeText(w, "text/plain; charset=utf-8", (&translog.ConsistencyProof{Old: old, New: newSize, Hashes: p}).Marshal())
+}
+
+// sizeParam reads an optional non-negative tree size from the query (0 when
+// absent).
+func sizeParam(r *http.Request, name string) (int64, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, badRequest("invalid_size", name+" must be a non-negative decimal integer")
+	}
+	return n, nil
+}
+
+// export answers the regulator export of an erased forget: one gzip tar
+// archive (package bundle, docs/transparency.md); ?since=N adds a
+// consistency proof from tree size N.
+func (s *Server) export(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "forget")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	since, err := sizeParam(r, "since")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	b, err := s.svc.Export(r.Context(), id, since)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var buf bytes.Buffer
+	if err := b.Write(&buf); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Disposition", `attachment; filename="`+b.Dir()+`.tar.gz"`)
+	writeText(w, "application/gzip", buf.Bytes())
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/shredd/shredd/attest"
+	"github.com/shredd/shredd/bundle"
+)
+
+// isGzip reports whether the file at path starts with the gzip magic: a
+// regulator export rather than an attestation file.
+func isGzip(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var magic [2]byte
+	_, err = io.ReadFull(f, magic[:])
+	return err == nil && magic == [2]byte{0x1f, 0x8b}
+}
+
+type exportArgs struct {
+	key, logKey, saved, subject, salt string
+}
+
+// verifyExport runs `shredd verify EXPORT.tar.gz`: bundle.Verify with the
+// keys the verifier trusts.
+func verifyExport(path string, a exportArgs, stdout io.Writer, usage func(string, ...any) int) int {
+	if a.logKey == "" {
+		return usage("--log-key is required for an export: the log's verifier key, obtained from the operator")
+	}
+	var opts bundle.Options
+	pubPEM, err := readLimited(a.key)
+	if err != nil {
+		return usage("--key: %v", err)
+	}
+	if opts.AttestationKey, err = attest.ParsePublicKey(pubPEM); err != nil {
+		return usage("--key %s: %v", a.key, err)
+	}
+	vkey, err := readLimited(a.logKey)
+	if err != nil {
+		return usage("--log-key: %v", err)
+	}
+	opts.LogKey = strings.TrimSpace(string(vkey))
+	if a.saved != "" {
+		if opts.Saved, err = readLimited(a.saved); err != nil {
+			return usage("--checkpoint: %v", err)
+		}
+	}
+	if (a.subject == "") != (a.salt == "") {
+		return usage("give both --subject and --salt, or neither")
+	}
+	if a.subject != "" {
+		opts.Subject = a.subject
+		if opts.Salt, err = attest.ParseSalt(strings.TrimSpace(a.salt)); err != nil {
+			return usage("--salt: want the %d hex digits the forget returned", 2*attest.SaltSize)
+		}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return usage("%v", err)
+	}
+	defer f.Close()
+	fmt.Fprintf(stdout, "export       %s\n", path)
+	b, err := bundle.Read(f)
+	if err != nil {
+		fmt.Fprintf(stdout, "FAIL  archive      %v\n", err)
+		return exitFailed
+	}
+	rep, err := bundle.Verify(b, opts)
+	if err != nil {
+		fmt.Fprintf(stdout, "FAIL  export       %v\n", err)
+		fmt.Fprintln(stdout, "NOT VERIFIED")
+		return exitFailed
+	}
+	var out bytes.Buffer
+	fmt.Fprintf(&out, "ok    attestation  signed by the service key, claim and conditions valid, forget %s\n", rep.Forget)
+	fmt.Fprintf(&out, "ok    checkpoint   signed by the log key, origin %s, tree size %d\n", rep.Origin, rep.TreeSize)
+	for _, e := range rep.Entries {
+		fmt.Fprintf(&out, "ok    entry        %s: signed, included in the checkpoint's tree\n", e)
+	}
+	fmt.Fprintf(&out, "ok    key          %s\n", rep.KeyLink)
+	if rep.SubjectChecked {
+		fmt.Fprintf(&out, "ok    subject      the subject id and salt open commitment %s\n", shortHex(rep.Commitment))
+	} else {
+		fmt.Fprintf(&out, "-     subject      not checked (no --subject and --salt)\n")
+	}
+	if rep.Consistent != "" {
+		fmt.Fprintf(&out, "ok    consistency  the log %s\n", rep.Consistent)
+	} else {
+		fmt.Fprintf(&out, "-     consistency  not checked (no --checkpoint saved earlier)\n")
+	}
+	fmt.Fprintf(&out, "VERIFIED: forget %s is attested erased and every step of it is in log %s\n", rep.Forget, rep.Origin)
+	if _, err := stdout.Write(out.Bytes()); err != nil && !errors.Is(err, io.ErrClosedPipe) {
+		return exitFailed
+	}
+	return exitOK
+}

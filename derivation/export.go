@@ -1,0 +1,124 @@
+package derivation
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+
+	"github.com/shredd/shredd/attest"
+	"github.com/shredd/shredd/bundle"
+	"github.com/shredd/shredd/translog"
+)
+
+// ErrNoLog means the service keeps no transparency log, or the forget's
+// events are not in it (it was erased before the log existed).
+var ErrNoLog = errors.New("not in the transparency log")
+
+// Export assembles the regulator export of an erased forget
+// (bundle.Bundle): the attestation as logged, every log entry of the
+// forget's lifecycle (key created, forget committed, holder acks, the
+// epoch, erasure attested) with its inclusion proof against one checkpoint
+// of the current tree, the public keys, and, when since > 0, a consistency
+// proof from tree size since to that checkpoint. A forget not erased gives
+// ErrNotErased; since beyond the tree ErrInvalid.
+func (s *Service) Export(ctx context.Context, id ID, since int64) (*bundle.Bundle, error) {
+	j := s.opts.Journal
+	if j == nil {
+		return nil, fmt.Errorf("derivation: export: %w", ErrNoLog)
+	}
+	att, err := s.Attestation(ctx, id, j.signer)
+	if err != nil {
+		return nil, err
+	}
+	r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE id=?`, id[:]))
+	if err != nil {
+		return nil, fmt.Errorf("derivation: export: %w", err)
+	}
+	var idxs []int64
+	rows, err := s.db.QueryContext(ctx, `SELECT idx FROM forget_log WHERE forget=? ORDER BY idx`, id[:])
+	if err != nil {
+		return nil, fmt.Errorf("derivation: export: %w", err)
+	}
+	for rows.Next() {
+		var i int64
+		if err := rows.Scan(&i); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("derivation: export: %w", err)
+		}
+		idxs = append(idxs, i)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("derivation: export: %w", err)
+	}
+	if k, err := keyCreatedIndex(ctx, s.db, r.sid, uint32(r.gen.Int64)); err != nil {
+		return nil, err
+	} else if k >= 0 {
+		idxs = append(idxs, k)
+	}
+	if r.epoch.Valid && r.epoch.Int64 > 0 {
+		var e int64
+		if err := s.db.QueryRowContext(ctx, `SELECT idx FROM epoch_log WHERE epoch=?`, r.epoch.Int64).Scan(&e); err == nil {
+			idxs = append(idxs, e)
+		}
+	}
+	size, err := j.log.Size(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("derivation: export: %w", err)
+	}
+	if since < 0 || since > size {
+		return nil, fmt.Errorf("derivation: export: since=%d, the log has %d entries: %w", since, size, ErrInvalid)
+	}
+	pub := j.signer.Public().(ed25519.PublicKey)
+	pem, err := attest.MarshalPublicKey(pub)
+	if err != nil {
+		return nil, err
+	}
+	b := &bundle.Bundle{Forget: id.String(), Attestation: att, AttestationPub: pem, LogKey: []byte(j.logKey + "\n"),
+		Created: ts(r.erased)}
+	attested := false
+	for _, i := range idxs {
+		data, err := j.log.Entry(ctx, i)
+		if err != nil {
+			return nil, fmt.Errorf("derivation: export: entry %d: %w", i, err)
+		}
+		ev, err := attest.OpenEvent(data, pub)
+		if err != nil {
+			return nil, fmt.Errorf("derivation: export: entry %d: %w", i, err)
+		}
+		proof, err := j.log.Prove(ctx, i, size)
+		if err != nil {
+			return nil, fmt.Errorf("derivation: export: entry %d: %w", i, err)
+		}
+		if b.Checkpoint == nil {
+			p, err := translog.ParseProof(proof)
+			if err != nil {
+				return nil, fmt.Errorf("derivation: export: %w", err)
+			}
+			b.Checkpoint = p.Checkpoint
+		}
+		attested = attested || ev.Event == attest.EventErasureAttested
+		b.Entries = append(b.Entries, bundle.Entry{Index: i, Event: ev.Event, Data: data, Proof: proof})
+	}
+	if !attested {
+		return nil, fmt.Errorf("derivation: export: forget %s was erased before the transparency log existed: %w", id, ErrNoLog)
+	}
+	if since > 0 {
+		hashes, err := j.log.ProveConsistency(ctx, since, size)
+		if err != nil {
+			return nil, fmt.Errorf("derivation: export: %w", err)
+		}
+		b.Consistency = (&translog.ConsistencyProof{Old: since, New: size, Hashes: hashes}).Marshal()
+	}
+	return b, nil
+}
+
+// TransparencyLog returns the service's transparency log and its note
+// verifier key, or nil when it keeps none.
+func (s *Service) TransparencyLog() (*translog.Log, string) {
+	if s.opts.Journal == nil {
+		return nil, ""
+	}
+	return s.opts.Journal.log, s.opts.Journal.logKey
+}
