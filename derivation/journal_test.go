@@ -1,0 +1,263 @@
+package derivation_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/shredd/shredd/attest"
+	"github.com/shredd/shredd/bundle"
+	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd/envelope"
+	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/keystore/local"
+	"github.com/shredd/shredd/translog"
+)
+
+// journaled is a service with a transparency log, as cmd/shredd wires it.
+type journaled struct {
+	svc   *derivation.Service
+	keys  *keystore.Store
+	log   *translog.Log
+	vkey  string
+	key   ed25519.PrivateKey
+	clock *clock
+}
+
+func newJournaled(t *testing.T) *journaled {
+	t.Helper()
+	c := &clock{t: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
+	dir := t.TempDir()
+	root, err := local.Open(filepath.Join(dir, "root.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := keystore.OpenDB(filepath.Join(dir, "shredd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ctx := context.Background()
+	skey, vkey, err := translog.GenerateKey("shredd/test-log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := note.NewSigner(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl, err := translog.Open(ctx, db, signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, key, _ := ed25519.GenerateKey(nil)
+	j, err := derivation.NewJournal(ctx, db, tl, vkey, key, c.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := keystore.Open(ctx, db, root, keystore.Options{Buckets: 16, CacheTTL: 30 * time.Second, Now: c.now, Journal: j})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := derivation.NewHasher(bytes.Repeat([]byte{9}, 32))
+	s, err := derivation.New(ctx, db, keys, h, derivation.Options{Now: c.now, LeaseTTL: time.Minute, Deadline: time.Hour, Journal: j})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"episodic", "summary"} {
+		if _, _, err := s.PutKind(ctx, k, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &journaled{svc: s, keys: keys, log: tl, vkey: vkey, key: key, clock: c}
+}
+
+// entries reads the whole log back as events.
+func (j *journaled) entries(t *testing.T) []*attest.Event {
+	t.Helper()
+	ctx := context.Background()
+	n, err := j.log.Size(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*attest.Event
+	for i := int64(0); i < n; i++ {
+		data, err := j.log.Entry(ctx, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := attest.OpenEvent(data, j.key.Public().(ed25519.PublicKey))
+		if err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+func kinds(evs []*attest.Event) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.Event)
+	}
+	return out
+}
+
+// TestJournalLogsTheLifecycle follows a subject from its first encrypt to
+// its erasure and checks the log holds each event once, in order, tied to
+// the subject by the commitment that the forget's salt opens, and that the
+// export of the forget verifies offline.
+func TestJournalLogsTheLifecycle(t *testing.T) {
+	ctx := context.Background()
+	j := newJournaled(t)
+	s := j.svc
+	if _, err := s.Encrypt(ctx, derivation.Source{Kind: "episodic", Subjects: []string{"alice@example.com"}}, []byte("tea"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Encrypt(ctx, derivation.Source{Kind: "episodic", Subjects: []string{"alice@example.com", "bob@example.com"}}, []byte("both"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := kinds(j.entries(t)); len(got) != 2 || got[0] != attest.EventKeyCreated || got[1] != attest.EventKeyCreated {
+		t.Fatalf("after two subjects' first encrypts the log holds %v, want two key_created", got)
+	}
+	before, err := j.log.Checkpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := s.Forget(ctx, "alice@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := s.Forget(ctx, "alice@example.com"); err != nil || again.ID != f.ID {
+		t.Fatalf("a second forget: %v", err)
+	}
+	evs := j.entries(t)
+	if got := kinds(evs); len(got) != 3 || got[2] != attest.EventForgetCommitted {
+		t.Fatalf("after the forget (twice) the log holds %v, want one forget_committed", got)
+	}
+	fc := evs[2].Forget
+	commitment := attest.Commit("alice@example.com", f.Salt)
+	if fc.Forget != f.ID.String() || fc.Subject != commitment || fc.Generation != 1 {
+		t.Fatalf("forget_committed %+v, want forget %s with the commitment the salt opens", fc, f.ID)
+	}
+	if fc.KeyCreated < 0 || evs[fc.KeyCreated].Key.Subject != commitment {
+		t.Fatalf("forget_committed names key_created %d; the same commitment must be there", fc.KeyCreated)
+	}
+	other := 1 - fc.KeyCreated
+	if evs[other].Key.Subject == commitment || attest.CheckCommitment("bob@example.com", f.Salt, evs[other].Key.Subject) {
+		t.Fatal("bob's key_created entry opens with alice's salt")
+	}
+	// Nothing in the log names a subject: no raw id, no sid.
+	for i := int64(0); i < 3; i++ {
+		data, _ := j.log.Entry(ctx, i)
+		for _, secret := range []string{"alice@example.com", "bob@example.com"} {
+			if bytes.Contains(data, []byte(secret)) {
+				t.Fatalf("entry %d holds a raw subject id", i)
+			}
+		}
+	}
+
+	if _, err := s.RunEpoch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	j.clock.add(time.Hour / 2) // past the cache TTL and the lease TTL
+	g, err := s.Verify(ctx, f.ID)
+	if err != nil || g.State != derivation.StateErased {
+		t.Fatalf("verify: %v %s %+v", err, g.State, conditions(g))
+	}
+	evs = j.entries(t)
+	want := []string{attest.EventKeyCreated, attest.EventKeyCreated, attest.EventForgetCommitted, attest.EventEpochCompleted, attest.EventErasureAttested}
+	if got := kinds(evs); !equalStrings(got, want) {
+		t.Fatalf("the log holds %v, want %v", got, want)
+	}
+	att, err := s.Attestation(ctx, f.ID, nil) // stored: no key needed
+	if err != nil {
+		t.Fatal(err)
+	}
+	if evs[4].Attested.AttestationSHA256 != attest.Digest(att) {
+		t.Fatal("the erasure_attested entry does not hold the SHA-256 of the attestation served")
+	}
+	if _, err := s.Verify(ctx, f.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(j.entries(t)); n != 5 {
+		t.Fatalf("verifying an erased forget again logged more: %d entries", n)
+	}
+
+	// The export verifies offline, extending the checkpoint saved before.
+	v, _ := note.NewVerifier(j.vkey)
+	old, err := translog.OpenCheckpoint(before, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.Export(ctx, f.ID, old.Size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := bundle.Verify(b, bundle.Options{AttestationKey: j.key.Public().(ed25519.PublicKey), LogKey: j.vkey,
+		Subject: "alice@example.com", Salt: f.Salt, Saved: before})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.SubjectChecked || rep.Consistent == "" || len(rep.Entries) != 4 {
+		t.Fatalf("report %+v: want the subject and consistency checked and 4 entries (bob's key_created left out)", rep)
+	}
+	if _, err := bundle.Verify(b, bundle.Options{AttestationKey: j.key.Public().(ed25519.PublicKey), LogKey: j.vkey,
+		Subject: "bob@example.com", Salt: f.Salt}); !errors.Is(err, bundle.ErrVerify) {
+		t.Fatalf("bob's id opens alice's export: %v", err)
+	}
+	if _, err := s.Export(ctx, f.ID, 1<<40); !errors.Is(err, derivation.ErrInvalid) {
+		t.Fatalf("since beyond the tree: %v", err)
+	}
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestJournalIsAtomicWithTheChange: when an event cannot be logged, the
+// change it records does not happen (a key created with no subject id to
+// commit to is refused, and leaves neither a key nor an entry); an export
+// before erasure is refused.
+func TestJournalIsAtomicWithTheChange(t *testing.T) {
+	ctx := context.Background()
+	j := newJournaled(t)
+	sid := envelope.SID{1, 2, 3}
+	if _, err := j.keys.Key(ctx, sid); err == nil {
+		t.Fatal("a key was created with nothing to commit to in the log")
+	}
+	if st, _, err := j.keys.State(ctx, sid); err != nil || st != keystore.SubjectUnknown {
+		t.Fatalf("the refused key exists: state %v, %v", st, err)
+	}
+	if n, err := j.log.Size(ctx); err != nil || n != 0 {
+		t.Fatalf("log size %d after a refused change, %v", n, err)
+	}
+	f, err := j.svc.Forget(ctx, "carol@example.com") // never seen: a tombstone, no key
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := j.entries(t)
+	if len(evs) != 1 || evs[0].Forget == nil || evs[0].Forget.KeyCreated != -1 || evs[0].Forget.Generation != 0 {
+		t.Fatalf("a forget of a subject never seen logged %v", kinds(evs))
+	}
+	if _, err := j.svc.Export(ctx, f.ID, 0); !errors.Is(err, derivation.ErrNotErased) {
+		t.Fatalf("export before erasure: %v", err)
+	}
+}
