@@ -249,11 +249,33 @@ func TestJournalIsAtomicWithTheChange(t *testing.T) {
 	if n, err := j.log.Size(ctx); err != nil || n != 0 {
 		t.Fatalf("log size %d after a refused change, %v", n, err)
 	}
+	// The bulk path too: without ids nothing is created; with them, one
+	// key_created entry per new key, none for a key that exists.
+	h, _ := derivation.NewHasher(bytes.Repeat([]byte{9}, 32))
+	ids := []string{"d1@example.com", "d2@example.com", "d3@example.com"}
+	sids := []envelope.SID{h.SID(ids[0]), h.SID(ids[1]), h.SID(ids[2])}
+	if err := j.keys.CreateKeys(ctx, sids); err == nil {
+		t.Fatal("bulk keys were created with nothing to commit to in the log")
+	}
+	if n, _ := j.log.Size(ctx); n != 0 {
+		t.Fatalf("log size %d after a refused bulk create", n)
+	}
+	if err := j.keys.CreateKeysFor(ctx, sids[:2], ids[:2]); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.keys.CreateKeysFor(ctx, sids, ids); err != nil {
+		t.Fatal(err)
+	}
+	if got := kinds(j.entries(t)); len(got) != 3 {
+		t.Fatalf("bulk creation of 3 keys logged %v", got)
+	}
+	base := int64(3)
+
 	f, err := j.svc.Forget(ctx, "carol@example.com") // never seen: a tombstone, no key
 	if err != nil {
 		t.Fatal(err)
 	}
-	evs := j.entries(t)
+	evs := j.entries(t)[base:]
 	if len(evs) != 1 || evs[0].Forget == nil || evs[0].Forget.KeyCreated != -1 || evs[0].Forget.Generation != 0 {
 		t.Fatalf("a forget of a subject never seen logged %v", kinds(evs))
 	}

@@ -819,18 +819,35 @@ func (s *Store) RekeyBucket(ctx context.Context, b int) (int64, error) {
 // It is the bulk path of Key, for imports and for filling test data
 // directories; it caches nothing.
 func (s *Store) CreateKeys(ctx context.Context, sids []envelope.SID) error {
+	return s.CreateKeysFor(ctx, sids, nil)
+}
+
+// CreateKeysFor is CreateKeys with the raw subject ids (subjects[i] is
+// the id whose keyed hash is sids[i]) that the Journal commits to in each
+// key_created event; with a Journal they are required. They are never
+// stored.
+func (s *Store) CreateKeysFor(ctx context.Context, sids []envelope.SID, subjects []string) error {
+	if subjects != nil && len(subjects) != len(sids) {
+		return fmt.Errorf("keystore: create keys: %d subject ids for %d sids: %w", len(subjects), len(sids), ErrInvalid)
+	}
+	subjectOf := func(i int) string {
+		if subjects == nil {
+			return ""
+		}
+		return subjects[i]
+	}
 	if s.kms != nil {
-		for _, sid := range sids {
-			if _, err := s.createPerSubject(ctx, sid, "", s.purges.Load()); err != nil && !errors.Is(err, ErrShredded) {
+		for i, sid := range sids {
+			if _, err := s.createPerSubject(ctx, sid, subjectOf(i), s.purges.Load()); err != nil && !errors.Is(err, ErrShredded) {
 				return err
 			}
 		}
 		return nil
 	}
-	byBucket := map[int][]envelope.SID{}
-	for _, sid := range sids {
+	byBucket := map[int][]newSubject{}
+	for i, sid := range sids {
 		b := s.BucketOf(sid)
-		byBucket[b] = append(byBucket[b], sid)
+		byBucket[b] = append(byBucket[b], newSubject{sid, subjectOf(i)})
 	}
 	ids := make([]int, 0, len(byBucket))
 	for b := range byBucket {
@@ -855,13 +872,19 @@ func (s *Store) CreateKeys(ctx context.Context, sids []envelope.SID) error {
 	return nil
 }
 
+// newSubject is a subject CreateKeysFor creates a key for.
+type newSubject struct {
+	sid     envelope.SID
+	subject string // raw id, for the journal only
+}
+
 // createTxRows bounds the subjects CreateKeys inserts in one transaction.
 const createTxRows = 10_000
 
 // createChunk creates the keys of the subjects of some buckets in one
 // transaction; their bucket keys are unwrapped in batches, and the insert
 // happens only if no bucket was re-keyed in between.
-func (s *Store) createChunk(ctx context.Context, buckets []int, byBucket map[int][]envelope.SID, now int64) error {
+func (s *Store) createChunk(ctx context.Context, buckets []int, byBucket map[int][]newSubject, now int64) error {
 	for attempt := 0; attempt < 4; attempt++ {
 		gens := make([]int64, len(buckets))
 		blobs := make([][]byte, len(buckets))
@@ -889,7 +912,7 @@ func (s *Store) createChunk(ctx context.Context, buckets []int, byBucket map[int
 	return fmt.Errorf("keystore: create keys: bucket generation keeps changing")
 }
 
-func (s *Store) insertChunk(ctx context.Context, buckets []int, gens []int64, bks [][]byte, byBucket map[int][]envelope.SID, now int64) (bool, error) {
+func (s *Store) insertChunk(ctx context.Context, buckets []int, gens []int64, bks [][]byte, byBucket map[int][]newSubject, now int64) (bool, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return false, fmt.Errorf("keystore: create keys: %w", err)
@@ -910,12 +933,21 @@ func (s *Store) insertChunk(ctx context.Context, buckets []int, gens []int64, bk
 	}
 	defer stmt.Close()
 	for i, b := range buckets {
-		for _, sid := range byBucket[b] {
+		for _, ns := range byBucket[b] {
+			sid := ns.sid
 			dek := newKey()
 			blob := wrapDEK(bks[i], dek, dekAAD(sid, 1, b, gens[i]))
-			clear(dek)
-			if _, err := stmt.ExecContext(ctx, sid[:], SubjectLive, b, gens[i], blob, now); err != nil {
+			res, err := stmt.ExecContext(ctx, sid[:], SubjectLive, b, gens[i], blob, now)
+			if err != nil {
+				clear(dek)
 				return false, fmt.Errorf("keystore: create keys: %w", err)
+			}
+			if n, _ := res.RowsAffected(); n == 1 {
+				err = s.journalKey(ctx, tx, envelope.SubjectKey{Ref: envelope.Ref{SID: sid, Gen: 1}, Key: dek}, ns.subject)
+			}
+			clear(dek)
+			if err != nil {
+				return false, err
 			}
 		}
 	}
