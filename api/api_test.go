@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -13,23 +14,70 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/shredd/shredd/api"
 	"github.com/shredd/shredd/derivation"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
+	"github.com/shredd/shredd/testkeys"
+	"github.com/shredd/shredd/translog"
 )
 
 const token = "shredd_test-token"
+
+// The fixed keys of the server under test: its attestation key (which also
+// signs the log's events) and its transparency log's note key, of a fixed
+// origin so that documented examples can show it.
+const testLogOrigin = "shredd/0123456789abcdef"
+
+var (
+	testAttKey               = ed25519.NewKeyFromSeed(bytes.Repeat([]byte{3}, ed25519.SeedSize))
+	testLogSKey, testLogVKey = mustNoteKey(testLogOrigin)
+)
+
+func mustNoteKey(origin string) (string, string) {
+	skey, vkey, err := note.GenerateKey(testkeys.Rand("api test log key"), origin)
+	if err != nil {
+		panic(err)
+	}
+	return skey, vkey
+}
 
 type env struct {
 	t      testing.TB
 	srv    *httptest.Server
 	log    *bytes.Buffer
 	tokens *api.Tokens
+	// attPub verifies attestations and log events; logVerifier the log's
+	// checkpoints (nil when the server keeps no log).
+	attPub      ed25519.PublicKey
+	logVerifier note.Verifier
+}
+
+// envOptions configures newEnvWith. The zero value is the server of
+// cmd/shredd serve: a transparency log and its journal, the real clock.
+type envOptions struct {
+	maxBody int64
+	// noLog runs the service without a transparency log.
+	noLog bool
+	// now, when set, is the clock of the key tree, the registry and the
+	// journal (the tokens keep the real clock).
+	now func() time.Time
 }
 
 func newEnv(t testing.TB, maxBody int64) *env {
+	t.Helper()
+	return newEnvWith(t, envOptions{maxBody: maxBody})
+}
+
+// newEnvWith starts the real router on 127.0.0.1 over real SQLite files in
+// a temporary directory, wired as cmd/shredd/serve.go wires it: the log in
+// the service's database, one journal for the key tree and the registry,
+// the attestation key for both attestations and log events.
+func newEnvWith(t testing.TB, o envOptions) *env {
 	t.Helper()
 	dir := t.TempDir()
 	root, err := local.Open(filepath.Join(dir, "root.key"))
@@ -42,12 +90,34 @@ func newEnv(t testing.TB, maxBody int64) *env {
 	}
 	t.Cleanup(func() { db.Close() })
 	ctx := context.Background()
-	keys, err := keystore.Open(ctx, db, root, keystore.Options{Buckets: 8})
+	e := &env{t: t, attPub: testAttKey.Public().(ed25519.PublicKey)}
+	var journal *derivation.Journal
+	if !o.noLog {
+		signer, err := note.NewSigner(testLogSKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.logVerifier, err = note.NewVerifier(testLogVKey); err != nil {
+			t.Fatal(err)
+		}
+		tl, err := translog.Open(ctx, db, signer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if journal, err = derivation.NewJournal(ctx, db, tl, testLogVKey, testAttKey, o.now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kopts := keystore.Options{Buckets: 8, Now: o.now}
+	if journal != nil { // a nil *Journal in the interface would not be nil
+		kopts.Journal = journal
+	}
+	keys, err := keystore.Open(ctx, db, root, kopts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h, _ := derivation.NewHasher(bytes.Repeat([]byte{1}, 32))
-	svc, err := derivation.New(ctx, db, keys, h, derivation.Options{})
+	svc, err := derivation.New(ctx, db, keys, h, derivation.Options{Now: o.now, Journal: journal})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,16 +130,19 @@ func newEnv(t testing.TB, maxBody int64) *env {
 	}
 	var logs bytes.Buffer
 	s := api.New(api.Config{Service: svc, Root: root, Log: slog.New(slog.NewJSONHandler(&logs, nil)),
-		Tokens: tokens, Metrics: api.NewMetrics(svc, keys), MaxBody: maxBody})
+		Tokens: tokens, Metrics: api.NewMetrics(svc, keys), AttestationKey: testAttKey, MaxBody: o.maxBody})
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
-	return &env{t: t, srv: srv, log: &logs, tokens: tokens}
+	e.srv, e.log, e.tokens = srv, &logs, tokens
+	return e
 }
 
 type reply struct {
 	status int
 	ctype  string
-	body   map[string]any
+	body   map[string]any // the decoded body, for JSON media types
+	raw    []byte
+	header http.Header
 }
 
 func (e *env) do(method, path, body string, hdr ...string) reply {
@@ -95,8 +168,8 @@ func (e *env) do(method, path, body string, hdr ...string) reply {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	r := reply{status: resp.StatusCode, ctype: resp.Header.Get("Content-Type")}
-	if len(b) > 0 {
+	r := reply{status: resp.StatusCode, ctype: resp.Header.Get("Content-Type"), raw: b, header: resp.Header}
+	if len(b) > 0 && (strings.Contains(r.ctype, "json") || r.ctype == "") {
 		if err := json.Unmarshal(b, &r.body); err != nil {
 			e.t.Fatalf("%s %s: body is not JSON: %q", method, path, b)
 		}
