@@ -54,6 +54,15 @@ func TestScopeMatrix(t *testing.T) {
 		{"POST", "/v1/forget", `{"subject":"zed@example.com"}`, 202, []string{"forget"}},
 		{"GET", "/v1/forgets", "", 200, []string{"forget", "audit"}},
 		{"GET", "/v1/forgets/" + fid, "", 200, []string{"forget", "audit"}},
+		// Not erased: the answer shows the call got past the scope check.
+		{"GET", "/v1/forgets/" + fid + "/attestation", "", 409, []string{"forget", "audit"}},
+		{"GET", "/v1/forgets/" + fid + "/export", "", 409, []string{"forget", "audit"}},
+		{"GET", "/v1/log/checkpoint", "", 200, []string{"audit"}},
+		{"GET", "/v1/log/key", "", 200, []string{"audit"}},
+		{"GET", "/v1/log/tile/entries/000.p/1", "", 200, []string{"audit"}},
+		{"GET", "/v1/log/tile/0/000.p/1", "", 200, []string{"audit"}},
+		{"GET", "/v1/log/proof/0", "", 200, []string{"audit"}},
+		{"GET", "/v1/log/consistency?old=1", "", 200, []string{"audit"}},
 		{"POST", "/v1/epoch", "", 200, nil},
 	}
 	kinds := append([]string{"none", "garbage", "expired", "revoked"}, api.AllScopes...)
