@@ -236,4 +236,3 @@ func FuzzParseTilePath(f *testing.F) {
 		}
 	})
 }
-
