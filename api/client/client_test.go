@@ -3,7 +3,10 @@ package client_test
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"io"
 	"log"
@@ -18,11 +21,17 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/mod/sumdb/note"
+
 	"github.com/shredd/shredd/api"
 	"github.com/shredd/shredd/api/client"
+	"github.com/shredd/shredd/attest"
+	"github.com/shredd/shredd/bundle"
 	"github.com/shredd/shredd/derivation"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
+	"github.com/shredd/shredd/testkeys"
+	"github.com/shredd/shredd/translog"
 )
 
 const adminToken = "shredd_client-test-admin"
@@ -37,6 +46,27 @@ type server struct {
 
 func newServer(t *testing.T) *server {
 	t.Helper()
+	return newServerWith(t, nil)
+}
+
+// The fixed keys of the server: its attestation key and its transparency
+// log's note key.
+var (
+	attKey           = ed25519.NewKeyFromSeed(bytes.Repeat([]byte{4}, ed25519.SeedSize))
+	logSKey, logVKey = func() (string, string) {
+		s, v, err := note.GenerateKey(testkeys.Rand("client test log key"), "shredd/00000000000000c1")
+		if err != nil {
+			panic(err)
+		}
+		return s, v
+	}()
+)
+
+// newServerWith starts the server wired as cmd/shredd serve wires it (a
+// transparency log and its journal, the attestation key), with now as the
+// clock of the key tree, the registry and the journal (time.Now when nil).
+func newServerWith(t *testing.T, now func() time.Time) *server {
+	t.Helper()
 	dir := t.TempDir()
 	root, err := local.Open(filepath.Join(dir, "root.key"))
 	if err != nil {
@@ -48,12 +78,24 @@ func newServer(t *testing.T) *server {
 	}
 	t.Cleanup(func() { db.Close() })
 	ctx := context.Background()
-	keys, err := keystore.Open(ctx, db, root, keystore.Options{Buckets: 8})
+	signer, err := note.NewSigner(logSKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl, err := translog.Open(ctx, db, signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	journal, err := derivation.NewJournal(ctx, db, tl, logVKey, attKey, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := keystore.Open(ctx, db, root, keystore.Options{Buckets: 8, Now: now, Journal: journal})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h, _ := derivation.NewHasher(bytes.Repeat([]byte{2}, 32))
-	svc, err := derivation.New(ctx, db, keys, h, derivation.Options{})
+	svc, err := derivation.New(ctx, db, keys, h, derivation.Options{Now: now, Journal: journal})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,9 +106,35 @@ func newServer(t *testing.T) *server {
 	if err := tokens.Import(ctx, "admin", []string{api.ScopeAdmin}, sha256.Sum256([]byte(adminToken))); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(api.New(api.Config{Service: svc, Root: root, Tokens: tokens}).Handler())
+	srv := httptest.NewServer(api.New(api.Config{Service: svc, Root: root, Tokens: tokens, AttestationKey: attKey}).Handler())
 	t.Cleanup(srv.Close)
 	return &server{t: t, srv: srv, tokens: tokens}
+}
+
+// post sends an admin POST with body over plain HTTP and decodes the
+// answer of status want into out.
+func (s *server) post(path, body string, want int, out any) {
+	s.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, s.srv.URL+path, strings.NewReader(body))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		s.t.Fatalf("POST %s: %d %s, want %d", path, resp.StatusCode, raw, want)
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		s.t.Fatalf("POST %s: %v", path, err)
+	}
 }
 
 // client returns a client of the server with token (the admin token when
@@ -616,4 +684,122 @@ func TestHolderBoundToken(t *testing.T) {
 	if !client.IsForbidden(err) {
 		t.Fatal("IsForbidden false for wrong_holder")
 	}
+}
+
+// TestAttestationExportCheckpoint drives a forget to erasure on a test
+// clock and fetches its files with the client: the attestation byte for
+// byte, the export (checked by bundle.Verify, with a consistency proof
+// from a checkpoint saved before the forget), and checkpoints; and the
+// errors of each before erasure and for a token without the scope.
+func TestAttestationExportCheckpoint(t *testing.T) {
+	clk := &struct {
+		sync.Mutex
+		t time.Time
+	}{t: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
+	now := func() time.Time { clk.Lock(); defer clk.Unlock(); return clk.t }
+	s := newServerWith(t, now)
+	c := s.client("")
+	ctx := t.Context()
+	v, err := note.NewVerifier(logVKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := attKey.Public().(ed25519.PublicKey)
+
+	setupKinds(t, c, "episodic")
+	if _, err := c.Encrypt(ctx, client.EncryptRequest{Subjects: []string{"alice@example.com"}, Kind: "episodic", Plaintext: []byte("tea")}); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := c.Checkpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := translog.OpenCheckpoint(saved, v)
+	if err != nil || old.Size != 1 {
+		t.Fatalf("Checkpoint: %+v %v\n%s", old, err, saved)
+	}
+	// The client's Forget keeps neither the commitment salt nor the
+	// verification: the forget and the verify calls go over plain HTTP.
+	var f struct {
+		ID             string `json:"forget"`
+		CommitmentSalt string `json:"commitment_salt"`
+		State          string `json:"state"`
+	}
+	s.post("/v1/forget", `{"subject":"alice@example.com"}`, 202, &f)
+	_, err = c.Attestation(ctx, f.ID)
+	wantError(t, err, 409, "not_erased")
+	_, err = c.Export(ctx, f.ID, 0)
+	wantError(t, err, 409, "not_erased")
+	_, err = c.Export(ctx, "00000000000000000000000000000000", 0)
+	wantError(t, err, 404, "not_found")
+
+	if _, err := c.Epoch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clk.Lock()
+	clk.t = clk.t.Add(time.Minute) // past the key cache TTL
+	clk.Unlock()
+	if s.post("/v1/forgets/"+f.ID+"/verify", "", 200, &f); f.State != "erased" {
+		t.Fatalf("verify: %s, want erased", f.State)
+	}
+
+	att, err := c.Attestation(ctx, f.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := attest.Open(att, pub)
+	if err != nil {
+		t.Fatalf("the attestation does not open: %v\n%s", err, att)
+	}
+	salt, err := hex.DecodeString(f.CommitmentSalt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CheckSubject("alice@example.com", salt); err != nil {
+		t.Fatal(err)
+	}
+
+	cur, err := c.Checkpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := translog.OpenCheckpoint(cur, v)
+	if err != nil || cp.Size <= old.Size {
+		t.Fatalf("Checkpoint after erasure: %+v %v", cp, err)
+	}
+	raw, err := c.Export(ctx, f.ID, old.Size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := bundle.Read(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b.Attestation, att) || !bytes.Equal(b.Checkpoint, cur) {
+		t.Fatalf("the export's attestation or checkpoint differ from the ones served")
+	}
+	rep, err := bundle.Verify(b, bundle.Options{AttestationKey: pub, LogKey: logVKey, Subject: "alice@example.com", Salt: salt, Saved: saved})
+	if err != nil || !rep.SubjectChecked || rep.Consistent == "" {
+		t.Fatalf("bundle.Verify: %+v %v", rep, err)
+	}
+	_, err = c.Export(ctx, f.ID, cp.Size+1)
+	wantError(t, err, 400, "invalid_request")
+
+	// The scopes: forget may fetch the attestation and the export, not the
+	// checkpoint; audit all three; encrypt none.
+	forgetOnly := s.client(s.token(api.ScopeForget))
+	if _, err := forgetOnly.Export(ctx, f.ID, 0); err != nil {
+		t.Fatalf("Export with the forget scope: %v", err)
+	}
+	_, err = forgetOnly.Checkpoint(ctx)
+	wantError(t, err, 403, "forbidden")
+	audit := s.client(s.token(api.ScopeAudit))
+	if got, err := audit.Attestation(ctx, f.ID); err != nil || !bytes.Equal(got, att) {
+		t.Fatalf("Attestation with the audit scope: %v", err)
+	}
+	if _, err := audit.Checkpoint(ctx); err != nil {
+		t.Fatalf("Checkpoint with the audit scope: %v", err)
+	}
+	_, err = s.client(s.token(api.ScopeEncrypt)).Attestation(ctx, f.ID)
+	wantError(t, err, 403, "forbidden")
 }
