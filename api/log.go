@@ -167,6 +167,9 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	if s.tlogOf(w, r) == nil {
+		return
+	}
 	b, err := s.svc.Export(r.Context(), id, since)
 	if err != nil {
 		s.fail(w, r, err)

@@ -44,6 +44,9 @@ const (
 	StateRequested = "requested"
 	StateCommitted = "committed"
 	StateShredded  = "shredded"
+	StateErased    = "erased"   // every condition of erasure proven; the attestation exists
+	StateBlocked   = "blocked"  // a condition failed (an unregistered or falsely acked artifact)
+	StateOverdue   = "overdue"  // the deadline passed before erasure
 )
 
 // Client calls one shredd server. It is safe for concurrent use.
@@ -314,7 +317,7 @@ type Condition struct {
 // Forget is the pending-erasure token of a forget.
 type Forget struct {
 	ID           string      `json:"forget"`
-	State        string      `json:"state"` // StateRequested, StateCommitted, StateShredded
+	State        string      `json:"state"` // one of the State constants
 	Overdue      bool        `json:"overdue"`
 	Barrier      int64       `json:"barrier"`
 	TPropSeconds float64     `json:"t_prop_seconds"`
@@ -323,8 +326,15 @@ type Forget struct {
 	CommittedAt  time.Time   `json:"committed_at,omitzero"`
 	RekeyedAt    time.Time   `json:"rekeyed_at,omitzero"`
 	ShreddedAt   time.Time   `json:"shredded_at,omitzero"`
+	ErasedAt     time.Time   `json:"erased_at,omitzero"`
 	Epoch        int64       `json:"epoch,omitempty"` // the root epoch that shredded it
 	Conditions   []Condition `json:"conditions"`
+	// Verification holds the five conditions of erasure.
+	Verification []Condition `json:"verification"`
+	// CommitmentSalt (hex) opens the subject commitment of the forget's
+	// attestation and log entries. Only the answer of the Forget call that
+	// created the forget has it: keep it.
+	CommitmentSalt string `json:"commitment_salt,omitempty"`
 }
 
 // TProp returns the propagation bound: within it, every node stops serving
@@ -547,6 +557,14 @@ func (c *Client) Export(ctx context.Context, forget string, since int64) ([]byte
 func (c *Client) Checkpoint(ctx context.Context) ([]byte, error) {
 	var out []byte
 	_, _, err := c.call(ctx, http.MethodGet, "/v1/log/checkpoint", nil, &out)
+	return out, err
+}
+
+// Verify evaluates a forget's conditions of erasure now and returns it,
+// erased when they all hold (forget or audit scope).
+func (c *Client) Verify(ctx context.Context, id string) (Forget, error) {
+	var out Forget
+	_, _, err := c.call(ctx, http.MethodPost, "/v1/forgets/"+url.PathEscape(id)+"/verify", nil, &out)
 	return out, err
 }
 

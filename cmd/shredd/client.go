@@ -87,18 +87,27 @@ func clientCmd(ctx context.Context, cmd string, args []string, stdin io.Reader, 
 		fmt.Fprintln(stderr, clientUsage)
 		fl.PrintDefaults()
 	}
-	if err := fl.Parse(args); err != nil {
-		return exitUsage
+	// The forget id may come before or after the flags.
+	var positional []string
+	for {
+		if err := fl.Parse(args); err != nil {
+			return exitUsage
+		}
+		if fl.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fl.Arg(0))
+		args = fl.Args()[1:]
 	}
 	usage := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "shredd %s: %s\n%s\n", cmd, fmt.Sprintf(format, a...), clientUsage)
 		return exitUsage
 	}
 	switch {
-	case (cmd == "status" || cmd == "attestation" || cmd == "export") && fl.NArg() != 1:
+	case (cmd == "status" || cmd == "attestation" || cmd == "export") && len(positional) != 1:
 		return usage("want one forget id")
-	case cmd != "status" && cmd != "attestation" && cmd != "export" && fl.NArg() != 0:
-		return usage("unexpected argument %q", fl.Arg(0))
+	case cmd != "status" && cmd != "attestation" && cmd != "export" && len(positional) != 0:
+		return usage("unexpected argument %q", positional[0])
 	case cmd == "encrypt" && kind == "":
 		return usage("--kind is required")
 	case cmd == "encrypt" && len(subjects) == 0 && len(parents) == 0:
@@ -168,9 +177,9 @@ func clientCmd(ctx context.Context, cmd string, args []string, stdin io.Reader, 
 		var b []byte
 		switch cmd {
 		case "attestation":
-			b, err = c.Attestation(ctx, fl.Arg(0))
+			b, err = c.Attestation(ctx, positional[0])
 		case "export":
-			b, err = c.Export(ctx, fl.Arg(0), since)
+			b, err = c.Export(ctx, positional[0], since)
 		default:
 			b, err = c.Checkpoint(ctx)
 		}
@@ -188,7 +197,7 @@ func clientCmd(ctx context.Context, cmd string, args []string, stdin io.Reader, 
 		}
 		return exitOK
 	default: // status
-		f, err := c.GetForget(ctx, fl.Arg(0))
+		f, err := c.GetForget(ctx, positional[0])
 		if err != nil {
 			return fail(err)
 		}
