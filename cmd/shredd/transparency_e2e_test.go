@@ -1201,3 +1201,54 @@ func TestExportTamperIndependentTools(t *testing.T) {
 		})
 	}
 }
+
+// TestExampleExport checks the example export committed under
+// docs/examples (made once by docs/examples/make-walkthrough-export.sh) as
+// its README says a regulator does: with shredd verify, given the keys,
+// the subject, the salt and the checkpoint saved before the forget; and
+// with the standard-tools recipe of its README.txt.
+func TestExampleExport(t *testing.T) {
+	const dir = "../../docs/examples/"
+	check := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(mustRead(t, dir+"walkthrough.export.check"))), "\n") {
+		k, v, ok := strings.Cut(line, ": ")
+		if !ok {
+			t.Fatalf("walkthrough.export.check: bad line %q", line)
+		}
+		check[k] = v
+	}
+	for _, k := range []string{"export", "forget", "key", "log-key", "checkpoint", "subject", "salt"} {
+		if check[k] == "" {
+			t.Fatalf("walkthrough.export.check has no %s", k)
+		}
+	}
+	v := verifyArgs{export: dir + check["export"], key: dir + check["key"], logKey: dir + check["log-key"],
+		saved: dir + check["checkpoint"], subject: check["subject"], salt: check["salt"]}
+	code, out := v.run(t)
+	if code != 0 || !strings.Contains(out, "VERIFIED: forget "+check["forget"]) {
+		t.Fatalf("shredd verify of the example export: exit %d\n%s", code, out)
+	}
+	a := readExport(t, v.export)
+	for _, want := range append(a.entryNames(), "ok    subject", "ok    consistency  the log extends the saved checkpoint") {
+		if !strings.Contains(out, want) {
+			t.Errorf("the report does not say %q:\n%s", want, out)
+		}
+	}
+	for _, event := range []string{attest.EventKeyCreated, attest.EventForgetCommitted, attest.EventEpochCompleted, attest.EventErasureAttested} {
+		a.entry(t, event)
+	}
+	// The keys in the archive are those given beside it.
+	if !bytes.Equal(a.file("attestation.pub"), mustRead(t, v.key)) || !bytes.Equal(a.file("log.vkey"), mustRead(t, v.logKey)) {
+		t.Errorf("the example export's keys are not the ones published beside it")
+	}
+	// Another subject does not open its commitment.
+	wrong := v
+	wrong.subject = "bob@example.com"
+	if code, out := wrong.run(t); code != 1 {
+		t.Errorf("shredd verify of the example export for bob: exit %d, want 1\n%s", code, out)
+	}
+
+	requireRecipeTools(t)
+	code, out = runRecipe(t, a, a.file("README.txt"))
+	checkRecipeOK(t, code, out, a.entryNames())
+}
