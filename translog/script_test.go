@@ -13,7 +13,7 @@ import (
 	"github.com/shredd/shredd/translog"
 )
 
-// checkInclusion runs scripts/check-inclusion.py, the independent Python
+// checkInclusion runs bundle/check-inclusion.py, the independent Python
 // checker written from RFC 9162 §2.1.3.2, on entry and proof. It returns
 // the script's output and exit code.
 func checkInclusion(t *testing.T, python string, entry, proof []byte) (string, int) {
@@ -26,7 +26,7 @@ func checkInclusion(t *testing.T, python string, entry, proof []byte) (string, i
 	if err := os.WriteFile(pf, proof, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(python, filepath.Join("..", "scripts", "check-inclusion.py"), ef, pf).CombinedOutput()
+	out, err := exec.Command(python, filepath.Join("..", "bundle", "check-inclusion.py"), ef, pf).CombinedOutput()
 	var exit *exec.ExitError
 	switch {
 	case err == nil:
@@ -44,7 +44,7 @@ func checkInclusion(t *testing.T, python string, entry, proof []byte) (string, i
 func TestCheckInclusionScript(t *testing.T) {
 	python, err := exec.LookPath("python3")
 	if err != nil {
-		t.Fatalf("python3 is not on PATH: this test runs the independent checker scripts/check-inclusion.py with it (CI must install python3): %v", err)
+		t.Fatalf("python3 is not on PATH: this test runs the independent checker bundle/check-inclusion.py with it (CI must install python3): %v", err)
 	}
 	ctx := context.Background()
 	db, l := newLog(t)
