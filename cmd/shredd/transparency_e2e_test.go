@@ -254,8 +254,8 @@ func runExportStory(t *testing.T, w *exportWorld) {
 }
 
 // cli runs a client command of the real binary against s and fails the
-// test unless it exits 0. The flags come before the forget id: the client
-// commands stop parsing flags at the first argument (see the report).
+// test unless it exits 0. The flags come before the forget id (the usage
+// puts it first; both orders are accepted since 6a34333).
 func (s *server) cli(t *testing.T, cmd string, args ...string) string {
 	t.Helper()
 	args = append([]string{cmd, "--addr", s.base, "--token-file", filepath.Join(s.dataDir, tokenFile)}, args...)
@@ -858,7 +858,7 @@ func TestExportTamper(t *testing.T) {
 		case name == "README.txt" || name == "check-inclusion.py":
 			// Instructions for people and a tool for them, not evidence:
 			// shredd verify reads neither, and a regulator runs a reviewed
-			// copy of the checker (scripts/check-inclusion.py in shredd's
+			// copy of the checker (bundle/check-inclusion.py in shredd's
 			// repository), not one an operator shipped.
 			c.code, c.want = 0, []string{"VERIFIED: forget " + w.alice.Forget}
 		case name == "attestation.pub" || name == "log.vkey":
