@@ -208,6 +208,13 @@ func Read(r io.Reader) (*Bundle, error) {
 			return bad("not a tar archive: %v", err)
 		}
 		if hdr.Typeflag == tar.TypeDir {
+			// Only the one top directory: tar xzf, which the README
+			// tells regulators to run, would create any other.
+			forget, ok := strings.CutPrefix(strings.TrimSuffix(hdr.Name, "/"), "shredd-export-")
+			if !ok || !forgetRe.MatchString(forget) || (b.Forget != "" && forget != b.Forget) {
+				return bad("directory %q is not the one shredd-export-<forget id> directory", hdr.Name)
+			}
+			b.Forget = forget
 			continue
 		}
 		if hdr.Typeflag != tar.TypeReg {

@@ -71,6 +71,7 @@ func verifyExport(path string, a exportArgs, stdout io.Writer, usage func(string
 	b, err := bundle.Read(f)
 	if err != nil {
 		fmt.Fprintf(stdout, "FAIL  archive      %v\n", err)
+		fmt.Fprintln(stdout, "NOT VERIFIED")
 		return exitFailed
 	}
 	rep, err := bundle.Verify(b, opts)
@@ -80,6 +81,14 @@ func verifyExport(path string, a exportArgs, stdout io.Writer, usage func(string
 		return exitFailed
 	}
 	var out bytes.Buffer
+	// The keys in the archive are not used; say when they differ from the
+	// ones given, since a regulator comparing files by hand would use them.
+	if p, err := attest.ParsePublicKey(b.AttestationPub); err != nil || !p.Equal(opts.AttestationKey) {
+		fmt.Fprintf(&out, "note  keys         the archive's %s is not the --key given; the given key was used\n", bundle.FileAttestationPub)
+	}
+	if strings.TrimSpace(string(b.LogKey)) != opts.LogKey {
+		fmt.Fprintf(&out, "note  keys         the archive's %s is not the --log-key given; the given key was used\n", bundle.FileLogKey)
+	}
 	fmt.Fprintf(&out, "ok    attestation  signed by the service key, claim and conditions valid, forget %s\n", rep.Forget)
 	fmt.Fprintf(&out, "ok    checkpoint   signed by the log key, origin %s, tree size %d\n", rep.Origin, rep.TreeSize)
 	for _, e := range rep.Entries {

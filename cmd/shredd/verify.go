@@ -53,15 +53,16 @@ func verifyCmd(args []string, stdout, stderr io.Writer) int {
 	if *keyPath == "" {
 		return usage("--key is required")
 	}
+	export := isGzip(files[0])
 	subj, err := flagOrFile("subject", *subject, *subjectFile)
-	if err != nil {
+	if err != nil && !(export && *subject == "" && *subjectFile == "") {
 		return usage("%v", err)
 	}
 	saltText, err := flagOrFile("salt", *saltHex, *saltFile)
-	if err != nil {
+	if err != nil && !(export && *saltHex == "" && *saltFile == "") {
 		return usage("%v", err)
 	}
-	if isGzip(files[0]) {
+	if export { // an export's subject and salt are optional
 		return verifyExport(files[0], exportArgs{key: *keyPath, logKey: *logKeyPath, saved: *savedPath, subject: subj, salt: saltText}, stdout, usage)
 	}
 	salt, err := attest.ParseSalt(strings.TrimSpace(saltText))
