@@ -370,6 +370,8 @@ func testVaultFailClosed(t *testing.T, manual bool) {
 	for _, rec := range append(append(slices.Clone(live), alice, derivative), aliceAggs...) {
 		s.open(t, rec)
 	}
+	// frank is never decrypted (no lease), so his forget can reach erased.
+	frank := s.seal(t, sealReq{Subject: "frank", Kind: "episodic"}, "frank's record", "f")
 
 	srv.Stop()
 	everything := append(append(slices.Clone(live), alice, derivative), aliceAggs...)
@@ -383,7 +385,11 @@ func testVaultFailClosed(t *testing.T, manual bool) {
 		t.Fatalf("healthz with Vault stopped: %d, want 503", st)
 	}
 
-	// A forget commits without Vault, and its barrier holds at once.
+	// A forget commits without Vault, and its barrier holds at once. The
+	// key is unreachable, so frank's commitment salt cannot come from it: a
+	// random one, and the log links his key_created entry by index.
+	fFrank := s.forget(t, "frank")
+	s.shredded(t, frank)
 	f := s.forget(t, "alice")
 	if f.State != "committed" || f.CommittedAt == nil || f.condition("key_destroyed").Status != "ok" ||
 		f.condition("bucket_rekeyed").Status != "pending" || f.condition("epoch_rotated").Status != "pending" {
@@ -451,6 +457,19 @@ func testVaultFailClosed(t *testing.T, manual bool) {
 		s.shredded(t, rec)
 	}
 	s.open(t, s.seal(t, sealReq{Subject: "erin", Kind: "episodic"}, "erin after the recovery", "e"))
+
+	// frank's forget, committed with Vault down, is erased and exported: the
+	// export verifies, its key_created entry linked by index only.
+	s.waitState(t, fFrank.Forget, "shredded", 30*time.Second)
+	s.waitErased(t, fFrank.Forget, time.Time{})
+	export := filepath.Join(t.TempDir(), "frank.tar.gz")
+	s.cli(t, "export", "--out", export, fFrank.Forget)
+	out := verifyArgs{export: export, key: filepath.Join(s.dataDir, attestationPubFile), logKey: filepath.Join(s.dataDir, logVKeyFile),
+		subject: "frank", salt: fFrank.CommitmentSalt}
+	if code, text := out.run(t); code != 0 || !strings.Contains(text, "named by index by the forget (its commitment uses another salt") ||
+		!strings.Contains(text, "the subject id and salt open commitment") {
+		t.Errorf("shredd verify of frank's export (forgotten with Vault down): exit %d\n%s", code, text)
+	}
 	s.stop()
 
 	t.Run("aggregates_of_the_forgotten_subject_answered_410", func(t *testing.T) {
