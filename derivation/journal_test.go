@@ -30,7 +30,7 @@ type journaled struct {
 	clock *clock
 }
 
-func newJournaled(t *testing.T) *journaled {
+func newJournaled(t testing.TB) *journaled {
 	t.Helper()
 	c := &clock{t: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
 	dir := t.TempDir()

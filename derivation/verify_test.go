@@ -28,7 +28,7 @@ func (c *clock) add(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-func newClockedService(t *testing.T) (*derivation.Service, *clock) {
+func newClockedService(t testing.TB) (*derivation.Service, *clock) {
 	t.Helper()
 	c := &clock{t: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
 	dir := t.TempDir()
