@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -52,6 +53,7 @@ type Service struct {
 	kick   chan struct{}
 
 	leaseQ    chan leaseReq
+	recordQ   chan recordReq
 	closeOnce sync.Once
 }
 
@@ -86,8 +88,10 @@ func New(ctx context.Context, db *sql.DB, keys *keystore.Store, hasher *Hasher, 
 	if err := addColumn(ctx, db, "forgets", "proof", "BLOB"); err != nil {
 		return nil, err
 	}
-	svc := &Service{db: db, keys: keys, hasher: hasher, opts: opts, kick: make(chan struct{}, 1), leaseQ: make(chan leaseReq, 1024)}
+	svc := &Service{db: db, keys: keys, hasher: hasher, opts: opts, kick: make(chan struct{}, 1), leaseQ: make(chan leaseReq, 1024),
+		recordQ: make(chan recordReq, 1024)}
 	go svc.leaseWriter()
+	go svc.recordWriter()
 	return svc, nil
 }
 
@@ -430,45 +434,183 @@ func (s *Service) keyErr(ctx context.Context, err error, refs []envelope.Ref) er
 	return mapKeyErr(err)
 }
 
-// record writes the artifact in one transaction that first checks, inside
+// recordReq is one artifact registration waiting for the group commit.
+type recordReq struct {
+	id     ID
+	p      *plan
+	refs   []envelope.Ref
+	sealed bool
+	now    time.Time
+	done   chan error
+}
+
+// record writes the artifact in a transaction that first checks, inside
 // the database, that every lineage subject is still live: the check and the
-// write are atomic against a forget's commit.
+// write are atomic against a forget's commit. The transaction is shared
+// with the registrations that arrive meanwhile (recordWriter), and record
+// returns once it committed. The caller holds the barrier read locks of the
+// lineage until then, so a forget of one of its subjects cannot commit in
+// between.
 func (s *Service) record(ctx context.Context, id ID, p *plan, refs []envelope.Ref, sealed bool) (time.Time, error) {
 	now := s.opts.Now()
+	r := recordReq{id: id, p: p, refs: refs, sealed: sealed, now: now, done: make(chan error, 1)}
+	select {
+	case s.recordQ <- r:
+	case <-ctx.Done():
+		return now, fmt.Errorf("derivation: record: %w", ctx.Err())
+	}
+	// Once queued, the request is written or refused by the writer: wait for
+	// its answer even if ctx ends, so that the caller's barrier locks cover
+	// the write.
+	return now, <-r.done
+}
+
+// maxRecordGroup bounds the registrations of one group commit.
+const maxRecordGroup = 512
+
+// recordWriter commits registrations in groups, as leaseWriter does leases:
+// one transaction (one fsync) per encrypt would bound encrypts by the disk.
+// Requests that arrive while a commit runs share the next one. Each request
+// runs inside its own savepoint, so that one refused (a subject forgotten
+// meanwhile, an unknown kind) or failing item does not fail the others.
+func (s *Service) recordWriter() {
+	for first := range s.recordQ {
+		batch := []recordReq{first}
+	collect:
+		for len(batch) < maxRecordGroup {
+			select {
+			case r, ok := <-s.recordQ:
+				if !ok {
+					break collect
+				}
+				batch = append(batch, r)
+			default:
+				break collect
+			}
+		}
+		errs, err := s.writeRecords(batch)
+		for i, r := range batch {
+			if err != nil {
+				r.done <- err
+				continue
+			}
+			r.done <- errs[i]
+		}
+	}
+}
+
+// writeRecords writes a group of registrations in one transaction. It
+// returns the error of each item, or an error for the whole group when the
+// transaction itself failed (nothing of the group was written then).
+func (s *Service) writeRecords(batch []recordReq) ([]error, error) {
+	ctx := context.Background()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return now, fmt.Errorf("derivation: record: %w", err)
+		return nil, fmt.Errorf("derivation: record: %w", err)
 	}
 	defer tx.Rollback()
-	if err := s.keys.CheckLive(ctx, tx, refs); err != nil {
-		return now, mapKeyErr(err)
+	st, err := prepareRecord(ctx, tx)
+	if err != nil {
+		return nil, err
 	}
-	var one int
-	if err := tx.QueryRowContext(ctx, `SELECT 1 FROM kinds WHERE name=?`, p.kind).Scan(&one); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			return now, fmt.Errorf("derivation: kind %q: %w", p.kind, ErrUnknownKind)
+	defer st.close()
+	errs := make([]error, len(batch))
+	kinds := map[string]error{} // a kind's check holds for the whole transaction
+	for i, r := range batch {
+		if len(batch) == 1 {
+			errs[i] = s.writeRecord(ctx, tx, st, kinds, r)
+			if errs[i] != nil {
+				return errs, nil // the deferred rollback undoes the partial item
+			}
+			continue
 		}
-		return now, fmt.Errorf("derivation: record: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO artifacts(id, kind, holder, sealed, created_at) VALUES (?, ?, ?, ?, ?)`,
-		id[:], p.kind, p.holder, sealed, now.UnixNano()); err != nil {
-		return now, fmt.Errorf("derivation: record: %w", err)
-	}
-	for _, par := range p.parents {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO artifact_parents(artifact, parent) VALUES (?, ?)`, id[:], par[:]); err != nil {
-			return now, fmt.Errorf("derivation: record: %w", err)
+		if _, err := tx.ExecContext(ctx, `SAVEPOINT item`); err != nil {
+			return nil, fmt.Errorf("derivation: record: %w", err)
 		}
-	}
-	for _, r := range refs {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO lineage(sid, artifact, gen, direct) VALUES (?, ?, ?, ?)`,
-			r.SID[:], id[:], r.Gen, p.direct[r.SID]); err != nil {
-			return now, fmt.Errorf("derivation: record: %w", err)
+		errs[i] = s.writeRecord(ctx, tx, st, kinds, r)
+		if errs[i] != nil {
+			if _, err := tx.ExecContext(ctx, `ROLLBACK TO item`); err != nil {
+				return nil, fmt.Errorf("derivation: record: %w", err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `RELEASE item`); err != nil {
+			return nil, fmt.Errorf("derivation: record: %w", err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return now, fmt.Errorf("derivation: record: %w", err)
+		return nil, fmt.Errorf("derivation: record: %w", err)
 	}
-	return now, nil
+	return errs, nil
+}
+
+// recordStmts are the statements of a registration, prepared once per
+// group.
+type recordStmts struct {
+	artifact, parent, lineage *sql.Stmt
+}
+
+func prepareRecord(ctx context.Context, tx *sql.Tx) (*recordStmts, error) {
+	var st recordStmts
+	var err error
+	for _, p := range []struct {
+		dst **sql.Stmt
+		q   string
+	}{
+		{&st.artifact, `INSERT INTO artifacts(id, kind, holder, sealed, created_at) VALUES (?, ?, ?, ?, ?)`},
+		{&st.parent, `INSERT INTO artifact_parents(artifact, parent) VALUES (?, ?)`},
+		{&st.lineage, `INSERT INTO lineage(sid, artifact, gen, direct) VALUES (?, ?, ?, ?)`},
+	} {
+		if *p.dst, err = tx.PrepareContext(ctx, p.q); err != nil {
+			st.close()
+			return nil, fmt.Errorf("derivation: record: %w", err)
+		}
+	}
+	return &st, nil
+}
+
+func (st *recordStmts) close() {
+	for _, s := range []*sql.Stmt{st.artifact, st.parent, st.lineage} {
+		if s != nil {
+			s.Close()
+		}
+	}
+}
+
+// writeRecord writes one registration inside tx: the barrier check, the
+// kind check, then the rows.
+func (s *Service) writeRecord(ctx context.Context, tx *sql.Tx, st *recordStmts, kinds map[string]error, r recordReq) error {
+	p, id := r.p, r.id
+	if err := s.keys.CheckLive(ctx, tx, r.refs); err != nil {
+		return mapKeyErr(err)
+	}
+	kerr, ok := kinds[p.kind]
+	if !ok {
+		var one int
+		switch err := tx.QueryRowContext(ctx, `SELECT 1 FROM kinds WHERE name=?`, p.kind).Scan(&one); {
+		case errors.Is(err, sql.ErrNoRows):
+			kerr = fmt.Errorf("derivation: kind %q: %w", p.kind, ErrUnknownKind)
+		case err != nil:
+			return fmt.Errorf("derivation: record: %w", err)
+		}
+		kinds[p.kind] = kerr
+	}
+	if kerr != nil {
+		return kerr
+	}
+	if _, err := st.artifact.ExecContext(ctx, id[:], p.kind, p.holder, r.sealed, r.now.UnixNano()); err != nil {
+		return fmt.Errorf("derivation: record: %w", err)
+	}
+	for _, par := range p.parents {
+		if _, err := st.parent.ExecContext(ctx, id[:], par[:]); err != nil {
+			return fmt.Errorf("derivation: record: %w", err)
+		}
+	}
+	for _, ref := range r.refs {
+		if _, err := st.lineage.ExecContext(ctx, ref.SID[:], id[:], ref.Gen, p.direct[ref.SID]); err != nil {
+			return fmt.Errorf("derivation: record: %w", err)
+		}
+	}
+	return nil
 }
 
 // Sealed is the result of Encrypt.
@@ -483,29 +625,49 @@ type Sealed struct {
 // returned only once the registration committed, so nothing sealed after a
 // forget's barrier can carry the forgotten subject.
 func (s *Service) Encrypt(ctx context.Context, src Source, plaintext, context []byte) (Sealed, error) {
+	var out Sealed
+	err := s.seal(ctx, src, plaintext, context, func(id ID, b []byte, lineage int) {
+		// The text form is Prefix and the binary form in unpadded base64url
+		// (envelope.String).
+		out = Sealed{Artifact: id, Ciphertext: envelope.Prefix + base64.RawURLEncoding.EncodeToString(b), Lineage: lineage}
+	})
+	return out, err
+}
+
+// EncryptBinary is Encrypt answering the binary form of the envelope
+// (envelope.Parse reads it) instead of the text form: for large payloads,
+// which the text form would grow by a third.
+func (s *Service) EncryptBinary(ctx context.Context, src Source, plaintext, context []byte) (ID, []byte, int, error) {
+	var id ID
+	var out []byte
+	var n int
+	err := s.seal(ctx, src, plaintext, context, func(i ID, b []byte, lineage int) { id, out, n = i, b, lineage })
+	return id, out, n, err
+}
+
+// seal seals and registers, then hands the binary envelope to done.
+func (s *Service) seal(ctx context.Context, src Source, plaintext, context []byte, done func(ID, []byte, int)) error {
 	if len(plaintext) > envelope.MaxPlaintext {
-		return Sealed{}, fmt.Errorf("derivation: plaintext of %d bytes: %w", len(plaintext), ErrTooLarge)
+		return fmt.Errorf("derivation: plaintext of %d bytes: %w", len(plaintext), ErrTooLarge)
 	}
 	if len(context) > envelope.MaxContext {
-		return Sealed{}, fmt.Errorf("derivation: context of %d bytes, at most %d: %w", len(context), envelope.MaxContext, ErrTooLarge)
+		return fmt.Errorf("derivation: context of %d bytes, at most %d: %w", len(context), envelope.MaxContext, ErrTooLarge)
 	}
-	var out Sealed
-	err := s.withLineage(ctx, src, func(id ID, p *plan, keys []envelope.SubjectKey, refs []envelope.Ref) error {
+	return s.withLineage(ctx, src, func(id ID, p *plan, keys []envelope.SubjectKey, refs []envelope.Ref) error {
 		h, err := envelope.NewHeader(s.opts.Rand, envelope.ArtifactID(id), p.kind, refs)
 		if err != nil {
 			return fmt.Errorf("derivation: encrypt: %w: %w", ErrInvalid, err)
 		}
-		env, err := envelope.Seal(h, keys, plaintext, context)
+		b, err := envelope.AppendSeal(make([]byte, 0, len(plaintext)+512+len(refs)*40), h, keys, plaintext, context)
 		if err != nil {
 			return fmt.Errorf("derivation: encrypt: %w", err)
 		}
 		if _, err := s.record(ctx, id, p, refs, true); err != nil {
 			return err
 		}
-		out = Sealed{Artifact: id, Ciphertext: env.String(), Lineage: len(refs)}
+		done(id, b, len(refs))
 		return nil
 	})
-	return out, err
 }
 
 // Register records a plaintext-held artifact: one that lives outside
@@ -578,6 +740,22 @@ func (s *Service) DecryptFor(ctx context.Context, ciphertext string, context []b
 	if err != nil {
 		return Opened{}, fmt.Errorf("derivation: decrypt: %w: %w", ErrEnvelope, err)
 	}
+	return s.open(ctx, env, context, holder)
+}
+
+// DecryptBinary is DecryptFor for the binary form of an envelope.
+func (s *Service) DecryptBinary(ctx context.Context, ciphertext, context []byte, holder string) (Opened, error) {
+	if holder != "" && !ValidHolder(holder) {
+		return Opened{}, fmt.Errorf("derivation: holder id: %w", ErrInvalid)
+	}
+	env, err := envelope.Parse(ciphertext)
+	if err != nil {
+		return Opened{}, fmt.Errorf("derivation: decrypt: %w: %w", ErrEnvelope, err)
+	}
+	return s.open(ctx, env, context, holder)
+}
+
+func (s *Service) open(ctx context.Context, env *envelope.Envelope, context []byte, holder string) (Opened, error) {
 	sids := env.Header.Subjects()
 	unlock := s.rlock(sids)
 	defer unlock()
