@@ -96,7 +96,7 @@ func (e *env) do(method, path, body string, hdr ...string) reply {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	r := reply{status: resp.StatusCode, ctype: resp.Header.Get("Content-Type")}
-	if len(b) > 0 {
+	if len(b) > 0 && r.ctype != "application/octet-stream" {
 		if err := json.Unmarshal(b, &r.body); err != nil {
 			e.t.Fatalf("%s %s: body is not JSON: %q", method, path, b)
 		}

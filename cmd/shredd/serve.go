@@ -39,6 +39,7 @@ type Program struct {
 	LeaseTTL       time.Duration
 	Buckets        int
 	MaxBody        int64
+	MaxRawBody     int64
 	Root           string // "local" or "vault"
 	SubjectKeys    string // "tree" or "transit"
 	Vault          vault.Config
@@ -87,6 +88,7 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 	leaseTTL := dur("lease-ttl", derivation.DefaultLeaseTTL, "how long a decrypt's lease lasts unless released; a forget waits for leases issued before it")
 	fl.IntVar(&p.Buckets, "buckets", keystore.DefaultBuckets, "number of bucket keys; fixed when the data directory is created")
 	fl.Int64Var(&p.MaxBody, "max-body", api.DefaultMaxBody, "maximum request body in bytes")
+	fl.Int64Var(&p.MaxRawBody, "max-raw-body", api.DefaultMaxRawBody, "maximum request body in bytes of the raw-body routes (POST /v1/encrypt/raw, /v1/decrypt/raw)")
 	fl.StringVar(&p.Root, "root", env("root", "local"), "root store: local (a root key file in the data dir) or vault (a Vault Transit key)")
 	fl.StringVar(&p.SubjectKeys, "subject-keys", env("subject-keys", "tree"), "where subject keys live: tree (wrapped under bucket keys, erased by re-key and epoch) or transit (one Vault Transit key per subject, deleted at forget; needs --root vault); fixed when the data dir is created")
 	// Vault settings take Vault's own environment variables as defaults. The
@@ -143,8 +145,8 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 		return nil, errors.New("unexpected argument")
 	}
 	p.EpochInterval, p.CacheTTL, p.ForgetDeadline, p.LeaseTTL = *epoch, *ttl, *deadline, *leaseTTL
-	if p.EpochInterval < time.Second || p.CacheTTL < 0 || p.ForgetDeadline <= 0 || p.LeaseTTL <= 0 || p.Buckets < 1 || p.MaxBody < 1024 {
-		fmt.Fprintln(stderr, "shredd serve: --epoch-interval must be >= 1s, --cache-ttl >= 0, --forget-deadline > 0, --buckets >= 1, --max-body >= 1024")
+	if p.EpochInterval < time.Second || p.CacheTTL < 0 || p.ForgetDeadline <= 0 || p.LeaseTTL <= 0 || p.Buckets < 1 || p.MaxBody < 1024 || p.MaxRawBody < 1024 {
+		fmt.Fprintln(stderr, "shredd serve: --epoch-interval must be >= 1s, --cache-ttl >= 0, --forget-deadline > 0, --buckets >= 1, --max-body and --max-raw-body >= 1024")
 		return nil, errors.New("bad flag value")
 	}
 	// A test hook: kill the process with SIGKILL at the named durable step
@@ -336,7 +338,7 @@ func (p *Program) Run(ctx context.Context, stderr io.Writer) error {
 	}
 
 	srv := &http.Server{
-		Handler:           api.New(api.Config{Service: svc, Root: root, Log: log, Tokens: tokens, Metrics: metrics, AttestationKey: attKey, MaxBody: p.MaxBody}).Handler(),
+		Handler:           api.New(api.Config{Service: svc, Root: root, Log: log, Tokens: tokens, Metrics: metrics, AttestationKey: attKey, MaxBody: p.MaxBody, MaxRawBody: p.MaxRawBody}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
 		WriteTimeout:      60 * time.Second,
