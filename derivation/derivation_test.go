@@ -16,7 +16,7 @@ import (
 	"github.com/shredd/shredd/keystore/local"
 )
 
-func newService(t *testing.T) *derivation.Service {
+func newService(t testing.TB) *derivation.Service {
 	t.Helper()
 	dir := t.TempDir()
 	root, err := local.Open(filepath.Join(dir, "root.key"))

@@ -49,10 +49,7 @@ func (s *Service) ImportArtifacts(ctx context.Context, arts []Import, cacheKiB i
 		return fmt.Errorf("derivation: import: %w", err)
 	}
 	defer tx.Rollback()
-	st, err := prepareRecord(ctx, tx)
-	if err != nil {
-		return err
-	}
+	st := newTxStmts(tx)
 	defer st.close()
 	live := map[envelope.Ref]bool{}
 	kinds := map[string]bool{}
@@ -63,7 +60,7 @@ func (s *Service) ImportArtifacts(ctx context.Context, arts []Import, cacheKiB i
 		}
 		if !kinds[a.Kind] {
 			var one int
-			if err := tx.QueryRowContext(ctx, `SELECT 1 FROM kinds WHERE name=?`, a.Kind).Scan(&one); err != nil {
+			if err := st.QueryRowContext(ctx, `SELECT 1 FROM kinds WHERE name=?`, a.Kind).Scan(&one); err != nil {
 				if errors.Is(err, sql.ErrNoRows) {
 					return fmt.Errorf("derivation: import: kind %q: %w", a.Kind, ErrUnknownKind)
 				}
@@ -75,23 +72,21 @@ func (s *Service) ImportArtifacts(ctx context.Context, arts []Import, cacheKiB i
 			if live[r] {
 				continue
 			}
-			if err := s.keys.CheckLive(ctx, tx, []envelope.Ref{r}); err != nil {
+			if err := s.keys.CheckLive(ctx, st, []envelope.Ref{r}); err != nil {
 				return mapKeyErr(err)
 			}
 			live[r] = true
 		}
-		if _, err := st.artifact.ExecContext(ctx, a.ID[:], a.Kind, a.Holder, a.Sealed, s.opts.Now().UnixNano()); err != nil {
-			return fmt.Errorf("derivation: import: %w", err)
-		}
-		for _, p := range a.Parents {
-			if _, err := st.parent.ExecContext(ctx, a.ID[:], p[:]); err != nil {
-				return fmt.Errorf("derivation: import: %w", err)
+		direct := func(sid envelope.SID) bool {
+			for j, r := range a.Lineage {
+				if r.SID == sid {
+					return a.Direct[j]
+				}
 			}
+			return false
 		}
-		for j, r := range a.Lineage {
-			if _, err := st.lineage.ExecContext(ctx, r.SID[:], a.ID[:], r.Gen, a.Direct[j]); err != nil {
-				return fmt.Errorf("derivation: import: %w", err)
-			}
+		if err := insertRecord(ctx, st, a.ID, a.Kind, a.Holder, a.Sealed, s.opts.Now(), a.Parents, a.Lineage, direct); err != nil {
+			return err
 		}
 	}
 	if err := tx.Commit(); err != nil {

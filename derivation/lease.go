@@ -65,6 +65,7 @@ func (s *Service) leaseWriter() {
 		for _, r := range batch {
 			r.done <- err
 		}
+		s.kickCheckpoint()
 	}
 }
 
@@ -159,5 +160,6 @@ func (s *Service) Close() {
 	s.closeOnce.Do(func() {
 		close(s.leaseQ)
 		close(s.recordQ)
+		close(s.stop)
 	})
 }

@@ -54,6 +54,8 @@ type Service struct {
 
 	leaseQ    chan leaseReq
 	recordQ   chan recordReq
+	ckptKick  chan struct{} // a group commit happened: checkpoint soon
+	stop      chan struct{} // closed by Close
 	closeOnce sync.Once
 }
 
@@ -89,9 +91,10 @@ func New(ctx context.Context, db *sql.DB, keys *keystore.Store, hasher *Hasher, 
 		return nil, err
 	}
 	svc := &Service{db: db, keys: keys, hasher: hasher, opts: opts, kick: make(chan struct{}, 1), leaseQ: make(chan leaseReq, 1024),
-		recordQ: make(chan recordReq, 1024)}
+		recordQ: make(chan recordReq, 1024), ckptKick: make(chan struct{}, 1), stop: make(chan struct{})}
 	go svc.leaseWriter()
 	go svc.recordWriter()
+	go svc.checkpointer()
 	return svc, nil
 }
 
@@ -470,10 +473,9 @@ const maxRecordGroup = 512
 
 // recordWriter commits registrations in groups, as leaseWriter does leases:
 // one transaction (one fsync) per encrypt would bound encrypts by the disk.
-// Requests that arrive while a commit runs share the next one. Each request
-// runs inside its own savepoint, so that one refused (a subject forgotten
-// meanwhile, an unknown kind) or failing item does not fail the others.
+// Requests that arrive while a commit runs share the next one.
 func (s *Service) recordWriter() {
+	kinds := map[string]bool{} // kinds known to exist: a kind is never deleted
 	for first := range s.recordQ {
 		batch := []recordReq{first}
 	collect:
@@ -488,53 +490,91 @@ func (s *Service) recordWriter() {
 				break collect
 			}
 		}
-		errs, err := s.writeRecords(batch)
-		for i, r := range batch {
-			if err != nil {
-				r.done <- err
-				continue
-			}
-			r.done <- errs[i]
+		for i, err := range s.writeRecords(batch, kinds) {
+			batch[i].done <- err
+		}
+		s.kickCheckpoint()
+	}
+}
+
+// checkpointInterval bounds how often the background checkpoint runs.
+const checkpointInterval = 50 * time.Millisecond
+
+// kickCheckpoint asks the checkpointer for a checkpoint soon.
+func (s *Service) kickCheckpoint() {
+	select {
+	case s.ckptKick <- struct{}{}:
+	default:
+	}
+}
+
+// checkpointer copies the WAL into the database file in the background,
+// at most every checkpointInterval, after group commits: the connections
+// checkpoint by themselves only past keystore.WALAutoCheckpoint pages, so
+// that commits return without copying pages (a checkpoint of many commits
+// copies a hot page once). A PASSIVE checkpoint runs alongside readers and
+// the writer. Errors are left to the next attempt: the WAL only grows.
+func (s *Service) checkpointer() {
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.ckptKick:
+		}
+		_ = keystore.CheckpointPassive(context.Background(), s.db)
+		select {
+		case <-s.stop:
+			return
+		case <-time.After(checkpointInterval):
 		}
 	}
 }
 
-// writeRecords writes a group of registrations in one transaction. It
-// returns the error of each item, or an error for the whole group when the
-// transaction itself failed (nothing of the group was written then).
-func (s *Service) writeRecords(batch []recordReq) ([]error, error) {
+// writeRecords writes a group of registrations in one transaction and
+// returns the error of each. Each item is checked inside the transaction
+// (its lineage live, its kind registered) before its rows are written, so a
+// refused item writes nothing and does not affect the others. When the
+// shared transaction itself fails (a database error), each item is written
+// again alone, so that the failure is only its own.
+func (s *Service) writeRecords(batch []recordReq, kinds map[string]bool) []error {
+	errs, err := s.writeGroup(batch, kinds)
+	if err == nil {
+		return errs
+	}
+	if len(batch) == 1 {
+		return []error{err}
+	}
+	out := make([]error, len(batch))
+	for i := range batch {
+		e, err := s.writeGroup(batch[i:i+1], kinds)
+		if err != nil {
+			out[i] = err
+		} else {
+			out[i] = e[0]
+		}
+	}
+	return out
+}
+
+// writeGroup writes registrations in one transaction. It returns each
+// item's refusal, or an error for the whole group when the transaction
+// failed (nothing of the group was written then).
+func (s *Service) writeGroup(batch []recordReq, kinds map[string]bool) ([]error, error) {
 	ctx := context.Background()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("derivation: record: %w", err)
 	}
 	defer tx.Rollback()
-	st, err := prepareRecord(ctx, tx)
-	if err != nil {
-		return nil, err
-	}
+	st := newTxStmts(tx)
 	defer st.close()
 	errs := make([]error, len(batch))
-	kinds := map[string]error{} // a kind's check holds for the whole transaction
 	for i, r := range batch {
-		if len(batch) == 1 {
-			errs[i] = s.writeRecord(ctx, tx, st, kinds, r)
-			if errs[i] != nil {
-				return errs, nil // the deferred rollback undoes the partial item
-			}
+		if errs[i] = s.checkRecord(ctx, st, kinds, r); errs[i] != nil {
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, `SAVEPOINT item`); err != nil {
-			return nil, fmt.Errorf("derivation: record: %w", err)
-		}
-		errs[i] = s.writeRecord(ctx, tx, st, kinds, r)
-		if errs[i] != nil {
-			if _, err := tx.ExecContext(ctx, `ROLLBACK TO item`); err != nil {
-				return nil, fmt.Errorf("derivation: record: %w", err)
-			}
-		}
-		if _, err := tx.ExecContext(ctx, `RELEASE item`); err != nil {
-			return nil, fmt.Errorf("derivation: record: %w", err)
+		if err := insertRecord(ctx, st, r.id, r.p.kind, r.p.holder, r.sealed, r.now, r.p.parents, r.refs, func(sid envelope.SID) bool { return r.p.direct[sid] }); err != nil {
+			return nil, err
 		}
 	}
 	if err := tx.Commit(); err != nil {
@@ -543,70 +583,87 @@ func (s *Service) writeRecords(batch []recordReq) ([]error, error) {
 	return errs, nil
 }
 
-// recordStmts are the statements of a registration, prepared once per
-// group.
-type recordStmts struct {
-	artifact, parent, lineage *sql.Stmt
+// txStmts runs queries in a transaction, preparing each query text once:
+// the registrations of a group run the same few queries many times.
+type txStmts struct {
+	tx *sql.Tx
+	m  map[string]*sql.Stmt
 }
 
-func prepareRecord(ctx context.Context, tx *sql.Tx) (*recordStmts, error) {
-	var st recordStmts
-	var err error
-	for _, p := range []struct {
-		dst **sql.Stmt
-		q   string
-	}{
-		{&st.artifact, `INSERT INTO artifacts(id, kind, holder, sealed, created_at) VALUES (?, ?, ?, ?, ?)`},
-		{&st.parent, `INSERT INTO artifact_parents(artifact, parent) VALUES (?, ?)`},
-		{&st.lineage, `INSERT INTO lineage(sid, artifact, gen, direct) VALUES (?, ?, ?, ?)`},
-	} {
-		if *p.dst, err = tx.PrepareContext(ctx, p.q); err != nil {
-			st.close()
-			return nil, fmt.Errorf("derivation: record: %w", err)
-		}
+func newTxStmts(tx *sql.Tx) *txStmts { return &txStmts{tx: tx, m: map[string]*sql.Stmt{}} }
+
+func (t *txStmts) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	if st, ok := t.m[q]; ok {
+		return st, nil
 	}
-	return &st, nil
+	st, err := t.tx.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	t.m[q] = st
+	return st, nil
 }
 
-func (st *recordStmts) close() {
-	for _, s := range []*sql.Stmt{st.artifact, st.parent, st.lineage} {
-		if s != nil {
-			s.Close()
-		}
+// QueryRowContext is the transaction's, with the statement prepared once.
+func (t *txStmts) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	st, err := t.stmt(ctx, q)
+	if err != nil {
+		return t.tx.QueryRowContext(ctx, q, args...) // reports the error through Scan
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+// ExecContext is the transaction's, with the statement prepared once.
+func (t *txStmts) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	st, err := t.stmt(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(ctx, args...)
+}
+
+func (t *txStmts) close() {
+	for _, st := range t.m {
+		st.Close()
 	}
 }
 
-// writeRecord writes one registration inside tx: the barrier check, the
-// kind check, then the rows.
-func (s *Service) writeRecord(ctx context.Context, tx *sql.Tx, st *recordStmts, kinds map[string]error, r recordReq) error {
-	p, id := r.p, r.id
-	if err := s.keys.CheckLive(ctx, tx, r.refs); err != nil {
+// checkRecord checks one registration inside the transaction: every
+// lineage subject still live at its generation (the barrier), the kind
+// registered. known caches the kinds seen registered.
+func (s *Service) checkRecord(ctx context.Context, st *txStmts, known map[string]bool, r recordReq) error {
+	if err := s.keys.CheckLive(ctx, st, r.refs); err != nil {
 		return mapKeyErr(err)
 	}
-	kerr, ok := kinds[p.kind]
-	if !ok {
-		var one int
-		switch err := tx.QueryRowContext(ctx, `SELECT 1 FROM kinds WHERE name=?`, p.kind).Scan(&one); {
-		case errors.Is(err, sql.ErrNoRows):
-			kerr = fmt.Errorf("derivation: kind %q: %w", p.kind, ErrUnknownKind)
-		case err != nil:
-			return fmt.Errorf("derivation: record: %w", err)
-		}
-		kinds[p.kind] = kerr
+	if known[r.p.kind] {
+		return nil
 	}
-	if kerr != nil {
-		return kerr
-	}
-	if _, err := st.artifact.ExecContext(ctx, id[:], p.kind, p.holder, r.sealed, r.now.UnixNano()); err != nil {
+	var one int
+	switch err := st.QueryRowContext(ctx, `SELECT 1 FROM kinds WHERE name=?`, r.p.kind).Scan(&one); {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("derivation: kind %q: %w", r.p.kind, ErrUnknownKind)
+	case err != nil:
 		return fmt.Errorf("derivation: record: %w", err)
 	}
-	for _, par := range p.parents {
-		if _, err := st.parent.ExecContext(ctx, id[:], par[:]); err != nil {
+	known[r.p.kind] = true
+	return nil
+}
+
+// insertRecord writes the rows of one artifact.
+func insertRecord(ctx context.Context, st *txStmts, id ID, kind, holder string, sealed bool, now time.Time, parents []ID,
+	refs []envelope.Ref, direct func(envelope.SID) bool) error {
+	if _, err := st.ExecContext(ctx, `INSERT INTO artifacts(id, kind, holder, sealed, created_at) VALUES (?, ?, ?, ?, ?)`,
+		id[:], kind, holder, sealed, now.UnixNano()); err != nil {
+		return fmt.Errorf("derivation: record: %w", err)
+	}
+	for _, par := range parents {
+		if _, err := st.ExecContext(ctx, `INSERT INTO artifact_parents(artifact, parent) VALUES (?, ?)`, id[:], par[:]); err != nil {
 			return fmt.Errorf("derivation: record: %w", err)
 		}
 	}
-	for _, ref := range r.refs {
-		if _, err := st.lineage.ExecContext(ctx, ref.SID[:], id[:], ref.Gen, p.direct[ref.SID]); err != nil {
+	for _, ref := range refs {
+		if _, err := st.ExecContext(ctx, `INSERT INTO lineage(sid, artifact, gen, direct) VALUES (?, ?, ?, ?)`,
+			ref.SID[:], id[:], ref.Gen, direct(ref.SID)); err != nil {
 			return fmt.Errorf("derivation: record: %w", err)
 		}
 	}
