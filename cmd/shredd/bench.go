@@ -72,6 +72,7 @@ type benchConfig struct {
 	JSON       bool
 	RSSEvery   time.Duration
 	Verifies   int
+	ServeArgs  []string
 }
 
 func parseBench(args []string, stderr io.Writer, getenv func(string) string) (*benchConfig, error) {
@@ -95,6 +96,10 @@ func parseBench(args []string, stderr io.Writer, getenv func(string) string) (*b
 	fl.BoolVar(&c.JSON, "json", false, "print the report as JSON")
 	fl.DurationVar(&c.RSSEvery, "rss-every", 0, "sample the resident memory of the --serve-self server this often (0: once per operation)")
 	fl.IntVar(&c.Verifies, "verifies", 3, "verify: calls of POST /v1/forgets/{id}/verify to time")
+	fl.Func("serve-arg", "a flag for `shredd serve` of --serve-self (repeatable), e.g. --serve-arg=--debug-addr=127.0.0.1:6060", func(v string) error {
+		c.ServeArgs = append(c.ServeArgs, v)
+		return nil
+	})
 	if err := fl.Parse(args); err != nil {
 		return nil, err
 	}
@@ -352,12 +357,12 @@ func startProc(ctx context.Context, name string, cmd *exec.Cmd, fromStderr bool,
 }
 
 // startShredd starts `shredd serve` (this binary) on 127.0.0.1.
-func startShredd(ctx context.Context, dataDir string) (*benchTarget, error) {
+func startShredd(ctx context.Context, dataDir string, extra []string) (*benchTarget, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, "serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0")
+	cmd := exec.Command(exe, append([]string{"serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0"}, extra...)...)
 	cmd.Env = cleanEnv()
 	t, err := startProc(ctx, targetShredd, cmd, true, func(line string) string {
 		var l struct {
@@ -592,7 +597,7 @@ func (c *benchConfig) run(ctx context.Context, stderr io.Writer) (*benchReport, 
 			dir = tmp
 		}
 		var err error
-		if sh, err = startShredd(ctx, dir); err != nil {
+		if sh, err = startShredd(ctx, dir, c.ServeArgs); err != nil {
 			return nil, err
 		}
 		defer sh.stop()

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,6 +43,7 @@ type Program struct {
 	MaxRawBody     int64
 	Root           string // "local" or "vault"
 	SubjectKeys    string // "tree" or "transit"
+	DebugAddr      string // loopback address of the pprof listener; "" for none
 	Vault          vault.Config
 	crashAt        string
 }
@@ -89,6 +91,7 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 	fl.IntVar(&p.Buckets, "buckets", keystore.DefaultBuckets, "number of bucket keys; fixed when the data directory is created")
 	fl.Int64Var(&p.MaxBody, "max-body", api.DefaultMaxBody, "maximum request body in bytes")
 	fl.Int64Var(&p.MaxRawBody, "max-raw-body", api.DefaultMaxRawBody, "maximum request body in bytes of the raw-body routes (POST /v1/encrypt/raw, /v1/decrypt/raw)")
+	fl.StringVar(&p.DebugAddr, "debug-addr", env("debug-addr", ""), "loopback address to serve Go's pprof profiles on (/debug/pprof/, no token: keep it on loopback); empty for none")
 	fl.StringVar(&p.Root, "root", env("root", "local"), "root store: local (a root key file in the data dir) or vault (a Vault Transit key)")
 	fl.StringVar(&p.SubjectKeys, "subject-keys", env("subject-keys", "tree"), "where subject keys live: tree (wrapped under bucket keys, erased by re-key and epoch) or transit (one Vault Transit key per subject, deleted at forget; needs --root vault); fixed when the data dir is created")
 	// Vault settings take Vault's own environment variables as defaults. The
@@ -139,6 +142,10 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 	if p.SubjectKeys != "tree" && (p.SubjectKeys != "transit" || p.Root != "vault") {
 		fmt.Fprintln(stderr, "shredd serve: --subject-keys must be tree, or transit together with --root vault")
 		return nil, errors.New("bad subject-keys")
+	}
+	if p.DebugAddr != "" && !isLoopback(p.DebugAddr) {
+		fmt.Fprintln(stderr, "shredd serve: --debug-addr must be a loopback address")
+		return nil, errors.New("bad debug addr")
 	}
 	if fl.NArg() > 0 {
 		fmt.Fprintf(stderr, "shredd serve: unexpected argument %q\n", fl.Arg(0))
@@ -350,6 +357,23 @@ func (p *Program) Run(ctx context.Context, stderr io.Writer) error {
 	ln, err := net.Listen("tcp", p.Addr)
 	if err != nil {
 		return err
+	}
+	if p.DebugAddr != "" {
+		dln, err := net.Listen("tcp", p.DebugAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("debug listener: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		dsrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = dsrv.Serve(dln) }()
+		defer dsrv.Close()
+		log.Info("pprof listening", "addr", dln.Addr().String())
 	}
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	workDone := make(chan struct{})
