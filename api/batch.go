@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 
 	"github.com/shredd/shredd/derivation"
@@ -47,6 +48,15 @@ func decodeCall[Req any](body []byte, single *Req) ([]*Req, error) {
 	// single request too, and refused for its unknown field.
 	if !bytes.Contains(body, []byte(`"batch_input"`)) {
 		return nil, decodeJSON(body, single)
+	}
+	// A well-formed batch decodes in one pass: any other top-level field is
+	// unknown to this struct. Anything else takes the passes below, which
+	// name the problem.
+	var fast struct {
+		BatchInput []*Req `json:"batch_input"`
+	}
+	if decodeJSON(body, &fast) == nil && len(fast.BatchInput) > 0 && len(fast.BatchInput) <= MaxBatch && !slices.Contains(fast.BatchInput, nil) {
+		return fast.BatchInput, nil
 	}
 	var fields map[string]json.RawMessage
 	if err := decodeJSON(body, &fields); err != nil {
