@@ -3,10 +3,12 @@ package derivation
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 
 	"github.com/shredd/shredd/envelope"
+	"github.com/shredd/shredd/keystore"
 )
 
 // Import is one artifact of a bulk import (ImportArtifacts): its lineage is
@@ -23,26 +25,57 @@ type Import struct {
 	Direct  []bool
 }
 
+// ImportOptions tune a bulk import.
+type ImportOptions struct {
+	// CacheKiB, when positive, sets the SQLite page cache of the
+	// connection for the import: a large import into a large registry is
+	// bound by random B-tree writes otherwise.
+	CacheKiB int
+	// NoSync commits without fsync (synchronous=OFF): for filling a data
+	// directory offline, where a crash means filling it again. Never for a
+	// registry in service.
+	NoSync bool
+}
+
+// CountArtifacts returns the number of artifacts registered so far
+// (artifacts are never deleted: the highest registration order).
+func (s *Service) CountArtifacts(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM artifacts`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("derivation: count artifacts: %w", err)
+	}
+	return n, nil
+}
+
 // ImportArtifacts registers many artifacts in one transaction: the bulk
 // path of Register, for migrations and for filling benchmark data
 // directories. Every lineage subject must be live at its generation (the
 // check runs inside the transaction, as for a single registration, so a
 // forget committed before is refused); kinds must be registered. The caller
 // vouches for the lineages: they are not recomputed from the parents.
-// cacheKiB, when positive, sets the SQLite page cache of the connection for
-// the duration of the import (a large import into a large registry is
-// bound by random B-tree writes otherwise).
-func (s *Service) ImportArtifacts(ctx context.Context, arts []Import, cacheKiB int) error {
+func (s *Service) ImportArtifacts(ctx context.Context, arts []Import, o ImportOptions) error {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("derivation: import: %w", err)
 	}
 	defer conn.Close()
-	if cacheKiB > 0 {
-		if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA cache_size=-%d", cacheKiB)); err != nil {
+	if o.CacheKiB > 0 {
+		if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA cache_size=-%d", o.CacheKiB)); err != nil {
 			return fmt.Errorf("derivation: import: %w", err)
 		}
-		defer conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA cache_size=-2000") // SQLite's default
+		defer conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf("PRAGMA cache_size=-%d", keystore.CacheKiB))
+	}
+	if o.NoSync {
+		if _, err := conn.ExecContext(ctx, "PRAGMA synchronous=OFF"); err != nil {
+			return fmt.Errorf("derivation: import: %w", err)
+		}
+		defer func() {
+			// Back in the pool the connection must sync again; one that
+			// cannot be reset is discarded.
+			if _, err := conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA synchronous=FULL"); err != nil {
+				_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+			}
+		}()
 	}
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {

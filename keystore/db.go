@@ -6,12 +6,19 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/mattn/go-sqlite3" // SQLite driver: the key tree and the registry share one file
 )
+
+// CacheKiB is the page cache of each connection in KiB (SQLite's default is
+// 2 MiB): the registry's indexes are keyed by random ids, so each insert
+// touches its own pages, and a cache miss is a read system call. At most
+// 8 connections are open: 256 MiB at most.
+const CacheKiB = 32 << 10
 
 // driverName is the SQLite driver with shredd's per-connection settings.
 const driverName = "sqlite3-shredd"
@@ -55,6 +62,7 @@ func OpenDB(path string) (*sql.DB, error) {
 	q.Set("_foreign_keys", "on")
 	q.Set("_busy_timeout", "10000")
 	q.Set("_txlock", "immediate")
+	q.Set("_cache_size", strconv.Itoa(-CacheKiB))
 	// The path is part of a file: URI: escape what URIs give a meaning to.
 	uriPath := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
 	registerDriver.Do(func() {

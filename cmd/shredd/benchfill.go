@@ -38,6 +38,7 @@ type fillConfig struct {
 	Buckets   int
 	Seed      uint64
 	CacheMiB  int
+	Chunk     int
 }
 
 func parseFill(args []string, stderr io.Writer) (*fillConfig, error) {
@@ -51,10 +52,11 @@ func parseFill(args []string, stderr io.Writer) (*fillConfig, error) {
 	fl.IntVar(&c.Buckets, "buckets", keystore.DefaultBuckets, "bucket keys of a new data directory")
 	fl.Uint64Var(&c.Seed, "seed", 1, "seed of the artifact generator (ids stay random per run)")
 	fl.IntVar(&c.CacheMiB, "cache-mib", 1024, "SQLite page cache during the import, MiB")
+	fl.IntVar(&c.Chunk, "chunk", 20_000, "artifacts per import transaction (larger: fewer rewrites of the same index pages, more memory)")
 	if err := fl.Parse(args); err != nil {
 		return nil, err
 	}
-	if c.Dir == "" || c.Subjects < 1 || c.Artifacts < 0 || c.Heavy < 0 || c.Buckets < 1 || fl.NArg() > 0 {
+	if c.Dir == "" || c.Subjects < 1 || c.Artifacts < 0 || c.Heavy < 0 || c.Buckets < 1 || c.Chunk < 1 || fl.NArg() > 0 {
 		fmt.Fprintln(stderr, "shredd bench fill: needs --dir, --subjects >= 1, --artifacts >= 0, --heavy >= 0, --buckets >= 1 and no arguments")
 		return nil, errors.New("bad flags")
 	}
@@ -148,10 +150,22 @@ func (c *fillConfig) run(ctx context.Context, stdout io.Writer) error {
 		}
 	}
 
-	g := &fillGen{rng: rand.New(rand.NewPCG(c.Seed, 0x5eed)), sids: sids}
+	g := &fillGen{sids: sids}
 	total := c.Artifacts + c.Heavy
-	for done := 0; done < total; {
-		n := min(fillChunk, total-done)
+	// A directory filled before (an interrupted fill) counts: fill up to the
+	// total. The heavy subject's artifacts come last.
+	have, err := svc.CountArtifacts(ctx)
+	if err != nil {
+		return err
+	}
+	if have > 0 {
+		fmt.Fprintf(stdout, "artifacts %d already registered\n", have)
+	}
+	// Artifact ids come from the generator: a resumed fill must not repeat
+	// the ids of the first.
+	g.rng = rand.New(rand.NewPCG(c.Seed, 0x5eed^uint64(have)))
+	for done := int(have); done < total; {
+		n := min(c.Chunk, total-done)
 		batch := make([]derivation.Import, n)
 		for i := range batch {
 			if done+i < c.Artifacts {
@@ -160,21 +174,24 @@ func (c *fillConfig) run(ctx context.Context, stdout io.Writer) error {
 				batch[i] = g.heavy(heavy)
 			}
 		}
-		if err := svc.ImportArtifacts(ctx, batch, c.CacheMiB<<10); err != nil {
+		// The import commits without fsync: an interrupted fill is resumed,
+		// and the server that opens the directory afterwards syncs as ever.
+		if err := svc.ImportArtifacts(ctx, batch, derivation.ImportOptions{CacheKiB: c.CacheMiB << 10, NoSync: true}); err != nil {
 			return err
 		}
 		done += n
-		if done%(fillChunk*10) == 0 || done == total {
+		if done%(max(c.Chunk, 200_000)) < n || done == total {
 			fmt.Fprintf(stdout, "artifacts %d/%d (%s)\n", done, total, time.Since(start).Round(time.Second))
 		}
+	}
+	// Make the whole fill durable before saying so.
+	if err := keystore.CheckpointWAL(ctx, db); err != nil {
+		return err
 	}
 	fmt.Fprintf(stdout, "filled %s: %d subjects, %d artifacts, %d of them of %s, in %s\n", c.Dir, c.Subjects, total, c.Heavy,
 		benchHeavySubject, time.Since(start).Round(time.Second))
 	return nil
 }
-
-// fillChunk is the number of artifacts imported per transaction.
-const fillChunk = 20_000
 
 // fillGen generates a realistic lineage: half records of one subject, then
 // embeddings of a recent record (its lineage), summaries of 2 to 4 recent
