@@ -569,8 +569,9 @@ func (s *Service) writeGroup(batch []recordReq, kinds map[string]bool) ([]error,
 	st := newTxStmts(tx)
 	defer st.close()
 	errs := make([]error, len(batch))
+	live := map[envelope.Ref]bool{} // checked live in this transaction: no forget can commit before it ends
 	for i, r := range batch {
-		if errs[i] = s.checkRecord(ctx, st, kinds, r); errs[i] != nil {
+		if errs[i] = s.checkRecord(ctx, st, kinds, live, r); errs[i] != nil {
 			continue
 		}
 		if err := insertRecord(ctx, st, r.id, r.p.kind, r.p.holder, r.sealed, r.now, r.p.parents, r.refs, func(sid envelope.SID) bool { return r.p.direct[sid] }); err != nil {
@@ -630,10 +631,17 @@ func (t *txStmts) close() {
 
 // checkRecord checks one registration inside the transaction: every
 // lineage subject still live at its generation (the barrier), the kind
-// registered. known caches the kinds seen registered.
-func (s *Service) checkRecord(ctx context.Context, st *txStmts, known map[string]bool, r recordReq) error {
-	if err := s.keys.CheckLive(ctx, st, r.refs); err != nil {
-		return mapKeyErr(err)
+// registered. known caches the kinds seen registered, live the subjects
+// checked live in this transaction (the group's items share subjects).
+func (s *Service) checkRecord(ctx context.Context, st *txStmts, known map[string]bool, live map[envelope.Ref]bool, r recordReq) error {
+	for _, ref := range r.refs {
+		if live[ref] {
+			continue
+		}
+		if err := s.keys.CheckLive(ctx, st, []envelope.Ref{ref}); err != nil {
+			return mapKeyErr(err)
+		}
+		live[ref] = true
 	}
 	if known[r.p.kind] {
 		return nil
