@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/shredd/shredd/derivation"
@@ -37,8 +38,44 @@ const (
 // of maxBody.
 var rawRoutes = map[string]bool{"/v1/encrypt/raw": true, "/v1/decrypt/raw": true}
 
+// rawPoolMax bounds the buffers rawPool keeps.
+const rawPoolMax = 4 << 20
+
+// rawPool recycles the buffers of raw bodies and answers up to rawPoolMax:
+// allocating (and zeroing) a megabyte twice per request costs about as much
+// as its AES-GCM. Buffers that held plaintext are cleared before they go
+// back.
+var rawPool sync.Pool // of *[]byte
+
+func getRaw(n int64) []byte {
+	if n <= rawPoolMax {
+		if p, ok := rawPool.Get().(*[]byte); ok {
+			if int64(cap(*p)) >= n {
+				return (*p)[:0]
+			}
+			rawPool.Put(p)
+		}
+	}
+	return make([]byte, 0, max(n, 512))
+}
+
+// putRaw gives a buffer back; clear says it held plaintext.
+func putRaw(b []byte, clearIt bool) {
+	if cap(b) > rawPoolMax {
+		if clearIt {
+			clear(b)
+		}
+		return
+	}
+	if clearIt {
+		clear(b[:cap(b)])
+	}
+	b = b[:0]
+	rawPool.Put(&b)
+}
+
 // readRaw reads a request body of content type application/octet-stream,
-// within the raw body limit.
+// within the raw body limit, into a buffer of rawPool (putRaw gives it back).
 func (s *Server) readRaw(r *http.Request) ([]byte, error) {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/octet-stream" {
@@ -46,7 +83,7 @@ func (s *Server) readRaw(r *http.Request) ([]byte, error) {
 	}
 	// One allocation of the announced size (bounded by limitBody), instead of
 	// io.ReadAll's doublings: these bodies are large.
-	buf := make([]byte, 0, max(min(r.ContentLength, s.maxRaw)+1, 512))
+	buf := getRaw(min(r.ContentLength, s.maxRaw) + 1)
 	for {
 		n, err := r.Body.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
@@ -100,6 +137,7 @@ func (s *Server) encryptRaw(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	defer putRaw(b, false)
 	h := w.Header()
 	h.Set("Content-Type", "application/octet-stream")
 	h.Set("Content-Length", strconv.Itoa(len(b)))
@@ -143,8 +181,8 @@ func (s *Server) encryptRawCall(r *http.Request) (derivation.ID, []byte, int, er
 	if err != nil {
 		return none, nil, 0, err
 	}
-	defer clear(pt)
-	return s.svc.EncryptBinary(r.Context(), src, pt, aad)
+	defer putRaw(pt, true)
+	return s.svc.EncryptBinary(r.Context(), src, pt, aad, getRaw(int64(len(pt))+64<<10))
 }
 
 // decryptRaw opens the binary envelope of the request body (POST
@@ -176,6 +214,7 @@ func (s *Server) decryptRaw(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	defer putRaw(body, false)
 	if len(body) == 0 {
 		s.fail(w, r, badRequest("missing_field", "the body must hold a binary envelope"))
 		return

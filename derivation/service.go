@@ -701,17 +701,23 @@ func (s *Service) Encrypt(ctx context.Context, src Source, plaintext, context []
 
 // EncryptBinary is Encrypt answering the binary form of the envelope
 // (envelope.Parse reads it) instead of the text form: for large payloads,
-// which the text form would grow by a third.
-func (s *Service) EncryptBinary(ctx context.Context, src Source, plaintext, context []byte) (ID, []byte, int, error) {
+// which the text form would grow by a third. It appends the envelope to
+// dst (which may be nil), so that a caller can reuse buffers.
+func (s *Service) EncryptBinary(ctx context.Context, src Source, plaintext, context, dst []byte) (ID, []byte, int, error) {
 	var id ID
 	var out []byte
 	var n int
-	err := s.seal(ctx, src, plaintext, context, func(i ID, b []byte, lineage int) { id, out, n = i, b, lineage })
+	err := s.sealTo(ctx, dst, src, plaintext, context, func(i ID, b []byte, lineage int) { id, out, n = i, b, lineage })
 	return id, out, n, err
 }
 
 // seal seals and registers, then hands the binary envelope to done.
 func (s *Service) seal(ctx context.Context, src Source, plaintext, context []byte, done func(ID, []byte, int)) error {
+	return s.sealTo(ctx, nil, src, plaintext, context, done)
+}
+
+// sealTo is seal appending the envelope to dst.
+func (s *Service) sealTo(ctx context.Context, dst []byte, src Source, plaintext, context []byte, done func(ID, []byte, int)) error {
 	if len(plaintext) > envelope.MaxPlaintext {
 		return fmt.Errorf("derivation: plaintext of %d bytes: %w", len(plaintext), ErrTooLarge)
 	}
@@ -723,7 +729,10 @@ func (s *Service) seal(ctx context.Context, src Source, plaintext, context []byt
 		if err != nil {
 			return fmt.Errorf("derivation: encrypt: %w: %w", ErrInvalid, err)
 		}
-		b, err := envelope.AppendSeal(make([]byte, 0, len(plaintext)+512+len(refs)*40), h, keys, plaintext, context)
+		if need := len(plaintext) + 512 + len(refs)*40; cap(dst)-len(dst) < need {
+			dst = slices.Grow(dst, need)
+		}
+		b, err := envelope.AppendSeal(dst, h, keys, plaintext, context)
 		if err != nil {
 			return fmt.Errorf("derivation: encrypt: %w", err)
 		}

@@ -200,6 +200,7 @@ type benchReport struct {
 	Config  reportConfig  `json:"config"`
 	Results []benchResult `json:"results"`
 	AEAD    *aeadResult   `json:"aead,omitempty"`
+	Fsync   *fsyncResult  `json:"fsync,omitempty"`
 	Ratios  []benchRatio  `json:"ratios"`
 	RSS     []rssSample   `json:"rss_samples,omitempty"`
 }
@@ -252,6 +253,50 @@ type aeadResult struct {
 	MBPerS  float64 `json:"mb_per_s"`
 }
 
+// fsyncResult is the latency of making an append durable on the file
+// system of the data directory (a 4 KiB write and an fsync), and the
+// requests per second it allows when every request needs its own durable
+// commit and groups are at most the number of clients large: the ceiling of
+// a single encrypt or decrypt at that concurrency, whatever the CPU.
+type fsyncResult struct {
+	Dir         string  `json:"dir"`
+	Samples     int     `json:"samples"`
+	P50ms       float64 `json:"p50_ms"`
+	P99ms       float64 `json:"p99_ms"`
+	CeilingPerS float64 `json:"ceiling_per_s"` // clients / p50
+}
+
+// fsyncBaseline measures fsync latency in dir for d.
+func fsyncBaseline(dir string, d time.Duration, clients int) (*fsyncResult, error) {
+	f, err := os.CreateTemp(dir, "shredd-bench-fsync-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	page := make([]byte, 4096)
+	var lat []time.Duration
+	for end := time.Now().Add(d); time.Now().Before(end) && len(lat) < 10_000; {
+		t0 := time.Now()
+		if _, err := f.Write(page); err != nil {
+			return nil, err
+		}
+		if err := f.Sync(); err != nil {
+			return nil, err
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	slices.Sort(lat)
+	ms := func(p float64) float64 {
+		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
+	}
+	r := &fsyncResult{Dir: dir, Samples: len(lat), P50ms: ms(0.5), P99ms: ms(0.99)}
+	if r.P50ms > 0 {
+		r.CeilingPerS = float64(clients) / (r.P50ms / 1000)
+	}
+	return r, nil
+}
+
 // benchRatio compares shredd with a baseline on one operation.
 type benchRatio struct {
 	Op       string  `json:"op"`
@@ -280,11 +325,12 @@ func machine() machineInfo {
 
 // benchTarget is a server the tool drives.
 type benchTarget struct {
-	name  string
-	url   string
-	token string // bearer token (shredd, noop) or X-Vault-Token (vault)
-	proc  *exec.Cmd
-	done  chan struct{}
+	name    string
+	dataDir string // --serve-self
+	url     string
+	token   string // bearer token (shredd, noop) or X-Vault-Token (vault)
+	proc    *exec.Cmd
+	done    chan struct{}
 }
 
 func (t *benchTarget) stop() {
@@ -383,6 +429,7 @@ func startShredd(ctx context.Context, dataDir string, extra []string) (*benchTar
 		return nil, err
 	}
 	t.token = strings.TrimSpace(string(b))
+	t.dataDir = dataDir
 	return t, nil
 }
 
@@ -638,6 +685,13 @@ func (c *benchConfig) run(ctx context.Context, stderr io.Writer) (*benchReport, 
 	if err != nil {
 		return nil, err
 	}
+	if c.ServeSelf {
+		if rep.Fsync, err = fsyncBaseline(sh.dataDir, 2*time.Second, c.Clients); err != nil {
+			return nil, err
+		}
+		logf("fsync: p50 %.2f ms, p99 %.2f ms: at most %.0f durable commits of one request per client per second",
+			rep.Fsync.P50ms, rep.Fsync.P99ms, rep.Fsync.CeilingPerS)
+	}
 	var rss []rssSample
 	start := time.Now()
 	sampleRSS := func(op string) {
@@ -737,6 +791,10 @@ func (rep *benchReport) print(w io.Writer) {
 			r.OpsPerS, r.ItemsPerS, r.MBPerS, r.P50ms, r.P99ms, r.P999ms)
 	}
 	tw.Flush()
+	if rep.Fsync != nil {
+		fmt.Fprintf(w, "\nfsync in the data dir: p50 %.2f ms, p99 %.2f ms: at most %.0f durable one-request commits per second at %d clients\n",
+			rep.Fsync.P50ms, rep.Fsync.P99ms, rep.Fsync.CeilingPerS, rep.Config.Clients)
+	}
 	if rep.AEAD != nil {
 		fmt.Fprintf(w, "\naead: AES-256-GCM, %d B per seal, %d workers: %.0f MB/s\n", rep.AEAD.Payload, rep.AEAD.Workers, rep.AEAD.MBPerS)
 	}

@@ -73,6 +73,9 @@ func TestBench(t *testing.T) {
 	if b := got[targetShredd+"/"+opBatch]; b.Items != 10*b.Requests || b.Batch != 10 {
 		t.Errorf("batch: %d items in %d requests of %d", b.Items, b.Requests, b.Batch)
 	}
+	if rep.Fsync == nil || rep.Fsync.Samples < 1 || rep.Fsync.CeilingPerS <= 0 {
+		t.Errorf("fsync baseline %+v", rep.Fsync)
+	}
 	if rep.AEAD == nil || rep.AEAD.MBPerS <= 0 || rep.AEAD.Payload != 65536 {
 		t.Errorf("aead baseline %+v", rep.AEAD)
 	}
