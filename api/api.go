@@ -45,8 +45,12 @@ type Config struct {
 	// AttestationKey signs erasure attestations (GET
 	// /v1/forgets/{id}/attestation); without it the route answers 503.
 	AttestationKey ed25519.PrivateKey
-	// MaxBody bounds every request body in bytes (DefaultMaxBody when 0).
+	// MaxBody bounds every request body in bytes (DefaultMaxBody when 0),
+	// except those of the raw-body routes.
 	MaxBody int64
+	// MaxRawBody bounds the bodies of the raw-body routes (POST
+	// /v1/encrypt/raw, /v1/decrypt/raw) in bytes (DefaultMaxRawBody when 0).
+	MaxRawBody int64
 }
 
 // Server serves the HTTP API.
@@ -58,13 +62,17 @@ type Server struct {
 	metrics *Metrics
 	attKey  ed25519.PrivateKey
 	maxBody int64
+	maxRaw  int64
 }
 
 // New returns a Server.
 func New(c Config) *Server {
-	s := &Server{svc: c.Service, root: c.Root, log: c.Log, tokens: c.Tokens, metrics: c.Metrics, attKey: c.AttestationKey, maxBody: c.MaxBody}
+	s := &Server{svc: c.Service, root: c.Root, log: c.Log, tokens: c.Tokens, metrics: c.Metrics, attKey: c.AttestationKey, maxBody: c.MaxBody, maxRaw: c.MaxRawBody}
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBody
+	}
+	if s.maxRaw <= 0 {
+		s.maxRaw = DefaultMaxRawBody
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewJSONHandler(io.Discard, nil))
@@ -106,6 +114,8 @@ func (s *Server) Handler() http.Handler {
 		r.With(s.require(ScopeAdmin)).Put("/kinds/{kind}", s.putKind)
 		r.With(s.require(ScopeEncrypt)).Post("/encrypt", s.encrypt)
 		r.With(s.require(ScopeDecrypt)).Post("/decrypt", s.decrypt)
+		r.With(s.require(ScopeEncrypt)).Post("/encrypt/raw", s.encryptRaw)
+		r.With(s.require(ScopeDecrypt)).Post("/decrypt/raw", s.decryptRaw)
 		r.With(s.require(ScopeDecrypt)).Post("/leases/{id}/release", s.releaseLease)
 		r.With(s.require(ScopeRegister)).Post("/artifacts", s.registerArtifact)
 		r.With(s.require(ScopeRegister, ScopeAudit)).Get("/artifacts/{id}", s.getArtifact)
@@ -173,12 +183,16 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 
 func (s *Server) limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > s.maxBody {
+		limit, what := s.maxBody, "request bodies"
+		if rawRoutes[r.URL.Path] {
+			limit, what = s.maxRaw, "raw request bodies"
+		}
+		if r.ContentLength > limit {
 			s.fail(w, r, &problemError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", title: "Request body too large",
-				detail: "request bodies are limited to " + strconv.FormatInt(s.maxBody, 10) + " bytes"})
+				detail: what + " are limited to " + strconv.FormatInt(limit, 10) + " bytes"})
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		next.ServeHTTP(w, r)
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shredd/shredd/api"
+	"github.com/shredd/shredd/envelope"
 )
 
 // TestScopeMatrix runs every /v1 route with every kind of token and asserts
@@ -40,30 +41,38 @@ func TestScopeMatrix(t *testing.T) {
 	tokens["revoked"] = raw
 	time.Sleep(5 * time.Millisecond) // let the short token expire
 
+	env, err := envelope.ParseText(ct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	octets := []string{"Content-Type", "application/octet-stream"}
 	routes := []struct {
 		method, path, body string
 		ok                 int
 		scopes             []string
+		hdr                []string
 	}{
-		{"GET", "/v1/kinds", "", 200, []string{"encrypt", "decrypt", "register", "audit"}},
-		{"PUT", "/v1/kinds/episodic", "", 200, nil},
-		{"POST", "/v1/encrypt", `{"subject":"bob@example.com","kind":"episodic","plaintext":""}`, 200, []string{"encrypt"}},
-		{"POST", "/v1/decrypt", `{"ciphertext":"` + ct + `"}`, 200, []string{"decrypt"}},
-		{"POST", "/v1/artifacts", `{"parents":["` + art + `"],"kind":"episodic","holder":"ann-1"}`, 201, []string{"register"}},
-		{"GET", "/v1/artifacts/" + art, "", 200, []string{"register", "audit"}},
-		{"POST", "/v1/forget", `{"subject":"zed@example.com"}`, 202, []string{"forget"}},
-		{"GET", "/v1/forgets", "", 200, []string{"forget", "audit"}},
-		{"GET", "/v1/forgets/" + fid, "", 200, []string{"forget", "audit"}},
+		{"GET", "/v1/kinds", "", 200, []string{"encrypt", "decrypt", "register", "audit"}, nil},
+		{"PUT", "/v1/kinds/episodic", "", 200, nil, nil},
+		{"POST", "/v1/encrypt", `{"subject":"bob@example.com","kind":"episodic","plaintext":""}`, 200, []string{"encrypt"}, nil},
+		{"POST", "/v1/decrypt", `{"ciphertext":"` + ct + `"}`, 200, []string{"decrypt"}, nil},
+		{"POST", "/v1/encrypt/raw", "raw bytes", 200, []string{"encrypt"}, append([]string{"Shredd-Kind", "episodic", "Shredd-Subject", "bob@example.com"}, octets...)},
+		{"POST", "/v1/decrypt/raw", string(env.Marshal()), 200, []string{"decrypt"}, octets},
+		{"POST", "/v1/artifacts", `{"parents":["` + art + `"],"kind":"episodic","holder":"ann-1"}`, 201, []string{"register"}, nil},
+		{"GET", "/v1/artifacts/" + art, "", 200, []string{"register", "audit"}, nil},
+		{"POST", "/v1/forget", `{"subject":"zed@example.com"}`, 202, []string{"forget"}, nil},
+		{"GET", "/v1/forgets", "", 200, []string{"forget", "audit"}, nil},
+		{"GET", "/v1/forgets/" + fid, "", 200, []string{"forget", "audit"}, nil},
 		// Not erased: the answer shows the call got past the scope check.
-		{"GET", "/v1/forgets/" + fid + "/attestation", "", 409, []string{"forget", "audit"}},
-		{"GET", "/v1/forgets/" + fid + "/export", "", 409, []string{"forget", "audit"}},
-		{"GET", "/v1/log/checkpoint", "", 200, []string{"audit"}},
-		{"GET", "/v1/log/key", "", 200, []string{"audit"}},
-		{"GET", "/v1/log/tile/entries/000.p/1", "", 200, []string{"audit"}},
-		{"GET", "/v1/log/tile/0/000.p/1", "", 200, []string{"audit"}},
-		{"GET", "/v1/log/proof/0", "", 200, []string{"audit"}},
-		{"GET", "/v1/log/consistency?old=1", "", 200, []string{"audit"}},
-		{"POST", "/v1/epoch", "", 200, nil},
+		{"GET", "/v1/forgets/" + fid + "/attestation", "", 409, []string{"forget", "audit"}, nil},
+		{"GET", "/v1/forgets/" + fid + "/export", "", 409, []string{"forget", "audit"}, nil},
+		{"GET", "/v1/log/checkpoint", "", 200, []string{"audit"}, nil},
+		{"GET", "/v1/log/key", "", 200, []string{"audit"}, nil},
+		{"GET", "/v1/log/tile/entries/000.p/1", "", 200, []string{"audit"}, nil},
+		{"GET", "/v1/log/tile/0/000.p/1", "", 200, []string{"audit"}, nil},
+		{"GET", "/v1/log/proof/0", "", 200, []string{"audit"}, nil},
+		{"GET", "/v1/log/consistency?old=1", "", 200, []string{"audit"}, nil},
+		{"POST", "/v1/epoch", "", 200, nil, nil},
 	}
 	kinds := append([]string{"none", "garbage", "expired", "revoked"}, api.AllScopes...)
 	for _, rt := range routes {
@@ -86,7 +95,7 @@ func TestScopeMatrix(t *testing.T) {
 				if tokens[kind] != "" {
 					auth = "Bearer " + tokens[kind]
 				}
-				r := e.do(rt.method, rt.path, rt.body, "Authorization", auth)
+				r := e.do(rt.method, rt.path, rt.body, append([]string{"Authorization", auth}, rt.hdr...)...)
 				if r.status != want {
 					t.Fatalf("status %d, want %d: %v", r.status, want, r.body)
 				}

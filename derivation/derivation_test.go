@@ -16,7 +16,7 @@ import (
 	"github.com/shredd/shredd/keystore/local"
 )
 
-func newService(t *testing.T) *derivation.Service {
+func newService(t testing.TB) *derivation.Service {
 	t.Helper()
 	dir := t.TempDir()
 	root, err := local.Open(filepath.Join(dir, "root.key"))
@@ -293,5 +293,69 @@ func TestBarrierRace(t *testing.T) {
 	t.Logf("%d artifacts of alice sealed before the barrier, none after", before)
 	if before == 0 {
 		t.Fatal("the race never sealed anything before the forget; the test proves nothing")
+	}
+}
+
+// TestGroupCommitIsolation registers many artifacts at once, so that they
+// share group commits, where some items must be refused (an unregistered
+// kind, a forgotten subject) or are plaintext-held: every refused item gets
+// its own error, and every other item is registered and decrypts.
+func TestGroupCommitIsolation(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t)
+	seal(t, s, derivation.Source{Kind: "episodic", Subjects: []string{"gone"}}, "before")
+	if _, err := s.Forget(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	const n = 400
+	errs := make([]error, n)
+	out := make([]derivation.Sealed, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			src := derivation.Source{Kind: "episodic", Subjects: []string{fmt.Sprint("s", i%37)}}
+			switch i % 5 {
+			case 1:
+				src.Kind = "never-registered"
+			case 2:
+				src.Subjects = append(src.Subjects, "gone")
+			case 3:
+				src.Holder = "holder-1"
+				_, errs[i] = s.Register(ctx, src)
+				return
+			}
+			out[i], errs[i] = s.Encrypt(ctx, src, []byte(fmt.Sprint("item ", i)), nil)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		switch i % 5 {
+		case 1:
+			if !errors.Is(err, derivation.ErrUnknownKind) {
+				t.Errorf("item %d (unknown kind): %v", i, err)
+			}
+		case 2:
+			if !errors.Is(err, derivation.ErrShredded) {
+				t.Errorf("item %d (forgotten subject): %v", i, err)
+			}
+		case 3:
+			if err != nil {
+				t.Errorf("item %d (plaintext-held): %v", i, err)
+			}
+		default:
+			if err != nil {
+				t.Errorf("item %d: %v", i, err)
+				continue
+			}
+			got, err := s.Decrypt(ctx, out[i].Ciphertext, nil)
+			if err != nil || string(got.Plaintext) != fmt.Sprint("item ", i) {
+				t.Errorf("item %d: decrypt %q, %v", i, got.Plaintext, err)
+			}
+			if _, err := s.GetArtifact(ctx, out[i].Artifact); err != nil {
+				t.Errorf("item %d: not registered: %v", i, err)
+			}
+		}
 	}
 }

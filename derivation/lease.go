@@ -65,6 +65,7 @@ func (s *Service) leaseWriter() {
 		for _, r := range batch {
 			r.done <- err
 		}
+		s.kickCheckpoint()
 	}
 }
 
@@ -153,8 +154,12 @@ func (s *Service) ReleaseLease(ctx context.Context, id ID, holder string) (Lease
 	return s.GetLease(ctx, id)
 }
 
-// Close stops the background lease writer. Calls after Close that need a
-// lease fail.
+// Close stops the background lease and registration writers. Calls after
+// Close that need a lease or a registration fail.
 func (s *Service) Close() {
-	s.closeOnce.Do(func() { close(s.leaseQ) })
+	s.closeOnce.Do(func() {
+		close(s.leaseQ)
+		close(s.recordQ)
+		close(s.stop)
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -56,6 +57,9 @@ type Service struct {
 	kick   chan struct{}
 
 	leaseQ    chan leaseReq
+	recordQ   chan recordReq
+	ckptKick  chan struct{} // a group commit happened: checkpoint soon
+	stop      chan struct{} // closed by Close
 	closeOnce sync.Once
 }
 
@@ -95,8 +99,11 @@ func New(ctx context.Context, db *sql.DB, keys *keystore.Store, hasher *Hasher, 
 	if err := addColumn(ctx, db, "forgets", "attestation", "BLOB"); err != nil {
 		return nil, err
 	}
-	svc := &Service{db: db, keys: keys, hasher: hasher, opts: opts, kick: make(chan struct{}, 1), leaseQ: make(chan leaseReq, 1024)}
+	svc := &Service{db: db, keys: keys, hasher: hasher, opts: opts, kick: make(chan struct{}, 1), leaseQ: make(chan leaseReq, 1024),
+		recordQ: make(chan recordReq, 1024), ckptKick: make(chan struct{}, 1), stop: make(chan struct{})}
 	go svc.leaseWriter()
+	go svc.recordWriter()
+	go svc.checkpointer()
 	return svc, nil
 }
 
@@ -442,45 +449,245 @@ func (s *Service) keyErr(ctx context.Context, err error, refs []envelope.Ref) er
 	return mapKeyErr(err)
 }
 
-// record writes the artifact in one transaction that first checks, inside
+// recordReq is one artifact registration waiting for the group commit.
+type recordReq struct {
+	id     ID
+	p      *plan
+	refs   []envelope.Ref
+	sealed bool
+	now    time.Time
+	done   chan error
+}
+
+// record writes the artifact in a transaction that first checks, inside
 // the database, that every lineage subject is still live: the check and the
-// write are atomic against a forget's commit.
+// write are atomic against a forget's commit. The transaction is shared
+// with the registrations that arrive meanwhile (recordWriter), and record
+// returns once it committed. The caller holds the barrier read locks of the
+// lineage until then, so a forget of one of its subjects cannot commit in
+// between.
 func (s *Service) record(ctx context.Context, id ID, p *plan, refs []envelope.Ref, sealed bool) (time.Time, error) {
 	now := s.opts.Now()
+	r := recordReq{id: id, p: p, refs: refs, sealed: sealed, now: now, done: make(chan error, 1)}
+	select {
+	case s.recordQ <- r:
+	case <-ctx.Done():
+		return now, fmt.Errorf("derivation: record: %w", ctx.Err())
+	}
+	// Once queued, the request is written or refused by the writer: wait for
+	// its answer even if ctx ends, so that the caller's barrier locks cover
+	// the write.
+	return now, <-r.done
+}
+
+// maxRecordGroup bounds the registrations of one group commit.
+const maxRecordGroup = 512
+
+// recordWriter commits registrations in groups, as leaseWriter does leases:
+// one transaction (one fsync) per encrypt would bound encrypts by the disk.
+// Requests that arrive while a commit runs share the next one.
+func (s *Service) recordWriter() {
+	kinds := map[string]bool{} // kinds known to exist: a kind is never deleted
+	for first := range s.recordQ {
+		batch := []recordReq{first}
+	collect:
+		for len(batch) < maxRecordGroup {
+			select {
+			case r, ok := <-s.recordQ:
+				if !ok {
+					break collect
+				}
+				batch = append(batch, r)
+			default:
+				break collect
+			}
+		}
+		for i, err := range s.writeRecords(batch, kinds) {
+			batch[i].done <- err
+		}
+		s.kickCheckpoint()
+	}
+}
+
+// checkpointInterval bounds how often the background checkpoint runs.
+const checkpointInterval = 50 * time.Millisecond
+
+// kickCheckpoint asks the checkpointer for a checkpoint soon.
+func (s *Service) kickCheckpoint() {
+	select {
+	case s.ckptKick <- struct{}{}:
+	default:
+	}
+}
+
+// checkpointer copies the WAL into the database file in the background,
+// at most every checkpointInterval, after group commits: the connections
+// checkpoint by themselves only past keystore.WALAutoCheckpoint pages, so
+// that commits return without copying pages (a checkpoint of many commits
+// copies a hot page once). A PASSIVE checkpoint runs alongside readers and
+// the writer. Errors are left to the next attempt: the WAL only grows.
+func (s *Service) checkpointer() {
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-s.ckptKick:
+		}
+		_ = keystore.CheckpointPassive(context.Background(), s.db)
+		select {
+		case <-s.stop:
+			return
+		case <-time.After(checkpointInterval):
+		}
+	}
+}
+
+// writeRecords writes a group of registrations in one transaction and
+// returns the error of each. Each item is checked inside the transaction
+// (its lineage live, its kind registered) before its rows are written, so a
+// refused item writes nothing and does not affect the others. When the
+// shared transaction itself fails (a database error), each item is written
+// again alone, so that the failure is only its own.
+func (s *Service) writeRecords(batch []recordReq, kinds map[string]bool) []error {
+	errs, err := s.writeGroup(batch, kinds)
+	if err == nil {
+		return errs
+	}
+	if len(batch) == 1 {
+		return []error{err}
+	}
+	out := make([]error, len(batch))
+	for i := range batch {
+		e, err := s.writeGroup(batch[i:i+1], kinds)
+		if err != nil {
+			out[i] = err
+		} else {
+			out[i] = e[0]
+		}
+	}
+	return out
+}
+
+// writeGroup writes registrations in one transaction. It returns each
+// item's refusal, or an error for the whole group when the transaction
+// failed (nothing of the group was written then).
+func (s *Service) writeGroup(batch []recordReq, kinds map[string]bool) ([]error, error) {
+	ctx := context.Background()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return now, fmt.Errorf("derivation: record: %w", err)
+		return nil, fmt.Errorf("derivation: record: %w", err)
 	}
 	defer tx.Rollback()
-	if err := s.keys.CheckLive(ctx, tx, refs); err != nil {
-		return now, mapKeyErr(err)
-	}
-	var one int
-	if err := tx.QueryRowContext(ctx, `SELECT 1 FROM kinds WHERE name=?`, p.kind).Scan(&one); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			return now, fmt.Errorf("derivation: kind %q: %w", p.kind, ErrUnknownKind)
+	st := newTxStmts(tx)
+	defer st.close()
+	errs := make([]error, len(batch))
+	live := map[envelope.Ref]bool{} // checked live in this transaction: no forget can commit before it ends
+	for i, r := range batch {
+		if errs[i] = s.checkRecord(ctx, st, kinds, live, r); errs[i] != nil {
+			continue
 		}
-		return now, fmt.Errorf("derivation: record: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO artifacts(id, kind, holder, sealed, created_at) VALUES (?, ?, ?, ?, ?)`,
-		id[:], p.kind, p.holder, sealed, now.UnixNano()); err != nil {
-		return now, fmt.Errorf("derivation: record: %w", err)
-	}
-	for _, par := range p.parents {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO artifact_parents(artifact, parent) VALUES (?, ?)`, id[:], par[:]); err != nil {
-			return now, fmt.Errorf("derivation: record: %w", err)
-		}
-	}
-	for _, r := range refs {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO lineage(sid, artifact, gen, direct) VALUES (?, ?, ?, ?)`,
-			r.SID[:], id[:], r.Gen, p.direct[r.SID]); err != nil {
-			return now, fmt.Errorf("derivation: record: %w", err)
+		if err := insertRecord(ctx, st, r.id, r.p.kind, r.p.holder, r.sealed, r.now, r.p.parents, r.refs, func(sid envelope.SID) bool { return r.p.direct[sid] }); err != nil {
+			return nil, err
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return now, fmt.Errorf("derivation: record: %w", err)
+		return nil, fmt.Errorf("derivation: record: %w", err)
 	}
-	return now, nil
+	return errs, nil
+}
+
+// txStmts runs queries in a transaction, preparing each query text once:
+// the registrations of a group run the same few queries many times.
+type txStmts struct {
+	tx *sql.Tx
+	m  map[string]*sql.Stmt
+}
+
+func newTxStmts(tx *sql.Tx) *txStmts { return &txStmts{tx: tx, m: map[string]*sql.Stmt{}} }
+
+func (t *txStmts) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	if st, ok := t.m[q]; ok {
+		return st, nil
+	}
+	st, err := t.tx.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	t.m[q] = st
+	return st, nil
+}
+
+// QueryRowContext is the transaction's, with the statement prepared once.
+func (t *txStmts) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	st, err := t.stmt(ctx, q)
+	if err != nil {
+		return t.tx.QueryRowContext(ctx, q, args...) // reports the error through Scan
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+// ExecContext is the transaction's, with the statement prepared once.
+func (t *txStmts) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	st, err := t.stmt(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(ctx, args...)
+}
+
+func (t *txStmts) close() {
+	for _, st := range t.m {
+		st.Close()
+	}
+}
+
+// checkRecord checks one registration inside the transaction: every
+// lineage subject still live at its generation (the barrier), the kind
+// registered. known caches the kinds seen registered, live the subjects
+// checked live in this transaction (the group's items share subjects).
+func (s *Service) checkRecord(ctx context.Context, st *txStmts, known map[string]bool, live map[envelope.Ref]bool, r recordReq) error {
+	for _, ref := range r.refs {
+		if live[ref] {
+			continue
+		}
+		if err := s.keys.CheckLive(ctx, st, []envelope.Ref{ref}); err != nil {
+			return mapKeyErr(err)
+		}
+		live[ref] = true
+	}
+	if known[r.p.kind] {
+		return nil
+	}
+	var one int
+	switch err := st.QueryRowContext(ctx, `SELECT 1 FROM kinds WHERE name=?`, r.p.kind).Scan(&one); {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("derivation: kind %q: %w", r.p.kind, ErrUnknownKind)
+	case err != nil:
+		return fmt.Errorf("derivation: record: %w", err)
+	}
+	known[r.p.kind] = true
+	return nil
+}
+
+// insertRecord writes the rows of one artifact.
+func insertRecord(ctx context.Context, st *txStmts, id ID, kind, holder string, sealed bool, now time.Time, parents []ID,
+	refs []envelope.Ref, direct func(envelope.SID) bool) error {
+	if _, err := st.ExecContext(ctx, `INSERT INTO artifacts(id, kind, holder, sealed, created_at) VALUES (?, ?, ?, ?, ?)`,
+		id[:], kind, holder, sealed, now.UnixNano()); err != nil {
+		return fmt.Errorf("derivation: record: %w", err)
+	}
+	for _, par := range parents {
+		if _, err := st.ExecContext(ctx, `INSERT INTO artifact_parents(artifact, parent) VALUES (?, ?)`, id[:], par[:]); err != nil {
+			return fmt.Errorf("derivation: record: %w", err)
+		}
+	}
+	for _, ref := range refs {
+		if _, err := st.ExecContext(ctx, `INSERT INTO lineage(sid, artifact, gen, direct) VALUES (?, ?, ?, ?)`,
+			ref.SID[:], id[:], ref.Gen, direct(ref.SID)); err != nil {
+			return fmt.Errorf("derivation: record: %w", err)
+		}
+	}
+	return nil
 }
 
 // Sealed is the result of Encrypt.
@@ -495,29 +702,58 @@ type Sealed struct {
 // returned only once the registration committed, so nothing sealed after a
 // forget's barrier can carry the forgotten subject.
 func (s *Service) Encrypt(ctx context.Context, src Source, plaintext, context []byte) (Sealed, error) {
+	var out Sealed
+	err := s.seal(ctx, src, plaintext, context, func(id ID, b []byte, lineage int) {
+		// The text form is Prefix and the binary form in unpadded base64url
+		// (envelope.String).
+		out = Sealed{Artifact: id, Ciphertext: envelope.Prefix + base64.RawURLEncoding.EncodeToString(b), Lineage: lineage}
+	})
+	return out, err
+}
+
+// EncryptBinary is Encrypt answering the binary form of the envelope
+// (envelope.Parse reads it) instead of the text form: for large payloads,
+// which the text form would grow by a third. It appends the envelope to
+// dst (which may be nil), so that a caller can reuse buffers.
+func (s *Service) EncryptBinary(ctx context.Context, src Source, plaintext, context, dst []byte) (ID, []byte, int, error) {
+	var id ID
+	var out []byte
+	var n int
+	err := s.sealTo(ctx, dst, src, plaintext, context, func(i ID, b []byte, lineage int) { id, out, n = i, b, lineage })
+	return id, out, n, err
+}
+
+// seal seals and registers, then hands the binary envelope to done.
+func (s *Service) seal(ctx context.Context, src Source, plaintext, context []byte, done func(ID, []byte, int)) error {
+	return s.sealTo(ctx, nil, src, plaintext, context, done)
+}
+
+// sealTo is seal appending the envelope to dst.
+func (s *Service) sealTo(ctx context.Context, dst []byte, src Source, plaintext, context []byte, done func(ID, []byte, int)) error {
 	if len(plaintext) > envelope.MaxPlaintext {
-		return Sealed{}, fmt.Errorf("derivation: plaintext of %d bytes: %w", len(plaintext), ErrTooLarge)
+		return fmt.Errorf("derivation: plaintext of %d bytes: %w", len(plaintext), ErrTooLarge)
 	}
 	if len(context) > envelope.MaxContext {
-		return Sealed{}, fmt.Errorf("derivation: context of %d bytes, at most %d: %w", len(context), envelope.MaxContext, ErrTooLarge)
+		return fmt.Errorf("derivation: context of %d bytes, at most %d: %w", len(context), envelope.MaxContext, ErrTooLarge)
 	}
-	var out Sealed
-	err := s.withLineage(ctx, src, func(id ID, p *plan, keys []envelope.SubjectKey, refs []envelope.Ref) error {
+	return s.withLineage(ctx, src, func(id ID, p *plan, keys []envelope.SubjectKey, refs []envelope.Ref) error {
 		h, err := envelope.NewHeader(s.opts.Rand, envelope.ArtifactID(id), p.kind, refs)
 		if err != nil {
 			return fmt.Errorf("derivation: encrypt: %w: %w", ErrInvalid, err)
 		}
-		env, err := envelope.Seal(h, keys, plaintext, context)
+		if need := len(plaintext) + 512 + len(refs)*40; cap(dst)-len(dst) < need {
+			dst = slices.Grow(dst, need)
+		}
+		b, err := envelope.AppendSeal(dst, h, keys, plaintext, context)
 		if err != nil {
 			return fmt.Errorf("derivation: encrypt: %w", err)
 		}
 		if _, err := s.record(ctx, id, p, refs, true); err != nil {
 			return err
 		}
-		out = Sealed{Artifact: id, Ciphertext: env.String(), Lineage: len(refs)}
+		done(id, b, len(refs))
 		return nil
 	})
-	return out, err
 }
 
 // Register records a plaintext-held artifact: one that lives outside
@@ -590,6 +826,22 @@ func (s *Service) DecryptFor(ctx context.Context, ciphertext string, context []b
 	if err != nil {
 		return Opened{}, fmt.Errorf("derivation: decrypt: %w: %w", ErrEnvelope, err)
 	}
+	return s.open(ctx, env, context, holder)
+}
+
+// DecryptBinary is DecryptFor for the binary form of an envelope.
+func (s *Service) DecryptBinary(ctx context.Context, ciphertext, context []byte, holder string) (Opened, error) {
+	if holder != "" && !ValidHolder(holder) {
+		return Opened{}, fmt.Errorf("derivation: holder id: %w", ErrInvalid)
+	}
+	env, err := envelope.Parse(ciphertext)
+	if err != nil {
+		return Opened{}, fmt.Errorf("derivation: decrypt: %w: %w", ErrEnvelope, err)
+	}
+	return s.open(ctx, env, context, holder)
+}
+
+func (s *Service) open(ctx context.Context, env *envelope.Envelope, context []byte, holder string) (Opened, error) {
 	sids := env.Header.Subjects()
 	unlock := s.rlock(sids)
 	defer unlock()

@@ -6,11 +6,34 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3" // SQLite driver: the key tree and the registry share one file
+	"github.com/mattn/go-sqlite3" // SQLite driver: the key tree and the registry share one file
 )
+
+// CacheKiB is the page cache of each connection in KiB (SQLite's default is
+// 2 MiB): the registry's indexes are keyed by random ids, so each insert
+// touches its own pages, and a cache miss is a read system call. At most
+// 8 connections are open: 256 MiB at most.
+const CacheKiB = 32 << 10
+
+// driverName is the SQLite driver with shredd's per-connection settings.
+const driverName = "sqlite3-shredd"
+
+var registerDriver sync.Once
+
+// WALAutoCheckpoint is the size of the WAL, in pages, at which a committing
+// connection checkpoints by itself. SQLite's default (1,000 pages) makes
+// the commit that crosses it copy the WAL into the database file and fsync
+// it before returning: under load that is most commits of the registry's
+// group commits, each copying the same hot index pages again. shredd's
+// service checkpoints in the background instead (CheckpointPassive, after
+// commits, at most every few milliseconds); this bound only caps the WAL
+// when nothing does.
+const WALAutoCheckpoint = 10_000
 
 // OpenDB opens (creating if needed) the SQLite database at path with the
 // settings the key tree depends on, and checks that they took effect:
@@ -21,7 +44,9 @@ import (
 //     with zeros instead of lingering in free pages;
 //   - immediate transactions: writers take the write lock at BEGIN, so
 //     check-then-write sequences cannot interleave;
-//   - foreign keys on and a busy timeout for concurrent writers.
+//   - foreign keys on and a busy timeout for concurrent writers;
+//   - automatic WAL checkpoints only past WALAutoCheckpoint pages: the
+//     service checkpoints in the background (CheckpointPassive).
 func OpenDB(path string) (*sql.DB, error) {
 	// Create the file 0600 first: SQLite gives its -wal and -shm files the
 	// database file's permissions.
@@ -37,9 +62,16 @@ func OpenDB(path string) (*sql.DB, error) {
 	q.Set("_foreign_keys", "on")
 	q.Set("_busy_timeout", "10000")
 	q.Set("_txlock", "immediate")
+	q.Set("_cache_size", strconv.Itoa(-CacheKiB))
 	// The path is part of a file: URI: escape what URIs give a meaning to.
 	uriPath := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
-	db, err := sql.Open("sqlite3", "file:"+uriPath+"?"+q.Encode())
+	registerDriver.Do(func() {
+		sql.Register(driverName, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
+			_, err := c.Exec(fmt.Sprintf("PRAGMA wal_autocheckpoint=%d", WALAutoCheckpoint), nil)
+			return err
+		}})
+	})
+	db, err := sql.Open(driverName, "file:"+uriPath+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("keystore: open db: %w", err)
 	}
@@ -60,6 +92,17 @@ func OpenDB(path string) (*sql.DB, error) {
 		return nil, fmt.Errorf("keystore: open db: journal_mode=%s secure_delete=%d, want wal and 1", mode, sd)
 	}
 	return db, nil
+}
+
+// CheckpointPassive copies what it can of the WAL into the database file
+// without waiting for readers or writers (PRAGMA wal_checkpoint(PASSIVE)):
+// the background checkpoint of a busy database, off the commit path.
+func CheckpointPassive(ctx context.Context, db *sql.DB) error {
+	var busy, logPages, moved int
+	if err := db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &logPages, &moved); err != nil {
+		return fmt.Errorf("keystore: wal checkpoint: %w", err)
+	}
+	return nil
 }
 
 // CheckpointWAL copies the WAL into the database file and truncates it, so

@@ -18,6 +18,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -647,4 +648,115 @@ func problem(op string, resp *http.Response, raw []byte) *Error {
 		e.RequestID = resp.Header.Get("X-Request-Id")
 	}
 	return e
+}
+
+// RawEncryptResponse is the answer of EncryptRaw.
+type RawEncryptResponse struct {
+	Artifact    string
+	Envelope    []byte // the binary envelope; envelope.Parse reads it
+	LineageSize int
+}
+
+// RawDecryptResponse is the answer of DecryptRaw.
+type RawDecryptResponse struct {
+	Artifact  string
+	Kind      string
+	Plaintext []byte
+	LeaseID   string
+	LeaseEnds time.Time
+}
+
+// EncryptRaw seals req.Plaintext through POST /v1/encrypt/raw: the
+// plaintext and the answer travel as raw bytes (no base64), for large
+// payloads. The answer is the binary form of the envelope, which
+// DecryptRaw opens. Subjects, parents, leases, kind, holder and context go
+// in request headers, never in the URL.
+func (c *Client) EncryptRaw(ctx context.Context, req EncryptRequest) (RawEncryptResponse, error) {
+	h := http.Header{}
+	for _, s := range req.Subjects {
+		h.Add("Shredd-Subject", s)
+	}
+	for _, p := range req.Parents {
+		h.Add("Shredd-Parent", p)
+	}
+	for _, l := range req.Leases {
+		h.Add("Shredd-Lease", l)
+	}
+	h.Set("Shredd-Kind", req.Kind)
+	if req.Holder != "" {
+		h.Set("Shredd-Holder", req.Holder)
+	}
+	if len(req.Context) > 0 {
+		h.Set("Shredd-Context", base64.StdEncoding.EncodeToString(req.Context))
+	}
+	b, rh, err := c.callRaw(ctx, "/v1/encrypt/raw", h, req.Plaintext)
+	if err != nil {
+		return RawEncryptResponse{}, err
+	}
+	n, _ := strconv.Atoi(rh.Get("Shredd-Lineage-Size"))
+	return RawEncryptResponse{Artifact: rh.Get("Shredd-Artifact"), Envelope: b, LineageSize: n}, nil
+}
+
+// DecryptRaw opens a binary envelope (what EncryptRaw answers) through POST
+// /v1/decrypt/raw. IsShredded(err) when a subject of its lineage was
+// forgotten. The caller should clear the plaintext after use.
+func (c *Client) DecryptRaw(ctx context.Context, envelope, context []byte, holder string) (RawDecryptResponse, error) {
+	h := http.Header{}
+	if holder != "" {
+		h.Set("Shredd-Holder", holder)
+	}
+	if len(context) > 0 {
+		h.Set("Shredd-Context", base64.StdEncoding.EncodeToString(context))
+	}
+	b, rh, err := c.callRaw(ctx, "/v1/decrypt/raw", h, envelope)
+	if err != nil {
+		return RawDecryptResponse{}, err
+	}
+	exp, _ := time.Parse(time.RFC3339Nano, rh.Get("Shredd-Lease-Expires"))
+	return RawDecryptResponse{Artifact: rh.Get("Shredd-Artifact"), Kind: rh.Get("Shredd-Kind"), Plaintext: b,
+		LeaseID: rh.Get("Shredd-Lease"), LeaseEnds: exp}, nil
+}
+
+// callRaw posts body as application/octet-stream with the headers h and
+// returns a 2xx answer's body and headers; any other answer is an *Error.
+func (c *Client) callRaw(ctx context.Context, path string, h http.Header, body []byte) ([]byte, http.Header, error) {
+	op := http.MethodPost + " " + path
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, nil, fmt.Errorf("shredd: %s: %w", op, err)
+	}
+	req.Header = h
+	req.Header.Set("Content-Type", "application/octet-stream")
+	req.Header.Set("Accept", "application/octet-stream, application/problem+json")
+	req.Header.Set("User-Agent", c.ua)
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, nil, fmt.Errorf("shredd: %s: %w", op, err)
+	}
+	defer resp.Body.Close()
+	size := c.maxResp + 1
+	if resp.ContentLength >= 0 && resp.ContentLength < size {
+		size = resp.ContentLength + 1
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	if _, err := io.Copy(buf, io.LimitReader(resp.Body, c.maxResp+1)); err != nil {
+		clear(buf.Bytes())
+		return nil, nil, fmt.Errorf("shredd: %s: reading the response: %w", op, err)
+	}
+	raw := buf.Bytes()
+	if int64(len(raw)) > c.maxResp {
+		clear(raw)
+		return nil, nil, fmt.Errorf("shredd: %s: the response is over %d bytes", op, c.maxResp)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, resp.Header, problem(op, resp, raw)
+	}
+	return raw, resp.Header, nil
 }

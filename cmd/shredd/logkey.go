@@ -1,16 +1,21 @@
 package main
 
 import (
+	"context"
+	"crypto/ed25519"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/shredd/shredd/derivation"
 	"github.com/shredd/shredd/translog"
 )
 
@@ -73,4 +78,36 @@ func loadOrCreateLogKey(dir string) (note.Signer, string, bool, error) {
 		return nil, "", false, fmt.Errorf("log key: %s is not the verifier key of %s", vkeyPath, keyPath)
 	}
 	return signer, vkey, created, nil
+}
+
+// openJournal loads (creating on first use) the data directory's
+// attestation key and log key, opens the transparency log in db and
+// returns the journal that the key tree and the service log through, with
+// the attestation key. log, when set, is told about keys it created.
+func openJournal(ctx context.Context, dir string, db *sql.DB, log *slog.Logger) (*derivation.Journal, ed25519.PrivateKey, error) {
+	attKey, created, err := loadOrCreateAttestationKey(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("attestation key: %w", err)
+	}
+	if created && log != nil {
+		log.Info("created the attestation signing key; give its public half to whoever verifies attestations",
+			"public_key", filepath.Join(dir, attestationPubFile))
+	}
+	signer, vkey, created, err := loadOrCreateLogKey(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if created && log != nil {
+		log.Info("created the transparency log key; give its verifier key to regulators and log monitors",
+			"verifier_key", filepath.Join(dir, logVKeyFile), "origin", signer.Name())
+	}
+	tl, err := translog.Open(ctx, db, signer)
+	if err != nil {
+		return nil, nil, err
+	}
+	j, err := derivation.NewJournal(ctx, db, tl, vkey, attKey, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return j, attKey, nil
 }

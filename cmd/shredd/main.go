@@ -3,6 +3,7 @@
 //	shredd [serve] [flags]   run the service (the default; embedded root store in ./shredd-data)
 //	shredd token ...         create, list and revoke bearer tokens
 //	shredd encrypt|decrypt|forget|status ...   call a running server
+//	shredd bench [fill|noop-server] ...   the load tool (docs/performance.md)
 //	shredd keygen [--out DIR]  write an attestation key pair
 //	shredd verify FILE ...   check an erasure attestation offline
 //	shredd version           print the version
@@ -59,6 +60,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 		return clientCmd(ctx, cmd, args, os.Stdin, stdout, stderr, getenv)
 	case "status", "attestation", "export", "checkpoint":
 		return clientCmd(ctx, cmd, args, os.Stdin, stdout, stderr, getenv)
+	case "bench":
+		return benchCmd(ctx, args, stdout, stderr, getenv)
 	case "keygen":
 		return keygenCmd(args, stdout, stderr)
 	case "verify":
@@ -84,6 +87,8 @@ const usage = `usage: shredd [serve] [flags]   run the service (see shredd serve
        shredd forget --subject S   forget a subject; prints the pending-erasure token
        shredd status FORGET_ID     print a forget
                                 (--addr URL, --token-file FILE; exit 3 when the data is shredded)
+       shredd bench [flags]        the load tool: shredd side by side with Vault Transit and a no-op handler
+       shredd bench fill --dir D --subjects N --artifacts M   fill a data directory for benchmarks
        shredd keygen [--out DIR]   write a new attestation key pair (attestation.key, attestation.pub)
        shredd verify FILE --key PUB.pem --subject ID --salt HEX   check an erasure attestation offline
                                 (exit 1 when a check fails)

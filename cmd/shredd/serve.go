@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,7 +25,6 @@ import (
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
 	"github.com/shredd/shredd/keystore/vault"
-	"github.com/shredd/shredd/translog"
 )
 
 // Program is a parsed `shredd serve`.
@@ -40,8 +40,10 @@ type Program struct {
 	LeaseTTL       time.Duration
 	Buckets        int
 	MaxBody        int64
+	MaxRawBody     int64
 	Root           string // "local" or "vault"
 	SubjectKeys    string // "tree" or "transit"
+	DebugAddr      string // loopback address of the pprof listener; "" for none
 	Vault          vault.Config
 	crashAt        string
 }
@@ -88,6 +90,8 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 	leaseTTL := dur("lease-ttl", derivation.DefaultLeaseTTL, "how long a decrypt's lease lasts unless released; a forget waits for leases issued before it")
 	fl.IntVar(&p.Buckets, "buckets", keystore.DefaultBuckets, "number of bucket keys; fixed when the data directory is created")
 	fl.Int64Var(&p.MaxBody, "max-body", api.DefaultMaxBody, "maximum request body in bytes")
+	fl.Int64Var(&p.MaxRawBody, "max-raw-body", api.DefaultMaxRawBody, "maximum request body in bytes of the raw-body routes (POST /v1/encrypt/raw, /v1/decrypt/raw)")
+	fl.StringVar(&p.DebugAddr, "debug-addr", env("debug-addr", ""), "loopback address to serve Go's pprof profiles on (/debug/pprof/, no token: keep it on loopback); empty for none")
 	fl.StringVar(&p.Root, "root", env("root", "local"), "root store: local (a root key file in the data dir) or vault (a Vault Transit key)")
 	fl.StringVar(&p.SubjectKeys, "subject-keys", env("subject-keys", "tree"), "where subject keys live: tree (wrapped under bucket keys, erased by re-key and epoch) or transit (one Vault Transit key per subject, deleted at forget; needs --root vault); fixed when the data dir is created")
 	// Vault settings take Vault's own environment variables as defaults. The
@@ -139,13 +143,17 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 		fmt.Fprintln(stderr, "shredd serve: --subject-keys must be tree, or transit together with --root vault")
 		return nil, errors.New("bad subject-keys")
 	}
+	if p.DebugAddr != "" && !isLoopback(p.DebugAddr) {
+		fmt.Fprintln(stderr, "shredd serve: --debug-addr must be a loopback address")
+		return nil, errors.New("bad debug addr")
+	}
 	if fl.NArg() > 0 {
 		fmt.Fprintf(stderr, "shredd serve: unexpected argument %q\n", fl.Arg(0))
 		return nil, errors.New("unexpected argument")
 	}
 	p.EpochInterval, p.CacheTTL, p.ForgetDeadline, p.LeaseTTL = *epoch, *ttl, *deadline, *leaseTTL
-	if p.EpochInterval < time.Second || p.CacheTTL < 0 || p.ForgetDeadline <= 0 || p.LeaseTTL <= 0 || p.Buckets < 1 || p.MaxBody < 1024 {
-		fmt.Fprintln(stderr, "shredd serve: --epoch-interval must be >= 1s, --cache-ttl >= 0, --forget-deadline > 0, --buckets >= 1, --max-body >= 1024")
+	if p.EpochInterval < time.Second || p.CacheTTL < 0 || p.ForgetDeadline <= 0 || p.LeaseTTL <= 0 || p.Buckets < 1 || p.MaxBody < 1024 || p.MaxRawBody < 1024 {
+		fmt.Fprintln(stderr, "shredd serve: --epoch-interval must be >= 1s, --cache-ttl >= 0, --forget-deadline > 0, --buckets >= 1, --max-body and --max-raw-body >= 1024")
 		return nil, errors.New("bad flag value")
 	}
 	// A test hook: kill the process with SIGKILL at the named durable step
@@ -301,32 +309,12 @@ func (p *Program) Run(ctx context.Context, stderr io.Writer) error {
 		}
 		root = ls
 	}
-	attKey, created, err := loadOrCreateAttestationKey(p.DataDir)
-	if err != nil {
-		return fmt.Errorf("attestation key: %w", err)
-	}
-	if created {
-		log.Info("created the attestation signing key; give its public half to whoever verifies attestations",
-			"public_key", filepath.Join(p.DataDir, attestationPubFile))
-	}
-	logSigner, logVKey, created, err := loadOrCreateLogKey(p.DataDir)
-	if err != nil {
-		return err
-	}
-	if created {
-		log.Info("created the transparency log key; give its verifier key to regulators and log monitors",
-			"verifier_key", filepath.Join(p.DataDir, logVKeyFile), "origin", logSigner.Name())
-	}
 	db, err := keystore.OpenDB(filepath.Join(p.DataDir, dbFile))
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	tlog, err := translog.Open(ctx, db, logSigner)
-	if err != nil {
-		return err
-	}
-	journal, err := derivation.NewJournal(ctx, db, tlog, logVKey, attKey, nil)
+	journal, attKey, err := openJournal(ctx, p.DataDir, db, log)
 	if err != nil {
 		return err
 	}
@@ -353,7 +341,7 @@ func (p *Program) Run(ctx context.Context, stderr io.Writer) error {
 	}
 
 	srv := &http.Server{
-		Handler:           api.New(api.Config{Service: svc, Root: root, Log: log, Tokens: tokens, Metrics: metrics, AttestationKey: attKey, MaxBody: p.MaxBody}).Handler(),
+		Handler:           api.New(api.Config{Service: svc, Root: root, Log: log, Tokens: tokens, Metrics: metrics, AttestationKey: attKey, MaxBody: p.MaxBody, MaxRawBody: p.MaxRawBody}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
 		WriteTimeout:      60 * time.Second,
@@ -365,6 +353,23 @@ func (p *Program) Run(ctx context.Context, stderr io.Writer) error {
 	ln, err := net.Listen("tcp", p.Addr)
 	if err != nil {
 		return err
+	}
+	if p.DebugAddr != "" {
+		dln, err := net.Listen("tcp", p.DebugAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("debug listener: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		dsrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = dsrv.Serve(dln) }()
+		defer dsrv.Close()
+		log.Info("pprof listening", "addr", dln.Addr().String())
 	}
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	workDone := make(chan struct{})

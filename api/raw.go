@@ -1,0 +1,237 @@
+package api
+
+import (
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd/envelope"
+)
+
+// DefaultMaxRawBody bounds the body of the raw-body routes: the largest
+// plaintext the envelope format allows (64 MiB) plus room for an envelope's
+// header with a full lineage (1,024 subjects of 36 bytes, the kind, salt and
+// nonce: under 64 KiB).
+const DefaultMaxRawBody = envelope.MaxPlaintext + 64<<10
+
+// Headers of the raw-body routes. The request headers carry what the JSON
+// routes take as fields; subject ids travel only in them (never in the URL).
+const (
+	HeaderSubject     = "Shredd-Subject" // one header line per subject id
+	HeaderParent      = "Shredd-Parent"  // one line per parent artifact id
+	HeaderLease       = "Shredd-Lease"   // encrypt: one line per lease id; decrypt answer: the lease id
+	HeaderKind        = "Shredd-Kind"
+	HeaderHolder      = "Shredd-Holder"
+	HeaderContext     = "Shredd-Context" // standard base64, as the JSON field
+	HeaderArtifact    = "Shredd-Artifact"
+	HeaderLineageSize = "Shredd-Lineage-Size"
+	HeaderLeaseExpiry = "Shredd-Lease-Expires" // RFC 3339
+)
+
+// rawRoutes are the routes whose bodies are bounded by maxRawBody instead
+// of maxBody.
+var rawRoutes = map[string]bool{"/v1/encrypt/raw": true, "/v1/decrypt/raw": true}
+
+// rawPoolMax bounds the buffers rawPool keeps.
+const rawPoolMax = 4 << 20
+
+// rawPool recycles the buffers of raw bodies and answers up to rawPoolMax:
+// allocating (and zeroing) a megabyte twice per request costs about as much
+// as its AES-GCM. Buffers that held plaintext are cleared before they go
+// back.
+var rawPool sync.Pool // of *[]byte
+
+func getRaw(n int64) []byte {
+	if n <= rawPoolMax {
+		if p, ok := rawPool.Get().(*[]byte); ok {
+			if int64(cap(*p)) >= n {
+				return (*p)[:0]
+			}
+			rawPool.Put(p)
+		}
+	}
+	return make([]byte, 0, max(n, 512))
+}
+
+// putRaw gives a buffer back; clear says it held plaintext.
+func putRaw(b []byte, clearIt bool) {
+	if cap(b) > rawPoolMax {
+		if clearIt {
+			clear(b)
+		}
+		return
+	}
+	if clearIt {
+		clear(b[:cap(b)])
+	}
+	b = b[:0]
+	rawPool.Put(&b)
+}
+
+// readRaw reads a request body of content type application/octet-stream,
+// within the raw body limit, into a buffer of rawPool (putRaw gives it back).
+func (s *Server) readRaw(r *http.Request) ([]byte, error) {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/octet-stream" {
+		return nil, &problemError{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type", title: "Content-Type must be application/octet-stream"}
+	}
+	// One allocation of the announced size (bounded by limitBody), instead of
+	// io.ReadAll's doublings: these bodies are large.
+	buf := getRaw(min(r.ContentLength, s.maxRaw) + 1)
+	for {
+		n, err := r.Body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				return nil, &problemError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", title: "Request body too large",
+					detail: "raw request bodies are limited to " + strconv.FormatInt(s.maxRaw, 10) + " bytes"}
+			}
+			return nil, badRequest("bad_body", "the request body could not be read")
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+	}
+}
+
+// rawHeader returns the single value of a request header, "" when absent;
+// a header sent twice is refused.
+func rawHeader(r *http.Request, name string) (string, error) {
+	vs := r.Header.Values(name)
+	switch len(vs) {
+	case 0:
+		return "", nil
+	case 1:
+		return vs[0], nil
+	}
+	return "", badRequest("invalid_request", name+" may be sent once")
+}
+
+// idList splits header lines of ids at commas (a proxy may join repeated
+// lines so); ids hold none.
+func idList(lines []string) []string {
+	var out []string
+	for _, l := range lines {
+		for _, id := range strings.Split(l, ",") {
+			out = append(out, strings.TrimSpace(id))
+		}
+	}
+	return out
+}
+
+// encryptRaw seals the request body (POST /v1/encrypt/raw) and answers the
+// binary envelope, with the artifact id and lineage size in headers.
+func (s *Server) encryptRaw(w http.ResponseWriter, r *http.Request) {
+	id, b, n, err := s.encryptRawCall(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	defer putRaw(b, false)
+	h := w.Header()
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	h.Set(HeaderArtifact, id.String())
+	h.Set(HeaderLineageSize, strconv.Itoa(n))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
+}
+
+func (s *Server) encryptRawCall(r *http.Request) (derivation.ID, []byte, int, error) {
+	var none derivation.ID
+	kind, err := rawHeader(r, HeaderKind)
+	if err != nil {
+		return none, nil, 0, err
+	}
+	named, err := rawHeader(r, HeaderHolder)
+	if err != nil {
+		return none, nil, 0, err
+	}
+	holder, err := actAs(r.Context(), named)
+	if err != nil {
+		return none, nil, 0, err
+	}
+	if kind == "" {
+		return none, nil, 0, badRequest("missing_field", HeaderKind+" is required")
+	}
+	src, err := sourceBody{Subjects: r.Header.Values(HeaderSubject), Parents: idList(r.Header.Values(HeaderParent)),
+		Leases: idList(r.Header.Values(HeaderLease)), Kind: kind, Holder: holder}.source()
+	if err != nil {
+		return none, nil, 0, err
+	}
+	ctxB64, err := rawHeader(r, HeaderContext)
+	if err != nil {
+		return none, nil, 0, err
+	}
+	aad, err := b64(HeaderContext, ctxB64)
+	if err != nil {
+		return none, nil, 0, err
+	}
+	pt, err := s.readRaw(r)
+	if err != nil {
+		return none, nil, 0, err
+	}
+	defer putRaw(pt, true)
+	return s.svc.EncryptBinary(r.Context(), src, pt, aad, getRaw(int64(len(pt))+64<<10))
+}
+
+// decryptRaw opens the binary envelope of the request body (POST
+// /v1/decrypt/raw) and answers the plaintext, with the artifact, kind and
+// lease in headers.
+func (s *Server) decryptRaw(w http.ResponseWriter, r *http.Request) {
+	named, err := rawHeader(r, HeaderHolder)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	holder, err := actAs(r.Context(), named)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	ctxB64, err := rawHeader(r, HeaderContext)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	aad, err := b64(HeaderContext, ctxB64)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	body, err := s.readRaw(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	defer putRaw(body, false)
+	if len(body) == 0 {
+		s.fail(w, r, badRequest("missing_field", "the body must hold a binary envelope"))
+		return
+	}
+	out, err := s.svc.DecryptBinary(r.Context(), body, aad, holder)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	defer clear(out.Plaintext)
+	h := w.Header()
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("Content-Length", strconv.Itoa(len(out.Plaintext)))
+	h.Set(HeaderArtifact, out.Artifact.String())
+	h.Set(HeaderKind, out.Kind)
+	h.Set(HeaderLease, out.Lease.ID.String())
+	h.Set(HeaderLeaseExpiry, out.Lease.ExpiresAt.UTC().Format(time.RFC3339Nano))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(out.Plaintext)
+}

@@ -1,0 +1,1205 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"text/tabwriter"
+	"time"
+)
+
+// Operations of `shredd bench`.
+const (
+	opEncrypt    = "encrypt"
+	opDecrypt    = "decrypt"
+	opBatch      = "batch"
+	opForget     = "forget"
+	opMixed      = "mixed"
+	opRaw        = "raw"         // POST /v1/encrypt/raw
+	opRawDecrypt = "raw-decrypt" // POST /v1/decrypt/raw
+	opVerify     = "verify"      // forget the heavy subject, then time POST /v1/forgets/{id}/verify
+)
+
+var benchOps = []string{opEncrypt, opDecrypt, opBatch, opForget, opMixed, opRaw, opRawDecrypt, opVerify}
+
+// Targets of `shredd bench`.
+const (
+	targetShredd = "shredd"
+	targetVault  = "vault"
+	targetNoop   = "noop"
+)
+
+// benchConfig is a parsed `shredd bench`.
+type benchConfig struct {
+	Ops        []string
+	Clients    int
+	Duration   time.Duration
+	MaxOps     int64
+	Payload    int
+	RawPayload int
+	Batch      int
+	Subjects   int
+	URL        string
+	Token      string
+	ServeSelf  bool
+	DataDir    string
+	VaultBin   string
+	VaultAddr  string
+	VaultToken string
+	Noop       bool
+	JSON       bool
+	RSSEvery   time.Duration
+	Verifies   int
+	ServeArgs  []string
+}
+
+func parseBench(args []string, stderr io.Writer, getenv func(string) string) (*benchConfig, error) {
+	c := &benchConfig{}
+	fl := flag.NewFlagSet("shredd bench", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	ops := fl.String("ops", "encrypt,decrypt,batch", "operations to run, comma-separated: "+strings.Join(benchOps, ", "))
+	fl.IntVar(&c.Clients, "clients", 32, "concurrent keep-alive clients")
+	fl.DurationVar(&c.Duration, "duration", 10*time.Second, "duration of each operation against each target")
+	fl.Int64Var(&c.MaxOps, "max-ops", 10_000_000, "at most this many requests per operation and target")
+	fl.IntVar(&c.Payload, "payload", 1024, "plaintext bytes of encrypt, decrypt, batch and mixed")
+	fl.IntVar(&c.RawPayload, "raw-payload", 1<<20, "plaintext bytes of raw and raw-decrypt")
+	fl.IntVar(&c.Batch, "batch", 100, "items per batch")
+	fl.IntVar(&c.Subjects, "subjects", 1000, "subjects: encrypt and decrypt use the lower half ("+benchSubject(0)+" ...), forget the upper half from the top")
+	fl.StringVar(&c.URL, "url", "", "shredd to drive (default: start one, --serve-self)")
+	tokenFile := fl.String("token-file", "", "file holding the bearer token for --url (needs admin, or encrypt, decrypt and forget scopes and the kinds registered)")
+	fl.BoolVar(&c.ServeSelf, "serve-self", false, "start `shredd serve` (this binary) on 127.0.0.1 with --data-dir, or a temporary data directory")
+	fl.StringVar(&c.DataDir, "data-dir", "", "data directory of --serve-self (a filled one: shredd bench fill); default a temporary one")
+	fl.StringVar(&c.VaultBin, "vault-bin", getenv("SHREDD_VAULT_BIN"), "Vault binary: start `vault server -dev` on 127.0.0.1 and compare with Transit (SHREDD_VAULT_BIN)")
+	fl.BoolVar(&c.Noop, "noop", true, "compare with a no-op HTTP handler (this binary, `shredd bench noop-server`, on 127.0.0.1)")
+	fl.BoolVar(&c.JSON, "json", false, "print the report as JSON")
+	fl.DurationVar(&c.RSSEvery, "rss-every", 0, "sample the resident memory of the --serve-self server this often (0: once per operation)")
+	fl.IntVar(&c.Verifies, "verifies", 3, "verify: calls of POST /v1/forgets/{id}/verify to time")
+	fl.Func("serve-arg", "a flag for `shredd serve` of --serve-self (repeatable), e.g. --serve-arg=--debug-addr=127.0.0.1:6060", func(v string) error {
+		c.ServeArgs = append(c.ServeArgs, v)
+		return nil
+	})
+	if err := fl.Parse(args); err != nil {
+		return nil, err
+	}
+	if fl.NArg() > 0 {
+		fmt.Fprintf(stderr, "shredd bench: unexpected argument %q\n", fl.Arg(0))
+		return nil, errors.New("unexpected argument")
+	}
+	for _, op := range strings.Split(*ops, ",") {
+		if op = strings.TrimSpace(op); op == "" {
+			continue
+		}
+		if !slices.Contains(benchOps, op) {
+			fmt.Fprintf(stderr, "shredd bench: unknown operation %q (want %s)\n", op, strings.Join(benchOps, ", "))
+			return nil, errors.New("bad op")
+		}
+		c.Ops = append(c.Ops, op)
+	}
+	if len(c.Ops) == 0 || c.Clients < 1 || c.Clients > 1024 || c.Duration <= 0 || c.Duration > time.Hour || c.MaxOps < 1 ||
+		c.Payload < 0 || c.Payload > 1<<20 || c.RawPayload < 0 || c.RawPayload > 64<<20 || c.Batch < 1 || c.Batch > 1000 || c.Subjects < 2 {
+		fmt.Fprintln(stderr, "shredd bench: needs --ops, 1 <= --clients <= 1024, 0 < --duration <= 1h, --max-ops >= 1, --payload <= 1 MiB, --raw-payload <= 64 MiB, 1 <= --batch <= 1000, --subjects >= 2")
+		return nil, errors.New("bad flag value")
+	}
+	if c.URL == "" {
+		c.ServeSelf = true
+	}
+	if c.URL != "" {
+		if c.ServeSelf {
+			fmt.Fprintln(stderr, "shredd bench: --url and --serve-self exclude each other")
+			return nil, errors.New("bad flags")
+		}
+		if !isLoopbackURL(c.URL) {
+			fmt.Fprintln(stderr, "shredd bench: --url must be on the loopback interface: the tool sends load")
+			return nil, errors.New("bad url")
+		}
+		if *tokenFile == "" {
+			fmt.Fprintln(stderr, "shredd bench: --url needs --token-file")
+			return nil, errors.New("no token")
+		}
+		b, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			fmt.Fprintln(stderr, "shredd bench:", err)
+			return nil, err
+		}
+		c.Token = strings.TrimSpace(string(b))
+	}
+	if c.VaultBin == "" && getenv("VAULT_ADDR") != "" && getenv("VAULT_TOKEN") != "" {
+		c.VaultAddr, c.VaultToken = getenv("VAULT_ADDR"), getenv("VAULT_TOKEN")
+		if !isLoopbackURL(c.VaultAddr) {
+			fmt.Fprintln(stderr, "shredd bench: VAULT_ADDR must be on the loopback interface")
+			return nil, errors.New("bad vault addr")
+		}
+	}
+	return c, nil
+}
+
+func isLoopbackURL(s string) bool {
+	s = strings.TrimPrefix(strings.TrimPrefix(s, "http://"), "https://")
+	host, _, _ := strings.Cut(s, "/")
+	if !strings.Contains(host, ":") {
+		host += ":80"
+	}
+	return isLoopback(host)
+}
+
+// benchCmd runs `shredd bench`, `shredd bench fill` or `shredd bench
+// noop-server`.
+func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "fill":
+			return fillCmd(ctx, args[1:], stdout, stderr)
+		case "noop-server":
+			return noopCmd(ctx, args[1:], stdout, stderr)
+		}
+	}
+	c, err := parseBench(args, stderr, getenv)
+	if err != nil {
+		return 2
+	}
+	rep, err := c.run(ctx, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "shredd bench:", err)
+		return 1
+	}
+	if c.JSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(rep)
+	} else {
+		rep.print(stdout)
+	}
+	return 0
+}
+
+// benchReport is what `shredd bench` prints (--json: this, as JSON).
+type benchReport struct {
+	Machine machineInfo   `json:"machine"`
+	Config  reportConfig  `json:"config"`
+	Results []benchResult `json:"results"`
+	AEAD    *aeadResult   `json:"aead,omitempty"`
+	Fsync   *fsyncResult  `json:"fsync,omitempty"`
+	Ratios  []benchRatio  `json:"ratios"`
+	RSS     []rssSample   `json:"rss_samples,omitempty"`
+}
+
+type machineInfo struct {
+	NumCPU    int    `json:"nproc"`
+	CPU       string `json:"cpu"`
+	GoVersion string `json:"go"`
+	OS        string `json:"os"`
+}
+
+type reportConfig struct {
+	Ops        []string `json:"ops"`
+	Clients    int      `json:"clients"`
+	DurationS  float64  `json:"duration_s"`
+	Payload    int      `json:"payload"`
+	RawPayload int      `json:"raw_payload"`
+	Batch      int      `json:"batch"`
+	Subjects   int      `json:"subjects"`
+	ServeSelf  bool     `json:"serve_self"`
+	DataDir    string   `json:"data_dir,omitempty"`
+}
+
+// benchResult is one operation against one target.
+type benchResult struct {
+	Target    string  `json:"target"`
+	Op        string  `json:"op"`
+	Clients   int     `json:"clients"`
+	Payload   int     `json:"payload"`
+	Batch     int     `json:"batch,omitempty"`
+	DurationS float64 `json:"duration_s"`
+	Requests  int64   `json:"requests"`
+	Items     int64   `json:"items"`
+	Errors    int64   `json:"errors"`
+	ErrorKind string  `json:"first_error,omitempty"` // status and problem code of the first error, never a subject
+	OpsPerS   float64 `json:"ops_per_s"`             // requests per second
+	ItemsPerS float64 `json:"items_per_s"`           // items per second (requests, or batch items)
+	MBPerS    float64 `json:"mb_per_s"`              // plaintext MB (10^6 bytes) per second
+	P50ms     float64 `json:"p50_ms"`
+	P99ms     float64 `json:"p99_ms"`
+	P999ms    float64 `json:"p999_ms"`
+	MaxMs     float64 `json:"max_ms"`
+}
+
+// aeadResult is the raw AES-256-GCM throughput of this machine, sealing
+// --raw-payload bytes on every core.
+type aeadResult struct {
+	Payload int     `json:"payload"`
+	Workers int     `json:"workers"`
+	MBPerS  float64 `json:"mb_per_s"`
+}
+
+// fsyncResult is the latency of making an append durable on the file
+// system of the data directory (a 4 KiB write and an fsync), and the
+// requests per second it allows when every request needs its own durable
+// commit and groups are at most the number of clients large: the ceiling of
+// a single encrypt or decrypt at that concurrency, whatever the CPU.
+type fsyncResult struct {
+	Dir         string  `json:"dir"`
+	Samples     int     `json:"samples"`
+	P50ms       float64 `json:"p50_ms"`
+	P99ms       float64 `json:"p99_ms"`
+	CeilingPerS float64 `json:"ceiling_per_s"` // clients / p50
+}
+
+// fsyncBaseline measures fsync latency in dir for d.
+func fsyncBaseline(dir string, d time.Duration, clients int) (*fsyncResult, error) {
+	f, err := os.CreateTemp(dir, "shredd-bench-fsync-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	page := make([]byte, 4096)
+	var lat []time.Duration
+	for end := time.Now().Add(d); time.Now().Before(end) && len(lat) < 10_000; {
+		t0 := time.Now()
+		if _, err := f.Write(page); err != nil {
+			return nil, err
+		}
+		if err := f.Sync(); err != nil {
+			return nil, err
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	slices.Sort(lat)
+	ms := func(p float64) float64 {
+		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
+	}
+	r := &fsyncResult{Dir: dir, Samples: len(lat), P50ms: ms(0.5), P99ms: ms(0.99)}
+	if r.P50ms > 0 {
+		r.CeilingPerS = float64(clients) / (r.P50ms / 1000)
+	}
+	return r, nil
+}
+
+// benchRatio compares shredd with a baseline on one operation.
+type benchRatio struct {
+	Op       string  `json:"op"`
+	Baseline string  `json:"baseline"` // vault, noop or aead
+	Ratio    float64 `json:"ratio"`    // shredd items/s (MB/s against aead) over the baseline's
+}
+
+type rssSample struct {
+	At     float64 `json:"at_s"`
+	Op     string  `json:"op"`
+	RSSMiB float64 `json:"rss_mib"`
+}
+
+func machine() machineInfo {
+	m := machineInfo{NumCPU: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return m
+}
+
+// benchTarget is a server the tool drives.
+type benchTarget struct {
+	name    string
+	dataDir string // --serve-self
+	url     string
+	token   string // bearer token (shredd, noop) or X-Vault-Token (vault)
+	proc    *exec.Cmd
+	done    chan struct{}
+}
+
+func (t *benchTarget) stop() {
+	if t == nil || t.proc == nil {
+		return
+	}
+	_ = t.proc.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-t.done:
+	case <-time.After(15 * time.Second):
+		_ = t.proc.Process.Kill()
+		<-t.done
+	}
+}
+
+// start runs cmd, reads its output line by line until ready returns an
+// address, and keeps draining it afterwards.
+func startProc(ctx context.Context, name string, cmd *exec.Cmd, fromStderr bool, ready func(line string) string) (*benchTarget, error) {
+	var r io.ReadCloser
+	var err error
+	if fromStderr {
+		cmd.Stdout = io.Discard
+		r, err = cmd.StderrPipe()
+	} else {
+		cmd.Stderr = io.Discard
+		r, err = cmd.StdoutPipe()
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	t := &benchTarget{name: name, proc: cmd, done: make(chan struct{})}
+	addr := make(chan string, 1)
+	var tail []string
+	go func() {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		found := false
+		for sc.Scan() {
+			if !found {
+				if a := ready(sc.Text()); a != "" {
+					found = true
+					addr <- a
+				} else if len(tail) < 20 {
+					tail = append(tail, sc.Text())
+				}
+			}
+		}
+		_, _ = io.Copy(io.Discard, r)
+		close(addr)
+	}()
+	go func() { _ = cmd.Wait(); close(t.done) }()
+	select {
+	case a, ok := <-addr:
+		if !ok {
+			<-t.done
+			return nil, fmt.Errorf("%s exited before it listened: %s", name, strings.Join(tail, " | "))
+		}
+		t.url = "http://" + a
+		return t, nil
+	case <-time.After(60 * time.Second):
+		t.stop()
+		return nil, fmt.Errorf("%s did not listen within 60s", name)
+	case <-ctx.Done():
+		t.stop()
+		return nil, ctx.Err()
+	}
+}
+
+// startShredd starts `shredd serve` (this binary) on 127.0.0.1.
+func startShredd(ctx context.Context, dataDir string, extra []string) (*benchTarget, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, append([]string{"serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0"}, extra...)...)
+	cmd.Env = cleanEnv()
+	t, err := startProc(ctx, targetShredd, cmd, true, func(line string) string {
+		var l struct {
+			Msg  string `json:"msg"`
+			Addr string `json:"addr"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "listening" {
+			return l.Addr
+		}
+		return ""
+	})
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(filepath.Join(dataDir, tokenFile))
+	if err != nil {
+		t.stop()
+		return nil, err
+	}
+	t.token = strings.TrimSpace(string(b))
+	t.dataDir = dataDir
+	return t, nil
+}
+
+// cleanEnv is the environment of the servers the tool starts: its own,
+// without SHREDD_ settings that would change the server under test.
+func cleanEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SHREDD_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// startNoop starts `shredd bench noop-server` (this binary) on 127.0.0.1.
+func startNoop(ctx context.Context) (*benchTarget, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, "bench", "noop-server", "--addr", "127.0.0.1:0")
+	cmd.Env = cleanEnv()
+	return startProc(ctx, targetNoop, cmd, false, func(line string) string {
+		a, _ := strings.CutPrefix(line, "listening ")
+		if a == line {
+			return ""
+		}
+		return a
+	})
+}
+
+// startVault starts `vault server -dev` on 127.0.0.1 with a random root
+// token, mounts Transit and creates the key "bench".
+func startVault(ctx context.Context, bin string) (*benchTarget, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	token := "bench-" + hex.EncodeToString(randomBytes(12))
+	cmd := exec.Command(bin, "server", "-dev", "-dev-root-token-id="+token, "-dev-listen-address="+addr, "-log-level=error")
+	cmd.Env = append(cleanEnv(), "VAULT_DISABLE_MLOCK=true", "HOME="+os.TempDir())
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start vault: %w", err)
+	}
+	t := &benchTarget{name: targetVault, url: "http://" + addr, token: token, proc: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(t.done) }()
+	hc := &http.Client{Timeout: 5 * time.Second}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := hc.Get(t.url + "/v1/sys/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		select {
+		case <-t.done:
+			return nil, errors.New("vault exited at start-up")
+		case <-ctx.Done():
+			t.stop()
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.stop()
+			return nil, errors.New("vault did not answer within 60s")
+		}
+	}
+	for _, step := range []struct{ path, body string }{
+		{"/v1/sys/mounts/transit", `{"type":"transit"}`},
+		{"/v1/transit/keys/bench", `{"type":"aes256-gcm96"}`},
+	} {
+		if _, err := t.post(ctx, hc, step.path, []byte(step.body), nil); err != nil {
+			t.stop()
+			return nil, fmt.Errorf("vault setup %s: %w", step.path, err)
+		}
+	}
+	return t, nil
+}
+
+// noopCmd runs `shredd bench noop-server`: an HTTP server on 127.0.0.1 that
+// reads each request's body and answers a small JSON, the floor of what
+// any HTTP service on this machine can do. It prints "listening ADDR".
+func noopCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("shredd bench noop-server", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	addr := fl.String("addr", "127.0.0.1:0", "listen address (loopback only)")
+	if err := fl.Parse(args); err != nil {
+		return 2
+	}
+	if !isLoopback(*addr) {
+		fmt.Fprintln(stderr, "shredd bench noop-server: --addr must be a loopback address")
+		return 2
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintln(stderr, "shredd bench noop-server:", err)
+		return 1
+	}
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"ok":true}` + "\n"))
+		}),
+		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute,
+	}
+	fmt.Fprintln(stdout, "listening", ln.Addr().String())
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintln(stderr, "shredd bench noop-server:", err)
+		return 1
+	}
+	return 0
+}
+
+// post sends one request and returns the body of a 2xx answer.
+func (t *benchTarget) post(ctx context.Context, hc *http.Client, path string, body []byte, hdr map[string]string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	t.auth(req)
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, fmt.Errorf("%s %s: %s", path, resp.Status, problemCode(b))
+	}
+	return b, nil
+}
+
+func (t *benchTarget) auth(req *http.Request) {
+	if t.name == targetVault {
+		req.Header.Set("X-Vault-Token", t.token)
+	} else if t.token != "" {
+		req.Header.Set("Authorization", "Bearer "+t.token)
+	}
+}
+
+// problemCode returns the stable code of a problem body (or Vault's first
+// error), never anything else of it.
+func problemCode(b []byte) string {
+	var p struct {
+		Code   string   `json:"code"`
+		Errors []string `json:"errors"`
+	}
+	_ = json.Unmarshal(b, &p)
+	if p.Code != "" {
+		return p.Code
+	}
+	if len(p.Errors) > 0 && len(p.Errors[0]) < 200 {
+		return p.Errors[0]
+	}
+	return "no problem code"
+}
+
+// call is one prepared request of a workload.
+type call struct {
+	path  string
+	body  []byte
+	hdr   [][2]string
+	ctype string
+	items int // batch items
+	bytes int // plaintext bytes
+	want  int // expected status
+}
+
+// workload makes the calls of one operation against one target; next is
+// called concurrently.
+type workload struct {
+	next func(rng *mrand.Rand) call
+}
+
+// run runs the benchmark: it starts the servers, prepares data, and runs
+// each operation against each target in turn.
+func (c *benchConfig) run(ctx context.Context, stderr io.Writer) (*benchReport, error) {
+	rep := &benchReport{Machine: machine(), Ratios: []benchRatio{},
+		Config: reportConfig{Ops: c.Ops, Clients: c.Clients, DurationS: c.Duration.Seconds(), Payload: c.Payload, RawPayload: c.RawPayload,
+			Batch: c.Batch, Subjects: c.Subjects, ServeSelf: c.ServeSelf, DataDir: c.DataDir}}
+	logf := func(format string, a ...any) { fmt.Fprintf(stderr, "shredd bench: "+format+"\n", a...) }
+
+	var sh *benchTarget
+	if c.ServeSelf {
+		dir := c.DataDir
+		if dir == "" {
+			tmp, err := os.MkdirTemp("", "shredd-bench-")
+			if err != nil {
+				return nil, err
+			}
+			defer os.RemoveAll(tmp)
+			dir = tmp
+		}
+		var err error
+		if sh, err = startShredd(ctx, dir, c.ServeArgs); err != nil {
+			return nil, err
+		}
+		defer sh.stop()
+		logf("shredd serving %s at %s", dir, sh.url)
+	} else {
+		sh = &benchTarget{name: targetShredd, url: strings.TrimRight(c.URL, "/"), token: c.Token}
+	}
+	var vt, nt *benchTarget
+	var err error
+	switch {
+	case c.VaultBin != "":
+		if vt, err = startVault(ctx, c.VaultBin); err != nil {
+			return nil, err
+		}
+		defer vt.stop()
+		logf("vault dev server at %s", vt.url)
+	case c.VaultAddr != "":
+		vt = &benchTarget{name: targetVault, url: strings.TrimRight(c.VaultAddr, "/"), token: c.VaultToken}
+		hc := &http.Client{Timeout: 10 * time.Second}
+		// Mount Transit and create the key when they are missing; errors
+		// (already mounted, existing key) are fine.
+		_, _ = vt.post(ctx, hc, "/v1/sys/mounts/transit", []byte(`{"type":"transit"}`), nil)
+		_, _ = vt.post(ctx, hc, "/v1/transit/keys/bench", []byte(`{"type":"aes256-gcm96"}`), nil)
+	}
+	if c.Noop {
+		if nt, err = startNoop(ctx); err != nil {
+			return nil, err
+		}
+		defer nt.stop()
+	}
+
+	tr := &http.Transport{MaxIdleConns: 2 * c.Clients, MaxIdleConnsPerHost: 2 * c.Clients, IdleConnTimeout: time.Minute,
+		DisableCompression: true, DialContext: (&net.Dialer{Timeout: 5 * time.Second}).DialContext}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr, Timeout: 2 * time.Minute}
+
+	d, err := prepare(ctx, c, hc, sh, vt)
+	if err != nil {
+		return nil, err
+	}
+	if c.ServeSelf {
+		if rep.Fsync, err = fsyncBaseline(sh.dataDir, 2*time.Second, c.Clients); err != nil {
+			return nil, err
+		}
+		logf("fsync: p50 %.2f ms, p99 %.2f ms: at most %.0f durable commits of one request per client per second",
+			rep.Fsync.P50ms, rep.Fsync.P99ms, rep.Fsync.CeilingPerS)
+	}
+	var rss []rssSample
+	start := time.Now()
+	sampleRSS := func(op string) {
+		if sh.proc == nil {
+			return
+		}
+		if mib, ok := procRSS(sh.proc.Process.Pid); ok {
+			rss = append(rss, rssSample{At: time.Since(start).Seconds(), Op: op, RSSMiB: mib})
+		}
+	}
+	sampleRSS("start")
+	for _, op := range c.Ops {
+		if op == opVerify {
+			r, err := c.verify(ctx, hc, sh)
+			if err != nil {
+				return nil, err
+			}
+			rep.Results = append(rep.Results, r)
+			continue
+		}
+		if op == opRaw || op == opRawDecrypt {
+			a := aeadBaseline(c.RawPayload, min(c.Duration, 3*time.Second))
+			rep.AEAD = &a
+			logf("aead: AES-256-GCM seal of %d bytes on %d cores: %.0f MB/s", a.Payload, a.Workers, a.MBPerS)
+		}
+		for _, t := range []*benchTarget{sh, vt, nt} {
+			if t == nil {
+				continue
+			}
+			w := d.workload(c, t.name, op)
+			if w == nil {
+				continue
+			}
+			stopRSS := make(chan struct{})
+			rssDone := make(chan struct{})
+			go func() {
+				defer close(rssDone)
+				if c.RSSEvery <= 0 || t != sh {
+					return
+				}
+				tk := time.NewTicker(c.RSSEvery)
+				defer tk.Stop()
+				for {
+					select {
+					case <-tk.C:
+						sampleRSS(op)
+					case <-stopRSS:
+						return
+					}
+				}
+			}()
+			r := c.load(ctx, hc, t, op, w)
+			close(stopRSS)
+			<-rssDone
+			if t == sh {
+				sampleRSS(op)
+			}
+			logf("%-7s %-11s %9.0f items/s %8.1f MB/s  p50 %7.2f ms  p99 %7.2f ms  p999 %7.2f ms  errors %d %s",
+				r.Target, r.Op, r.ItemsPerS, r.MBPerS, r.P50ms, r.P99ms, r.P999ms, r.Errors, r.ErrorKind)
+			rep.Results = append(rep.Results, r)
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+		}
+	}
+	rep.RSS = rss
+	rep.ratios()
+	return rep, nil
+}
+
+// ratios compares shredd with every baseline measured on the same
+// operation.
+func (rep *benchReport) ratios() {
+	for _, r := range rep.Results {
+		if r.Target != targetShredd || r.ItemsPerS == 0 {
+			continue
+		}
+		for _, b := range rep.Results {
+			if b.Op == r.Op && b.Target != targetShredd && b.ItemsPerS > 0 {
+				rep.Ratios = append(rep.Ratios, benchRatio{Op: r.Op, Baseline: b.Target, Ratio: r.ItemsPerS / b.ItemsPerS})
+			}
+		}
+		if (r.Op == opRaw || r.Op == opRawDecrypt) && rep.AEAD != nil && rep.AEAD.MBPerS > 0 {
+			rep.Ratios = append(rep.Ratios, benchRatio{Op: r.Op, Baseline: "aead", Ratio: r.MBPerS / rep.AEAD.MBPerS})
+		}
+	}
+}
+
+func (rep *benchReport) print(w io.Writer) {
+	fmt.Fprintf(w, "machine: %d cores, %s, %s\n", rep.Machine.NumCPU, rep.Machine.CPU, rep.Machine.GoVersion)
+	fmt.Fprintf(w, "clients %d, payload %d B (raw %d B), batch %d, subjects %d\n\n", rep.Config.Clients, rep.Config.Payload,
+		rep.Config.RawPayload, rep.Config.Batch, rep.Config.Subjects)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "target\top\trequests\titems\terrors\treq/s\titems/s\tMB/s\tp50 ms\tp99 ms\tp999 ms\t")
+	for _, r := range rep.Results {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.0f\t%.0f\t%.1f\t%.2f\t%.2f\t%.2f\t\n", r.Target, r.Op, r.Requests, r.Items, r.Errors,
+			r.OpsPerS, r.ItemsPerS, r.MBPerS, r.P50ms, r.P99ms, r.P999ms)
+	}
+	tw.Flush()
+	if rep.Fsync != nil {
+		fmt.Fprintf(w, "\nfsync in the data dir: p50 %.2f ms, p99 %.2f ms: at most %.0f durable one-request commits per second at %d clients\n",
+			rep.Fsync.P50ms, rep.Fsync.P99ms, rep.Fsync.CeilingPerS, rep.Config.Clients)
+	}
+	if rep.AEAD != nil {
+		fmt.Fprintf(w, "\naead: AES-256-GCM, %d B per seal, %d workers: %.0f MB/s\n", rep.AEAD.Payload, rep.AEAD.Workers, rep.AEAD.MBPerS)
+	}
+	if len(rep.Ratios) > 0 {
+		fmt.Fprintln(w, "\nratios (shredd / baseline; items/s, MB/s against aead):")
+		for _, r := range rep.Ratios {
+			fmt.Fprintf(w, "  %-11s shredd/%-5s %6.2f\n", r.Op, r.Baseline, r.Ratio)
+		}
+	}
+	for _, s := range rep.RSS {
+		fmt.Fprintf(w, "rss %7.1fs %-11s %8.1f MiB\n", s.At, s.Op, s.RSSMiB)
+	}
+}
+
+// procRSS returns the resident memory of a process in MiB.
+func procRSS(pid int) (float64, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(v)
+			if len(f) > 0 {
+				kb, err := strconv.ParseFloat(f[0], 64)
+				return kb / 1024, err == nil
+			}
+		}
+	}
+	return 0, false
+}
+
+// aeadBaseline measures AES-256-GCM sealing payload bytes on every core
+// for d: the ceiling of any service that encrypts large payloads here.
+func aeadBaseline(payload int, d time.Duration) aeadResult {
+	workers := runtime.GOMAXPROCS(0)
+	var total atomic.Int64
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(d)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key := randomBytes(32)
+			blk, _ := aes.NewCipher(key)
+			g, _ := cipher.NewGCM(blk)
+			pt := randomBytes(payload)
+			out := make([]byte, 0, payload+g.Overhead())
+			nonce := make([]byte, g.NonceSize())
+			for time.Now().Before(deadline) {
+				nonce[0]++ // a benchmark: the output is discarded
+				out = g.Seal(out[:0], nonce, pt, nil)
+				total.Add(int64(payload))
+			}
+		}()
+	}
+	wg.Wait()
+	return aeadResult{Payload: payload, Workers: workers, MBPerS: float64(total.Load()) / d.Seconds() / 1e6}
+}
+
+// benchData is what the workloads need from the preparation: a pool of
+// plaintexts and ciphertexts per target.
+type benchData struct {
+	pt         []byte // Payload bytes
+	rawPT      []byte // RawPayload bytes
+	pool       []int  // subject indexes of the encrypt pool
+	shreddCT   []string
+	vaultCT    []string
+	rawEnv     []byte
+	forgetNext atomic.Int64 // next forget counts down from Subjects-1
+	forgetFrom int
+}
+
+// poolSize bounds the distinct subjects and ciphertexts the workloads
+// cycle through (their request bodies are built once).
+const poolSize = 1024
+
+// prepare registers the kinds, creates the keys of the encrypt pool and
+// seals the ciphertexts that decrypts open, on shredd and Vault.
+func prepare(ctx context.Context, c *benchConfig, hc *http.Client, sh, vt *benchTarget) (*benchData, error) {
+	d := &benchData{pt: randomBytes(c.Payload), rawPT: randomBytes(c.RawPayload)}
+	half := c.Subjects / 2
+	d.forgetFrom = c.Subjects - 1
+	d.forgetNext.Store(int64(d.forgetFrom))
+	rng := mrand.New(mrand.NewPCG(1, 2))
+	for range min(poolSize, half) {
+		d.pool = append(d.pool, rng.IntN(half))
+	}
+	for _, k := range benchKinds {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPut, sh.url+"/v1/kinds/"+k, nil)
+		sh.auth(req)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return nil, fmt.Errorf("register kind: %w", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode/100 != 2 && resp.StatusCode != http.StatusForbidden {
+			return nil, fmt.Errorf("register kind %s: %s", k, resp.Status)
+		}
+	}
+	b64 := base64.StdEncoding.EncodeToString(d.pt)
+	for i := 0; i < len(d.pool); i += 100 {
+		var items []map[string]string
+		for _, s := range d.pool[i:min(i+100, len(d.pool))] {
+			items = append(items, map[string]string{"subject": benchSubject(s), "kind": "episodic", "plaintext": b64})
+		}
+		body, _ := json.Marshal(map[string]any{"batch_input": items})
+		b, err := sh.post(ctx, hc, "/v1/encrypt", body, nil)
+		if err != nil {
+			return nil, fmt.Errorf("prepare shredd: %w", err)
+		}
+		var out struct {
+			Results []struct {
+				Ciphertext string `json:"ciphertext"`
+				Error      *struct {
+					Code string `json:"code"`
+				} `json:"error"`
+			} `json:"batch_results"`
+		}
+		if err := json.Unmarshal(b, &out); err != nil {
+			return nil, fmt.Errorf("prepare shredd: %w", err)
+		}
+		for _, r := range out.Results {
+			if r.Error != nil {
+				return nil, fmt.Errorf("prepare shredd: an item failed: %s", r.Error.Code)
+			}
+			d.shreddCT = append(d.shreddCT, r.Ciphertext)
+		}
+	}
+	if slices.Contains(c.Ops, opRawDecrypt) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, sh.url+"/v1/encrypt/raw", bytes.NewReader(d.rawPT))
+		sh.auth(req)
+		req.Header.Set("Content-Type", "application/octet-stream")
+		req.Header.Set("Shredd-Kind", "episodic")
+		req.Header.Set("Shredd-Subject", benchSubject(d.pool[0]))
+		resp, err := hc.Do(req)
+		if err != nil {
+			return nil, fmt.Errorf("prepare raw: %w", err)
+		}
+		d.rawEnv, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 {
+			return nil, fmt.Errorf("prepare raw: %s %v", resp.Status, err)
+		}
+	}
+	if vt != nil {
+		for i := 0; i < poolSize; i += 100 {
+			var items []map[string]string
+			for range min(100, poolSize-i) {
+				items = append(items, map[string]string{"plaintext": b64})
+			}
+			body, _ := json.Marshal(map[string]any{"batch_input": items})
+			b, err := vt.post(ctx, hc, "/v1/transit/encrypt/bench", body, nil)
+			if err != nil {
+				return nil, fmt.Errorf("prepare vault: %w", err)
+			}
+			var out struct {
+				Data struct {
+					Results []struct {
+						Ciphertext string `json:"ciphertext"`
+					} `json:"batch_results"`
+				} `json:"data"`
+			}
+			if err := json.Unmarshal(b, &out); err != nil {
+				return nil, fmt.Errorf("prepare vault: %w", err)
+			}
+			for _, r := range out.Data.Results {
+				d.vaultCT = append(d.vaultCT, r.Ciphertext)
+			}
+		}
+	}
+	return d, nil
+}
+
+// workload returns the calls of op against the target, or nil when the
+// target has no such operation (Vault has no forget and no raw body).
+func (d *benchData) workload(c *benchConfig, target, op string) *workload {
+	b64 := base64.StdEncoding.EncodeToString(d.pt)
+	jsonCall := func(path string, body any, items, bytes int, want int) call {
+		b, _ := json.Marshal(body)
+		return call{path: path, body: b, ctype: "application/json", items: items, bytes: bytes, want: want}
+	}
+	// Bodies are built once per pool entry; next picks one at random.
+	pick := func(calls []call) *workload {
+		return &workload{next: func(rng *mrand.Rand) call { return calls[rng.IntN(len(calls))] }}
+	}
+	switch target {
+	case targetVault:
+		switch op {
+		case opEncrypt:
+			return pick([]call{jsonCall("/v1/transit/encrypt/bench", map[string]string{"plaintext": b64}, 1, c.Payload, 200)})
+		case opDecrypt:
+			var calls []call
+			for _, ct := range d.vaultCT {
+				calls = append(calls, jsonCall("/v1/transit/decrypt/bench", map[string]string{"ciphertext": ct}, 1, c.Payload, 200))
+			}
+			return pick(calls)
+		case opBatch:
+			items := make([]map[string]string, c.Batch)
+			for i := range items {
+				items[i] = map[string]string{"plaintext": b64}
+			}
+			return pick([]call{jsonCall("/v1/transit/encrypt/bench", map[string]any{"batch_input": items}, c.Batch, c.Batch*c.Payload, 200)})
+		}
+		return nil
+	case targetShredd, targetNoop:
+	default:
+		return nil
+	}
+	var enc, dec, batch []call
+	for i, s := range d.pool {
+		enc = append(enc, jsonCall("/v1/encrypt", map[string]string{"subject": benchSubject(s), "kind": "episodic", "plaintext": b64}, 1, c.Payload, 200))
+		dec = append(dec, jsonCall("/v1/decrypt", map[string]string{"ciphertext": d.shreddCT[i], "holder": "bench"}, 1, c.Payload, 200))
+	}
+	for i := 0; i < 16; i++ {
+		items := make([]map[string]string, c.Batch)
+		for j := range items {
+			items[j] = map[string]string{"subject": benchSubject(d.pool[(i*c.Batch+j)%len(d.pool)]), "kind": "episodic", "plaintext": b64}
+		}
+		batch = append(batch, jsonCall("/v1/encrypt", map[string]any{"batch_input": items}, c.Batch, c.Batch*c.Payload, 200))
+	}
+	forget := func() call {
+		n := d.forgetNext.Add(-1) + 1
+		if n < int64(c.Subjects/2) {
+			// Out of subjects to forget: forgetting one again answers the
+			// same forget.
+			n = int64(d.forgetFrom)
+		}
+		return jsonCall("/v1/forget", map[string]string{"subject": benchSubject(int(n))}, 1, 0, 202)
+	}
+	switch op {
+	case opEncrypt:
+		return pick(enc)
+	case opDecrypt:
+		return pick(dec)
+	case opBatch:
+		return pick(batch)
+	case opForget:
+		return &workload{next: func(*mrand.Rand) call { return forget() }}
+	case opMixed:
+		// 60% encrypt, 35% decrypt, 5% forget.
+		return &workload{next: func(rng *mrand.Rand) call {
+			switch x := rng.IntN(100); {
+			case x < 60:
+				return enc[rng.IntN(len(enc))]
+			case x < 95:
+				return dec[rng.IntN(len(dec))]
+			}
+			return forget()
+		}}
+	case opRaw:
+		var calls []call
+		for _, s := range d.pool[:min(64, len(d.pool))] {
+			calls = append(calls, call{path: "/v1/encrypt/raw", body: d.rawPT, ctype: "application/octet-stream", items: 1, bytes: c.RawPayload, want: 200,
+				hdr: [][2]string{{"Shredd-Kind", "episodic"}, {"Shredd-Subject", benchSubject(s)}}})
+		}
+		return pick(calls)
+	case opRawDecrypt:
+		return pick([]call{{path: "/v1/decrypt/raw", body: d.rawEnv, ctype: "application/octet-stream", items: 1, bytes: c.RawPayload, want: 200,
+			hdr: [][2]string{{"Shredd-Holder", "bench"}}}})
+	}
+	return nil
+}
+
+// load runs w against t with c.Clients concurrent clients for c.Duration
+// (or c.MaxOps requests) and measures it.
+func (c *benchConfig) load(ctx context.Context, hc *http.Client, t *benchTarget, op string, w *workload) benchResult {
+	var issued, items, errs, bytesDone atomic.Int64
+	var firstErr atomic.Value
+	lat := make([][]time.Duration, c.Clients)
+	ctx, cancel := context.WithTimeout(ctx, c.Duration)
+	defer cancel()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range c.Clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := mrand.New(mrand.NewPCG(uint64(i), uint64(start.UnixNano())))
+			buf := make([]byte, 0, 64<<10)
+			for ctx.Err() == nil && issued.Add(1) <= c.MaxOps {
+				cl := w.next(rng)
+				req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url+cl.path, bytes.NewReader(cl.body))
+				if err != nil {
+					errs.Add(1)
+					continue
+				}
+				t.auth(req)
+				req.Header.Set("Content-Type", cl.ctype)
+				for _, h := range cl.hdr {
+					req.Header.Set(h[0], h[1])
+				}
+				t0 := time.Now()
+				resp, err := hc.Do(req)
+				if err != nil {
+					if ctx.Err() == nil {
+						errs.Add(1)
+						firstErr.CompareAndSwap(nil, "transport")
+					}
+					continue
+				}
+				buf = buf[:0]
+				bb := bytes.NewBuffer(buf)
+				_, err = io.Copy(bb, resp.Body)
+				resp.Body.Close()
+				el := time.Since(t0)
+				buf = bb.Bytes()
+				if err != nil {
+					if ctx.Err() == nil {
+						errs.Add(1)
+						firstErr.CompareAndSwap(nil, "reading the response")
+					}
+					continue
+				}
+				want := cl.want
+				if t.name != targetShredd {
+					want = 200 // Vault and the no-op answer 200 (Vault: 204 for none of these)
+				}
+				if resp.StatusCode != want {
+					errs.Add(1)
+					firstErr.CompareAndSwap(nil, resp.Status+" "+problemCode(buf))
+					continue
+				}
+				ok := int64(cl.items)
+				if cl.items > 1 && t.name != targetNoop {
+					failed := int64(bytes.Count(buf, []byte(`"error":`)))
+					if failed > 0 {
+						errs.Add(failed)
+						firstErr.CompareAndSwap(nil, "batch item failed")
+						ok -= failed
+					}
+				}
+				lat[i] = append(lat[i], el)
+				items.Add(ok)
+				bytesDone.Add(ok * int64(cl.bytes/max(cl.items, 1)))
+			}
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start).Seconds()
+	var all []time.Duration
+	for _, l := range lat {
+		all = append(all, l...)
+	}
+	slices.Sort(all)
+	q := func(p float64) float64 {
+		if len(all) == 0 {
+			return 0
+		}
+		return float64(all[min(len(all)-1, int(p*float64(len(all))))].Microseconds()) / 1000
+	}
+	r := benchResult{Target: t.name, Op: op, Clients: c.Clients, Payload: c.Payload, DurationS: el,
+		Requests: int64(len(all)), Items: items.Load(), Errors: errs.Load(),
+		OpsPerS: float64(len(all)) / el, ItemsPerS: float64(items.Load()) / el, MBPerS: float64(bytesDone.Load()) / el / 1e6,
+		P50ms: q(0.50), P99ms: q(0.99), P999ms: q(0.999), MaxMs: q(1)}
+	if op == opBatch {
+		r.Batch = c.Batch
+	}
+	if op == opRaw || op == opRawDecrypt {
+		r.Payload = c.RawPayload
+	}
+	if op == opForget {
+		r.Payload = 0
+	}
+	if s, ok := firstErr.Load().(string); ok {
+		r.ErrorKind = s
+	}
+	return r
+}
+
+// verify forgets the heavy subject of a filled data directory (shredd
+// bench fill --heavy) and times c.Verifies calls of POST
+// /v1/forgets/{id}/verify: the erasure verification of a subject with that
+// many artifacts.
+func (c *benchConfig) verify(ctx context.Context, hc *http.Client, sh *benchTarget) (benchResult, error) {
+	b, err := sh.post(ctx, hc, "/v1/forget", []byte(`{"subject":"`+benchHeavySubject+`"}`), nil)
+	if err != nil {
+		return benchResult{}, fmt.Errorf("verify: %w", err)
+	}
+	var f struct {
+		Forget string `json:"forget"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		return benchResult{}, fmt.Errorf("verify: %w", err)
+	}
+	var lat []time.Duration
+	var errs int64
+	start := time.Now()
+	for range c.Verifies {
+		t0 := time.Now()
+		if _, err := sh.post(ctx, hc, "/v1/forgets/"+f.Forget+"/verify", nil, nil); err != nil {
+			errs++
+			continue
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	el := time.Since(start).Seconds()
+	slices.Sort(lat)
+	ms := func(i int) float64 {
+		if len(lat) == 0 {
+			return 0
+		}
+		return float64(lat[min(i, len(lat)-1)].Microseconds()) / 1000
+	}
+	return benchResult{Target: targetShredd, Op: opVerify, Clients: 1, DurationS: el, Requests: int64(len(lat)), Items: int64(len(lat)),
+		Errors: errs, OpsPerS: float64(len(lat)) / el, ItemsPerS: float64(len(lat)) / el,
+		P50ms: ms(len(lat) / 2), P99ms: ms(len(lat) - 1), P999ms: ms(len(lat) - 1), MaxMs: ms(len(lat) - 1)}, nil
+}
