@@ -598,18 +598,9 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any) (in
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json, application/problem+json")
-	req.Header.Set("User-Agent", c.ua)
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.hc.Do(req)
+	resp, err := c.send(req, op)
 	if err != nil {
-		// The *url.Error would repeat the method and the URL.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return 0, nil, fmt.Errorf("shredd: %s: %w", op, err)
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, c.maxResp+1))
@@ -717,6 +708,25 @@ func (c *Client) DecryptRaw(ctx context.Context, envelope, context []byte, holde
 		LeaseID: rh.Get("Shredd-Lease"), LeaseEnds: exp}, nil
 }
 
+// send adds the user agent and the token to req and sends it; op names
+// the call in the error.
+func (c *Client) send(req *http.Request, op string) (*http.Response, error) {
+	req.Header.Set("User-Agent", c.ua)
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		// The *url.Error would repeat the method and the URL.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("shredd: %s: %w", op, err)
+	}
+	return resp, nil
+}
+
 // callRaw posts body as application/octet-stream with the headers h and
 // returns a 2xx answer's body and headers; any other answer is an *Error.
 func (c *Client) callRaw(ctx context.Context, path string, h http.Header, body []byte) ([]byte, http.Header, error) {
@@ -728,17 +738,9 @@ func (c *Client) callRaw(ctx context.Context, path string, h http.Header, body [
 	req.Header = h
 	req.Header.Set("Content-Type", "application/octet-stream")
 	req.Header.Set("Accept", "application/octet-stream, application/problem+json")
-	req.Header.Set("User-Agent", c.ua)
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.hc.Do(req)
+	resp, err := c.send(req, op)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, nil, fmt.Errorf("shredd: %s: %w", op, err)
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
 	size := c.maxResp + 1
