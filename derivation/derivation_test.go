@@ -1,52 +1,20 @@
 package derivation_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/shredd/shredd/derivation"
-	"github.com/shredd/shredd/keystore"
-	"github.com/shredd/shredd/keystore/local"
 )
 
 func newService(t testing.TB) *derivation.Service {
 	t.Helper()
-	dir := t.TempDir()
-	root, err := local.Open(filepath.Join(dir, "root.key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := keystore.OpenDB(filepath.Join(dir, "shredd.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	ctx := context.Background()
-	keys, err := keystore.Open(ctx, db, root, keystore.Options{Buckets: 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := derivation.NewHasher(bytes.Repeat([]byte{7}, 32))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := derivation.New(ctx, db, keys, h, derivation.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range []string{"episodic", "summary", "embedding"} {
-		if _, _, err := s.PutKind(ctx, k, ""); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return s
+	return build(t, fixture{secret: 7, kinds: []string{"episodic", "summary", "embedding"}}).svc
 }
 
 func seal(t *testing.T, s *derivation.Service, src derivation.Source, pt string) derivation.Sealed {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -16,7 +15,6 @@ import (
 	"github.com/shredd/shredd/derivation"
 	"github.com/shredd/shredd/envelope"
 	"github.com/shredd/shredd/keystore"
-	"github.com/shredd/shredd/keystore/local"
 	"github.com/shredd/shredd/translog"
 )
 
@@ -33,49 +31,8 @@ type journaled struct {
 func newJournaled(t testing.TB) *journaled {
 	t.Helper()
 	c := &clock{t: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
-	dir := t.TempDir()
-	root, err := local.Open(filepath.Join(dir, "root.key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := keystore.OpenDB(filepath.Join(dir, "shredd.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	ctx := context.Background()
-	skey, vkey, err := translog.GenerateKey("shredd/test-log")
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := note.NewSigner(skey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tl, err := translog.Open(ctx, db, signer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, key, _ := ed25519.GenerateKey(nil)
-	j, err := derivation.NewJournal(ctx, db, tl, vkey, key, c.now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, err := keystore.Open(ctx, db, root, keystore.Options{Buckets: 16, CacheTTL: 30 * time.Second, Now: c.now, Journal: j})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, _ := derivation.NewHasher(bytes.Repeat([]byte{9}, 32))
-	s, err := derivation.New(ctx, db, keys, h, derivation.Options{Now: c.now, LeaseTTL: time.Minute, Deadline: time.Hour, Journal: j})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range []string{"episodic", "summary"} {
-		if _, _, err := s.PutKind(ctx, k, ""); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return &journaled{svc: s, keys: keys, log: tl, vkey: vkey, key: key, clock: c}
+	b := build(t, fixture{secret: 9, clock: c, journal: true, kinds: []string{"episodic", "summary"}})
+	return &journaled{svc: b.svc, keys: b.keys, log: b.log, vkey: b.vkey, key: b.key, clock: c}
 }
 
 // entries reads the whole log back as events.

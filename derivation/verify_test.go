@@ -5,14 +5,11 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/shredd/shredd/derivation"
-	"github.com/shredd/shredd/keystore"
-	"github.com/shredd/shredd/keystore/local"
 )
 
 // clock is a test clock that moves only when told.
@@ -31,32 +28,7 @@ func (c *clock) add(d time.Duration) {
 func newClockedService(t testing.TB) (*derivation.Service, *clock) {
 	t.Helper()
 	c := &clock{t: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
-	dir := t.TempDir()
-	root, err := local.Open(filepath.Join(dir, "root.key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := keystore.OpenDB(filepath.Join(dir, "shredd.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	ctx := context.Background()
-	keys, err := keystore.Open(ctx, db, root, keystore.Options{Buckets: 16, CacheTTL: 30 * time.Second, Now: c.now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, _ := derivation.NewHasher(bytes.Repeat([]byte{9}, 32))
-	s, err := derivation.New(ctx, db, keys, h, derivation.Options{Now: c.now, LeaseTTL: 5 * time.Minute, Deadline: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range []string{"episodic", "summary", "embedding"} {
-		if _, _, err := s.PutKind(ctx, k, ""); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return s, c
+	return build(t, fixture{secret: 9, clock: c, kinds: []string{"episodic", "summary", "embedding"}}).svc, c
 }
 
 func conditions(f derivation.Forget) map[string]derivation.Condition {
