@@ -49,7 +49,7 @@ func (s *Service) Attestation(ctx context.Context, id ID, signer ed25519.Private
 	if err != nil {
 		return nil, err
 	}
-	env, err := s.signAttestation(ctx, r, conds, signer)
+	env, _, err := s.signAttestation(ctx, r, conds, signer)
 	if err != nil {
 		return nil, err
 	}
@@ -57,15 +57,16 @@ func (s *Service) Attestation(ctx context.Context, id ID, signer ed25519.Private
 }
 
 // signAttestation builds and signs the attestation of forget r, erased
-// (r.erased set) with the verification conds.
-func (s *Service) signAttestation(ctx context.Context, r forgetRow, conds []Condition, signer ed25519.PrivateKey) (attest.Envelope, error) {
+// (r.erased set) with the verification conds, and returns it with the
+// subject commitment it is about.
+func (s *Service) signAttestation(ctx context.Context, r forgetRow, conds []Condition, signer ed25519.PrivateKey) (attest.Envelope, string, error) {
 	id := r.id
 	var commitment string
 	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(commitment, '') FROM forgets WHERE id=?`, id[:]).Scan(&commitment); err != nil {
-		return attest.Envelope{}, fmt.Errorf("derivation: attestation: %w", err)
+		return attest.Envelope{}, "", fmt.Errorf("derivation: attestation: %w", err)
 	}
 	if commitment == "" {
-		return attest.Envelope{}, fmt.Errorf("derivation: forget %s has no subject commitment (made by an older release): %w", id, ErrNotErased)
+		return attest.Envelope{}, "", fmt.Errorf("derivation: forget %s has no subject commitment (made by an older release): %w", id, ErrNotErased)
 	}
 	p := attest.Predicate{
 		Forget: id.String(),
@@ -77,11 +78,11 @@ func (s *Service) signAttestation(ctx context.Context, r forgetRow, conds []Cond
 		p.Conditions = append(p.Conditions, attest.Condition{Name: c.Name, Status: c.Status, Evidence: c.Reason})
 	}
 	if err := s.keyEvidence(ctx, r, &p.KeyEvidence); err != nil {
-		return attest.Envelope{}, err
+		return attest.Envelope{}, "", err
 	}
 	collateral, err := s.lineageArtifacts(ctx, r, &p)
 	if err != nil {
-		return attest.Envelope{}, err
+		return attest.Envelope{}, "", err
 	}
 	p.Residuals = append(p.Residuals, attest.Residual{Kind: attest.ResidualRootStoreSnapshots, Description: s.snapshotResidual()})
 	if collateral > 0 {
@@ -94,9 +95,9 @@ func (s *Service) signAttestation(ctx context.Context, r forgetRow, conds []Cond
 	}
 	env, err := attest.Sign(attest.NewStatement(commitment, p), signer)
 	if err != nil {
-		return attest.Envelope{}, fmt.Errorf("derivation: attestation: %w", err)
+		return attest.Envelope{}, "", fmt.Errorf("derivation: attestation: %w", err)
 	}
-	return env, nil
+	return env, commitment, nil
 }
 
 func countHeldAcked(as []attest.Artifact) int {
