@@ -88,16 +88,9 @@ func clientCmd(ctx context.Context, cmd string, args []string, stdin io.Reader, 
 		fl.PrintDefaults()
 	}
 	// The forget id may come before or after the flags.
-	var positional []string
-	for {
-		if err := fl.Parse(args); err != nil {
-			return exitUsage
-		}
-		if fl.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fl.Arg(0))
-		args = fl.Args()[1:]
+	positional, err := parseInterleaved(fl, args)
+	if err != nil {
+		return exitUsage
 	}
 	usage := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "shredd %s: %s\n%s\n", cmd, fmt.Sprintf(format, a...), clientUsage)
@@ -202,6 +195,22 @@ func clientCmd(ctx context.Context, cmd string, args []string, stdin io.Reader, 
 			return fail(err)
 		}
 		return printJSON(stdout, f)
+	}
+}
+
+// parseInterleaved parses fl from args, where the positional arguments may
+// stand before, between or after the flags, and returns them in order.
+func parseInterleaved(fl *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fl.Parse(args); err != nil {
+			return nil, err
+		}
+		if fl.NArg() == 0 {
+			return positional, nil
+		}
+		positional = append(positional, fl.Arg(0))
+		args = fl.Args()[1:]
 	}
 }
 

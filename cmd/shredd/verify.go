@@ -36,16 +36,9 @@ func verifyCmd(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	// The attestation file may come before or after the flags.
-	var files []string
-	for {
-		if err := fl.Parse(args); err != nil {
-			return exitUsage
-		}
-		if fl.NArg() == 0 {
-			break
-		}
-		files = append(files, fl.Arg(0))
-		args = fl.Args()[1:]
+	files, err := parseInterleaved(fl, args)
+	if err != nil {
+		return exitUsage
 	}
 	if len(files) != 1 {
 		return usage("want one attestation file")
