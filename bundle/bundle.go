@@ -207,14 +207,20 @@ func Read(r io.Reader) (*Bundle, error) {
 		if err != nil {
 			return bad("not a tar archive: %v", err)
 		}
-		if hdr.Typeflag == tar.TypeDir {
-			// Only the one top directory: tar xzf, which the README
-			// tells regulators to run, would create any other.
-			forget, ok := strings.CutPrefix(strings.TrimSuffix(hdr.Name, "/"), "shredd-export-")
-			if !ok || !forgetRe.MatchString(forget) || (b.Forget != "" && forget != b.Forget) {
-				return bad("directory %q is not the one shredd-export-<forget id> directory", hdr.Name)
-			}
-			b.Forget = forget
+		// Everything is in the one top directory shredd-export-<forget id>;
+		// a directory member may only be that one: tar xzf, which the
+		// README tells regulators to run, would create any other.
+		isDir := hdr.Typeflag == tar.TypeDir
+		dir, name := path.Split(strings.TrimSuffix(hdr.Name, "/"))
+		if isDir {
+			dir, name = name, ""
+		}
+		forget, ok := strings.CutPrefix(strings.TrimSuffix(dir, "/"), "shredd-export-")
+		if !ok || !forgetRe.MatchString(forget) || (b.Forget != "" && forget != b.Forget) {
+			return bad("%q is not in one shredd-export-<forget id> directory", hdr.Name)
+		}
+		b.Forget = forget
+		if isDir {
 			continue
 		}
 		if hdr.Typeflag != tar.TypeReg {
@@ -223,13 +229,6 @@ func Read(r io.Reader) (*Bundle, error) {
 		if len(seen) == MaxFiles {
 			return bad("more than %d files", MaxFiles)
 		}
-		dir, name := path.Split(hdr.Name)
-		dir = strings.TrimSuffix(dir, "/")
-		forget, ok := strings.CutPrefix(dir, "shredd-export-")
-		if !ok || !forgetRe.MatchString(forget) || (b.Forget != "" && forget != b.Forget) {
-			return bad("%q is not in one shredd-export-<forget id> directory", hdr.Name)
-		}
-		b.Forget = forget
 		if seen[name] {
 			return bad("%s appears twice", name)
 		}
