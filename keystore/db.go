@@ -44,7 +44,9 @@ const WALAutoCheckpoint = 10_000
 //     with zeros instead of lingering in free pages;
 //   - immediate transactions: writers take the write lock at BEGIN, so
 //     check-then-write sequences cannot interleave;
-//   - foreign keys on and a busy timeout for concurrent writers;
+//   - foreign keys on and a busy timeout for writers of other processes;
+//     the writers of this process queue in arrival order behind one write
+//     gate per file (writeGate) instead of polling SQLite's lock;
 //   - automatic WAL checkpoints only past WALAutoCheckpoint pages: the
 //     service checkpoints in the background (CheckpointPassive).
 func OpenDB(path string) (*sql.DB, error) {
@@ -66,10 +68,10 @@ func OpenDB(path string) (*sql.DB, error) {
 	// The path is part of a file: URI: escape what URIs give a meaning to.
 	uriPath := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
 	registerDriver.Do(func() {
-		sql.Register(driverName, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
+		sql.Register(driverName, &gatedDriver{inner: &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
 			_, err := c.Exec(fmt.Sprintf("PRAGMA wal_autocheckpoint=%d", WALAutoCheckpoint), nil)
 			return err
-		}})
+		}}})
 	})
 	db, err := sql.Open(driverName, "file:"+uriPath+"?"+q.Encode())
 	if err != nil {

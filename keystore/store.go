@@ -543,6 +543,12 @@ func (s *Store) open(ctx context.Context, sid envelope.SID, r subjectRow) ([]byt
 		if attempt == 3 {
 			return nil, fmt.Errorf("keystore: subject key: bucket generation keeps changing")
 		}
+		if attempt == 2 {
+			// Re-keys keep winning the race: read the row and the
+			// bucket key again with re-keys held off (treeMu).
+			s.treeMu.Lock()
+			defer s.treeMu.Unlock()
+		}
 		if r, err = s.row(ctx, s.db, sid); err != nil {
 			return nil, err
 		}
@@ -558,48 +564,23 @@ func (s *Store) create(ctx context.Context, sid envelope.SID, subject string, pu
 	}
 	b := s.BucketOf(sid)
 	for attempt := 0; attempt < 4; attempt++ {
-		gen, bk, err := s.bucketKey(ctx, b)
-		if err != nil {
-			return envelope.SubjectKey{}, err
+		unlock := func() {}
+		if attempt == 3 {
+			// Re-keys of the bucket keep winning the race (the write gate
+			// serves them in turn): try once more with them held off.
+			s.treeMu.Lock()
+			unlock = s.treeMu.Unlock
 		}
-		dek := newKey()
-		blob := wrapDEK(bk, dek, dekAAD(sid, 1, b, gen))
-		tx, err := s.db.BeginTx(ctx, nil)
-		if err != nil {
-			return envelope.SubjectKey{}, fmt.Errorf("keystore: create key: %w", err)
-		}
-		// Insert only while the bucket is still at the generation that wrapped
-		// the DEK: a re-key in between would otherwise orphan it.
-		res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO subjects(sid, gen, state, bucket, bucket_gen, wrapped, created_at)
-			SELECT ?, 1, ?, ?, gen, ?, ? FROM buckets WHERE id=? AND gen=?`,
-			sid[:], SubjectLive, b, blob, s.now().UnixNano(), b, gen)
-		if err != nil {
-			tx.Rollback()
-			return envelope.SubjectKey{}, fmt.Errorf("keystore: create key: %w", err)
-		}
-		n, _ := res.RowsAffected()
-		if n == 1 {
-			k := envelope.SubjectKey{Ref: envelope.Ref{SID: sid, Gen: 1}, Key: dek}
-			if err := s.journalKey(ctx, tx, k, subject); err != nil {
-				tx.Rollback()
-				return envelope.SubjectKey{}, err
-			}
-			if err := tx.Commit(); err != nil {
-				return envelope.SubjectKey{}, fmt.Errorf("keystore: create key: %w", err)
-			}
-			s.remember(sid, 1, dek, purges)
-			return k, nil
-		}
-		r, err := s.row(ctx, tx, sid)
-		tx.Rollback()
-		if err != nil {
-			return envelope.SubjectKey{}, err
+		k, r, err := s.tryCreate(ctx, sid, subject, b, purges)
+		unlock()
+		if err != nil || r == nil {
+			return k, err
 		}
 		switch r.state {
 		case SubjectForgotten:
 			return envelope.SubjectKey{}, fmt.Errorf("keystore: key: %w", ErrShredded)
 		case SubjectLive: // created concurrently
-			k, err := s.open(ctx, sid, r)
+			k, err := s.open(ctx, sid, *r)
 			if err != nil {
 				return envelope.SubjectKey{}, err
 			}
@@ -611,6 +592,51 @@ func (s *Store) create(ctx context.Context, sid envelope.SID, subject string, pu
 		s.cacheMu.Unlock()
 	}
 	return envelope.SubjectKey{}, fmt.Errorf("keystore: create key: bucket generation keeps changing")
+}
+
+// tryCreate inserts a new key for sid wrapped by the bucket's current key.
+// It returns the key, or the subject's row as it found it when the insert
+// did not happen (the subject exists, or the bucket was re-keyed since its
+// key was read: an unknown subject).
+func (s *Store) tryCreate(ctx context.Context, sid envelope.SID, subject string, b int, purges uint64) (envelope.SubjectKey, *subjectRow, error) {
+	gen, bk, err := s.bucketKey(ctx, b)
+	if err != nil {
+		return envelope.SubjectKey{}, nil, err
+	}
+	dek := newKey()
+	blob := wrapDEK(bk, dek, dekAAD(sid, 1, b, gen))
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return envelope.SubjectKey{}, nil, fmt.Errorf("keystore: create key: %w", err)
+	}
+	// Insert only while the bucket is still at the generation that wrapped
+	// the DEK: a re-key in between would otherwise orphan it.
+	res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO subjects(sid, gen, state, bucket, bucket_gen, wrapped, created_at)
+		SELECT ?, 1, ?, ?, gen, ?, ? FROM buckets WHERE id=? AND gen=?`,
+		sid[:], SubjectLive, b, blob, s.now().UnixNano(), b, gen)
+	if err != nil {
+		tx.Rollback()
+		return envelope.SubjectKey{}, nil, fmt.Errorf("keystore: create key: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	if n == 1 {
+		k := envelope.SubjectKey{Ref: envelope.Ref{SID: sid, Gen: 1}, Key: dek}
+		if err := s.journalKey(ctx, tx, k, subject); err != nil {
+			tx.Rollback()
+			return envelope.SubjectKey{}, nil, err
+		}
+		if err := tx.Commit(); err != nil {
+			return envelope.SubjectKey{}, nil, fmt.Errorf("keystore: create key: %w", err)
+		}
+		s.remember(sid, 1, dek, purges)
+		return k, nil, nil
+	}
+	r, err := s.row(ctx, tx, sid)
+	tx.Rollback()
+	if err != nil {
+		return envelope.SubjectKey{}, nil, err
+	}
+	return envelope.SubjectKey{}, &r, nil
 }
 
 // journalKey logs a created key in tx, when there is a journal.
