@@ -65,6 +65,11 @@ func (s *Store) RunEpoch(ctx context.Context) (_ Epoch, err error) {
 		}
 		e.ToVersion = to
 	}
+	// A re-key a crash interrupted holds its next key under an old root
+	// version: finish it first, so that the rewrap below covers every key.
+	if err := s.finishRekeys(ctx); err != nil {
+		return Epoch{}, err
+	}
 	if err := s.rewrapBuckets(ctx, e.ToVersion); err != nil {
 		return Epoch{}, err
 	}
@@ -178,6 +183,34 @@ func (s *Store) rewrapBuckets(ctx context.Context, to int) error {
 			return fmt.Errorf("keystore: epoch: %w", err)
 		}
 	}
+}
+
+// finishRekeys completes the bucket re-keys under way (after a crash).
+// Called under treeMu.
+func (s *Store) finishRekeys(ctx context.Context) error {
+	rows, err := s.db.QueryContext(ctx, `SELECT id FROM buckets WHERE next_wrapped IS NOT NULL ORDER BY id`)
+	if err != nil {
+		return fmt.Errorf("keystore: epoch: %w", err)
+	}
+	var ids []int
+	for rows.Next() {
+		var id int
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return fmt.Errorf("keystore: epoch: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("keystore: epoch: %w", err)
+	}
+	for _, b := range ids {
+		if _, err := s.rekeyLocked(ctx, b); err != nil {
+			return fmt.Errorf("keystore: epoch: %w", err)
+		}
+	}
+	return nil
 }
 
 func (s *Store) runningEpoch(ctx context.Context) (*Epoch, error) {

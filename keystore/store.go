@@ -96,6 +96,7 @@ type dekEntry struct {
 type bucketEntry struct {
 	gen     int64
 	key     []byte
+	next    []byte // the key of generation gen+1 while a re-key is under way (RekeyBucket), else nil
 	expires time.Time
 }
 
@@ -218,6 +219,19 @@ func migrate(ctx context.Context, db *sql.DB) error {
 			return fmt.Errorf("keystore: migrate: %w", err)
 		}
 	}
+	// A bucket re-key under way: the next generation's key, wrapped under
+	// root version next_version (RekeyBucket).
+	for _, c := range []struct{ name, typ string }{{"next_wrapped", "BLOB"}, {"next_version", "INTEGER"}} {
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('buckets') WHERE name=?`, c.name).Scan(&n); err != nil {
+			return fmt.Errorf("keystore: migrate: %w", err)
+		}
+		if n == 0 {
+			if _, err := db.ExecContext(ctx, `ALTER TABLE buckets ADD COLUMN `+c.name+` `+c.typ); err != nil {
+				return fmt.Errorf("keystore: migrate: %w", err)
+			}
+		}
+	}
 	return nil
 }
 
@@ -335,22 +349,37 @@ func unwrapDEK(bk, blob []byte, aad []byte) ([]byte, error) {
 // The cache keeps its own copy and hands out clones, so that clearing an
 // expired or replaced entry never zeroes a key a request is still using.
 func (s *Store) bucketKey(ctx context.Context, b int) (int64, []byte, error) {
+	e, err := s.bucketKeys(ctx, b)
+	if err != nil {
+		return 0, nil, err
+	}
+	clear(e.next)
+	return e.gen, e.key, nil
+}
+
+// bucketKeys is bucketKey with the key of the next generation too, while a
+// re-key is under way (its subjects are wrapped under one or the other).
+func (s *Store) bucketKeys(ctx context.Context, b int) (bucketEntry, error) {
 	now := s.now()
 	s.cacheMu.Lock()
 	e, ok := s.bkeys[b]
 	s.cacheMu.Unlock()
 	if ok && now.Before(e.expires) {
-		return e.gen, slices.Clone(e.key), nil
+		return bucketEntry{gen: e.gen, key: slices.Clone(e.key), next: slices.Clone(e.next)}, nil
 	}
 	for attempt := 0; ; attempt++ {
 		purges := s.purges.Load()
 		var gen int64
 		var version int
-		var blob []byte
-		if err := s.db.QueryRowContext(ctx, `SELECT gen, root_version, wrapped FROM buckets WHERE id=?`, b).Scan(&gen, &version, &blob); err != nil {
-			return 0, nil, fmt.Errorf("keystore: bucket %d: %w", b, err)
+		var blob, next []byte
+		if err := s.db.QueryRowContext(ctx, `SELECT gen, root_version, wrapped, next_wrapped FROM buckets WHERE id=?`, b).Scan(&gen, &version, &blob, &next); err != nil {
+			return bucketEntry{}, fmt.Errorf("keystore: bucket %d: %w", b, err)
 		}
-		ks, err := s.root.Unwrap(ctx, [][]byte{blob})
+		blobs := [][]byte{blob}
+		if next != nil {
+			blobs = append(blobs, next)
+		}
+		ks, err := s.root.Unwrap(ctx, blobs)
 		if errors.Is(err, ErrVersionDestroyed) && attempt < 3 {
 			// An epoch may have rewrapped the row and trimmed the version
 			// between the read and the unwrap: read the row again. Only a row
@@ -361,14 +390,18 @@ func (s *Store) bucketKey(ctx context.Context, b int) (int64, []byte, error) {
 			}
 		}
 		if err != nil {
-			return 0, nil, fmt.Errorf("keystore: bucket %d: %w", b, err)
+			return bucketEntry{}, fmt.Errorf("keystore: bucket %d: %w", b, err)
+		}
+		e := bucketEntry{gen: gen, key: ks[0]}
+		if next != nil {
+			e.next = ks[1]
 		}
 		s.cacheMu.Lock()
 		if s.purges.Load() == purges {
-			s.bkeys[b] = bucketEntry{gen: gen, key: slices.Clone(ks[0]), expires: now.Add(s.ttl)}
+			s.bkeys[b] = bucketEntry{gen: gen, key: slices.Clone(e.key), next: slices.Clone(e.next), expires: now.Add(s.ttl)}
 		}
 		s.cacheMu.Unlock()
-		return gen, ks[0], nil
+		return e, nil
 	}
 }
 
@@ -524,17 +557,28 @@ func (s *Store) open(ctx context.Context, sid envelope.SID, r subjectRow) ([]byt
 		return k, nil
 	}
 	for attempt := 0; ; attempt++ {
-		gen, bk, err := s.bucketKey(ctx, r.bucket)
+		e, err := s.bucketKeys(ctx, r.bucket)
 		if err != nil {
 			return nil, err
 		}
-		if gen == r.bucketGen.Int64 {
-			k, err := unwrapDEK(bk, r.wrapped, dekAAD(sid, r.gen, r.bucket, gen))
+		var bk []byte
+		switch {
+		case r.bucketGen.Int64 == e.gen:
+			bk = e.key
+		case e.next != nil && r.bucketGen.Int64 == e.gen+1:
+			bk = e.next // re-wrapped by a re-key under way
+		}
+		if bk != nil {
+			k, err := unwrapDEK(bk, r.wrapped, dekAAD(sid, r.gen, r.bucket, r.bucketGen.Int64))
+			clear(e.key)
+			clear(e.next)
 			if err != nil {
 				return nil, fmt.Errorf("keystore: subject key: %w", err)
 			}
 			return k, nil
 		}
+		clear(e.key)
+		clear(e.next)
 		// The bucket was re-keyed since the row was read (or the cached
 		// bucket key is stale): read both again.
 		s.cacheMu.Lock()
@@ -748,29 +792,97 @@ func (s *Store) ForgetTx(ctx context.Context, tx *sql.Tx, sid envelope.SID) (uin
 	return r.gen, nil
 }
 
+// rekeyChunk is the number of subject keys one re-key transaction
+// rewraps: the write lock is free between chunks, so a forget's commit
+// waits for one chunk, not for the whole bucket (docs/performance.md).
+const rekeyChunk = 32
+
 // RekeyBucket replaces the bucket's key with a fresh one and rewraps the
 // bucket's live DEKs under it, so the old bucket key (which may still open a
 // forgotten DEK in a backup) exists only wrapped under root versions the next
 // epoch destroys. It returns a marker: the forget is shredded once an epoch
 // newer than the marker has completed (see EpochAfter).
+//
+// The work is split so that other writers are never held up for long:
+//  1. the new key is committed wrapped by the root store (next_wrapped);
+//  2. the subject keys are rewrapped rekeyChunk per transaction, reads
+//     meanwhile open either generation (bucketKeys);
+//  3. one last transaction rewraps keys created meanwhile and makes the new
+//     key the bucket's.
+//
+// A crash anywhere resumes from the committed state on the next call for
+// the bucket (the forget stays not re-keyed until then), and an epoch
+// finishes a re-key under way before it rewraps bucket keys.
 func (s *Store) RekeyBucket(ctx context.Context, b int) (int64, error) {
 	s.treeMu.Lock()
 	defer s.treeMu.Unlock()
+	return s.rekeyLocked(ctx, b)
+}
+
+// rekeyLocked is RekeyBucket under treeMu.
+func (s *Store) rekeyLocked(ctx context.Context, b int) (int64, error) {
 	var oldGen int64
-	var oldBlob []byte
-	if err := s.db.QueryRowContext(ctx, `SELECT gen, wrapped FROM buckets WHERE id=?`, b).Scan(&oldGen, &oldBlob); err != nil {
+	var oldBlob, nextBlob []byte
+	var nextVersion sql.NullInt64
+	if err := s.db.QueryRowContext(ctx, `SELECT gen, wrapped, next_wrapped, next_version FROM buckets WHERE id=?`, b).
+		Scan(&oldGen, &oldBlob, &nextBlob, &nextVersion); err != nil {
 		return 0, fmt.Errorf("keystore: rekey: %w", err)
 	}
-	old, err := s.root.Unwrap(ctx, [][]byte{oldBlob})
+	blobs := [][]byte{oldBlob}
+	if nextBlob != nil {
+		blobs = append(blobs, nextBlob) // resuming a re-key a crash interrupted
+	}
+	ks, err := s.root.Unwrap(ctx, blobs)
 	if err != nil {
 		return 0, fmt.Errorf("keystore: rekey: %w", err)
 	}
-	defer clear(old[0])
-	nk := newKey()
-	nw, err := s.root.Wrap(ctx, [][]byte{nk})
-	if err != nil {
-		return 0, fmt.Errorf("keystore: rekey: %w", err)
+	old := ks[0]
+	defer clear(old)
+	var nk []byte
+	if nextBlob != nil {
+		nk = ks[1]
+	} else {
+		nk = newKey()
+		nw, err := s.root.Wrap(ctx, [][]byte{nk})
+		if err != nil {
+			return 0, fmt.Errorf("keystore: rekey: %w", err)
+		}
+		res, err := s.db.ExecContext(ctx, `UPDATE buckets SET next_wrapped=?, next_version=? WHERE id=? AND gen=? AND next_wrapped IS NULL`,
+			nw[0].Blob, nw[0].Version, b, oldGen)
+		if err != nil {
+			return 0, fmt.Errorf("keystore: rekey: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return 0, fmt.Errorf("keystore: rekey: bucket changed concurrently") // cannot happen under treeMu
+		}
+		nextBlob, nextVersion = nw[0].Blob, sql.NullInt64{Int64: int64(nw[0].Version), Valid: true}
 	}
+	defer clear(nk)
+	// Reads from now on may meet keys of either generation.
+	s.cacheMu.Lock()
+	s.purges.Add(1)
+	if e, ok := s.bkeys[b]; ok {
+		clear(e.key)
+		clear(e.next)
+	}
+	s.bkeys[b] = bucketEntry{gen: oldGen, key: slices.Clone(old), next: slices.Clone(nk), expires: s.now().Add(s.ttl)}
+	s.cacheMu.Unlock()
+
+	var after []byte // the last sid rewrapped: the chunks walk the bucket in sid order
+	for {
+		n, last, err := s.rewrapChunk(ctx, b, oldGen, old, nk, after)
+		if err != nil {
+			return 0, err
+		}
+		if n < rekeyChunk {
+			break
+		}
+		after = last
+		s.crash("rekey:chunk")
+	}
+
+	// Keys created behind the walk (still under the old generation), then
+	// the switch, in one transaction.
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("keystore: rekey: %w", err)
@@ -783,42 +895,11 @@ func (s *Store) RekeyBucket(ctx context.Context, b int) (int64, error) {
 	if gen != oldGen {
 		return 0, fmt.Errorf("keystore: rekey: bucket changed concurrently") // cannot happen under treeMu
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT sid, gen, wrapped FROM subjects WHERE bucket=? AND wrapped IS NOT NULL`, b)
-	if err != nil {
-		return 0, fmt.Errorf("keystore: rekey: %w", err)
+	if _, _, err := rewrapIn(ctx, tx, b, oldGen, old, nk, nil, -1); err != nil {
+		return 0, err
 	}
-	type rw struct {
-		sid  []byte
-		blob []byte
-	}
-	var out []rw
-	for rows.Next() {
-		var sidb, blob []byte
-		var g uint32
-		if err := rows.Scan(&sidb, &g, &blob); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("keystore: rekey: %w", err)
-		}
-		var sid envelope.SID
-		copy(sid[:], sidb)
-		dek, err := unwrapDEK(old[0], blob, dekAAD(sid, g, b, oldGen))
-		if err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("keystore: rekey: subject key: %w", err)
-		}
-		out = append(out, rw{sidb, wrapDEK(nk, dek, dekAAD(sid, g, b, oldGen+1))})
-		clear(dek)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("keystore: rekey: %w", err)
-	}
-	for _, r := range out {
-		if _, err := tx.ExecContext(ctx, `UPDATE subjects SET wrapped=?, bucket_gen=? WHERE sid=?`, r.blob, oldGen+1, r.sid); err != nil {
-			return 0, fmt.Errorf("keystore: rekey: %w", err)
-		}
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE buckets SET gen=?, root_version=?, wrapped=? WHERE id=?`, oldGen+1, nw[0].Version, nw[0].Blob, b); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE buckets SET gen=?, root_version=?, wrapped=?, next_wrapped=NULL, next_version=NULL WHERE id=?`,
+		oldGen+1, nextVersion.Int64, nextBlob, b); err != nil {
 		return 0, fmt.Errorf("keystore: rekey: %w", err)
 	}
 	var marker int64
@@ -832,12 +913,80 @@ func (s *Store) RekeyBucket(ctx context.Context, b int) (int64, error) {
 	s.purges.Add(1)
 	if e, ok := s.bkeys[b]; ok {
 		clear(e.key)
+		clear(e.next)
 	}
 	s.bkeys[b] = bucketEntry{gen: oldGen + 1, key: slices.Clone(nk), expires: s.now().Add(s.ttl)}
-	clear(nk)
 	s.cacheMu.Unlock()
 	s.crash("rekey:committed")
 	return marker, nil
+}
+
+// rewrapChunk rewraps, in one transaction, up to rekeyChunk live subject
+// keys of bucket b still under generation oldGen, with sids after after.
+// It returns how many it rewrapped and the last sid.
+func (s *Store) rewrapChunk(ctx context.Context, b int, oldGen int64, old, nk, after []byte) (int, []byte, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, nil, fmt.Errorf("keystore: rekey: %w", err)
+	}
+	defer tx.Rollback()
+	n, last, err := rewrapIn(ctx, tx, b, oldGen, old, nk, after, rekeyChunk)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, nil, fmt.Errorf("keystore: rekey: %w", err)
+	}
+	return n, last, nil
+}
+
+// rewrapIn rewraps in tx the live subject keys of bucket b under generation
+// oldGen (old) as generation oldGen+1 (nk): those with sids after after (all
+// if nil), at most limit of them (all if negative), in sid order.
+func rewrapIn(ctx context.Context, tx *sql.Tx, b int, oldGen int64, old, nk, after []byte, limit int) (int, []byte, error) {
+	if after == nil {
+		after = []byte{} // below every sid (NULL would match none)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT sid, gen, wrapped FROM subjects INDEXED BY subjects_live_bucket
+		WHERE bucket=? AND wrapped IS NOT NULL AND sid > ? AND bucket_gen=? ORDER BY sid LIMIT ?`, b, after, oldGen, limit)
+	if err != nil {
+		return 0, nil, fmt.Errorf("keystore: rekey: %w", err)
+	}
+	type rw struct {
+		sid  []byte
+		blob []byte
+	}
+	var out []rw
+	for rows.Next() {
+		var sidb, blob []byte
+		var g uint32
+		if err := rows.Scan(&sidb, &g, &blob); err != nil {
+			rows.Close()
+			return 0, nil, fmt.Errorf("keystore: rekey: %w", err)
+		}
+		var sid envelope.SID
+		copy(sid[:], sidb)
+		dek, err := unwrapDEK(old, blob, dekAAD(sid, g, b, oldGen))
+		if err != nil {
+			rows.Close()
+			return 0, nil, fmt.Errorf("keystore: rekey: subject key: %w", err)
+		}
+		out = append(out, rw{sidb, wrapDEK(nk, dek, dekAAD(sid, g, b, oldGen+1))})
+		clear(dek)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, nil, fmt.Errorf("keystore: rekey: %w", err)
+	}
+	for _, r := range out {
+		if _, err := tx.ExecContext(ctx, `UPDATE subjects SET wrapped=?, bucket_gen=? WHERE sid=?`, r.blob, oldGen+1, r.sid); err != nil {
+			return 0, nil, fmt.Errorf("keystore: rekey: %w", err)
+		}
+	}
+	if len(out) == 0 {
+		return 0, after, nil
+	}
+	return len(out), out[len(out)-1].sid, nil
 }
 
 // CreateKeys creates generation-1 keys for many subjects at once, a
