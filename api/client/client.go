@@ -45,9 +45,9 @@ const (
 	StateRequested = "requested"
 	StateCommitted = "committed"
 	StateShredded  = "shredded"
-	StateErased    = "erased"   // every condition of erasure proven; the attestation exists
-	StateBlocked   = "blocked"  // a condition failed (an unregistered or falsely acked artifact)
-	StateOverdue   = "overdue"  // the deadline passed before erasure
+	StateErased    = "erased"  // every condition of erasure proven; the attestation exists
+	StateBlocked   = "blocked" // a condition failed (an unregistered or falsely acked artifact)
+	StateOverdue   = "overdue" // the deadline passed before erasure
 )
 
 // Client calls one shredd server. It is safe for concurrent use.

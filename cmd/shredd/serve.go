@@ -16,6 +16,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -57,6 +58,11 @@ const (
 	lockFile   = "lock"
 )
 
+// envName is the environment variable of a flag of shredd serve.
+func envName(flag string) string {
+	return "SHREDD_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
 // ParseFlags parses the flags of `shredd serve`. Each flag has an environment
 // variable (SHREDD_ + the flag name in upper case with _ for -) that sets its
 // default.
@@ -65,7 +71,7 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 	fl := flag.NewFlagSet("shredd serve", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	env := func(name, def string) string {
-		if v := getenv("SHREDD_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))); v != "" {
+		if v := getenv(envName(name)); v != "" {
 			return v
 		}
 		return def
@@ -75,22 +81,34 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 	fl.StringVar(&p.TLSCert, "tls-cert", env("tls-cert", ""), "PEM certificate (chain) to serve HTTPS; needs --tls-key")
 	fl.StringVar(&p.TLSKey, "tls-key", env("tls-key", ""), "PEM private key of --tls-cert")
 	fl.BoolVar(&p.AllowRemote, "allow-remote-http", env("allow-remote-http", "") == "true", "allow plain HTTP on a non-loopback address (put TLS in front)")
+	// An environment variable that does not parse is refused, as the flag
+	// would be, rather than silently replaced by the default.
+	var envErrs []string
 	dur := func(name string, def time.Duration, usage string) *time.Duration {
 		d := new(time.Duration)
 		v, err := time.ParseDuration(env(name, def.String()))
 		if err != nil {
+			envErrs = append(envErrs, envName(name)+" is not a duration")
 			v = def
 		}
 		fl.DurationVar(d, name, v, usage)
 		return d
 	}
+	num := func(name string, def int64) int64 {
+		v, err := strconv.ParseInt(env(name, strconv.FormatInt(def, 10)), 10, 64)
+		if err != nil {
+			envErrs = append(envErrs, envName(name)+" is not a whole number")
+			return def
+		}
+		return v
+	}
 	epoch := dur("epoch-interval", time.Hour, "how often a root epoch runs while forgets wait for one")
 	ttl := dur("cache-ttl", keystore.DefaultCacheTTL, "how long unwrapped keys stay cached in memory (part of T_prop)")
 	deadline := dur("forget-deadline", derivation.DefaultDeadline, "time after a forget's commit by which it must be erased, else overdue")
 	leaseTTL := dur("lease-ttl", derivation.DefaultLeaseTTL, "how long a decrypt's lease lasts unless released; a forget waits for leases issued before it")
-	fl.IntVar(&p.Buckets, "buckets", keystore.DefaultBuckets, "number of bucket keys; fixed when the data directory is created")
-	fl.Int64Var(&p.MaxBody, "max-body", api.DefaultMaxBody, "maximum request body in bytes")
-	fl.Int64Var(&p.MaxRawBody, "max-raw-body", api.DefaultMaxRawBody, "maximum request body in bytes of the raw-body routes (POST /v1/encrypt/raw, /v1/decrypt/raw)")
+	fl.IntVar(&p.Buckets, "buckets", int(num("buckets", keystore.DefaultBuckets)), "number of bucket keys; fixed when the data directory is created")
+	fl.Int64Var(&p.MaxBody, "max-body", num("max-body", api.DefaultMaxBody), "maximum request body in bytes")
+	fl.Int64Var(&p.MaxRawBody, "max-raw-body", num("max-raw-body", api.DefaultMaxRawBody), "maximum request body in bytes of the raw-body routes (POST /v1/encrypt/raw, /v1/decrypt/raw)")
 	fl.StringVar(&p.DebugAddr, "debug-addr", env("debug-addr", ""), "loopback address to serve Go's pprof profiles on (/debug/pprof/, no token: keep it on loopback); empty for none")
 	fl.StringVar(&p.Root, "root", env("root", "local"), "root store: local (a root key file in the data dir) or vault (a Vault Transit key)")
 	fl.StringVar(&p.SubjectKeys, "subject-keys", env("subject-keys", "tree"), "where subject keys live: tree (wrapped under bucket keys, erased by re-key and epoch) or transit (one Vault Transit key per subject, deleted at forget; needs --root vault); fixed when the data dir is created")
@@ -108,6 +126,10 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 	fl.StringVar(&p.Vault.AppRoleMount, "vault-approle-mount", env("vault-approle-mount", "approle"), "AppRole auth mount path")
 	if err := fl.Parse(args); err != nil {
 		return nil, err
+	}
+	if len(envErrs) > 0 {
+		fmt.Fprintf(stderr, "shredd serve: %s\n", strings.Join(envErrs, "; "))
+		return nil, errors.New("bad environment variable")
 	}
 	if (p.TLSCert == "") != (p.TLSKey == "") {
 		fmt.Fprintln(stderr, "shredd serve: --tls-cert and --tls-key go together")
