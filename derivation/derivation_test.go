@@ -327,3 +327,29 @@ func TestGroupCommitIsolation(t *testing.T) {
 		}
 	}
 }
+
+// TestCallsAfterClose: after Close, calls that need the background writers
+// fail with ErrUnavailable instead of panicking, and Close is idempotent;
+// what was sealed before still reads its registration.
+func TestCallsAfterClose(t *testing.T) {
+	ctx := context.Background()
+	svc := newService(t)
+	sealed, err := svc.Encrypt(ctx, derivation.Source{Subjects: []string{"alice"}, Kind: "episodic"}, []byte("hi"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Close()
+	svc.Close()
+	if _, err := svc.Encrypt(ctx, derivation.Source{Subjects: []string{"alice"}, Kind: "episodic"}, []byte("hi"), nil); !errors.Is(err, derivation.ErrUnavailable) {
+		t.Fatalf("encrypt after Close: %v, want ErrUnavailable", err)
+	}
+	if _, err := svc.Decrypt(ctx, sealed.Ciphertext, nil); !errors.Is(err, derivation.ErrUnavailable) {
+		t.Fatalf("decrypt after Close: %v, want ErrUnavailable", err)
+	}
+	if _, err := svc.Register(ctx, derivation.Source{Subjects: []string{"bob"}, Kind: "embedding", Holder: "ann"}); !errors.Is(err, derivation.ErrUnavailable) {
+		t.Fatalf("register after Close: %v, want ErrUnavailable", err)
+	}
+	if _, err := svc.GetArtifact(ctx, sealed.Artifact); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -98,10 +98,8 @@ func (s *Service) issueLease(ctx context.Context, artifact ID, holder string) (L
 	now := s.opts.Now()
 	l := Lease{ID: id, Artifact: artifact, Holder: holder, IssuedAt: now, ExpiresAt: now.Add(s.opts.LeaseTTL)}
 	r := leaseReq{l: l, done: make(chan error, 1)}
-	select {
-	case s.leaseQ <- r:
-	case <-ctx.Done():
-		return Lease{}, ctx.Err()
+	if err := enqueue(ctx, s, s.leaseQ, r); err != nil {
+		return Lease{}, fmt.Errorf("derivation: lease: %w", err)
 	}
 	if err := <-r.done; err != nil {
 		return Lease{}, err
@@ -154,10 +152,14 @@ func (s *Service) ReleaseLease(ctx context.Context, id ID, holder string) (Lease
 	return s.GetLease(ctx, id)
 }
 
-// Close stops the background lease and registration writers. Calls after
-// Close that need a lease or a registration fail.
+// Close stops the background lease and registration writers once they
+// have answered what was queued. Calls after Close that need a lease or a
+// registration fail with ErrUnavailable.
 func (s *Service) Close() {
 	s.closeOnce.Do(func() {
+		s.closeMu.Lock()
+		defer s.closeMu.Unlock()
+		s.closed = true
 		close(s.leaseQ)
 		close(s.recordQ)
 		close(s.stop)

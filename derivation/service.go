@@ -61,6 +61,8 @@ type Service struct {
 	ckptKick  chan struct{} // a group commit happened: checkpoint soon
 	stop      chan struct{} // closed by Close
 	closeOnce sync.Once
+	closeMu   sync.RWMutex // held shared while queueing a request; Close takes it to close the queues
+	closed    bool
 }
 
 // New opens the registry in db (creating its tables on first use).
@@ -479,15 +481,33 @@ type recordReq struct {
 func (s *Service) record(ctx context.Context, id ID, p *plan, refs []envelope.Ref, sealed bool) (time.Time, error) {
 	now := s.opts.Now()
 	r := recordReq{id: id, p: p, refs: refs, sealed: sealed, now: now, done: make(chan error, 1)}
-	select {
-	case s.recordQ <- r:
-	case <-ctx.Done():
-		return now, fmt.Errorf("derivation: record: %w", ctx.Err())
+	if err := enqueue(ctx, s, s.recordQ, r); err != nil {
+		return now, fmt.Errorf("derivation: record: %w", err)
 	}
 	// Once queued, the request is written or refused by the writer: wait for
 	// its answer even if ctx ends, so that the caller's barrier locks cover
 	// the write.
 	return now, <-r.done
+}
+
+// errClosed answers the calls that need a background writer after Close.
+var errClosed = fmt.Errorf("service closed: %w", ErrUnavailable)
+
+// enqueue hands r to a background writer's queue, unless the service is
+// closed (errClosed) or ctx ends first. The writers drain their queues after
+// Close, so a request queued is always answered.
+func enqueue[T any](ctx context.Context, s *Service, q chan<- T, r T) error {
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed {
+		return errClosed
+	}
+	select {
+	case q <- r:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // maxRecordGroup bounds the registrations of one group commit.
