@@ -361,8 +361,17 @@ func (s *Service) reconcileLocked(ctx context.Context) error {
 	return s.advanceShredded(ctx)
 }
 
+// advanceShredded marks shredded the re-keyed forgets an epoch completed
+// after. Only forgets re-keyed before the newest completed epoch are read:
+// the others (most of them, between epochs) wait for the next one, and
+// reading them all on every kick made the background work grow with the
+// number of forgets waiting.
 func (s *Service) advanceShredded(ctx context.Context) error {
-	pending, err := s.queryForgets(ctx, ` WHERE state=? AND rekeyed_at IS NOT NULL`, StateCommitted)
+	last, err := s.keys.LastDoneEpoch(ctx)
+	if err != nil {
+		return mapKeyErr(err)
+	}
+	pending, err := s.queryForgets(ctx, ` WHERE state=? AND rekeyed_at IS NOT NULL AND rekey_marker < ?`, StateCommitted, last)
 	if err != nil {
 		return err
 	}

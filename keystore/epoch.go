@@ -240,6 +240,17 @@ func (s *Store) EpochAfter(ctx context.Context, marker int64) (Epoch, error) {
 	return *e, nil
 }
 
+// LastDoneEpoch returns the id of the most recent completed epoch, 0
+// before the first: a forget re-keyed with a marker below it is shredded
+// (EpochAfter names the epoch).
+func (s *Store) LastDoneEpoch(ctx context.Context) (int64, error) {
+	var id int64
+	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM epochs WHERE state='done'`).Scan(&id); err != nil {
+		return 0, fmt.Errorf("keystore: last epoch: %w", err)
+	}
+	return id, nil
+}
+
 // LastEpoch returns the most recent epoch, or ErrNotFound before the first.
 func (s *Store) LastEpoch(ctx context.Context) (Epoch, error) {
 	e, err := s.scanEpoch(s.db.QueryRowContext(ctx, epochCols+` ORDER BY id DESC LIMIT 1`))
