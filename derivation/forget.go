@@ -300,16 +300,27 @@ func (s *Service) Kick() {
 
 // Reconcile drives every forget as far as it can go now: it commits forgets
 // a crash left requested, re-keys the buckets of committed forgets, and marks
-// shredded those an epoch completed after. It is safe to call at any time and
-// is called at start-up before serving.
+// shredded those an epoch completed after. It is safe to call at any time;
+// the background work (Run) calls it when kicked and every second.
 func (s *Service) Reconcile(ctx context.Context) error {
 	s.workMu.Lock()
 	defer s.workMu.Unlock()
 	return s.reconcileLocked(ctx)
 }
 
-func (s *Service) reconcileLocked(ctx context.Context) error {
-	// 1. Forgets a crash left between request and commit.
+// Recover commits the forgets a crash left requested (written, key not yet
+// destroyed): what must hold before serving. The rest of Reconcile (bucket
+// re-keys, shredded states) is background work that can take long after a
+// burst of forgets, so serve leaves it to Run and starts at once.
+func (s *Service) Recover(ctx context.Context) error {
+	s.workMu.Lock()
+	defer s.workMu.Unlock()
+	return s.commitRequested(ctx)
+}
+
+// commitRequested commits the forgets a crash left between request and
+// commit.
+func (s *Service) commitRequested(ctx context.Context) error {
 	pending, err := s.queryForgets(ctx, ` WHERE state=?`, StateRequested)
 	if err != nil {
 		return err
@@ -323,8 +334,16 @@ func (s *Service) reconcileLocked(ctx context.Context) error {
 			return err
 		}
 	}
+	return nil
+}
+
+func (s *Service) reconcileLocked(ctx context.Context) error {
+	// 1. Forgets a crash left between request and commit.
+	if err := s.commitRequested(ctx); err != nil {
+		return err
+	}
 	// 2. Re-key the buckets of committed forgets.
-	pending, err = s.queryForgets(ctx, ` WHERE state=? AND rekeyed_at IS NULL`, StateCommitted)
+	pending, err := s.queryForgets(ctx, ` WHERE state=? AND rekeyed_at IS NULL`, StateCommitted)
 	if err != nil {
 		return err
 	}

@@ -357,8 +357,11 @@ func (p *Program) Run(ctx context.Context, stderr io.Writer) error {
 	}
 	metrics := api.NewMetrics(svc, keys)
 	metrics.Log = log
-	// Forgets a crash left half-done are driven on before serving.
-	if err := svc.Reconcile(ctx); err != nil {
+	// Forgets a crash left requested are committed before serving; their
+	// re-keys, and those of forgets committed before the stop, are the
+	// background work's, which starts at once (svc.Run reconciles on its
+	// first tick).
+	if err := svc.Recover(ctx); err != nil {
 		log.Warn("recovery incomplete at start-up; the background work retries", "error", err.Error())
 	}
 
@@ -395,6 +398,7 @@ func (p *Program) Run(ctx context.Context, stderr io.Writer) error {
 	}
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	workDone := make(chan struct{})
+	svc.Kick() // reconcile at once, not at the first tick
 	go func() {
 		defer close(workDone)
 		svc.Run(workCtx, p.EpochInterval, log)
