@@ -13,7 +13,7 @@ import (
 	"github.com/shredd/shredd/keystore/local"
 )
 
-// interruptedRekey builds a one-bucket tree of 100 subjects, forgets the
+// interruptedRekey builds a one-bucket tree of 300 subjects, forgets the
 // first, and crashes its bucket re-key after the first chunk (a panic from
 // the crash hook). It returns the database and the live subjects' keys.
 func interruptedRekey(t *testing.T) (string, *sql.DB, map[envelope.SID][]byte) {
@@ -39,7 +39,7 @@ func interruptedRekey(t *testing.T) (string, *sql.DB, map[envelope.SID][]byte) {
 		t.Fatal(err)
 	}
 	keys := map[envelope.SID][]byte{}
-	for i := range 100 {
+	for i := range 300 {
 		k, err := s.Key(ctx, sid(fmt.Sprint("subject-", i)))
 		if err != nil {
 			t.Fatal(err)

