@@ -3,7 +3,6 @@ package keystore_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -20,14 +19,7 @@ func TestSubjectsTableMigration(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	s, db := openTree(t, dir, 8)
-	keys := map[envelope.SID][]byte{}
-	for i := range 50 {
-		k, err := s.Key(ctx, sid(fmt.Sprint("m-", i)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys[k.Ref.SID] = bytes.Clone(k.Key)
-	}
+	keys := createKeys(t, s, "m-", 50)
 	gone := sid("m-0")
 	delete(keys, gone)
 	forget(t, s, db, gone)

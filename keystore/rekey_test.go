@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -20,45 +19,16 @@ func interruptedRekey(t *testing.T) (string, *sql.DB, map[envelope.SID][]byte) {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	root, err := local.Open(filepath.Join(dir, "root.key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := keystore.OpenDB(filepath.Join(dir, "shredd.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
 	crash := false
-	s, err := keystore.Open(ctx, db, root, keystore.Options{Buckets: 1, Crash: func(step string) {
+	s, db := openTreeOpts(t, dir, localRoot, keystore.Options{Buckets: 1, Crash: func(step string) {
 		if crash && step == "rekey:chunk" {
 			panic("crash at " + step)
 		}
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys := map[envelope.SID][]byte{}
-	for i := range 300 {
-		k, err := s.Key(ctx, sid(fmt.Sprint("subject-", i)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys[k.Ref.SID] = bytes.Clone(k.Key)
-	}
+	keys := createKeys(t, s, "subject-", 300)
 	gone := sid("subject-0")
 	delete(keys, gone)
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.ForgetTx(ctx, tx, gone); err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	s.Purge(gone)
+	destroy(t, s, db, gone)
 	crash = true
 	func() {
 		defer func() {

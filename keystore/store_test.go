@@ -40,22 +40,52 @@ func openTree(t *testing.T, dir string, buckets int) (*keystore.Store, *sql.DB) 
 
 func openTreeWith(t *testing.T, dir string, buckets int, rootOf rootFunc) (*keystore.Store, *sql.DB) {
 	t.Helper()
+	return openTreeOpts(t, dir, rootOf, keystore.Options{Buckets: buckets})
+}
+
+func openTreeOpts(t *testing.T, dir string, rootOf rootFunc, opts keystore.Options) (*keystore.Store, *sql.DB) {
+	t.Helper()
 	root := rootOf(t, dir)
 	db, err := keystore.OpenDB(filepath.Join(dir, "shredd.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	s, err := keystore.Open(context.Background(), db, root, keystore.Options{Buckets: buckets})
+	s, err := keystore.Open(context.Background(), db, root, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s, db
 }
 
+// createKeys creates the keys of n subjects named prefix0, prefix1, ... and
+// returns copies of them.
+func createKeys(t *testing.T, s *keystore.Store, prefix string, n int) map[envelope.SID][]byte {
+	t.Helper()
+	keys := map[envelope.SID][]byte{}
+	for i := range n {
+		k, err := s.Key(context.Background(), sid(fmt.Sprint(prefix, i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys[k.Ref.SID] = bytes.Clone(k.Key)
+	}
+	return keys
+}
+
 func sid(name string) envelope.SID { return envelope.SID(sha256.Sum256([]byte(name))) }
 
 func forget(t *testing.T, s *keystore.Store, db *sql.DB, id envelope.SID) {
+	t.Helper()
+	destroy(t, s, db, id)
+	if _, err := s.RekeyBucket(context.Background(), s.BucketOf(id)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// destroy commits a subject's forget (ForgetTx) and purges its key, leaving
+// the bucket re-key to the caller.
+func destroy(t *testing.T, s *keystore.Store, db *sql.DB, id envelope.SID) {
 	t.Helper()
 	ctx := context.Background()
 	tx, err := db.BeginTx(ctx, nil)
@@ -69,9 +99,6 @@ func forget(t *testing.T, s *keystore.Store, db *sql.DB, id envelope.SID) {
 		t.Fatal(err)
 	}
 	s.Purge(id)
-	if _, err := s.RekeyBucket(ctx, s.BucketOf(id)); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func TestKeyLifecycle(t *testing.T) {
