@@ -693,6 +693,13 @@ func (s *Store) tryCreate(ctx context.Context, sid envelope.SID, subject string,
 	}
 	dek := newKey()
 	blob := wrapDEK(bk, dek, dekAAD(sid, 1, b, gen))
+	clear(bk)
+	created := false
+	defer func() {
+		if !created {
+			clear(dek)
+		}
+	}()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return envelope.SubjectKey{}, nil, fmt.Errorf("keystore: create key: %w", err)
@@ -717,6 +724,7 @@ func (s *Store) tryCreate(ctx context.Context, sid envelope.SID, subject string,
 			return envelope.SubjectKey{}, nil, fmt.Errorf("keystore: create key: %w", err)
 		}
 		s.remember(sid, 1, dek, purges)
+		created = true
 		return k, nil, nil
 	}
 	r, err := s.row(ctx, tx, sid)
