@@ -1,6 +1,7 @@
 package derivation_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -351,5 +352,43 @@ func TestCallsAfterClose(t *testing.T) {
 	}
 	if _, err := svc.GetArtifact(ctx, sealed.Artifact); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRecoverCommitsRequested: a forget an earlier release left requested
+// by a crash (its row written, the key not yet destroyed) is committed by
+// Recover, which serve runs before it listens.
+func TestRecoverCommitsRequested(t *testing.T) {
+	ctx := context.Background()
+	b := build(t, fixture{secret: 7, kinds: []string{"episodic"}})
+	sealed, err := b.svc.Encrypt(ctx, derivation.Source{Subjects: []string{"alice"}, Kind: "episodic"}, []byte("hi"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := derivation.NewHasher(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := h.SID("alice")
+	id := derivation.ID{1, 2, 3}
+	now := time.Now()
+	if _, err := b.db.ExecContext(ctx, `INSERT INTO forgets(id, sid, state, requested_at, deadline) VALUES (?, ?, 'requested', ?, ?)`,
+		id[:], sid[:], now.UnixNano(), now.Add(time.Hour).UnixNano()); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.svc.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f, err := b.svc.GetForget(ctx, id)
+	if err != nil || f.State != derivation.StateCommitted {
+		t.Fatalf("after Recover: %+v, %v", f, err)
+	}
+	if _, err := b.svc.Decrypt(ctx, sealed.Ciphertext, nil); !errors.Is(err, derivation.ErrShredded) {
+		t.Fatalf("decrypt after the recovered forget: %v, want ErrShredded", err)
+	}
+	// A forget of the same subject now is that one.
+	again, err := b.svc.Forget(ctx, "alice")
+	if err != nil || again.ID != id {
+		t.Fatalf("forget again: %+v, %v", again, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"database/sql"
 	"path/filepath"
 	"testing"
 	"time"
@@ -27,6 +28,7 @@ type fixture struct {
 
 // built is what build returns.
 type built struct {
+	db   *sql.DB
 	svc  *derivation.Service
 	keys *keystore.Store
 	log  *translog.Log // with journal
@@ -47,7 +49,7 @@ func build(t testing.TB, f fixture) built {
 	}
 	t.Cleanup(func() { db.Close() })
 	ctx := context.Background()
-	var b built
+	b := built{db: db}
 	kopts := keystore.Options{Buckets: 16}
 	var dopts derivation.Options
 	if f.clock != nil {

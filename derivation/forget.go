@@ -172,7 +172,7 @@ func (s *Service) Forget(ctx context.Context, subject string) (Forget, error) {
 	defer mu.Unlock()
 	if r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE sid=? ORDER BY requested_at DESC LIMIT 1`, sid[:])); err == nil {
 		if r.state == StateRequested { // a commit that failed or crashed: finish it now
-			if err := s.commit(ctx, r.id, sid); err != nil {
+			if err := s.commit(ctx, r.id, sid, nil); err != nil {
 				return Forget{}, err
 			}
 			return s.GetForget(ctx, r.id)
@@ -187,12 +187,8 @@ func (s *Service) Forget(ctx context.Context, subject string) (Forget, error) {
 	}
 	now := s.opts.Now()
 	salt := s.subjectSalt(ctx, sid)
-	if _, err := s.db.ExecContext(ctx, `INSERT INTO forgets(id, sid, state, requested_at, deadline, commitment) VALUES (?, ?, ?, ?, ?, ?)`,
-		id[:], sid[:], StateRequested, now.UnixNano(), now.Add(s.opts.Deadline).UnixNano(), attest.Commit(subject, salt)); err != nil {
-		return Forget{}, fmt.Errorf("derivation: forget: %w", err)
-	}
-	s.opts.Crash("forget:requested")
-	if err := s.commit(ctx, id, sid); err != nil {
+	req := &forgetRequest{at: now, commitment: attest.Commit(subject, salt)}
+	if err := s.commit(ctx, id, sid, req); err != nil {
 		return Forget{}, err
 	}
 	s.Kick()
@@ -201,15 +197,31 @@ func (s *Service) Forget(ctx context.Context, subject string) (Forget, error) {
 	return f, err
 }
 
+// forgetRequest is a new forget's row, written by the transaction that
+// commits it.
+type forgetRequest struct {
+	at         time.Time
+	commitment string
+}
+
 // commit destroys the subject key and moves the forget to committed in one
-// transaction, then purges the key from memory. Called with the subject's
-// barrier lock held (or at recovery, before serving).
-func (s *Service) commit(ctx context.Context, id ID, sid envelope.SID) error {
+// transaction, then purges the key from memory. With req, the same
+// transaction first writes the forget's row (a new forget: one transaction,
+// one fsync); without, the row is one a crash left requested (data dirs of
+// earlier releases wrote it in a transaction of its own). Called with the
+// subject's barrier lock held (or at recovery, before serving).
+func (s *Service) commit(ctx context.Context, id ID, sid envelope.SID, req *forgetRequest) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("derivation: forget: %w", err)
 	}
 	defer tx.Rollback()
+	if req != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO forgets(id, sid, state, requested_at, deadline, commitment) VALUES (?, ?, ?, ?, ?, ?)`,
+			id[:], sid[:], StateRequested, req.at.UnixNano(), req.at.Add(s.opts.Deadline).UnixNano(), req.commitment); err != nil {
+			return fmt.Errorf("derivation: forget: %w", err)
+		}
+	}
 	gen, err := s.keys.ForgetTx(ctx, tx, sid)
 	if err != nil {
 		return fmt.Errorf("derivation: forget: %w", err)
@@ -328,7 +340,7 @@ func (s *Service) commitRequested(ctx context.Context) error {
 	for _, r := range pending {
 		mu := &s.stripes[stripe(r.sid)]
 		mu.Lock()
-		err := s.commit(ctx, r.id, r.sid)
+		err := s.commit(ctx, r.id, r.sid, nil)
 		mu.Unlock()
 		if err != nil {
 			return err

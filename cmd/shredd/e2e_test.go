@@ -231,7 +231,6 @@ var crashSteps = []struct {
 	step  string
 	epoch bool // reached inside POST /v1/epoch (else inside a forget)
 }{
-	{"forget:requested", false},
 	{"forget:committed", false},
 	{"rekey:committed", false},
 	{"forget:rekeyed", false},
@@ -289,9 +288,9 @@ func TestCrashRecovery(t *testing.T) {
 				live = append(live, s.seal(t, sealReq{Subject: "erin", Kind: "episodic"}, "record of erin", "ctx-erin"))
 				_, _ = s.call(http.MethodPost, "/v1/epoch", nil) // dies in there
 			} else {
-				// forget:requested and forget:committed die inside the
-				// request; the re-key steps die in the background work the
-				// forget kicks, which may be before or after the reply.
+				// forget:committed dies inside the request; the re-key
+				// steps die in the background work the forget kicks, which
+				// may be before or after the reply.
 				r, err := s.call(http.MethodPost, "/v1/forget", map[string]string{"subject": "alice"})
 				if err == nil {
 					if r.Status != http.StatusAccepted {
