@@ -60,10 +60,8 @@ func NewJournal(ctx context.Context, db *sql.DB, log *translog.Log, logKey strin
 	if log == nil || len(signer) != ed25519.PrivateKeySize {
 		return nil, fmt.Errorf("derivation: journal needs a log and an Ed25519 key: %w", ErrInvalid)
 	}
-	for _, q := range journalSchema {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			return nil, fmt.Errorf("derivation: migrate: %w", err)
-		}
+	if err := keystore.ExecAll(ctx, db, journalSchema); err != nil {
+		return nil, fmt.Errorf("derivation: migrate: %w", err)
 	}
 	if now == nil {
 		now = time.Now

@@ -82,24 +82,16 @@ func New(ctx context.Context, db *sql.DB, keys *keystore.Store, hasher *Hasher, 
 	if opts.LeaseTTL <= 0 {
 		opts.LeaseTTL = DefaultLeaseTTL
 	}
-	for _, q := range slices.Concat(schema, leaseSchema, holderSchema) {
-		if _, err := db.ExecContext(ctx, q); err != nil {
+	if err := keystore.ExecAll(ctx, db, slices.Concat(schema, leaseSchema, holderSchema)); err != nil {
+		return nil, fmt.Errorf("derivation: migrate: %w", err)
+	}
+	// Columns of forgets added since the first release; attestation is the
+	// file as signed when the forget was erased, served byte for byte, so
+	// that its digest in the log matches.
+	for _, c := range [][2]string{{"erased_at", "INTEGER"}, {"commitment", "TEXT"}, {"proof", "BLOB"}, {"attestation", "BLOB"}} {
+		if err := keystore.AddColumn(ctx, db, "forgets", c[0], c[1]); err != nil {
 			return nil, fmt.Errorf("derivation: migrate: %w", err)
 		}
-	}
-	if err := addColumn(ctx, db, "forgets", "erased_at", "INTEGER"); err != nil {
-		return nil, err
-	}
-	if err := addColumn(ctx, db, "forgets", "commitment", "TEXT"); err != nil {
-		return nil, err
-	}
-	if err := addColumn(ctx, db, "forgets", "proof", "BLOB"); err != nil {
-		return nil, err
-	}
-	// The attestation file as signed when the forget was erased: served
-	// byte for byte, so that its digest in the log matches.
-	if err := addColumn(ctx, db, "forgets", "attestation", "BLOB"); err != nil {
-		return nil, err
 	}
 	svc := &Service{db: db, keys: keys, hasher: hasher, opts: opts, kick: make(chan struct{}, 1), leaseQ: make(chan leaseReq, 1024),
 		recordQ: make(chan recordReq, 1024), ckptKick: make(chan struct{}, 1), stop: make(chan struct{})}
@@ -152,28 +144,6 @@ var schema = []string{
 		erased_at INTEGER)`,
 	`CREATE INDEX IF NOT EXISTS forgets_by_sid ON forgets(sid)`,
 	`CREATE INDEX IF NOT EXISTS forgets_by_state ON forgets(state)`,
-}
-
-// addColumn adds a column to a table made by an older release.
-func addColumn(ctx context.Context, db *sql.DB, table, column, typ string) error {
-	rows, err := db.QueryContext(ctx, `SELECT name FROM pragma_table_info(?)`, table)
-	if err != nil {
-		return fmt.Errorf("derivation: migrate: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			return fmt.Errorf("derivation: migrate: %w", err)
-		}
-		if name == column {
-			return nil
-		}
-	}
-	if _, err := db.ExecContext(ctx, `ALTER TABLE `+table+` ADD COLUMN `+column+` `+typ); err != nil {
-		return fmt.Errorf("derivation: migrate: %w", err)
-	}
-	return nil
 }
 
 // stripe returns the barrier lock index of a subject.

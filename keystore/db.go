@@ -96,6 +96,31 @@ func OpenDB(path string) (*sql.DB, error) {
 	return db, nil
 }
 
+// ExecAll runs schema statements in order (CREATE ... IF NOT EXISTS: safe
+// to run on every open), stopping at the first error.
+func ExecAll(ctx context.Context, db *sql.DB, stmts []string) error {
+	for _, q := range stmts {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AddColumn adds a column to a table made by an older release, unless the
+// table has it already.
+func AddColumn(ctx context.Context, db *sql.DB, table, column, typ string) error {
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info(?) WHERE name=?`, table, column).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	_, err := db.ExecContext(ctx, `ALTER TABLE `+table+` ADD COLUMN `+column+` `+typ)
+	return err
+}
+
 // CheckpointPassive copies what it can of the WAL into the database file
 // without waiting for readers or writers (PRAGMA wal_checkpoint(PASSIVE)):
 // the background checkpoint of a busy database, off the commit path.

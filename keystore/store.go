@@ -221,25 +221,17 @@ const subjectsTable = `CREATE TABLE IF NOT EXISTS subjects (
 		PRIMARY KEY (bucket, sid)) WITHOUT ROWID`
 
 func migrate(ctx context.Context, db *sql.DB) error {
-	for _, q := range schema {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("keystore: migrate: %w", err)
-		}
+	if err := ExecAll(ctx, db, schema); err != nil {
+		return fmt.Errorf("keystore: migrate: %w", err)
 	}
 	if err := clusterSubjects(ctx, db); err != nil {
 		return err
 	}
 	// A bucket re-key under way: the next generation's key, wrapped under
 	// root version next_version (RekeyBucket).
-	for _, c := range []struct{ name, typ string }{{"next_wrapped", "BLOB"}, {"next_version", "INTEGER"}} {
-		var n int
-		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('buckets') WHERE name=?`, c.name).Scan(&n); err != nil {
+	for _, c := range [][2]string{{"next_wrapped", "BLOB"}, {"next_version", "INTEGER"}} {
+		if err := AddColumn(ctx, db, "buckets", c[0], c[1]); err != nil {
 			return fmt.Errorf("keystore: migrate: %w", err)
-		}
-		if n == 0 {
-			if _, err := db.ExecContext(ctx, `ALTER TABLE buckets ADD COLUMN `+c.name+` `+c.typ); err != nil {
-				return fmt.Errorf("keystore: migrate: %w", err)
-			}
 		}
 	}
 	return nil
