@@ -343,6 +343,57 @@ func TestTextStrict(t *testing.T) {
 	}
 }
 
+// TestTextVersionPrefix: a text prefix "shredd:v<n>:" with n another
+// version the version byte can carry (0 to 255, canonical decimal) is
+// unsupported, whatever follows it; one whose n is not such a number is
+// malformed (docs/envelope.md, section 1).
+func TestTextVersionPrefix(t *testing.T) {
+	e, _ := seal(t, "kv", []int{0}, []byte("ab"), nil)
+	body := e.String()[len(envelope.Prefix):]
+	tests := []struct {
+		prefix string
+		want   error
+	}{
+		{"shredd:v0:", envelope.ErrUnsupported},
+		{"shredd:v2:", envelope.ErrUnsupported},
+		{"shredd:v9:", envelope.ErrUnsupported},
+		{"shredd:v10:", envelope.ErrUnsupported},
+		{"shredd:v255:", envelope.ErrUnsupported},
+		{"shredd:v256:", envelope.ErrMalformed},
+		{"shredd:v1000:", envelope.ErrMalformed},
+		{"shredd:v4294967297:", envelope.ErrMalformed},
+		{"shredd:v" + strings.Repeat("9", 100) + ":", envelope.ErrMalformed},
+		{"shredd:v00:", envelope.ErrMalformed},
+		{"shredd:v01:", envelope.ErrMalformed},
+		{"shredd:v02:", envelope.ErrMalformed},
+		{"shredd:v:", envelope.ErrMalformed},
+		{"shredd:v+2:", envelope.ErrMalformed},
+		{"shredd:v-1:", envelope.ErrMalformed},
+		{"shredd:v2_0:", envelope.ErrMalformed},
+		{"shredd:v 2:", envelope.ErrMalformed},
+		{"shredd:v2a:", envelope.ErrMalformed},
+		{"shredd:v0x2:", envelope.ErrMalformed},
+		{"shredd:v2", envelope.ErrMalformed},
+		{"shredd:V2:", envelope.ErrMalformed},
+		{"Shredd:v2:", envelope.ErrMalformed},
+		{"shredd:2:", envelope.ErrMalformed},
+		{"shredd:v١:", envelope.ErrMalformed}, // a non-ASCII digit
+	}
+	for _, tt := range tests {
+		for _, rest := range []string{body, "", "not base64 at all!"} {
+			t.Run(tt.prefix+rest, func(t *testing.T) {
+				_, err := envelope.ParseText(tt.prefix + rest)
+				if !errors.Is(err, tt.want) {
+					t.Fatalf("ParseText: got %v, want %v", err, tt.want)
+				}
+				if tt.want == envelope.ErrUnsupported && errors.Is(err, envelope.ErrMalformed) {
+					t.Fatalf("ParseText: %v is both unsupported and malformed", err)
+				}
+			})
+		}
+	}
+}
+
 func TestKinds(t *testing.T) {
 	tests := []struct {
 		kind string

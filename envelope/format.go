@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"golang.org/x/crypto/cryptobyte"
@@ -145,7 +146,8 @@ func (e *Envelope) Marshal() []byte {
 // returns exactly s for every s that ParseText accepts.
 //
 // ParseText returns the errors of Parse, plus ErrMalformed for bad text and
-// ErrUnsupported for the text form of another version ("shredd:v2:...").
+// ErrUnsupported for the text form of another version, 0 to 255
+// ("shredd:v2:...", whatever follows the prefix).
 func ParseText(s string) (*Envelope, error) {
 	body, ok := strings.CutPrefix(s, Prefix)
 	if !ok {
@@ -178,21 +180,25 @@ func (e *Envelope) String() string {
 }
 
 // otherVersionPrefix reports whether s starts with the text prefix of a
-// version other than 1, "shredd:v<n>:" with n a decimal number without
-// leading zeros, and returns n.
+// version other than 1: "shredd:v<n>:" with n a version the binary form's
+// version byte can carry (0 to 255), in decimal without leading zeros, and
+// returns n. Such a text is a format this parser does not know
+// (ErrUnsupported), as the binary form with that version byte is; a prefix
+// whose n is not such a number (v01, v256, v1x) names no version at all
+// (ErrMalformed).
 func otherVersionPrefix(s string) (string, bool) {
 	rest, ok := strings.CutPrefix(s, "shredd:v")
 	if !ok {
 		return "", false
 	}
 	v, _, ok := strings.Cut(rest, ":")
-	if !ok || v == "" || v == "1" || v[0] == '0' || len(v) > 9 {
+	if !ok || v == "1" || len(v) > 1 && v[0] == '0' {
 		return "", false
 	}
-	for i := 0; i < len(v); i++ {
-		if v[i] < '0' || v[i] > '9' {
-			return "", false
-		}
+	// ParseUint takes no sign and no underscores in base 10, and bitSize 8
+	// bounds n to the version byte.
+	if _, err := strconv.ParseUint(v, 10, 8); err != nil {
+		return "", false
 	}
 	return v, true
 }
