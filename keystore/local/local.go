@@ -2,13 +2,15 @@
 // live in one file (mode 0600) in the data directory. It implements
 // keystore.RootStore; Vault Transit is the production alternative.
 //
-// Destroying a version rewrites the file without it and overwrites the old
-// file's bytes before unlinking it. On journaling or copy-on-write file
+// Every change writes a fresh file, fsyncs it, renames it over the live one
+// and fsyncs the directory, so a kill at any instant leaves one valid root
+// file. Destroying a version also overwrites the replaced file's bytes. On journaling or copy-on-write file
 // systems and on flash, old blocks may survive below the file system; the
 // operations guide states this residual, and the Vault root store avoids it.
 package local
 
 import (
+	"bytes"
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
@@ -23,8 +25,11 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 
+	"github.com/shredd/shredd/internal/crashpoint"
+	"github.com/shredd/shredd/internal/datadir"
 	"github.com/shredd/shredd/keystore"
 )
 
@@ -61,35 +66,130 @@ type fileForm struct {
 	Versions   map[string]string `json:"versions"`
 }
 
+// maxFileSize bounds the root file: a few thousand versions at most.
+const maxFileSize = 1 << 20
+
+// ErrConflict means the data directory holds root material that disagrees
+// with the live root file: shredd refuses to guess which one is right.
+var ErrConflict = errors.New("conflicting root files")
+
 // Open opens the root file at path, creating it with a first version (mode
-// 0600) when it does not exist. A leftover file from an interrupted trim is
-// overwritten and removed.
+// 0600) when it does not exist and no leftover of an interrupted write does
+// either.
+//
+// The file is never followed through a symlink and must be a regular file
+// that only its owner can read and write (datadir.ErrUnsafe otherwise).
+// Leftovers of a write a crash interrupted (path.tmp-*, and path.old and
+// path.tmp of releases before 2026-12) are judged by their contents: one
+// that holds only versions the live file also holds, versions it retired,
+// or versions above its latest (a rotation that never returned) is
+// overwritten and removed; a second name of the live file is only
+// unlinked; anything else stops the start with ErrConflict, touching
+// nothing.
 func Open(path string) (*Store, error) {
 	s := &Store{path: path}
-	if err := destroyFile(path + ".old"); err != nil {
-		return nil, fmt.Errorf("local root: clean up: %w", err)
-	}
-	_ = os.Remove(path + ".tmp")
-	b, err := os.ReadFile(path)
+	b, err := datadir.Read(path, datadir.Secret, maxFileSize)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+		left, err := leftovers(path)
+		if err != nil {
+			return nil, fmt.Errorf("local root: %w", err)
+		}
+		if len(left) > 0 {
+			return nil, fmt.Errorf("local root: %s is missing but %s exists: %w; a new root would open no existing key, so none is created: restore %s, or move the leftover files away if this data directory is new",
+				path, strings.Join(left, ", "), ErrConflict, filepath.Base(path))
+		}
 		k := make([]byte, keySize)
 		if _, err := rand.Read(k); err != nil {
 			return nil, err
 		}
 		s.versions = map[int][]byte{1: k}
 		s.latest, s.min = 1, 1
-		if err := s.write(); err != nil {
+		if err := datadir.Create(path, s.encode(), datadir.Secret); err != nil {
 			return nil, fmt.Errorf("local root: create: %w", err)
 		}
 		return s, nil
 	case err != nil:
-		return nil, fmt.Errorf("local root: read: %w", err)
+		return nil, fmt.Errorf("local root: %w", err)
 	}
 	if err := s.decode(b); err != nil {
 		return nil, fmt.Errorf("local root: %s: %w", path, err)
 	}
+	if err := s.cleanUp(); err != nil {
+		return nil, fmt.Errorf("local root: %w", err)
+	}
 	return s, nil
+}
+
+// leftovers lists the names beside path that an interrupted write may have
+// left: path.tmp-* (this release), path.old and path.tmp (earlier ones).
+func leftovers(path string) ([]string, error) {
+	left, err := datadir.Leftovers(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range []string{path + ".old", path + ".tmp"} {
+		if _, err := os.Lstat(p); err == nil {
+			left = append(left, p)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
+	return left, nil
+}
+
+// cleanUp removes the leftovers of interrupted writes, deciding from their
+// contents (see Open).
+func (s *Store) cleanUp() error {
+	left, err := leftovers(s.path)
+	if err != nil || len(left) == 0 {
+		return err
+	}
+	live, err := os.Lstat(s.path)
+	if err != nil {
+		return err
+	}
+	for _, p := range left {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		if !fi.Mode().IsRegular() {
+			return fmt.Errorf("%s: %w: not a regular file (%v); remove it (rm %s) and start again", p, datadir.ErrUnsafe, fi.Mode().Type(), p)
+		}
+		if os.SameFile(fi, live) {
+			// A second name of the live root (a trim of an earlier release
+			// killed between its link and its rename): drop the name only.
+			if err := os.Remove(p); err != nil {
+				return err
+			}
+			if err := datadir.SyncDir(filepath.Dir(p)); err != nil {
+				return err
+			}
+			continue
+		}
+		b, err := datadir.Read(p, datadir.Secret, maxFileSize)
+		if err != nil {
+			return err
+		}
+		var o Store
+		if o.decode(b) == nil {
+			for v, k := range o.versions {
+				if v < s.min || v > s.latest {
+					continue // retired by a trim, or a rotation that never returned
+				}
+				if lk, ok := s.versions[v]; !ok || !bytes.Equal(lk, k) {
+					return fmt.Errorf("%s holds root version %d, which %s lacks or holds with other bytes: %w; nothing was changed: keep both files and compare them before removing either",
+						p, v, s.path, ErrConflict)
+				}
+			}
+		}
+		// Redundant, or a partial write that never became the root.
+		if err := datadir.Destroy(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *Store) decode(b []byte) error {
@@ -119,74 +219,60 @@ func (s *Store) decode(b []byte) error {
 	return nil
 }
 
-// write replaces the root file atomically: temporary file, fsync, rename,
-// fsync of the directory. Called with mu held for writing (or before sharing).
-func (s *Store) write() error {
+// encode returns the root file's contents. Called with mu held (or before
+// sharing).
+func (s *Store) encode() []byte {
 	f := fileForm{Format: fileFormat, MinVersion: s.min, Latest: s.latest, Versions: map[string]string{}}
 	for v, k := range s.versions {
 		f.Versions[strconv.Itoa(v)] = base64.StdEncoding.EncodeToString(k)
 	}
 	b, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
-		return err
+		panic(err) // strings and ints only
 	}
-	tmp := s.path + ".tmp"
-	fh, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := fh.Write(b); err != nil {
-		fh.Close()
-		return err
-	}
-	if err := fh.Sync(); err != nil {
-		fh.Close()
-		return err
-	}
-	if err := fh.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, s.path); err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(s.path))
+	return b
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+// write replaces the root file: a fresh file (random name, O_EXCL) written
+// and fsynced, renamed over the live one, the directory fsynced. The live
+// root never has a second name. When destroyOld is set, the replaced file's
+// bytes are overwritten, once the new file is durable, through a descriptor
+// opened before the rename. Called with mu held for writing.
+func (s *Store) write(destroyOld bool) error {
+	var old *os.File
+	if destroyOld {
+		f, err := datadir.OpenForDestroy(s.path, datadir.Secret)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		old = f
+	}
+	tmp, err := datadir.WriteTemp(s.path, s.encode(), datadir.Secret)
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	return d.Sync()
+	crashpoint.Hit("localroot:synced")
+	if err := datadir.Commit(tmp, s.path); err != nil {
+		return err
+	}
+	crashpoint.Hit("localroot:renamed")
+	if old != nil {
+		// The old file has no name left; its blocks are freed when it is
+		// closed. Overwrite them first.
+		if err := datadir.Overwrite(old); err != nil {
+			return errOldBytes{err}
+		}
+	}
+	return nil
 }
 
-// destroyFile overwrites a file's bytes with zeros, syncs, and removes it.
-// A missing file is not an error.
-func destroyFile(path string) error {
-	fh, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	st, err := fh.Stat()
-	if err == nil {
-		_, err = fh.WriteAt(make([]byte, st.Size()), 0)
-	}
-	if err == nil {
-		err = fh.Sync()
-	}
-	fh.Close()
-	if err != nil {
-		return err
-	}
-	if err := os.Remove(path); err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(path))
-}
+// errOldBytes means the new root file is in place and only overwriting the
+// replaced one failed.
+type errOldBytes struct{ err error }
+
+func (e errOldBytes) Error() string { return "overwrite the replaced root file: " + e.err.Error() }
+func (e errOldBytes) Unwrap() error { return e.err }
 
 // Kind returns "local".
 func (s *Store) Kind() string { return "local" }
@@ -300,7 +386,7 @@ func (s *Store) Rotate(_ context.Context) (int, error) {
 	}
 	s.versions[s.latest+1] = k
 	s.latest++
-	if err := s.write(); err != nil {
+	if err := s.write(false); err != nil {
 		delete(s.versions, s.latest)
 		s.latest--
 		return 0, fmt.Errorf("local root: rotate: %w", err)
@@ -308,9 +394,12 @@ func (s *Store) Rotate(_ context.Context) (int, error) {
 	return s.latest, nil
 }
 
-// Trim destroys every version below minVersion: the file is rewritten without
-// them and the previous file's bytes are overwritten before it is unlinked.
-// The order keeps a valid root file on disk at every instant of a crash.
+// Trim destroys every version below minVersion: a new file without them
+// replaces the root file (see write), and then the replaced file's bytes are
+// overwritten through a descriptor opened before the rename. At every
+// instant of a crash the live name holds a valid root: the old one (Open
+// destroys the fresh leftover) or the new one (the old bytes are then
+// unreachable by name, though they may linger in free blocks).
 func (s *Store) Trim(_ context.Context, minVersion int) ([]int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -327,29 +416,30 @@ func (s *Store) Trim(_ context.Context, minVersion int) ([]int, error) {
 		}
 	}
 	sort.Ints(retired)
-	old := s.path + ".old"
-	if err := os.Link(s.path, old); err != nil {
-		return nil, fmt.Errorf("local root: trim: %w", err)
-	}
 	prevMin, removed := s.min, map[int][]byte{}
 	for _, v := range retired {
 		removed[v] = s.versions[v]
 		delete(s.versions, v)
 	}
 	s.min = minVersion
-	if err := s.write(); err != nil {
+	if err := s.write(true); err != nil {
+		var ob errOldBytes
+		if errors.As(err, &ob) {
+			// The versions are gone from the root file; their old bytes
+			// may linger in free blocks (the residual of docs/operations.md).
+			for _, k := range removed {
+				clear(k)
+			}
+			return retired, fmt.Errorf("local root: trim: %w", err)
+		}
 		for v, k := range removed {
 			s.versions[v] = k
 		}
 		s.min = prevMin
-		_ = os.Remove(old)
 		return nil, fmt.Errorf("local root: trim: %w", err)
 	}
 	for _, k := range removed {
 		clear(k)
-	}
-	if err := destroyFile(old); err != nil {
-		return retired, fmt.Errorf("local root: trim: destroy old file: %w", err)
 	}
 	return retired, nil
 }
