@@ -62,6 +62,7 @@ func clientCmd(ctx context.Context, cmd string, args []string, stdin io.Reader, 
 	timeout := fl.Duration("timeout", time.Minute, "time limit of the call")
 	var subjects, parents stringList
 	var kind, aad, ciphertext string
+	var keepLease bool
 	switch cmd {
 	case "encrypt":
 		fl.Var(&subjects, "subject", "a subject the data is about (repeatable)")
@@ -71,6 +72,7 @@ func clientCmd(ctx context.Context, cmd string, args []string, stdin io.Reader, 
 	case "decrypt":
 		fl.StringVar(&aad, "context", "", "the context the ciphertext was sealed with")
 		fl.StringVar(&ciphertext, "ciphertext", "", "the ciphertext (default: read from standard input)")
+		fl.BoolVar(&keepLease, "keep-lease", false, "do not release the decrypt's lease; print its id on standard error, for the consumer of the plaintext to release")
 	case "forget":
 		fl.Var(&subjects, "subject", "the subject to forget")
 	}
@@ -155,11 +157,26 @@ func clientCmd(ctx context.Context, cmd string, args []string, stdin io.Reader, 
 			return fail(err)
 		}
 		defer clear(out.Plaintext)
+		code := exitOK
 		if _, err := stdout.Write(out.Plaintext); err != nil {
 			fmt.Fprintf(stderr, "shredd decrypt: %v\n", err)
-			return exitFailed
+			code = exitFailed
 		}
-		return exitOK
+		// The lease says this process holds the plaintext; once it is
+		// written out (or failed to be), the process holds it no more, and a
+		// forget of the subject must not wait out the lease's TTL for it.
+		if keepLease {
+			fmt.Fprintf(stderr, "shredd decrypt: lease %s kept until %s\n", out.Lease.ID, out.Lease.ExpiresAt.UTC().Format(time.RFC3339))
+			return code
+		}
+		if _, err := c.ReleaseLease(ctx, out.Lease.ID); err != nil {
+			// A warning, not a failure: the plaintext was delivered, and a
+			// non-zero status would make a script retry the decrypt (taking
+			// another lease). The lease ends at its expiry anyway.
+			fmt.Fprintf(stderr, "shredd decrypt: warning: lease %s not released, it ends at %s: %v\n",
+				out.Lease.ID, out.Lease.ExpiresAt.UTC().Format(time.RFC3339), err)
+		}
+		return code
 	case "forget":
 		f, err := c.Forget(ctx, subjects[0])
 		if err != nil {
@@ -293,7 +310,11 @@ func printJSON(w io.Writer, v any) int {
 }
 
 const clientUsage = `usage: shredd encrypt --kind K --subject S [--subject S ...] [--parent ID ...] [--context STR] < plaintext
-       shredd decrypt [--context STR] [--ciphertext CT] < ciphertext
+       shredd decrypt [--context STR] [--ciphertext CT] [--keep-lease] < ciphertext
+         writes the plaintext, then releases the decrypt's lease so that a forget need not wait
+         for it; --keep-lease keeps it and prints its id on stderr (release it with
+         POST /v1/leases/{id}/release). A failed release is a warning on stderr, not an error:
+         the exit status stays 0 and the lease ends at its expiry (--lease-ttl of the server).
        shredd forget --subject S
        shredd status FORGET_ID
        shredd attestation FORGET_ID [--out FILE]

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -247,4 +249,71 @@ func TestClientCLITLS(t *testing.T) {
 	}
 	cli(t, "", append(env, "SHREDD_CACERT="+certPath), nil, "status", f.Forget).want(t, 0)
 	cli(t, "", env, nil, "status", f.Forget).want(t, 1, "certificate")
+}
+
+// TestClientDecryptReleasesLease: shredd decrypt releases the lease its
+// decrypt took once the plaintext is written, so a forget of the subject
+// has no live lease to wait for; with --keep-lease the lease stays live,
+// its id is on stderr, and releasing it by that id lets the forget go on.
+func TestClientDecryptReleasesLease(t *testing.T) {
+	dataDir := t.TempDir()
+	s := startServer(t, dataDir, serverOpts{})
+	s.putKinds(t, "episodic")
+	flags := []string{"--addr", s.base, "--token-file", filepath.Join(dataDir, "admin.token")}
+	run := func(t *testing.T, stdin []byte, cmd string, args ...string) cliRun {
+		t.Helper()
+		return cli(t, "", nil, stdin, append(append([]string{cmd}, flags...), args...)...)
+	}
+	quiesced := func(t *testing.T, forget string) condition {
+		t.Helper()
+		var f forgetView
+		s.expect(t, http.StatusOK, http.MethodPost, "/v1/forgets/"+forget+"/verify", nil).into(t, &f)
+		for _, c := range f.Verification {
+			if c.Name == "workers_quiesced" {
+				return c
+			}
+		}
+		t.Fatalf("forget %s has no workers_quiesced condition: %+v", forget, f.Verification)
+		return condition{}
+	}
+	open := func(t *testing.T, subject string, args ...string) cliRun {
+		t.Helper()
+		var rec sealed
+		r := run(t, []byte("about "+subject), "encrypt", "--subject", subject, "--kind", "episodic").want(t, 0)
+		if err := json.Unmarshal(r.stdout, &rec); err != nil {
+			t.Fatalf("encrypt printed %q (%v)", r.stdout, err)
+		}
+		r = run(t, []byte(rec.Ciphertext), "decrypt", args...).want(t, 0)
+		if string(r.stdout) != "about "+subject {
+			t.Fatalf("decrypt wrote %q", r.stdout)
+		}
+		return r
+	}
+
+	t.Run("released", func(t *testing.T) {
+		if r := open(t, "alice@example.com"); len(r.stderr) != 0 {
+			t.Fatalf("decrypt wrote on stderr: %s", r.stderr)
+		}
+		f := s.forget(t, "alice@example.com")
+		if c := quiesced(t, f.Forget); c.Status != "ok" {
+			t.Fatalf("after shredd decrypt, workers_quiesced is %s: %s", c.Status, c.Reason)
+		}
+	})
+
+	t.Run("kept", func(t *testing.T) {
+		r := open(t, "bob@example.com", "--keep-lease")
+		m := regexp.MustCompile(`lease ([0-9a-f]{32}) kept until`).FindSubmatch(r.stderr)
+		if m == nil {
+			t.Fatalf("decrypt --keep-lease does not name the lease on stderr: %q", r.stderr)
+		}
+		lease := string(m[1])
+		f := s.forget(t, "bob@example.com")
+		if c := quiesced(t, f.Forget); c.Status != "pending" || !strings.Contains(c.Reason, lease) {
+			t.Fatalf("with the lease kept, workers_quiesced is %s: %s; want pending on lease %s", c.Status, c.Reason, lease)
+		}
+		s.expect(t, http.StatusOK, http.MethodPost, "/v1/leases/"+lease+"/release", nil)
+		if c := quiesced(t, f.Forget); c.Status != "ok" {
+			t.Fatalf("after the release, workers_quiesced is %s: %s", c.Status, c.Reason)
+		}
+	})
 }
