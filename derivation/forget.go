@@ -10,6 +10,7 @@ import (
 
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/envelope"
+	"github.com/shredd/shredd/internal/crashpoint"
 	"github.com/shredd/shredd/keystore"
 )
 
@@ -241,7 +242,7 @@ func (s *Service) commit(ctx context.Context, id ID, sid envelope.SID, req *forg
 		return fmt.Errorf("derivation: forget: %w", err)
 	}
 	s.keys.Purge(sid)
-	s.opts.Crash("forget:committed")
+	crashpoint.Hit("forget:committed")
 	return nil
 }
 
@@ -371,7 +372,7 @@ func (s *Service) reconcileLocked(ctx context.Context) error {
 				now, now, StateShredded, r.id[:], StateCommitted); err != nil {
 				return fmt.Errorf("derivation: reconcile: %w", err)
 			}
-			s.opts.Crash("forget:rekeyed")
+			crashpoint.Hit("forget:rekeyed")
 			continue
 		}
 		b := s.keys.BucketOf(r.sid)
@@ -386,7 +387,7 @@ func (s *Service) reconcileLocked(ctx context.Context) error {
 			s.opts.Now().UnixNano(), marker, r.id[:]); err != nil {
 			return fmt.Errorf("derivation: reconcile: %w", err)
 		}
-		s.opts.Crash("forget:rekeyed")
+		crashpoint.Hit("forget:rekeyed")
 	}
 	// 3. Shredded: an epoch completed after the re-key.
 	return s.advanceShredded(ctx)

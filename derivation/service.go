@@ -29,9 +29,6 @@ type Options struct {
 	// Rand is the randomness source for ids, salts and nonces (crypto/rand
 	// by default).
 	Rand io.Reader
-	// Crash, when set, is called with the name of each durable step of a
-	// forget. Tests use it to kill the process there.
-	Crash func(step string)
 	// LeaseTTL is how long a decrypt's lease lasts (DefaultLeaseTTL).
 	LeaseTTL time.Duration
 	// Journal, when set, logs forget commits, holder acks and erasure
@@ -75,9 +72,6 @@ func New(ctx context.Context, db *sql.DB, keys *keystore.Store, hasher *Hasher, 
 	}
 	if opts.Rand == nil {
 		opts.Rand = rand.Reader
-	}
-	if opts.Crash == nil {
-		opts.Crash = func(string) {}
 	}
 	if opts.LeaseTTL <= 0 {
 		opts.LeaseTTL = DefaultLeaseTTL

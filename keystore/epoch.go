@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/shredd/shredd/internal/crashpoint"
 )
 
 // Epoch is one run of the root rotation: rotate the root, rewrap every bucket
@@ -46,7 +48,7 @@ func (s *Store) RunEpoch(ctx context.Context) (_ Epoch, err error) {
 		}
 		id, _ := res.LastInsertId()
 		e = &Epoch{ID: id, State: "running", StartedAt: s.now(), FromVersion: v.Latest}
-		s.crash("epoch:started")
+		crashpoint.Hit("epoch:started")
 	}
 	if e.ToVersion == 0 {
 		v, err := s.root.Versions(ctx)
@@ -58,7 +60,7 @@ func (s *Store) RunEpoch(ctx context.Context) (_ Epoch, err error) {
 			if to, err = s.root.Rotate(ctx); err != nil {
 				return Epoch{}, fmt.Errorf("keystore: epoch: rotate: %w", err)
 			}
-			s.crash("epoch:rotated")
+			crashpoint.Hit("epoch:rotated")
 		}
 		if _, err := s.db.ExecContext(ctx, `UPDATE epochs SET to_version=? WHERE id=?`, to, e.ID); err != nil {
 			return Epoch{}, fmt.Errorf("keystore: epoch: %w", err)
@@ -73,7 +75,7 @@ func (s *Store) RunEpoch(ctx context.Context) (_ Epoch, err error) {
 	if err := s.rewrapBuckets(ctx, e.ToVersion); err != nil {
 		return Epoch{}, err
 	}
-	s.crash("epoch:rewrapped")
+	crashpoint.Hit("epoch:rewrapped")
 	retired, err := s.root.Trim(ctx, e.ToVersion)
 	if err != nil {
 		return Epoch{}, fmt.Errorf("keystore: epoch: trim: %w", err)
@@ -84,7 +86,7 @@ func (s *Store) RunEpoch(ctx context.Context) (_ Epoch, err error) {
 			retired = append(retired, v)
 		}
 	}
-	s.crash("epoch:trimmed")
+	crashpoint.Hit("epoch:trimmed")
 	if err := CheckpointWAL(ctx, s.db); err != nil {
 		return Epoch{}, err
 	}
@@ -104,7 +106,7 @@ func (s *Store) RunEpoch(ctx context.Context) (_ Epoch, err error) {
 	s.cacheMu.Lock()
 	clear(s.bkeys) // bucket keys are unchanged, but drop them so that unwraps prove the new root version
 	s.cacheMu.Unlock()
-	s.crash("epoch:done")
+	crashpoint.Hit("epoch:done")
 	return *e, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/shredd/shredd/envelope"
+	"github.com/shredd/shredd/internal/crashpoint"
 )
 
 // Domain-separation labels of the key tree.
@@ -46,9 +47,6 @@ type Options struct {
 	// (one Vault Transit key per subject) instead of the bucket tree. The
 	// choice is fixed when the tree is created.
 	SubjectKMS SubjectKMS
-	// Crash, when set, is called at each durable step of forget re-keying
-	// and of an epoch with the step's name. Tests use it to kill the process.
-	Crash func(step string)
 	// Journal, when set, logs key creations and epochs in the transaction
 	// that makes them.
 	Journal Journal
@@ -72,7 +70,6 @@ type Store struct {
 	buckets int
 	ttl     time.Duration
 	now     func() time.Time
-	crash   func(string)
 	journal Journal
 
 	treeMu sync.Mutex // serialises bucket re-keys and epochs
@@ -103,7 +100,7 @@ type bucketEntry struct {
 // Open opens the key tree in db (creating its tables and bucket keys on first
 // use) under root.
 func Open(ctx context.Context, db *sql.DB, root RootStore, opts Options) (*Store, error) {
-	s := &Store{db: db, root: root, kms: opts.SubjectKMS, ttl: opts.CacheTTL, now: opts.Now, crash: opts.Crash, journal: opts.Journal,
+	s := &Store{db: db, root: root, kms: opts.SubjectKMS, ttl: opts.CacheTTL, now: opts.Now, journal: opts.Journal,
 		deks: map[envelope.SID]dekEntry{}, bkeys: map[int]bucketEntry{}, cacheSize: opts.CacheSize}
 	s.root, s.kms = s.stats.counted(root, opts.SubjectKMS) // count unavailability (RootErrors)
 	if s.ttl <= 0 {
@@ -111,9 +108,6 @@ func Open(ctx context.Context, db *sql.DB, root RootStore, opts Options) (*Store
 	}
 	if s.now == nil {
 		s.now = time.Now
-	}
-	if s.crash == nil {
-		s.crash = func(string) {}
 	}
 	if s.cacheSize <= 0 {
 		s.cacheSize = DefaultCacheSize
@@ -169,7 +163,7 @@ func (s *Store) DestroySubject(ctx context.Context, sid envelope.SID) error {
 	if err := s.kms.Destroy(ctx, sid); err != nil {
 		return fmt.Errorf("keystore: destroy subject key: %w", err)
 	}
-	s.crash("subject:destroyed")
+	crashpoint.Hit("subject:destroyed")
 	return nil
 }
 
@@ -926,7 +920,7 @@ func (s *Store) rekeyLocked(ctx context.Context, b int) (int64, error) {
 			break
 		}
 		after = last
-		s.crash("rekey:chunk")
+		crashpoint.Hit("rekey:chunk")
 	}
 
 	// Keys created behind the walk (still under the old generation), then
@@ -965,7 +959,7 @@ func (s *Store) rekeyLocked(ctx context.Context, b int) (int64, error) {
 	}
 	s.bkeys[b] = bucketEntry{gen: oldGen + 1, key: slices.Clone(nk), expires: s.now().Add(s.ttl)}
 	s.cacheMu.Unlock()
-	s.crash("rekey:committed")
+	crashpoint.Hit("rekey:committed")
 	return marker, nil
 }
 

@@ -46,7 +46,6 @@ type Program struct {
 	SubjectKeys    string // "tree" or "transit"
 	DebugAddr      string // loopback address of the pprof listener; "" for none
 	Vault          vault.Config
-	crashAt        string
 }
 
 // Files in the data directory.
@@ -178,17 +177,7 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 		fmt.Fprintln(stderr, "shredd serve: --epoch-interval must be >= 1s, --cache-ttl >= 0, --forget-deadline > 0, --buckets >= 1, --max-body and --max-raw-body >= 1024")
 		return nil, errors.New("bad flag value")
 	}
-	// A test hook: kill the process with SIGKILL at the named durable step
-	// ("forget:committed", "epoch:rotated", ...), to test crash recovery.
-	p.crashAt = getenv("SHREDD_TEST_CRASH_AT")
 	return p, nil
-}
-
-func (p *Program) crash(step string) {
-	if p.crashAt != "" && step == p.crashAt {
-		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		select {} // never returns
-	}
 }
 
 // bootstrapAdminToken gives a new installation its first token: an admin
@@ -340,11 +329,11 @@ func (p *Program) Run(ctx context.Context, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	keys, err := keystore.Open(ctx, db, root, keystore.Options{Buckets: p.Buckets, CacheTTL: p.CacheTTL, SubjectKMS: kms, Crash: p.crash, Journal: journal})
+	keys, err := keystore.Open(ctx, db, root, keystore.Options{Buckets: p.Buckets, CacheTTL: p.CacheTTL, SubjectKMS: kms, Journal: journal})
 	if err != nil {
 		return err
 	}
-	svc, err := derivation.New(ctx, db, keys, hasher, derivation.Options{Deadline: p.ForgetDeadline, LeaseTTL: p.LeaseTTL, Crash: p.crash, Journal: journal})
+	svc, err := derivation.New(ctx, db, keys, hasher, derivation.Options{Deadline: p.ForgetDeadline, LeaseTTL: p.LeaseTTL, Journal: journal})
 	if err != nil {
 		return err
 	}
