@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd/internal/crashpoint"
 )
 
 // Scopes a token can hold. Admin allows everything.
@@ -141,6 +142,7 @@ func (ts *Tokens) Create(ctx context.Context, name string, scopes []string, hold
 		t.ID, h[:], t.Name, strings.Join(t.Scopes, ","), t.Holder, t.CreatedAt.UnixNano(), exp); err != nil {
 		return Token{}, "", fmt.Errorf("api: create token: %w", err)
 	}
+	crashpoint.Hit("token:created") // stored, the secret not yet handed out
 	return t, raw, nil
 }
 

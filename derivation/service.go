@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/shredd/shredd/envelope"
+	"github.com/shredd/shredd/internal/crashpoint"
 	"github.com/shredd/shredd/keystore"
 )
 
@@ -587,6 +588,7 @@ func (s *Service) writeGroup(batch []recordReq, kinds map[string]bool) ([]error,
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("derivation: record: %w", err)
 	}
+	crashpoint.Hit("artifact:recorded") // registered, not yet answered
 	return errs, nil
 }
 

@@ -709,6 +709,7 @@ func (s *Store) tryCreate(ctx context.Context, sid envelope.SID, subject string,
 		if err := tx.Commit(); err != nil {
 			return envelope.SubjectKey{}, nil, fmt.Errorf("keystore: create key: %w", err)
 		}
+		crashpoint.Hit("key:created")
 		s.remember(sid, 1, dek, purges)
 		created = true
 		return k, nil, nil
@@ -758,6 +759,7 @@ func (s *Store) createPerSubject(ctx context.Context, sid envelope.SID, subject 
 		if err := tx.Commit(); err != nil {
 			return false, fmt.Errorf("keystore: create key: %w", err)
 		}
+		crashpoint.Hit("key:created")
 		return true, nil
 	}()
 	if err != nil {
@@ -1171,5 +1173,6 @@ func (s *Store) insertChunk(ctx context.Context, buckets []int, gens []int64, bk
 	if err := tx.Commit(); err != nil {
 		return false, fmt.Errorf("keystore: create keys: %w", err)
 	}
+	crashpoint.Hit("key:created")
 	return true, nil
 }
