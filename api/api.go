@@ -226,10 +226,11 @@ func (s *Server) readBody(r *http.Request) ([]byte, error) {
 	return body, nil
 }
 
-// decodeJSON decodes body, one JSON object, into v: nesting within
-// MaxDepth, unknown fields refused, nothing after the object.
+// decodeJSON decodes body, one JSON object, into v: strictly
+// (checkStrict: valid UTF-8, no key twice, field names exact, nesting
+// within MaxDepth), unknown fields refused, nothing after the object.
 func decodeJSON(body []byte, v any) error {
-	if err := checkDepth(body); err != nil {
+	if err := checkStrict(body, v); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))

@@ -55,8 +55,14 @@ func decodeCall[Req any](body []byte, single *Req) ([]*Req, error) {
 	var fast struct {
 		BatchInput []*Req `json:"batch_input"`
 	}
-	if decodeJSON(body, &fast) == nil && len(fast.BatchInput) > 0 && len(fast.BatchInput) <= MaxBatch && !slices.Contains(fast.BatchInput, nil) {
+	err := decodeJSON(body, &fast)
+	if err == nil && len(fast.BatchInput) > 0 && len(fast.BatchInput) <= MaxBatch && !slices.Contains(fast.BatchInput, nil) {
 		return fast.BatchInput, nil
+	}
+	if pe := (*problemError)(nil); errors.As(err, &pe) && pe.anySchema {
+		// Invalid UTF-8 or a key twice: the passes below would find it too,
+		// but the map pass could not name the field.
+		return nil, err
 	}
 	var fields map[string]json.RawMessage
 	if err := decodeJSON(body, &fields); err != nil {

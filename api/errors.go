@@ -52,6 +52,10 @@ type problemError struct {
 	code   string
 	title  string
 	detail string
+	// anySchema marks a problem of the body whatever request it is read
+	// as (invalid UTF-8, a key twice, too deep): decodeCall reports it from
+	// its first pass, whose field names are the most precise.
+	anySchema bool
 }
 
 func (e *problemError) Error() string { return e.code + ": " + e.detail }

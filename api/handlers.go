@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -20,41 +19,6 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "root_store": s.root.Kind(), "root_version": v.Latest})
-}
-
-// MaxDepth bounds the nesting of a JSON request body (objects and arrays).
-// The deepest valid request, a batch item's subjects, is 4 levels deep; the
-// bound refuses pathological bodies before encoding/json recurses into them.
-const MaxDepth = 32
-
-// checkDepth refuses a body nested deeper than MaxDepth. It counts brackets
-// outside strings and does not check the syntax (decoding does): on valid
-// JSON it is exact.
-func checkDepth(body []byte) error {
-	depth := 0
-	inString, escaped := false, false
-	for _, c := range body {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
-			if depth++; depth > MaxDepth {
-				return badRequest("invalid_json", "the body is nested deeper than "+strconv.Itoa(MaxDepth)+" levels")
-			}
-		case c == '}' || c == ']':
-			depth--
-		}
-	}
-	return nil
 }
 
 type kindBody struct {

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -121,6 +122,38 @@ func TestLimits(t *testing.T) {
 		{name: "nested 100000 deep", body: strings.Repeat("[", 100000), status: 400, code: "invalid_json", detail: "nested deeper than 32"},
 		{name: "brackets in strings", body: enc(`,"holder":"x","context":"","subjects":["` + strings.Repeat(`[{\"`, 50) + `"]`), status: 200},
 
+		// Strict JSON: what encoding/json would silently change. Subject ids
+		// hold "alice", which no answer may echo.
+		{name: "invalid UTF-8 in a subject", body: `{"kind":"episodic","subject":"alice` + "\xff" + `","plaintext":""}`, status: 400, code: "invalid_utf8", detail: `field "subject"`},
+		{name: "invalid UTF-8 in subjects", body: `{"kind":"episodic","subjects":["alice","alice` + "\xc3" + `"],"plaintext":""}`, status: 400, code: "invalid_utf8", detail: `field "subjects"`},
+		{name: "overlong UTF-8", body: `{"kind":"episodic","subject":"alice` + "\xc0\xaf" + `","plaintext":""}`, status: 400, code: "invalid_utf8"},
+		{name: "UTF-8 of a surrogate", body: `{"kind":"episodic","subject":"alice` + "\xed\xa0\x80" + `","plaintext":""}`, status: 400, code: "invalid_utf8"},
+		{name: "escaped lone high surrogate", body: `{"kind":"episodic","subject":"alice\ud800","plaintext":""}`, status: 400, code: "invalid_utf8", detail: `field "subject"`},
+		{name: "escaped lone low surrogate", body: `{"kind":"episodic","subject":"\udc00alice","plaintext":""}`, status: 400, code: "invalid_utf8"},
+		{name: "high surrogate then a letter", body: `{"kind":"episodic","subject":"alice\ud800\u0041","plaintext":""}`, status: 400, code: "invalid_utf8"},
+		{name: "two high surrogates", body: `{"kind":"episodic","subject":"alice\ud800\ud800","plaintext":""}`, status: 400, code: "invalid_utf8"},
+		{name: "escaped surrogate pair", body: `{"kind":"episodic","subject":"alice\ud83d\ude00","plaintext":""}`, status: 200},
+		{name: "UTF-8 subject", body: `{"kind":"episodic","subject":"alice-é-😀","plaintext":""}`, status: 200},
+		{name: "invalid UTF-8 in a description", method: "PUT", path: "/v1/kinds/episodic", body: `{"description":"` + "\xff" + `"}`, status: 400, code: "invalid_utf8", detail: `field "description"`},
+		{name: "invalid UTF-8 in a context", body: enc(`,"context":"` + "\xff" + `"`), status: 400, code: "invalid_utf8", detail: `field "context"`},
+		{name: "invalid UTF-8 in a key", body: enc(`,"` + "\xff" + `":1`), status: 400, code: "invalid_utf8", detail: "key"},
+		{name: "invalid UTF-8 in a holder", path: "/v1/artifacts", body: `{"kind":"episodic","subject":"alice","holder":"h` + "\xff" + `"}`, status: 400, code: "invalid_utf8", detail: `field "holder"`},
+		{name: "invalid UTF-8 in a forget", path: "/v1/forget", body: `{"subject":"alice` + "\xff" + `"}`, status: 400, code: "invalid_utf8", detail: `field "subject"`},
+		{name: "invalid UTF-8 in a batch item", body: batch(enc(""), `{"kind":"episodic","subject":"alice`+"\xff"+`","plaintext":""}`), status: 400, code: "invalid_utf8", detail: `field "batch_input.subject"`},
+		{name: "lone surrogate in a decrypt batch", path: "/v1/decrypt", body: batch(`{"ciphertext":"` + ct + `","holder":"\udfff"}`), status: 400, code: "invalid_utf8", detail: `field "batch_input.holder"`},
+		{name: "duplicate subject", path: "/v1/forget", body: `{"subject":"alice","subject":"alice-2"}`, status: 400, code: "invalid_json", detail: `field "subject" is given twice`},
+		{name: "duplicate escaped key", path: "/v1/forget", body: `{"subject":"alice","subj\u0065ct":"alice-2"}`, status: 400, code: "invalid_json", detail: "twice"},
+		{name: "duplicate kind", body: enc(`,"kind":"episodic"`), status: 400, code: "invalid_json", detail: `field "kind" is given twice`},
+		{name: "duplicate in a batch item", body: batch(enc(`,"plaintext":""`)), status: 400, code: "invalid_json", detail: `field "batch_input.plaintext" is given twice`},
+		{name: "duplicate batch_input", body: `{"batch_input":[` + enc("") + `],"batch_input":[]}`, status: 400, code: "invalid_json", detail: `field "batch_input" is given twice`},
+		{name: "duplicate in an inventory item", path: "/v1/holders/ann-1/inventory", body: `{"artifacts":[{"id":"` + art + `","id":"` + art + `","kind":"episodic"}]}`, status: 400, code: "invalid_json", detail: `field "artifacts.id" is given twice`},
+		{name: "field name in capitals", path: "/v1/forget", body: `{"Subject":"alice"}`, status: 400, code: "invalid_json", detail: `case-sensitive: write "subject"`},
+		{name: "field name in other case", body: `{"KIND":"episodic","subject":"alice","plaintext":""}`, status: 400, code: "invalid_json", detail: `write "kind"`},
+		{name: "field name with the Kelvin sign", body: `{"\u212aind":"episodic","subject":"alice","plaintext":""}`, status: 400, code: "invalid_json", detail: `write "kind"`},
+		{name: "field name in other case in a batch item", body: batch(`{"kind":"episodic","subject":"alice","Plaintext":""}`), status: 400, code: "invalid_json", detail: `write "batch_input.plaintext"`},
+		{name: "case variant after the field", path: "/v1/forget", body: `{"subject":"alice","Subject":"alice-2"}`, status: 400, code: "invalid_json", detail: "case-sensitive"},
+		{name: "unknown field that is data", path: "/v1/forget", body: `{"subject":"x","Alice@example.com":1}`, status: 400, code: "invalid_json", detail: "an unknown field"},
+
 		// base64.
 		{name: "bad base64", body: `{"kind":"episodic","subject":"a","plaintext":"%%%"}`, status: 400, code: "invalid_base64", detail: "plaintext"},
 		{name: "unpadded base64", body: `{"kind":"episodic","subject":"a","plaintext":"YQ"}`, status: 400, code: "invalid_base64"},
@@ -182,6 +215,9 @@ func TestLimits(t *testing.T) {
 			r := e.do(method, path, c.body, c.hdr...)
 			if r.status != c.status {
 				t.Fatalf("status %d, want %d: %v", r.status, c.status, r.body)
+			}
+			if bytes.Contains(bytes.ToLower(r.raw), []byte("alice")) {
+				t.Fatalf("the answer echoes a subject id: %s", r.raw)
 			}
 			if c.code == "" {
 				if r.ctype != "application/json" {
