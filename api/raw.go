@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/shredd/shredd/derivation"
 	"github.com/shredd/shredd/envelope"
@@ -105,9 +106,12 @@ func (s *Server) readRaw(r *http.Request) ([]byte, error) {
 }
 
 // rawHeader returns the single value of a request header, "" when absent;
-// a header sent twice is refused.
+// a header sent twice is refused, and so is one that is not UTF-8.
 func rawHeader(r *http.Request, name string) (string, error) {
-	vs := r.Header.Values(name)
+	vs, err := rawHeaders(r, name)
+	if err != nil {
+		return "", err
+	}
 	switch len(vs) {
 	case 0:
 		return "", nil
@@ -115,6 +119,20 @@ func rawHeader(r *http.Request, name string) (string, error) {
 		return vs[0], nil
 	}
 	return "", badRequest("invalid_request", name+" may be sent once")
+}
+
+// rawHeaders returns the lines of a request header. net/http lets any byte
+// from 0x80 up through (obs-text); a subject id must be UTF-8 text here as
+// in the JSON routes, where checkStrict refuses it, or the two routes would
+// not agree on which subject an id names.
+func rawHeaders(r *http.Request, name string) ([]string, error) {
+	vs := r.Header.Values(name)
+	for _, v := range vs {
+		if !utf8.ValidString(v) {
+			return nil, badRequest("invalid_utf8", name+" is not valid UTF-8")
+		}
+	}
+	return vs, nil
 }
 
 // idList splits header lines of ids at commas (a proxy may join repeated
@@ -164,8 +182,13 @@ func (s *Server) encryptRawCall(r *http.Request) (derivation.ID, []byte, int, er
 	if kind == "" {
 		return none, nil, 0, badRequest("missing_field", HeaderKind+" is required")
 	}
-	src, err := sourceBody{Subjects: r.Header.Values(HeaderSubject), Parents: idList(r.Header.Values(HeaderParent)),
-		Leases: idList(r.Header.Values(HeaderLease)), Kind: kind, Holder: holder}.source()
+	var lines [3][]string
+	for i, name := range []string{HeaderSubject, HeaderParent, HeaderLease} {
+		if lines[i], err = rawHeaders(r, name); err != nil {
+			return none, nil, 0, err
+		}
+	}
+	src, err := sourceBody{Subjects: lines[0], Parents: idList(lines[1]), Leases: idList(lines[2]), Kind: kind, Holder: holder}.source()
 	if err != nil {
 		return none, nil, 0, err
 	}
