@@ -178,6 +178,9 @@ func (s *Service) Forget(ctx context.Context, subject string) (Forget, error) {
 			}
 			return s.GetForget(ctx, r.id)
 		}
+		if err := s.ledgerAppend(ctx, r.id); err != nil { // an earlier answer failed there
+			return Forget{}, err
+		}
 		return s.view(ctx, r)
 	} else if !errors.Is(err, sql.ErrNoRows) {
 		return Forget{}, fmt.Errorf("derivation: forget: %w", err)
@@ -203,6 +206,7 @@ func (s *Service) Forget(ctx context.Context, subject string) (Forget, error) {
 type forgetRequest struct {
 	at         time.Time
 	commitment string
+	deadline   time.Time // zero: at + Options.Deadline
 }
 
 // commit destroys the subject key and moves the forget to committed in one
@@ -218,8 +222,11 @@ func (s *Service) commit(ctx context.Context, id ID, sid envelope.SID, req *forg
 	}
 	defer tx.Rollback()
 	if req != nil {
+		if req.deadline.IsZero() {
+			req.deadline = req.at.Add(s.opts.Deadline)
+		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO forgets(id, sid, state, requested_at, deadline, commitment) VALUES (?, ?, ?, ?, ?, ?)`,
-			id[:], sid[:], StateRequested, req.at.UnixNano(), req.at.Add(s.opts.Deadline).UnixNano(), req.commitment); err != nil {
+			id[:], sid[:], StateRequested, req.at.UnixNano(), req.deadline.UnixNano(), nullString(req.commitment)); err != nil {
 			return fmt.Errorf("derivation: forget: %w", err)
 		}
 	}
@@ -243,7 +250,9 @@ func (s *Service) commit(ctx context.Context, id ID, sid envelope.SID, req *forg
 	}
 	s.keys.Purge(sid)
 	crashpoint.Hit("forget:committed")
-	return nil
+	// The trace outside the database, durable before the forget is
+	// answered (docs/operations.md, "Backups and restores").
+	return s.ledgerAppend(ctx, id)
 }
 
 // logCommit appends the forget_committed event of forget id in tx.
@@ -450,6 +459,9 @@ func (s *Service) RunEpoch(ctx context.Context) (keystore.Epoch, error) {
 	e, err := s.keys.RunEpoch(ctx)
 	if err != nil {
 		return keystore.Epoch{}, mapKeyErr(err)
+	}
+	if s.opts.AfterEpoch != nil {
+		s.opts.AfterEpoch()
 	}
 	return e, s.advanceShredded(ctx)
 }

@@ -36,6 +36,13 @@ type Options struct {
 	// attestations in the transparency log, and signs the attestations
 	// (the key tree logs its own events through the same Journal).
 	Journal *Journal
+	// Ledger, when set, receives every committed forget before it is
+	// answered: the trace that lets a restored database re-apply later
+	// forgets (ReconcileLedger).
+	Ledger *Ledger
+	// AfterEpoch, when set, is called after every completed epoch (from the
+	// background work or RunEpoch); it must not block.
+	AfterEpoch func()
 }
 
 // DefaultDeadline is the default verification deadline of a forget.

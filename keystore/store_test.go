@@ -225,7 +225,7 @@ func copyDir(t *testing.T, src, dst string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := os.Create(filepath.Join(dst, e.Name()))
+		out, err := os.OpenFile(filepath.Join(dst, e.Name()), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600) // modes kept, as a backup tool does
 		if err != nil {
 			t.Fatal(err)
 		}

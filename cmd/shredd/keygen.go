@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/shredd/shredd/internal/datadir"
 	"io"
 	"io/fs"
 	"os"
@@ -70,7 +71,7 @@ func loadOrCreateAttestationKey(dir string) (key ed25519.PrivateKey, created boo
 		return nil, false, err
 	}
 	pub := key.Public().(ed25519.PublicKey)
-	b, err := readLimited(pubPath)
+	b, err := datadir.Read(pubPath, datadir.Public, maxKeyFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return key, false, writePublicKey(pubPath, pub)
 	}
@@ -128,26 +129,20 @@ func writePublicKey(path string, pub ed25519.PublicKey) error {
 	return writeExclusive(path, b, 0o644)
 }
 
-// writeExclusive creates path with mode perm and writes b to it, failing if
-// path exists (O_EXCL: two keygens cannot both win), and syncs it.
+// writeExclusive creates path with mode perm (0600 or 0644) and writes b to
+// it, failing if path exists (O_EXCL: two keygens cannot both win), and
+// fsyncs the file and its directory; any failure is returned.
 func writeExclusive(path string, b []byte, perm fs.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	m := datadir.Secret
+	if perm&0o044 != 0 {
+		m = datadir.Public
+	}
+	err := datadir.Create(path, b, m)
 	if errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("%s exists: refusing to overwrite an attestation key", path)
+		return fmt.Errorf("%s exists: refusing to overwrite a key", path)
 	}
 	if err != nil {
-		return fmt.Errorf("attestation key: %w", err)
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(path)
-		return fmt.Errorf("attestation key: %w", err)
+		return fmt.Errorf("key file: %w", err)
 	}
 	return nil
 }
@@ -163,18 +158,11 @@ func syncDir(dir string) {
 // readAttestationKey reads a private key file, refusing one that group or
 // others may read (the key signs erasure claims).
 func readAttestationKey(path string) (ed25519.PrivateKey, error) {
-	fi, err := os.Stat(path)
+	b, err := datadir.Read(path, datadir.Secret, maxKeyFile)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
-		return nil, fmt.Errorf("attestation key: %w", err)
-	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("attestation key: %s has mode %04o: it must be readable by its owner only (chmod 600)", path, fi.Mode().Perm())
-	}
-	b, err := readLimited(path)
-	if err != nil {
 		return nil, fmt.Errorf("attestation key: %w", err)
 	}
 	key, err := attest.ParsePrivateKey(b)

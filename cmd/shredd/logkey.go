@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/shredd/shredd/internal/datadir"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -35,7 +36,7 @@ const (
 // and a private key file others can read.
 func loadOrCreateLogKey(dir string) (note.Signer, string, bool, error) {
 	keyPath, vkeyPath := filepath.Join(dir, logKeyFile), filepath.Join(dir, logVKeyFile)
-	skey, err := readLimited(keyPath)
+	skey, err := datadir.Read(keyPath, datadir.Secret, maxKeyFile)
 	created := false
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -56,16 +57,12 @@ func loadOrCreateLogKey(dir string) (note.Signer, string, bool, error) {
 		skey, created = []byte(s), true
 	case err != nil:
 		return nil, "", false, fmt.Errorf("log key: %w", err)
-	default:
-		if fi, err := os.Stat(keyPath); err == nil && fi.Mode().Perm()&0o077 != 0 {
-			return nil, "", false, fmt.Errorf("log key: %s is readable by others (mode %v): chmod 600 it", keyPath, fi.Mode().Perm())
-		}
 	}
 	signer, err := note.NewSigner(strings.TrimSpace(string(skey)))
 	if err != nil {
 		return nil, "", false, fmt.Errorf("log key: %s: %w", keyPath, err)
 	}
-	vb, err := readLimited(vkeyPath)
+	vb, err := datadir.Read(vkeyPath, datadir.Public, maxKeyFile)
 	if err != nil {
 		return nil, "", false, fmt.Errorf("log key: %w", err)
 	}

@@ -5,6 +5,7 @@
 //	shredd encrypt|decrypt|forget|status ...   call a running server
 //	shredd bench [fill|noop-server] ...   the load tool (docs/performance.md)
 //	shredd keygen [--out DIR]  write an attestation key pair
+//	shredd backup|restore ... an online backup of the database; put one back
 //	shredd verify FILE ...   check an erasure attestation offline
 //	shredd version           print the version
 //
@@ -64,6 +65,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 		return benchCmd(ctx, args, stdout, stderr, getenv)
 	case "keygen":
 		return keygenCmd(args, stdout, stderr)
+	case "backup":
+		return backupCmd(ctx, args, stdout, stderr, getenv)
+	case "restore":
+		return restoreCmd(ctx, args, stdout, stderr, getenv)
 	case "verify":
 		return verifyCmd(args, stdout, stderr)
 	case "version":
@@ -90,6 +95,9 @@ const usage = `usage: shredd [serve] [flags]   run the service (see shredd serve
        shredd bench [flags]        the load tool: shredd side by side with Vault Transit and a no-op handler
        shredd bench fill --dir D --subjects N --artifacts M   fill a data directory for benchmarks
        shredd keygen [--out DIR]   write a new attestation key pair (attestation.key, attestation.pub)
+       shredd backup [--data-dir D] --out FILE | --dir DIR   an online, consistent backup of the database
+       shredd backup list --dir DIR   the backups in DIR with their root versions and log sizes
+       shredd restore [--data-dir D] BACKUP   put a backup in place of the database (server stopped)
        shredd verify FILE --key PUB.pem --subject ID --salt HEX   check an erasure attestation offline
                                 (exit 1 when a check fails)
        shredd version           print the version`

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/shredd/shredd/internal/datadir"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -45,6 +46,9 @@ type Program struct {
 	Root           string // "local" or "vault"
 	SubjectKeys    string // "tree" or "transit"
 	DebugAddr      string // loopback address of the pprof listener; "" for none
+	ForgetLedger   string // the forget ledger's file; "" for forgets.ledger in DataDir
+	BackupDir      string // where a backup is written after every epoch; "" for none
+	BackupKeep     int    // how many of those backups to keep
 	Vault          vault.Config
 }
 
@@ -55,7 +59,17 @@ const (
 	secretFile = "subject.key"
 	tokenFile  = "admin.token"
 	lockFile   = "lock"
+	ledgerFile = "forgets.ledger"
 )
+
+// ledgerPath is the forget ledger's file: --forget-ledger, or
+// forgets.ledger in the data directory.
+func (p *Program) ledgerPath() string {
+	if p.ForgetLedger != "" {
+		return p.ForgetLedger
+	}
+	return filepath.Join(p.DataDir, ledgerFile)
+}
 
 // envName is the environment variable of a flag of shredd serve.
 func envName(flag string) string {
@@ -109,6 +123,9 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 	fl.Int64Var(&p.MaxBody, "max-body", num("max-body", api.DefaultMaxBody), "maximum request body in bytes")
 	fl.Int64Var(&p.MaxRawBody, "max-raw-body", num("max-raw-body", api.DefaultMaxRawBody), "maximum request body in bytes of the raw-body routes (POST /v1/encrypt/raw, /v1/decrypt/raw)")
 	fl.StringVar(&p.DebugAddr, "debug-addr", env("debug-addr", ""), "loopback address to serve Go's pprof profiles on (/debug/pprof/, no token: keep it on loopback); empty for none")
+	fl.StringVar(&p.ForgetLedger, "forget-ledger", env("forget-ledger", ""), "the forget ledger: every committed forget, outside the database, so that a restored database re-applies later forgets (default DATA_DIR/forgets.ledger; never restore it from a backup)")
+	fl.StringVar(&p.BackupDir, "backup-dir", env("backup-dir", ""), "write a backup of the database here after every root epoch (see shredd backup); empty for none")
+	fl.IntVar(&p.BackupKeep, "backup-keep", int(num("backup-keep", 7)), "how many backups of --backup-dir to keep (the oldest are removed)")
 	fl.StringVar(&p.Root, "root", env("root", "local"), "root store: local (a root key file in the data dir) or vault (a Vault Transit key)")
 	fl.StringVar(&p.SubjectKeys, "subject-keys", env("subject-keys", "tree"), "where subject keys live: tree (wrapped under bucket keys, erased by re-key and epoch) or transit (one Vault Transit key per subject, deleted at forget; needs --root vault); fixed when the data dir is created")
 	// Vault settings take Vault's own environment variables as defaults. The
@@ -173,8 +190,8 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 		return nil, errors.New("unexpected argument")
 	}
 	p.EpochInterval, p.CacheTTL, p.ForgetDeadline, p.LeaseTTL = *epoch, *ttl, *deadline, *leaseTTL
-	if p.EpochInterval < time.Second || p.CacheTTL < 0 || p.ForgetDeadline <= 0 || p.LeaseTTL <= 0 || p.Buckets < 1 || p.MaxBody < 1024 || p.MaxRawBody < 1024 {
-		fmt.Fprintln(stderr, "shredd serve: --epoch-interval must be >= 1s, --cache-ttl >= 0, --forget-deadline > 0, --buckets >= 1, --max-body and --max-raw-body >= 1024")
+	if p.EpochInterval < time.Second || p.CacheTTL < 0 || p.ForgetDeadline <= 0 || p.LeaseTTL <= 0 || p.Buckets < 1 || p.BackupKeep < 1 || p.MaxBody < 1024 || p.MaxRawBody < 1024 {
+		fmt.Fprintln(stderr, "shredd serve: --epoch-interval must be >= 1s, --cache-ttl >= 0, --forget-deadline > 0, --buckets >= 1, --backup-keep >= 1, --max-body and --max-raw-body >= 1024")
 		return nil, errors.New("bad flag value")
 	}
 	return p, nil
@@ -189,7 +206,7 @@ func bootstrapAdminToken(ctx context.Context, tokens *api.Tokens, path string, l
 	if err != nil || n > 0 {
 		return err
 	}
-	if b, err := os.ReadFile(path); err == nil {
+	if b, err := datadir.Read(path, datadir.Secret, 64<<10); err == nil {
 		return tokens.Import(ctx, "admin", []string{api.ScopeAdmin}, sha256.Sum256([]byte(strings.TrimSpace(string(b)))))
 	}
 	t, raw, err := tokens.Create(ctx, "admin", []string{api.ScopeAdmin}, "", 0)
@@ -205,28 +222,17 @@ func bootstrapAdminToken(ctx context.Context, tokens *api.Tokens, path string, l
 }
 
 // readOrCreate returns the secret in path, creating it (mode 0600) with
-// make when the file does not exist. The write is durable before use.
-func readOrCreate(path string, make func() []byte) ([]byte, bool, error) {
-	b, err := os.ReadFile(path)
-	if err == nil {
-		return b, false, nil
-	}
+// make when the file does not exist; created says which. The file is never
+// followed through a symlink and must be readable by its owner only; a new
+// file is fsynced with its directory before use, and a failed write stops
+// the start.
+func readOrCreate(path string, make func() []byte) (b []byte, created bool, err error) {
+	b, err = datadir.Read(path, datadir.Secret, 64<<10)
 	if !errors.Is(err, fs.ErrNotExist) {
-		return nil, false, err
+		return b, false, err
 	}
 	b = make()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return nil, false, err
-	}
-	if _, err := f.Write(b); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(path)
+	if err := datadir.Create(path, b, datadir.Secret); err != nil {
 		return nil, false, err
 	}
 	return b, true, nil
@@ -267,10 +273,10 @@ func (p *Program) Run(ctx context.Context, stderr io.Writer) error {
 		}
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
-	if err := os.MkdirAll(p.DataDir, 0o700); err != nil {
-		return fmt.Errorf("data dir: %w", err)
+	if err := datadir.Prepare(p.DataDir); err != nil {
+		return err
 	}
-	lock, err := os.OpenFile(filepath.Join(p.DataDir, lockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	lock, err := os.OpenFile(filepath.Join(p.DataDir, lockFile), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
@@ -314,6 +320,14 @@ func (p *Program) Run(ctx context.Context, stderr io.Writer) error {
 			kms = vs.SubjectKeys()
 		}
 	default:
+		// A missing root file beside an existing database is never replaced
+		// by a new root: it would open none of the database's keys.
+		if _, err := os.Lstat(filepath.Join(p.DataDir, rootFile)); errors.Is(err, fs.ErrNotExist) {
+			if _, err := os.Lstat(filepath.Join(p.DataDir, dbFile)); err == nil {
+				return fmt.Errorf("local root: %s is missing but the database %s exists: a new root would open none of its keys, so none is created; put back the root file that goes with this database",
+					filepath.Join(p.DataDir, rootFile), filepath.Join(p.DataDir, dbFile))
+			}
+		}
 		ls, err := local.Open(filepath.Join(p.DataDir, rootFile))
 		if err != nil {
 			return err
@@ -329,13 +343,46 @@ func (p *Program) Run(ctx context.Context, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	ledger, err := derivation.OpenLedger(p.ledgerPath(), derivation.LedgerKey(secret))
+	if err != nil {
+		return err
+	}
+	defer ledger.Close()
 	keys, err := keystore.Open(ctx, db, root, keystore.Options{Buckets: p.Buckets, CacheTTL: p.CacheTTL, SubjectKMS: kms, Journal: journal})
 	if err != nil {
 		return err
 	}
-	svc, err := derivation.New(ctx, db, keys, hasher, derivation.Options{Deadline: p.ForgetDeadline, LeaseTTL: p.LeaseTTL, Journal: journal})
+	// A database the root store cannot open (a backup older than the last
+	// epoch, or a root file older than the database) stops the start with
+	// what to do, instead of answering 410 for everyone.
+	switch err := keys.CheckRoot(ctx); {
+	case errors.Is(err, keystore.ErrUnavailable):
+		log.Warn("root store unavailable at start-up: the database's root versions are checked when it answers", "error", err.Error())
+	case err != nil:
+		return err
+	}
+	backups := make(chan struct{}, 1)
+	svc, err := derivation.New(ctx, db, keys, hasher, derivation.Options{Deadline: p.ForgetDeadline, LeaseTTL: p.LeaseTTL, Journal: journal, Ledger: ledger,
+		AfterEpoch: func() {
+			select {
+			case backups <- struct{}{}:
+			default:
+			}
+		}})
 	if err != nil {
 		return err
+	}
+	// Forgets the database lacks but the ledger holds (the database was
+	// restored from a backup) are committed again before serving.
+	rep, err := svc.ReconcileLedger(ctx)
+	if err != nil {
+		return fmt.Errorf("forget ledger: %w", err)
+	}
+	if rep.Reapplied > 0 {
+		log.Warn("the database lacked forgets of the forget ledger (restored from a backup?): committed them again", "reapplied", rep.Reapplied)
+	}
+	if rep.Recorded > 0 {
+		log.Info("recorded committed forgets in the forget ledger", "recorded", rep.Recorded)
 	}
 	tokens, err := api.OpenTokens(ctx, db, nil)
 	if err != nil {
@@ -387,6 +434,12 @@ func (p *Program) Run(ctx context.Context, stderr io.Writer) error {
 	}
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	workDone := make(chan struct{})
+	backupDone := make(chan struct{})
+	go func() {
+		defer close(backupDone)
+		p.afterEpochs(workCtx, backups, db, keys, svc, root.Kind(), log)
+	}()
+	defer func() { stopWork(); <-backupDone }()
 	svc.Kick() // reconcile at once, not at the first tick
 	go func() {
 		defer close(workDone)

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// waitBackups waits until dir holds n backups and returns them, oldest
+// first.
+func waitBackups(t *testing.T, dir string, n int) []string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		all, _ := listBackups(dir)
+		if len(all) >= n {
+			return all
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d backups in %s after 30s, want %d", len(all), dir, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// loseDatabase deletes the data directory's database with its WAL.
+func loseDatabase(t *testing.T, dir string) {
+	t.Helper()
+	for _, s := range []string{"", "-wal", "-shm"} {
+		if err := os.Remove(filepath.Join(dir, dbFile+s)); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestRestoreDrill is the drill of docs/operations.md on both root stores:
+// write, epoch (which writes a backup), forget, lose the database, restore
+// the backup: the forgotten subject answers 410 and stays forgotten,
+// everyone else's data in the backup opens. Then a backup older than the
+// last epoch is refused at start-up with a message that says so.
+func TestRestoreDrill(t *testing.T) {
+	for _, root := range []string{"local", "vault"} {
+		t.Run(root, func(t *testing.T) {
+			t.Parallel()
+			dir, backups := t.TempDir(), filepath.Join(t.TempDir(), "backups")
+			opts := serverOpts{Buckets: 4, Args: []string{"--backup-dir", backups, "--backup-keep", "5"}}
+			var env []string
+			if root == "vault" {
+				srv := newVault(t)
+				opts = vaultOpts(srv, "transit", "shredd-drill", opts.Args...)
+				opts.Buckets = 4
+				env = opts.Env
+			}
+			s := startServer(t, dir, opts)
+			s.putKinds(t, "episodic", "summary")
+			alice := s.seal(t, sealReq{Subject: "alice@example.com", Kind: "episodic"}, "alice's record", "a")
+			derived := s.seal(t, sealReq{Subject: "bob", Parents: []string{alice.artifact}, Kind: "summary"}, "alice and bob", "d")
+			bob := s.seal(t, sealReq{Subject: "bob", Kind: "episodic"}, "bob's record", "b")
+			carol := s.seal(t, sealReq{Subject: "carol", Kind: "episodic"}, "carol's record", "c")
+			s.runEpoch(t)
+			backup := waitBackups(t, backups, 1)[0]
+
+			// An online backup through the command, beside the automatic one.
+			out := cli(t, "", env, nil, "backup", "--data-dir", dir, "--out", filepath.Join(t.TempDir(), "manual.db")).want(t, 0)
+			if !strings.Contains(string(out.stdout), "root_version=") || !strings.Contains(string(out.stdout), "log_size=") {
+				t.Fatalf("shredd backup printed %q, want the root version and log size", out.stdout)
+			}
+			list := cli(t, "", env, nil, "backup", "list", "--dir", backups).want(t, 0)
+			if !strings.Contains(string(list.stdout), filepath.Base(backup)) {
+				t.Fatalf("backup list: %s", list.stdout)
+			}
+
+			f := s.forget(t, "alice@example.com")
+			s.shredded(t, alice)
+			s.shredded(t, derived)
+			s.stop()
+
+			// Lose the database; restore the backup taken before the forget.
+			loseDatabase(t, dir)
+			cli(t, "", env, nil, "restore", "--data-dir", dir, backup).want(t, 0)
+			s = startServer(t, dir, opts)
+			if !strings.Contains(s.logs.String(), `"reapplied":1`) {
+				t.Errorf("the start after the restore did not report the re-applied forget:\n%s", tail(s.logs.String(), 20))
+			}
+			s.shredded(t, alice)
+			s.shredded(t, derived)
+			s.open(t, bob)
+			s.open(t, carol)
+			if again := s.forget(t, "alice@example.com"); again.Forget != f.Forget {
+				t.Fatalf("after the restore the forget of alice is %s, want %s", again.Forget, f.Forget)
+			}
+			s.expectProblem(t, http.StatusGone, "shredded", http.MethodPost, "/v1/encrypt",
+				sealReq{Subject: "alice@example.com", Kind: "episodic", Plaintext: b64("back")})
+			s.stop()
+
+			// Stays forgotten across a plain restart, and an epoch
+			// completes (and takes a new backup).
+			s = startServer(t, dir, opts)
+			s.shredded(t, alice)
+			s.runEpoch(t)
+			s.waitForget(t, f.Forget, "shredded after the epoch", func(f forgetView) bool { return shreddedOrLater(f.State) })
+			waitBackups(t, backups, 2)
+			s.open(t, bob)
+			s.stop()
+
+			// The first backup now predates the last epoch: refused, saying
+			// why, instead of answering 410 for everyone.
+			cli(t, "", env, nil, "restore", "--data-dir", dir, backup).want(t, 0)
+			args := append([]string{"serve", "--data-dir", dir, "--addr", "127.0.0.1:0", "--buckets", "4"}, opts.Args...)
+			cli(t, "", opts.Env, nil, args...).want(t, 1, "backup taken before that epoch", "shredd backup list")
+
+			// The newest backup (after the last epoch) restores.
+			all := waitBackups(t, backups, 2)
+			cli(t, "", env, nil, "restore", "--data-dir", dir, all[len(all)-1]).want(t, 0)
+			s = startServer(t, dir, opts)
+			s.shredded(t, alice)
+			s.open(t, bob)
+			s.open(t, carol)
+			s.stop()
+		})
+	}
+}
