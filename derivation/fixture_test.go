@@ -24,6 +24,7 @@ type fixture struct {
 	clock   *clock // nil: the real clock and the package defaults
 	journal bool   // a transparency log, as cmd/shredd wires it
 	kinds   []string
+	ledger  *derivation.Ledger // the forget ledger, when set
 }
 
 // built is what build returns.
@@ -87,6 +88,7 @@ func build(t testing.TB, f fixture) built {
 	if err != nil {
 		t.Fatal(err)
 	}
+	dopts.Ledger = f.ledger
 	if b.svc, err = derivation.New(ctx, db, b.keys, h, dopts); err != nil {
 		t.Fatal(err)
 	}

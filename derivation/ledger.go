@@ -212,11 +212,13 @@ func (s *Service) ledgerAppend(ctx context.Context, ids ...ID) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	// The root version the forgets were committed under; an unreachable
-	// root store gives 0, which compaction keeps.
-	rootVersion := 0
-	if v, err := s.keys.Root().Versions(ctx); err == nil {
-		rootVersion = v.Latest
+	// The newest root version the database's bucket keys were wrapped under
+	// when the forgets committed: a backup taken before them needs that
+	// version or an older one (read from the database, not the root store:
+	// a forget must not wait for Vault).
+	rootVersion, err := s.keys.BucketRootVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("derivation: forget ledger: %w", err)
 	}
 	lines := make([]ledgerLine, 0, len(ids))
 	for _, id := range ids {
@@ -352,7 +354,7 @@ func (s *Service) CompactLedger(ctx context.Context, minVersion int) (int, error
 	dropped := 0
 	ids := map[ID]bool{}
 	for _, e := range entries {
-		if e.RootVersion != 0 && e.RootVersion < minVersion {
+		if e.RootVersion < minVersion {
 			dropped++
 			continue
 		}

@@ -181,3 +181,14 @@ func ReadBackupInfo(ctx context.Context, path string) (BackupInfo, error) {
 	}
 	return info, rows.Err()
 }
+
+// BucketRootVersion returns the newest root version the bucket keys are
+// wrapped under (0 before the tree has buckets): what a backup of the
+// database taken now would need of the root store.
+func (s *Store) BucketRootVersion(ctx context.Context) (int, error) {
+	var v sql.NullInt64
+	if err := s.db.QueryRowContext(ctx, `SELECT max(root_version) FROM buckets`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("keystore: root version: %w", err)
+	}
+	return int(v.Int64), nil
+}

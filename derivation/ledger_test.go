@@ -1,0 +1,106 @@
+package derivation_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/shredd/shredd/derivation"
+)
+
+func openLedger(t *testing.T, path string) *derivation.Ledger {
+	t.Helper()
+	l, err := derivation.OpenLedger(path, derivation.LedgerKey(bytes.Repeat([]byte{1}, 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// TestLedger: a forget is in the ledger when it is answered; a database
+// that lacks it (a fresh one here, a restored backup in
+// TestRestoreDrill) gets it committed again, with the same id, and refuses
+// the subject; a torn last line is cut; a changed line stops the start;
+// compaction drops entries of destroyed root versions.
+func TestLedger(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "forgets.ledger")
+	l := openLedger(t, path)
+	b := build(t, fixture{secret: 1, kinds: []string{"episodic"}, ledger: l})
+	if _, err := b.svc.Encrypt(ctx, derivation.Source{Subjects: []string{"alice"}, Kind: "episodic"}, []byte("hi"), nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := b.svc.Forget(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Len() != 1 || !l.Has(f.ID) {
+		t.Fatalf("the ledger holds %d forgets after the forget was answered, want it", l.Len())
+	}
+	if _, err := b.svc.Forget(ctx, "alice"); err != nil || l.Len() != 1 {
+		t.Fatalf("a second forget of alice: %v, ledger %d lines", err, l.Len())
+	}
+	l.Close()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(raw, []byte("alice")) {
+		t.Fatal("the ledger names the raw subject id")
+	}
+
+	// A write torn by a crash (no newline yet: never answered) is cut off.
+	if err := os.WriteFile(path, append(bytes.Clone(raw), `{"forget":"01`...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l2 := openLedger(t, path)
+	if l2.Len() != 1 {
+		t.Fatalf("after a torn line: %d forgets, want 1", l2.Len())
+	}
+	l2.Close()
+	if got, _ := os.ReadFile(path); !bytes.Equal(got, raw) {
+		t.Fatal("the torn line was not cut off")
+	}
+
+	// Another database (a restore) lacks the forget: committed again.
+	l3 := openLedger(t, path)
+	other := build(t, fixture{secret: 1, kinds: []string{"episodic"}, ledger: l3})
+	rep, err := other.svc.ReconcileLedger(ctx)
+	if err != nil || rep.Reapplied != 1 || rep.Recorded != 0 {
+		t.Fatalf("reconcile: %+v, %v; want 1 re-applied", rep, err)
+	}
+	if _, err := other.svc.Encrypt(ctx, derivation.Source{Subjects: []string{"alice"}, Kind: "episodic"}, []byte("back"), nil); !errors.Is(err, derivation.ErrShredded) {
+		t.Fatalf("encrypt for alice after the re-applied forget: %v, want ErrShredded", err)
+	}
+	again, err := other.svc.Forget(ctx, "alice")
+	if err != nil || again.ID != f.ID || !again.Deadline.Equal(f.Deadline) {
+		t.Fatalf("the re-applied forget: %v %v (deadline %v), want %v (%v)", err, again.ID, again.Deadline, f.ID, f.Deadline)
+	}
+	if rep, err := other.svc.ReconcileLedger(ctx); err != nil || rep != (derivation.LedgerReport{}) {
+		t.Fatalf("a second reconcile: %+v, %v; want nothing to do", rep, err)
+	}
+	// Compaction: every entry is under a version below 1000.
+	if n, err := other.svc.CompactLedger(ctx, 1000); err != nil || n != 1 || l3.Len() != 0 {
+		t.Fatalf("compaction: dropped %d, %v, %d left", n, err, l3.Len())
+	}
+	l3.Close()
+
+	// A changed line stops the start.
+	bad := bytes.Replace(raw, []byte(`"gen":`), []byte(`"gen":1`), 1)
+	if err := os.WriteFile(path, bad, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := derivation.OpenLedger(path, derivation.LedgerKey(bytes.Repeat([]byte{1}, 32))); !errors.Is(err, derivation.ErrLedger) {
+		t.Fatalf("a changed ledger line: %v, want ErrLedger", err)
+	}
+	// A ledger others can read or write is refused.
+	os.WriteFile(path, raw, 0o600)
+	os.Chmod(path, 0o644)
+	if _, err := derivation.OpenLedger(path, derivation.LedgerKey(bytes.Repeat([]byte{1}, 32))); !errors.Is(err, derivation.ErrLedger) {
+		t.Fatalf("a ledger of mode 0644: %v, want ErrLedger", err)
+	}
+}
