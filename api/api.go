@@ -274,10 +274,20 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// strictBase64 refuses non-zero padding bits ("YR==" for "YQ=="), so that
+// each value has one spelling.
+var strictBase64 = base64.StdEncoding.Strict()
+
+// b64 decodes the base64 of a field or header: standard alphabet, padded,
+// canonical. The decoder skips CR and LF even in strict mode; b64 refuses
+// them, so that "YQ==\n" is not a second spelling of "YQ==".
 func b64(field, s string) ([]byte, error) {
-	b, err := base64.StdEncoding.DecodeString(s)
+	if strings.ContainsAny(s, "\r\n") {
+		return nil, badRequest("invalid_base64", field+" must be canonical standard base64 (RFC 4648 section 4, with padding), without line breaks")
+	}
+	b, err := strictBase64.DecodeString(s)
 	if err != nil {
-		return nil, badRequest("invalid_base64", field+" must be standard base64 (RFC 4648 section 4, with padding)")
+		return nil, badRequest("invalid_base64", field+" must be canonical standard base64 (RFC 4648 section 4, with padding, zero padding bits)")
 	}
 	return b, nil
 }

@@ -159,6 +159,18 @@ func TestLimits(t *testing.T) {
 		{name: "unpadded base64", body: `{"kind":"episodic","subject":"a","plaintext":"YQ"}`, status: 400, code: "invalid_base64"},
 		{name: "url-safe base64", body: `{"kind":"episodic","subject":"a","plaintext":"-_-_"}`, status: 400, code: "invalid_base64"},
 		{name: "bad context base64", body: enc(`,"context":"!"`), status: 400, code: "invalid_base64", detail: "context"},
+		{name: "base64 with a trailing LF", body: `{"kind":"episodic","subject":"a","plaintext":"YQ==\n"}`, status: 400, code: "invalid_base64", detail: "plaintext"},
+		{name: "base64 with a trailing CRLF", body: `{"kind":"episodic","subject":"a","plaintext":"YQ==\r\n"}`, status: 400, code: "invalid_base64"},
+		{name: "base64 with an inner LF", body: `{"kind":"episodic","subject":"a","plaintext":"YWJj\nZGVm"}`, status: 400, code: "invalid_base64"},
+		{name: "base64 with a CR", body: `{"kind":"episodic","subject":"a","plaintext":"YQ=\r="}`, status: 400, code: "invalid_base64"},
+		{name: "base64 with padding bits", body: `{"kind":"episodic","subject":"a","plaintext":"YR=="}`, status: 400, code: "invalid_base64", detail: "plaintext"},
+		{name: "base64 with one padding bit set", body: `{"kind":"episodic","subject":"a","plaintext":"YWJ="}`, status: 400, code: "invalid_base64"},
+		{name: "canonical base64", body: `{"kind":"episodic","subject":"a","plaintext":"YWI="}`, status: 200},
+		{name: "canonical context", body: enc(`,"context":"Y3R5"`), status: 200},
+		{name: "context with a LF", body: enc(`,"context":"Y3R4\n"`), status: 400, code: "invalid_base64", detail: "context"},
+		{name: "context with padding bits", body: enc(`,"context":"YR=="`), status: 400, code: "invalid_base64", detail: "context"},
+		{name: "decrypt context with padding bits", path: "/v1/decrypt", body: `{"ciphertext":"` + ct + `","context":"YR=="}`, status: 400, code: "invalid_base64", detail: "context"},
+		{name: "decrypt context with a LF", path: "/v1/decrypt", body: `{"ciphertext":"` + ct + `","context":"\nYQ=="}`, status: 400, code: "invalid_base64"},
 		{name: "bad decrypt context base64", path: "/v1/decrypt", body: `{"ciphertext":"` + ct + `","context":"!"}`, status: 400, code: "invalid_base64"},
 
 		// Lineage, parents, subjects, context.
