@@ -45,8 +45,10 @@ func TestMain(m *testing.M) {
 }
 
 // shreddBinary builds the server once per test binary (with -race when the
-// tests run with -race, so the race detector also watches the server) and
-// returns its path. The build is lazy so that unit tests of this package
+// tests run with -race, so the race detector also watches the server; with
+// the build tag crashpoints, so that SHREDD_TEST_CRASH_AT and
+// SHREDD_TEST_CRASH_RANDOM can kill it at a durable step: see
+// internal/crashpoint) and returns its path. The build is lazy so that unit tests of this package
 // that never start a server do not pay for it.
 func shreddBinary(t *testing.T) string {
 	t.Helper()
@@ -57,7 +59,7 @@ func shreddBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(binDir, "shredd")
-		args := []string{"build"}
+		args := []string{"build", "-tags", "crashpoints"}
 		if raceEnabled {
 			args = append(args, "-race")
 		}
@@ -124,6 +126,17 @@ type server struct {
 // if it is still running.
 func startServer(t *testing.T, dataDir string, o serverOpts) *server {
 	t.Helper()
+	s := startProcess(t, dataDir, o)
+	if !s.waitListening() {
+		t.Fatalf("shredd exited before listening (%v):\n%s", s.waitErr, s.logs.String())
+	}
+	return s
+}
+
+// startProcess starts the real binary like startServer but does not wait
+// for it to listen: a crash test may kill it during its start.
+func startProcess(t *testing.T, dataDir string, o serverOpts) *server {
+	t.Helper()
 	bin := shreddBinary(t)
 	if o.Buckets == 0 {
 		o.Buckets = 16
@@ -170,27 +183,35 @@ func startServer(t *testing.T, dataDir string, o serverOpts) *server {
 		}
 	})
 
+	return s
+}
+
+// waitListening waits for the "listening" log line and reads the admin
+// token. It reports false when the process exited before listening.
+func (s *server) waitListening() bool {
+	t := s.t
+	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for s.base == "" {
-		if addr := listeningAddr(logs.Bytes()); addr != "" {
+		if addr := listeningAddr(s.logs.Bytes()); addr != "" {
 			s.base = "http://" + addr
 			break
 		}
 		select {
 		case <-s.done:
-			t.Fatalf("shredd exited before listening (%v):\n%s", s.waitErr, logs.String())
+			return false
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("shredd did not log \"listening\" within 20s:\n%s", logs.String())
+			t.Fatalf("shredd did not log \"listening\" within 20s:\n%s", s.logs.String())
 		}
 	}
-	tok, err := os.ReadFile(filepath.Join(dataDir, "admin.token"))
+	tok, err := os.ReadFile(filepath.Join(s.dataDir, "admin.token"))
 	if err != nil {
 		t.Fatalf("admin token: %v", err)
 	}
 	s.token = strings.TrimSpace(string(tok))
-	return s
+	return true
 }
 
 // listeningAddr returns the address of the "listening" log line, if any.
