@@ -368,7 +368,9 @@ func testCrashAt(t *testing.T, step string, drive crashDrive, opts serverOpts) {
 				aliceForget = f.Forget
 			}
 			w.gone = append(w.gone, alice...)
-			w.live = slices.DeleteFunc(w.live, func(r record) bool { return slices.ContainsFunc(alice, func(a record) bool { return a.artifact == r.artifact }) })
+			w.live = slices.DeleteFunc(w.live, func(r record) bool {
+				return slices.ContainsFunc(alice, func(a record) bool { return a.artifact == r.artifact })
+			})
 		case driveEpoch:
 			_, _ = s.call(http.MethodPost, "/v1/epoch", nil)
 		case driveEncryptNew, driveEncrypt:
