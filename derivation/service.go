@@ -22,7 +22,7 @@ import (
 
 // Options configures a Service. Zero values take the defaults.
 type Options struct {
-	// Deadline is how long after its commit a forget must be erased before
+	// Deadline is how long after its request a forget must be erased before
 	// it is overdue (default 24h).
 	Deadline time.Duration
 	// Now is the clock (time.Now by default).
@@ -424,8 +424,11 @@ func (p *plan) refs() []envelope.Ref {
 func (s *Service) keyErr(ctx context.Context, err error, refs []envelope.Ref) error {
 	if errors.Is(err, keystore.ErrUnavailable) {
 		for _, r := range refs {
+			// r.Gen 0 is a direct subject's current generation (plan.refs);
+			// a generation above the newest never existed and erased
+			// nothing: not a reason for 410.
 			st, gen, serr := s.keys.State(ctx, r.SID)
-			if serr == nil && (st == keystore.SubjectForgotten || (r.Gen != 0 && r.Gen < gen)) {
+			if serr == nil && ((st == keystore.SubjectForgotten && r.Gen <= gen) || (r.Gen != 0 && r.Gen < gen)) {
 				return fmt.Errorf("%w: a subject of the lineage was forgotten", ErrShredded)
 			}
 		}
