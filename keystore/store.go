@@ -552,7 +552,11 @@ func (s *Store) KeyFor(ctx context.Context, sid envelope.SID, subject string) (e
 
 // KeyAt returns the subject's key of generation ref.Gen. A forgotten subject
 // or an older, destroyed generation gives ErrShredded; a subject or
-// generation that never existed gives ErrNotFound.
+// generation that never existed gives ErrNotFound: one above the subject's
+// newest, and generation 0, which no key has (keys start at 1; a subject
+// forgotten before it had a key keeps a tombstone of generation 0). The
+// difference matters to callers: ErrShredded claims an erasure, so a forged
+// or corrupt reference must not get it.
 func (s *Store) KeyAt(ctx context.Context, ref envelope.Ref) (envelope.SubjectKey, error) {
 	if e, ok := s.cached(ref.SID); ok && e.gen == ref.Gen {
 		s.hits.Add(1)
@@ -565,7 +569,7 @@ func (s *Store) KeyAt(ctx context.Context, ref envelope.Ref) (envelope.SubjectKe
 		return envelope.SubjectKey{}, err
 	}
 	switch {
-	case r.state == SubjectUnknown || ref.Gen > r.gen:
+	case r.state == SubjectUnknown || ref.Gen == 0 || ref.Gen > r.gen:
 		return envelope.SubjectKey{}, fmt.Errorf("keystore: key: %w", ErrNotFound)
 	case r.state == SubjectForgotten || ref.Gen < r.gen:
 		return envelope.SubjectKey{}, fmt.Errorf("keystore: key: %w", ErrShredded)
@@ -788,7 +792,8 @@ func (s *Store) createPerSubject(ctx context.Context, sid envelope.SID, subject 
 
 // CheckLive returns ErrShredded (or ErrNotFound) unless every ref names a
 // live subject at its current generation, reading through q (a transaction
-// for an atomic check-and-write).
+// for an atomic check-and-write). As for KeyAt, ErrNotFound is for a
+// generation that never existed (0, or above the subject's newest).
 func (s *Store) CheckLive(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }, refs []envelope.Ref) error {
@@ -798,7 +803,7 @@ func (s *Store) CheckLive(ctx context.Context, q interface {
 			return err
 		}
 		switch {
-		case r.state == SubjectUnknown || ref.Gen > r.gen:
+		case r.state == SubjectUnknown || ref.Gen == 0 || ref.Gen > r.gen:
 			return fmt.Errorf("keystore: check: %w", ErrNotFound)
 		case r.state == SubjectForgotten || ref.Gen < r.gen:
 			return fmt.Errorf("keystore: check: %w", ErrShredded)
