@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -88,8 +89,13 @@ func listBackups(dir string) ([]string, error) {
 	return out, nil
 }
 
-// pruneBackups removes all but the newest keep backups of dir.
+// pruneBackups removes all but the newest keep backups of dir, and the
+// unfinished copies of backups a crash interrupted.
 func pruneBackups(dir string, keep int) error {
+	torn, _ := filepath.Glob(filepath.Join(dir, backupPrefix+"*"+backupSuffix+datadir.TempInfix+"*"))
+	for _, p := range torn {
+		os.Remove(p)
+	}
 	all, err := listBackups(dir)
 	if err != nil {
 		return err
@@ -221,6 +227,18 @@ func restore(ctx context.Context, dir, backup string, stdout io.Writer) error {
 	}
 	if err := datadir.Prepare(dir); err != nil {
 		return err
+	}
+	// With the local root store the check of the next start can be made
+	// now: a backup older than the last epoch opens no key.
+	if b, err := datadir.Read(filepath.Join(dir, rootFile), datadir.Secret, 1<<20); err == nil {
+		var f struct {
+			MinVersion int `json:"min_version"`
+			Latest     int `json:"latest"`
+		}
+		if json.Unmarshal(b, &f) == nil && info.MinVersion > 0 && info.MinVersion < f.MinVersion {
+			return fmt.Errorf("%s is a backup taken before the root's last epoch: its bucket keys need root version %d, which root.key destroyed (its oldest version is %d); it opens no key. Restore a backup taken after the last epoch (shredd backup list --dir DIR)",
+				backup, info.MinVersion, f.MinVersion)
+		}
 	}
 	lock, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
