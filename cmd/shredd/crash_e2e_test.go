@@ -395,6 +395,8 @@ func testCrashAt(t *testing.T, step string, drive crashDrive, opts serverOpts) {
 	// Restart normally.
 	s = startServer(t, dir, opts)
 	w.checkInvariants(t, s)
+	t.Logf("killed at %s; after the restart %d records open, %d answer 410, %d forgets committed or later, the log extends %d checkpoints",
+		step, len(w.live), len(w.gone), len(w.forgets), len(w.checkpoints))
 	if drive == driveForget {
 		fs := s.listForgets(t, "")
 		if len(fs) != 2 {
