@@ -77,15 +77,25 @@ func putRaw(b []byte, clearIt bool) {
 
 // readRaw reads a request body of content type application/octet-stream,
 // within the raw body limit, into a buffer of rawPool (putRaw gives it back).
+// The buffer grows with the bytes received, never ahead of them beyond
+// rawStartCap (see there).
 func (s *Server) readRaw(r *http.Request) ([]byte, error) {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/octet-stream" {
 		return nil, &problemError{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type", title: "Content-Type must be application/octet-stream"}
 	}
-	// One allocation of the announced size (bounded by limitBody), instead of
-	// io.ReadAll's doublings: these bodies are large.
-	buf := getRaw(min(r.ContentLength, s.maxRaw) + 1)
+	// want is the most the body can need: the announced size (limitBody
+	// refused one over the limit), or the limit, plus one byte so that the
+	// read that meets EOF (or the 413) needs no growth.
+	want := s.maxRaw + 1
+	if r.ContentLength >= 0 {
+		want = min(r.ContentLength, s.maxRaw) + 1
+	}
+	buf := getRaw(min(want, rawStartCap))
 	for {
+		if len(buf) == cap(buf) {
+			buf = growRaw(buf, want)
+		}
 		n, err := r.Body.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if errors.Is(err, io.EOF) {
@@ -99,10 +109,30 @@ func (s *Server) readRaw(r *http.Request) ([]byte, error) {
 			}
 			return nil, badRequest("bad_body", "the request body could not be read")
 		}
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
 	}
+}
+
+// rawStartCap bounds the buffer readRaw takes before any byte of the body
+// has arrived. Allocating the announced Content-Length up front let a few
+// slow clients, each announcing 64 MiB and sending little, make the server
+// allocate gigabytes; past rawStartCap, memory grows only with bytes
+// received.
+const rawStartCap = 256 << 10
+
+// growRaw returns a buffer holding buf's bytes with twice its capacity, but
+// no more than want while buf is below it (so that a body of the announced
+// size ends in a buffer of that size, not up to twice it). buf goes back to
+// rawPool, cleared: a raw encrypt body is plaintext. The copies add up to
+// less than the final size: for 64 MiB, 8 doublings from rawStartCap.
+func growRaw(buf []byte, want int64) []byte {
+	n := 2 * int64(cap(buf))
+	if int64(cap(buf)) < want {
+		n = min(n, want)
+	}
+	nb := getRaw(n)[:len(buf)]
+	copy(nb, buf)
+	putRaw(buf, true)
+	return nb
 }
 
 // rawHeader returns the single value of a request header, "" when absent;
