@@ -158,6 +158,7 @@ func (ts *Tokens) Import(ctx context.Context, name string, scopes []string, hash
 	if err != nil {
 		return fmt.Errorf("api: import token: %w", err)
 	}
+	crashpoint.Hit("token:imported")
 	return nil
 }
 

@@ -5,9 +5,11 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
+	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/shredd/shredd/internal/crashpoint"
 	"github.com/shredd/shredd/internal/datadir"
 	"io"
 	"io/fs"
@@ -199,25 +201,28 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 
 // bootstrapAdminToken gives a new installation its first token: an admin
 // token written to path (mode 0600), announced once in the log by its path.
-// A data directory from before the token store keeps its admin token file:
-// its hash is imported.
+// The file is written and fsynced before the token is stored: a crash in
+// between leaves a file whose hash the next start imports, never a token
+// nobody holds. A data directory from before the token store keeps its
+// admin token file the same way.
 func bootstrapAdminToken(ctx context.Context, tokens *api.Tokens, path string, log *slog.Logger) error {
 	n, err := tokens.Count(ctx)
 	if err != nil || n > 0 {
 		return err
 	}
-	if b, err := datadir.Read(path, datadir.Secret, 64<<10); err == nil {
-		return tokens.Import(ctx, "admin", []string{api.ScopeAdmin}, sha256.Sum256([]byte(strings.TrimSpace(string(b)))))
-	}
-	t, raw, err := tokens.Create(ctx, "admin", []string{api.ScopeAdmin}, "", 0)
+	b, created, err := readOrCreate(path, func() []byte {
+		return []byte(api.TokenPrefix + base64.RawURLEncoding.EncodeToString(randomBytes(32)) + "\n")
+	})
 	if err != nil {
 		return err
 	}
-	if _, _, err := readOrCreate(path, func() []byte { return []byte(raw + "\n") }); err != nil {
-		_ = tokens.Revoke(ctx, t.ID)
+	crashpoint.Hit("admintoken:written")
+	if err := tokens.Import(ctx, "admin", []string{api.ScopeAdmin}, sha256.Sum256([]byte(strings.TrimSpace(string(b))))); err != nil {
 		return err
 	}
-	log.Info("created the admin token; send it as 'Authorization: Bearer <token>'", "path", path, "token_id", t.ID)
+	if created {
+		log.Info("created the admin token; send it as 'Authorization: Bearer <token>'", "path", path)
+	}
 	return nil
 }
 
