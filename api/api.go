@@ -36,7 +36,7 @@ const DefaultMaxBody = 1<<20*4/3 + 64<<10
 // Config configures a Server.
 type Config struct {
 	Service *derivation.Service
-	Root    keystore.RootStore // probed by /healthz
+	Root    keystore.RootStore // probed by /healthz and /readyz
 	Log     *slog.Logger
 	// Tokens verifies the bearer tokens of /v1 calls.
 	Tokens *Tokens
@@ -104,6 +104,8 @@ func (s *Server) Handler() http.Handler {
 		s.fail(w, r, &problemError{status: http.StatusMethodNotAllowed, code: "method_not_allowed", title: "Method not allowed"})
 	})
 	r.Get("/healthz", s.healthz)
+	r.Get("/livez", s.livez)
+	r.Get("/readyz", s.readyz)
 	r.Get("/v1/openapi.json", s.openAPI) // no token: the document holds no secrets
 	if s.metrics != nil {
 		r.With(s.authenticate, s.require(ScopeAudit)).Get("/metrics", s.metrics.Handler().ServeHTTP)

@@ -210,6 +210,9 @@ func TestRoutes(t *testing.T) {
 		want               int
 	}{
 		{"GET", "/healthz", "", 200},
+		{"GET", "/livez", "", 200},
+		{"GET", "/readyz", "", 200},
+		{"POST", "/readyz", "", 405},
 		{"GET", "/v1/kinds", "", 200},
 		{"PUT", "/v1/kinds/episodic", `{"description":"updated"}`, 200},
 		{"PUT", "/v1/kinds/summary", "", 201},

@@ -37,6 +37,8 @@ var notYetWired = map[string]bool{"GET /metrics": true, "GET /v1/openapi.json": 
 // ciphertexts that an example returns are what later examples send.
 var walkthrough = []struct{ op, example string }{
 	{"health", "ok"},
+	{"live", "ok"},
+	{"ready", "ok"},
 	{"openapi", "document"},
 	{"putKind", "episodic"},
 	{"putKind", "summary"},

@@ -1,0 +1,144 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"net"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/shredd/shredd/api"
+	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/keystore/local"
+	"github.com/shredd/shredd/keystore/vault"
+)
+
+// healthEnv is a server over real SQLite files whose handler probes root (the
+// key tree itself runs on a local root store), and its database.
+func healthEnv(t *testing.T, root keystore.RootStore) (*env, *sql.DB) {
+	t.Helper()
+	dir := t.TempDir()
+	lr, err := local.Open(filepath.Join(dir, "root.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if root == nil {
+		root = lr
+	}
+	db, err := keystore.OpenDB(filepath.Join(dir, "shredd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ctx := context.Background()
+	keys, err := keystore.Open(ctx, db, lr, keystore.Options{Buckets: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := derivation.NewHasher(bytes.Repeat([]byte{1}, 32))
+	svc, err := derivation.New(ctx, db, keys, h, derivation.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(svc.Close)
+	tokens, err := api.OpenTokens(ctx, db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api.New(api.Config{Service: svc, Root: root, Tokens: tokens}).Handler())
+	t.Cleanup(srv.Close)
+	return &env{t: t, srv: srv}, db
+}
+
+// closedPort returns the address of a local TCP port nothing listens on.
+func closedPort(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// TestLiveAndReady checks /livez (200 whatever fails) and /readyz (200 only
+// when the database takes a write and the root store answers; else 503
+// not_ready naming the part, without the error's text), without a token.
+func TestLiveAndReady(t *testing.T) {
+	// A Vault root store at a port nothing listens on: a real client that
+	// gets connection refused.
+	down, err := vault.New(vault.Config{Address: "http://" + closedPort(t), Token: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name    string
+		root    keystore.RootStore
+		breakDB func(*testing.T, *sql.DB)
+		parts   []string // named in the 503's detail; none: ready
+	}{
+		{name: "ready"},
+		{name: "root store down", root: down, parts: []string{"root store"}},
+		{name: "database closed", breakDB: func(t *testing.T, db *sql.DB) { db.Close() }, parts: []string{"database"}},
+		{name: "database read-only", breakDB: readOnly, parts: []string{"database"}},
+		{name: "both", root: down, breakDB: readOnly, parts: []string{"database", "root store"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e, db := healthEnv(t, c.root)
+			if c.breakDB != nil {
+				c.breakDB(t, db)
+			}
+			for _, path := range []string{"/livez", "/healthz"} {
+				if path == "/healthz" && c.root != nil {
+					continue // /healthz probes the root store (below)
+				}
+				if r := e.do("GET", path, "", "Authorization", ""); r.status != 200 || str(r, "status") != "ok" {
+					t.Fatalf("%s: %d %v", path, r.status, r.body)
+				}
+			}
+			r := e.do("GET", "/readyz", "", "Authorization", "")
+			if c.parts == nil {
+				if r.status != 200 || str(r, "status") != "ready" || str(r, "database") != "ok" || str(r, "root_store") != "local" {
+					t.Fatalf("readyz: %d %v", r.status, r.body)
+				}
+				return
+			}
+			if r.status != 503 || r.ctype != "application/problem+json" || str(r, "code") != "not_ready" {
+				t.Fatalf("readyz: %d %s %v, want 503 not_ready", r.status, r.ctype, r.body)
+			}
+			d := str(r, "detail")
+			for _, p := range c.parts {
+				if !strings.Contains(d, p) {
+					t.Fatalf("detail %q does not name %s", d, p)
+				}
+			}
+			if len(c.parts) == 1 && strings.Count(d, ";") != 0 {
+				t.Fatalf("detail %q names more than %s", d, c.parts[0])
+			}
+			for _, leak := range []string{"sql", "sqlite", "127.0.0.1", "refused", "readonly", "closed"} {
+				if strings.Contains(strings.ToLower(string(r.raw)), leak) {
+					t.Fatalf("the answer holds error text (%q): %s", leak, r.raw)
+				}
+			}
+		})
+	}
+}
+
+// readOnly makes every connection of db refuse writes (PRAGMA query_only),
+// as a read-only file or a full disk would: reads still work.
+func readOnly(t *testing.T, db *sql.DB) {
+	t.Helper()
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec(`PRAGMA query_only = ON`); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM tokens`).Scan(&n); err != nil {
+		t.Fatalf("reads fail too: %v", err)
+	}
+}
