@@ -285,7 +285,7 @@ func TestCrashRecovery(t *testing.T) {
 						opts.Args = append(opts.Args, "--subject-keys", "transit")
 					}
 				}
-				testCrashAt(t, tc.step, tc.drive, opts)
+				testCrashAt(t, tc.step, tc.drive, opts, tc.perSub)
 			})
 		}
 	}
@@ -295,7 +295,7 @@ func TestCrashRecovery(t *testing.T) {
 	})
 }
 
-func testCrashAt(t *testing.T, step string, drive crashDrive, opts serverOpts) {
+func testCrashAt(t *testing.T, step string, drive crashDrive, opts serverOpts, perSub bool) {
 	dir := t.TempDir()
 	crash := opts
 	crash.Env = append(slices.Clone(opts.Env), "SHREDD_TEST_CRASH_AT="+step)
@@ -427,9 +427,17 @@ func testCrashAt(t *testing.T, step string, drive crashDrive, opts serverOpts) {
 			sealReq{Subject: "alice", Kind: "episodic", Plaintext: b64("back")})
 	}
 
-	// Convergence: every forget shredded within two epochs.
+	// Convergence: every forget shredded within two epochs (at once
+	// with per-subject keys: deleting the subject's Transit key shreds).
 	for _, id := range w.forgets {
 		f := s.waitForget(t, id, "re-keyed after the restart", func(f forgetView) bool { return f.RekeyedAt != nil })
+		if perSub {
+			f = s.waitForget(t, id, "shredded", func(f forgetView) bool { return shreddedOrLater(f.State) })
+			if c := f.condition("subject_key_deleted"); c.Status != "ok" {
+				t.Fatalf("forget %s: subject_key_deleted is %s (%s)", id, c.Status, c.Reason)
+			}
+			continue
+		}
 		for i := 0; i < 2 && !shreddedOrLater(f.State); i++ {
 			s.runEpoch(t)
 			f = s.getForget(t, id)
