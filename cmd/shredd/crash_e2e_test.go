@@ -39,6 +39,7 @@ const (
 	driveCheckpoint                   // an encrypt, then GET /v1/log/checkpoint (a new tree size is signed)
 	driveTokenCLI                     // `shredd token create` on the data directory
 	driveBackupCLI                    // `shredd backup --dir` of the data directory
+	driveFirstStart                   // the first start of a new data directory
 )
 
 // crashSteps are every step crashpoint.Hit names in the code (checked by
@@ -70,6 +71,8 @@ var crashSteps = []struct {
 	{"log:checkpoint", driveCheckpoint, true, false, false},
 	{"token:created", driveTokenCLI, true, false, false},
 	{"backup:written", driveBackupCLI, true, false, false},
+	{"admintoken:written", driveFirstStart, true, false, false},
+	{"token:imported", driveFirstStart, true, false, false},
 }
 
 var hitRE = regexp.MustCompile(`crashpoint\.Hit\("([^"]+)"\)`)
@@ -285,14 +288,14 @@ func TestCrashRecovery(t *testing.T) {
 						opts.Args = append(opts.Args, "--subject-keys", "transit")
 					}
 				}
+				if tc.drive == driveFirstStart {
+					testCrashAtFirstStart(t, tc.step, opts)
+					return
+				}
 				testCrashAt(t, tc.step, tc.drive, opts, tc.perSub)
 			})
 		}
 	}
-	t.Run("token_created/first_start", func(t *testing.T) {
-		t.Parallel()
-		testCrashAtFirstStart(t)
-	})
 }
 
 func testCrashAt(t *testing.T, step string, drive crashDrive, opts serverOpts, perSub bool) {
@@ -457,15 +460,17 @@ func testCrashAt(t *testing.T, step string, drive crashDrive, opts serverOpts, p
 	s.stop()
 }
 
-// testCrashAtFirstStart kills a new installation's first start at
-// token:created: the admin token is stored, its file not yet written. The
-// restart must hand out a working admin token.
-func testCrashAtFirstStart(t *testing.T) {
+// testCrashAtFirstStart kills a new installation's first start at step
+// (the admin token's file or its stored hash): the restart must hand out a
+// working admin token.
+func testCrashAtFirstStart(t *testing.T, step string, opts serverOpts) {
 	dir := t.TempDir()
-	s := startProcess(t, dir, serverOpts{Env: []string{"SHREDD_TEST_CRASH_AT=token:created"}})
-	s.killedAt(t, "token:created")
+	crash := opts
+	crash.Env = append(slices.Clone(opts.Env), "SHREDD_TEST_CRASH_AT="+step)
+	s := startProcess(t, dir, crash)
+	s.killedAt(t, step)
 	checkDBIntegrity(t, dir)
-	s = startProcess(t, dir, serverOpts{})
+	s = startProcess(t, dir, opts)
 	if !s.waitListening() {
 		t.Fatalf("the restart after the kill exited: %v\n%s", s.waitErr, s.logs.String())
 	}
