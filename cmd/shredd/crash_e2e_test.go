@@ -240,12 +240,7 @@ func (s *server) killedAt(t *testing.T, step string) {
 func runCrashingCLI(t *testing.T, step string, args ...string) {
 	t.Helper()
 	cmd := exec.Command(shreddBinary(t), args...)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SHREDD_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, "SHREDD_TEST_CRASH_AT="+step)
+	cmd.Env = append(envWithoutShredd(), "SHREDD_TEST_CRASH_AT="+step)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	done := make(chan error, 1)
@@ -618,7 +613,7 @@ func TestCrashSoak(t *testing.T) {
 				}
 			default: // token creation, in its own process
 				cmd := exec.Command(shreddBinary(t), "token", "create", "--data-dir", dir, "--name", "soak", "--scopes", "decrypt")
-				cmd.Env = append(os.Environ(), crash.Env...)
+				cmd.Env = append(envWithoutShredd(), crash.Env...)
 				out, cerr := cmd.CombinedOutput()
 				if cerr != nil {
 					step, ok := killedStep(string(out))
@@ -632,8 +627,9 @@ func TestCrashSoak(t *testing.T) {
 				alive = false
 			}
 		}
-		if alive { // the time is up
-			s.stop()
+		if alive { // the time is up: a kill by the test, checked below like the others
+			_ = s.cmd.Process.Kill()
+			<-s.done
 			break
 		}
 		s.waitKilled()
@@ -667,12 +663,26 @@ func TestCrashSoak(t *testing.T) {
 	checkDBIntegrity(t, dir)
 	s = startServer(t, dir, opts)
 	for n := range pending {
+		f := s.forget(t, n)
+		if !subjects[n].forgotten {
+			w.forgets = append(w.forgets, f.Forget)
+		}
 		subjects[n].forgotten = true
-		w.forgets = append(w.forgets, s.forget(t, n).Forget)
 	}
 	rebuild()
 	w.checkInvariants(t, s)
 	s.stop()
+}
+
+// envWithoutShredd is the test's environment without SHREDD_* settings.
+func envWithoutShredd() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SHREDD_") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 // killedStep returns the step of a "crashpoint: killed at" line in logs.
