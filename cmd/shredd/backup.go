@@ -89,13 +89,19 @@ func listBackups(dir string) ([]string, error) {
 	return out, nil
 }
 
-// pruneBackups removes all but the newest keep backups of dir, and the
-// unfinished copies of backups a crash interrupted.
-func pruneBackups(dir string, keep int) error {
+// removeTorn removes the unfinished copies of backups a crash interrupted
+// in dir.
+func removeTorn(dir string) {
 	torn, _ := filepath.Glob(filepath.Join(dir, backupPrefix+"*"+backupSuffix+datadir.TempInfix+"*"))
 	for _, p := range torn {
 		os.Remove(p)
 	}
+}
+
+// pruneBackups removes all but the newest keep backups of dir, and the
+// unfinished copies of backups a crash interrupted.
+func pruneBackups(dir string, keep int) error {
+	removeTorn(dir)
 	all, err := listBackups(dir)
 	if err != nil {
 		return err
@@ -138,6 +144,7 @@ func backupCmd(ctx context.Context, args []string, stdout, stderr io.Writer, get
 			fmt.Fprintln(stderr, "shredd backup:", err)
 			return exitFailed
 		}
+		removeTorn(*dir)
 		*out = filepath.Join(*dir, backupName(time.Now()))
 	}
 	dbPath := filepath.Join(*dataDir, dbFile)
