@@ -300,6 +300,7 @@ func (p *Program) Run(ctx context.Context, stderr io.Writer) error {
 	}
 	var root keystore.RootStore
 	var kms keystore.SubjectKMS
+	rootDown := false // the root store did not answer at start-up
 	switch p.Root {
 	case "vault":
 		vs, err := vault.New(p.Vault)
@@ -313,6 +314,7 @@ func (p *Program) Run(ctx context.Context, stderr io.Writer) error {
 		case errors.Is(err, vault.ErrUnsafeKey):
 			return err
 		case err != nil:
+			rootDown = true
 			log.Warn("vault root store unavailable at start-up; failing closed until it answers", "error", err.Error())
 		default:
 			kc := vs.KeyConfig()
@@ -360,11 +362,17 @@ func (p *Program) Run(ctx context.Context, stderr io.Writer) error {
 	// A database the root store cannot open (a backup older than the last
 	// epoch, or a root file older than the database) stops the start with
 	// what to do, instead of answering 410 for everyone.
-	switch err := keys.CheckRoot(ctx); {
-	case errors.Is(err, keystore.ErrUnavailable):
-		log.Warn("root store unavailable at start-up: the database's root versions are checked when it answers", "error", err.Error())
-	case err != nil:
-		return err
+	// Not asked again when it just failed to answer (each try is a Vault
+	// login, and Vault locks an AppRole out after a few failed ones).
+	if rootDown {
+		log.Warn("root store unavailable at start-up: the database's root versions were not checked")
+	} else {
+		switch err := keys.CheckRoot(ctx); {
+		case errors.Is(err, keystore.ErrUnavailable):
+			log.Warn("root store unavailable at start-up: the database's root versions were not checked", "error", err.Error())
+		case err != nil:
+			return err
+		}
 	}
 	backups := make(chan struct{}, 1)
 	svc, err := derivation.New(ctx, db, keys, hasher, derivation.Options{Deadline: p.ForgetDeadline, LeaseTTL: p.LeaseTTL, Journal: journal, Ledger: ledger,
