@@ -49,9 +49,15 @@ type Ledger struct {
 	path string
 	key  []byte
 
-	mu  sync.Mutex
-	f   *os.File
-	ids map[ID]bool
+	mu      sync.Mutex // guards f's writes, ids and written
+	f       *os.File
+	ids     map[ID]bool // forgets durably in the ledger
+	written uint64      // appends written to f
+
+	// Concurrent appends share fsyncs: each waits until an fsync that began
+	// after its write has returned (group commit).
+	syncMu sync.Mutex
+	synced uint64 // appends known durable; guarded by syncMu
 }
 
 // ledgerLine is one line of the ledger file.
@@ -163,37 +169,51 @@ func (l *Ledger) Len() int {
 // them once.
 func (l *Ledger) appendAll(lines []ledgerLine) error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	var buf bytes.Buffer
 	var ids []ID
 	for _, e := range lines {
 		id, err := ParseID(e.Forget)
 		if err != nil {
+			l.mu.Unlock()
 			return err
 		}
 		if l.ids[id] {
 			continue
 		}
 		e.MAC = l.mac(e)
-		b, err := json.Marshal(e)
-		if err != nil {
-			return err
-		}
+		b, _ := json.Marshal(e) // strings and numbers only
 		buf.Write(append(b, '\n'))
 		ids = append(ids, id)
 	}
 	if len(ids) == 0 {
+		l.mu.Unlock()
 		return nil
 	}
 	if _, err := l.f.Write(buf.Bytes()); err != nil {
+		l.mu.Unlock()
 		return fmt.Errorf("%w: append: %v", ErrLedger, err)
 	}
-	if err := l.f.Sync(); err != nil {
-		return fmt.Errorf("%w: fsync: %v", ErrLedger, err)
+	l.written++
+	mine := l.written
+	l.mu.Unlock()
+
+	l.syncMu.Lock()
+	if l.synced < mine {
+		l.mu.Lock()
+		upto, f := l.written, l.f
+		l.mu.Unlock()
+		if err := f.Sync(); err != nil {
+			l.syncMu.Unlock()
+			return fmt.Errorf("%w: fsync: %v", ErrLedger, err)
+		}
+		l.synced = upto
 	}
+	l.syncMu.Unlock()
+	l.mu.Lock()
 	for _, id := range ids {
 		l.ids[id] = true
 	}
+	l.mu.Unlock()
 	crashpoint.Hit("ledger:appended")
 	return nil
 }
@@ -202,7 +222,8 @@ func (l *Ledger) appendAll(lines []ledgerLine) error {
 func (l *Ledger) Close() error { return l.f.Close() }
 
 // ledgerAppend records committed forgets in the ledger, when the service
-// has one, with one fsync.
+// has one; it returns once they are durable (an fsync shared with the
+// forgets appended at the same time).
 func (s *Service) ledgerAppend(ctx context.Context, ids ...ID) error {
 	l := s.opts.Ledger
 	if l == nil {
@@ -344,6 +365,8 @@ func (s *Service) CompactLedger(ctx context.Context, minVersion int) (int, error
 	if l == nil {
 		return 0, nil
 	}
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	entries, err := l.read()
@@ -391,6 +414,7 @@ func (s *Service) CompactLedger(ctx context.Context, minVersion int) (int, error
 	}
 	l.f.Close()
 	l.f, l.ids = f, ids
+	l.synced = l.written // the new file holds every line written, fsynced
 	return dropped, nil
 }
 

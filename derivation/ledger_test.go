@@ -104,3 +104,33 @@ func TestLedger(t *testing.T) {
 		t.Fatalf("a ledger of mode 0644: %v, want ErrLedger", err)
 	}
 }
+
+// TestLedgerConcurrentForgets: forgets answered at the same time share
+// fsyncs, and every one of them is in the ledger when it is answered and
+// after a reopen.
+func TestLedgerConcurrentForgets(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "forgets.ledger")
+	l := openLedger(t, path)
+	b := build(t, fixture{secret: 1, kinds: []string{"episodic"}, ledger: l})
+	const n = 64
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			f, err := b.svc.Forget(ctx, "subject-"+string(rune('A'+i)))
+			if err == nil && !l.Has(f.ID) {
+				err = errors.New("answered before it was in the ledger")
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close()
+	if again := openLedger(t, path); again.Len() != n {
+		t.Fatalf("the reopened ledger holds %d forgets, want %d", again.Len(), n)
+	}
+}
