@@ -22,6 +22,7 @@ import (
 	"github.com/shredd/shredd/derivation"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
+	"github.com/shredd/shredd/storage/sqlite"
 	"github.com/shredd/shredd/testkeys"
 	"github.com/shredd/shredd/translog"
 )
@@ -84,7 +85,7 @@ func newEnvWith(t testing.TB, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := keystore.OpenDB(filepath.Join(dir, "shredd.db"))
+	db, err := sqlite.Open(filepath.Join(dir, "shredd.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/storage/sqlite"
 )
 
 // readyTimeout bounds each probe of GET /readyz, so that a database whose
@@ -61,5 +61,5 @@ func (s *Server) probeDB(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
-	return keystore.ProbeWrite(ctx, s.tokens.db, time.Now())
+	return sqlite.ProbeWrite(ctx, s.tokens.db, time.Now())
 }

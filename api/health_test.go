@@ -15,6 +15,7 @@ import (
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
 	"github.com/shredd/shredd/keystore/vault"
+	"github.com/shredd/shredd/storage/sqlite"
 )
 
 // healthEnv is a server over real SQLite files whose handler probes root (the
@@ -29,7 +30,7 @@ func healthEnv(t *testing.T, root keystore.RootStore) (*env, *sql.DB) {
 	if root == nil {
 		root = lr
 	}
-	db, err := keystore.OpenDB(filepath.Join(dir, "shredd.db"))
+	db, err := sqlite.Open(filepath.Join(dir, "shredd.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

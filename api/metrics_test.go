@@ -30,6 +30,7 @@ import (
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
 	"github.com/shredd/shredd/keystore/vault"
+	"github.com/shredd/shredd/storage/sqlite"
 )
 
 // testClock is a clock the tests move forward.
@@ -60,7 +61,7 @@ func newService(t *testing.T, root keystore.RootStore, ko keystore.Options, opts
 			t.Fatal(err)
 		}
 	}
-	db, err := keystore.OpenDB(filepath.Join(dir, "shredd.db"))
+	db, err := sqlite.Open(filepath.Join(dir, "shredd.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,21 +80,10 @@ type cachedToken struct {
 // the database again: a revocation takes effect within it.
 const tokenCacheTTL = 2 * time.Second
 
-// OpenTokens opens the token store in db, creating its table on first use.
+// OpenTokens opens the token store in db.
 func OpenTokens(ctx context.Context, db *sql.DB, now func() time.Time) (*Tokens, error) {
 	if now == nil {
 		now = time.Now
-	}
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS tokens (
-		id TEXT PRIMARY KEY,
-		hash BLOB NOT NULL UNIQUE,
-		name TEXT NOT NULL,
-		scopes TEXT NOT NULL,
-		holder TEXT NOT NULL,
-		created_at INTEGER NOT NULL,
-		expires_at INTEGER,
-		revoked_at INTEGER)`); err != nil {
-		return nil, fmt.Errorf("api: tokens: %w", err)
 	}
 	return &Tokens{db: db, now: now, cache: map[[32]byte]cachedToken{}}, nil
 }

@@ -21,7 +21,7 @@ import (
 
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/bundle"
-	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/storage/sqlite"
 	"github.com/shredd/shredd/translog"
 )
 
@@ -69,7 +69,7 @@ func makeExport(t testing.TB) testExport {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := keystore.OpenDB(filepath.Join(t.TempDir(), "shredd.db"))
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "shredd.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

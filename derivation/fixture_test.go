@@ -14,6 +14,7 @@ import (
 	"github.com/shredd/shredd/derivation"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
+	"github.com/shredd/shredd/storage/sqlite"
 	"github.com/shredd/shredd/translog"
 )
 
@@ -44,7 +45,7 @@ func build(t testing.TB, f fixture) built {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := keystore.OpenDB(filepath.Join(dir, "shredd.db"))
+	db, err := sqlite.Open(filepath.Join(dir, "shredd.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

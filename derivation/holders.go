@@ -25,39 +25,6 @@ type Holder struct {
 	CreatedAt time.Time
 }
 
-var holderSchema = []string{
-	`CREATE TABLE IF NOT EXISTS holders (
-		id TEXT PRIMARY KEY,
-		public_key BLOB NOT NULL,
-		created_at INTEGER NOT NULL)`,
-	// Every signed ack as received: the exact signed bytes and the
-	// signature, kept as evidence for the attestation.
-	`CREATE TABLE IF NOT EXISTS holder_acks (
-		id INTEGER PRIMARY KEY AUTOINCREMENT,
-		forget BLOB NOT NULL,
-		holder TEXT NOT NULL,
-		artifacts TEXT NOT NULL,
-		payload BLOB NOT NULL,
-		signature BLOB NOT NULL,
-		received_at INTEGER NOT NULL)`,
-	`CREATE INDEX IF NOT EXISTS holder_acks_by_forget ON holder_acks(forget)`,
-	// Which ack closed each artifact: exactly one.
-	`CREATE TABLE IF NOT EXISTS acked (
-		forget BLOB NOT NULL,
-		artifact BLOB NOT NULL,
-		holder TEXT NOT NULL,
-		ack INTEGER NOT NULL,
-		PRIMARY KEY (forget, artifact)) WITHOUT ROWID`,
-	// The latest inventory of each holder: what it holds that shredd never
-	// registered breaks the closure of every open forget.
-	`CREATE TABLE IF NOT EXISTS inventories (
-		holder TEXT PRIMARY KEY,
-		reported_at INTEGER NOT NULL,
-		items INTEGER NOT NULL,
-		unknown_artifacts INTEGER NOT NULL,
-		unknown_kinds INTEGER NOT NULL)`,
-}
-
 // RegisterHolder records a holder and its Ed25519 public key. Registering
 // the same key again is a no-op; another key for a known holder is
 // ErrConflict (keys are not replaced silently: old acks stand on them).

@@ -8,7 +8,7 @@ import (
 	"fmt"
 
 	"github.com/shredd/shredd/envelope"
-	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/storage/sqlite"
 )
 
 // Import is one artifact of a bulk import (ImportArtifacts): its lineage is
@@ -63,7 +63,7 @@ func (s *Service) ImportArtifacts(ctx context.Context, arts []Import, o ImportOp
 		if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA cache_size=-%d", o.CacheKiB)); err != nil {
 			return fmt.Errorf("derivation: import: %w", err)
 		}
-		defer conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf("PRAGMA cache_size=-%d", keystore.CacheKiB))
+		defer conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf("PRAGMA cache_size=-%d", sqlite.CacheKiB))
 	}
 	if o.NoSync {
 		if _, err := conn.ExecContext(ctx, "PRAGMA synchronous=OFF"); err != nil {

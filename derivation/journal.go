@@ -34,34 +34,11 @@ type Journal struct {
 
 var _ keystore.Journal = (*Journal)(nil)
 
-var journalSchema = []string{
-	// The log index of each subject key generation's key_created event, so
-	// that the forget that destroys it can name it.
-	`CREATE TABLE IF NOT EXISTS subject_log (
-		sid BLOB NOT NULL,
-		gen INTEGER NOT NULL,
-		key_created INTEGER NOT NULL,
-		PRIMARY KEY (sid, gen)) WITHOUT ROWID`,
-	// The log indexes of each forget's events (commit, holder acks,
-	// attestation) and of each epoch's, for the regulator export.
-	`CREATE TABLE IF NOT EXISTS forget_log (
-		forget BLOB NOT NULL,
-		idx INTEGER NOT NULL,
-		PRIMARY KEY (forget, idx)) WITHOUT ROWID`,
-	`CREATE TABLE IF NOT EXISTS epoch_log (
-		epoch INTEGER PRIMARY KEY,
-		idx INTEGER NOT NULL)`,
-}
-
 // NewJournal returns a journal appending to log (whose note verifier key
-// is logKey), signing events with signer (the attestation key), and creates
-// its tables in db. now is the clock (time.Now when nil).
+// is logKey), signing events with signer (the attestation key). now is the clock (time.Now when nil).
 func NewJournal(ctx context.Context, db *sql.DB, log *translog.Log, logKey string, signer ed25519.PrivateKey, now func() time.Time) (*Journal, error) {
 	if log == nil || len(signer) != ed25519.PrivateKeySize {
 		return nil, fmt.Errorf("derivation: journal needs a log and an Ed25519 key: %w", ErrInvalid)
-	}
-	if err := keystore.ExecAll(ctx, db, journalSchema); err != nil {
-		return nil, fmt.Errorf("derivation: migrate: %w", err)
 	}
 	if now == nil {
 		now = time.Now

@@ -25,17 +25,6 @@ type Lease struct {
 	ReleasedAt time.Time
 }
 
-var leaseSchema = []string{
-	`CREATE TABLE IF NOT EXISTS leases (
-		id BLOB PRIMARY KEY,
-		artifact BLOB NOT NULL,
-		holder TEXT NOT NULL,
-		issued_at INTEGER NOT NULL,
-		expires_at INTEGER NOT NULL,
-		released_at INTEGER)`,
-	`CREATE INDEX IF NOT EXISTS leases_by_artifact ON leases(artifact)`,
-}
-
 // leaseReq is one lease waiting for the group commit.
 type leaseReq struct {
 	l    Lease

@@ -13,6 +13,7 @@ import (
 	"github.com/shredd/shredd/internal/vaulttest"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/vault"
+	"github.com/shredd/shredd/storage/sqlite"
 )
 
 // TestPerSubjectStory runs the lineage story with one Vault Transit key per
@@ -25,7 +26,7 @@ func TestPerSubjectStory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := keystore.OpenDB(filepath.Join(t.TempDir(), "shredd.db"))
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "shredd.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/shredd/shredd/envelope"
 	"github.com/shredd/shredd/internal/crashpoint"
 	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/storage/sqlite"
 )
 
 // Options configures a Service. Zero values take the defaults.
@@ -70,7 +71,7 @@ type Service struct {
 	closed    bool
 }
 
-// New opens the registry in db (creating its tables on first use).
+// New opens the registry in db, whose schema storage/sqlite made.
 func New(ctx context.Context, db *sql.DB, keys *keystore.Store, hasher *Hasher, opts Options) (*Service, error) {
 	if opts.Deadline <= 0 {
 		opts.Deadline = DefaultDeadline
@@ -84,68 +85,12 @@ func New(ctx context.Context, db *sql.DB, keys *keystore.Store, hasher *Hasher, 
 	if opts.LeaseTTL <= 0 {
 		opts.LeaseTTL = DefaultLeaseTTL
 	}
-	if err := keystore.ExecAll(ctx, db, slices.Concat(schema, leaseSchema, holderSchema)); err != nil {
-		return nil, fmt.Errorf("derivation: migrate: %w", err)
-	}
-	// Columns of forgets added since the first release; attestation is the
-	// file as signed when the forget was erased, served byte for byte, so
-	// that its digest in the log matches.
-	for _, c := range [][2]string{{"erased_at", "INTEGER"}, {"commitment", "TEXT"}, {"proof", "BLOB"}, {"attestation", "BLOB"}} {
-		if err := keystore.AddColumn(ctx, db, "forgets", c[0], c[1]); err != nil {
-			return nil, fmt.Errorf("derivation: migrate: %w", err)
-		}
-	}
 	svc := &Service{db: db, keys: keys, hasher: hasher, opts: opts, kick: make(chan struct{}, 1), leaseQ: make(chan leaseReq, 1024),
 		recordQ: make(chan recordReq, 1024), ckptKick: make(chan struct{}, 1), stop: make(chan struct{})}
 	go svc.leaseWriter()
 	go svc.recordWriter()
 	go svc.checkpointer()
 	return svc, nil
-}
-
-var schema = []string{
-	`CREATE TABLE IF NOT EXISTS kinds (
-		name TEXT PRIMARY KEY,
-		description TEXT NOT NULL,
-		created_at INTEGER NOT NULL)`,
-	// seq (the rowid) orders artifacts against forget barriers.
-	`CREATE TABLE IF NOT EXISTS artifacts (
-		seq INTEGER PRIMARY KEY AUTOINCREMENT,
-		id BLOB NOT NULL UNIQUE,
-		kind TEXT NOT NULL REFERENCES kinds(name),
-		holder TEXT NOT NULL,
-		sealed INTEGER NOT NULL,
-		created_at INTEGER NOT NULL)`,
-	`CREATE TABLE IF NOT EXISTS artifact_parents (
-		artifact BLOB NOT NULL,
-		parent BLOB NOT NULL,
-		PRIMARY KEY (artifact, parent)) WITHOUT ROWID`,
-	// The flat lineage: one row per (subject, artifact) of the closure.
-	// direct marks the artifact's own subjects.
-	`CREATE TABLE IF NOT EXISTS lineage (
-		sid BLOB NOT NULL,
-		artifact BLOB NOT NULL,
-		gen INTEGER NOT NULL,
-		direct INTEGER NOT NULL,
-		PRIMARY KEY (sid, artifact)) WITHOUT ROWID`,
-	`CREATE INDEX IF NOT EXISTS lineage_by_artifact ON lineage(artifact)`,
-	`CREATE INDEX IF NOT EXISTS parents_by_parent ON artifact_parents(parent)`,
-	`CREATE TABLE IF NOT EXISTS forgets (
-		id BLOB PRIMARY KEY,
-		sid BLOB NOT NULL,
-		gen INTEGER,
-		state TEXT NOT NULL,
-		barrier INTEGER,
-		requested_at INTEGER NOT NULL,
-		committed_at INTEGER,
-		rekeyed_at INTEGER,
-		rekey_marker INTEGER,
-		shredded_at INTEGER,
-		epoch INTEGER,
-		deadline INTEGER NOT NULL,
-		erased_at INTEGER)`,
-	`CREATE INDEX IF NOT EXISTS forgets_by_sid ON forgets(sid)`,
-	`CREATE INDEX IF NOT EXISTS forgets_by_state ON forgets(state)`,
 }
 
 // stripe returns the barrier lock index of a subject.
@@ -527,7 +472,7 @@ func (s *Service) kickCheckpoint() {
 
 // checkpointer copies the WAL into the database file in the background,
 // at most every checkpointInterval, after group commits: the connections
-// checkpoint by themselves only past keystore.WALAutoCheckpoint pages, so
+// checkpoint by themselves only past sqlite.WALAutoCheckpoint pages, so
 // that commits return without copying pages (a checkpoint of many commits
 // copies a hot page once). A PASSIVE checkpoint runs alongside readers and
 // the writer. Errors are left to the next attempt: the WAL only grows.
@@ -538,7 +483,7 @@ func (s *Service) checkpointer() {
 			return
 		case <-s.ckptKick:
 		}
-		_ = keystore.CheckpointPassive(context.Background(), s.db)
+		_ = sqlite.CheckpointPassive(context.Background(), s.db)
 		select {
 		case <-s.stop:
 			return

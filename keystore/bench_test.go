@@ -27,6 +27,7 @@ import (
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
 	"github.com/shredd/shredd/keystore/vault"
+	"github.com/shredd/shredd/storage/sqlite"
 )
 
 // countingRoot passes every call through to a real root store and counts the
@@ -79,7 +80,7 @@ func benchRoot(b *testing.B, kind, dir string, srv *vaulttest.Server) keystore.R
 // closed when tb's benchmark ends.
 func benchTree(tb testing.TB, dir string, root keystore.RootStore, opts keystore.Options) *keystore.Store {
 	tb.Helper()
-	db, err := keystore.OpenDB(filepath.Join(dir, "shredd.db"))
+	db, err := sqlite.Open(filepath.Join(dir, "shredd.db"))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -133,7 +134,7 @@ type bigTree struct {
 func (t *bigTree) build(b *testing.B, srv *vaulttest.Server) {
 	t.once.Do(func() {
 		t.root = &countingRoot{RootStore: benchRoot(b, "vault", t.dir, srv)}
-		db, err := keystore.OpenDB(filepath.Join(t.dir, "shredd.db"))
+		db, err := sqlite.Open(filepath.Join(t.dir, "shredd.db"))
 		if err != nil {
 			t.err = err
 			return
@@ -149,7 +150,7 @@ func (t *bigTree) build(b *testing.B, srv *vaulttest.Server) {
 		t.setup = time.Since(start)
 		t.unwraps = t.root.unwraps.Load()
 		start = time.Now()
-		if err := keystore.CheckpointWAL(context.Background(), db); err != nil {
+		if err := sqlite.CheckpointWAL(context.Background(), db); err != nil {
 			t.err = err
 			return
 		}

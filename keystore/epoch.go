@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shredd/shredd/internal/crashpoint"
+	"github.com/shredd/shredd/storage/sqlite"
 )
 
 // Epoch is one run of the root rotation: rotate the root, rewrap every bucket
@@ -87,7 +88,7 @@ func (s *Store) RunEpoch(ctx context.Context) (_ Epoch, err error) {
 		}
 	}
 	crashpoint.Hit("epoch:trimmed")
-	if err := CheckpointWAL(ctx, s.db); err != nil {
+	if err := sqlite.CheckpointWAL(ctx, s.db); err != nil {
 		return Epoch{}, err
 	}
 	// The checkpoint copies the WAL into the main file and truncates it, so the

@@ -9,12 +9,14 @@ import (
 	"github.com/shredd/shredd/envelope"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
+	"github.com/shredd/shredd/storage/sqlite"
 )
 
 // TestSubjectsTableMigration opens a database whose subjects table has the
 // layout of earlier releases (keyed by sid, with a partial index by bucket)
-// and checks that Open rebuilds it keyed by bucket then sid, with every live
-// key still opening and every tombstone still refusing.
+// and no record of migrations, and checks that storage/sqlite's migration
+// rebuilds it keyed by bucket then sid, with every live key still opening
+// through the key tree and every tombstone still refusing.
 func TestSubjectsTableMigration(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -32,11 +34,18 @@ func TestSubjectsTableMigration(t *testing.T) {
 		`CREATE INDEX subjects_live_bucket ON subjects(bucket) WHERE wrapped IS NOT NULL`,
 		`INSERT INTO subjects SELECT sid, gen, state, bucket, bucket_gen, wrapped, created_at, forgotten_at FROM subjects_new`,
 		`DROP TABLE subjects_new`,
+		`DROP TABLE migrations`, // made before migrations were recorded
 	} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
 	}
+	db.Close()
+	db, err := sqlite.Open(filepath.Join(dir, "shredd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
 	root, err := local.Open(filepath.Join(dir, "root.key"))
 	if err != nil {
 		t.Fatal(err)

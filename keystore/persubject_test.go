@@ -15,11 +15,12 @@ import (
 	"github.com/shredd/shredd/internal/vaulttest"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/vault"
+	"github.com/shredd/shredd/storage/sqlite"
 )
 
 func openPerSubject(t *testing.T, dir string, vs *vault.Store) (*keystore.Store, *sql.DB) {
 	t.Helper()
-	db, err := keystore.OpenDB(filepath.Join(dir, "shredd.db"))
+	db, err := sqlite.Open(filepath.Join(dir, "shredd.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func TestPerSubjectTransitKeys(t *testing.T) {
 		t.Fatalf("Transit key name %q reveals the subject or its sid", name)
 	}
 	before := t.TempDir()
-	if err := keystore.CheckpointWAL(ctx, db); err != nil {
+	if err := sqlite.CheckpointWAL(ctx, db); err != nil {
 		t.Fatal(err)
 	}
 	copyDir(t, live, before)

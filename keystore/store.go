@@ -112,9 +112,6 @@ func Open(ctx context.Context, db *sql.DB, root RootStore, opts Options) (*Store
 	if s.cacheSize <= 0 {
 		s.cacheSize = DefaultCacheSize
 	}
-	if err := migrate(ctx, db); err != nil {
-		return nil, err
-	}
 	n, err := s.initBuckets(ctx, opts.Buckets)
 	if err != nil {
 		return nil, err
@@ -175,95 +172,6 @@ func (s *Store) Root() RootStore { return uncounted(s.root) }
 
 // CacheStats returns the number of key cache hits and misses so far.
 func (s *Store) CacheStats() (hits, misses uint64) { return s.hits.Load(), s.misses.Load() }
-
-var schema = []string{
-	`CREATE TABLE IF NOT EXISTS keystore_meta (k TEXT PRIMARY KEY, v INTEGER NOT NULL)`,
-	// One row per bucket key: wrapped under root version root_version.
-	`CREATE TABLE IF NOT EXISTS buckets (
-		id INTEGER PRIMARY KEY,
-		gen INTEGER NOT NULL,
-		root_version INTEGER NOT NULL,
-		wrapped BLOB NOT NULL)`,
-	// One row per subject (sid is the keyed hash, never the raw id). wrapped
-	// is NULL once forgotten; the row stays as the tombstone that refuses the
-	// subject from then on.
-	subjectsTable,
-	`CREATE TABLE IF NOT EXISTS epochs (
-		id INTEGER PRIMARY KEY,
-		state TEXT NOT NULL,
-		started_at INTEGER NOT NULL,
-		finished_at INTEGER,
-		from_version INTEGER NOT NULL,
-		to_version INTEGER,
-		retired TEXT)`,
-}
-
-// subjectsTable keeps the subjects of a bucket together (the key is bucket,
-// then sid; the bucket is a function of the sid, BucketOf): a bucket re-key
-// reads and rewrites a few adjacent pages instead of one page per subject
-// spread over the whole table, about forty times less I/O at a million
-// subjects.
-const subjectsTable = `CREATE TABLE IF NOT EXISTS subjects (
-		sid BLOB NOT NULL,
-		gen INTEGER NOT NULL,
-		state INTEGER NOT NULL,
-		bucket INTEGER NOT NULL,
-		bucket_gen INTEGER,
-		wrapped BLOB,
-		created_at INTEGER NOT NULL,
-		forgotten_at INTEGER,
-		PRIMARY KEY (bucket, sid)) WITHOUT ROWID`
-
-func migrate(ctx context.Context, db *sql.DB) error {
-	if err := ExecAll(ctx, db, schema); err != nil {
-		return fmt.Errorf("keystore: migrate: %w", err)
-	}
-	if err := clusterSubjects(ctx, db); err != nil {
-		return err
-	}
-	// A bucket re-key under way: the next generation's key, wrapped under
-	// root version next_version (RekeyBucket).
-	for _, c := range [][2]string{{"next_wrapped", "BLOB"}, {"next_version", "INTEGER"}} {
-		if err := AddColumn(ctx, db, "buckets", c[0], c[1]); err != nil {
-			return fmt.Errorf("keystore: migrate: %w", err)
-		}
-	}
-	return nil
-}
-
-// clusterSubjects rebuilds a subjects table made by an earlier release
-// (keyed by sid alone, with an index by bucket) as subjectsTable, in one
-// transaction. secure_delete zeroes the old table's pages as they are freed.
-func clusterSubjects(ctx context.Context, db *sql.DB) error {
-	var pk int
-	if err := db.QueryRowContext(ctx, `SELECT pk FROM pragma_table_info('subjects') WHERE name='bucket'`).Scan(&pk); err != nil {
-		return fmt.Errorf("keystore: migrate: %w", err)
-	}
-	if pk == 1 {
-		return nil
-	}
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("keystore: migrate: %w", err)
-	}
-	defer tx.Rollback()
-	for _, q := range []string{
-		`DROP INDEX IF EXISTS subjects_live_bucket`,
-		`ALTER TABLE subjects RENAME TO subjects_by_sid`,
-		subjectsTable,
-		`INSERT INTO subjects(sid, gen, state, bucket, bucket_gen, wrapped, created_at, forgotten_at)
-			SELECT sid, gen, state, bucket, bucket_gen, wrapped, created_at, forgotten_at FROM subjects_by_sid ORDER BY bucket, sid`,
-		`DROP TABLE subjects_by_sid`,
-	} {
-		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("keystore: migrate subjects: %w", err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("keystore: migrate subjects: %w", err)
-	}
-	return nil
-}
 
 func (s *Store) initBuckets(ctx context.Context, want int) (int, error) {
 	var n int64

@@ -19,6 +19,7 @@ import (
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
 	"github.com/shredd/shredd/keystore/vault"
+	"github.com/shredd/shredd/storage/sqlite"
 )
 
 // rootFunc opens the root store for a data directory.
@@ -46,7 +47,7 @@ func openTreeWith(t *testing.T, dir string, buckets int, rootOf rootFunc) (*keys
 func openTreeOpts(t *testing.T, dir string, rootOf rootFunc, opts keystore.Options) (*keystore.Store, *sql.DB) {
 	t.Helper()
 	root := rootOf(t, dir)
-	db, err := keystore.OpenDB(filepath.Join(dir, "shredd.db"))
+	db, err := sqlite.Open(filepath.Join(dir, "shredd.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +163,7 @@ func TestBucketsFixedAtCreation(t *testing.T) {
 	dir := t.TempDir()
 	openTree(t, dir, 16)
 	root, _ := local.Open(filepath.Join(dir, "root.key"))
-	db, err := keystore.OpenDB(filepath.Join(dir, "shredd.db"))
+	db, err := sqlite.Open(filepath.Join(dir, "shredd.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +360,7 @@ func backupTest(t *testing.T, rootOf rootFunc, rootFile bool) {
 
 	// 3. A copy taken after the epoch serves live subjects.
 	after := t.TempDir()
-	if err := keystore.CheckpointWAL(ctx, db); err != nil {
+	if err := sqlite.CheckpointWAL(ctx, db); err != nil {
 		t.Fatal(err)
 	}
 	copyDir(t, live, after)

@@ -18,12 +18,6 @@ import (
 // golang.org/x/mod/sumdb/tlog are both keyed by an INTEGER PRIMARY KEY
 // (the rowid), so a point read, MAX(idx) (the tree size) and a range of
 // entries are B-tree lookups, never scans: an append costs O(log n).
-var schema = []string{
-	`CREATE TABLE IF NOT EXISTS log_meta (k TEXT PRIMARY KEY, v TEXT NOT NULL)`,
-	`CREATE TABLE IF NOT EXISTS log_entries (idx INTEGER PRIMARY KEY, data BLOB NOT NULL)`,
-	// idx is tlog.StoredHashIndex(level, n).
-	`CREATE TABLE IF NOT EXISTS log_hashes (idx INTEGER PRIMARY KEY, hash BLOB NOT NULL)`,
-}
 
 // A Log is the transparency log kept in a database. Its methods are safe
 // for concurrent use; appends are serialised by the database's write lock.
@@ -49,11 +43,6 @@ func Open(ctx context.Context, db *sql.DB, signer note.Signer) (*Log, error) {
 		return nil, fmt.Errorf("translog: open: %w", err)
 	}
 	defer tx.Rollback()
-	for _, stmt := range schema {
-		if _, err := tx.ExecContext(ctx, stmt); err != nil {
-			return nil, fmt.Errorf("translog: open: create tables: %w", err)
-		}
-	}
 	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO log_meta (k, v) VALUES ('origin', ?)`, signer.Name()); err != nil {
 		return nil, fmt.Errorf("translog: open: %w", err)
 	}

@@ -15,7 +15,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
-	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/storage/sqlite"
 	"github.com/shredd/shredd/translog"
 )
 
@@ -55,7 +55,7 @@ func newLog(t testing.TB) (*sql.DB, *translog.Log) {
 
 func newLogWith(t testing.TB, skey string) (*sql.DB, *translog.Log) {
 	t.Helper()
-	db, err := keystore.OpenDB(filepath.Join(t.TempDir(), "shredd.db"))
+	db, err := sqlite.Open(filepath.Join(t.TempDir(), "shredd.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/shredd/shredd/derivation"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
+	"github.com/shredd/shredd/storage/sqlite"
 	"github.com/shredd/shredd/testkeys"
 	"github.com/shredd/shredd/translog"
 )
@@ -72,7 +73,7 @@ func newServerWith(t *testing.T, now func() time.Time) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := keystore.OpenDB(filepath.Join(dir, "shredd.db"))
+	db, err := sqlite.Open(filepath.Join(dir, "shredd.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/shredd/shredd/derivation"
 	"github.com/shredd/shredd/internal/datadir"
 	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/storage/sqlite"
 )
 
 // backupPrefix and backupSuffix frame the names of the backups shredd
@@ -60,7 +61,7 @@ func (p *Program) afterEpochs(ctx context.Context, kick <-chan struct{}, db *sql
 			continue
 		}
 		path := filepath.Join(p.BackupDir, backupName(time.Now()))
-		info, err := keystore.Backup(ctx, db, path, rootKind)
+		info, err := sqlite.Backup(ctx, db, path, rootKind)
 		if err != nil {
 			log.Error("backup after epoch", "error", err.Error())
 			continue
@@ -152,7 +153,7 @@ func backupCmd(ctx context.Context, args []string, stdout, stderr io.Writer, get
 		fmt.Fprintln(stderr, "shredd backup:", err)
 		return exitFailed
 	}
-	db, err := keystore.OpenDB(dbPath)
+	db, err := sqlite.Open(dbPath)
 	if err != nil {
 		fmt.Fprintln(stderr, "shredd backup:", err)
 		return exitFailed
@@ -162,7 +163,7 @@ func backupCmd(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	if _, err := os.Lstat(filepath.Join(*dataDir, rootFile)); err != nil {
 		kind = "vault-transit"
 	}
-	info, err := keystore.Backup(ctx, db, *out, kind)
+	info, err := sqlite.Backup(ctx, db, *out, kind)
 	if err != nil {
 		fmt.Fprintln(stderr, "shredd backup:", err)
 		return exitFailed
@@ -192,7 +193,7 @@ func backupListCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return exitFailed
 	}
 	for _, b := range all {
-		info, err := keystore.ReadBackupInfo(ctx, b)
+		info, err := sqlite.ReadBackupInfo(ctx, b)
 		if err != nil {
 			fmt.Fprintf(stdout, "%s\tunreadable: %v\n", b, err)
 			continue
@@ -228,7 +229,7 @@ func restoreCmd(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 }
 
 func restore(ctx context.Context, dir, backup string, stdout io.Writer) error {
-	info, err := keystore.ReadBackupInfo(ctx, backup)
+	info, err := sqlite.ReadBackupInfo(ctx, backup)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/shredd/shredd/envelope"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
+	"github.com/shredd/shredd/storage/sqlite"
 )
 
 // benchSubject is the subject id of the i-th subject of a benchmark data
@@ -111,7 +112,7 @@ func (c *fillConfig) run(ctx context.Context, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	db, err := keystore.OpenDB(filepath.Join(c.Dir, dbFile))
+	db, err := sqlite.Open(filepath.Join(c.Dir, dbFile))
 	if err != nil {
 		return err
 	}
@@ -195,7 +196,7 @@ func (c *fillConfig) run(ctx context.Context, stdout io.Writer) error {
 		}
 	}
 	// Make the whole fill durable before saying so.
-	if err := keystore.CheckpointWAL(ctx, db); err != nil {
+	if err := sqlite.CheckpointWAL(ctx, db); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "filled %s: %d subjects, %d artifacts, %d of them of %s, in %s\n", c.Dir, c.Subjects, total, c.Heavy,

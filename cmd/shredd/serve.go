@@ -29,6 +29,7 @@ import (
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
 	"github.com/shredd/shredd/keystore/vault"
+	"github.com/shredd/shredd/storage/sqlite"
 )
 
 // Program is a parsed `shredd serve`.
@@ -341,7 +342,7 @@ func (p *Program) Run(ctx context.Context, stderr io.Writer) error {
 		}
 		root = ls
 	}
-	db, err := keystore.OpenDB(filepath.Join(p.DataDir, dbFile))
+	db, err := sqlite.Open(filepath.Join(p.DataDir, dbFile))
 	if err != nil {
 		return err
 	}

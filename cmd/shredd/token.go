@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/shredd/shredd/api"
-	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/storage/sqlite"
 )
 
 // tokenCmd runs `shredd token create|list|revoke`, working on the data
@@ -58,7 +58,7 @@ func tokenCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		fmt.Fprintf(stderr, "shredd token: no database at %s: start shredd once with this --data-dir first\n", path)
 		return 1
 	}
-	db, err := keystore.OpenDB(path)
+	db, err := sqlite.Open(path)
 	if err != nil {
 		fmt.Fprintln(stderr, "shredd token:", err)
 		return 1

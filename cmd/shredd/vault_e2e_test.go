@@ -24,8 +24,8 @@ import (
 	vaultapi "github.com/hashicorp/vault/api"
 
 	"github.com/shredd/shredd/internal/vaulttest"
-	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/vault"
+	"github.com/shredd/shredd/storage/sqlite"
 )
 
 // newVault starts a persistent Vault for one test and shows its log when
@@ -701,7 +701,7 @@ func testVaultBackup(t *testing.T) {
 	// Below the API: the copy holds alice's wrapped DEK and every bucket key
 	// wrapped under version 1, which Vault refuses to decrypt or rewrap,
 	// even for the root token, and cannot bring back.
-	db, err := keystore.OpenDB(filepath.Join(restored, dbFile))
+	db, err := sqlite.Open(filepath.Join(restored, dbFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,8 @@
-package keystore
+package sqlite
 
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,48 +11,6 @@ import (
 	"github.com/shredd/shredd/internal/crashpoint"
 	"github.com/shredd/shredd/internal/datadir"
 )
-
-// Errors of the start-up check that ties a database to its root store.
-var (
-	// ErrStaleDatabase means the database's bucket keys are wrapped under
-	// root versions the root store has destroyed: the database is a backup
-	// older than the root's last epoch, and no key in it can be opened.
-	ErrStaleDatabase = errors.New("database older than the root store's last epoch")
-	// ErrRootBehind means the database's bucket keys are wrapped under root
-	// versions the root store never made: the root store (a root file
-	// restored from a copy) is older than the database.
-	ErrRootBehind = errors.New("root store older than the database")
-)
-
-// CheckRoot checks that the root store can open the key tree: every bucket
-// key must be wrapped under a version between the root's oldest available
-// and its latest. It returns an error wrapping ErrStaleDatabase or
-// ErrRootBehind, with what to do, when not; ErrUnavailable when the root
-// store does not answer.
-func (s *Store) CheckRoot(ctx context.Context) error {
-	var lo, hi sql.NullInt64
-	if err := s.db.QueryRowContext(ctx, `SELECT min(root_version), max(root_version) FROM buckets`).Scan(&lo, &hi); err != nil {
-		return fmt.Errorf("keystore: check root: %w", err)
-	}
-	if !lo.Valid {
-		return nil
-	}
-	v, err := s.Root().Versions(ctx)
-	if err != nil {
-		return fmt.Errorf("keystore: check root: %w", err)
-	}
-	switch {
-	case int(lo.Int64) < v.MinAvailable:
-		return fmt.Errorf("keystore: the database's bucket keys are wrapped under root version %d, which the %s root store destroyed in an epoch (its oldest version is %d): %w; "+
-			"this database is a backup taken before that epoch and opens no key. Restore a backup taken after the last epoch (shredd backup list --dir BACKUP_DIR shows each backup's root version; --backup-dir keeps one after every epoch)",
-			lo.Int64, s.Root().Kind(), v.MinAvailable, ErrStaleDatabase)
-	case int(hi.Int64) > v.Latest:
-		return fmt.Errorf("keystore: the database's bucket keys are wrapped under root version %d, but the %s root store's latest version is %d: %w; "+
-			"the root store was restored from an older copy. Put back the root store that goes with this database (never restore root.key from a backup)",
-			hi.Int64, s.Root().Kind(), v.Latest, ErrRootBehind)
-	}
-	return nil
-}
 
 // BackupInfo describes a backup: what it was taken from and which root
 // version and transparency log size it belongs to. Backup records it in
@@ -75,17 +32,17 @@ type BackupInfo struct {
 func Backup(ctx context.Context, db *sql.DB, path, rootKind string) (BackupInfo, error) {
 	info := BackupInfo{TakenAt: time.Now().UTC(), RootStore: rootKind}
 	if _, err := os.Lstat(path); err == nil {
-		return info, fmt.Errorf("keystore: backup: %s exists", path)
+		return info, fmt.Errorf("storage: backup: %s exists", path)
 	}
 	tmp := path + datadir.TempInfix + "backup"
 	os.Remove(tmp)
 	if _, err := db.ExecContext(ctx, `VACUUM INTO ?`, tmp); err != nil {
 		os.Remove(tmp)
-		return info, fmt.Errorf("keystore: backup: %w", err)
+		return info, fmt.Errorf("storage: backup: %w", err)
 	}
 	fail := func(err error) (BackupInfo, error) {
 		os.Remove(tmp)
-		return info, fmt.Errorf("keystore: backup: %w", err)
+		return info, fmt.Errorf("storage: backup: %w", err)
 	}
 	cp, err := sql.Open("sqlite3", "file:"+tmp+"?_txlock=immediate")
 	if err != nil {
@@ -133,7 +90,7 @@ func Backup(ctx context.Context, db *sql.DB, path, rootKind string) (BackupInfo,
 	}
 	os.Remove(tmp)
 	if err := datadir.SyncDir(filepath.Dir(path)); err != nil {
-		return info, fmt.Errorf("keystore: backup: %w", err)
+		return info, fmt.Errorf("storage: backup: %w", err)
 	}
 	return info, nil
 }
@@ -143,20 +100,20 @@ func Backup(ctx context.Context, db *sql.DB, path, rootKind string) (BackupInfo,
 func ReadBackupInfo(ctx context.Context, path string) (BackupInfo, error) {
 	var info BackupInfo
 	if _, err := os.Stat(path); err != nil {
-		return info, fmt.Errorf("keystore: backup: %w", err)
+		return info, fmt.Errorf("storage: backup: %w", err)
 	}
 	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
 	if err != nil {
-		return info, fmt.Errorf("keystore: backup: %w", err)
+		return info, fmt.Errorf("storage: backup: %w", err)
 	}
 	defer db.Close()
 	var ok string
 	if err := db.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&ok); err != nil || ok != "ok" {
-		return info, fmt.Errorf("keystore: backup %s: integrity check failed: %v %s", path, err, ok)
+		return info, fmt.Errorf("storage: backup %s: integrity check failed: %v %s", path, err, ok)
 	}
 	rows, err := db.QueryContext(ctx, `SELECT k, v FROM backup_info`)
 	if err != nil {
-		return info, fmt.Errorf("keystore: %s is not a shredd backup (no backup_info): %w", path, err)
+		return info, fmt.Errorf("storage: %s is not a shredd backup (no backup_info): %w", path, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -182,13 +139,3 @@ func ReadBackupInfo(ctx context.Context, path string) (BackupInfo, error) {
 	return info, rows.Err()
 }
 
-// BucketRootVersion returns the newest root version the bucket keys are
-// wrapped under (0 before the tree has buckets): what a backup of the
-// database taken now would need of the root store.
-func (s *Store) BucketRootVersion(ctx context.Context) (int, error) {
-	var v sql.NullInt64
-	if err := s.db.QueryRowContext(ctx, `SELECT max(root_version) FROM buckets`).Scan(&v); err != nil {
-		return 0, fmt.Errorf("keystore: root version: %w", err)
-	}
-	return int(v.Int64), nil
-}

@@ -1,4 +1,4 @@
-package keystore_test
+package sqlite_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/storage/sqlite"
 )
 
 // TestWriteGate checks the write gate of a database file through real
@@ -18,7 +18,7 @@ import (
 func TestWriteGate(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "gate.db")
-	db, err := keystore.OpenDB(path)
+	db, err := sqlite.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func TestWriteGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A second handle on the same file shares the gate.
-	db2, err := keystore.OpenDB(path)
+	db2, err := sqlite.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

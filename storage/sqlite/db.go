@@ -1,4 +1,9 @@
-package keystore
+// Package sqlite is shredd's storage on SQLite: it opens the database file
+// with the settings the key tree and the registry depend on, queues this
+// process's writers behind one write gate, and brings the schema to this
+// release's version with embedded, numbered migrations recorded in the
+// database (table migrations).
+package sqlite
 
 import (
 	"context"
@@ -35,8 +40,9 @@ var registerDriver sync.Once
 // when nothing does.
 const WALAutoCheckpoint = 10_000
 
-// OpenDB opens (creating if needed) the SQLite database at path with the
-// settings the key tree depends on, and checks that they took effect:
+// Open opens (creating if needed) the SQLite database at path with the
+// settings shredd depends on, checks that they took effect, and migrates
+// the schema (Migrate):
 //
 //   - WAL journal with synchronous=FULL: a commit is durable when it returns,
 //     so a crash never loses a committed forget;
@@ -49,12 +55,12 @@ const WALAutoCheckpoint = 10_000
 //     gate per file (writeGate) instead of polling SQLite's lock;
 //   - automatic WAL checkpoints only past WALAutoCheckpoint pages: the
 //     service checkpoints in the background (CheckpointPassive).
-func OpenDB(path string) (*sql.DB, error) {
+func Open(path string) (*sql.DB, error) {
 	// Create the file 0600 first: SQLite gives its -wal and -shm files the
 	// database file's permissions.
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("keystore: open db: %w", err)
+		return nil, fmt.Errorf("storage: open db: %w", err)
 	}
 	f.Close()
 	q := url.Values{}
@@ -75,7 +81,7 @@ func OpenDB(path string) (*sql.DB, error) {
 	})
 	db, err := sql.Open(driverName, "file:"+uriPath+"?"+q.Encode())
 	if err != nil {
-		return nil, fmt.Errorf("keystore: open db: %w", err)
+		return nil, fmt.Errorf("storage: open db: %w", err)
 	}
 	db.SetMaxOpenConns(8)
 	ctx := context.Background()
@@ -83,42 +89,21 @@ func OpenDB(path string) (*sql.DB, error) {
 	var sd int
 	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("keystore: open db: %w", err)
+		return nil, fmt.Errorf("storage: open db: %w", err)
 	}
 	if err := db.QueryRowContext(ctx, "PRAGMA secure_delete").Scan(&sd); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("keystore: open db: %w", err)
+		return nil, fmt.Errorf("storage: open db: %w", err)
 	}
 	if mode != "wal" || sd != 1 {
 		db.Close()
-		return nil, fmt.Errorf("keystore: open db: journal_mode=%s secure_delete=%d, want wal and 1", mode, sd)
+		return nil, fmt.Errorf("storage: open db: journal_mode=%s secure_delete=%d, want wal and 1", mode, sd)
+	}
+	if err := Migrate(ctx, db); err != nil {
+		db.Close()
+		return nil, err
 	}
 	return db, nil
-}
-
-// ExecAll runs schema statements in order (CREATE ... IF NOT EXISTS: safe
-// to run on every open), stopping at the first error.
-func ExecAll(ctx context.Context, db *sql.DB, stmts []string) error {
-	for _, q := range stmts {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// AddColumn adds a column to a table made by an older release, unless the
-// table has it already.
-func AddColumn(ctx context.Context, db *sql.DB, table, column, typ string) error {
-	var n int
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info(?) WHERE name=?`, table, column).Scan(&n); err != nil {
-		return err
-	}
-	if n > 0 {
-		return nil
-	}
-	_, err := db.ExecContext(ctx, `ALTER TABLE `+table+` ADD COLUMN `+column+` `+typ)
-	return err
 }
 
 // CheckpointPassive copies what it can of the WAL into the database file
@@ -127,7 +112,7 @@ func AddColumn(ctx context.Context, db *sql.DB, table, column, typ string) error
 func CheckpointPassive(ctx context.Context, db *sql.DB) error {
 	var busy, logPages, moved int
 	if err := db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &logPages, &moved); err != nil {
-		return fmt.Errorf("keystore: wal checkpoint: %w", err)
+		return fmt.Errorf("storage: wal checkpoint: %w", err)
 	}
 	return nil
 }
@@ -141,13 +126,13 @@ func CheckpointWAL(ctx context.Context, db *sql.DB) error {
 	for attempt := 0; ; attempt++ {
 		var busy, logPages, moved int
 		if err := db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logPages, &moved); err != nil {
-			return fmt.Errorf("keystore: wal checkpoint: %w", err)
+			return fmt.Errorf("storage: wal checkpoint: %w", err)
 		}
 		if busy == 0 && moved == logPages {
 			return nil
 		}
 		if attempt == 40 {
-			return fmt.Errorf("keystore: wal checkpoint: database still busy after %d attempts", attempt+1)
+			return fmt.Errorf("storage: wal checkpoint: database still busy after %d attempts", attempt+1)
 		}
 		select {
 		case <-ctx.Done():

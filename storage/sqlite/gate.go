@@ -1,4 +1,4 @@
-package keystore
+package sqlite
 
 import (
 	"context"
@@ -41,7 +41,7 @@ func (g *writeGate) acquire(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-t.C:
-		return fmt.Errorf("keystore: write lock: %w", sqlite3.Error{Code: sqlite3.ErrBusy})
+		return fmt.Errorf("storage: write lock: %w", sqlite3.Error{Code: sqlite3.ErrBusy})
 	}
 }
 
