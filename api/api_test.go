@@ -20,6 +20,7 @@ import (
 
 	"github.com/shredd/shredd/api"
 	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd/journal"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
 	"github.com/shredd/shredd/storage/sqlite"
@@ -92,7 +93,7 @@ func newEnvWith(t testing.TB, o envOptions) *env {
 	t.Cleanup(func() { db.Close() })
 	ctx := context.Background()
 	e := &env{t: t, attPub: testAttKey.Public().(ed25519.PublicKey)}
-	var journal *derivation.Journal
+	var jr *journal.Journal
 	if !o.noLog {
 		signer, err := note.NewSigner(testLogSKey)
 		if err != nil {
@@ -105,20 +106,20 @@ func newEnvWith(t testing.TB, o envOptions) *env {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if journal, err = derivation.NewJournal(ctx, db, tl, testLogVKey, testAttKey, o.now); err != nil {
+		if jr, err = journal.New(tl, testLogVKey, testAttKey, o.now); err != nil {
 			t.Fatal(err)
 		}
 	}
 	kopts := keystore.Options{Buckets: 8, Now: o.now}
-	if journal != nil { // a nil *Journal in the interface would not be nil
-		kopts.Journal = journal
+	if jr != nil {
+		kopts.Journal = jr
 	}
 	keys, err := keystore.Open(ctx, db, root, kopts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h, _ := derivation.NewHasher(bytes.Repeat([]byte{1}, 32))
-	svc, err := derivation.New(ctx, db, keys, h, derivation.Options{Now: o.now, Journal: journal})
+	svc, err := derivation.New(ctx, db, keys, h, derivation.Options{Now: o.now, Journal: jr})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/bundle"
+	"github.com/shredd/shredd/journal"
 	"github.com/shredd/shredd/translog"
 )
 
@@ -27,7 +28,7 @@ func (s *Service) Export(ctx context.Context, id ID, since int64) (*bundle.Bundl
 	if j == nil {
 		return nil, fmt.Errorf("derivation: export: %w", ErrNoLog)
 	}
-	att, err := s.Attestation(ctx, id, j.signer)
+	att, err := s.Attestation(ctx, id, j.Signer())
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +53,7 @@ func (s *Service) Export(ctx context.Context, id ID, since int64) (*bundle.Bundl
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("derivation: export: %w", err)
 	}
-	if k, err := keyCreatedIndex(ctx, s.db, r.sid, uint32(r.gen.Int64)); err != nil {
+	if k, err := journal.KeyCreatedIndex(ctx, s.db, r.sid, uint32(r.gen.Int64)); err != nil {
 		return nil, err
 	} else if k >= 0 {
 		idxs = append(idxs, k)
@@ -63,23 +64,23 @@ func (s *Service) Export(ctx context.Context, id ID, since int64) (*bundle.Bundl
 			idxs = append(idxs, e)
 		}
 	}
-	size, err := j.log.Size(ctx)
+	size, err := j.Log().Size(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("derivation: export: %w", err)
 	}
 	if since < 0 || since > size {
 		return nil, fmt.Errorf("derivation: export: since=%d, the log has %d entries: %w", since, size, ErrInvalid)
 	}
-	pub := j.signer.Public().(ed25519.PublicKey)
+	pub := j.Signer().Public().(ed25519.PublicKey)
 	pem, err := attest.MarshalPublicKey(pub)
 	if err != nil {
 		return nil, err
 	}
-	b := &bundle.Bundle{Forget: id.String(), Attestation: att, AttestationPub: pem, LogKey: []byte(j.logKey + "\n"),
+	b := &bundle.Bundle{Forget: id.String(), Attestation: att, AttestationPub: pem, LogKey: []byte(j.LogKey() + "\n"),
 		Created: ts(r.erased)}
 	attested := false
 	for _, i := range idxs {
-		data, err := j.log.Entry(ctx, i)
+		data, err := j.Log().Entry(ctx, i)
 		if err != nil {
 			return nil, fmt.Errorf("derivation: export: entry %d: %w", i, err)
 		}
@@ -87,7 +88,7 @@ func (s *Service) Export(ctx context.Context, id ID, since int64) (*bundle.Bundl
 		if err != nil {
 			return nil, fmt.Errorf("derivation: export: entry %d: %w", i, err)
 		}
-		proof, err := j.log.Prove(ctx, i, size)
+		proof, err := j.Log().Prove(ctx, i, size)
 		if err != nil {
 			return nil, fmt.Errorf("derivation: export: entry %d: %w", i, err)
 		}
@@ -105,7 +106,7 @@ func (s *Service) Export(ctx context.Context, id ID, since int64) (*bundle.Bundl
 		return nil, fmt.Errorf("derivation: export: forget %s was erased before the transparency log existed: %w", id, ErrNoLog)
 	}
 	if since > 0 {
-		hashes, err := j.log.ProveConsistency(ctx, since, size)
+		hashes, err := j.Log().ProveConsistency(ctx, since, size)
 		if err != nil {
 			return nil, fmt.Errorf("derivation: export: %w", err)
 		}
@@ -120,5 +121,5 @@ func (s *Service) TransparencyLog() (*translog.Log, string) {
 	if s.opts.Journal == nil {
 		return nil, ""
 	}
-	return s.opts.Journal.log, s.opts.Journal.logKey
+	return s.opts.Journal.Log(), s.opts.Journal.LogKey()
 }

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd/journal"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
 	"github.com/shredd/shredd/storage/sqlite"
@@ -76,7 +77,7 @@ func build(t testing.TB, f fixture) built {
 		if f.clock != nil {
 			now = f.clock.now
 		}
-		j, err := derivation.NewJournal(ctx, db, b.log, vkey, b.key, now)
+		j, err := journal.New(b.log, vkey, b.key, now)
 		if err != nil {
 			t.Fatal(err)
 		}

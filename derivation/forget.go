@@ -11,6 +11,7 @@ import (
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/envelope"
 	"github.com/shredd/shredd/internal/crashpoint"
+	"github.com/shredd/shredd/journal"
 	"github.com/shredd/shredd/keystore"
 )
 
@@ -265,11 +266,11 @@ func (s *Service) logCommit(ctx context.Context, tx *sql.Tx, id ID, sid envelope
 	if commitment == "" {
 		return nil // made by a release without commitments: nothing to commit to
 	}
-	keyIdx, err := keyCreatedIndex(ctx, tx, sid, gen)
+	keyIdx, err := journal.KeyCreatedIndex(ctx, tx, sid, gen)
 	if err != nil {
 		return err
 	}
-	return s.opts.Journal.appendForget(ctx, tx, id, attest.Event{Event: attest.EventForgetCommitted, Forget: &attest.ForgetEvent{
+	return s.opts.Journal.AppendForget(ctx, tx, id, attest.Event{Event: attest.EventForgetCommitted, Forget: &attest.ForgetEvent{
 		Forget: id.String(), Subject: commitment, Generation: gen, Barrier: barrier, KeyCreated: keyIdx}})
 }
 

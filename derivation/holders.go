@@ -256,7 +256,7 @@ func (s *Service) Ack(ctx context.Context, forget ID, holder string, artifacts [
 		}
 		if j := s.opts.Journal; j != nil {
 			ev := attest.NewAckEvent(forget.String(), attest.HolderAck{Holder: holder, PublicKey: h.PublicKey, Artifacts: names, Signature: sig})
-			if err := j.appendForget(ctx, tx, forget, attest.Event{Event: attest.EventHolderAck, Ack: &ev}); err != nil {
+			if err := j.AppendForget(ctx, tx, forget, attest.Event{Event: attest.EventHolderAck, Ack: &ev}); err != nil {
 				return AckResult{}, err
 			}
 		}

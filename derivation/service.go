@@ -17,6 +17,7 @@ import (
 
 	"github.com/shredd/shredd/envelope"
 	"github.com/shredd/shredd/internal/crashpoint"
+	"github.com/shredd/shredd/journal"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/storage/sqlite"
 )
@@ -36,7 +37,7 @@ type Options struct {
 	// Journal, when set, logs forget commits, holder acks and erasure
 	// attestations in the transparency log, and signs the attestations
 	// (the key tree logs its own events through the same Journal).
-	Journal *Journal
+	Journal *journal.Journal
 	// Ledger, when set, receives every committed forget before it is
 	// answered: the trace that lets a restored database re-apply later
 	// forgets (ReconcileLedger).

@@ -228,7 +228,7 @@ func (s *Service) verifyRow(ctx context.Context, r forgetRow) error {
 	var commitment string
 	if j := s.opts.Journal; j != nil {
 		r.erased = sql.NullInt64{Int64: now, Valid: true}
-		env, c, err := s.signAttestation(ctx, r, conds, j.signer)
+		env, c, err := s.signAttestation(ctx, r, conds, j.Signer())
 		if err != nil {
 			return err
 		}
@@ -247,7 +247,7 @@ func (s *Service) verifyRow(ctx context.Context, r forgetRow) error {
 		return fmt.Errorf("derivation: verify: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 1 && att != nil {
-		if err := s.opts.Journal.appendForget(ctx, tx, r.id, attest.Event{Event: attest.EventErasureAttested, Attested: &attest.AttestedEvent{
+		if err := s.opts.Journal.AppendForget(ctx, tx, r.id, attest.Event{Event: attest.EventErasureAttested, Attested: &attest.AttestedEvent{
 			Forget: r.id.String(), Subject: commitment, AttestationSHA256: attest.Digest(att)}}); err != nil {
 			return err
 		}

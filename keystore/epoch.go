@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/internal/crashpoint"
 	"github.com/shredd/shredd/storage/sqlite"
 )
@@ -123,7 +124,8 @@ func (s *Store) finishEpoch(ctx context.Context, e *Epoch, retired string) error
 		return fmt.Errorf("keystore: epoch: %w", err)
 	}
 	if s.journal != nil {
-		if err := s.journal.EpochCompleted(ctx, tx, *e, s.root.Kind()); err != nil {
+		if err := s.journal.EpochCompleted(ctx, tx, attest.EpochEvent{Epoch: e.ID, RootStore: s.root.Kind(),
+			FromVersion: e.FromVersion, ToVersion: e.ToVersion, Retired: e.Retired}); err != nil {
 			return fmt.Errorf("keystore: epoch: log: %w", err)
 		}
 	}

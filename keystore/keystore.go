@@ -13,7 +13,6 @@ package keystore
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 
 	"github.com/shredd/shredd/envelope"
@@ -92,17 +91,4 @@ type SubjectKMS interface {
 	Destroy(ctx context.Context, sid envelope.SID) error
 	// Exists reports whether the subject's key still exists.
 	Exists(ctx context.Context, sid envelope.SID) (bool, error)
-}
-
-// Journal records the key tree's lifecycle events in the transparency log
-// (docs/transparency.md). Each method is called inside the transaction that
-// makes the change, so an event is logged if and only if its change
-// commits; an error aborts the change.
-type Journal interface {
-	// KeyCreated records the creation of a subject key. subject is the raw
-	// subject id the caller named (empty when it named none); it is only
-	// for a salted commitment and must never be stored.
-	KeyCreated(ctx context.Context, tx *sql.Tx, key envelope.SubjectKey, subject string) error
-	// EpochCompleted records a completed epoch.
-	EpochCompleted(ctx context.Context, tx *sql.Tx, e Epoch, rootStore string) error
 }

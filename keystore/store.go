@@ -16,6 +16,7 @@ import (
 
 	"github.com/shredd/shredd/envelope"
 	"github.com/shredd/shredd/internal/crashpoint"
+	"github.com/shredd/shredd/journal"
 )
 
 // Domain-separation labels of the key tree.
@@ -49,7 +50,7 @@ type Options struct {
 	SubjectKMS SubjectKMS
 	// Journal, when set, logs key creations and epochs in the transaction
 	// that makes them.
-	Journal Journal
+	Journal *journal.Journal
 }
 
 // SubjectState says what the tree knows of one subject.
@@ -70,7 +71,7 @@ type Store struct {
 	buckets int
 	ttl     time.Duration
 	now     func() time.Time
-	journal Journal
+	journal *journal.Journal
 
 	treeMu sync.Mutex // serialises bucket re-keys and epochs
 

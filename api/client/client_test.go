@@ -28,6 +28,7 @@ import (
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/bundle"
 	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd/journal"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
 	"github.com/shredd/shredd/storage/sqlite"
@@ -87,16 +88,16 @@ func newServerWith(t *testing.T, now func() time.Time) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	journal, err := derivation.NewJournal(ctx, db, tl, logVKey, attKey, now)
+	jr, err := journal.New(tl, logVKey, attKey, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys, err := keystore.Open(ctx, db, root, keystore.Options{Buckets: 8, Now: now, Journal: journal})
+	keys, err := keystore.Open(ctx, db, root, keystore.Options{Buckets: 8, Now: now, Journal: jr})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h, _ := derivation.NewHasher(bytes.Repeat([]byte{2}, 32))
-	svc, err := derivation.New(ctx, db, keys, h, derivation.Options{Now: now, Journal: journal})
+	svc, err := derivation.New(ctx, db, keys, h, derivation.Options{Now: now, Journal: jr})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
-	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd/journal"
 	"github.com/shredd/shredd/translog"
 )
 
@@ -81,7 +81,7 @@ func loadOrCreateLogKey(dir string) (note.Signer, string, bool, error) {
 // attestation key and log key, opens the transparency log in db and
 // returns the journal that the key tree and the service log through, with
 // the attestation key. log, when set, is told about keys it created.
-func openJournal(ctx context.Context, dir string, db *sql.DB, log *slog.Logger) (*derivation.Journal, ed25519.PrivateKey, error) {
+func openJournal(ctx context.Context, dir string, db *sql.DB, log *slog.Logger) (*journal.Journal, ed25519.PrivateKey, error) {
 	attKey, created, err := loadOrCreateAttestationKey(dir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("attestation key: %w", err)
@@ -102,7 +102,7 @@ func openJournal(ctx context.Context, dir string, db *sql.DB, log *slog.Logger) 
 	if err != nil {
 		return nil, nil, err
 	}
-	j, err := derivation.NewJournal(ctx, db, tl, vkey, attKey, nil)
+	j, err := journal.New(tl, vkey, attKey, nil)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -138,4 +138,3 @@ func ReadBackupInfo(ctx context.Context, path string) (BackupInfo, error) {
 	}
 	return info, rows.Err()
 }
-

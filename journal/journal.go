@@ -1,0 +1,152 @@
+// Package journal writes shredd's lifecycle events (attest.Event, signed by
+// the service's attestation key) to the transparency log, each in the
+// transaction of the change it records (docs/transparency.md). It sits
+// below the key tree and the registry, which call it; it calls nothing
+// above it.
+package journal
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/hmac"
+	"crypto/sha256"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/shredd/shredd/attest"
+	"github.com/shredd/shredd/envelope"
+	"github.com/shredd/shredd/translog"
+)
+
+// LabelCommitmentSalt is the domain-separation label of the salt derived
+// from a subject key for the subject commitments of its log events.
+const LabelCommitmentSalt = "shredd/v1/commitment-salt"
+
+// ErrInvalid means the journal was given what it cannot log: no log or
+// signing key, or a key creation without its subject id.
+var ErrInvalid = errors.New("journal: invalid argument")
+
+// Journal appends the lifecycle events: key creations and epochs (from the
+// key tree), forget commits, holder acks and erasure attestations (from the
+// registry). Each method takes the transaction of the change, so that an
+// event is logged if and only if its change commits.
+type Journal struct {
+	log    *translog.Log
+	logKey string // the log's note verifier key, for exports
+	signer ed25519.PrivateKey
+	now    func() time.Time
+}
+
+// New returns a journal appending to log (whose note verifier key is
+// logKey), signing events with signer (the attestation key). now is the
+// clock (time.Now when nil).
+func New(log *translog.Log, logKey string, signer ed25519.PrivateKey, now func() time.Time) (*Journal, error) {
+	if log == nil || len(signer) != ed25519.PrivateKeySize {
+		return nil, fmt.Errorf("journal: needs a log and an Ed25519 key: %w", ErrInvalid)
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Journal{log: log, logKey: logKey, signer: signer, now: now}, nil
+}
+
+// Log returns the transparency log the journal appends to.
+func (j *Journal) Log() *translog.Log { return j.log }
+
+// LogKey returns the log's note verifier key.
+func (j *Journal) LogKey() string { return j.logKey }
+
+// CommitmentSalt derives the salt of a subject's commitments from its key:
+// it exists only while the key does, so the forget that destroys the key
+// can hand it to its caller (and nobody can recompute it afterwards).
+func CommitmentSalt(key []byte) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(LabelCommitmentSalt))
+	return m.Sum(nil)
+}
+
+// append signs ev and appends it in tx.
+func (j *Journal) append(ctx context.Context, tx *sql.Tx, ev attest.Event) (int64, error) {
+	ev.Type = attest.EventType
+	ev.Time = j.now().UTC()
+	entry, err := attest.SignEvent(ev, j.signer)
+	if err != nil {
+		return 0, fmt.Errorf("journal: log %s: %w", ev.Event, err)
+	}
+	idx, err := j.log.Append(ctx, tx, entry)
+	if err != nil {
+		return 0, fmt.Errorf("journal: log %s: %w", ev.Event, err)
+	}
+	return idx, nil
+}
+
+// KeyCreated logs a key_created event with the salted commitment to the
+// subject id, and remembers its index for the forget of that key.
+func (j *Journal) KeyCreated(ctx context.Context, tx *sql.Tx, k envelope.SubjectKey, subject string) error {
+	if subject == "" {
+		return fmt.Errorf("journal: a key created without its subject id cannot be committed to in the log: %w", ErrInvalid)
+	}
+	idx, err := j.append(ctx, tx, attest.Event{Event: attest.EventKeyCreated,
+		Key: &attest.KeyEvent{Subject: attest.Commit(subject, CommitmentSalt(k.Key)), Generation: k.Ref.Gen}})
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO subject_log(sid, gen, key_created) VALUES (?, ?, ?)`,
+		k.Ref.SID[:], k.Ref.Gen, idx); err != nil {
+		return fmt.Errorf("journal: log key_created: %w", err)
+	}
+	return nil
+}
+
+// EpochCompleted logs an epoch_completed event.
+func (j *Journal) EpochCompleted(ctx context.Context, tx *sql.Tx, e attest.EpochEvent) error {
+	if e.Retired == nil {
+		e.Retired = []int{}
+	}
+	idx, err := j.append(ctx, tx, attest.Event{Event: attest.EventEpochCompleted, Epoch: &e})
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO epoch_log(epoch, idx) VALUES (?, ?)`, e.Epoch, idx); err != nil {
+		return fmt.Errorf("journal: log epoch_completed: %w", err)
+	}
+	return nil
+}
+
+// AppendForget appends an event of the forget id in tx and remembers its
+// index with the forget, for the regulator export.
+func (j *Journal) AppendForget(ctx context.Context, tx *sql.Tx, id [16]byte, ev attest.Event) error {
+	idx, err := j.append(ctx, tx, ev)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO forget_log(forget, idx) VALUES (?, ?)`, id[:], idx); err != nil {
+		return fmt.Errorf("journal: log %s: %w", ev.Event, err)
+	}
+	return nil
+}
+
+// Querier reads through a *sql.DB or a *sql.Tx.
+type Querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// KeyCreatedIndex returns the log index of the key_created event of a
+// subject key generation, or -1 when the log holds none.
+func KeyCreatedIndex(ctx context.Context, q Querier, sid envelope.SID, gen uint32) (int64, error) {
+	var idx int64
+	err := q.QueryRowContext(ctx, `SELECT key_created FROM subject_log WHERE sid=? AND gen=?`, sid[:], gen).Scan(&idx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return -1, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("journal: log: %w", err)
+	}
+	return idx, nil
+}
+
+// Signer returns the attestation key the journal signs events with; the
+// registry signs its erasure attestations with the same key.
+func (j *Journal) Signer() ed25519.PrivateKey { return j.signer }
