@@ -117,12 +117,6 @@ func (s *Service) snapshotResidual() string {
 	return "Vault snapshots (Raft snapshots or storage backups) taken before the epoch's trim still hold the destroyed root key versions (or the deleted subject key); the erasure's horizon is their retention"
 }
 
-// RootKeyConfiger is implemented by root stores that can report their key's
-// configuration for the attestation (the Vault Transit store).
-type RootKeyConfiger interface {
-	RootKeyConfig() *attest.RootKeyConfig
-}
-
 func (s *Service) keyEvidence(ctx context.Context, r forgetRow, k *attest.KeyEvidence) error {
 	root := s.keys.Root()
 	switch {
@@ -133,8 +127,9 @@ func (s *Service) keyEvidence(ctx context.Context, r forgetRow, k *attest.KeyEvi
 	default:
 		k.RootStore = attest.RootStoreVaultTransit
 	}
-	if kc, ok := root.(RootKeyConfiger); ok {
-		k.RootKeyConfig = kc.RootKeyConfig()
+	if d := root.Describe(); d.Name != "" {
+		k.RootKeyConfig = &attest.RootKeyConfig{Name: d.Name, Type: d.Type, Exportable: d.Exportable, AllowPlaintextBackup: d.AllowPlaintextBackup,
+			MinAvailableVersion: d.MinAvailableVersion, LatestVersion: d.LatestVersion}
 	}
 	if s.keys.PerSubject() {
 		return nil

@@ -74,6 +74,22 @@ type RootStore interface {
 	Trim(ctx context.Context, minVersion int) ([]int, error)
 	// Versions reports the latest and the oldest available version.
 	Versions(ctx context.Context) (Versions, error)
+	// Describe returns the root key's description as last read from the
+	// backend, for the key evidence of attestations; it makes no call.
+	Describe() KeyDescription
+}
+
+// KeyDescription is a root key's configuration as its store reports it: a
+// Vault Transit key's name, type and the settings that bear on erasure. A
+// store without a named external key (the local root file) returns the
+// zero value.
+type KeyDescription struct {
+	Name                 string // the key's name in its backend; "" for none
+	Type                 string // such as "aes256-gcm96"
+	Exportable           bool   // the key can be exported (refused by shredd)
+	AllowPlaintextBackup bool   // the key can be backed up in plaintext (refused by shredd)
+	MinAvailableVersion  int    // the oldest version not yet destroyed
+	LatestVersion        int    // the version new wraps use
 }
 
 // SubjectKMS keeps one external key per subject, as an alternative to the

@@ -23,7 +23,6 @@ import (
 
 	vaultapi "github.com/hashicorp/vault/api"
 
-	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/keystore"
 )
 
@@ -267,11 +266,10 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // Kind returns "vault-transit".
 func (s *Store) Kind() string { return "vault-transit" }
 
-// RootKeyConfig returns the key's configuration in the attestation's form
-// (derivation.RootKeyConfiger).
-func (s *Store) RootKeyConfig() *attest.RootKeyConfig {
+// Describe returns the Transit key's configuration as last read.
+func (s *Store) Describe() keystore.KeyDescription {
 	c := s.KeyConfig()
-	return &attest.RootKeyConfig{Name: c.Name, Type: c.Type, Exportable: c.Exportable, AllowPlaintextBackup: c.AllowPlaintextBackup,
+	return keystore.KeyDescription{Name: c.Name, Type: c.Type, Exportable: c.Exportable, AllowPlaintextBackup: c.AllowPlaintextBackup,
 		MinAvailableVersion: c.MinAvailableVersion, LatestVersion: c.LatestVersion}
 }
 
