@@ -2,16 +2,13 @@ package api_test
 
 import (
 	"bytes"
-	"context"
 	"crypto/ed25519"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,43 +17,22 @@ import (
 
 	"github.com/shredd/shredd/api"
 	"github.com/shredd/shredd/derivation"
-	"github.com/shredd/shredd/journal"
-	"github.com/shredd/shredd/keystore"
-	"github.com/shredd/shredd/keystore/local"
-	"github.com/shredd/shredd/storage/sqlite"
-	"github.com/shredd/shredd/testkeys"
-	"github.com/shredd/shredd/translog"
+	"github.com/shredd/shredd/internal/shreddtest"
 )
 
 const token = "shredd_test-token"
-
-// The fixed keys of the server under test: its attestation key (which also
-// signs the log's events) and its transparency log's note key, of a fixed
-// origin so that documented examples can show it.
-const testLogOrigin = "shredd/0123456789abcdef"
-
-var (
-	testAttKey               = ed25519.NewKeyFromSeed(bytes.Repeat([]byte{3}, ed25519.SeedSize))
-	testLogSKey, testLogVKey = mustNoteKey(testLogOrigin)
-)
-
-func mustNoteKey(origin string) (string, string) {
-	skey, vkey, err := note.GenerateKey(testkeys.Rand("api test log key"), origin)
-	if err != nil {
-		panic(err)
-	}
-	return skey, vkey
-}
 
 type env struct {
 	t      testing.TB
 	srv    *httptest.Server
 	log    *bytes.Buffer
 	tokens *api.Tokens
+	hasher *derivation.Hasher
 	// attPub verifies attestations and log events; logVerifier the log's
-	// checkpoints (nil when the server keeps no log).
+	// checkpoints, of key logVKey (nil and "" when the server keeps no log).
 	attPub      ed25519.PublicKey
 	logVerifier note.Verifier
+	logVKey     string
 }
 
 // envOptions configures newEnvWith. The zero value is the server of
@@ -75,67 +51,23 @@ func newEnv(t testing.TB, maxBody int64) *env {
 	return newEnvWith(t, envOptions{maxBody: maxBody})
 }
 
-// newEnvWith starts the real router on 127.0.0.1 over real SQLite files in
-// a temporary directory, wired as cmd/shredd/serve.go wires it: the log in
-// the service's database, one journal for the key tree and the registry,
-// the attestation key for both attestations and log events.
+// newEnvWith starts the real router on 127.0.0.1 over the service of
+// shreddtest, wired as cmd/shredd/serve.go wires it: the log in the
+// service's database, one journal for the key tree and the registry, the
+// attestation key for both attestations and log events.
 func newEnvWith(t testing.TB, o envOptions) *env {
 	t.Helper()
-	dir := t.TempDir()
-	root, err := local.Open(filepath.Join(dir, "root.key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := sqlite.Open(filepath.Join(dir, "shredd.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	ctx := context.Background()
-	e := &env{t: t, attPub: testAttKey.Public().(ed25519.PublicKey)}
-	var jr *journal.Journal
+	st := shreddtest.New(t, shreddtest.Options{Log: !o.noLog, Now: o.now, AdminToken: token})
+	e := &env{t: t, tokens: st.Tokens, hasher: st.Hasher, attPub: st.AttestationKey.Public().(ed25519.PublicKey), logVKey: st.LogVKey}
 	if !o.noLog {
-		signer, err := note.NewSigner(testLogSKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if e.logVerifier, err = note.NewVerifier(testLogVKey); err != nil {
-			t.Fatal(err)
-		}
-		tl, err := translog.Open(ctx, db, signer)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if jr, err = journal.New(tl, testLogVKey, testAttKey, o.now); err != nil {
-			t.Fatal(err)
-		}
-	}
-	kopts := keystore.Options{Buckets: 8, Now: o.now}
-	if jr != nil {
-		kopts.Journal = jr
-	}
-	keys, err := keystore.Open(ctx, db, root, kopts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, _ := derivation.NewHasher(bytes.Repeat([]byte{1}, 32))
-	svc, err := derivation.New(ctx, db, keys, h, derivation.Options{Now: o.now, Journal: jr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tokens, err := api.OpenTokens(ctx, db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tokens.Import(ctx, "test-admin", []string{api.ScopeAdmin}, sha256.Sum256([]byte(token))); err != nil {
-		t.Fatal(err)
+		e.logVerifier = st.LogVerifier(t)
 	}
 	var logs bytes.Buffer
-	s := api.New(api.Config{Service: svc, Root: root, Log: slog.New(slog.NewJSONHandler(&logs, nil)),
-		Tokens: tokens, Metrics: api.NewMetrics(svc, keys), AttestationKey: testAttKey, MaxBody: o.maxBody})
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(srv.Close)
-	e.srv, e.log, e.tokens = srv, &logs, tokens
+	s := api.New(api.Config{Service: st.Service, Root: st.Root, Log: slog.New(slog.NewJSONHandler(&logs, nil)),
+		Tokens: st.Tokens, Metrics: api.NewMetrics(st.Service, st.Keys), AttestationKey: st.AttestationKey, MaxBody: o.maxBody})
+	e.srv = httptest.NewServer(s.Handler())
+	t.Cleanup(e.srv.Close)
+	e.log = &logs
 	return e
 }
 

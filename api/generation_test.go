@@ -1,11 +1,9 @@
 package api_test
 
 import (
-	"bytes"
 	"math"
 	"testing"
 
-	"github.com/shredd/shredd/derivation"
 	"github.com/shredd/shredd/envelope"
 )
 
@@ -51,9 +49,8 @@ func TestUnknownGenerationIs422(t *testing.T) {
 	forget("gone@example.com")
 	// A subject forgotten before it had a key: a tombstone of generation 0.
 	forget("never@example.com")
-	h, _ := derivation.NewHasher(bytes.Repeat([]byte{1}, 32)) // the hasher of newEnv
-	never := h.SID("never@example.com")
-	unseen := h.SID("unseen@example.com")
+	never := e.hasher.SID("never@example.com")
+	unseen := e.hasher.SID("unseen@example.com")
 
 	cases := []struct {
 		name   string

@@ -1,58 +1,29 @@
 package api_test
 
 import (
-	"bytes"
-	"context"
 	"database/sql"
 	"net"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/shredd/shredd/api"
-	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd/internal/shreddtest"
 	"github.com/shredd/shredd/keystore"
-	"github.com/shredd/shredd/keystore/local"
 	"github.com/shredd/shredd/keystore/vault"
-	"github.com/shredd/shredd/storage/sqlite"
 )
 
 // healthEnv is a server over real SQLite files whose handler probes root (the
 // key tree itself runs on a local root store), and its database.
 func healthEnv(t *testing.T, root keystore.RootStore) (*env, *sql.DB) {
 	t.Helper()
-	dir := t.TempDir()
-	lr, err := local.Open(filepath.Join(dir, "root.key"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := shreddtest.New(t, shreddtest.Options{})
 	if root == nil {
-		root = lr
+		root = st.Root
 	}
-	db, err := sqlite.Open(filepath.Join(dir, "shredd.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	ctx := context.Background()
-	keys, err := keystore.Open(ctx, db, lr, keystore.Options{Buckets: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, _ := derivation.NewHasher(bytes.Repeat([]byte{1}, 32))
-	svc, err := derivation.New(ctx, db, keys, h, derivation.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(svc.Close)
-	tokens, err := api.OpenTokens(ctx, db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(api.New(api.Config{Service: svc, Root: root, Tokens: tokens}).Handler())
+	srv := httptest.NewServer(api.New(api.Config{Service: st.Service, Root: root, Tokens: st.Tokens}).Handler())
 	t.Cleanup(srv.Close)
-	return &env{t: t, srv: srv}, db
+	return &env{t: t, srv: srv}, st.DB
 }
 
 // closedPort returns the address of a local TCP port nothing listens on.

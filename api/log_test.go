@@ -15,6 +15,7 @@ import (
 
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/bundle"
+	"github.com/shredd/shredd/testkeys"
 	"github.com/shredd/shredd/translog"
 )
 
@@ -87,11 +88,11 @@ func (e *env) entries(n int64) [][]byte {
 // events.
 func TestLogRoutes(t *testing.T) {
 	e := newEnv(t, 0)
-	if r := e.get("/v1/log/key", 200); string(r.raw) != testLogVKey+"\n" || r.ctype != "text/plain; charset=utf-8" {
+	if r := e.get("/v1/log/key", 200); string(r.raw) != e.logVKey+"\n" || r.ctype != "text/plain; charset=utf-8" {
 		t.Fatalf("GET /v1/log/key: %q (%s), want the verifier key and a newline", r.raw, r.ctype)
 	}
 	empty, _ := e.checkpoint()
-	if empty.Origin != testLogOrigin || empty.Size != 0 {
+	if empty.Origin != testkeys.LogOrigin || empty.Size != 0 {
 		t.Fatalf("the checkpoint of a new log: %+v", empty)
 	}
 	e.setup() // alice's key: key_created
@@ -343,11 +344,11 @@ func TestExport(t *testing.T) {
 	if !bytes.Equal(b.Attestation, att.raw) || b.Forget != id || b.Consistency != nil {
 		t.Fatalf("the export's attestation is not the served one, or it is about %s, or it has a consistency proof", b.Forget)
 	}
-	rep, err := bundle.Verify(b, bundle.Options{AttestationKey: e.attPub, LogKey: testLogVKey, Subject: "alice@example.com", Salt: salt})
+	rep, err := bundle.Verify(b, bundle.Options{AttestationKey: e.attPub, LogKey: e.logVKey, Subject: "alice@example.com", Salt: salt})
 	if err != nil {
 		t.Fatalf("bundle.Verify: %v", err)
 	}
-	if rep.KeysFromExport || !rep.SubjectChecked || rep.Origin != testLogOrigin || !strings.HasPrefix(rep.KeyLink, "same subject commitment") {
+	if rep.KeysFromExport || !rep.SubjectChecked || rep.Origin != testkeys.LogOrigin || !strings.HasPrefix(rep.KeyLink, "same subject commitment") {
 		t.Fatalf("report %+v", rep)
 	}
 	events := strings.Join(rep.Entries, " ")
@@ -358,7 +359,7 @@ func TestExport(t *testing.T) {
 	}
 	// The checkpoint saved before the forget: without since= the export
 	// cannot show the log extends it; with since= it can.
-	if _, err := bundle.Verify(b, bundle.Options{AttestationKey: e.attPub, LogKey: testLogVKey, Saved: saved}); err == nil {
+	if _, err := bundle.Verify(b, bundle.Options{AttestationKey: e.attPub, LogKey: e.logVKey, Saved: saved}); err == nil {
 		t.Fatalf("an export without a consistency proof verified against an older saved checkpoint")
 	}
 	old, err := translog.OpenCheckpoint(saved, e.logVerifier)
@@ -369,12 +370,12 @@ func TestExport(t *testing.T) {
 	if b.Consistency == nil {
 		t.Fatal("since= gave no consistency proof")
 	}
-	rep, err = bundle.Verify(b, bundle.Options{AttestationKey: e.attPub, LogKey: testLogVKey, Saved: saved})
+	rep, err = bundle.Verify(b, bundle.Options{AttestationKey: e.attPub, LogKey: e.logVKey, Saved: saved})
 	if err != nil || rep.Consistent == "" {
 		t.Fatalf("bundle.Verify with the saved checkpoint: %+v %v", rep, err)
 	}
 	// The wrong subject does not open the commitment.
-	if _, err := bundle.Verify(b, bundle.Options{AttestationKey: e.attPub, LogKey: testLogVKey, Subject: "bob@example.com", Salt: salt}); err == nil {
+	if _, err := bundle.Verify(b, bundle.Options{AttestationKey: e.attPub, LogKey: e.logVKey, Subject: "bob@example.com", Salt: salt}); err == nil {
 		t.Fatal("the export verified for another subject")
 	}
 

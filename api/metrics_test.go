@@ -3,8 +3,6 @@ package api_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -12,7 +10,6 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -26,11 +23,10 @@ import (
 
 	"github.com/shredd/shredd/api"
 	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd/internal/shreddtest"
 	"github.com/shredd/shredd/internal/vaulttest"
 	"github.com/shredd/shredd/keystore"
-	"github.com/shredd/shredd/keystore/local"
 	"github.com/shredd/shredd/keystore/vault"
-	"github.com/shredd/shredd/storage/sqlite"
 )
 
 // testClock is a clock the tests move forward.
@@ -44,70 +40,29 @@ func (c *testClock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
 // /metrics next to the API.
 type metricsEnv struct {
 	*env
-	m      *api.Metrics
-	keys   *keystore.Store
-	hasher *derivation.Hasher
-	clock  *testClock
+	m     *api.Metrics
+	keys  *keystore.Store
+	clock *testClock
 }
-
-// newService opens a real service over SQLite on root (a local root file
-// when nil).
-func newService(t *testing.T, root keystore.RootStore, ko keystore.Options, opts derivation.Options) (*derivation.Service, *keystore.Store, keystore.RootStore, *sql.DB) {
-	t.Helper()
-	dir := t.TempDir()
-	if root == nil {
-		var err error
-		if root, err = local.Open(filepath.Join(dir, "root.key")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db, err := sqlite.Open(filepath.Join(dir, "shredd.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	ctx := context.Background()
-	if ko.Buckets == 0 {
-		ko.Buckets = 8
-	}
-	keys, err := keystore.Open(ctx, db, root, ko)
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := derivation.New(ctx, db, keys, metricsHasher, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return svc, keys, root, db
-}
-
-var metricsHasher, _ = derivation.NewHasher(bytes.Repeat([]byte{2}, 32))
 
 // newMetricsEnv builds the service and the API on root (a local root file
-// when nil).
+// when nil); the registry's clock is the test clock, the key tree's the
+// real one.
 func newMetricsEnv(t *testing.T, root keystore.RootStore, ko keystore.Options) *metricsEnv {
 	t.Helper()
 	clock := &testClock{}
-	svc, keys, root, db := newService(t, root, ko, derivation.Options{Now: clock.Now})
-	ctx := context.Background()
-	tokens, err := api.OpenTokens(ctx, db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tokens.Import(ctx, "test-admin", []string{api.ScopeAdmin}, sha256.Sum256([]byte(token))); err != nil {
-		t.Fatal(err)
-	}
+	st := shreddtest.New(t, shreddtest.Options{Root: root, Keystore: ko, Service: derivation.Options{Now: clock.Now}, AdminToken: token})
 	var logs bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
-	m := api.NewMetrics(svc, keys)
+	m := api.NewMetrics(st.Service, st.Keys)
 	m.Log = log
 	r := chi.NewRouter()
 	r.Use(m.Middleware)
 	r.Get("/metrics", m.Handler().ServeHTTP)
-	r.Mount("/", api.New(api.Config{Service: svc, Root: root, Log: log, Tokens: tokens}).Handler())
+	r.Mount("/", api.New(api.Config{Service: st.Service, Root: st.Root, Log: log, Tokens: st.Tokens}).Handler())
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)
-	return &metricsEnv{env: &env{t: t, srv: srv, log: &logs}, m: m, keys: keys, hasher: metricsHasher, clock: clock}
+	return &metricsEnv{env: &env{t: t, srv: srv, log: &logs, hasher: st.Hasher}, m: m, keys: st.Keys, clock: clock}
 }
 
 // scrape fetches /metrics and parses it strictly.
@@ -358,8 +313,8 @@ func TestMetricsMiddleware(t *testing.T) {
 	}
 	for _, order := range []string{"recoverer outside", "recoverer inside"} {
 		t.Run(order, func(t *testing.T) {
-			svc, keys, _, _ := newService(t, nil, keystore.Options{}, derivation.Options{})
-			m := api.NewMetrics(svc, keys)
+			st := shreddtest.New(t, shreddtest.Options{})
+			m := api.NewMetrics(st.Service, st.Keys)
 			r := chi.NewRouter()
 			if order == "recoverer outside" {
 				r.Use(recoverer, m.Middleware)
@@ -426,11 +381,11 @@ func TestMetricsMiddleware(t *testing.T) {
 // TestMetricsScrapeFails closes the database under the metrics: the scrape
 // fails as a whole with a 500 problem, and the cause goes to the log.
 func TestMetricsScrapeFails(t *testing.T) {
-	svc, keys, _, db := newService(t, nil, keystore.Options{}, derivation.Options{})
-	m := api.NewMetrics(svc, keys)
+	st := shreddtest.New(t, shreddtest.Options{})
+	m := api.NewMetrics(st.Service, st.Keys)
 	var logs bytes.Buffer
 	m.Log = slog.New(slog.NewJSONHandler(&logs, nil))
-	db.Close()
+	st.DB.Close()
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	if rec.Code != 500 || rec.Header().Get("Content-Type") != "application/problem+json" ||

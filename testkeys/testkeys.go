@@ -1,6 +1,6 @@
 // Package testkeys holds fixed, test-only subject keys, subject ids, artifact
-// ids and a deterministic randomness source, for reproducible tests and the
-// envelope test vectors.
+// ids, attestation and transparency log keys and a deterministic randomness
+// source, for reproducible tests and the envelope test vectors.
 //
 // It is imported by tests and the envelope vector generator only, never by
 // the shredd binary: every key here is public, so anything sealed under it
@@ -11,9 +11,12 @@
 package testkeys
 
 import (
+	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/binary"
 	"io"
+
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/shredd/shredd/envelope"
 )
@@ -24,7 +27,15 @@ const (
 	labelKey      = "shredd/testkeys/subject-key"
 	labelArtifact = "shredd/testkeys/artifact"
 	labelRand     = "shredd/testkeys/rand"
+	labelAttest   = "shredd/testkeys/attestation-key"
+	// seedLog is the Rand seed of LogKey. It predates this package's
+	// labels: the verifier key it gives is published in api/openapi.json
+	// and docs/transparency.md, so it must never change.
+	seedLog = "api test log key"
 )
+
+// LogOrigin is the origin (the note name) of LogKey's log.
+const LogOrigin = "shredd/0123456789abcdef"
 
 // digest returns SHA-256(label ‖ 0x00 ‖ uint64be(i)).
 func digest(label string, i int) [sha256.Size]byte {
@@ -80,6 +91,26 @@ func Keys(n int) []envelope.SubjectKey {
 func Artifact(i int) envelope.ArtifactID {
 	d := digest(labelArtifact, i)
 	return envelope.ArtifactID(d[:envelope.ArtifactIDSize])
+}
+
+// AttestationKey returns the Ed25519 attestation key of test service i,
+// whose seed is SHA-256(label ‖ 0x00 ‖ uint64be(i)). It signs attestations
+// and log events in tests only: anyone can forge what it signs.
+func AttestationKey(i int) ed25519.PrivateKey {
+	seed := digest(labelAttest, i)
+	return ed25519.NewKeyFromSeed(seed[:])
+}
+
+// LogKey returns the signed-note key pair (skey signs, vkey verifies) of
+// the test transparency log of origin LogOrigin: note.GenerateKey reading
+// its Ed25519 seed from Rand("api test log key"). It is for tests and
+// documented examples only: anyone can sign checkpoints with it.
+func LogKey() (skey, vkey string) {
+	skey, vkey, err := note.GenerateKey(Rand(seedLog), LogOrigin)
+	if err != nil {
+		panic("testkeys: " + err.Error()) // only a failing reader fails, and Rand never fails
+	}
+	return skey, vkey
 }
 
 // Rand returns a deterministic, endless byte stream for seed, to use in

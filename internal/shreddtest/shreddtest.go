@@ -1,0 +1,160 @@
+// Package shreddtest builds the real shredd service for tests: a root store
+// (a local root file unless one is given), a SQLite database, the key tree,
+// the registry, optionally a transparency log and its journal, and the API
+// tokens, in a temporary directory, wired as cmd/shredd serve wires them.
+// Everything it opens is closed with t.Cleanup.
+//
+// It is imported by _test.go files only. Its attestation and log keys are
+// testkeys': public, so nothing they sign proves anything.
+package shreddtest
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"database/sql"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/shredd/shredd/api"
+	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd/journal"
+	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/keystore/local"
+	"github.com/shredd/shredd/storage/sqlite"
+	"github.com/shredd/shredd/testkeys"
+	"github.com/shredd/shredd/translog"
+)
+
+// Buckets is the number of bucket keys of the key tree when
+// Options.Keystore.Buckets is 0: a few, so that subjects share them.
+const Buckets = 8
+
+// Secret is the subject secret of every Stack's Hasher (the tests that
+// compute subject ids themselves use Stack.Hasher).
+var Secret = bytes.Repeat([]byte{1}, 32)
+
+// Options says how to build a Stack. The zero value is a service on a
+// local root file, without a transparency log, on the real clock.
+type Options struct {
+	// Root is the root store of the key tree (a local root file in Dir
+	// when nil).
+	Root keystore.RootStore
+	// Log wires a transparency log (testkeys.LogKey) in the database and
+	// its journal (signed with testkeys.AttestationKey) into the key tree
+	// and the registry.
+	Log bool
+	// Now, when set, is the clock of the key tree, the registry and the
+	// journal, except where Keystore.Now or Service.Now is set.
+	Now func() time.Time
+	// Keystore is passed to keystore.Open, with Buckets (Buckets when 0),
+	// Now and Journal filled in.
+	Keystore keystore.Options
+	// Service is passed to derivation.New, with Now and Journal filled in.
+	Service derivation.Options
+	// Kinds are registered in the registry before New returns.
+	Kinds []string
+	// AdminToken, when set, is imported into Tokens with the admin scope.
+	AdminToken string
+}
+
+// Stack is a built service and what it is made of.
+type Stack struct {
+	// Dir is the temporary directory of the root file and the database.
+	Dir     string
+	DB      *sql.DB
+	Root    keystore.RootStore
+	Keys    *keystore.Store
+	Hasher  *derivation.Hasher
+	Service *derivation.Service
+	// Log and Journal are nil without Options.Log.
+	Log     *translog.Log
+	Journal *journal.Journal
+	// LogVKey is the verifier key of Log ("" without Options.Log).
+	LogVKey string
+	// Tokens are the API tokens, in the same database (real clock).
+	Tokens *api.Tokens
+	// AttestationKey signs the journal's events, and the attestations of
+	// an API server given it.
+	AttestationKey ed25519.PrivateKey
+}
+
+// New builds a Stack in t.TempDir(); it fails t on any error.
+func New(t testing.TB, o Options) *Stack {
+	t.Helper()
+	ctx := context.Background()
+	s := &Stack{Dir: t.TempDir(), Root: o.Root, AttestationKey: testkeys.AttestationKey(0)}
+	var err error
+	if s.Root == nil {
+		if s.Root, err = local.Open(filepath.Join(s.Dir, "root.key")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.DB, err = sqlite.Open(filepath.Join(s.Dir, "shredd.db")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.DB.Close() })
+	if o.Log {
+		skey, vkey := testkeys.LogKey()
+		signer, err := note.NewSigner(skey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Log, err = translog.Open(ctx, s.DB, signer); err != nil {
+			t.Fatal(err)
+		}
+		if s.Journal, err = journal.New(s.Log, vkey, s.AttestationKey, o.Now); err != nil {
+			t.Fatal(err)
+		}
+		s.LogVKey = vkey
+	}
+	ko, so := o.Keystore, o.Service
+	if ko.Buckets == 0 {
+		ko.Buckets = Buckets
+	}
+	if ko.Now == nil {
+		ko.Now = o.Now
+	}
+	if so.Now == nil {
+		so.Now = o.Now
+	}
+	ko.Journal, so.Journal = s.Journal, s.Journal
+	if s.Keys, err = keystore.Open(ctx, s.DB, s.Root, ko); err != nil {
+		t.Fatal(err)
+	}
+	if s.Hasher, err = derivation.NewHasher(Secret); err != nil {
+		t.Fatal(err)
+	}
+	if s.Service, err = derivation.New(ctx, s.DB, s.Keys, s.Hasher, so); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Service.Close)
+	for _, k := range o.Kinds {
+		if _, _, err := s.Service.PutKind(ctx, k, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.Tokens, err = api.OpenTokens(ctx, s.DB, nil); err != nil {
+		t.Fatal(err)
+	}
+	if o.AdminToken != "" {
+		if err := s.Tokens.Import(ctx, "test-admin", []string{api.ScopeAdmin}, sha256.Sum256([]byte(o.AdminToken))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+// LogVerifier returns the verifier of Log's checkpoints.
+func (s *Stack) LogVerifier(t testing.TB) note.Verifier {
+	t.Helper()
+	v, err := note.NewVerifier(s.LogVKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
