@@ -144,7 +144,11 @@ func (s *Service) verification(ctx context.Context, r forgetRow) ([]Condition, b
 	case !lookupFails:
 		add(CondReadPathConverged, false, "", lookupWhy)
 	default:
-		add(CondReadPathConverged, true, "the cache TTL has passed, the key material is destroyed and "+lookupWhy, "")
+		if gone, why := s.rootVersionsGone(ctx, r); !gone {
+			add(CondReadPathConverged, false, "", why)
+		} else {
+			add(CondReadPathConverged, true, "the cache TTL has passed, "+why+" and "+lookupWhy, "")
+		}
 	}
 
 	// 4. Closure: every artifact of the lineage has a registered kind, and no
@@ -180,6 +184,32 @@ func (s *Service) verification(ctx context.Context, r forgetRow) ([]Condition, b
 
 // lookupFails tries to get the forgotten subject's key through the normal
 // path, the one every decrypt takes: it must fail as shredded.
+// rootVersionsGone asks the root store (not the database's record of the
+// epoch) whether the root versions that wrapped the subject's bucket key
+// before the forget's epoch are destroyed: its oldest available version
+// must be the epoch's new one or later. With per-subject keys the subject's
+// own key is asked for instead.
+func (s *Service) rootVersionsGone(ctx context.Context, r forgetRow) (bool, string) {
+	if s.keys.PerSubject() {
+		return true, "the subject's own key is deleted"
+	}
+	if !r.epoch.Valid {
+		return false, "no epoch is recorded for the forget"
+	}
+	e, err := s.keys.EpochByID(ctx, r.epoch.Int64)
+	if err != nil {
+		return false, "the forget's epoch could not be read"
+	}
+	v, err := s.keys.Root().Versions(ctx)
+	if err != nil {
+		return false, "the root store did not answer: that the old root versions are gone cannot be confirmed"
+	}
+	if v.MinAvailable < e.ToVersion {
+		return false, fmt.Sprintf("the root store still holds root version %d (the epoch destroys every version below %d)", v.MinAvailable, e.ToVersion)
+	}
+	return true, fmt.Sprintf("the root store reports every version below %d destroyed", e.ToVersion)
+}
+
 func (s *Service) lookupFails(ctx context.Context, r forgetRow) (bool, string) {
 	gen := uint32(r.gen.Int64)
 	if gen == 0 {
