@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -15,7 +14,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -27,23 +25,22 @@ import (
 	"github.com/shredd/shredd/api/client"
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/bundle"
-	"github.com/shredd/shredd/derivation"
-	"github.com/shredd/shredd/journal"
+	"github.com/shredd/shredd/internal/shreddtest"
 	"github.com/shredd/shredd/keystore"
-	"github.com/shredd/shredd/keystore/local"
-	"github.com/shredd/shredd/storage/sqlite"
-	"github.com/shredd/shredd/testkeys"
 	"github.com/shredd/shredd/translog"
 )
 
 const adminToken = "shredd_client-test-admin"
 
-// server is a real shredd API (real SQLite, local root file) on an
-// httptest server.
+// server is a real shredd API (shreddtest: real SQLite, local root file) on
+// an httptest server.
 type server struct {
 	t      *testing.T
 	srv    *httptest.Server
 	tokens *api.Tokens
+	// attPub verifies the attestations, logVKey the log's checkpoints.
+	attPub  ed25519.PublicKey
+	logVKey string
 }
 
 func newServer(t *testing.T) *server {
@@ -51,66 +48,15 @@ func newServer(t *testing.T) *server {
 	return newServerWith(t, nil)
 }
 
-// The fixed keys of the server: its attestation key and its transparency
-// log's note key.
-var (
-	attKey           = ed25519.NewKeyFromSeed(bytes.Repeat([]byte{4}, ed25519.SeedSize))
-	logSKey, logVKey = func() (string, string) {
-		s, v, err := note.GenerateKey(testkeys.Rand("client test log key"), "shredd/00000000000000c1")
-		if err != nil {
-			panic(err)
-		}
-		return s, v
-	}()
-)
-
 // newServerWith starts the server wired as cmd/shredd serve wires it (a
 // transparency log and its journal, the attestation key), with now as the
 // clock of the key tree, the registry and the journal (time.Now when nil).
 func newServerWith(t *testing.T, now func() time.Time) *server {
 	t.Helper()
-	dir := t.TempDir()
-	root, err := local.Open(filepath.Join(dir, "root.key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := sqlite.Open(filepath.Join(dir, "shredd.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	ctx := context.Background()
-	signer, err := note.NewSigner(logSKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tl, err := translog.Open(ctx, db, signer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	jr, err := journal.New(tl, logVKey, attKey, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, err := keystore.Open(ctx, db, root, keystore.Options{Buckets: 8, Now: now, Journal: jr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, _ := derivation.NewHasher(bytes.Repeat([]byte{2}, 32))
-	svc, err := derivation.New(ctx, db, keys, h, derivation.Options{Now: now, Journal: jr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tokens, err := api.OpenTokens(ctx, db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tokens.Import(ctx, "admin", []string{api.ScopeAdmin}, sha256.Sum256([]byte(adminToken))); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(api.New(api.Config{Service: svc, Root: root, Tokens: tokens, AttestationKey: attKey}).Handler())
+	st := shreddtest.New(t, shreddtest.Options{Log: true, Now: now, AdminToken: adminToken})
+	srv := httptest.NewServer(api.New(api.Config{Service: st.Service, Root: st.Root, Tokens: st.Tokens, AttestationKey: st.AttestationKey}).Handler())
 	t.Cleanup(srv.Close)
-	return &server{t: t, srv: srv, tokens: tokens}
+	return &server{t: t, srv: srv, tokens: st.Tokens, attPub: st.AttestationKey.Public().(ed25519.PublicKey), logVKey: st.LogVKey}
 }
 
 // post sends an admin POST with body over plain HTTP and decodes the
@@ -702,11 +648,11 @@ func TestAttestationExportCheckpoint(t *testing.T) {
 	s := newServerWith(t, now)
 	c := s.client("")
 	ctx := t.Context()
-	v, err := note.NewVerifier(logVKey)
+	v, err := note.NewVerifier(s.logVKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub := attKey.Public().(ed25519.PublicKey)
+	pub := s.attPub
 
 	setupKinds(t, c, "episodic")
 	if _, err := c.Encrypt(ctx, client.EncryptRequest{Subjects: []string{"alice@example.com"}, Kind: "episodic", Plaintext: []byte("tea")}); err != nil {
@@ -780,7 +726,7 @@ func TestAttestationExportCheckpoint(t *testing.T) {
 	if !bytes.Equal(b.Attestation, att) || !bytes.Equal(b.Checkpoint, cur) {
 		t.Fatalf("the export's attestation or checkpoint differ from the ones served")
 	}
-	rep, err := bundle.Verify(b, bundle.Options{AttestationKey: pub, LogKey: logVKey, Subject: "alice@example.com", Salt: salt, Saved: saved})
+	rep, err := bundle.Verify(b, bundle.Options{AttestationKey: pub, LogKey: s.logVKey, Subject: "alice@example.com", Salt: salt, Saved: saved})
 	if err != nil || !rep.SubjectChecked || rep.Consistent == "" {
 		t.Fatalf("bundle.Verify: %+v %v", rep, err)
 	}
