@@ -81,7 +81,7 @@ const (
 	Claim = "cryptographically erased"
 )
 
-// The five conditions of erasure (docs/attestation.md, DESIGN.md).
+// The five conditions of erasure (docs/attestation.md, docs/design.md).
 const (
 	CondCascadeClosed     = "cascade_closed"      // every artifact of the lineage closure is sealed or acked by its holder
 	CondWorkersQuiesced   = "workers_quiesced"    // no pre-barrier lease on the lineage is still live

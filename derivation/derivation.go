@@ -8,7 +8,7 @@
 // forgetting any one subject makes every derivative and aggregate of it
 // unreadable.
 //
-// A forget moves requested → committed → shredded (DESIGN.md, "Forget"). The
+// A forget moves requested → committed → shredded (docs/design.md, "Forget"). The
 // commit is the barrier: from then on every encrypt, decrypt or registration
 // whose lineage contains the subject is refused with ErrShredded, also when it
 // races the forget. Shredded means the subject's bucket was re-keyed and a

@@ -24,7 +24,7 @@ type PreviewArtifact struct {
 }
 
 // Preview is what a forget of one subject would touch, computed without
-// changing anything (the dry run of DESIGN.md).
+// changing anything (the dry run of docs/design.md).
 type Preview struct {
 	// Artifacts are those whose lineage holds the subject, by hops, then in
 	// registration order; at most MaxPreviewArtifacts.

@@ -23,7 +23,7 @@ const (
 	StateOverdue = "overdue"
 )
 
-// The five conditions of erasure (DESIGN.md). A forget is erased only when
+// The five conditions of erasure (docs/design.md). A forget is erased only when
 // each is proven; until then GET /v1/forgets/{id} says which are pending and
 // why.
 const (

@@ -67,7 +67,7 @@ func TestVerifierErasesOnlyWhenEveryConditionHolds(t *testing.T) {
 	}
 	conds := conditions(mustVerify(t, s, f.ID))
 	if len(conds) != 5 {
-		t.Fatalf("%d conditions, want the five of DESIGN.md: %+v", len(conds), conds)
+		t.Fatalf("%d conditions, want the five of docs/design.md: %+v", len(conds), conds)
 	}
 	for name, want := range map[string]string{
 		derivation.CondCascadeClosed: "ok", derivation.CondWorkersQuiesced: "pending",

@@ -1,6 +1,6 @@
 package keystore_test
 
-// Benchmarks of the key tree (DESIGN.md, "Key hierarchy"). They only run with
+// Benchmarks of the key tree (docs/design.md, "Keys"). They only run with
 // -bench; nothing in them asserts on timings. Epochs take seconds, key
 // lookups microseconds, so run them with different -benchtime values:
 //

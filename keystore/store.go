@@ -98,8 +98,8 @@ type bucketEntry struct {
 	expires time.Time
 }
 
-// Open opens the key tree in db (creating its tables and bucket keys on first
-// use) under root.
+// Open opens the key tree in db (whose tables storage/sqlite's migrations
+// make) under root, creating the bucket keys on first use.
 func Open(ctx context.Context, db *sql.DB, root RootStore, opts Options) (*Store, error) {
 	s := &Store{db: db, root: root, kms: opts.SubjectKMS, ttl: opts.CacheTTL, now: opts.Now, journal: opts.Journal,
 		deks: map[envelope.SID]dekEntry{}, bkeys: map[int]bucketEntry{}, cacheSize: opts.CacheSize}

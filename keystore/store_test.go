@@ -249,7 +249,7 @@ func copyFile(t *testing.T, src, dst string) {
 	}
 }
 
-// TestBackupCannotRecoverForgottenKey is the backup test of DESIGN.md: a copy
+// TestBackupCannotRecoverForgottenKey is the backup test of docs/design.md: a copy
 // of the whole data directory taken before a forget, combined with the root
 // file as it is after the epoch, cannot recover the forgotten subject's key —
 // neither through its own bucket keys (their root version is destroyed) nor

@@ -14,11 +14,6 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 )
 
-// schema creates the log's tables. Entries and the stored hashes of
-// golang.org/x/mod/sumdb/tlog are both keyed by an INTEGER PRIMARY KEY
-// (the rowid), so a point read, MAX(idx) (the tree size) and a range of
-// entries are B-tree lookups, never scans: an append costs O(log n).
-
 // A Log is the transparency log kept in a database. Its methods are safe
 // for concurrent use; appends are serialised by the database's write lock.
 type Log struct {
@@ -30,8 +25,11 @@ type Log struct {
 	cached    []byte // the last signed checkpoint
 }
 
-// Open returns the log kept in db, creating its tables (log_meta,
-// log_entries, log_hashes) if missing. The log's origin is signer.Name();
+// Open returns the log kept in db, in the tables log_meta, log_entries and
+// log_hashes that storage/sqlite's migrations make (entries and the stored
+// hashes of golang.org/x/mod/sumdb/tlog are keyed by an INTEGER PRIMARY
+// KEY, so a point read, MAX(idx) and a range of entries are B-tree lookups:
+// an append costs O(log n)). The log's origin is signer.Name();
 // it is recorded on first use, and opening the same database with a
 // signer of another name is an error wrapping [ErrOrigin].
 func Open(ctx context.Context, db *sql.DB, signer note.Signer) (*Log, error) {
