@@ -1,7 +1,7 @@
 // Package keystore is shredd's key tree: a destroyable root key held by a
 // RootStore, bucket keys wrapped under the root, and per-subject keys (DEKs)
-// wrapped under their bucket key, kept in SQLite (see docs/design.md, "Keys"
-// hierarchy").
+// wrapped under their bucket key, kept in SQLite (see docs/design.md,
+// "Keys").
 //
 // Forgetting a subject deletes its DEK and re-keys its bucket; an epoch then
 // rotates the root, rewraps every bucket key under the new root version and
