@@ -1,7 +1,6 @@
 package derivation_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,11 +10,12 @@ import (
 	"time"
 
 	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd/internal/shreddtest"
 )
 
 func newService(t testing.TB) *derivation.Service {
 	t.Helper()
-	return build(t, fixture{secret: 7, kinds: []string{"episodic", "summary", "embedding"}}).svc
+	return shreddtest.New(t, shreddtest.Options{Kinds: []string{"episodic", "summary", "embedding"}}).Service
 }
 
 func seal(t *testing.T, s *derivation.Service, src derivation.Source, pt string) derivation.Sealed {
@@ -360,34 +360,30 @@ func TestCallsAfterClose(t *testing.T) {
 // Recover, which serve runs before it listens.
 func TestRecoverCommitsRequested(t *testing.T) {
 	ctx := context.Background()
-	b := build(t, fixture{secret: 7, kinds: []string{"episodic"}})
-	sealed, err := b.svc.Encrypt(ctx, derivation.Source{Subjects: []string{"alice"}, Kind: "episodic"}, []byte("hi"), nil)
+	b := shreddtest.New(t, shreddtest.Options{Kinds: []string{"episodic"}})
+	sealed, err := b.Service.Encrypt(ctx, derivation.Source{Subjects: []string{"alice"}, Kind: "episodic"}, []byte("hi"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := derivation.NewHasher(bytes.Repeat([]byte{7}, 32))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sid := h.SID("alice")
+	sid := b.Hasher.SID("alice")
 	id := derivation.ID{1, 2, 3}
 	now := time.Now()
-	if _, err := b.db.ExecContext(ctx, `INSERT INTO forgets(id, sid, state, requested_at, deadline) VALUES (?, ?, 'requested', ?, ?)`,
+	if _, err := b.DB.ExecContext(ctx, `INSERT INTO forgets(id, sid, state, requested_at, deadline) VALUES (?, ?, 'requested', ?, ?)`,
 		id[:], sid[:], now.UnixNano(), now.Add(time.Hour).UnixNano()); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.svc.Recover(ctx); err != nil {
+	if err := b.Service.Recover(ctx); err != nil {
 		t.Fatal(err)
 	}
-	f, err := b.svc.GetForget(ctx, id)
+	f, err := b.Service.GetForget(ctx, id)
 	if err != nil || f.State != derivation.StateCommitted {
 		t.Fatalf("after Recover: %+v, %v", f, err)
 	}
-	if _, err := b.svc.Decrypt(ctx, sealed.Ciphertext, nil); !errors.Is(err, derivation.ErrShredded) {
+	if _, err := b.Service.Decrypt(ctx, sealed.Ciphertext, nil); !errors.Is(err, derivation.ErrShredded) {
 		t.Fatalf("decrypt after the recovered forget: %v, want ErrShredded", err)
 	}
 	// A forget of the same subject now is that one.
-	again, err := b.svc.Forget(ctx, "alice")
+	again, err := b.Service.Forget(ctx, "alice")
 	if err != nil || again.ID != id {
 		t.Fatalf("forget again: %+v, %v", again, err)
 	}

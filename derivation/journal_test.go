@@ -14,25 +14,27 @@ import (
 	"github.com/shredd/shredd/bundle"
 	"github.com/shredd/shredd/derivation"
 	"github.com/shredd/shredd/envelope"
+	"github.com/shredd/shredd/internal/shreddtest"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/translog"
 )
 
 // journaled is a service with a transparency log, as cmd/shredd wires it.
 type journaled struct {
-	svc   *derivation.Service
-	keys  *keystore.Store
-	log   *translog.Log
-	vkey  string
-	key   ed25519.PrivateKey
-	clock *clock
+	svc    *derivation.Service
+	keys   *keystore.Store
+	log    *translog.Log
+	vkey   string
+	key    ed25519.PrivateKey
+	hasher *derivation.Hasher
+	clock  *clock
 }
 
 func newJournaled(t testing.TB) *journaled {
 	t.Helper()
 	c := &clock{t: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
-	b := build(t, fixture{secret: 9, clock: c, journal: true, kinds: []string{"episodic", "summary"}})
-	return &journaled{svc: b.svc, keys: b.keys, log: b.log, vkey: b.vkey, key: b.key, clock: c}
+	st := shreddtest.New(t, onClock(c, shreddtest.Options{Log: true, Kinds: []string{"episodic", "summary"}}))
+	return &journaled{svc: st.Service, keys: st.Keys, log: st.Log, vkey: st.LogVKey, key: st.AttestationKey, hasher: st.Hasher, clock: c}
 }
 
 // entries reads the whole log back as events.
@@ -208,9 +210,8 @@ func TestJournalIsAtomicWithTheChange(t *testing.T) {
 	}
 	// The bulk path too: without ids nothing is created; with them, one
 	// key_created entry per new key, none for a key that exists.
-	h, _ := derivation.NewHasher(bytes.Repeat([]byte{9}, 32))
 	ids := []string{"d1@example.com", "d2@example.com", "d3@example.com"}
-	sids := []envelope.SID{h.SID(ids[0]), h.SID(ids[1]), h.SID(ids[2])}
+	sids := []envelope.SID{j.hasher.SID(ids[0]), j.hasher.SID(ids[1]), j.hasher.SID(ids[2])}
 	if err := j.keys.CreateKeys(ctx, sids); err == nil {
 		t.Fatal("bulk keys were created with nothing to commit to in the log")
 	}

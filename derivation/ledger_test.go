@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd/internal/shreddtest"
 )
 
 func openLedger(t *testing.T, path string) *derivation.Ledger {
@@ -30,18 +31,18 @@ func TestLedger(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "forgets.ledger")
 	l := openLedger(t, path)
-	b := build(t, fixture{secret: 1, kinds: []string{"episodic"}, ledger: l})
-	if _, err := b.svc.Encrypt(ctx, derivation.Source{Subjects: []string{"alice"}, Kind: "episodic"}, []byte("hi"), nil); err != nil {
+	b := shreddtest.New(t, shreddtest.Options{Kinds: []string{"episodic"}, Service: derivation.Options{Ledger: l}})
+	if _, err := b.Service.Encrypt(ctx, derivation.Source{Subjects: []string{"alice"}, Kind: "episodic"}, []byte("hi"), nil); err != nil {
 		t.Fatal(err)
 	}
-	f, err := b.svc.Forget(ctx, "alice")
+	f, err := b.Service.Forget(ctx, "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if l.Len() != 1 || !l.Has(f.ID) {
 		t.Fatalf("the ledger holds %d forgets after the forget was answered, want it", l.Len())
 	}
-	if _, err := b.svc.Forget(ctx, "alice"); err != nil || l.Len() != 1 {
+	if _, err := b.Service.Forget(ctx, "alice"); err != nil || l.Len() != 1 {
 		t.Fatalf("a second forget of alice: %v, ledger %d lines", err, l.Len())
 	}
 	l.Close()
@@ -68,23 +69,23 @@ func TestLedger(t *testing.T) {
 
 	// Another database (a restore) lacks the forget: committed again.
 	l3 := openLedger(t, path)
-	other := build(t, fixture{secret: 1, kinds: []string{"episodic"}, ledger: l3})
-	rep, err := other.svc.ReconcileLedger(ctx)
+	other := shreddtest.New(t, shreddtest.Options{Kinds: []string{"episodic"}, Service: derivation.Options{Ledger: l3}})
+	rep, err := other.Service.ReconcileLedger(ctx)
 	if err != nil || rep.Reapplied != 1 || rep.Recorded != 0 {
 		t.Fatalf("reconcile: %+v, %v; want 1 re-applied", rep, err)
 	}
-	if _, err := other.svc.Encrypt(ctx, derivation.Source{Subjects: []string{"alice"}, Kind: "episodic"}, []byte("back"), nil); !errors.Is(err, derivation.ErrShredded) {
+	if _, err := other.Service.Encrypt(ctx, derivation.Source{Subjects: []string{"alice"}, Kind: "episodic"}, []byte("back"), nil); !errors.Is(err, derivation.ErrShredded) {
 		t.Fatalf("encrypt for alice after the re-applied forget: %v, want ErrShredded", err)
 	}
-	again, err := other.svc.Forget(ctx, "alice")
+	again, err := other.Service.Forget(ctx, "alice")
 	if err != nil || again.ID != f.ID || !again.Deadline.Equal(f.Deadline) {
 		t.Fatalf("the re-applied forget: %v %v (deadline %v), want %v (%v)", err, again.ID, again.Deadline, f.ID, f.Deadline)
 	}
-	if rep, err := other.svc.ReconcileLedger(ctx); err != nil || rep != (derivation.LedgerReport{}) {
+	if rep, err := other.Service.ReconcileLedger(ctx); err != nil || rep != (derivation.LedgerReport{}) {
 		t.Fatalf("a second reconcile: %+v, %v; want nothing to do", rep, err)
 	}
 	// Compaction: every entry is under a version below 1000.
-	if n, err := other.svc.CompactLedger(ctx, 1000); err != nil || n != 1 || l3.Len() != 0 {
+	if n, err := other.Service.CompactLedger(ctx, 1000); err != nil || n != 1 || l3.Len() != 0 {
 		t.Fatalf("compaction: dropped %d, %v, %d left", n, err, l3.Len())
 	}
 	l3.Close()
@@ -112,12 +113,12 @@ func TestLedgerConcurrentForgets(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "forgets.ledger")
 	l := openLedger(t, path)
-	b := build(t, fixture{secret: 1, kinds: []string{"episodic"}, ledger: l})
+	b := shreddtest.New(t, shreddtest.Options{Kinds: []string{"episodic"}, Service: derivation.Options{Ledger: l}})
 	const n = 64
 	errs := make(chan error, n)
 	for i := range n {
 		go func() {
-			f, err := b.svc.Forget(ctx, "subject-"+string(rune('A'+i)))
+			f, err := b.Service.Forget(ctx, "subject-"+string(rune('A'+i)))
 			if err == nil && !l.Has(f.ID) {
 				err = errors.New("answered before it was in the ledger")
 			}

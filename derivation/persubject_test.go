@@ -1,19 +1,17 @@
 package derivation_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd/internal/shreddtest"
 	"github.com/shredd/shredd/internal/vaulttest"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/vault"
-	"github.com/shredd/shredd/storage/sqlite"
 )
 
 // TestPerSubjectStory runs the lineage story with one Vault Transit key per
@@ -26,25 +24,9 @@ func TestPerSubjectStory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := sqlite.Open(filepath.Join(t.TempDir(), "shredd.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	keys, err := keystore.Open(ctx, db, vs, keystore.Options{Buckets: 4, SubjectKMS: vs.SubjectKeys()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, _ := derivation.NewHasher(bytes.Repeat([]byte{3}, 32))
-	s, err := derivation.New(ctx, db, keys, h, derivation.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range []string{"episodic", "summary"} {
-		if _, _, err := s.PutKind(ctx, k, ""); err != nil {
-			t.Fatal(err)
-		}
-	}
+	st := shreddtest.New(t, shreddtest.Options{Root: vs, Keystore: keystore.Options{Buckets: 4, SubjectKMS: vs.SubjectKeys()},
+		Kinds: []string{"episodic", "summary"}})
+	s, h := st.Service, st.Hasher
 	rec := seal(t, s, derivation.Source{Kind: "episodic", Subjects: []string{"alice"}}, "alice record")
 	bob := seal(t, s, derivation.Source{Kind: "episodic", Subjects: []string{"bob"}}, "bob record")
 	sum := seal(t, s, derivation.Source{Kind: "summary", Parents: []derivation.ID{rec.Artifact}, Subjects: []string{"bob"}}, "summary")

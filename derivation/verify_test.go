@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd/internal/shreddtest"
 )
 
 // clock is a test clock that moves only when told.
@@ -25,10 +26,19 @@ func (c *clock) add(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
+// onClock returns o with c as the clock of the key tree, the registry and
+// the journal, a 30s key cache, 5 min leases and forgets due within an hour.
+func onClock(c *clock, o shreddtest.Options) shreddtest.Options {
+	o.Now = c.now
+	o.Keystore.CacheTTL = 30 * time.Second
+	o.Service.LeaseTTL, o.Service.Deadline = 5*time.Minute, time.Hour
+	return o
+}
+
 func newClockedService(t testing.TB) (*derivation.Service, *clock) {
 	t.Helper()
 	c := &clock{t: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
-	return build(t, fixture{secret: 9, clock: c, kinds: []string{"episodic", "summary", "embedding"}}).svc, c
+	return shreddtest.New(t, onClock(c, shreddtest.Options{Kinds: []string{"episodic", "summary", "embedding"}})).Service, c
 }
 
 func conditions(f derivation.Forget) map[string]derivation.Condition {
