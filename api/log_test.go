@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,22 +14,10 @@ import (
 
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/bundle"
+	"github.com/shredd/shredd/internal/shreddtest"
 	"github.com/shredd/shredd/testkeys"
 	"github.com/shredd/shredd/translog"
 )
-
-// clock is a test clock that moves only when told.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // get sends an authenticated GET and fails the test unless the status is
 // want.
@@ -292,8 +279,8 @@ func TestLogRouteErrors(t *testing.T) {
 // bundle.Verify accept under the server's keys, with the subject and salt
 // of the forget call and with a checkpoint saved before the forget.
 func TestExport(t *testing.T) {
-	c := &clock{t: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
-	e := newEnvWith(t, envOptions{now: c.now})
+	c := shreddtest.NewClock()
+	e := newEnvWith(t, envOptions{now: c.Now})
 	e.setup()
 	_, saved := e.checkpoint()
 	f := e.do("POST", "/v1/forget", `{"subject":"alice@example.com"}`)
@@ -314,7 +301,7 @@ func TestExport(t *testing.T) {
 	if r := e.do("POST", "/v1/epoch", ""); r.status != 200 {
 		t.Fatalf("epoch: %d %v", r.status, r.body)
 	}
-	c.add(time.Minute) // past the key cache TTL
+	c.Add(time.Minute) // past the key cache TTL
 	if r := e.do("POST", "/v1/forgets/"+id+"/verify", ""); r.status != 200 || str(r, "state") != "erased" {
 		t.Fatalf("verify: %d %v, want erased", r.status, r.body)
 	}

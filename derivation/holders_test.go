@@ -45,7 +45,7 @@ func TestHolderAcks(t *testing.T) {
 	if _, err := s.RunEpoch(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c.add(time.Minute)
+	c.Add(time.Minute)
 
 	work, err := s.Purges(ctx, "ann-1")
 	if err != nil || len(work) != 1 || work[0].Forget != f.ID || len(work[0].Artifacts) != 2 {

@@ -27,12 +27,12 @@ type journaled struct {
 	vkey   string
 	key    ed25519.PrivateKey
 	hasher *derivation.Hasher
-	clock  *clock
+	clock  *shreddtest.Clock
 }
 
 func newJournaled(t testing.TB) *journaled {
 	t.Helper()
-	c := &clock{t: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
+	c := shreddtest.NewClock()
 	st := shreddtest.New(t, onClock(c, shreddtest.Options{Log: true, Kinds: []string{"episodic", "summary"}}))
 	return &journaled{svc: st.Service, keys: st.Keys, log: st.Log, vkey: st.LogVKey, key: st.AttestationKey, hasher: st.Hasher, clock: c}
 }
@@ -128,7 +128,7 @@ func TestJournalLogsTheLifecycle(t *testing.T) {
 	if err := s.Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
-	j.clock.add(time.Hour / 2) // past the cache TTL and the lease TTL
+	j.clock.Add(time.Hour / 2) // past the cache TTL and the lease TTL
 	g, err := s.Verify(ctx, f.ID)
 	if err != nil || g.State != derivation.StateErased {
 		t.Fatalf("verify: %v %s %+v", err, g.State, conditions(g))

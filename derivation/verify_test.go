@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,31 +12,18 @@ import (
 	"github.com/shredd/shredd/internal/shreddtest"
 )
 
-// clock is a test clock that moves only when told.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // onClock returns o with c as the clock of the key tree, the registry and
 // the journal, a 30s key cache, 5 min leases and forgets due within an hour.
-func onClock(c *clock, o shreddtest.Options) shreddtest.Options {
-	o.Now = c.now
+func onClock(c *shreddtest.Clock, o shreddtest.Options) shreddtest.Options {
+	o.Now = c.Now
 	o.Keystore.CacheTTL = 30 * time.Second
 	o.Service.LeaseTTL, o.Service.Deadline = 5*time.Minute, time.Hour
 	return o
 }
 
-func newClockedService(t testing.TB) (*derivation.Service, *clock) {
+func newClockedService(t testing.TB) (*derivation.Service, *shreddtest.Clock) {
 	t.Helper()
-	c := &clock{t: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
+	c := shreddtest.NewClock()
 	return shreddtest.New(t, onClock(c, shreddtest.Options{Kinds: []string{"episodic", "summary", "embedding"}})).Service, c
 }
 
@@ -70,7 +56,7 @@ func TestVerifierErasesOnlyWhenEveryConditionHolds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.add(time.Second)
+	c.Add(time.Second)
 	f, err := s.Forget(ctx, "alice")
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +76,7 @@ func TestVerifierErasesOnlyWhenEveryConditionHolds(t *testing.T) {
 	if _, err := s.RunEpoch(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c.add(time.Minute) // past the cache TTL, not past the lease
+	c.Add(time.Minute) // past the cache TTL, not past the lease
 	f = mustVerify(t, s, f.ID)
 	if f.State != derivation.StateShredded || conditions(f)[derivation.CondWorkersQuiesced].Status != "pending" {
 		t.Fatalf("a live pre-barrier lease must keep the forget pending: %s %+v", f.State, conditions(f))
@@ -125,7 +111,7 @@ func TestVerifierPendingAndOverdue(t *testing.T) {
 	if _, err := s.DecryptFor(ctx, rec.Ciphertext, nil, "w"); err != nil {
 		t.Fatal(err)
 	}
-	c.add(time.Second)
+	c.Add(time.Second)
 	f, err := s.Forget(ctx, "alice")
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +119,7 @@ func TestVerifierPendingAndOverdue(t *testing.T) {
 	if _, err := s.RunEpoch(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c.add(6 * time.Minute) // the lease expired by itself; the TTL passed
+	c.Add(6 * time.Minute) // the lease expired by itself; the TTL passed
 	f = mustVerify(t, s, f.ID)
 	conds := conditions(f)
 	if conds[derivation.CondWorkersQuiesced].Status != "ok" || conds[derivation.CondReadPathConverged].Status != "ok" {
@@ -145,7 +131,7 @@ func TestVerifierPendingAndOverdue(t *testing.T) {
 	if f.State == derivation.StateErased {
 		t.Fatal("erased with an unacknowledged plaintext-held artifact")
 	}
-	c.add(2 * time.Hour)
+	c.Add(2 * time.Hour)
 	if f = mustVerify(t, s, f.ID); f.State != derivation.StateOverdue || !f.Overdue {
 		t.Fatalf("past the deadline: %s, overdue %v", f.State, f.Overdue)
 	}

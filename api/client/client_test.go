@@ -640,12 +640,8 @@ func TestHolderBoundToken(t *testing.T) {
 // from a checkpoint saved before the forget), and checkpoints; and the
 // errors of each before erasure and for a token without the scope.
 func TestAttestationExportCheckpoint(t *testing.T) {
-	clk := &struct {
-		sync.Mutex
-		t time.Time
-	}{t: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)}
-	now := func() time.Time { clk.Lock(); defer clk.Unlock(); return clk.t }
-	s := newServerWith(t, now)
+	clk := shreddtest.NewClock()
+	s := newServerWith(t, clk.Now)
 	c := s.client("")
 	ctx := t.Context()
 	v, err := note.NewVerifier(s.logVKey)
@@ -684,9 +680,7 @@ func TestAttestationExportCheckpoint(t *testing.T) {
 	if _, err := c.Epoch(ctx); err != nil {
 		t.Fatal(err)
 	}
-	clk.Lock()
-	clk.t = clk.t.Add(time.Minute) // past the key cache TTL
-	clk.Unlock()
+	clk.Add(time.Minute) // past the key cache TTL
 	if s.post("/v1/forgets/"+f.ID+"/verify", "", 200, &f); f.State != "erased" {
 		t.Fatalf("verify: %s, want erased", f.State)
 	}

@@ -15,6 +15,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -158,3 +159,18 @@ func (s *Stack) LogVerifier(t testing.TB) note.Verifier {
 	}
 	return v
 }
+
+// Clock is a test clock that moves only when told (Options.Now: c.Now).
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// NewClock returns a Clock at 2026-12-02 12:00 UTC.
+func NewClock() *Clock { return &Clock{t: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+// Add moves the clock forward by d.
+func (c *Clock) Add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
