@@ -25,7 +25,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
-	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/keystore"
 )
 
@@ -35,7 +35,7 @@ const DefaultMaxBody = 1<<20*4/3 + 64<<10
 
 // Config configures a Server.
 type Config struct {
-	Service *derivation.Service
+	Service shredd.Service
 	Root    keystore.RootStore // probed by /healthz and /readyz
 	Log     *slog.Logger
 	// Tokens verifies the bearer tokens of /v1 calls.
@@ -55,7 +55,7 @@ type Config struct {
 
 // Server serves the HTTP API.
 type Server struct {
-	svc     *derivation.Service
+	svc     shredd.Service
 	root    keystore.RootStore
 	log     *slog.Logger
 	tokens  *Tokens
@@ -296,18 +296,18 @@ func b64(field, s string) ([]byte, error) {
 
 // pathID parses the {id} of the route: an id of 32 hex digits, else a 400
 // naming what kind of id it should be.
-func pathID(r *http.Request, what string) (derivation.ID, error) {
-	id, err := derivation.ParseID(chi.URLParam(r, "id"))
+func pathID(r *http.Request, what string) (shredd.ID, error) {
+	id, err := shredd.ParseID(chi.URLParam(r, "id"))
 	if err != nil {
 		return id, badRequest("invalid_id", what+" ids are 32 hex digits")
 	}
 	return id, nil
 }
 
-func parseIDs(field string, ss []string) ([]derivation.ID, error) {
-	out := make([]derivation.ID, 0, len(ss))
+func parseIDs(field string, ss []string) ([]shredd.ID, error) {
+	out := make([]shredd.ID, 0, len(ss))
 	for _, s := range ss {
-		id, err := derivation.ParseID(s)
+		id, err := shredd.ParseID(s)
 		if err != nil {
 			return nil, badRequest("invalid_id", field+" must hold artifact ids of 32 hex digits")
 		}

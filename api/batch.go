@@ -11,7 +11,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd"
 )
 
 // MaxBatch bounds the items of one batch_input.
@@ -84,7 +84,7 @@ func decodeCall[Req any](body []byte, single *Req) ([]*Req, error) {
 	case n == 0:
 		return nil, badRequest("invalid_request", "batch_input must be an array of at least one item")
 	case n > MaxBatch:
-		return nil, fmt.Errorf("api: batch_input of %d items, at most %d: %w", n, MaxBatch, derivation.ErrTooLarge)
+		return nil, fmt.Errorf("api: batch_input of %d items, at most %d: %w", n, MaxBatch, shredd.ErrTooLarge)
 	}
 	for _, it := range b.BatchInput {
 		if it == nil {

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/translog"
 )
 
@@ -29,21 +29,21 @@ var errorMap = []struct {
 	code   string
 	title  string
 }{
-	{derivation.ErrShredded, http.StatusGone, "shredded", "A subject of this data was forgotten: the data is cryptographically erased"},
-	{derivation.ErrUnknownKind, http.StatusBadRequest, "unknown_kind", "The artifact kind is not registered"},
-	{derivation.ErrUnknownParent, http.StatusBadRequest, "unknown_parent", "A parent artifact is not registered"},
-	{derivation.ErrNotFound, http.StatusNotFound, "not_found", "Not found"},
-	{derivation.ErrForbidden, http.StatusForbidden, "wrong_holder", "The token acts for another holder"},
-	{derivation.ErrConflict, http.StatusConflict, "conflict", "The request contradicts what is registered"},
-	{derivation.ErrNotErased, http.StatusConflict, "not_erased", "The forget is not erased: its conditions are not all proven"},
-	{derivation.ErrSignature, http.StatusBadRequest, "invalid_signature", "The signature does not verify under the holder's key"},
-	{derivation.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large", "A limit was exceeded"},
-	{derivation.ErrEnvelope, http.StatusUnprocessableEntity, "invalid_envelope", "The ciphertext is not a valid shredd envelope or does not open with this context"},
-	{derivation.ErrUnavailable, http.StatusServiceUnavailable, "backend_unavailable", "The key backend is unavailable; nothing was encrypted or decrypted"},
-	{derivation.ErrNoLog, http.StatusConflict, "not_logged", "The forget's events are not in the transparency log"},
+	{shredd.ErrShredded, http.StatusGone, "shredded", "A subject of this data was forgotten: the data is cryptographically erased"},
+	{shredd.ErrUnknownKind, http.StatusBadRequest, "unknown_kind", "The artifact kind is not registered"},
+	{shredd.ErrUnknownParent, http.StatusBadRequest, "unknown_parent", "A parent artifact is not registered"},
+	{shredd.ErrNotFound, http.StatusNotFound, "not_found", "Not found"},
+	{shredd.ErrForbidden, http.StatusForbidden, "wrong_holder", "The token acts for another holder"},
+	{shredd.ErrConflict, http.StatusConflict, "conflict", "The request contradicts what is registered"},
+	{shredd.ErrNotErased, http.StatusConflict, "not_erased", "The forget is not erased: its conditions are not all proven"},
+	{shredd.ErrSignature, http.StatusBadRequest, "invalid_signature", "The signature does not verify under the holder's key"},
+	{shredd.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large", "A limit was exceeded"},
+	{shredd.ErrEnvelope, http.StatusUnprocessableEntity, "invalid_envelope", "The ciphertext is not a valid shredd envelope or does not open with this context"},
+	{shredd.ErrUnavailable, http.StatusServiceUnavailable, "backend_unavailable", "The key backend is unavailable; nothing was encrypted or decrypted"},
+	{shredd.ErrNoLog, http.StatusConflict, "not_logged", "The forget's events are not in the transparency log"},
 	{translog.ErrNotFound, http.StatusNotFound, "not_found", "Not found"},
 	{translog.ErrFormat, http.StatusBadRequest, "invalid_log_request", "The tile path or tree size is invalid"},
-	{derivation.ErrInvalid, http.StatusBadRequest, "invalid_request", "The request is invalid"},
+	{shredd.ErrInvalid, http.StatusBadRequest, "invalid_request", "The request is invalid"},
 }
 
 // problemError is an error the handlers raise with its own status and code.
@@ -68,7 +68,7 @@ func badRequest(code, detail string) error {
 // the registry's validation, whose messages name limits and fields, never
 // data.
 func safeDetail(err error) bool {
-	for _, e := range []error{derivation.ErrInvalid, derivation.ErrTooLarge, derivation.ErrUnknownKind, derivation.ErrUnknownParent} {
+	for _, e := range []error{shredd.ErrInvalid, shredd.ErrTooLarge, shredd.ErrUnknownKind, shredd.ErrUnknownParent} {
 		if errors.Is(err, e) {
 			return true
 		}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd"
 )
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
@@ -64,8 +64,8 @@ type sourceBody struct {
 	Holder   string   `json:"holder,omitempty"`
 }
 
-func (b sourceBody) source() (derivation.Source, error) {
-	src := derivation.Source{Kind: b.Kind, Holder: b.Holder, Subjects: b.Subjects}
+func (b sourceBody) source() (shredd.Source, error) {
+	src := shredd.Source{Kind: b.Kind, Holder: b.Holder, Subjects: b.Subjects}
 	if b.Subject != "" {
 		src.Subjects = append([]string{b.Subject}, b.Subjects...)
 	}
@@ -158,7 +158,7 @@ type leaseJSON struct {
 	ReleasedAt *time.Time `json:"released_at,omitempty"`
 }
 
-func leaseOf(l derivation.Lease) leaseJSON {
+func leaseOf(l shredd.Lease) leaseJSON {
 	return leaseJSON{ID: l.ID.String(), Artifact: l.Artifact.String(), Holder: l.Holder, IssuedAt: l.IssuedAt,
 		ExpiresAt: l.ExpiresAt, ReleasedAt: tptr(l.ReleasedAt)}
 }
@@ -216,7 +216,7 @@ type artifactResponse struct {
 	CreatedAt   time.Time `json:"created_at"`
 }
 
-func artifactJSON(a derivation.Artifact) artifactResponse {
+func artifactJSON(a shredd.Artifact) artifactResponse {
 	ps := make([]string, len(a.Parents))
 	for i, p := range a.Parents {
 		ps[i] = p.String()
@@ -302,7 +302,7 @@ type previewArtifact struct {
 	OtherSubjects int    `json:"other_subjects"`
 }
 
-func previewJSON(p derivation.Preview) previewResponse {
+func previewJSON(p shredd.Preview) previewResponse {
 	out := previewResponse{DryRun: true, AlreadyForgotten: p.AlreadyForgotten, Truncated: p.Truncated,
 		Counts:    previewCounts{Total: p.Total, Direct: p.Direct, Derived: p.Derived, Collateral: p.Collateral, PlaintextHeld: p.PlaintextHeld},
 		Artifacts: make([]previewArtifact, len(p.Artifacts))}
@@ -329,10 +329,10 @@ type forgetResponse struct {
 	// CommitmentSalt (hex) is in the answer of the forget call that created
 	// the forget, only: with the subject id it checks the attestation's
 	// subject commitment. shredd does not keep it.
-	CommitmentSalt string                 `json:"commitment_salt,omitempty"`
-	Epoch          int64                  `json:"epoch,omitempty"`
-	Conditions     []derivation.Condition `json:"conditions"`
-	Verification   []derivation.Condition `json:"verification"`
+	CommitmentSalt string             `json:"commitment_salt,omitempty"`
+	Epoch          int64              `json:"epoch,omitempty"`
+	Conditions     []shredd.Condition `json:"conditions"`
+	Verification   []shredd.Condition `json:"verification"`
 }
 
 func tptr(t time.Time) *time.Time {
@@ -342,7 +342,7 @@ func tptr(t time.Time) *time.Time {
 	return &t
 }
 
-func forgetJSON(f derivation.Forget) forgetResponse {
+func forgetJSON(f shredd.Forget) forgetResponse {
 	return forgetResponse{Forget: f.ID.String(), State: f.State, Overdue: f.Overdue, Barrier: f.Barrier,
 		TPropSeconds: f.TProp.Seconds(), Deadline: f.Deadline, RequestedAt: f.RequestedAt,
 		CommittedAt: tptr(f.CommittedAt), RekeyedAt: tptr(f.RekeyedAt), ShreddedAt: tptr(f.ShreddedAt), ErasedAt: tptr(f.ErasedAt),
@@ -432,8 +432,8 @@ func (s *Server) getForget(w http.ResponseWriter, r *http.Request) {
 func (s *Server) listForgets(w http.ResponseWriter, r *http.Request) {
 	state := r.URL.Query().Get("state")
 	switch state {
-	case "", derivation.StateRequested, derivation.StateCommitted, derivation.StateShredded, derivation.StateErased,
-		derivation.StateBlocked, derivation.StateOverdue:
+	case "", shredd.StateRequested, shredd.StateCommitted, shredd.StateShredded, shredd.StateErased,
+		shredd.StateBlocked, shredd.StateOverdue:
 	default:
 		s.fail(w, r, badRequest("invalid_state", "state must be requested, committed, shredded, erased, blocked or overdue"))
 		return

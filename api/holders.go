@@ -7,7 +7,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd"
 )
 
 type holderRequest struct {
@@ -53,7 +53,7 @@ func (s *Server) registerHolder(w http.ResponseWriter, r *http.Request) {
 // token of another holder.
 func holderParam(r *http.Request) (string, error) {
 	id := chi.URLParam(r, "id")
-	if !derivation.ValidHolder(id) {
+	if !shredd.ValidHolder(id) {
 		return "", badRequest("invalid_id", "holder ids are 1 to 128 of [A-Za-z0-9._:@-]")
 	}
 	return actAs(r.Context(), id)
@@ -83,7 +83,7 @@ func (s *Server) purges(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"purges": out})
 }
 
-func idStrings(ids []derivation.ID) []string {
+func idStrings(ids []shredd.ID) []string {
 	out := make([]string, len(ids))
 	for i, id := range ids {
 		out[i] = id.String()
@@ -155,9 +155,9 @@ func (s *Server) inventory(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	items := make([]derivation.InventoryItem, len(req.Artifacts))
+	items := make([]shredd.InventoryItem, len(req.Artifacts))
 	for i, a := range req.Artifacts {
-		items[i] = derivation.InventoryItem{ID: a.ID, Kind: a.Kind}
+		items[i] = shredd.InventoryItem{ID: a.ID, Kind: a.Kind}
 	}
 	inv, err := s.svc.ReportInventory(r.Context(), holder, items)
 	if err != nil {

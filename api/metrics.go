@@ -16,7 +16,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
-	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/keystore"
 )
 
@@ -36,7 +36,7 @@ var metricsLatencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, 
 // and root store operations: never a subject, an id of an artifact or a
 // forget, a token, or a URL as the client sent it.
 type Metrics struct {
-	svc  *derivation.Service
+	svc  shredd.Eraser
 	keys *keystore.Store
 
 	// Log receives the errors of scrapes that fail (discarded when nil). Set
@@ -60,7 +60,7 @@ type latencyHistogram struct {
 }
 
 // NewMetrics returns the metrics of a service and its key tree.
-func NewMetrics(svc *derivation.Service, keys *keystore.Store) *Metrics {
+func NewMetrics(svc shredd.Eraser, keys *keystore.Store) *Metrics {
 	return &Metrics{svc: svc, keys: keys, requests: map[requestSeries]uint64{}, latency: map[string]*latencyHistogram{}}
 }
 

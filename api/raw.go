@@ -11,7 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/envelope"
 )
 
@@ -195,8 +195,8 @@ func (s *Server) encryptRaw(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(b)
 }
 
-func (s *Server) encryptRawCall(r *http.Request) (derivation.ID, []byte, int, error) {
-	var none derivation.ID
+func (s *Server) encryptRawCall(r *http.Request) (shredd.ID, []byte, int, error) {
+	var none shredd.ID
 	kind, err := rawHeader(r, HeaderKind)
 	if err != nil {
 		return none, nil, 0, err

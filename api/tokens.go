@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/internal/crashpoint"
 )
 
@@ -92,21 +92,21 @@ func OpenTokens(ctx context.Context, db *sql.DB, now func() time.Time) (*Tokens,
 // shown once and never stored. ttl 0 means no expiry.
 func (ts *Tokens) Create(ctx context.Context, name string, scopes []string, holder string, ttl time.Duration) (Token, string, error) {
 	if name == "" || len(name) > 128 {
-		return Token{}, "", fmt.Errorf("api: token name must be 1 to 128 bytes: %w", derivation.ErrInvalid)
+		return Token{}, "", fmt.Errorf("api: token name must be 1 to 128 bytes: %w", shredd.ErrInvalid)
 	}
 	if len(scopes) == 0 {
-		return Token{}, "", fmt.Errorf("api: a token needs at least one scope: %w", derivation.ErrInvalid)
+		return Token{}, "", fmt.Errorf("api: a token needs at least one scope: %w", shredd.ErrInvalid)
 	}
 	for _, sc := range scopes {
 		if !slices.Contains(AllScopes, sc) {
-			return Token{}, "", fmt.Errorf("api: unknown scope %q (want one of %s): %w", sc, strings.Join(AllScopes, ", "), derivation.ErrInvalid)
+			return Token{}, "", fmt.Errorf("api: unknown scope %q (want one of %s): %w", sc, strings.Join(AllScopes, ", "), shredd.ErrInvalid)
 		}
 	}
-	if holder != "" && !derivation.ValidHolder(holder) {
-		return Token{}, "", fmt.Errorf("api: holder id: %w", derivation.ErrInvalid)
+	if holder != "" && !shredd.ValidHolder(holder) {
+		return Token{}, "", fmt.Errorf("api: holder id: %w", shredd.ErrInvalid)
 	}
 	if ttl < 0 {
-		return Token{}, "", fmt.Errorf("api: negative token ttl: %w", derivation.ErrInvalid)
+		return Token{}, "", fmt.Errorf("api: negative token ttl: %w", shredd.ErrInvalid)
 	}
 	var idb [8]byte
 	secret := make([]byte, 32)

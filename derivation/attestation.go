@@ -4,17 +4,12 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/shredd/shredd/attest"
 )
-
-// ErrNotErased means an attestation was asked for a forget that is not
-// erased: there is nothing to attest yet.
-var ErrNotErased = errors.New("forget not erased")
 
 // Attestation returns the erasure attestation file of an erased forget
 // (docs/attestation.md): the JSON of a DSSE envelope around an in-toto

@@ -3,7 +3,6 @@ package derivation
 import (
 	"context"
 	"crypto/ed25519"
-	"errors"
 	"fmt"
 
 	"github.com/shredd/shredd/attest"
@@ -11,10 +10,6 @@ import (
 	"github.com/shredd/shredd/journal"
 	"github.com/shredd/shredd/translog"
 )
-
-// ErrNoLog means the service keeps no transparency log, or the forget's
-// events are not in it (it was erased before the log existed).
-var ErrNoLog = errors.New("not in the transparency log")
 
 // Export assembles the regulator export of an erased forget
 // (bundle.Bundle): the attestation as logged, every log entry of the

@@ -8,53 +8,13 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/envelope"
 	"github.com/shredd/shredd/internal/crashpoint"
 	"github.com/shredd/shredd/journal"
 	"github.com/shredd/shredd/keystore"
 )
-
-// Forget states.
-const (
-	StateRequested = "requested"
-	StateCommitted = "committed"
-	StateShredded  = "shredded"
-)
-
-// Condition is one open or met requirement of a forget, with a reason a
-// person can read.
-type Condition struct {
-	Name   string `json:"name"`
-	Status string `json:"status"` // "ok" or "pending"
-	Reason string `json:"reason"`
-}
-
-// Forget is one erasure request for one subject (never named: only its id).
-type Forget struct {
-	ID          ID
-	State       string
-	Barrier     int64 // artifacts with a sequence at or below it were registered before the forget
-	RequestedAt time.Time
-	CommittedAt time.Time
-	RekeyedAt   time.Time
-	ShreddedAt  time.Time
-	Deadline    time.Time
-	ErasedAt    time.Time
-	Epoch       int64 // the epoch that shredded it
-	TProp       time.Duration
-	// Conditions are the steps of the key destruction pipeline.
-	Conditions []Condition
-	// Verification holds the five conditions of erasure; the forget is
-	// erased once all are ok.
-	Verification []Condition
-	Overdue      bool // the deadline passed before it was erased
-	// Salt is the random salt of the subject commitment in the forget's
-	// attestation: set only in the answer to the call that created the
-	// forget, and never stored (a stored salt would let anyone holding the
-	// database test guessed subject ids against the commitment).
-	Salt []byte
-}
 
 type forgetRow struct {
 	id                                   ID
@@ -451,16 +411,17 @@ func (s *Service) needEpoch(ctx context.Context, due bool) (bool, error) {
 
 // RunEpoch re-keys what is pending, runs a root epoch (or resumes an
 // interrupted one) and marks shredded the forgets it completes.
-func (s *Service) RunEpoch(ctx context.Context) (keystore.Epoch, error) {
+func (s *Service) RunEpoch(ctx context.Context) (shredd.Epoch, error) {
 	s.workMu.Lock()
 	defer s.workMu.Unlock()
 	if err := s.reconcileLocked(ctx); err != nil {
-		return keystore.Epoch{}, err
+		return shredd.Epoch{}, err
 	}
-	e, err := s.keys.RunEpoch(ctx)
+	ke, err := s.keys.RunEpoch(ctx)
 	if err != nil {
-		return keystore.Epoch{}, mapKeyErr(err)
+		return shredd.Epoch{}, mapKeyErr(err)
 	}
+	e := shredd.Epoch(ke)
 	if s.opts.AfterEpoch != nil {
 		s.opts.AfterEpoch()
 	}
@@ -498,7 +459,7 @@ func (s *Service) Run(ctx context.Context, interval time.Duration, log *slog.Log
 			need, err = s.needEpoch(ctx, s.opts.Now().Sub(lastEpoch) >= interval)
 			if err == nil && need {
 				start := s.opts.Now()
-				var e keystore.Epoch
+				var e shredd.Epoch
 				if e, err = s.RunEpoch(ctx); err == nil {
 					lastEpoch = start
 					log.Info("epoch done", "epoch", e.ID, "root_version", e.ToVersion, "retired", len(e.Retired), "duration_ms", time.Since(start).Milliseconds())

@@ -17,14 +17,6 @@ import (
 // MaxAckArtifacts bounds the artifacts of one ack or inventory report.
 const MaxAckArtifacts = 100_000
 
-// Holder is a component or peer agent that stores artifacts outside shredd,
-// with the Ed25519 key it signs purge acks with.
-type Holder struct {
-	ID        string
-	PublicKey ed25519.PublicKey
-	CreatedAt time.Time
-}
-
 // RegisterHolder records a holder and its Ed25519 public key. Registering
 // the same key again is a no-op; another key for a known holder is
 // ErrConflict (keys are not replaced silently: old acks stand on them).
@@ -77,13 +69,6 @@ func AckPayload(forget ID, holder string, artifacts []ID) []byte {
 	}
 	slices.Sort(ids)
 	return attest.AckMessage(forget.String(), holder, slices.Compact(ids))
-}
-
-// Purge is the work one forget gives one holder: the plaintext-held
-// artifacts of the forgotten subject's lineage it must drop and ack.
-type Purge struct {
-	Forget    ID
-	Artifacts []ID
 }
 
 // heldBy returns the plaintext-held artifacts of a forget's lineage held by
@@ -165,12 +150,6 @@ func (s *Service) Purges(ctx context.Context, holder string) ([]Purge, error) {
 		}
 	}
 	return out, nil
-}
-
-// AckResult says what an ack closed and what the holder still holds.
-type AckResult struct {
-	Closed  []ID // artifacts this ack covers
-	Missing []ID // the holder's artifacts of the forget that no ack covers yet
 }
 
 // Ack records a holder's signed purge ack for a forget. The signature must
@@ -276,22 +255,6 @@ func (s *Service) Ack(ctx context.Context, forget ID, holder string, artifacts [
 	}
 	s.Kick()
 	return res, nil
-}
-
-// InventoryItem is one artifact a holder reports holding.
-type InventoryItem struct {
-	ID   string
-	Kind string
-}
-
-// Inventory is what a holder's report revealed.
-type Inventory struct {
-	Items           int
-	UnknownArtifact []string // ids shredd never registered (or not as this holder's)
-	UnknownKind     []string // kinds shredd never registered
-	// ContradictedAcks are artifacts the holder acked as purged and still
-	// holds: its ack was false. They break the closure like unknown ones.
-	ContradictedAcks []string
 }
 
 // ReportInventory records a holder's inventory. Any artifact shredd never

@@ -11,20 +11,6 @@ import (
 // DefaultLeaseTTL is how long a decrypt's lease lasts unless released.
 const DefaultLeaseTTL = 5 * time.Minute
 
-// Lease records that the plaintext of an artifact was handed to a holder by
-// a decrypt, until it expires or is released. A forget stays pending while a
-// lease on an artifact of its lineage, issued before its barrier, is live:
-// that holder may still be deriving from the data (the summarizer that
-// loaded a subject's entries before the forget).
-type Lease struct {
-	ID         ID
-	Artifact   ID
-	Holder     string // "" when the caller named none
-	IssuedAt   time.Time
-	ExpiresAt  time.Time
-	ReleasedAt time.Time
-}
-
 // leaseReq is one lease waiting for the group commit.
 type leaseReq struct {
 	l    Lease

@@ -28,11 +28,6 @@ import (
 // derived from the subject secret (LedgerKey).
 const LabelLedger = "shredd/v1/forget-ledger"
 
-// ErrLedger means the forget ledger cannot be read or written, or holds a
-// line whose MAC does not verify: shredd stops rather than guess which
-// forgets happened.
-var ErrLedger = errors.New("forget ledger unusable")
-
 // Ledger is the durable trace every forget leaves outside the database: an
 // append-only file with one authenticated line per committed forget (its
 // id, sid, key generation, times, commitment and the root version it was

@@ -12,30 +12,6 @@ import (
 // counts are always complete.
 const MaxPreviewArtifacts = 10_000
 
-// PreviewArtifact is one artifact a forget would make unreadable.
-type PreviewArtifact struct {
-	ID     ID
-	Kind   string
-	Holder string
-	Sealed bool
-	Hops   int // 0 for the subject's own artifacts, else the shortest parent chain from one
-	Others int // other subjects in its lineage: > 0 makes it collateral
-	seq    int64
-}
-
-// Preview is what a forget of one subject would touch, computed without
-// changing anything (the dry run of docs/design.md).
-type Preview struct {
-	// Artifacts are those whose lineage holds the subject, by hops, then in
-	// registration order; at most MaxPreviewArtifacts.
-	Artifacts []PreviewArtifact
-	// Counts over all of them, even past the listing limit.
-	Direct, Derived, Collateral, PlaintextHeld, Total int
-	Truncated                                         bool
-	// AlreadyForgotten is true when the subject is forgotten already.
-	AlreadyForgotten bool
-}
-
 // Preview computes the dry run of forgetting subject: the artifacts that
 // will become unreadable, direct and derived (with their distance in hops),
 // the collateral (aggregates that also carry other subjects and must be
@@ -59,12 +35,14 @@ func (s *Service) Preview(ctx context.Context, subject string) (Preview, error) 
 		return Preview{}, fmt.Errorf("derivation: preview: %w", err)
 	}
 	byID := map[ID]*PreviewArtifact{}
+	seqOf := map[ID]int64{} // registration order, for the listing
 	var order []ID
 	for rows.Next() {
 		var a PreviewArtifact
 		var id []byte
 		var direct bool
-		if err := rows.Scan(&id, &a.seq, &a.Kind, &a.Holder, &a.Sealed, &direct, &a.Others); err != nil {
+		var seq int64
+		if err := rows.Scan(&id, &seq, &a.Kind, &a.Holder, &a.Sealed, &direct, &a.Others); err != nil {
 			rows.Close()
 			return Preview{}, fmt.Errorf("derivation: preview: %w", err)
 		}
@@ -74,6 +52,7 @@ func (s *Service) Preview(ctx context.Context, subject string) (Preview, error) 
 			a.Hops = 0
 		}
 		byID[a.ID] = &a
+		seqOf[a.ID] = seq
 		order = append(order, a.ID)
 	}
 	rows.Close()
@@ -132,7 +111,7 @@ func (s *Service) Preview(ctx context.Context, subject string) (Preview, error) 
 			p.PlaintextHeld++
 		}
 	}
-	sortPreview(order, byID)
+	sortPreview(order, byID, seqOf)
 	for _, id := range order {
 		if len(p.Artifacts) == MaxPreviewArtifacts {
 			p.Truncated = true
@@ -143,11 +122,11 @@ func (s *Service) Preview(ctx context.Context, subject string) (Preview, error) 
 	return p, nil
 }
 
-func sortPreview(order []ID, byID map[ID]*PreviewArtifact) {
+func sortPreview(order []ID, byID map[ID]*PreviewArtifact, seqOf map[ID]int64) {
 	slices.SortFunc(order, func(a, b ID) int {
 		if d := byID[a].Hops - byID[b].Hops; d != 0 {
 			return d
 		}
-		return int(byID[a].seq - byID[b].seq)
+		return int(seqOf[a] - seqOf[b])
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/envelope"
 	"github.com/shredd/shredd/internal/crashpoint"
 	"github.com/shredd/shredd/journal"
@@ -149,13 +150,6 @@ func mapKeyErr(err error) error {
 	return err
 }
 
-// Kind is a registered artifact type.
-type Kind struct {
-	Name        string    `json:"name"`
-	Description string    `json:"description"`
-	CreatedAt   time.Time `json:"created_at"`
-}
-
 // PutKind registers a kind, or updates its description. It reports whether
 // the kind is new.
 func (s *Service) PutKind(ctx context.Context, name, description string) (Kind, bool, error) {
@@ -204,30 +198,6 @@ func (s *Service) Kinds(ctx context.Context) ([]Kind, error) {
 		out = append(out, k)
 	}
 	return out, rows.Err()
-}
-
-// Artifact describes a registered artifact.
-type Artifact struct {
-	ID        ID
-	Seq       int64 // registration order; compare with Forget.Barrier
-	Kind      string
-	Holder    string
-	Sealed    bool
-	Parents   []ID
-	Lineage   []envelope.Ref // sorted by sid
-	CreatedAt time.Time
-}
-
-// Source names what a new artifact derives from: raw subject ids and/or
-// parent artifacts.
-type Source struct {
-	Kind     string
-	Subjects []string // raw subject ids; hashed at once, never stored
-	Parents  []ID
-	// Leases name decrypts the derivative was made from: each gives the
-	// lineage of its artifact, as a parent does.
-	Leases []ID
-	Holder string
 }
 
 // plan is a validated source with its lineage resolved.
@@ -642,13 +612,6 @@ func insertRecord(ctx context.Context, st *txStmts, id ID, kind, holder string, 
 	return nil
 }
 
-// Sealed is the result of Encrypt.
-type Sealed struct {
-	Artifact   ID
-	Ciphertext string // text form, "shredd:v1:..."
-	Lineage    int    // number of subjects in the lineage
-}
-
 // Encrypt seals plaintext as a new artifact of src's kind under the keys of
 // its whole lineage, bound to context, and registers it. The ciphertext is
 // returned only once the registration committed, so nothing sealed after a
@@ -750,14 +713,6 @@ func (s *Service) withLineage(ctx context.Context, src Source, fn func(ID, *plan
 		return err
 	}
 	return fn(id, p, keys, refs)
-}
-
-// Opened is the result of Decrypt.
-type Opened struct {
-	Artifact  ID
-	Kind      string
-	Plaintext []byte
-	Lease     Lease
 }
 
 // Decrypt opens a ciphertext for no named holder; see DecryptFor.
@@ -862,3 +817,5 @@ func (s *Service) GetArtifact(ctx context.Context, id ID) (Artifact, error) {
 	}
 	return a, rows.Err()
 }
+
+var _ shredd.Service = (*Service)(nil)

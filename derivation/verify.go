@@ -15,25 +15,6 @@ import (
 	"github.com/shredd/shredd/keystore"
 )
 
-// Verdict states a forget reaches through verification, on top of the
-// pipeline states requested, committed and shredded.
-const (
-	StateErased  = "erased"
-	StateBlocked = "blocked"
-	StateOverdue = "overdue"
-)
-
-// The five conditions of erasure (docs/design.md). A forget is erased only when
-// each is proven; until then GET /v1/forgets/{id} says which are pending and
-// why.
-const (
-	CondCascadeClosed     = "cascade_closed"
-	CondWorkersQuiesced   = "workers_quiesced"
-	CondReadPathConverged = "read_path_converged"
-	CondClosureIntact     = "closure_intact"
-	CondBackupsEpoch      = "backups_epoch"
-)
-
 // verification evaluates the five conditions of a committed forget. It reads
 // the registry and the key tree and writes nothing.
 func (s *Service) verification(ctx context.Context, r forgetRow) ([]Condition, bool, error) {
@@ -184,8 +165,8 @@ func (s *Service) verification(ctx context.Context, r forgetRow) ([]Condition, b
 
 // lookupFails tries to get the forgotten subject's key through the normal
 // path, the one every decrypt takes: it must fail as shredded.
-// rootVersionsGone asks the root store (not the database's record of the
-// epoch) whether the root versions that wrapped the subject's bucket key
+// rootVersionsGone asks the root store's own report (not the database's
+// record of the epoch) whether the root versions that wrapped the subject's bucket key
 // before the forget's epoch are destroyed: its oldest available version
 // must be the epoch's new one or later. With per-subject keys the subject's
 // own key is asked for instead.
@@ -200,12 +181,27 @@ func (s *Service) rootVersionsGone(ctx context.Context, r forgetRow) (bool, stri
 	if err != nil {
 		return false, "the forget's epoch could not be read"
 	}
-	v, err := s.keys.Root().Versions(ctx)
-	if err != nil {
-		return false, "the root store did not answer: that the old root versions are gone cannot be confirmed"
+	// A key of an external backend (Vault) is judged from its configuration
+	// as the store last read it (at the epoch's trim or later: destroyed
+	// versions do not come back), so that verifying makes no call to the
+	// backend; the local root answers from memory.
+	root := s.keys.Root()
+	minAvail := 0
+	if root.Kind() == "local" {
+		v, err := root.Versions(ctx)
+		if err != nil {
+			return false, "the root store did not answer: that the old root versions are gone cannot be confirmed"
+		}
+		minAvail = v.MinAvailable
+	} else {
+		d := root.Describe()
+		if d.Name == "" {
+			return false, "the root store has not reported its key since the start: that the old root versions are gone cannot be confirmed yet"
+		}
+		minAvail = d.MinAvailableVersion
 	}
-	if v.MinAvailable < e.ToVersion {
-		return false, fmt.Sprintf("the root store still holds root version %d (the epoch destroys every version below %d)", v.MinAvailable, e.ToVersion)
+	if minAvail < e.ToVersion {
+		return false, fmt.Sprintf("the root store still holds root version %d (the epoch destroys every version below %d)", minAvail, e.ToVersion)
 	}
 	return true, fmt.Sprintf("the root store reports every version below %d destroyed", e.ToVersion)
 }

@@ -1,0 +1,46 @@
+package shredd
+
+import "errors"
+
+// Errors of shredd's domain services. The services wrap them with %w and the
+// operation; callers test with errors.Is, and api maps each to its HTTP status.
+var (
+	// ErrInvalid means the request is malformed (bad kind name, no subject,
+	// too many parents, bad id ...).
+	ErrInvalid = errors.New("invalid request")
+	// ErrUnknownKind means the artifact's kind was never registered.
+	ErrUnknownKind = errors.New("unknown kind")
+	// ErrUnknownParent means a named parent artifact is not in the registry.
+	ErrUnknownParent = errors.New("unknown parent artifact")
+	// ErrNotFound means the named forget or artifact does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrShredded means a subject of the lineage was forgotten: the data
+	// existed and has been erased.
+	ErrShredded = errors.New("shredded")
+	// ErrTooLarge means a plaintext, context or lineage exceeds its limit.
+	ErrTooLarge = errors.New("too large")
+	// ErrEnvelope means a ciphertext is not a valid shredd envelope, or it
+	// fails to open with its keys and the given context.
+	ErrEnvelope = errors.New("invalid envelope")
+	// ErrUnavailable means the root store cannot be reached; nothing was
+	// encrypted or decrypted (fail closed).
+	ErrUnavailable = errors.New("key backend unavailable")
+	// ErrForbidden means the caller acts for another holder than the one
+	// that owns the lease, artifact or ack.
+	ErrForbidden = errors.New("forbidden")
+	// ErrConflict means the request contradicts what is registered (a
+	// holder's key cannot be replaced).
+	ErrConflict = errors.New("conflict")
+	// ErrSignature means a holder's signature does not verify.
+	ErrSignature = errors.New("invalid signature")
+	// ErrNotErased means an attestation was asked for a forget that is not
+	// erased: there is nothing to attest yet.
+	ErrNotErased = errors.New("forget not erased")
+	// ErrNoLog means the service keeps no transparency log, or the forget's
+	// events are not in it (it was erased before the log existed).
+	ErrNoLog = errors.New("not in the transparency log")
+	// ErrLedger means the forget ledger cannot be read or written, or holds a
+	// line whose MAC does not verify: shredd stops rather than guess which
+	// forgets happened.
+	ErrLedger = errors.New("forget ledger unusable")
+)

@@ -1,0 +1,90 @@
+package shredd
+
+import (
+	"context"
+	"crypto/ed25519"
+
+	"github.com/shredd/shredd/bundle"
+	"github.com/shredd/shredd/translog"
+)
+
+// Sealer seals and opens data under the lineage of its subjects, keeps the
+// registry of artifacts and kinds, and hands out leases. Every method
+// returns ErrShredded (wrapped) when a subject of the lineage is forgotten,
+// ErrUnavailable when the key backend cannot be reached (nothing is sealed
+// or opened then), ErrInvalid for malformed input and ErrNotFound for an id
+// it does not know.
+type Sealer interface {
+	// PutKind registers a kind or updates its description, and reports
+	// whether it is new.
+	PutKind(ctx context.Context, name, description string) (Kind, bool, error)
+	// Kinds lists the registered kinds by name.
+	Kinds(ctx context.Context) ([]Kind, error)
+	// Encrypt seals plaintext as a new artifact of src, bound to context.
+	Encrypt(ctx context.Context, src Source, plaintext, context []byte) (Sealed, error)
+	// EncryptBinary is Encrypt with the binary envelope appended to dst;
+	// it returns the artifact id, the extended dst and the lineage size.
+	EncryptBinary(ctx context.Context, src Source, plaintext, context, dst []byte) (ID, []byte, int, error)
+	// DecryptFor opens a text envelope for holder and records a lease.
+	// A ciphertext that is no valid envelope, or that does not open, gives
+	// ErrEnvelope.
+	DecryptFor(ctx context.Context, ciphertext string, context []byte, holder string) (Opened, error)
+	// DecryptBinary is DecryptFor for a binary envelope.
+	DecryptBinary(ctx context.Context, ciphertext, context []byte, holder string) (Opened, error)
+	// ReleaseLease ends a lease before its expiry; another holder's lease
+	// gives ErrForbidden.
+	ReleaseLease(ctx context.Context, id ID, holder string) (Lease, error)
+	// Register records a plaintext-held artifact (one shredd does not seal).
+	Register(ctx context.Context, src Source) (Artifact, error)
+	// GetArtifact returns a registered artifact.
+	GetArtifact(ctx context.Context, id ID) (Artifact, error)
+}
+
+// Eraser forgets subjects and proves it: the barrier and the key
+// destruction, the holders' purges and signed acks, the verification of the
+// five conditions of erasure, the signed attestation and the regulator
+// export. Errors as Sealer's, and ErrNotErased for an attestation or export
+// of a forget not yet erased.
+type Eraser interface {
+	// Preview is the dry run of a forget: what it would make unreadable.
+	Preview(ctx context.Context, subject string) (Preview, error)
+	// Forget commits the forget of subject (idempotent: a second call
+	// returns the same forget) and returns its pending-erasure token.
+	Forget(ctx context.Context, subject string) (Forget, error)
+	// GetForget returns a forget with its conditions.
+	GetForget(ctx context.Context, id ID) (Forget, error)
+	// Forgets lists forgets, of one state when state is not "".
+	Forgets(ctx context.Context, state string, limit int) ([]Forget, error)
+	// CountForgets counts the forgets by state, and the overdue ones.
+	CountForgets(ctx context.Context) (byState map[string]int, overdue int, err error)
+	// Verify evaluates a forget's conditions now and records it erased
+	// when all hold.
+	Verify(ctx context.Context, id ID) (Forget, error)
+	// Attestation returns the signed erasure attestation of an erased
+	// forget.
+	Attestation(ctx context.Context, id ID, signer ed25519.PrivateKey) ([]byte, error)
+	// RunEpoch runs a root epoch now.
+	RunEpoch(ctx context.Context) (Epoch, error)
+	// RegisterHolder records a holder's Ed25519 key (ErrConflict for
+	// another key of a known holder) and reports whether it is new.
+	RegisterHolder(ctx context.Context, id string, pub []byte) (Holder, bool, error)
+	// Purges lists the purge work of a holder.
+	Purges(ctx context.Context, holder string) ([]Purge, error)
+	// Ack records a holder's signed purge ack (ErrSignature when it does
+	// not verify).
+	Ack(ctx context.Context, forget ID, holder string, artifacts []ID, sig []byte) (AckResult, error)
+	// ReportInventory records what a holder reports holding.
+	ReportInventory(ctx context.Context, holder string, items []InventoryItem) (Inventory, error)
+	// Export assembles the regulator export of an erased forget, with a
+	// consistency proof from tree size since when since > 0.
+	Export(ctx context.Context, id ID, since int64) (*bundle.Bundle, error)
+	// TransparencyLog returns the transparency log and its note verifier
+	// key, or nil when the service keeps none.
+	TransparencyLog() (*translog.Log, string)
+}
+
+// Service is what the HTTP layer serves: sealing and erasure.
+type Service interface {
+	Sealer
+	Eraser
+}

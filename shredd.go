@@ -1,0 +1,239 @@
+// Package shredd holds the domain of the crypto-shredding key management
+// service: its value types (ids, artifacts, kinds, leases, holders, forgets
+// and their states, the conditions of erasure), its sentinel errors, and the
+// interfaces of the services the HTTP layer uses (Sealer, Eraser). It
+// implements nothing; package derivation does (docs/design.md).
+package shredd
+
+import (
+	"crypto/ed25519"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/shredd/shredd/envelope"
+)
+
+// ID is a 16-byte identifier of an artifact or a forget, written as 32
+// lowercase hex digits.
+type ID [16]byte
+
+var (
+	kindRe   = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+	holderRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$`)
+)
+
+// ValidKind reports whether name is a well-formed kind name.
+func ValidKind(name string) bool { return kindRe.MatchString(name) }
+
+// ValidHolder reports whether id is a well-formed holder id.
+func ValidHolder(id string) bool { return holderRe.MatchString(id) }
+
+// String returns the hex form.
+func (id ID) String() string { return hex.EncodeToString(id[:]) }
+
+// ParseID parses the hex form of an ID.
+func ParseID(s string) (ID, error) {
+	var id ID
+	if len(s) != 32 {
+		return id, fmt.Errorf("shredd: id of %d bytes, want 32 hex digits: %w", len(s), ErrInvalid)
+	}
+	if _, err := hex.Decode(id[:], []byte(s)); err != nil {
+		return id, fmt.Errorf("shredd: id is not 32 hex digits: %w", ErrInvalid)
+	}
+	return id, nil
+}
+
+// Forget states.
+const (
+	StateRequested = "requested"
+	StateCommitted = "committed"
+	StateShredded  = "shredded"
+)
+
+// Verdict states a forget reaches through verification, on top of the
+// pipeline states requested, committed and shredded.
+const (
+	StateErased  = "erased"
+	StateBlocked = "blocked"
+	StateOverdue = "overdue"
+)
+
+// The five conditions of erasure (docs/design.md). A forget is erased only when
+// each is proven; until then GET /v1/forgets/{id} says which are pending and
+// why.
+const (
+	CondCascadeClosed     = "cascade_closed"
+	CondWorkersQuiesced   = "workers_quiesced"
+	CondReadPathConverged = "read_path_converged"
+	CondClosureIntact     = "closure_intact"
+	CondBackupsEpoch      = "backups_epoch"
+)
+
+// Kind is a registered artifact type.
+type Kind struct {
+	Name        string    `json:"name"`
+	Description string    `json:"description"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// Source names what a new artifact derives from: raw subject ids and/or
+// parent artifacts.
+type Source struct {
+	Kind     string
+	Subjects []string // raw subject ids; hashed at once, never stored
+	Parents  []ID
+	// Leases name decrypts the derivative was made from: each gives the
+	// lineage of its artifact, as a parent does.
+	Leases []ID
+	Holder string
+}
+
+// Artifact describes a registered artifact.
+type Artifact struct {
+	ID        ID
+	Seq       int64 // registration order; compare with Forget.Barrier
+	Kind      string
+	Holder    string
+	Sealed    bool
+	Parents   []ID
+	Lineage   []envelope.Ref // sorted by sid
+	CreatedAt time.Time
+}
+
+// Sealed is the result of Encrypt.
+type Sealed struct {
+	Artifact   ID
+	Ciphertext string // text form, "shredd:v1:..."
+	Lineage    int    // number of subjects in the lineage
+}
+
+// Opened is the result of Decrypt.
+type Opened struct {
+	Artifact  ID
+	Kind      string
+	Plaintext []byte
+	Lease     Lease
+}
+
+// Lease records that the plaintext of an artifact was handed to a holder by
+// a decrypt, until it expires or is released. A forget stays pending while a
+// lease on an artifact of its lineage, issued before its barrier, is live:
+// that holder may still be deriving from the data (the summarizer that
+// loaded a subject's entries before the forget).
+type Lease struct {
+	ID         ID
+	Artifact   ID
+	Holder     string // "" when the caller named none
+	IssuedAt   time.Time
+	ExpiresAt  time.Time
+	ReleasedAt time.Time
+}
+
+// Condition is one open or met requirement of a forget, with a reason a
+// person can read.
+type Condition struct {
+	Name   string `json:"name"`
+	Status string `json:"status"` // "ok" or "pending"
+	Reason string `json:"reason"`
+}
+
+// Forget is one erasure request for one subject (never named: only its id).
+type Forget struct {
+	ID          ID
+	State       string
+	Barrier     int64 // artifacts with a sequence at or below it were registered before the forget
+	RequestedAt time.Time
+	CommittedAt time.Time
+	RekeyedAt   time.Time
+	ShreddedAt  time.Time
+	Deadline    time.Time
+	ErasedAt    time.Time
+	Epoch       int64 // the epoch that shredded it
+	TProp       time.Duration
+	// Conditions are the steps of the key destruction pipeline.
+	Conditions []Condition
+	// Verification holds the five conditions of erasure; the forget is
+	// erased once all are ok.
+	Verification []Condition
+	Overdue      bool // the deadline passed before it was erased
+	// Salt is the random salt of the subject commitment in the forget's
+	// attestation: set only in the answer to the call that created the
+	// forget, and never stored (a stored salt would let anyone holding the
+	// database test guessed subject ids against the commitment).
+	Salt []byte
+}
+
+// PreviewArtifact is one artifact a forget would make unreadable.
+type PreviewArtifact struct {
+	ID     ID
+	Kind   string
+	Holder string
+	Sealed bool
+	Hops   int // 0 for the subject's own artifacts, else the shortest parent chain from one
+	Others int // other subjects in its lineage: > 0 makes it collateral
+}
+
+// Preview is what a forget of one subject would touch, computed without
+// changing anything (the dry run of docs/design.md).
+type Preview struct {
+	// Artifacts are those whose lineage holds the subject, by hops, then in
+	// registration order; at most the service's listing limit.
+	Artifacts []PreviewArtifact
+	// Counts over all of them, even past the listing limit.
+	Direct, Derived, Collateral, PlaintextHeld, Total int
+	Truncated                                         bool
+	// AlreadyForgotten is true when the subject is forgotten already.
+	AlreadyForgotten bool
+}
+
+// Holder is a component or peer agent that stores artifacts outside shredd,
+// with the Ed25519 key it signs purge acks with.
+type Holder struct {
+	ID        string
+	PublicKey ed25519.PublicKey
+	CreatedAt time.Time
+}
+
+// Purge is the work one forget gives one holder: the plaintext-held
+// artifacts of the forgotten subject's lineage it must drop and ack.
+type Purge struct {
+	Forget    ID
+	Artifacts []ID
+}
+
+// AckResult says what an ack closed and what the holder still holds.
+type AckResult struct {
+	Closed  []ID // artifacts this ack covers
+	Missing []ID // the holder's artifacts of the forget that no ack covers yet
+}
+
+// InventoryItem is one artifact a holder reports holding.
+type InventoryItem struct {
+	ID   string
+	Kind string
+}
+
+// Inventory is what a holder's report revealed.
+type Inventory struct {
+	Items           int
+	UnknownArtifact []string // ids shredd never registered (or not as this holder's)
+	UnknownKind     []string // kinds shredd never registered
+	// ContradictedAcks are artifacts the holder acked as purged and still
+	// holds: its ack was false. They break the closure like unknown ones.
+	ContradictedAcks []string
+}
+
+// Epoch is a completed (or interrupted) root epoch: the root rotated from
+// FromVersion to ToVersion, every bucket key rewrapped, the versions in
+// Retired destroyed.
+type Epoch struct {
+	ID          int64
+	State       string // "running" or "done"
+	StartedAt   time.Time
+	FinishedAt  time.Time // zero while running
+	FromVersion int       // latest root version when the epoch started
+	ToVersion   int       // the version every bucket key is wrapped under at the end
+	Retired     []int     // root versions destroyed by this epoch
+}
