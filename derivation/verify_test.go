@@ -5,11 +5,14 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/shredd/shredd/derivation"
 	"github.com/shredd/shredd/internal/shreddtest"
+	"github.com/shredd/shredd/keystore/local"
 )
 
 // onClock returns o with c as the clock of the key tree, the registry and
@@ -150,5 +153,45 @@ func TestVerifierPendingAndOverdue(t *testing.T) {
 	}
 	if f = mustVerify(t, s, f.ID); f.State != derivation.StateErased || !f.Overdue {
 		t.Fatalf("erased after the deadline: %s, overdue %v", f.State, f.Overdue)
+	}
+}
+
+// untrimmedRoot is a local root file whose Trim reports the old versions
+// destroyed but keeps them: a root store that does not do what it says.
+type untrimmedRoot struct{ *local.Store }
+
+func (r untrimmedRoot) Trim(_ context.Context, minVersion int) ([]int, error) {
+	var retired []int
+	for v := 1; v < minVersion; v++ {
+		retired = append(retired, v)
+	}
+	return retired, nil
+}
+
+// TestReadPathAsksTheRootStore: read_path_converged takes the root store's
+// own report of its versions, not the database's record of the epoch: a
+// root store that still holds the versions below the epoch keeps the
+// forget from being erased.
+func TestReadPathAsksTheRootStore(t *testing.T) {
+	ctx := context.Background()
+	root, err := local.Open(filepath.Join(t.TempDir(), "root.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := shreddtest.NewClock()
+	s := shreddtest.New(t, onClock(c, shreddtest.Options{Root: untrimmedRoot{root}, Kinds: []string{"episodic"}})).Service
+	seal(t, s, derivation.Source{Kind: "episodic", Subjects: []string{"alice"}}, "alice record")
+	f, err := s.Forget(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RunEpoch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.Add(time.Minute)
+	f = mustVerify(t, s, f.ID)
+	rp := conditions(f)[derivation.CondReadPathConverged]
+	if f.State == derivation.StateErased || rp.Status != "pending" || !strings.Contains(rp.Reason, "still holds root version 1") {
+		t.Fatalf("a root store that kept its old versions: %s, read path %+v", f.State, rp)
 	}
 }
