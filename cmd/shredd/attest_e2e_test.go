@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/shredd/shredd/attest"
+
+	"github.com/shredd/shredd/internal/node"
 )
 
 // e2eKey is the fixed, test-only attestation key of these tests.
@@ -222,7 +224,7 @@ func TestKeygenE2E(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("keygen: exit %d\n%s%s", code, stdout, stderr)
 	}
-	keyPath, pubPath := filepath.Join(dir, attestationKeyFile), filepath.Join(dir, attestationPubFile)
+	keyPath, pubPath := filepath.Join(dir, node.AttestationKeyFile), filepath.Join(dir, node.AttestationPubFile)
 	for path, mode := range map[string]os.FileMode{keyPath: 0o600, pubPath: 0o644} {
 		fi, err := os.Stat(path)
 		if err != nil {
@@ -262,9 +264,9 @@ func TestKeygenE2E(t *testing.T) {
 	}
 
 	// An attestation signed with the new key verifies under its public file.
-	restored, _, err := loadOrCreateAttestationKey(dir) // writes attestation.pub again
+	restored, _, err := node.LoadOrCreateAttestationKey(dir) // writes attestation.pub again
 	if err != nil || !restored.Equal(key) {
-		t.Fatalf("loadOrCreateAttestationKey: %v", err)
+		t.Fatalf("node.LoadOrCreateAttestationKey: %v", err)
 	}
 	att := writeTestFile(t, t.TempDir(), "att.json", signE2E(t, e2eStatement(), key))
 	if code, stdout, stderr := runShredd(t, "verify", att, "--key", pubPath, "--subject", e2eSubject, "--salt", hex.EncodeToString(e2eSalt())); code != 0 {
@@ -274,19 +276,19 @@ func TestKeygenE2E(t *testing.T) {
 
 func TestLoadOrCreateAttestationKey(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
-	key, created, err := loadOrCreateAttestationKey(dir)
+	key, created, err := node.LoadOrCreateAttestationKey(dir)
 	if err != nil || !created {
 		t.Fatalf("first call: created=%v, %v", created, err)
 	}
-	again, created, err := loadOrCreateAttestationKey(dir)
+	again, created, err := node.LoadOrCreateAttestationKey(dir)
 	if err != nil || created || !again.Equal(key) {
 		t.Fatalf("second call: created=%v, %v", created, err)
 	}
-	keyPath, pubPath := filepath.Join(dir, attestationKeyFile), filepath.Join(dir, attestationPubFile)
+	keyPath, pubPath := filepath.Join(dir, node.AttestationKeyFile), filepath.Join(dir, node.AttestationPubFile)
 
 	// The public half is derived, so it is written again when missing.
 	os.Remove(pubPath)
-	if k, created, err := loadOrCreateAttestationKey(dir); err != nil || created || !k.Equal(key) {
+	if k, created, err := node.LoadOrCreateAttestationKey(dir); err != nil || created || !k.Equal(key) {
 		t.Fatalf("missing public key: created=%v, %v", created, err)
 	}
 	if _, err := os.Stat(pubPath); err != nil {
@@ -297,14 +299,14 @@ func TestLoadOrCreateAttestationKey(t *testing.T) {
 	goodPub, _ := os.ReadFile(pubPath)
 	other, _ := attest.MarshalPublicKey(e2eKey("other-key").Public().(ed25519.PublicKey))
 	os.WriteFile(pubPath, other, 0o644)
-	if _, _, err := loadOrCreateAttestationKey(dir); err == nil {
+	if _, _, err := node.LoadOrCreateAttestationKey(dir); err == nil {
 		t.Fatal("a mismatched public key file was accepted")
 	}
 	os.WriteFile(pubPath, goodPub, 0o644)
 
 	// A private key others can read.
 	os.Chmod(keyPath, 0o640)
-	if _, _, err := loadOrCreateAttestationKey(dir); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+	if _, _, err := node.LoadOrCreateAttestationKey(dir); err == nil || !strings.Contains(err.Error(), "chmod 600") {
 		t.Fatalf("a group-readable private key: %v", err)
 	}
 	os.Chmod(keyPath, 0o600)
@@ -312,7 +314,7 @@ func TestLoadOrCreateAttestationKey(t *testing.T) {
 	// A public key without its private key: never replaced silently.
 	keyPEM, _ := os.ReadFile(keyPath)
 	os.Remove(keyPath)
-	if _, _, err := loadOrCreateAttestationKey(dir); err == nil {
+	if _, _, err := node.LoadOrCreateAttestationKey(dir); err == nil {
 		t.Fatal("a new key was created beside an orphaned public key")
 	}
 	if b, _ := os.ReadFile(pubPath); !bytes.Equal(b, goodPub) {
@@ -321,11 +323,11 @@ func TestLoadOrCreateAttestationKey(t *testing.T) {
 
 	// A corrupt private key.
 	os.WriteFile(keyPath, []byte("not a key"), 0o600)
-	if _, _, err := loadOrCreateAttestationKey(dir); !errors.Is(err, attest.ErrKey) {
+	if _, _, err := node.LoadOrCreateAttestationKey(dir); !errors.Is(err, attest.ErrKey) {
 		t.Fatalf("a corrupt private key: %v", err)
 	}
 	os.WriteFile(keyPath, keyPEM, 0o600)
-	if k, _, err := loadOrCreateAttestationKey(dir); err != nil || !k.Equal(key) {
+	if k, _, err := node.LoadOrCreateAttestationKey(dir); err != nil || !k.Equal(key) {
 		t.Fatalf("restored: %v", err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/shredd/shredd/derivation"
 	"github.com/shredd/shredd/internal/datadir"
+	"github.com/shredd/shredd/internal/node"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/storage/sqlite"
 )
@@ -148,19 +149,14 @@ func backupCmd(ctx context.Context, args []string, stdout, stderr io.Writer, get
 		removeTorn(*dir)
 		*out = filepath.Join(*dir, backupName(time.Now()))
 	}
-	dbPath := filepath.Join(*dataDir, dbFile)
-	if _, err := os.Stat(dbPath); err != nil {
-		fmt.Fprintln(stderr, "shredd backup:", err)
-		return exitFailed
-	}
-	db, err := sqlite.Open(dbPath)
+	db, err := node.OpenDB(*dataDir)
 	if err != nil {
 		fmt.Fprintln(stderr, "shredd backup:", err)
 		return exitFailed
 	}
 	defer db.Close()
 	kind := "local"
-	if _, err := os.Lstat(filepath.Join(*dataDir, rootFile)); err != nil {
+	if _, err := os.Lstat(filepath.Join(*dataDir, node.RootFile)); err != nil {
 		kind = "vault-transit"
 	}
 	info, err := sqlite.Backup(ctx, db, *out, kind)
@@ -238,7 +234,7 @@ func restore(ctx context.Context, dir, backup string, stdout io.Writer) error {
 	}
 	// With the local root store the check of the next start can be made
 	// now: a backup older than the last epoch opens no key.
-	if b, err := datadir.Read(filepath.Join(dir, rootFile), datadir.Secret, 1<<20); err == nil {
+	if b, err := datadir.Read(filepath.Join(dir, node.RootFile), datadir.Secret, 1<<20); err == nil {
 		var f struct {
 			MinVersion int `json:"min_version"`
 			Latest     int `json:"latest"`
@@ -248,7 +244,7 @@ func restore(ctx context.Context, dir, backup string, stdout io.Writer) error {
 				backup, info.MinVersion, f.MinVersion)
 		}
 	}
-	lock, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	lock, err := os.OpenFile(filepath.Join(dir, node.LockFile), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return err
 	}
@@ -261,7 +257,7 @@ func restore(ctx context.Context, dir, backup string, stdout io.Writer) error {
 		return err
 	}
 	defer src.Close()
-	dbPath := filepath.Join(dir, dbFile)
+	dbPath := filepath.Join(dir, node.DBFile)
 	tmp := dbPath + datadir.TempInfix + "restore"
 	os.Remove(tmp)
 	dst, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)

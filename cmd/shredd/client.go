@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/shredd/shredd/api/client"
+	"github.com/shredd/shredd/internal/node"
 )
 
 // Exit codes of the client subcommands. A script tells erased data (3) from
@@ -272,7 +273,7 @@ func clientToken(tokenPath string, getenv func(string) string) (string, error) {
 		if v := getenv("SHREDD_DATA_DIR"); v != "" {
 			dir = v
 		}
-		tokenPath = filepath.Join(dir, tokenFile)
+		tokenPath = filepath.Join(dir, node.TokenFile)
 		if _, err := os.Stat(tokenPath); err != nil {
 			return "", usageError{fmt.Errorf("no token: give --token-file or SHREDD_TOKEN (there is no admin token at %s)", tokenPath)}
 		}

@@ -26,6 +26,8 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/shredd/shredd/translog"
+
+	"github.com/shredd/shredd/internal/node"
 )
 
 // crashDrive is what makes the server reach a step.
@@ -156,7 +158,7 @@ func (w *crashWorld) saveCheckpoint(t *testing.T, s *server) {
 // database, read-only, while no process has it open.
 func checkDBIntegrity(t *testing.T, dir string) {
 	t.Helper()
-	db, err := sql.Open("sqlite3", "file:"+filepath.Join(dir, dbFile)+"?mode=ro")
+	db, err := sql.Open("sqlite3", "file:"+filepath.Join(dir, node.DBFile)+"?mode=ro")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +180,7 @@ func checkDBIntegrity(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	if len(res) != 1 || res[0] != "ok" {
-		t.Fatalf("integrity_check of %s after the kill: %v", dbFile, res)
+		t.Fatalf("integrity_check of %s after the kill: %v", node.DBFile, res)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/shredd/shredd/internal/node"
 )
 
 // TestDataDirSafety drives the real binary through the data-directory
@@ -21,7 +23,7 @@ func TestDataDirSafety(t *testing.T) {
 	bob := s.seal(t, sealReq{Subject: "bob", Kind: "episodic"}, "bob's record", "b")
 	s.runEpoch(t) // versions move: the root file was replaced once
 	s.stop()
-	root := filepath.Join(dir, rootFile)
+	root := filepath.Join(dir, node.RootFile)
 
 	// 1. Two names on the live root.
 	if err := os.Link(root, root+".old"); err != nil {
@@ -50,7 +52,7 @@ func TestDataDirSafety(t *testing.T) {
 	os.Chmod(dir, 0o777)
 	cli(t, "", nil, nil, serve...).want(t, 1, "chmod go-w "+dir)
 	os.Chmod(dir, 0o700)
-	secret := filepath.Join(dir, secretFile)
+	secret := filepath.Join(dir, node.SecretFile)
 	os.Chmod(secret, 0o644)
 	cli(t, "", nil, nil, serve...).want(t, 1, "chmod 600 "+secret)
 	os.Chmod(secret, 0o600)

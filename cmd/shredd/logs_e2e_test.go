@@ -18,6 +18,8 @@ import (
 	"testing"
 
 	"github.com/shredd/shredd/derivation"
+
+	"github.com/shredd/shredd/internal/node"
 )
 
 // rawCall sends body as it is (not re-encoded) with the given content type
@@ -232,7 +234,7 @@ func TestLogsHoldNoData(t *testing.T) {
 	}
 
 	// Nothing of the data, in any encoding, in any line.
-	secret, err := os.ReadFile(filepath.Join(s.dataDir, secretFile))
+	secret, err := os.ReadFile(filepath.Join(s.dataDir, node.SecretFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,14 +3,14 @@
 //	shredd [serve] [flags]   run the service (the default; embedded root store in ./shredd-data)
 //	shredd token ...         create, list and revoke bearer tokens
 //	shredd encrypt|decrypt|forget|status ...   call a running server
-//	shredd bench [fill|noop-server] ...   the load tool (docs/performance.md)
 //	shredd keygen [--out DIR]  write an attestation key pair
 //	shredd backup|restore ... an online backup of the database; put one back
 //	shredd verify FILE ...   check an erasure attestation offline
 //	shredd version           print the version
 //
 // Only this package reads flags and the environment, picks the backends and
-// exits the process.
+// exits the process; internal/node opens a data directory's stack. The load
+// tool is a command of its own, cmd/shredd-bench.
 package main
 
 import (
@@ -42,15 +42,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 	}
 	switch cmd {
 	case "serve":
-		p, err := ParseFlags(args, stderr, getenv)
-		if err != nil {
-			return 2
-		}
-		if err := p.Run(ctx, stderr); err != nil {
-			fmt.Fprintln(stderr, "shredd:", err)
-			return 1
-		}
-		return 0
+		return serveCmd(ctx, args, stderr, getenv)
 	case "token":
 		return tokenCmd(ctx, args, stdout, stderr, getenv)
 	case "encrypt":
@@ -61,8 +53,6 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 		return clientCmd(ctx, cmd, args, os.Stdin, stdout, stderr, getenv)
 	case "status", "attestation", "export", "checkpoint":
 		return clientCmd(ctx, cmd, args, os.Stdin, stdout, stderr, getenv)
-	case "bench":
-		return benchCmd(ctx, args, stdout, stderr, getenv)
 	case "keygen":
 		return keygenCmd(args, stdout, stderr)
 	case "backup":
@@ -92,8 +82,6 @@ const usage = `usage: shredd [serve] [flags]   run the service (see shredd serve
        shredd forget --subject S   forget a subject; prints the pending-erasure token
        shredd status FORGET_ID     print a forget
                                 (--addr URL, --token-file FILE; exit 3 when the data is shredded)
-       shredd bench [flags]        the load tool: shredd side by side with Vault Transit and a no-op handler
-       shredd bench fill --dir D --subjects N --artifacts M   fill a data directory for benchmarks
        shredd keygen [--out DIR]   write a new attestation key pair (attestation.key, attestation.pub)
        shredd backup [--data-dir D] --out FILE | --dir DIR   an online, consistent backup of the database
        shredd backup list --dir DIR   the backups in DIR with their root versions and log sizes

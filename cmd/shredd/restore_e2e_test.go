@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shredd/shredd/internal/node"
 )
 
 // waitBackups waits until dir holds n backups and returns them, oldest
@@ -30,7 +32,7 @@ func waitBackups(t *testing.T, dir string, n int) []string {
 func loseDatabase(t *testing.T, dir string) {
 	t.Helper()
 	for _, s := range []string{"", "-wal", "-shm"} {
-		if err := os.Remove(filepath.Join(dir, dbFile+s)); err != nil && !os.IsNotExist(err) {
+		if err := os.Remove(filepath.Join(dir, node.DBFile+s)); err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)
 		}
 	}
@@ -117,7 +119,7 @@ func TestRestoreDrill(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := os.WriteFile(filepath.Join(dir, dbFile), b, 0o600); err != nil {
+				if err := os.WriteFile(filepath.Join(dir, node.DBFile), b, 0o600); err != nil {
 					t.Fatal(err)
 				}
 			} else {

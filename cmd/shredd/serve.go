@@ -2,76 +2,75 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
 	"crypto/tls"
-	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/shredd/shredd/internal/crashpoint"
-	"github.com/shredd/shredd/internal/datadir"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/shredd/shredd/api"
 	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd/internal/node"
 	"github.com/shredd/shredd/keystore"
-	"github.com/shredd/shredd/keystore/local"
-	"github.com/shredd/shredd/keystore/vault"
-	"github.com/shredd/shredd/storage/sqlite"
 )
 
-// Program is a parsed `shredd serve`.
+// Program is a parsed `shredd serve`: ParseFlags, then Run, then Close
+// (benbjohnson/wtf's cmd/wtfd). What opens the data directory is the
+// node's Config; the rest is the HTTP server's and the background work's.
 type Program struct {
-	DataDir        string
-	Addr           string
-	AllowRemote    bool
-	TLSCert        string
-	TLSKey         string
-	EpochInterval  time.Duration
-	CacheTTL       time.Duration
-	ForgetDeadline time.Duration
-	LeaseTTL       time.Duration
-	Buckets        int
-	MaxBody        int64
-	MaxRawBody     int64
-	Root           string // "local" or "vault"
-	SubjectKeys    string // "tree" or "transit"
-	DebugAddr      string // loopback address of the pprof listener; "" for none
-	ForgetLedger   string // the forget ledger's file; "" for forgets.ledger in DataDir
-	BackupDir      string // where a backup is written after every epoch; "" for none
-	BackupKeep     int    // how many of those backups to keep
-	Vault          vault.Config
+	node.Config
+	Addr          string
+	AllowRemote   bool
+	TLSCert       string
+	TLSKey        string
+	EpochInterval time.Duration
+	MaxBody       int64
+	MaxRawBody    int64
+	DebugAddr     string // loopback address of the pprof listener; "" for none
+	BackupDir     string // where a backup is written after every epoch; "" for none
+	BackupKeep    int    // how many of those backups to keep
+
+	// Set by Run, released by Close.
+	node       *node.Node
+	srv        *http.Server
+	debug      *http.Server
+	stopped    chan struct{} // closed when srv.Serve returned, serveErr set
+	serveErr   error
+	stopWork   context.CancelFunc
+	workDone   chan struct{}
+	backupDone chan struct{}
 }
 
-// Files in the data directory.
-const (
-	dbFile     = "shredd.db"
-	rootFile   = "root.key"
-	secretFile = "subject.key"
-	tokenFile  = "admin.token"
-	lockFile   = "lock"
-	ledgerFile = "forgets.ledger"
-)
-
-// ledgerPath is the forget ledger's file: --forget-ledger, or
-// forgets.ledger in the data directory.
-func (p *Program) ledgerPath() string {
-	if p.ForgetLedger != "" {
-		return p.ForgetLedger
+// serveCmd runs `shredd serve` until ctx ends or the server fails, then
+// shuts it down gracefully: in-flight requests finish, the background
+// work stops, the data directory closes.
+func serveCmd(ctx context.Context, args []string, stderr io.Writer, getenv func(string) string) int {
+	p, err := ParseFlags(args, stderr, getenv)
+	if err != nil {
+		return 2
 	}
-	return filepath.Join(p.DataDir, ledgerFile)
+	if err := p.Run(ctx); err != nil {
+		p.Close()
+		fmt.Fprintln(stderr, "shredd:", err)
+		return 1
+	}
+	select {
+	case <-ctx.Done():
+	case <-p.stopped:
+	}
+	if err := p.Close(); err != nil {
+		fmt.Fprintln(stderr, "shredd:", err)
+		return 1
+	}
+	return 0
 }
 
 // envName is the environment variable of a flag of shredd serve.
@@ -84,6 +83,7 @@ func envName(flag string) string {
 // default.
 func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*Program, error) {
 	p := &Program{}
+	p.Logger = slog.New(slog.NewJSONHandler(stderr, nil))
 	fl := flag.NewFlagSet("shredd serve", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	env := func(name, def string) string {
@@ -200,58 +200,6 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 	return p, nil
 }
 
-// bootstrapAdminToken gives a new installation its first token: an admin
-// token written to path (mode 0600), announced once in the log by its path.
-// The file is written and fsynced before the token is stored: a crash in
-// between leaves a file whose hash the next start imports, never a token
-// nobody holds. A data directory from before the token store keeps its
-// admin token file the same way.
-func bootstrapAdminToken(ctx context.Context, tokens *api.Tokens, path string, log *slog.Logger) error {
-	n, err := tokens.Count(ctx)
-	if err != nil || n > 0 {
-		return err
-	}
-	b, created, err := readOrCreate(path, func() []byte {
-		return []byte(api.TokenPrefix + base64.RawURLEncoding.EncodeToString(randomBytes(32)) + "\n")
-	})
-	if err != nil {
-		return err
-	}
-	crashpoint.Hit("admintoken:written")
-	if err := tokens.Import(ctx, "admin", []string{api.ScopeAdmin}, sha256.Sum256([]byte(strings.TrimSpace(string(b))))); err != nil {
-		return err
-	}
-	if created {
-		log.Info("created the admin token; send it as 'Authorization: Bearer <token>'", "path", path)
-	}
-	return nil
-}
-
-// readOrCreate returns the secret in path, creating it (mode 0600) with
-// make when the file does not exist; created says which. The file is never
-// followed through a symlink and must be readable by its owner only; a new
-// file is fsynced with its directory before use, and a failed write stops
-// the start.
-func readOrCreate(path string, make func() []byte) (b []byte, created bool, err error) {
-	b, err = datadir.Read(path, datadir.Secret, 64<<10)
-	if !errors.Is(err, fs.ErrNotExist) {
-		return b, false, err
-	}
-	b = make()
-	if err := datadir.Create(path, b, datadir.Secret); err != nil {
-		return nil, false, err
-	}
-	return b, true, nil
-}
-
-func randomBytes(n int) []byte {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic(err)
-	}
-	return b
-}
-
 func isLoopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -264,222 +212,152 @@ func isLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// Run serves until ctx ends, then shuts down gracefully: in-flight requests
-// finish, the background work stops, the database closes.
-func (p *Program) Run(ctx context.Context, stderr io.Writer) error {
-	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	if p.TLSCert == "" && !p.AllowRemote && !isLoopback(p.Addr) {
-		return fmt.Errorf("refusing plain HTTP on non-loopback address %s (use --tls-cert/--tls-key, or --allow-remote-http behind a TLS proxy)", p.Addr)
-	}
-	var tlsConfig *tls.Config
-	if p.TLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(p.TLSCert, p.TLSKey)
-		if err != nil {
-			return fmt.Errorf("tls: %w", err)
-		}
-		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	}
-	if err := datadir.Prepare(p.DataDir); err != nil {
-		return err
-	}
-	lock, err := os.OpenFile(filepath.Join(p.DataDir, lockFile), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return fmt.Errorf("data dir: %w", err)
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		return fmt.Errorf("data dir %s is in use by another shredd process", p.DataDir)
-	}
-
-	secret, _, err := readOrCreate(filepath.Join(p.DataDir, secretFile), func() []byte { return randomBytes(32) })
-	if err != nil {
-		return fmt.Errorf("subject secret: %w", err)
-	}
-	hasher, err := derivation.NewHasher(secret)
+// Run opens the data directory (node.Open) and serves it: the HTTP
+// server, the pprof listener with --debug-addr, and the background work
+// (epochs, re-keys, backups). It returns once the server listens; Close
+// stops it all. After an error, Close releases what Run opened.
+func (p *Program) Run(ctx context.Context) (err error) {
+	tlsConfig, err := p.tlsConfig()
 	if err != nil {
 		return err
-	}
-	var root keystore.RootStore
-	var kms keystore.SubjectKMS
-	rootDown := false // the root store did not answer at start-up
-	switch p.Root {
-	case "vault":
-		vs, err := vault.New(p.Vault)
-		if err != nil {
-			return err
-		}
-		// Vault down at start-up: serve anyway, failing closed (503) until it
-		// is back, so forgets still commit. A key that defeats shredding
-		// stops the start.
-		switch err := vs.Check(ctx); {
-		case errors.Is(err, vault.ErrUnsafeKey):
-			return err
-		case err != nil:
-			rootDown = true
-			log.Warn("vault root store unavailable at start-up; failing closed until it answers", "error", err.Error())
-		default:
-			kc := vs.KeyConfig()
-			log.Info("vault root store", "mount", p.Vault.Mount, "key", kc.Name, "latest_version", kc.LatestVersion,
-				"min_available_version", kc.MinAvailableVersion, "exportable", kc.Exportable, "allow_plaintext_backup", kc.AllowPlaintextBackup)
-		}
-		go vs.KeepTokenFresh(ctx, p.Vault, func(err error) { log.Warn("vault token", "error", err.Error()) })
-		root = vs
-		if p.SubjectKeys == "transit" {
-			kms = vs.SubjectKeys()
-		}
-	default:
-		// A missing root file beside an existing database is never replaced
-		// by a new root: it would open none of the database's keys.
-		if _, err := os.Lstat(filepath.Join(p.DataDir, rootFile)); errors.Is(err, fs.ErrNotExist) {
-			if _, err := os.Lstat(filepath.Join(p.DataDir, dbFile)); err == nil {
-				return fmt.Errorf("local root: %s is missing but the database %s exists: a new root would open none of its keys, so none is created; put back the root file that goes with this database",
-					filepath.Join(p.DataDir, rootFile), filepath.Join(p.DataDir, dbFile))
-			}
-		}
-		ls, err := local.Open(filepath.Join(p.DataDir, rootFile))
-		if err != nil {
-			return err
-		}
-		root = ls
-	}
-	db, err := sqlite.Open(filepath.Join(p.DataDir, dbFile))
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	journal, attKey, err := openJournal(ctx, p.DataDir, db, log)
-	if err != nil {
-		return err
-	}
-	ledger, err := derivation.OpenLedger(p.ledgerPath(), derivation.LedgerKey(secret))
-	if err != nil {
-		return err
-	}
-	defer ledger.Close()
-	keys, err := keystore.Open(ctx, db, root, keystore.Options{Buckets: p.Buckets, CacheTTL: p.CacheTTL, SubjectKMS: kms, Journal: journal})
-	if err != nil {
-		return err
-	}
-	// A database the root store cannot open (a backup older than the last
-	// epoch, or a root file older than the database) stops the start with
-	// what to do, instead of answering 410 for everyone.
-	// Not asked again when it just failed to answer (each try is a Vault
-	// login, and Vault locks an AppRole out after a few failed ones).
-	if rootDown {
-		log.Warn("root store unavailable at start-up: the database's root versions were not checked")
-	} else {
-		switch err := keys.CheckRoot(ctx); {
-		case errors.Is(err, keystore.ErrUnavailable):
-			log.Warn("root store unavailable at start-up: the database's root versions were not checked", "error", err.Error())
-		case err != nil:
-			return err
-		}
 	}
 	backups := make(chan struct{}, 1)
-	svc, err := derivation.New(ctx, db, keys, hasher, derivation.Options{Deadline: p.ForgetDeadline, LeaseTTL: p.LeaseTTL, Journal: journal, Ledger: ledger,
-		AfterEpoch: func() {
-			select {
-			case backups <- struct{}{}:
-			default:
-			}
-		}})
-	if err != nil {
+	cfg := p.Config
+	cfg.AfterEpoch = func() {
+		select {
+		case backups <- struct{}{}:
+		default:
+		}
+	}
+	if p.node, err = node.Open(ctx, cfg); err != nil {
 		return err
-	}
-	// Forgets the database lacks but the ledger holds (the database was
-	// restored from a backup) are committed again before serving.
-	rep, err := svc.ReconcileLedger(ctx)
-	if err != nil {
-		return fmt.Errorf("forget ledger: %w", err)
-	}
-	if rep.Reapplied > 0 {
-		log.Warn("the database lacked forgets of the forget ledger (restored from a backup?): committed them again", "reapplied", rep.Reapplied)
-	}
-	if rep.Recorded > 0 {
-		log.Info("recorded committed forgets in the forget ledger", "recorded", rep.Recorded)
-	}
-	tokens, err := api.OpenTokens(ctx, db, nil)
-	if err != nil {
-		return err
-	}
-	if err := bootstrapAdminToken(ctx, tokens, filepath.Join(p.DataDir, tokenFile), log); err != nil {
-		return fmt.Errorf("admin token: %w", err)
-	}
-	metrics := api.NewMetrics(svc, keys)
-	metrics.Log = log
-	// Forgets a crash left requested are committed before serving; their
-	// re-keys, and those of forgets committed before the stop, are the
-	// background work's, which starts at once (svc.Run reconciles on its
-	// first tick).
-	if err := svc.Recover(ctx); err != nil {
-		log.Warn("recovery incomplete at start-up; the background work retries", "error", err.Error())
-	}
-
-	srv := &http.Server{
-		Handler:           api.New(api.Config{Service: svc, Root: root, Log: log, Tokens: tokens, Metrics: metrics, AttestationKey: attKey, MaxBody: p.MaxBody, MaxRawBody: p.MaxRawBody}).Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		TLSConfig:         tlsConfig,
 	}
 	ln, err := net.Listen("tcp", p.Addr)
 	if err != nil {
 		return err
 	}
-	if p.DebugAddr != "" {
-		dln, err := net.Listen("tcp", p.DebugAddr)
-		if err != nil {
-			ln.Close()
-			return fmt.Errorf("debug listener: %w", err)
-		}
-		mux := http.NewServeMux()
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		dsrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = dsrv.Serve(dln) }()
-		defer dsrv.Close()
-		log.Info("pprof listening", "addr", dln.Addr().String())
+	if err := p.startDebug(); err != nil {
+		ln.Close()
+		return err
 	}
-	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
-	workDone := make(chan struct{})
-	backupDone := make(chan struct{})
-	go func() {
-		defer close(backupDone)
-		p.afterEpochs(workCtx, backups, db, keys, svc, root.Kind(), log)
-	}()
-	defer func() { stopWork(); <-backupDone }()
-	svc.Kick() // reconcile at once, not at the first tick
-	go func() {
-		defer close(workDone)
-		svc.Run(workCtx, p.EpochInterval, log)
-	}()
+	p.startWork(ctx, backups)
 	scheme := "http"
 	if tlsConfig != nil {
 		scheme = "https"
 		ln = tls.NewListener(ln, tlsConfig)
 	}
-	log.Info("listening", "addr", ln.Addr().String(), "scheme", scheme, "data_dir", p.DataDir, "root_store", root.Kind())
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	select {
-	case err := <-serveErr:
-		stopWork()
-		<-workDone
-		return err
-	case <-ctx.Done():
+	p.srv = p.newServer(tlsConfig)
+	p.Logger.Info("listening", "addr", ln.Addr().String(), "scheme", scheme, "data_dir", p.DataDir, "root_store", p.node.Root.Kind())
+	p.stopped = make(chan struct{})
+	go func() {
+		defer close(p.stopped)
+		p.serveErr = p.srv.Serve(ln)
+	}()
+	return nil
+}
+
+// Close shuts the server down gracefully (in-flight requests get 15 s),
+// stops the background work and waits for it, closes the pprof listener,
+// then the node. It returns the server's error when it stopped serving on
+// its own, else the shutdown's.
+func (p *Program) Close() error {
+	var err error
+	if p.stopped != nil {
+		select {
+		case <-p.stopped:
+			err = p.serveErr
+		default:
+			p.Logger.Info("shutting down")
+			shCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			err = p.srv.Shutdown(shCtx)
+			cancel()
+		}
 	}
-	log.Info("shutting down")
-	shCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	err = srv.Shutdown(shCtx)
-	stopWork()
-	<-workDone
-	svc.Close()
+	if p.stopWork != nil {
+		p.stopWork()
+		<-p.workDone
+		<-p.backupDone
+	}
+	if p.debug != nil {
+		p.debug.Close()
+	}
+	if p.node != nil {
+		p.node.Close()
+	}
 	return err
+}
+
+// tlsConfig loads --tls-cert and --tls-key; nil for plain HTTP, which is
+// refused on a non-loopback address without --allow-remote-http.
+func (p *Program) tlsConfig() (*tls.Config, error) {
+	if p.TLSCert == "" && !p.AllowRemote && !isLoopback(p.Addr) {
+		return nil, fmt.Errorf("refusing plain HTTP on non-loopback address %s (use --tls-cert/--tls-key, or --allow-remote-http behind a TLS proxy)", p.Addr)
+	}
+	if p.TLSCert == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(p.TLSCert, p.TLSKey)
+	if err != nil {
+		return nil, fmt.Errorf("tls: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// newServer is the API server of the node, with its timeouts and limits.
+func (p *Program) newServer(tlsConfig *tls.Config) *http.Server {
+	n := p.node
+	metrics := api.NewMetrics(n.Service, n.Keys)
+	metrics.Log = p.Logger
+	h := api.New(api.Config{Service: n.Service, Root: n.Root, Log: p.Logger, Tokens: n.Tokens, Metrics: metrics,
+		AttestationKey: n.AttestationKey, MaxBody: p.MaxBody, MaxRawBody: p.MaxRawBody}).Handler()
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(p.Logger.Handler(), slog.LevelWarn),
+		TLSConfig:         tlsConfig,
+	}
+}
+
+// startDebug serves Go's pprof profiles on --debug-addr, when set.
+func (p *Program) startDebug() error {
+	if p.DebugAddr == "" {
+		return nil
+	}
+	dln, err := net.Listen("tcp", p.DebugAddr)
+	if err != nil {
+		return fmt.Errorf("debug listener: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	p.debug = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = p.debug.Serve(dln) }()
+	p.Logger.Info("pprof listening", "addr", dln.Addr().String())
+	return nil
+}
+
+// startWork starts the background work: the service's epochs and re-keys
+// (reconciling at once, not at the first tick), and what follows each
+// epoch (afterEpochs). It outlives ctx until Close, so that a shutdown
+// lets in-flight requests finish first.
+func (p *Program) startWork(ctx context.Context, backups <-chan struct{}) {
+	n := p.node
+	workCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	p.stopWork, p.workDone, p.backupDone = stop, make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(p.backupDone)
+		p.afterEpochs(workCtx, backups, n.DB, n.Keys, n.Service, n.Root.Kind(), p.Logger)
+	}()
+	n.Service.Kick()
+	go func() {
+		defer close(p.workDone)
+		n.Service.Run(workCtx, p.EpochInterval, p.Logger)
+	}()
 }

@@ -31,6 +31,8 @@ import (
 
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/derivation"
+
+	"github.com/shredd/shredd/internal/node"
 )
 
 const (
@@ -1624,10 +1626,10 @@ func (s *server) checkAttestation(t *testing.T, f storyForget, closed map[string
 	if got := st.Subject[0].Digest["sha256"]; got != attest.Commit(subj.subject, saltBytes) {
 		t.Fatalf("the attestation's subject commitment %s does not open with the subject and the forget's salt", got)
 	}
-	pubPath := filepath.Join(s.dataDir, attestationPubFile)
+	pubPath := filepath.Join(s.dataDir, node.AttestationPubFile)
 	pubPEM, err := os.ReadFile(pubPath)
 	if errors.Is(err, fs.ErrNotExist) {
-		t.Logf("SKIPPED attestation signature check: no %s in the data directory", attestationPubFile)
+		t.Logf("SKIPPED attestation signature check: no %s in the data directory", node.AttestationPubFile)
 		return
 	}
 	if err != nil {

@@ -8,14 +8,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/shredd/shredd/api"
-	"github.com/shredd/shredd/storage/sqlite"
+	"github.com/shredd/shredd/internal/node"
 )
 
 // tokenCmd runs `shredd token create|list|revoke`, working on the data
@@ -53,12 +52,11 @@ func tokenCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
-	path := filepath.Join(*dataDir, dbFile)
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(stderr, "shredd token: no database at %s: start shredd once with this --data-dir first\n", path)
+	db, err := node.OpenDB(*dataDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(stderr, "shredd token: no database at %s: start shredd once with this --data-dir first\n", filepath.Join(*dataDir, node.DBFile))
 		return 1
 	}
-	db, err := sqlite.Open(path)
 	if err != nil {
 		fmt.Fprintln(stderr, "shredd token:", err)
 		return 1

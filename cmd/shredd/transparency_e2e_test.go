@@ -39,6 +39,8 @@ import (
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/derivation"
 	"github.com/shredd/shredd/translog"
+
+	"github.com/shredd/shredd/internal/node"
 )
 
 // The subjects and data of the export story.
@@ -130,8 +132,8 @@ func runExportStory(t *testing.T, w *exportWorld) {
 	origDir := filepath.Join(w.dir, "original")
 	// A cache TTL of 1ns: the read path converges at once (see storyServer).
 	s := startServer(t, origDir, serverOpts{Args: []string{"--cache-ttl", "1ns", "--lease-ttl", "3s"}})
-	w.pub = copyFile(t, filepath.Join(origDir, attestationPubFile), filepath.Join(w.dir, "attestation.pub"))
-	w.vkey = copyFile(t, filepath.Join(origDir, logVKeyFile), filepath.Join(w.dir, "log.vkey"))
+	w.pub = copyFile(t, filepath.Join(origDir, node.AttestationPubFile), filepath.Join(w.dir, "attestation.pub"))
+	w.vkey = copyFile(t, filepath.Join(origDir, node.LogVKeyFile), filepath.Join(w.dir, "log.vkey"))
 
 	s.putKinds(t, "episodic", "summary", "embedding")
 	aliceRec := s.seal(t, sealReq{Subject: txAlice, Kind: "episodic", Holder: "episodic-log"}, txAliceRec, txContext)
@@ -219,7 +221,7 @@ func runExportStory(t *testing.T, w *exportWorld) {
 
 	// 5. The whole log, from the tiles.
 	w.readLogFromTiles(t, s)
-	secret, err := os.ReadFile(filepath.Join(origDir, secretFile))
+	secret, err := os.ReadFile(filepath.Join(origDir, node.SecretFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +260,7 @@ func runExportStory(t *testing.T, w *exportWorld) {
 // puts it first; both orders are accepted since 6a34333).
 func (s *server) cli(t *testing.T, cmd string, args ...string) string {
 	t.Helper()
-	args = append([]string{cmd, "--addr", s.base, "--token-file", filepath.Join(s.dataDir, tokenFile)}, args...)
+	args = append([]string{cmd, "--addr", s.base, "--token-file", filepath.Join(s.dataDir, node.TokenFile)}, args...)
 	code, stdout, stderr := runShredd(t, args...)
 	if code != 0 {
 		t.Fatalf("shredd %s: exit %d\n%s%s", strings.Join(args, " "), code, stdout, stderr)

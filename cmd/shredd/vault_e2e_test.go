@@ -25,7 +25,8 @@ import (
 
 	"github.com/shredd/shredd/internal/vaulttest"
 	"github.com/shredd/shredd/keystore/vault"
-	"github.com/shredd/shredd/storage/sqlite"
+
+	"github.com/shredd/shredd/internal/node"
 )
 
 // newVault starts a persistent Vault for one test and shows its log when
@@ -464,7 +465,7 @@ func testVaultFailClosed(t *testing.T, manual bool) {
 	s.waitErased(t, fFrank.Forget, time.Time{})
 	export := filepath.Join(t.TempDir(), "frank.tar.gz")
 	s.cli(t, "export", "--out", export, fFrank.Forget)
-	out := verifyArgs{export: export, key: filepath.Join(s.dataDir, attestationPubFile), logKey: filepath.Join(s.dataDir, logVKeyFile),
+	out := verifyArgs{export: export, key: filepath.Join(s.dataDir, node.AttestationPubFile), logKey: filepath.Join(s.dataDir, node.LogVKeyFile),
 		subject: "frank", salt: fFrank.CommitmentSalt}
 	if code, text := out.run(t); code != 0 || !strings.Contains(text, "named by index by the forget (its commitment uses another salt") ||
 		!strings.Contains(text, "the subject id and salt open commitment") {
@@ -608,7 +609,7 @@ func testVaultUnsafeKey(t *testing.T) {
 		if k := readTransitKey(t, srv, "transit", tc.key); k.Latest != 1 {
 			t.Fatalf("unsafe key %s after the refusal: %+v", tc.key, k)
 		}
-		if _, err := os.Stat(filepath.Join(dir, dbFile)); err == nil {
+		if _, err := os.Stat(filepath.Join(dir, node.DBFile)); err == nil {
 			t.Errorf("refused start on key %s created a database", tc.key)
 		}
 	}
@@ -701,7 +702,7 @@ func testVaultBackup(t *testing.T) {
 	// Below the API: the copy holds alice's wrapped DEK and every bucket key
 	// wrapped under version 1, which Vault refuses to decrypt or rewrap,
 	// even for the root token, and cannot bring back.
-	db, err := sqlite.Open(filepath.Join(restored, dbFile))
+	db, err := node.OpenDB(restored)
 	if err != nil {
 		t.Fatal(err)
 	}

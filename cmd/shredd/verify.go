@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shredd/shredd/attest"
+	"github.com/shredd/shredd/internal/node"
 )
 
 // verifyCmd runs `shredd verify FILE --key PUB.pem --subject ID --salt HEX`:
@@ -20,12 +21,12 @@ import (
 func verifyCmd(args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("shredd verify", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	keyPath := fl.String("key", "", "the service's attestation public key (PEM, "+attestationPubFile+")")
+	keyPath := fl.String("key", "", "the service's attestation public key (PEM, "+node.AttestationPubFile+")")
 	subject := fl.String("subject", "", "the subject id the forget was for")
 	subjectFile := fl.String("subject-file", "", "read the subject id from this file instead (keeps it off the command line)")
 	saltHex := fl.String("salt", "", "the salt returned by the forget (64 hex digits)")
 	saltFile := fl.String("salt-file", "", "read the salt from this file instead (keeps it off the command line)")
-	logKeyPath := fl.String("log-key", "", "for an export: the transparency log's verifier key ("+logVKeyFile+")")
+	logKeyPath := fl.String("log-key", "", "for an export: the transparency log's verifier key ("+node.LogVKeyFile+")")
 	savedPath := fl.String("checkpoint", "", "for an export: a checkpoint of the log saved earlier, which the export's log must extend")
 	fl.Usage = func() {
 		fmt.Fprintln(stderr, verifyUsage)

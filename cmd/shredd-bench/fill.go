@@ -7,30 +7,27 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/shredd/shredd/derivation"
 	"github.com/shredd/shredd/envelope"
+	"github.com/shredd/shredd/internal/node"
 	"github.com/shredd/shredd/keystore"
-	"github.com/shredd/shredd/keystore/local"
 	"github.com/shredd/shredd/storage/sqlite"
 )
 
 // benchSubject is the subject id of the i-th subject of a benchmark data
-// directory: `shredd bench fill` creates them, `shredd bench` uses them.
+// directory: `shredd-bench fill` creates them, `shredd-bench` uses them.
 func benchSubject(i int) string { return fmt.Sprintf("bench-%d@example.test", i) }
 
-// benchHeavySubject is the subject that `shredd bench fill --heavy N` gives
+// benchHeavySubject is the subject that `shredd-bench fill --heavy N` gives
 // N artifacts, for the erasure verification benchmark.
 const benchHeavySubject = "bench-heavy@example.test"
 
 // Kinds of the artifacts of a benchmark data directory.
 var benchKinds = []string{"episodic", "embedding", "summary"}
 
-// fillConfig is a parsed `shredd bench fill`.
+// fillConfig is a parsed `shredd-bench fill`.
 type fillConfig struct {
 	Dir       string
 	Subjects  int
@@ -44,7 +41,7 @@ type fillConfig struct {
 
 func parseFill(args []string, stderr io.Writer) (*fillConfig, error) {
 	c := &fillConfig{}
-	fl := flag.NewFlagSet("shredd bench fill", flag.ContinueOnError)
+	fl := flag.NewFlagSet("shredd-bench fill", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	fl.StringVar(&c.Dir, "dir", "", "data directory to fill (created; no server may be using it)")
 	fl.IntVar(&c.Subjects, "subjects", 1000, "subjects to create ("+benchSubject(0)+" ...)")
@@ -58,20 +55,20 @@ func parseFill(args []string, stderr io.Writer) (*fillConfig, error) {
 		return nil, err
 	}
 	if c.Dir == "" || c.Subjects < 1 || c.Artifacts < 0 || c.Heavy < 0 || c.Buckets < 1 || c.Chunk < 1 || fl.NArg() > 0 {
-		fmt.Fprintln(stderr, "shredd bench fill: needs --dir, --subjects >= 1, --artifacts >= 0, --heavy >= 0, --buckets >= 1 and no arguments")
+		fmt.Fprintln(stderr, "shredd-bench fill: needs --dir, --subjects >= 1, --artifacts >= 0, --heavy >= 0, --buckets >= 1 and no arguments")
 		return nil, errors.New("bad flags")
 	}
 	return c, nil
 }
 
-// fillCmd runs `shredd bench fill`.
+// fillCmd runs `shredd-bench fill`.
 func fillCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c, err := parseFill(args, stderr)
 	if err != nil {
 		return 2
 	}
 	if err := c.run(ctx, stdout); err != nil {
-		fmt.Fprintln(stderr, "shredd bench fill:", err)
+		fmt.Fprintln(stderr, "shredd-bench fill:", err)
 		return 1
 	}
 	return 0
@@ -89,48 +86,14 @@ func createSubjectKeys(ctx context.Context, keys *keystore.Store, sids []envelop
 // artifacts in transactions of fillChunk.
 func (c *fillConfig) run(ctx context.Context, stdout io.Writer) error {
 	start := time.Now()
-	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
-		return err
-	}
-	lock, err := os.OpenFile(filepath.Join(c.Dir, lockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	// The same stack as serve, with the same transparency log: every
+	// created key is logged.
+	n, err := node.OpenBulk(ctx, node.Config{DataDir: c.Dir, Root: "local", Buckets: c.Buckets})
 	if err != nil {
 		return err
 	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		return fmt.Errorf("data dir %s is in use by another shredd process", c.Dir)
-	}
-	secret, _, err := readOrCreate(filepath.Join(c.Dir, secretFile), func() []byte { return randomBytes(32) })
-	if err != nil {
-		return err
-	}
-	hasher, err := derivation.NewHasher(secret)
-	if err != nil {
-		return err
-	}
-	root, err := local.Open(filepath.Join(c.Dir, rootFile))
-	if err != nil {
-		return err
-	}
-	db, err := sqlite.Open(filepath.Join(c.Dir, dbFile))
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	// The same transparency log as serve: every created key is logged.
-	journal, _, err := openJournal(ctx, c.Dir, db, nil)
-	if err != nil {
-		return err
-	}
-	keys, err := keystore.Open(ctx, db, root, keystore.Options{Buckets: c.Buckets, Journal: journal})
-	if err != nil {
-		return err
-	}
-	svc, err := derivation.New(ctx, db, keys, hasher, derivation.Options{Journal: journal})
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
+	defer n.Close()
+	db, keys, svc, hasher := n.DB, n.Keys, n.Service, n.Hasher
 	for _, k := range benchKinds {
 		if _, _, err := svc.PutKind(ctx, k, "benchmark data"); err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
+	crand "crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -28,9 +29,11 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/shredd/shredd/internal/node"
 )
 
-// Operations of `shredd bench`.
+// Operations of `shredd-bench`.
 const (
 	opEncrypt    = "encrypt"
 	opDecrypt    = "decrypt"
@@ -44,14 +47,14 @@ const (
 
 var benchOps = []string{opEncrypt, opDecrypt, opBatch, opForget, opMixed, opRaw, opRawDecrypt, opVerify}
 
-// Targets of `shredd bench`.
+// Targets of `shredd-bench`.
 const (
 	targetShredd = "shredd"
 	targetVault  = "vault"
 	targetNoop   = "noop"
 )
 
-// benchConfig is a parsed `shredd bench`.
+// benchConfig is a parsed `shredd-bench`.
 type benchConfig struct {
 	Ops        []string
 	Clients    int
@@ -64,6 +67,7 @@ type benchConfig struct {
 	URL        string
 	Token      string
 	ServeSelf  bool
+	ShreddBin  string
 	DataDir    string
 	VaultBin   string
 	VaultAddr  string
@@ -77,7 +81,7 @@ type benchConfig struct {
 
 func parseBench(args []string, stderr io.Writer, getenv func(string) string) (*benchConfig, error) {
 	c := &benchConfig{}
-	fl := flag.NewFlagSet("shredd bench", flag.ContinueOnError)
+	fl := flag.NewFlagSet("shredd-bench", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	ops := fl.String("ops", "encrypt,decrypt,batch", "operations to run, comma-separated: "+strings.Join(benchOps, ", "))
 	fl.IntVar(&c.Clients, "clients", 32, "concurrent keep-alive clients")
@@ -89,10 +93,11 @@ func parseBench(args []string, stderr io.Writer, getenv func(string) string) (*b
 	fl.IntVar(&c.Subjects, "subjects", 1000, "subjects: encrypt and decrypt use the lower half ("+benchSubject(0)+" ...), forget the upper half from the top")
 	fl.StringVar(&c.URL, "url", "", "shredd to drive (default: start one, --serve-self)")
 	tokenFile := fl.String("token-file", "", "file holding the bearer token for --url (needs admin, or encrypt, decrypt and forget scopes and the kinds registered)")
-	fl.BoolVar(&c.ServeSelf, "serve-self", false, "start `shredd serve` (this binary) on 127.0.0.1 with --data-dir, or a temporary data directory")
-	fl.StringVar(&c.DataDir, "data-dir", "", "data directory of --serve-self (a filled one: shredd bench fill); default a temporary one")
+	fl.BoolVar(&c.ServeSelf, "serve-self", false, "start `shredd serve` (--shredd-bin) on 127.0.0.1 with --data-dir, or a temporary data directory")
+	fl.StringVar(&c.ShreddBin, "shredd-bin", getenv("SHREDD_BIN"), "the shredd binary of --serve-self (SHREDD_BIN); default: build ./cmd/shredd with the go command into a temporary directory")
+	fl.StringVar(&c.DataDir, "data-dir", "", "data directory of --serve-self (a filled one: shredd-bench fill); default a temporary one")
 	fl.StringVar(&c.VaultBin, "vault-bin", getenv("SHREDD_VAULT_BIN"), "Vault binary: start `vault server -dev` on 127.0.0.1 and compare with Transit (SHREDD_VAULT_BIN)")
-	fl.BoolVar(&c.Noop, "noop", true, "compare with a no-op HTTP handler (this binary, `shredd bench noop-server`, on 127.0.0.1)")
+	fl.BoolVar(&c.Noop, "noop", true, "compare with a no-op HTTP handler (this binary, `shredd-bench noop-server`, on 127.0.0.1)")
 	fl.BoolVar(&c.JSON, "json", false, "print the report as JSON")
 	fl.DurationVar(&c.RSSEvery, "rss-every", 0, "sample the resident memory of the --serve-self server this often (0: once per operation)")
 	fl.IntVar(&c.Verifies, "verifies", 3, "verify: calls of POST /v1/forgets/{id}/verify to time")
@@ -104,7 +109,7 @@ func parseBench(args []string, stderr io.Writer, getenv func(string) string) (*b
 		return nil, err
 	}
 	if fl.NArg() > 0 {
-		fmt.Fprintf(stderr, "shredd bench: unexpected argument %q\n", fl.Arg(0))
+		fmt.Fprintf(stderr, "shredd-bench: unexpected argument %q\n", fl.Arg(0))
 		return nil, errors.New("unexpected argument")
 	}
 	for _, op := range strings.Split(*ops, ",") {
@@ -112,14 +117,14 @@ func parseBench(args []string, stderr io.Writer, getenv func(string) string) (*b
 			continue
 		}
 		if !slices.Contains(benchOps, op) {
-			fmt.Fprintf(stderr, "shredd bench: unknown operation %q (want %s)\n", op, strings.Join(benchOps, ", "))
+			fmt.Fprintf(stderr, "shredd-bench: unknown operation %q (want %s)\n", op, strings.Join(benchOps, ", "))
 			return nil, errors.New("bad op")
 		}
 		c.Ops = append(c.Ops, op)
 	}
 	if len(c.Ops) == 0 || c.Clients < 1 || c.Clients > 1024 || c.Duration <= 0 || c.Duration > time.Hour || c.MaxOps < 1 ||
 		c.Payload < 0 || c.Payload > 1<<20 || c.RawPayload < 0 || c.RawPayload > 64<<20 || c.Batch < 1 || c.Batch > 1000 || c.Subjects < 2 {
-		fmt.Fprintln(stderr, "shredd bench: needs --ops, 1 <= --clients <= 1024, 0 < --duration <= 1h, --max-ops >= 1, --payload <= 1 MiB, --raw-payload <= 64 MiB, 1 <= --batch <= 1000, --subjects >= 2")
+		fmt.Fprintln(stderr, "shredd-bench: needs --ops, 1 <= --clients <= 1024, 0 < --duration <= 1h, --max-ops >= 1, --payload <= 1 MiB, --raw-payload <= 64 MiB, 1 <= --batch <= 1000, --subjects >= 2")
 		return nil, errors.New("bad flag value")
 	}
 	if c.URL == "" {
@@ -127,20 +132,20 @@ func parseBench(args []string, stderr io.Writer, getenv func(string) string) (*b
 	}
 	if c.URL != "" {
 		if c.ServeSelf {
-			fmt.Fprintln(stderr, "shredd bench: --url and --serve-self exclude each other")
+			fmt.Fprintln(stderr, "shredd-bench: --url and --serve-self exclude each other")
 			return nil, errors.New("bad flags")
 		}
 		if !isLoopbackURL(c.URL) {
-			fmt.Fprintln(stderr, "shredd bench: --url must be on the loopback interface: the tool sends load")
+			fmt.Fprintln(stderr, "shredd-bench: --url must be on the loopback interface: the tool sends load")
 			return nil, errors.New("bad url")
 		}
 		if *tokenFile == "" {
-			fmt.Fprintln(stderr, "shredd bench: --url needs --token-file")
+			fmt.Fprintln(stderr, "shredd-bench: --url needs --token-file")
 			return nil, errors.New("no token")
 		}
 		b, err := os.ReadFile(*tokenFile)
 		if err != nil {
-			fmt.Fprintln(stderr, "shredd bench:", err)
+			fmt.Fprintln(stderr, "shredd-bench:", err)
 			return nil, err
 		}
 		c.Token = strings.TrimSpace(string(b))
@@ -148,7 +153,7 @@ func parseBench(args []string, stderr io.Writer, getenv func(string) string) (*b
 	if c.VaultBin == "" && getenv("VAULT_ADDR") != "" && getenv("VAULT_TOKEN") != "" {
 		c.VaultAddr, c.VaultToken = getenv("VAULT_ADDR"), getenv("VAULT_TOKEN")
 		if !isLoopbackURL(c.VaultAddr) {
-			fmt.Fprintln(stderr, "shredd bench: VAULT_ADDR must be on the loopback interface")
+			fmt.Fprintln(stderr, "shredd-bench: VAULT_ADDR must be on the loopback interface")
 			return nil, errors.New("bad vault addr")
 		}
 	}
@@ -164,9 +169,9 @@ func isLoopbackURL(s string) bool {
 	return isLoopback(host)
 }
 
-// benchCmd runs `shredd bench`, `shredd bench fill` or `shredd bench
-// noop-server`.
-func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+// Main runs `shredd-bench`, `shredd-bench fill` or `shredd-bench
+// noop-server` and returns the process exit code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	if len(args) > 0 {
 		switch args[0] {
 		case "fill":
@@ -181,7 +186,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	}
 	rep, err := c.run(ctx, stderr)
 	if err != nil {
-		fmt.Fprintln(stderr, "shredd bench:", err)
+		fmt.Fprintln(stderr, "shredd-bench:", err)
 		return 1
 	}
 	if c.JSON {
@@ -194,7 +199,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	return 0
 }
 
-// benchReport is what `shredd bench` prints (--json: this, as JSON).
+// benchReport is what `shredd-bench` prints (--json: this, as JSON).
 type benchReport struct {
 	Machine machineInfo   `json:"machine"`
 	Config  reportConfig  `json:"config"`
@@ -402,13 +407,9 @@ func startProc(ctx context.Context, name string, cmd *exec.Cmd, fromStderr bool,
 	}
 }
 
-// startShredd starts `shredd serve` (this binary) on 127.0.0.1.
-func startShredd(ctx context.Context, dataDir string, extra []string) (*benchTarget, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(exe, append([]string{"serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0"}, extra...)...)
+// startShredd starts `shredd serve` (bin) on 127.0.0.1.
+func startShredd(ctx context.Context, bin, dataDir string, extra []string) (*benchTarget, error) {
+	cmd := exec.Command(bin, append([]string{"serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0"}, extra...)...)
 	cmd.Env = cleanEnv()
 	t, err := startProc(ctx, targetShredd, cmd, true, func(line string) string {
 		var l struct {
@@ -423,7 +424,7 @@ func startShredd(ctx context.Context, dataDir string, extra []string) (*benchTar
 	if err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile(filepath.Join(dataDir, tokenFile))
+	b, err := os.ReadFile(filepath.Join(dataDir, node.TokenFile))
 	if err != nil {
 		t.stop()
 		return nil, err
@@ -431,6 +432,18 @@ func startShredd(ctx context.Context, dataDir string, extra []string) (*benchTar
 	t.token = strings.TrimSpace(string(b))
 	t.dataDir = dataDir
 	return t, nil
+}
+
+// buildShredd builds the server, github.com/shredd/shredd/cmd/shredd, into
+// dir with the go command (run from within the module, as `go run
+// ./cmd/shredd-bench` is) and returns the binary's path.
+func buildShredd(ctx context.Context, dir string) (string, error) {
+	bin := filepath.Join(dir, "shredd")
+	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/shredd/shredd/cmd/shredd").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("build shredd (or give --shredd-bin): %w\n%s", err, out)
+	}
+	return bin, nil
 }
 
 // cleanEnv is the environment of the servers the tool starts: its own,
@@ -445,13 +458,13 @@ func cleanEnv() []string {
 	return out
 }
 
-// startNoop starts `shredd bench noop-server` (this binary) on 127.0.0.1.
+// startNoop starts `shredd-bench noop-server` (this binary) on 127.0.0.1.
 func startNoop(ctx context.Context) (*benchTarget, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, "bench", "noop-server", "--addr", "127.0.0.1:0")
+	cmd := exec.Command(exe, "noop-server", "--addr", "127.0.0.1:0")
 	cmd.Env = cleanEnv()
 	return startProc(ctx, targetNoop, cmd, false, func(line string) string {
 		a, _ := strings.CutPrefix(line, "listening ")
@@ -515,23 +528,23 @@ func startVault(ctx context.Context, bin string) (*benchTarget, error) {
 	return t, nil
 }
 
-// noopCmd runs `shredd bench noop-server`: an HTTP server on 127.0.0.1 that
+// noopCmd runs `shredd-bench noop-server`: an HTTP server on 127.0.0.1 that
 // reads each request's body and answers a small JSON, the floor of what
 // any HTTP service on this machine can do. It prints "listening ADDR".
 func noopCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fl := flag.NewFlagSet("shredd bench noop-server", flag.ContinueOnError)
+	fl := flag.NewFlagSet("shredd-bench noop-server", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	addr := fl.String("addr", "127.0.0.1:0", "listen address (loopback only)")
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
 	if !isLoopback(*addr) {
-		fmt.Fprintln(stderr, "shredd bench noop-server: --addr must be a loopback address")
+		fmt.Fprintln(stderr, "shredd-bench noop-server: --addr must be a loopback address")
 		return 2
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
-		fmt.Fprintln(stderr, "shredd bench noop-server:", err)
+		fmt.Fprintln(stderr, "shredd-bench noop-server:", err)
 		return 1
 	}
 	srv := &http.Server{
@@ -550,7 +563,7 @@ func noopCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		_ = srv.Shutdown(sctx)
 	}()
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		fmt.Fprintln(stderr, "shredd bench noop-server:", err)
+		fmt.Fprintln(stderr, "shredd-bench noop-server:", err)
 		return 1
 	}
 	return 0
@@ -630,7 +643,7 @@ func (c *benchConfig) run(ctx context.Context, stderr io.Writer) (*benchReport, 
 	rep := &benchReport{Machine: machine(), Ratios: []benchRatio{},
 		Config: reportConfig{Ops: c.Ops, Clients: c.Clients, DurationS: c.Duration.Seconds(), Payload: c.Payload, RawPayload: c.RawPayload,
 			Batch: c.Batch, Subjects: c.Subjects, ServeSelf: c.ServeSelf, DataDir: c.DataDir}}
-	logf := func(format string, a ...any) { fmt.Fprintf(stderr, "shredd bench: "+format+"\n", a...) }
+	logf := func(format string, a ...any) { fmt.Fprintf(stderr, "shredd-bench: "+format+"\n", a...) }
 
 	var sh *benchTarget
 	if c.ServeSelf {
@@ -643,8 +656,20 @@ func (c *benchConfig) run(ctx context.Context, stderr io.Writer) (*benchReport, 
 			defer os.RemoveAll(tmp)
 			dir = tmp
 		}
+		bin := c.ShreddBin
+		if bin == "" {
+			tmp, err := os.MkdirTemp("", "shredd-bench-bin-")
+			if err != nil {
+				return nil, err
+			}
+			defer os.RemoveAll(tmp)
+			if bin, err = buildShredd(ctx, tmp); err != nil {
+				return nil, err
+			}
+			logf("built %s", bin)
+		}
 		var err error
-		if sh, err = startShredd(ctx, dir, c.ServeArgs); err != nil {
+		if sh, err = startShredd(ctx, bin, dir, c.ServeArgs); err != nil {
 			return nil, err
 		}
 		defer sh.stop()
@@ -1202,4 +1227,12 @@ func (c *benchConfig) verify(ctx context.Context, hc *http.Client, sh *benchTarg
 	return benchResult{Target: targetShredd, Op: opVerify, Clients: 1, DurationS: el, Requests: int64(len(lat)), Items: int64(len(lat)),
 		Errors: errs, OpsPerS: float64(len(lat)) / el, ItemsPerS: float64(len(lat)) / el,
 		P50ms: ms(len(lat) / 2), P99ms: ms(len(lat) - 1), P999ms: ms(len(lat) - 1), MaxMs: ms(len(lat) - 1)}, nil
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	if _, err := crand.Read(b); err != nil {
+		panic(err)
+	}
+	return b
 }

@@ -1,0 +1,373 @@
+package main
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/shredd/shredd/internal/node"
+	"github.com/shredd/shredd/internal/vaulttest"
+)
+
+// binDir holds the binaries the tests build; TestMain creates and removes
+// it.
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "shredd-bench-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: temp dir:", err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+var (
+	buildOnce sync.Once
+	buildErr  error
+)
+
+// binaries builds this command and the real server, ./cmd/shredd, once per
+// test binary (with -race when the tests run with -race, so the race
+// detector also watches them) and returns their paths.
+func binaries(t *testing.T) (bench, shredd string) {
+	t.Helper()
+	bench, shredd = filepath.Join(binDir, "shredd-bench"), filepath.Join(binDir, "shredd")
+	buildOnce.Do(func() {
+		for _, b := range [][2]string{{bench, "."}, {shredd, "../shredd"}} {
+			args := []string{"build"}
+			if raceEnabled {
+				args = append(args, "-race")
+			}
+			args = append(args, "-o", b[0], b[1])
+			if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
+				return
+			}
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return bench, shredd
+}
+
+// runBench runs the real binary's `shredd-bench` with args and env (and
+// SHREDD_BIN, the real shredd binary) and returns its stdout.
+func runBench(t *testing.T, env []string, args ...string) []byte {
+	t.Helper()
+	bench, shredd := binaries(t)
+	cmd := exec.Command(bench, args...)
+	cmd.Env = append(append(cleanEnv(), "SHREDD_BIN="+shredd), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if err != nil {
+		t.Fatalf("shredd-bench %s: %v\nstderr:\n%s", strings.Join(args, " "), err, tail(stderr.String(), 30))
+	}
+	if strings.Contains(stderr.String(), "WARNING: DATA RACE") {
+		t.Errorf("the race detector reported a data race in shredd-bench:\n%s", stderr.String())
+	}
+	return stdout.Bytes()
+}
+
+func tail(s string, lines int) string {
+	ls := strings.Split(s, "\n")
+	if len(ls) > lines {
+		ls = append([]string{fmt.Sprintf("... (%d lines left off)", len(ls)-lines)}, ls[len(ls)-lines:]...)
+	}
+	return strings.Join(ls, "\n")
+}
+
+// server is the real shredd binary serving a data directory on 127.0.0.1.
+type server struct {
+	base, token string
+	cmd         *exec.Cmd
+	logs        *syncBuffer
+	done        chan struct{}
+	waitErr     error
+	client      *http.Client
+}
+
+// syncBuffer collects a process's output.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// startServer starts `shredd serve` on dir and waits for its "listening"
+// log line; at the end of the test it checks the server's output for data
+// races.
+func startServer(t *testing.T, dir string) *server {
+	t.Helper()
+	_, bin := binaries(t)
+	cmd := exec.Command(bin, "serve", "--data-dir", dir, "--addr", "127.0.0.1:0", "--buckets", "16", "--epoch-interval", "1h")
+	cmd.Env = cleanEnv()
+	if raceEnabled && os.Getenv("GORACE") == "" {
+		cmd.Env = append(cmd.Env, "GORACE=atexit_sleep_ms=50")
+	}
+	s := &server{cmd: cmd, logs: &syncBuffer{}, done: make(chan struct{}), client: &http.Client{Timeout: 30 * time.Second}}
+	cmd.Stdout, cmd.Stderr = s.logs, s.logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { s.waitErr = cmd.Wait(); close(s.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-s.done:
+		default:
+			_ = cmd.Process.Kill()
+			<-s.done
+		}
+		if strings.Contains(s.logs.String(), "WARNING: DATA RACE") {
+			t.Errorf("the race detector reported a data race in the server:\n%s", s.logs.String())
+		}
+		if t.Failed() {
+			t.Logf("server logs:\n%s", tail(s.logs.String(), 100))
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for s.base == "" {
+		for _, line := range strings.Split(s.logs.String(), "\n") {
+			var l struct {
+				Msg  string `json:"msg"`
+				Addr string `json:"addr"`
+			}
+			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "listening" && l.Addr != "" {
+				s.base = "http://" + l.Addr
+			}
+		}
+		select {
+		case <-s.done:
+			t.Fatalf("shredd exited before listening (%v):\n%s", s.waitErr, s.logs.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("shredd did not log \"listening\" within 20s:\n%s", s.logs.String())
+		}
+	}
+	tok, err := os.ReadFile(filepath.Join(dir, node.TokenFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.token = strings.TrimSpace(string(tok))
+	return s
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (s *server) stop(t *testing.T) {
+	t.Helper()
+	s.client.CloseIdleConnections()
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("shredd did not stop within 20s of SIGTERM")
+	}
+	if s.waitErr != nil {
+		t.Fatalf("shredd exited with %v after SIGTERM, want a clean exit", s.waitErr)
+	}
+}
+
+// expect sends a JSON request, checks the status and decodes the answer
+// into out (when not nil).
+func (s *server) expect(t *testing.T, want int, method, path string, body, out any) {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	req, err := http.NewRequest(method, s.base+path, bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	rb, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		t.Fatalf("%s %s: %d, want %d: %s", method, path, resp.StatusCode, want, rb)
+	}
+	if out != nil {
+		if err := json.Unmarshal(rb, out); err != nil {
+			t.Fatalf("%s %s: %v: %s", method, path, err, rb)
+		}
+	}
+}
+
+// TestBench runs the load tool briefly, in one run, against shredd (which it
+// starts), a Vault dev server and the no-op handler, and checks the
+// report's structure: every operation ran against every target that has
+// it, without errors, and the ratios are there. No timing is asserted.
+func TestBench(t *testing.T) {
+	v := vaulttest.Dev(t)
+	ops := []string{opEncrypt, opDecrypt, opBatch, opForget, opMixed, opRaw, opRawDecrypt}
+	out := runBench(t, []string{"VAULT_ADDR=" + v.Addr, "VAULT_TOKEN=" + v.RootToken},
+		"--ops", strings.Join(ops, ","), "--duration", "300ms", "--clients", "4", "--subjects", "200",
+		"--batch", "10", "--raw-payload", "65536", "--json")
+	var rep benchReport
+	dec := json.NewDecoder(bytes.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rep); err != nil {
+		t.Fatalf("the report is not the documented JSON: %v\n%s", err, out)
+	}
+	if rep.Machine.NumCPU < 1 || rep.Machine.GoVersion == "" || !slices.Equal(rep.Config.Ops, ops) || rep.Config.Clients != 4 {
+		t.Errorf("machine %+v, config %+v", rep.Machine, rep.Config)
+	}
+	got := map[string]benchResult{}
+	for _, r := range rep.Results {
+		got[r.Target+"/"+r.Op] = r
+		if r.Requests < 1 || r.Items < r.Requests || r.Errors != 0 || r.ErrorKind != "" {
+			t.Errorf("%s %s: %d requests, %d items, %d errors (%s)", r.Target, r.Op, r.Requests, r.Items, r.Errors, r.ErrorKind)
+		}
+		if r.ItemsPerS <= 0 || r.P50ms <= 0 || r.P99ms < r.P50ms || r.P999ms < r.P99ms {
+			t.Errorf("%s %s: %.0f items/s, p50 %.3f p99 %.3f p999 %.3f ms", r.Target, r.Op, r.ItemsPerS, r.P50ms, r.P99ms, r.P999ms)
+		}
+	}
+	var want []string
+	for _, op := range ops {
+		want = append(want, targetShredd+"/"+op, targetNoop+"/"+op)
+	}
+	want = append(want, targetVault+"/"+opEncrypt, targetVault+"/"+opDecrypt, targetVault+"/"+opBatch)
+	for _, k := range want {
+		if _, ok := got[k]; !ok {
+			t.Errorf("no result for %s", k)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d results, want %d: %v", len(got), len(want), rep.Results)
+	}
+	if b := got[targetShredd+"/"+opBatch]; b.Items != 10*b.Requests || b.Batch != 10 {
+		t.Errorf("batch: %d items in %d requests of %d", b.Items, b.Requests, b.Batch)
+	}
+	if rep.Fsync == nil || rep.Fsync.Samples < 1 || rep.Fsync.CeilingPerS <= 0 {
+		t.Errorf("fsync baseline %+v", rep.Fsync)
+	}
+	if rep.AEAD == nil || rep.AEAD.MBPerS <= 0 || rep.AEAD.Payload != 65536 {
+		t.Errorf("aead baseline %+v", rep.AEAD)
+	}
+	ratios := map[string]bool{}
+	for _, r := range rep.Ratios {
+		if r.Ratio <= 0 {
+			t.Errorf("ratio %+v", r)
+		}
+		ratios[r.Op+"/"+r.Baseline] = true
+	}
+	for _, k := range []string{"encrypt/vault", "encrypt/noop", "decrypt/vault", "batch/vault", "forget/noop", "raw/aead", "raw-decrypt/aead"} {
+		if !ratios[k] {
+			t.Errorf("no ratio %s: %v", k, rep.Ratios)
+		}
+	}
+	if len(rep.RSS) == 0 || rep.RSS[0].RSSMiB <= 0 {
+		t.Errorf("no resident memory samples of the server: %v", rep.RSS)
+	}
+
+	// The text report has the same rows.
+	text := string(runBench(t, nil, "--ops", "encrypt", "--duration", "100ms", "--clients", "2", "--subjects", "10", "--noop=false"))
+	for _, s := range []string{"target", "p999 ms", "shredd", "encrypt"} {
+		if !strings.Contains(text, s) {
+			t.Errorf("the text report has no %q:\n%s", s, text)
+		}
+	}
+}
+
+// TestBenchFill fills a small data directory and checks that a server on
+// it serves a real encrypt, decrypt and forget of its subjects, sees their
+// lineage, and that the load tool's verify runs on its heavy subject.
+func TestBenchFill(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	out := runBench(t, nil, "fill", "--dir", dir, "--subjects", "1000", "--artifacts", "10000", "--heavy", "200", "--buckets", "16", "--cache-mib", "16")
+	if !strings.Contains(string(out), "filled") {
+		t.Fatalf("fill said %s", out)
+	}
+	s := startServer(t, dir)
+	defer s.stop(t)
+	subj := benchSubject(999) // the upper half: the load tool's encrypts use the lower one
+	b64 := base64.StdEncoding.EncodeToString
+	plaintext := "from the filled store"
+	var sealed struct {
+		Artifact   string `json:"artifact"`
+		Ciphertext string `json:"ciphertext"`
+	}
+	s.expect(t, http.StatusOK, http.MethodPost, "/v1/encrypt", map[string]string{"subject": subj, "kind": "episodic",
+		"plaintext": b64([]byte(plaintext))}, &sealed)
+	if !strings.HasPrefix(sealed.Ciphertext, "shredd:v1:") || len(sealed.Artifact) != 32 {
+		t.Fatalf("encrypt gave %+v", sealed)
+	}
+	dec := map[string]string{"ciphertext": sealed.Ciphertext, "context": b64(nil)}
+	var opened struct {
+		Plaintext string `json:"plaintext"`
+		Artifact  string `json:"artifact"`
+	}
+	s.expect(t, http.StatusOK, http.MethodPost, "/v1/decrypt", dec, &opened)
+	if pt, err := base64.StdEncoding.DecodeString(opened.Plaintext); err != nil || string(pt) != plaintext || opened.Artifact != sealed.Artifact {
+		t.Fatalf("decrypt: plaintext %q (%v), artifact %s; want %q, %s", pt, err, opened.Artifact, plaintext, sealed.Artifact)
+	}
+
+	// The fill's lineage is there: the dry run of a forget finds artifacts.
+	var p struct {
+		Counts struct {
+			Total int `json:"total"`
+		} `json:"counts"`
+	}
+	s.expect(t, http.StatusOK, http.MethodPost, "/v1/forget", map[string]any{"subject": subj, "dry_run": true}, &p)
+	if p.Counts.Total < 2 {
+		t.Fatalf("the dry run of a filled subject finds %d artifacts", p.Counts.Total)
+	}
+	var f struct {
+		State string `json:"state"`
+	}
+	s.expect(t, http.StatusAccepted, http.MethodPost, "/v1/forget", map[string]string{"subject": subj}, &f)
+	if f.State != "committed" {
+		t.Fatalf("forget: %+v", f)
+	}
+	var prob struct {
+		Code string `json:"code"`
+	}
+	s.expect(t, http.StatusGone, http.MethodPost, "/v1/decrypt", dec, &prob)
+	if prob.Code != "shredded" {
+		t.Fatalf("decrypt after the forget: code %q, want shredded", prob.Code)
+	}
+
+	// The load tool against this server: forget and verify the heavy subject.
+	tok := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tok, []byte(s.token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var rep benchReport
+	if err := json.Unmarshal(runBench(t, nil, "--url", s.base, "--token-file", tok, "--ops", "verify", "--verifies", "2",
+		"--subjects", "1000", "--noop=false", "--json"), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != 1 || rep.Results[0].Op != opVerify || rep.Results[0].Requests != 2 || rep.Results[0].Errors != 0 {
+		t.Fatalf("verify: %+v", rep.Results)
+	}
+}

@@ -1,0 +1,310 @@
+// Package node assembles a shredd data directory's stack, as `shredd serve`
+// runs it: the data directory and its lock, the subject secret, the root
+// store (local or Vault), the database, the transparency log's journal, the
+// forget ledger, the key tree, the service and the token store. Open
+// assembles all of it and Close releases it in reverse order; the HTTP
+// server and the background work are cmd/shredd's, on top of a Node.
+//
+// Lighter entry points open less: OpenBulk (what a bulk fill needs, for
+// cmd/shredd-bench) and OpenDB (the database alone, for the commands that
+// work beside a running server).
+package node
+
+import (
+	"context"
+	"crypto/ed25519"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/shredd/shredd/api"
+	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd/internal/datadir"
+	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/keystore/local"
+	"github.com/shredd/shredd/keystore/vault"
+	"github.com/shredd/shredd/storage/sqlite"
+)
+
+// Files in the data directory.
+const (
+	DBFile     = "shredd.db"
+	RootFile   = "root.key"
+	SecretFile = "subject.key"
+	TokenFile  = "admin.token"
+	LockFile   = "lock"
+	LedgerFile = "forgets.ledger"
+)
+
+// Config is what the flags of shredd serve give the stack.
+type Config struct {
+	DataDir        string
+	Root           string // "local" or "vault"
+	SubjectKeys    string // "tree" or "transit" (with Root "vault")
+	Vault          vault.Config
+	Buckets        int
+	CacheTTL       time.Duration
+	ForgetDeadline time.Duration
+	LeaseTTL       time.Duration
+	ForgetLedger   string       // the forget ledger's file; "" for forgets.ledger in DataDir
+	Logger         *slog.Logger // nil: nothing is logged
+	AfterEpoch     func()       // called after every completed root epoch (derivation.Options.AfterEpoch)
+}
+
+// LedgerPath is the forget ledger's file: ForgetLedger, or forgets.ledger
+// in the data directory.
+func (c *Config) LedgerPath() string {
+	if c.ForgetLedger != "" {
+		return c.ForgetLedger
+	}
+	return filepath.Join(c.DataDir, LedgerFile)
+}
+
+// Node is an open data directory: the stack shredd serve serves.
+type Node struct {
+	DB             *sql.DB
+	Root           keystore.RootStore
+	Keys           *keystore.Store
+	Service        *derivation.Service
+	Hasher         *derivation.Hasher
+	Tokens         *api.Tokens        // nil from OpenBulk
+	AttestationKey ed25519.PrivateKey // signs erasure attestations
+
+	ledger     *derivation.Ledger
+	stopVault  context.CancelFunc // ends the Vault token's renewal
+	closeFuncs []func()
+}
+
+// Open assembles the data directory's stack as shredd serve runs it, in
+// this order: the directory (created 0700) and its lock, the subject
+// secret, the root store, the database, the journal with the attestation
+// and log keys, the forget ledger, the key tree and its root check, the
+// service, the ledger's reconciliation, the token store with the first
+// admin token, and the recovery of forgets a crash left requested. A
+// Vault root store that does not answer is not an error: the node fails
+// closed until it does. On error everything opened so far is released.
+func Open(ctx context.Context, c Config) (*Node, error) {
+	return open(ctx, c, true)
+}
+
+// OpenBulk is the lighter entry point of a bulk fill (shredd-bench fill):
+// the directory and its lock, the subject secret, the root store, the
+// database, the journal, the key tree and the service, without the forget
+// ledger, the root check, the token store or the recovery, none of which a
+// fill uses. The server that opens the directory afterwards does those.
+func OpenBulk(ctx context.Context, c Config) (*Node, error) {
+	return open(ctx, c, false)
+}
+
+// OpenDB opens only the data directory's database, without the lock, the
+// keys or the root store: for the commands that work beside a running
+// server (shredd token, shredd backup). It never creates a database: a
+// directory without one is the os.Stat error (fs.ErrNotExist).
+func OpenDB(dir string) (*sql.DB, error) {
+	path := filepath.Join(dir, DBFile)
+	if _, err := os.Stat(path); err != nil {
+		return nil, err
+	}
+	return sqlite.Open(path)
+}
+
+func open(ctx context.Context, c Config, full bool) (*Node, error) {
+	n := &Node{}
+	if err := n.assemble(ctx, c, full); err != nil {
+		n.Close()
+		return nil, err
+	}
+	return n, nil
+}
+
+// assemble opens the stack into n; n.Close releases what it opened.
+func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
+	log := c.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := n.lockDir(c.DataDir); err != nil {
+		return err
+	}
+	secret, _, err := readOrCreate(filepath.Join(c.DataDir, SecretFile), func() []byte { return randomBytes(32) })
+	if err != nil {
+		return fmt.Errorf("subject secret: %w", err)
+	}
+	if n.Hasher, err = derivation.NewHasher(secret); err != nil {
+		return err
+	}
+	kms, rootDown, err := n.openRoot(ctx, c, log)
+	if err != nil {
+		return err
+	}
+	if n.DB, err = sqlite.Open(filepath.Join(c.DataDir, DBFile)); err != nil {
+		return err
+	}
+	n.onClose(func() { n.DB.Close() })
+	journal, attKey, err := openJournal(ctx, c.DataDir, n.DB, c.Logger)
+	if err != nil {
+		return err
+	}
+	n.AttestationKey = attKey
+	if full {
+		if n.ledger, err = derivation.OpenLedger(c.LedgerPath(), derivation.LedgerKey(secret)); err != nil {
+			return err
+		}
+		n.onClose(func() { n.ledger.Close() })
+	}
+	if n.Keys, err = keystore.Open(ctx, n.DB, n.Root, keystore.Options{Buckets: c.Buckets, CacheTTL: c.CacheTTL, SubjectKMS: kms, Journal: journal}); err != nil {
+		return err
+	}
+	if full {
+		if err := checkRoot(ctx, n.Keys, rootDown, log); err != nil {
+			return err
+		}
+	}
+	opts := derivation.Options{Deadline: c.ForgetDeadline, LeaseTTL: c.LeaseTTL, Journal: journal, Ledger: n.ledger, AfterEpoch: c.AfterEpoch}
+	if n.Service, err = derivation.New(ctx, n.DB, n.Keys, n.Hasher, opts); err != nil {
+		return err
+	}
+	n.onClose(n.Service.Close)
+	if !full {
+		return nil
+	}
+	return n.prepare(ctx, c.DataDir, log)
+}
+
+// lockDir prepares the data directory and takes its lock: one process per
+// data directory.
+func (n *Node) lockDir(dir string) error {
+	if err := datadir.Prepare(dir); err != nil {
+		return err
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, LockFile), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	n.onClose(func() { lock.Close() })
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return fmt.Errorf("data dir %s is in use by another shredd process", dir)
+	}
+	return nil
+}
+
+// openRoot opens the root store c names, and the Vault subject keys with
+// --subject-keys transit; rootDown says that Vault did not answer.
+func (n *Node) openRoot(ctx context.Context, c Config, log *slog.Logger) (kms keystore.SubjectKMS, rootDown bool, err error) {
+	switch c.Root {
+	case "vault":
+		vs, err := vault.New(c.Vault)
+		if err != nil {
+			return nil, false, err
+		}
+		// Vault down at start-up: serve anyway, failing closed (503) until it
+		// is back, so forgets still commit. A key that defeats shredding
+		// stops the start.
+		switch err := vs.Check(ctx); {
+		case errors.Is(err, vault.ErrUnsafeKey):
+			return nil, false, err
+		case err != nil:
+			rootDown = true
+			log.Warn("vault root store unavailable at start-up; failing closed until it answers", "error", err.Error())
+		default:
+			kc := vs.KeyConfig()
+			log.Info("vault root store", "mount", c.Vault.Mount, "key", kc.Name, "latest_version", kc.LatestVersion,
+				"min_available_version", kc.MinAvailableVersion, "exportable", kc.Exportable, "allow_plaintext_backup", kc.AllowPlaintextBackup)
+		}
+		fresh, stop := context.WithCancel(ctx)
+		n.stopVault = stop
+		go vs.KeepTokenFresh(fresh, c.Vault, func(err error) { log.Warn("vault token", "error", err.Error()) })
+		n.Root = vs
+		if c.SubjectKeys == "transit" {
+			kms = vs.SubjectKeys()
+		}
+	default:
+		// A missing root file beside an existing database is never replaced
+		// by a new root: it would open none of the database's keys.
+		if _, err := os.Lstat(filepath.Join(c.DataDir, RootFile)); errors.Is(err, fs.ErrNotExist) {
+			if _, err := os.Lstat(filepath.Join(c.DataDir, DBFile)); err == nil {
+				return nil, false, fmt.Errorf("local root: %s is missing but the database %s exists: a new root would open none of its keys, so none is created; put back the root file that goes with this database",
+					filepath.Join(c.DataDir, RootFile), filepath.Join(c.DataDir, DBFile))
+			}
+		}
+		ls, err := local.Open(filepath.Join(c.DataDir, RootFile))
+		if err != nil {
+			return nil, false, err
+		}
+		n.Root = ls
+	}
+	return kms, rootDown, nil
+}
+
+// checkRoot stops the start on a database the root store cannot open (a
+// backup older than the last epoch, or a root file older than the
+// database), with what to do, instead of answering 410 for everyone. It is
+// not asked again when the root store just failed to answer (each try is a
+// Vault login, and Vault locks an AppRole out after a few failed ones).
+func checkRoot(ctx context.Context, keys *keystore.Store, rootDown bool, log *slog.Logger) error {
+	if rootDown {
+		log.Warn("root store unavailable at start-up: the database's root versions were not checked")
+		return nil
+	}
+	switch err := keys.CheckRoot(ctx); {
+	case errors.Is(err, keystore.ErrUnavailable):
+		log.Warn("root store unavailable at start-up: the database's root versions were not checked", "error", err.Error())
+	case err != nil:
+		return err
+	}
+	return nil
+}
+
+// prepare readies an opened stack for serving: the forget ledger's
+// reconciliation, the token store with its first admin token, and the
+// recovery of forgets a crash left requested.
+func (n *Node) prepare(ctx context.Context, dir string, log *slog.Logger) error {
+	// Forgets the database lacks but the ledger holds (the database was
+	// restored from a backup) are committed again before serving.
+	rep, err := n.Service.ReconcileLedger(ctx)
+	if err != nil {
+		return fmt.Errorf("forget ledger: %w", err)
+	}
+	if rep.Reapplied > 0 {
+		log.Warn("the database lacked forgets of the forget ledger (restored from a backup?): committed them again", "reapplied", rep.Reapplied)
+	}
+	if rep.Recorded > 0 {
+		log.Info("recorded committed forgets in the forget ledger", "recorded", rep.Recorded)
+	}
+	if n.Tokens, err = api.OpenTokens(ctx, n.DB, nil); err != nil {
+		return err
+	}
+	if err := bootstrapAdminToken(ctx, n.Tokens, filepath.Join(dir, TokenFile), log); err != nil {
+		return fmt.Errorf("admin token: %w", err)
+	}
+	// Forgets a crash left requested are committed before serving; their
+	// re-keys, and those of forgets committed before the stop, are the
+	// background work's, which starts at once (Service.Run reconciles on
+	// its first tick).
+	if err := n.Service.Recover(ctx); err != nil {
+		log.Warn("recovery incomplete at start-up; the background work retries", "error", err.Error())
+	}
+	return nil
+}
+
+func (n *Node) onClose(f func()) { n.closeFuncs = append(n.closeFuncs, f) }
+
+// Close releases the node in the reverse order of Open: the service, the
+// forget ledger, the database, the lock, then the Vault token's renewal.
+// The caller stops the work that uses the node first.
+func (n *Node) Close() {
+	for i := len(n.closeFuncs) - 1; i >= 0; i-- {
+		n.closeFuncs[i]()
+	}
+	n.closeFuncs = nil
+	if n.stopVault != nil {
+		n.stopVault()
+		n.stopVault = nil
+	}
+}
