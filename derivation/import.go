@@ -11,9 +11,9 @@ import (
 	"github.com/shredd/shredd/storage/sqlite"
 )
 
-// Import is one artifact of a bulk import (ImportArtifacts): its lineage is
+// BulkArtifact is one artifact of a bulk import (BulkImport): its lineage is
 // given whole, as the registry stores it.
-type Import struct {
+type BulkArtifact struct {
 	ID      ID
 	Kind    string
 	Holder  string
@@ -25,8 +25,8 @@ type Import struct {
 	Direct  []bool
 }
 
-// ImportOptions tune a bulk import.
-type ImportOptions struct {
+// BulkOptions tune a bulk import.
+type BulkOptions struct {
 	// CacheKiB, when positive, sets the SQLite page cache of the
 	// connection for the import: a large import into a large registry is
 	// bound by random B-tree writes otherwise.
@@ -47,13 +47,13 @@ func (s *Service) CountArtifacts(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// ImportArtifacts registers many artifacts in one transaction: the bulk
+// BulkImport registers many artifacts in one transaction: the bulk
 // path of Register, for migrations and for filling benchmark data
 // directories. Every lineage subject must be live at its generation (the
 // check runs inside the transaction, as for a single registration, so a
 // forget committed before is refused); kinds must be registered. The caller
 // vouches for the lineages: they are not recomputed from the parents.
-func (s *Service) ImportArtifacts(ctx context.Context, arts []Import, o ImportOptions) error {
+func (s *Service) BulkImport(ctx context.Context, arts []BulkArtifact, o BulkOptions) error {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("derivation: import: %w", err)

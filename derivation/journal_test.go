@@ -212,16 +212,16 @@ func TestJournalIsAtomicWithTheChange(t *testing.T) {
 	// key_created entry per new key, none for a key that exists.
 	ids := []string{"d1@example.com", "d2@example.com", "d3@example.com"}
 	sids := []envelope.SID{j.hasher.SID(ids[0]), j.hasher.SID(ids[1]), j.hasher.SID(ids[2])}
-	if err := j.keys.CreateKeys(ctx, sids); err == nil {
+	if err := j.keys.BulkCreateKeys(ctx, sids, nil); err == nil {
 		t.Fatal("bulk keys were created with nothing to commit to in the log")
 	}
 	if n, _ := j.log.Size(ctx); n != 0 {
 		t.Fatalf("log size %d after a refused bulk create", n)
 	}
-	if err := j.keys.CreateKeysFor(ctx, sids[:2], ids[:2]); err != nil {
+	if err := j.keys.BulkCreateKeys(ctx, sids[:2], ids[:2]); err != nil {
 		t.Fatal(err)
 	}
-	if err := j.keys.CreateKeysFor(ctx, sids, ids); err != nil {
+	if err := j.keys.BulkCreateKeys(ctx, sids, ids); err != nil {
 		t.Fatal(err)
 	}
 	if got := kinds(j.entries(t)); len(got) != 3 {

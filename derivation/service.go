@@ -314,7 +314,7 @@ func (s *Service) planKeys(ctx context.Context, p *plan) ([]envelope.SubjectKey,
 		if inherited {
 			k, err = s.keys.KeyAt(ctx, envelope.Ref{SID: sid, Gen: gen})
 		} else {
-			k, err = s.keys.KeyFor(ctx, sid, p.subject[sid])
+			k, err = s.keys.KeyWithSubject(ctx, sid, p.subject[sid])
 		}
 		if err != nil {
 			return nil, s.keyErr(ctx, err, p.refs())

@@ -4,7 +4,7 @@ package keystore_test
 // -bench; nothing in them asserts on timings. Epochs take seconds, key
 // lookups microseconds, so run them with different -benchtime values:
 //
-//	go test -run '^$' -bench 'Epoch|CreateKeys' -benchtime 3x ./keystore/
+//	go test -run '^$' -bench 'Epoch|BulkCreateKeys' -benchtime 3x ./keystore/
 //	go test -run '^$' -bench SubjectKey -benchtime 1s ./keystore/
 //
 // The Vault cases run against a real Vault dev server (internal/vaulttest).
@@ -92,7 +92,7 @@ func benchTree(tb testing.TB, dir string, root keystore.RootStore, opts keystore
 	return s
 }
 
-// fillSubjects creates subjects [from, to) with CreateKeys, chunk sids per call.
+// fillSubjects creates subjects [from, to) with BulkCreateKeys, chunk sids per call.
 func fillSubjects(tb testing.TB, s *keystore.Store, from, to, chunk int) {
 	tb.Helper()
 	ctx := context.Background()
@@ -102,7 +102,7 @@ func fillSubjects(tb testing.TB, s *keystore.Store, from, to, chunk int) {
 		for j := i; j < min(i+chunk, to); j++ {
 			sids = append(sids, benchSID(j))
 		}
-		if err := s.CreateKeys(ctx, sids); err != nil {
+		if err := s.BulkCreateKeys(ctx, sids, nil); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -111,7 +111,7 @@ func fillSubjects(tb testing.TB, s *keystore.Store, from, to, chunk int) {
 const (
 	benchBuckets = 4096
 	// bigSubjects is the size of the large tree; bigChunk the sids per
-	// CreateKeys call that fill it.
+	// BulkCreateKeys call that fill it.
 	bigSubjects = 1_000_000
 	bigChunk    = 50_000
 )
@@ -124,7 +124,7 @@ type bigTree struct {
 	err   error
 	dir   string
 	root  *countingRoot
-	setup time.Duration // CreateKeys of every subject
+	setup time.Duration // BulkCreateKeys of every subject
 	// unwraps is the number of root-store Unwrap calls (Vault round trips
 	// for bucket keys) the fill made.
 	unwraps int64
@@ -221,7 +221,7 @@ func BenchmarkEpoch(b *testing.B) {
 
 	b.Run("root=vault/buckets=4096/subjects=1M", func(b *testing.B) {
 		big.build(b, srv)
-		b.Logf("setup: %d subjects with CreateKeys (%d per call) in %v (%.0f subjects/s, %d bucket-key unwraps through Vault), WAL checkpoint %v",
+		b.Logf("setup: %d subjects with BulkCreateKeys (%d per call) in %v (%.0f subjects/s, %d bucket-key unwraps through Vault), WAL checkpoint %v",
 			bigSubjects, bigChunk, big.setup.Round(time.Millisecond), bigSubjects/big.setup.Seconds(), big.unwraps, big.ckpt.Round(time.Millisecond))
 		s := benchTree(b, big.dir, big.root, keystore.Options{Buckets: benchBuckets})
 		var check []envelope.Ref
@@ -321,8 +321,8 @@ func BenchmarkSubjectKey(b *testing.B) {
 	})
 }
 
-// BenchmarkCreateKeys measures the bulk creation path (CreateKeys) that
-// fills large data directories: one op is one CreateKeys call of chunk new
+// BenchmarkCreateKeys measures the bulk creation path (BulkCreateKeys) that
+// fills large data directories: one op is one BulkCreateKeys call of chunk new
 // subjects on a growing tree of 4096 buckets under a local root.
 func BenchmarkCreateKeys(b *testing.B) {
 	for _, chunk := range []int{1_000, 50_000, 250_000} {

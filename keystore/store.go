@@ -425,16 +425,16 @@ func (s *Store) State(ctx context.Context, sid envelope.SID) (SubjectState, uint
 }
 
 // Key returns the subject's current key, creating generation 1 for a subject
-// never seen before. A forgotten subject gives ErrShredded. It is KeyFor
+// never seen before. A forgotten subject gives ErrShredded. It is KeyWithSubject
 // without a subject id.
 func (s *Store) Key(ctx context.Context, sid envelope.SID) (envelope.SubjectKey, error) {
-	return s.KeyFor(ctx, sid, "")
+	return s.KeyWithSubject(ctx, sid, "")
 }
 
-// KeyFor is Key for the raw subject id whose keyed hash is sid: when it
+// KeyWithSubject is Key for the raw subject id whose keyed hash is sid: when it
 // creates the key, the Journal gets the id for the key_created event's
 // salted commitment. The id is never stored.
-func (s *Store) KeyFor(ctx context.Context, sid envelope.SID, subject string) (envelope.SubjectKey, error) {
+func (s *Store) KeyWithSubject(ctx context.Context, sid envelope.SID, subject string) (envelope.SubjectKey, error) {
 	if e, ok := s.cached(sid); ok {
 		s.hits.Add(1)
 		return envelope.SubjectKey{Ref: envelope.Ref{SID: sid, Gen: e.gen}, Key: e.key}, nil
@@ -947,19 +947,14 @@ func rewrapIn(ctx context.Context, tx *sql.Tx, b int, oldGen int64, old, nk, aft
 	return len(out), out[len(out)-1].sid, nil
 }
 
-// CreateKeys creates generation-1 keys for many subjects at once, a
+// BulkCreateKeys creates generation-1 keys for many subjects at once, a
 // transaction per bucket batch, skipping subjects that already have a row.
 // It is the bulk path of Key, for imports and for filling test data
-// directories; it caches nothing.
-func (s *Store) CreateKeys(ctx context.Context, sids []envelope.SID) error {
-	return s.CreateKeysFor(ctx, sids, nil)
-}
-
-// CreateKeysFor is CreateKeys with the raw subject ids (subjects[i] is
-// the id whose keyed hash is sids[i]) that the Journal commits to in each
-// key_created event; with a Journal they are required. They are never
-// stored.
-func (s *Store) CreateKeysFor(ctx context.Context, sids []envelope.SID, subjects []string) error {
+// directories; it caches nothing. subjects, when not nil, are the raw
+// subject ids (subjects[i] is the id whose keyed hash is sids[i]) that the
+// Journal commits to in each key_created event; with a Journal they are
+// required. They are never stored.
+func (s *Store) BulkCreateKeys(ctx context.Context, sids []envelope.SID, subjects []string) error {
 	if subjects != nil && len(subjects) != len(sids) {
 		return fmt.Errorf("keystore: create keys: %d subject ids for %d sids: %w", len(subjects), len(sids), ErrInvalid)
 	}
@@ -1005,13 +1000,13 @@ func (s *Store) CreateKeysFor(ctx context.Context, sids []envelope.SID, subjects
 	return nil
 }
 
-// newSubject is a subject CreateKeysFor creates a key for.
+// newSubject is a subject BulkCreateKeys creates a key for.
 type newSubject struct {
 	sid     envelope.SID
 	subject string // raw id, for the journal only
 }
 
-// createTxRows bounds the subjects CreateKeys inserts in one transaction.
+// createTxRows bounds the subjects BulkCreateKeys inserts in one transaction.
 const createTxRows = 10_000
 
 // createChunk creates the keys of the subjects of some buckets in one

@@ -384,7 +384,7 @@ func TestCreateKeys(t *testing.T) {
 		sids = append(sids, sid(fmt.Sprint("bulk-", i)))
 	}
 	forget(t, s, db, sids[7])
-	if err := s.CreateKeys(ctx, sids); err != nil {
+	if err := s.BulkCreateKeys(ctx, sids, nil); err != nil {
 		t.Fatal(err)
 	}
 	k0, err := s.KeyAt(ctx, envelope.Ref{SID: sids[0], Gen: 1})
@@ -392,7 +392,7 @@ func TestCreateKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := bytes.Clone(k0.Key)
-	if err := s.CreateKeys(ctx, sids[:100]); err != nil {
+	if err := s.BulkCreateKeys(ctx, sids[:100], nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, i := range []int{0, 1, 9_999, 10_000, 24_999} {
@@ -401,10 +401,10 @@ func TestCreateKeys(t *testing.T) {
 		}
 	}
 	if k, _ := s.KeyAt(ctx, envelope.Ref{SID: sids[0], Gen: 1}); !bytes.Equal(k.Key, first) {
-		t.Fatal("a second CreateKeys replaced an existing key")
+		t.Fatal("a second BulkCreateKeys replaced an existing key")
 	}
 	if _, err := s.Key(ctx, sids[7]); !errors.Is(err, keystore.ErrShredded) {
-		t.Fatalf("forgotten subject after CreateKeys: %v, want ErrShredded", err)
+		t.Fatalf("forgotten subject after BulkCreateKeys: %v, want ErrShredded", err)
 	}
 	var n int
 	if err := db.QueryRow(`SELECT count(*) FROM subjects WHERE state=1`).Scan(&n); err != nil || n != len(sids)-1 {

@@ -79,7 +79,7 @@ func fillCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // whatever the key tree records per created key, such as a transparency
 // log entry, is recorded for these too).
 func createSubjectKeys(ctx context.Context, keys *keystore.Store, sids []envelope.SID, ids []string) error {
-	return keys.CreateKeysFor(ctx, sids, ids)
+	return keys.BulkCreateKeys(ctx, sids, ids)
 }
 
 // run fills the data directory: the kinds, the subjects' keys, then the
@@ -140,7 +140,7 @@ func (c *fillConfig) run(ctx context.Context, stdout io.Writer) error {
 	g.rng = rand.New(rand.NewPCG(c.Seed, 0x5eed^uint64(have)))
 	for done := int(have); done < total; {
 		n := min(c.Chunk, total-done)
-		batch := make([]derivation.Import, n)
+		batch := make([]derivation.BulkArtifact, n)
 		for i := range batch {
 			if done+i < c.Artifacts {
 				batch[i] = g.next()
@@ -150,7 +150,7 @@ func (c *fillConfig) run(ctx context.Context, stdout io.Writer) error {
 		}
 		// The import commits without fsync: an interrupted fill is resumed,
 		// and the server that opens the directory afterwards syncs as ever.
-		if err := svc.ImportArtifacts(ctx, batch, derivation.ImportOptions{CacheKiB: c.CacheMiB << 10, NoSync: true}); err != nil {
+		if err := svc.BulkImport(ctx, batch, derivation.BulkOptions{CacheKiB: c.CacheMiB << 10, NoSync: true}); err != nil {
 			return err
 		}
 		done += n
@@ -194,14 +194,14 @@ func (g *fillGen) id() derivation.ID {
 	return id
 }
 
-func (g *fillGen) record(sid envelope.SID) derivation.Import {
-	a := derivation.Import{ID: g.id(), Kind: "episodic", Sealed: true, Lineage: []envelope.Ref{{SID: sid, Gen: 1}}, Direct: []bool{true}}
+func (g *fillGen) record(sid envelope.SID) derivation.BulkArtifact {
+	a := derivation.BulkArtifact{ID: g.id(), Kind: "episodic", Sealed: true, Lineage: []envelope.Ref{{SID: sid, Gen: 1}}, Direct: []bool{true}}
 	g.recent[g.n%len(g.recent)] = fillRec{a.ID, sid}
 	g.n++
 	return a
 }
 
-func (g *fillGen) next() derivation.Import {
+func (g *fillGen) next() derivation.BulkArtifact {
 	x := g.rng.Float64()
 	if g.n == 0 || x < 0.5 {
 		return g.record(g.sids[g.rng.IntN(len(g.sids))])
@@ -210,10 +210,10 @@ func (g *fillGen) next() derivation.Import {
 	switch {
 	case x < 0.8:
 		p := pick()
-		return derivation.Import{ID: g.id(), Kind: "embedding", Holder: "ann-index", Sealed: false, Parents: []derivation.ID{p.id},
+		return derivation.BulkArtifact{ID: g.id(), Kind: "embedding", Holder: "ann-index", Sealed: false, Parents: []derivation.ID{p.id},
 			Lineage: []envelope.Ref{{SID: p.sid, Gen: 1}}, Direct: []bool{false}}
 	case x < 0.95:
-		a := derivation.Import{ID: g.id(), Kind: "summary", Sealed: true}
+		a := derivation.BulkArtifact{ID: g.id(), Kind: "summary", Sealed: true}
 		seen := map[envelope.SID]bool{}
 		for range 2 + g.rng.IntN(3) {
 			p := pick()
@@ -227,7 +227,7 @@ func (g *fillGen) next() derivation.Import {
 		}
 		return a
 	}
-	a := derivation.Import{ID: g.id(), Kind: "summary", Sealed: true}
+	a := derivation.BulkArtifact{ID: g.id(), Kind: "summary", Sealed: true}
 	seen := map[envelope.SID]bool{}
 	for range 5 + g.rng.IntN(16) {
 		sid := g.sids[g.rng.IntN(len(g.sids))]
@@ -243,13 +243,13 @@ func (g *fillGen) next() derivation.Import {
 
 // heavy generates the artifacts of the heavy subject: records, and
 // embeddings of them.
-func (g *fillGen) heavy(sid envelope.SID) derivation.Import {
+func (g *fillGen) heavy(sid envelope.SID) derivation.BulkArtifact {
 	if len(g.heavyR) > 0 && g.rng.IntN(2) == 0 {
 		p := g.heavyR[g.rng.IntN(len(g.heavyR))]
-		return derivation.Import{ID: g.id(), Kind: "embedding", Holder: "ann-index", Parents: []derivation.ID{p},
+		return derivation.BulkArtifact{ID: g.id(), Kind: "embedding", Holder: "ann-index", Parents: []derivation.ID{p},
 			Lineage: []envelope.Ref{{SID: sid, Gen: 1}}, Direct: []bool{false}}
 	}
-	a := derivation.Import{ID: g.id(), Kind: "episodic", Sealed: true, Lineage: []envelope.Ref{{SID: sid, Gen: 1}}, Direct: []bool{true}}
+	a := derivation.BulkArtifact{ID: g.id(), Kind: "episodic", Sealed: true, Lineage: []envelope.Ref{{SID: sid, Gen: 1}}, Direct: []bool{true}}
 	g.heavyR = append(g.heavyR, a.ID)
 	return a
 }
