@@ -388,3 +388,21 @@ func TestRecoverCommitsRequested(t *testing.T) {
 		t.Fatalf("forget again: %+v, %v", again, err)
 	}
 }
+
+// TestSubjectIDsMustBeUTF8: the service itself (not only the HTTP layer)
+// refuses subject ids that are not valid UTF-8, for encrypt, forget and the
+// preview, so that two different byte strings can never become one subject.
+func TestSubjectIDsMustBeUTF8(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t)
+	bad := "p\xffq"
+	if _, err := s.Encrypt(ctx, derivation.Source{Subjects: []string{bad}, Kind: "episodic"}, []byte("x"), nil); !errors.Is(err, derivation.ErrInvalid) {
+		t.Fatalf("encrypt for an invalid UTF-8 subject: %v, want ErrInvalid", err)
+	}
+	if _, err := s.Forget(ctx, bad); !errors.Is(err, derivation.ErrInvalid) {
+		t.Fatalf("forget of an invalid UTF-8 subject: %v, want ErrInvalid", err)
+	}
+	if _, err := s.Preview(ctx, bad); !errors.Is(err, derivation.ErrInvalid) {
+		t.Fatalf("preview of an invalid UTF-8 subject: %v, want ErrInvalid", err)
+	}
+}

@@ -1,6 +1,11 @@
 package derivation
 
-import "github.com/shredd/shredd"
+import (
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/shredd/shredd"
+)
 
 // The domain's value types, states and errors are the root package's
 // (package shredd); derivation, which implements its services, names them
@@ -68,4 +73,17 @@ func truncate(s string) string {
 		return s[:40] + "..."
 	}
 	return s
+}
+
+// checkSubject refuses a raw subject id that is empty, longer than
+// MaxSubjectID or not valid UTF-8: ids are compared as bytes, and an
+// invalid one could alias another after any later normalisation.
+func checkSubject(subject string) error {
+	if subject == "" || len(subject) > MaxSubjectID {
+		return fmt.Errorf("derivation: subject empty or over %d bytes: %w", MaxSubjectID, ErrInvalid)
+	}
+	if !utf8.ValidString(subject) {
+		return fmt.Errorf("derivation: subject is not valid UTF-8: %w", ErrInvalid)
+	}
+	return nil
 }

@@ -125,8 +125,8 @@ func (s *Service) view(ctx context.Context, r forgetRow) (Forget, error) {
 // the root epoch to the background work. Forgetting a subject again returns
 // the same forget.
 func (s *Service) Forget(ctx context.Context, subject string) (Forget, error) {
-	if subject == "" || len(subject) > MaxSubjectID {
-		return Forget{}, fmt.Errorf("derivation: subject empty or over %d bytes: %w", MaxSubjectID, ErrInvalid)
+	if err := checkSubject(subject); err != nil {
+		return Forget{}, err
 	}
 	sid := s.hasher.SID(subject)
 	mu := &s.stripes[stripe(sid)]

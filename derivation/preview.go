@@ -18,8 +18,8 @@ const MaxPreviewArtifacts = 10_000
 // rebuilt by their holders), and the plaintext-held artifacts whose holders
 // will have to purge them. It writes nothing.
 func (s *Service) Preview(ctx context.Context, subject string) (Preview, error) {
-	if subject == "" || len(subject) > MaxSubjectID {
-		return Preview{}, fmt.Errorf("derivation: subject empty or over %d bytes: %w", MaxSubjectID, ErrInvalid)
+	if err := checkSubject(subject); err != nil {
+		return Preview{}, err
 	}
 	sid := s.hasher.SID(subject)
 	var p Preview

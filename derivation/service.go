@@ -242,8 +242,8 @@ func (s *Service) resolve(ctx context.Context, src Source) (*plan, error) {
 	}
 	p := &plan{kind: src.Kind, holder: src.Holder, direct: map[envelope.SID]bool{}, subject: map[envelope.SID]string{}, lineage: map[envelope.SID]uint32{}}
 	for i, subj := range src.Subjects {
-		if subj == "" || len(subj) > MaxSubjectID {
-			return nil, fmt.Errorf("derivation: subject %d: empty or over %d bytes: %w", i, MaxSubjectID, ErrInvalid)
+		if err := checkSubject(subj); err != nil {
+			return nil, fmt.Errorf("subject %d: %w", i, err)
 		}
 		sid := s.hasher.SID(subj)
 		p.direct[sid] = true
