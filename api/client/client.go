@@ -358,6 +358,23 @@ func (c *Client) Health(ctx context.Context) (Health, error) {
 	return out, err
 }
 
+// Live calls GET /livez (no token needed): nil when the server answers at
+// all.
+func (c *Client) Live(ctx context.Context) error {
+	var out map[string]any
+	_, _, err := c.call(ctx, http.MethodGet, "/livez", nil, &out)
+	return err
+}
+
+// Ready calls GET /readyz (no token needed): nil when the database accepts
+// a write and the root store answers; otherwise the *Error of 503
+// not_ready, whose Detail names the part that failed.
+func (c *Client) Ready(ctx context.Context) error {
+	var out map[string]any
+	_, _, err := c.call(ctx, http.MethodGet, "/readyz", nil, &out)
+	return err
+}
+
 // Kinds lists the registered kinds, by name.
 func (c *Client) Kinds(ctx context.Context) ([]Kind, error) {
 	var out struct {

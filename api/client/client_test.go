@@ -745,3 +745,29 @@ func TestAttestationExportCheckpoint(t *testing.T) {
 	_, err = s.client(s.token(api.ScopeEncrypt)).Attestation(ctx, f.ID)
 	wantError(t, err, 403, "forbidden")
 }
+
+// TestLiveAndReady: Live and Ready need no token; Ready reports the 503
+// not_ready of a server whose database no longer accepts a write.
+func TestLiveAndReady(t *testing.T) {
+	st := shreddtest.New(t, shreddtest.Options{})
+	srv := httptest.NewServer(api.New(api.Config{Service: st.Service, Root: st.Root, Tokens: st.Tokens}).Handler())
+	t.Cleanup(srv.Close)
+	c, err := client.New(srv.URL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Live(t.Context()); err != nil {
+		t.Fatalf("live: %v", err)
+	}
+	if err := c.Ready(t.Context()); err != nil {
+		t.Fatalf("ready: %v", err)
+	}
+	st.DB.Close()
+	var e *client.Error
+	if err := c.Ready(t.Context()); !errors.As(err, &e) || e.Status != http.StatusServiceUnavailable || e.Code != "not_ready" {
+		t.Fatalf("ready with the database closed: %v, want 503 not_ready", err)
+	}
+	if err := c.Live(t.Context()); err != nil {
+		t.Fatalf("live with the database closed: %v", err)
+	}
+}
