@@ -16,8 +16,8 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/shredd/shredd/api"
-	"github.com/shredd/shredd/derivation"
 	"github.com/shredd/shredd/internal/shreddtest"
+	"github.com/shredd/shredd/sealing"
 )
 
 const token = "shredd_test-token"
@@ -27,7 +27,7 @@ type env struct {
 	srv    *httptest.Server
 	log    *bytes.Buffer
 	tokens *api.Tokens
-	hasher *derivation.Hasher
+	hasher *sealing.Hasher
 	// attPub verifies attestations and log events; logVerifier the log's
 	// checkpoints, of key logVKey (nil and "" when the server keeps no log).
 	attPub      ed25519.PublicKey

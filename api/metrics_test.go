@@ -22,11 +22,12 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/shredd/shredd/api"
-	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/internal/shreddtest"
 	"github.com/shredd/shredd/internal/vaulttest"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/vault"
+	"github.com/shredd/shredd/sealing"
 )
 
 // testClock is a clock the tests move forward.
@@ -51,7 +52,7 @@ type metricsEnv struct {
 func newMetricsEnv(t *testing.T, root keystore.RootStore, ko keystore.Options) *metricsEnv {
 	t.Helper()
 	clock := &testClock{}
-	st := shreddtest.New(t, shreddtest.Options{Root: root, Keystore: ko, Service: derivation.Options{Now: clock.Now}, AdminToken: token})
+	st := shreddtest.New(t, shreddtest.Options{Root: root, Keystore: ko, Service: sealing.Options{Now: clock.Now}, Erasure: erasure.Options{Now: clock.Now}, AdminToken: token})
 	var logs bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
 	m := api.NewMetrics(st.Service, st.Keys)
@@ -162,7 +163,7 @@ func TestMetrics(t *testing.T) {
 	x.want(t, 0, "shredd_forgets_overdue")
 	x.want(t, 0, "shredd_epochs_total")
 
-	e.clock.Advance(derivation.DefaultDeadline + time.Hour)
+	e.clock.Advance(erasure.DefaultDeadline + time.Hour)
 	x, _ = e.scrape()
 	x.want(t, 1, "shredd_forgets_overdue")
 

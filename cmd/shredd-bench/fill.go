@@ -9,10 +9,10 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/shredd/shredd/derivation"
 	"github.com/shredd/shredd/envelope"
 	"github.com/shredd/shredd/internal/node"
 	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/sealing"
 	"github.com/shredd/shredd/storage/sqlite"
 )
 
@@ -140,7 +140,7 @@ func (c *fillConfig) run(ctx context.Context, stdout io.Writer) error {
 	g.rng = rand.New(rand.NewPCG(c.Seed, 0x5eed^uint64(have)))
 	for done := int(have); done < total; {
 		n := min(c.Chunk, total-done)
-		batch := make([]derivation.BulkArtifact, n)
+		batch := make([]sealing.BulkArtifact, n)
 		for i := range batch {
 			if done+i < c.Artifacts {
 				batch[i] = g.next()
@@ -150,7 +150,7 @@ func (c *fillConfig) run(ctx context.Context, stdout io.Writer) error {
 		}
 		// The import commits without fsync: an interrupted fill is resumed,
 		// and the server that opens the directory afterwards syncs as ever.
-		if err := svc.BulkImport(ctx, batch, derivation.BulkOptions{CacheKiB: c.CacheMiB << 10, NoSync: true}); err != nil {
+		if err := svc.BulkImport(ctx, batch, sealing.BulkOptions{CacheKiB: c.CacheMiB << 10, NoSync: true}); err != nil {
 			return err
 		}
 		done += n
@@ -175,16 +175,16 @@ type fillGen struct {
 	sids   []envelope.SID
 	recent [4096]fillRec // a ring of recent records, the parents of derivatives
 	n      int
-	heavyR []derivation.ID
+	heavyR []sealing.ID
 }
 
 type fillRec struct {
-	id  derivation.ID
+	id  sealing.ID
 	sid envelope.SID
 }
 
-func (g *fillGen) id() derivation.ID {
-	var id derivation.ID
+func (g *fillGen) id() sealing.ID {
+	var id sealing.ID
 	for i := 0; i < len(id); i += 8 {
 		v := g.rng.Uint64()
 		for j := 0; j < 8; j++ {
@@ -194,14 +194,14 @@ func (g *fillGen) id() derivation.ID {
 	return id
 }
 
-func (g *fillGen) record(sid envelope.SID) derivation.BulkArtifact {
-	a := derivation.BulkArtifact{ID: g.id(), Kind: "episodic", Sealed: true, Lineage: []envelope.Ref{{SID: sid, Gen: 1}}, Direct: []bool{true}}
+func (g *fillGen) record(sid envelope.SID) sealing.BulkArtifact {
+	a := sealing.BulkArtifact{ID: g.id(), Kind: "episodic", Sealed: true, Lineage: []envelope.Ref{{SID: sid, Gen: 1}}, Direct: []bool{true}}
 	g.recent[g.n%len(g.recent)] = fillRec{a.ID, sid}
 	g.n++
 	return a
 }
 
-func (g *fillGen) next() derivation.BulkArtifact {
+func (g *fillGen) next() sealing.BulkArtifact {
 	x := g.rng.Float64()
 	if g.n == 0 || x < 0.5 {
 		return g.record(g.sids[g.rng.IntN(len(g.sids))])
@@ -210,10 +210,10 @@ func (g *fillGen) next() derivation.BulkArtifact {
 	switch {
 	case x < 0.8:
 		p := pick()
-		return derivation.BulkArtifact{ID: g.id(), Kind: "embedding", Holder: "ann-index", Sealed: false, Parents: []derivation.ID{p.id},
+		return sealing.BulkArtifact{ID: g.id(), Kind: "embedding", Holder: "ann-index", Sealed: false, Parents: []sealing.ID{p.id},
 			Lineage: []envelope.Ref{{SID: p.sid, Gen: 1}}, Direct: []bool{false}}
 	case x < 0.95:
-		a := derivation.BulkArtifact{ID: g.id(), Kind: "summary", Sealed: true}
+		a := sealing.BulkArtifact{ID: g.id(), Kind: "summary", Sealed: true}
 		seen := map[envelope.SID]bool{}
 		for range 2 + g.rng.IntN(3) {
 			p := pick()
@@ -227,7 +227,7 @@ func (g *fillGen) next() derivation.BulkArtifact {
 		}
 		return a
 	}
-	a := derivation.BulkArtifact{ID: g.id(), Kind: "summary", Sealed: true}
+	a := sealing.BulkArtifact{ID: g.id(), Kind: "summary", Sealed: true}
 	seen := map[envelope.SID]bool{}
 	for range 5 + g.rng.IntN(16) {
 		sid := g.sids[g.rng.IntN(len(g.sids))]
@@ -243,13 +243,13 @@ func (g *fillGen) next() derivation.BulkArtifact {
 
 // heavy generates the artifacts of the heavy subject: records, and
 // embeddings of them.
-func (g *fillGen) heavy(sid envelope.SID) derivation.BulkArtifact {
+func (g *fillGen) heavy(sid envelope.SID) sealing.BulkArtifact {
 	if len(g.heavyR) > 0 && g.rng.IntN(2) == 0 {
 		p := g.heavyR[g.rng.IntN(len(g.heavyR))]
-		return derivation.BulkArtifact{ID: g.id(), Kind: "embedding", Holder: "ann-index", Parents: []derivation.ID{p},
+		return sealing.BulkArtifact{ID: g.id(), Kind: "embedding", Holder: "ann-index", Parents: []sealing.ID{p},
 			Lineage: []envelope.Ref{{SID: sid, Gen: 1}}, Direct: []bool{false}}
 	}
-	a := derivation.BulkArtifact{ID: g.id(), Kind: "episodic", Sealed: true, Lineage: []envelope.Ref{{SID: sid, Gen: 1}}, Direct: []bool{true}}
+	a := sealing.BulkArtifact{ID: g.id(), Kind: "episodic", Sealed: true, Lineage: []envelope.Ref{{SID: sid, Gen: 1}}, Direct: []bool{true}}
 	g.heavyR = append(g.heavyR, a.ID)
 	return a
 }

@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/internal/datadir"
 	"github.com/shredd/shredd/internal/node"
 	"github.com/shredd/shredd/keystore"
@@ -40,7 +40,7 @@ func backupName(t time.Time) string {
 // (so that a backup the current root can open always exists), keeps the
 // newest --backup-keep, and drops the forget ledger's entries that the
 // epoch made unnecessary. It returns when ctx ends.
-func (p *Program) afterEpochs(ctx context.Context, kick <-chan struct{}, db *sql.DB, keys *keystore.Store, svc *derivation.Service, rootKind string, log *slog.Logger) {
+func (p *Program) afterEpochs(ctx context.Context, kick <-chan struct{}, db *sql.DB, keys *keystore.Store, svc *erasure.Service, rootKind string, log *slog.Logger) {
 	for {
 		select {
 		case <-ctx.Done():

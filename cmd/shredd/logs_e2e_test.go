@@ -17,7 +17,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd/sealing"
 
 	"github.com/shredd/shredd/internal/node"
 )
@@ -238,7 +238,7 @@ func TestLogsHoldNoData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hasher, err := derivation.NewHasher(secret)
+	hasher, err := sealing.NewHasher(secret)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,9 +17,10 @@ import (
 	"time"
 
 	"github.com/shredd/shredd/api"
-	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/internal/node"
 	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/sealing"
 )
 
 // Program is a parsed `shredd serve`: ParseFlags, then Run, then Close
@@ -120,8 +121,8 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 	}
 	epoch := dur("epoch-interval", time.Hour, "how often a root epoch runs while forgets wait for one")
 	ttl := dur("cache-ttl", keystore.DefaultCacheTTL, "how long unwrapped keys stay cached in memory (part of T_prop)")
-	deadline := dur("forget-deadline", derivation.DefaultDeadline, "time after a forget is requested by which it must be erased, else overdue")
-	leaseTTL := dur("lease-ttl", derivation.DefaultLeaseTTL, "how long a decrypt's lease lasts unless released; a forget waits for leases issued before it")
+	deadline := dur("forget-deadline", erasure.DefaultDeadline, "time after a forget is requested by which it must be erased, else overdue")
+	leaseTTL := dur("lease-ttl", sealing.DefaultLeaseTTL, "how long a decrypt's lease lasts unless released; a forget waits for leases issued before it")
 	fl.IntVar(&p.Buckets, "buckets", int(num("buckets", keystore.DefaultBuckets)), "number of bucket keys; fixed when the data directory is created")
 	fl.Int64Var(&p.MaxBody, "max-body", num("max-body", api.DefaultMaxBody), "maximum request body in bytes")
 	fl.Int64Var(&p.MaxRawBody, "max-raw-body", num("max-raw-body", api.DefaultMaxRawBody), "maximum request body in bytes of the raw-body routes (POST /v1/encrypt/raw, /v1/decrypt/raw)")

@@ -24,11 +24,12 @@ import (
 	"time"
 
 	"github.com/shredd/shredd/api"
-	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/internal/datadir"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
 	"github.com/shredd/shredd/keystore/vault"
+	"github.com/shredd/shredd/sealing"
 	"github.com/shredd/shredd/storage/sqlite"
 )
 
@@ -54,7 +55,7 @@ type Config struct {
 	LeaseTTL       time.Duration
 	ForgetLedger   string       // the forget ledger's file; "" for forgets.ledger in DataDir
 	Logger         *slog.Logger // nil: nothing is logged
-	AfterEpoch     func()       // called after every completed root epoch (derivation.Options.AfterEpoch)
+	AfterEpoch     func()       // called after every completed root epoch (sealing.Options.AfterEpoch)
 }
 
 // LedgerPath is the forget ledger's file: ForgetLedger, or forgets.ledger
@@ -71,12 +72,12 @@ type Node struct {
 	DB             *sql.DB
 	Root           keystore.RootStore
 	Keys           *keystore.Store
-	Service        *derivation.Service
-	Hasher         *derivation.Hasher
+	Service        *erasure.Service // the registry (sealing) and the erasure on it
+	Hasher         *sealing.Hasher
 	Tokens         *api.Tokens        // nil from OpenBulk
 	AttestationKey ed25519.PrivateKey // signs erasure attestations
 
-	ledger     *derivation.Ledger
+	ledger     *erasure.Ledger
 	stopVault  context.CancelFunc // ends the Vault token's renewal
 	closeFuncs []func()
 }
@@ -136,7 +137,7 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 	if err != nil {
 		return fmt.Errorf("subject secret: %w", err)
 	}
-	if n.Hasher, err = derivation.NewHasher(secret); err != nil {
+	if n.Hasher, err = sealing.NewHasher(secret); err != nil {
 		return err
 	}
 	kms, rootDown, err := n.openRoot(ctx, c, log)
@@ -153,7 +154,7 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 	}
 	n.AttestationKey = attKey
 	if full {
-		if n.ledger, err = derivation.OpenLedger(c.LedgerPath(), derivation.LedgerKey(secret)); err != nil {
+		if n.ledger, err = erasure.OpenLedger(c.LedgerPath(), erasure.LedgerKey(secret)); err != nil {
 			return err
 		}
 		n.onClose(func() { n.ledger.Close() })
@@ -166,11 +167,12 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 			return err
 		}
 	}
-	opts := derivation.Options{Deadline: c.ForgetDeadline, LeaseTTL: c.LeaseTTL, Journal: journal, Ledger: n.ledger, AfterEpoch: c.AfterEpoch}
-	if n.Service, err = derivation.New(ctx, n.DB, n.Keys, n.Hasher, opts); err != nil {
+	reg, err := sealing.New(ctx, n.DB, n.Keys, n.Hasher, sealing.Options{LeaseTTL: c.LeaseTTL})
+	if err != nil {
 		return err
 	}
-	n.onClose(n.Service.Close)
+	n.onClose(reg.Close)
+	n.Service = erasure.New(reg, erasure.Options{Deadline: c.ForgetDeadline, Journal: journal, Ledger: n.ledger, AfterEpoch: c.AfterEpoch})
 	if !full {
 		return nil
 	}

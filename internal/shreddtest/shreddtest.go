@@ -22,10 +22,11 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/shredd/shredd/api"
-	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/journal"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
+	"github.com/shredd/shredd/sealing"
 	"github.com/shredd/shredd/storage/sqlite"
 	"github.com/shredd/shredd/testkeys"
 	"github.com/shredd/shredd/translog"
@@ -55,8 +56,10 @@ type Options struct {
 	// Keystore is passed to keystore.Open, with Buckets (Buckets when 0),
 	// Now and Journal filled in.
 	Keystore keystore.Options
-	// Service is passed to derivation.New, with Now and Journal filled in.
-	Service derivation.Options
+	// Service is passed to sealing.New, with Now filled in.
+	Service sealing.Options
+	// Erasure is passed to erasure.New, with Now and Journal filled in.
+	Erasure erasure.Options
 	// Kinds are registered in the registry before New returns.
 	Kinds []string
 	// AdminToken, when set, is imported into Tokens with the admin scope.
@@ -70,8 +73,8 @@ type Stack struct {
 	DB      *sql.DB
 	Root    keystore.RootStore
 	Keys    *keystore.Store
-	Hasher  *derivation.Hasher
-	Service *derivation.Service
+	Hasher  *sealing.Hasher
+	Service *erasure.Service // the registry and the erasure on it
 	// Log and Journal are nil without Options.Log.
 	Log     *translog.Log
 	Journal *journal.Journal
@@ -123,17 +126,23 @@ func New(t testing.TB, o Options) *Stack {
 	if so.Now == nil {
 		so.Now = o.Now
 	}
-	ko.Journal, so.Journal = s.Journal, s.Journal
+	eo := o.Erasure
+	if eo.Now == nil {
+		eo.Now = o.Now
+	}
+	ko.Journal, eo.Journal = s.Journal, s.Journal
 	if s.Keys, err = keystore.Open(ctx, s.DB, s.Root, ko); err != nil {
 		t.Fatal(err)
 	}
-	if s.Hasher, err = derivation.NewHasher(Secret); err != nil {
+	if s.Hasher, err = sealing.NewHasher(Secret); err != nil {
 		t.Fatal(err)
 	}
-	if s.Service, err = derivation.New(ctx, s.DB, s.Keys, s.Hasher, so); err != nil {
+	reg, err := sealing.New(ctx, s.DB, s.Keys, s.Hasher, so)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s.Service.Close)
+	t.Cleanup(reg.Close)
+	s.Service = erasure.New(reg, eo)
 	for _, k := range o.Kinds {
 		if _, _, err := s.Service.PutKind(ctx, k, ""); err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package derivation
+package erasure
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 func (s *Service) Export(ctx context.Context, id ID, since int64) (*bundle.Bundle, error) {
 	j := s.opts.Journal
 	if j == nil {
-		return nil, fmt.Errorf("derivation: export: %w", ErrNoLog)
+		return nil, fmt.Errorf("erasure: export: %w", ErrNoLog)
 	}
 	att, err := s.Attestation(ctx, id, j.Signer())
 	if err != nil {
@@ -29,24 +29,24 @@ func (s *Service) Export(ctx context.Context, id ID, since int64) (*bundle.Bundl
 	}
 	r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE id=?`, id[:]))
 	if err != nil {
-		return nil, fmt.Errorf("derivation: export: %w", err)
+		return nil, fmt.Errorf("erasure: export: %w", err)
 	}
 	var idxs []int64
 	rows, err := s.db.QueryContext(ctx, `SELECT idx FROM forget_log WHERE forget=? ORDER BY idx`, id[:])
 	if err != nil {
-		return nil, fmt.Errorf("derivation: export: %w", err)
+		return nil, fmt.Errorf("erasure: export: %w", err)
 	}
 	for rows.Next() {
 		var i int64
 		if err := rows.Scan(&i); err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("derivation: export: %w", err)
+			return nil, fmt.Errorf("erasure: export: %w", err)
 		}
 		idxs = append(idxs, i)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("derivation: export: %w", err)
+		return nil, fmt.Errorf("erasure: export: %w", err)
 	}
 	if k, err := journal.KeyCreatedIndex(ctx, s.db, r.sid, uint32(r.gen.Int64)); err != nil {
 		return nil, err
@@ -61,10 +61,10 @@ func (s *Service) Export(ctx context.Context, id ID, since int64) (*bundle.Bundl
 	}
 	size, err := j.Log().Size(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("derivation: export: %w", err)
+		return nil, fmt.Errorf("erasure: export: %w", err)
 	}
 	if since < 0 || since > size {
-		return nil, fmt.Errorf("derivation: export: since=%d, the log has %d entries: %w", since, size, ErrInvalid)
+		return nil, fmt.Errorf("erasure: export: since=%d, the log has %d entries: %w", since, size, ErrInvalid)
 	}
 	pub := j.Signer().Public().(ed25519.PublicKey)
 	pem, err := attest.MarshalPublicKey(pub)
@@ -77,20 +77,20 @@ func (s *Service) Export(ctx context.Context, id ID, since int64) (*bundle.Bundl
 	for _, i := range idxs {
 		data, err := j.Log().Entry(ctx, i)
 		if err != nil {
-			return nil, fmt.Errorf("derivation: export: entry %d: %w", i, err)
+			return nil, fmt.Errorf("erasure: export: entry %d: %w", i, err)
 		}
 		ev, err := attest.OpenEvent(data, pub)
 		if err != nil {
-			return nil, fmt.Errorf("derivation: export: entry %d: %w", i, err)
+			return nil, fmt.Errorf("erasure: export: entry %d: %w", i, err)
 		}
 		proof, err := j.Log().Prove(ctx, i, size)
 		if err != nil {
-			return nil, fmt.Errorf("derivation: export: entry %d: %w", i, err)
+			return nil, fmt.Errorf("erasure: export: entry %d: %w", i, err)
 		}
 		if b.Checkpoint == nil {
 			p, err := translog.ParseProof(proof)
 			if err != nil {
-				return nil, fmt.Errorf("derivation: export: %w", err)
+				return nil, fmt.Errorf("erasure: export: %w", err)
 			}
 			b.Checkpoint = p.Checkpoint
 		}
@@ -98,12 +98,12 @@ func (s *Service) Export(ctx context.Context, id ID, since int64) (*bundle.Bundl
 		b.Entries = append(b.Entries, bundle.Entry{Index: i, Event: ev.Event, Data: data, Proof: proof})
 	}
 	if !attested {
-		return nil, fmt.Errorf("derivation: export: forget %s was erased before the transparency log existed: %w", id, ErrNoLog)
+		return nil, fmt.Errorf("erasure: export: forget %s was erased before the transparency log existed: %w", id, ErrNoLog)
 	}
 	if since > 0 {
 		hashes, err := j.Log().ProveConsistency(ctx, since, size)
 		if err != nil {
-			return nil, fmt.Errorf("derivation: export: %w", err)
+			return nil, fmt.Errorf("erasure: export: %w", err)
 		}
 		b.Consistency = (&translog.ConsistencyProof{Old: since, New: size, Hashes: hashes}).Marshal()
 	}

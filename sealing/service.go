@@ -1,4 +1,4 @@
-package derivation
+package sealing
 
 import (
 	"bytes"
@@ -11,23 +11,18 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/envelope"
 	"github.com/shredd/shredd/internal/crashpoint"
-	"github.com/shredd/shredd/journal"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/storage/sqlite"
 )
 
 // Options configures a Service. Zero values take the defaults.
 type Options struct {
-	// Deadline is how long after its request a forget must be erased before
-	// it is overdue (default 24h).
-	Deadline time.Duration
 	// Now is the clock (time.Now by default).
 	Now func() time.Time
 	// Rand is the randomness source for ids, salts and nonces (crypto/rand
@@ -35,34 +30,18 @@ type Options struct {
 	Rand io.Reader
 	// LeaseTTL is how long a decrypt's lease lasts (DefaultLeaseTTL).
 	LeaseTTL time.Duration
-	// Journal, when set, logs forget commits, holder acks and erasure
-	// attestations in the transparency log, and signs the attestations
-	// (the key tree logs its own events through the same Journal).
-	Journal *journal.Journal
-	// Ledger, when set, receives every committed forget before it is
-	// answered: the trace that lets a restored database re-apply later
-	// forgets (ReconcileLedger).
-	Ledger *Ledger
-	// AfterEpoch, when set, is called after every completed epoch (from the
-	// background work or RunEpoch); it must not block.
-	AfterEpoch func()
 }
 
-// DefaultDeadline is the default verification deadline of a forget.
-const DefaultDeadline = 24 * time.Hour
-
-// Service is the registry and the forget state machine over one database
-// and key tree.
+// Service is the registry over one database and key tree: it seals and
+// opens data under the keys of its lineage, records artifacts and leases,
+// and holds the barrier locks that package erasure's forgets take.
 type Service struct {
 	db     *sql.DB
 	keys   *keystore.Store
 	hasher *Hasher
 	opts   Options
 
-	stripes [4096]sync.RWMutex // per-subject barrier locks, by sid
-
-	workMu sync.Mutex // serialises re-keys and epochs
-	kick   chan struct{}
+	barrier Barrier
 
 	leaseQ    chan leaseReq
 	recordQ   chan recordReq
@@ -75,9 +54,6 @@ type Service struct {
 
 // New opens the registry in db, whose schema storage/sqlite made.
 func New(ctx context.Context, db *sql.DB, keys *keystore.Store, hasher *Hasher, opts Options) (*Service, error) {
-	if opts.Deadline <= 0 {
-		opts.Deadline = DefaultDeadline
-	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -87,7 +63,7 @@ func New(ctx context.Context, db *sql.DB, keys *keystore.Store, hasher *Hasher, 
 	if opts.LeaseTTL <= 0 {
 		opts.LeaseTTL = DefaultLeaseTTL
 	}
-	svc := &Service{db: db, keys: keys, hasher: hasher, opts: opts, kick: make(chan struct{}, 1), leaseQ: make(chan leaseReq, 1024),
+	svc := &Service{db: db, keys: keys, hasher: hasher, opts: opts, leaseQ: make(chan leaseReq, 1024),
 		recordQ: make(chan recordReq, 1024), ckptKick: make(chan struct{}, 1), stop: make(chan struct{})}
 	go svc.leaseWriter()
 	go svc.recordWriter()
@@ -95,46 +71,62 @@ func New(ctx context.Context, db *sql.DB, keys *keystore.Store, hasher *Hasher, 
 	return svc, nil
 }
 
+// Barrier is the per-subject locks that order registrations against
+// forgets: a registration holds the read side of every subject of its
+// lineage while it checks the subjects are live and commits, and a forget
+// holds the write side of its subject while it commits the barrier, so
+// that nothing registered after a forget's commit can carry the subject.
+// Subjects share 4096 stripes.
+type Barrier struct{ stripes [4096]sync.RWMutex }
+
 // stripe returns the barrier lock index of a subject.
 func stripe(sid envelope.SID) int { return int(binary.BigEndian.Uint16(sid[:2]) % 4096) }
 
-// rlock takes the read side of the barrier locks of every sid, in ascending
-// order so that concurrent callers cannot deadlock, and returns the unlock.
-func (s *Service) rlock(sids []envelope.SID) func() {
+// Lock takes the write side of sid's barrier lock (a forget's commit) and
+// returns the unlock.
+func (b *Barrier) Lock(sid envelope.SID) func() {
+	mu := &b.stripes[stripe(sid)]
+	mu.Lock()
+	return mu.Unlock
+}
+
+// RLock takes the read side of the barrier locks of every sid, in
+// ascending order so that concurrent callers cannot deadlock, and returns
+// the unlock.
+func (b *Barrier) RLock(sids []envelope.SID) func() {
 	idx := make([]int, 0, len(sids))
 	for _, sid := range sids {
 		idx = append(idx, stripe(sid))
 	}
-	sort.Ints(idx)
+	slices.Sort(idx)
 	idx = slices.Compact(idx)
 	for _, i := range idx {
-		s.stripes[i].RLock()
+		b.stripes[i].RLock()
 	}
 	return func() {
 		for _, i := range idx {
-			s.stripes[i].RUnlock()
+			b.stripes[i].RUnlock()
 		}
 	}
 }
 
-// newID returns a new artifact, lease or forget id: the creation time in
-// milliseconds since 1970 (48 bits, big-endian), then 80 random bits, as a
-// UUIDv7 orders them. Ids made close in time sort together, so the
-// registry's indexes keyed by id (artifacts, lineage by artifact, leases)
-// grow at one end: a group commit dirties a few pages instead of one page
-// per index per item, which is most of a commit's cost (docs/performance.md).
-// The random part keeps ids unguessable.
-func (s *Service) newID() (ID, error) {
-	var id ID
-	ms := uint64(s.opts.Now().UnixMilli())
-	binary.BigEndian.PutUint16(id[0:2], uint16(ms>>32))
-	binary.BigEndian.PutUint32(id[2:6], uint32(ms))
-	_, err := io.ReadFull(s.opts.Rand, id[6:])
-	return id, err
-}
+// Barrier returns the registry's barrier locks, which the erasure service
+// takes to commit a forget.
+func (s *Service) Barrier() *Barrier { return &s.barrier }
 
-// mapKeyErr turns key tree errors into registry errors.
-func mapKeyErr(err error) error {
+// DB returns the registry's database.
+func (s *Service) DB() *sql.DB { return s.db }
+
+// Keys returns the registry's key tree.
+func (s *Service) Keys() *keystore.Store { return s.keys }
+
+// Hasher returns the registry's subject hasher.
+func (s *Service) Hasher() *Hasher { return s.hasher }
+
+func (s *Service) newID() (ID, error) { return shredd.NewID(s.opts.Now(), s.opts.Rand) }
+
+// MapKeyErr turns key tree errors into the domain's errors.
+func MapKeyErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
@@ -154,27 +146,27 @@ func mapKeyErr(err error) error {
 // the kind is new.
 func (s *Service) PutKind(ctx context.Context, name, description string) (Kind, bool, error) {
 	if !ValidKind(name) {
-		return Kind{}, false, fmt.Errorf("derivation: kind name: %w", ErrInvalid)
+		return Kind{}, false, fmt.Errorf("sealing: kind name: %w", ErrInvalid)
 	}
 	if len(description) > 1024 {
-		return Kind{}, false, fmt.Errorf("derivation: kind description over 1024 bytes: %w", ErrInvalid)
+		return Kind{}, false, fmt.Errorf("sealing: kind description over 1024 bytes: %w", ErrInvalid)
 	}
 	now := s.opts.Now()
 	res, err := s.db.ExecContext(ctx, `INSERT INTO kinds(name, description, created_at) VALUES (?, ?, ?)
 		ON CONFLICT(name) DO NOTHING`, name, description, now.UnixNano())
 	if err != nil {
-		return Kind{}, false, fmt.Errorf("derivation: put kind: %w", err)
+		return Kind{}, false, fmt.Errorf("sealing: put kind: %w", err)
 	}
 	n, _ := res.RowsAffected()
 	if n == 0 {
 		if _, err := s.db.ExecContext(ctx, `UPDATE kinds SET description=? WHERE name=?`, description, name); err != nil {
-			return Kind{}, false, fmt.Errorf("derivation: put kind: %w", err)
+			return Kind{}, false, fmt.Errorf("sealing: put kind: %w", err)
 		}
 	}
 	var k Kind
 	var created int64
 	if err := s.db.QueryRowContext(ctx, `SELECT name, description, created_at FROM kinds WHERE name=?`, name).Scan(&k.Name, &k.Description, &created); err != nil {
-		return Kind{}, false, fmt.Errorf("derivation: put kind: %w", err)
+		return Kind{}, false, fmt.Errorf("sealing: put kind: %w", err)
 	}
 	k.CreatedAt = time.Unix(0, created).UTC()
 	return k, n == 1, nil
@@ -184,7 +176,7 @@ func (s *Service) PutKind(ctx context.Context, name, description string) (Kind, 
 func (s *Service) Kinds(ctx context.Context) ([]Kind, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT name, description, created_at FROM kinds ORDER BY name`)
 	if err != nil {
-		return nil, fmt.Errorf("derivation: kinds: %w", err)
+		return nil, fmt.Errorf("sealing: kinds: %w", err)
 	}
 	defer rows.Close()
 	out := []Kind{}
@@ -192,7 +184,7 @@ func (s *Service) Kinds(ctx context.Context) ([]Kind, error) {
 		var k Kind
 		var created int64
 		if err := rows.Scan(&k.Name, &k.Description, &created); err != nil {
-			return nil, fmt.Errorf("derivation: kinds: %w", err)
+			return nil, fmt.Errorf("sealing: kinds: %w", err)
 		}
 		k.CreatedAt = time.Unix(0, created).UTC()
 		out = append(out, k)
@@ -213,18 +205,18 @@ type plan struct {
 
 func (s *Service) resolve(ctx context.Context, src Source) (*plan, error) {
 	if !ValidKind(src.Kind) {
-		return nil, fmt.Errorf("derivation: kind name: %w", ErrInvalid)
+		return nil, fmt.Errorf("sealing: kind name: %w", ErrInvalid)
 	}
 	if src.Holder != "" && !ValidHolder(src.Holder) {
-		return nil, fmt.Errorf("derivation: holder id: %w", ErrInvalid)
+		return nil, fmt.Errorf("sealing: holder id: %w", ErrInvalid)
 	}
 	if len(src.Leases) > MaxParents {
-		return nil, fmt.Errorf("derivation: %d leases, at most %d: %w", len(src.Leases), MaxParents, ErrTooLarge)
+		return nil, fmt.Errorf("sealing: %d leases, at most %d: %w", len(src.Leases), MaxParents, ErrTooLarge)
 	}
 	for _, lid := range src.Leases {
 		l, err := s.GetLease(ctx, lid)
 		if errors.Is(err, ErrNotFound) {
-			return nil, fmt.Errorf("derivation: lease %s: %w", lid, ErrUnknownParent)
+			return nil, fmt.Errorf("sealing: lease %s: %w", lid, ErrUnknownParent)
 		}
 		if err != nil {
 			return nil, err
@@ -232,17 +224,17 @@ func (s *Service) resolve(ctx context.Context, src Source) (*plan, error) {
 		src.Parents = append(src.Parents, l.Artifact)
 	}
 	if len(src.Subjects) == 0 && len(src.Parents) == 0 {
-		return nil, fmt.Errorf("derivation: an artifact needs a subject or a parent: %w", ErrInvalid)
+		return nil, fmt.Errorf("sealing: an artifact needs a subject or a parent: %w", ErrInvalid)
 	}
 	if len(src.Subjects) > MaxSubjects {
-		return nil, fmt.Errorf("derivation: %d subjects, at most %d: %w", len(src.Subjects), MaxSubjects, ErrTooLarge)
+		return nil, fmt.Errorf("sealing: %d subjects, at most %d: %w", len(src.Subjects), MaxSubjects, ErrTooLarge)
 	}
 	if len(src.Parents) > MaxParents {
-		return nil, fmt.Errorf("derivation: %d parents, at most %d: %w", len(src.Parents), MaxParents, ErrTooLarge)
+		return nil, fmt.Errorf("sealing: %d parents, at most %d: %w", len(src.Parents), MaxParents, ErrTooLarge)
 	}
 	p := &plan{kind: src.Kind, holder: src.Holder, direct: map[envelope.SID]bool{}, subject: map[envelope.SID]string{}, lineage: map[envelope.SID]uint32{}}
 	for i, subj := range src.Subjects {
-		if err := checkSubject(subj); err != nil {
+		if err := CheckSubject(subj); err != nil {
 			return nil, fmt.Errorf("subject %d: %w", i, err)
 		}
 		sid := s.hasher.SID(subj)
@@ -258,7 +250,7 @@ func (s *Service) resolve(ctx context.Context, src Source) (*plan, error) {
 		p.parents = append(p.parents, par)
 		rows, err := s.db.QueryContext(ctx, `SELECT l.sid, l.gen FROM artifacts a JOIN lineage l ON l.artifact = a.id WHERE a.id = ?`, par[:])
 		if err != nil {
-			return nil, fmt.Errorf("derivation: parent: %w", err)
+			return nil, fmt.Errorf("sealing: parent: %w", err)
 		}
 		n := 0
 		for rows.Next() {
@@ -266,23 +258,23 @@ func (s *Service) resolve(ctx context.Context, src Source) (*plan, error) {
 			var gen uint32
 			if err := rows.Scan(&b, &gen); err != nil {
 				rows.Close()
-				return nil, fmt.Errorf("derivation: parent: %w", err)
+				return nil, fmt.Errorf("sealing: parent: %w", err)
 			}
 			var sid envelope.SID
 			copy(sid[:], b)
 			if g, ok := p.lineage[sid]; ok && g != gen {
 				rows.Close()
-				return nil, fmt.Errorf("derivation: parents carry two generations of one subject: %w", ErrShredded)
+				return nil, fmt.Errorf("sealing: parents carry two generations of one subject: %w", ErrShredded)
 			}
 			p.lineage[sid] = gen
 			n++
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("derivation: parent: %w", err)
+			return nil, fmt.Errorf("sealing: parent: %w", err)
 		}
 		if n == 0 {
-			return nil, fmt.Errorf("derivation: parent %s: %w", par, ErrUnknownParent)
+			return nil, fmt.Errorf("sealing: parent %s: %w", par, ErrUnknownParent)
 		}
 	}
 	all := map[envelope.SID]bool{}
@@ -293,7 +285,7 @@ func (s *Service) resolve(ctx context.Context, src Source) (*plan, error) {
 		all[sid] = true
 	}
 	if len(all) > envelope.MaxLineage {
-		return nil, fmt.Errorf("derivation: lineage of %d subjects, at most %d: %w", len(all), envelope.MaxLineage, ErrTooLarge)
+		return nil, fmt.Errorf("sealing: lineage of %d subjects, at most %d: %w", len(all), envelope.MaxLineage, ErrTooLarge)
 	}
 	for sid := range all {
 		p.sids = append(p.sids, sid)
@@ -349,7 +341,7 @@ func (s *Service) keyErr(ctx context.Context, err error, refs []envelope.Ref) er
 			}
 		}
 	}
-	return mapKeyErr(err)
+	return MapKeyErr(err)
 }
 
 // recordReq is one artifact registration waiting for the group commit.
@@ -373,7 +365,7 @@ func (s *Service) record(ctx context.Context, id ID, p *plan, refs []envelope.Re
 	now := s.opts.Now()
 	r := recordReq{id: id, p: p, refs: refs, sealed: sealed, now: now, done: make(chan error, 1)}
 	if err := enqueue(ctx, s, s.recordQ, r); err != nil {
-		return now, fmt.Errorf("derivation: record: %w", err)
+		return now, fmt.Errorf("sealing: record: %w", err)
 	}
 	// Once queued, the request is written or refused by the writer: wait for
 	// its answer even if ctx ends, so that the caller's barrier locks cover
@@ -496,7 +488,7 @@ func (s *Service) writeGroup(batch []recordReq, kinds map[string]bool) ([]error,
 	ctx := context.Background()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("derivation: record: %w", err)
+		return nil, fmt.Errorf("sealing: record: %w", err)
 	}
 	defer tx.Rollback()
 	st := newTxStmts(tx)
@@ -512,7 +504,7 @@ func (s *Service) writeGroup(batch []recordReq, kinds map[string]bool) ([]error,
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("derivation: record: %w", err)
+		return nil, fmt.Errorf("sealing: record: %w", err)
 	}
 	crashpoint.Hit("artifact:recorded") // registered, not yet answered
 	return errs, nil
@@ -573,7 +565,7 @@ func (s *Service) checkRecord(ctx context.Context, st *txStmts, known map[string
 			continue
 		}
 		if err := s.keys.CheckLive(ctx, st, []envelope.Ref{ref}); err != nil {
-			return mapKeyErr(err)
+			return MapKeyErr(err)
 		}
 		live[ref] = true
 	}
@@ -583,9 +575,9 @@ func (s *Service) checkRecord(ctx context.Context, st *txStmts, known map[string
 	var one int
 	switch err := st.QueryRowContext(ctx, `SELECT 1 FROM kinds WHERE name=?`, r.p.kind).Scan(&one); {
 	case errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("derivation: kind %q: %w", r.p.kind, ErrUnknownKind)
+		return fmt.Errorf("sealing: kind %q: %w", r.p.kind, ErrUnknownKind)
 	case err != nil:
-		return fmt.Errorf("derivation: record: %w", err)
+		return fmt.Errorf("sealing: record: %w", err)
 	}
 	known[r.p.kind] = true
 	return nil
@@ -596,17 +588,17 @@ func insertRecord(ctx context.Context, st *txStmts, id ID, kind, holder string, 
 	refs []envelope.Ref, direct func(envelope.SID) bool) error {
 	if _, err := st.ExecContext(ctx, `INSERT INTO artifacts(id, kind, holder, sealed, created_at) VALUES (?, ?, ?, ?, ?)`,
 		id[:], kind, holder, sealed, now.UnixNano()); err != nil {
-		return fmt.Errorf("derivation: record: %w", err)
+		return fmt.Errorf("sealing: record: %w", err)
 	}
 	for _, par := range parents {
 		if _, err := st.ExecContext(ctx, `INSERT INTO artifact_parents(artifact, parent) VALUES (?, ?)`, id[:], par[:]); err != nil {
-			return fmt.Errorf("derivation: record: %w", err)
+			return fmt.Errorf("sealing: record: %w", err)
 		}
 	}
 	for _, ref := range refs {
 		if _, err := st.ExecContext(ctx, `INSERT INTO lineage(sid, artifact, gen, direct) VALUES (?, ?, ?, ?)`,
 			ref.SID[:], id[:], ref.Gen, direct(ref.SID)); err != nil {
-			return fmt.Errorf("derivation: record: %w", err)
+			return fmt.Errorf("sealing: record: %w", err)
 		}
 	}
 	return nil
@@ -646,22 +638,22 @@ func (s *Service) seal(ctx context.Context, src Source, plaintext, context []byt
 // sealTo is seal appending the envelope to dst.
 func (s *Service) sealTo(ctx context.Context, dst []byte, src Source, plaintext, context []byte, done func(ID, []byte, int)) error {
 	if len(plaintext) > envelope.MaxPlaintext {
-		return fmt.Errorf("derivation: plaintext of %d bytes: %w", len(plaintext), ErrTooLarge)
+		return fmt.Errorf("sealing: plaintext of %d bytes: %w", len(plaintext), ErrTooLarge)
 	}
 	if len(context) > envelope.MaxContext {
-		return fmt.Errorf("derivation: context of %d bytes, at most %d: %w", len(context), envelope.MaxContext, ErrTooLarge)
+		return fmt.Errorf("sealing: context of %d bytes, at most %d: %w", len(context), envelope.MaxContext, ErrTooLarge)
 	}
 	return s.withLineage(ctx, src, func(id ID, p *plan, keys []envelope.SubjectKey, refs []envelope.Ref) error {
 		h, err := envelope.NewHeader(s.opts.Rand, envelope.ArtifactID(id), p.kind, refs)
 		if err != nil {
-			return fmt.Errorf("derivation: encrypt: %w: %w", ErrInvalid, err)
+			return fmt.Errorf("sealing: encrypt: %w: %w", ErrInvalid, err)
 		}
 		if need := len(plaintext) + 512 + len(refs)*40; cap(dst)-len(dst) < need {
 			dst = slices.Grow(dst, need)
 		}
 		b, err := envelope.AppendSeal(dst, h, keys, plaintext, context)
 		if err != nil {
-			return fmt.Errorf("derivation: encrypt: %w", err)
+			return fmt.Errorf("sealing: encrypt: %w", err)
 		}
 		if _, err := s.record(ctx, id, p, refs, true); err != nil {
 			return err
@@ -676,7 +668,7 @@ func (s *Service) sealTo(ctx context.Context, dst []byte, src Source, plaintext,
 // purge when a subject of its lineage is forgotten.
 func (s *Service) Register(ctx context.Context, src Source) (Artifact, error) {
 	if src.Holder == "" {
-		return Artifact{}, fmt.Errorf("derivation: a plaintext-held artifact needs a holder: %w", ErrInvalid)
+		return Artifact{}, fmt.Errorf("sealing: a plaintext-held artifact needs a holder: %w", ErrInvalid)
 	}
 	var out Artifact
 	err := s.withLineage(ctx, src, func(id ID, p *plan, _ []envelope.SubjectKey, refs []envelope.Ref) error {
@@ -698,7 +690,7 @@ func (s *Service) withLineage(ctx context.Context, src Source, fn func(ID, *plan
 	if err != nil {
 		return err
 	}
-	unlock := s.rlock(p.sids)
+	unlock := s.barrier.RLock(p.sids)
 	defer unlock()
 	keys, err := s.planKeys(ctx, p)
 	if err != nil {
@@ -727,11 +719,11 @@ func (s *Service) Decrypt(ctx context.Context, ciphertext string, context []byte
 // forgotten subject in the lineage gives ErrShredded.
 func (s *Service) DecryptFor(ctx context.Context, ciphertext string, context []byte, holder string) (Opened, error) {
 	if holder != "" && !ValidHolder(holder) {
-		return Opened{}, fmt.Errorf("derivation: holder id: %w", ErrInvalid)
+		return Opened{}, fmt.Errorf("sealing: holder id: %w", ErrInvalid)
 	}
 	env, err := envelope.ParseText(ciphertext)
 	if err != nil {
-		return Opened{}, fmt.Errorf("derivation: decrypt: %w: %w", ErrEnvelope, err)
+		return Opened{}, fmt.Errorf("sealing: decrypt: %w: %w", ErrEnvelope, err)
 	}
 	return s.open(ctx, env, context, holder)
 }
@@ -739,18 +731,18 @@ func (s *Service) DecryptFor(ctx context.Context, ciphertext string, context []b
 // DecryptBinary is DecryptFor for the binary form of an envelope.
 func (s *Service) DecryptBinary(ctx context.Context, ciphertext, context []byte, holder string) (Opened, error) {
 	if holder != "" && !ValidHolder(holder) {
-		return Opened{}, fmt.Errorf("derivation: holder id: %w", ErrInvalid)
+		return Opened{}, fmt.Errorf("sealing: holder id: %w", ErrInvalid)
 	}
 	env, err := envelope.Parse(ciphertext)
 	if err != nil {
-		return Opened{}, fmt.Errorf("derivation: decrypt: %w: %w", ErrEnvelope, err)
+		return Opened{}, fmt.Errorf("sealing: decrypt: %w: %w", ErrEnvelope, err)
 	}
 	return s.open(ctx, env, context, holder)
 }
 
 func (s *Service) open(ctx context.Context, env *envelope.Envelope, context []byte, holder string) (Opened, error) {
 	sids := env.Header.Subjects()
-	unlock := s.rlock(sids)
+	unlock := s.barrier.RLock(sids)
 	defer unlock()
 	keys := make([]envelope.SubjectKey, 0, len(sids))
 	for _, ref := range env.Header.Lineage {
@@ -762,7 +754,7 @@ func (s *Service) open(ctx context.Context, env *envelope.Envelope, context []by
 	}
 	pt, err := envelope.Open(env, keys, context)
 	if err != nil {
-		return Opened{}, fmt.Errorf("derivation: decrypt: %w: %w", ErrEnvelope, err)
+		return Opened{}, fmt.Errorf("sealing: decrypt: %w: %w", ErrEnvelope, err)
 	}
 	art := ID(env.Header.Artifact)
 	l, err := s.issueLease(ctx, art, holder)
@@ -780,15 +772,15 @@ func (s *Service) GetArtifact(ctx context.Context, id ID) (Artifact, error) {
 	err := s.db.QueryRowContext(ctx, `SELECT seq, kind, holder, sealed, created_at FROM artifacts WHERE id=?`, id[:]).
 		Scan(&a.Seq, &a.Kind, &a.Holder, &a.Sealed, &created)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Artifact{}, fmt.Errorf("derivation: artifact %s: %w", id, ErrNotFound)
+		return Artifact{}, fmt.Errorf("sealing: artifact %s: %w", id, ErrNotFound)
 	}
 	if err != nil {
-		return Artifact{}, fmt.Errorf("derivation: artifact: %w", err)
+		return Artifact{}, fmt.Errorf("sealing: artifact: %w", err)
 	}
 	a.CreatedAt = time.Unix(0, created).UTC()
 	rows, err := s.db.QueryContext(ctx, `SELECT parent FROM artifact_parents WHERE artifact=? ORDER BY parent`, id[:])
 	if err != nil {
-		return Artifact{}, fmt.Errorf("derivation: artifact: %w", err)
+		return Artifact{}, fmt.Errorf("sealing: artifact: %w", err)
 	}
 	for rows.Next() {
 		var b []byte
@@ -803,7 +795,7 @@ func (s *Service) GetArtifact(ctx context.Context, id ID) (Artifact, error) {
 	rows.Close()
 	rows, err = s.db.QueryContext(ctx, `SELECT sid, gen FROM lineage WHERE artifact=? ORDER BY sid`, id[:])
 	if err != nil {
-		return Artifact{}, fmt.Errorf("derivation: artifact: %w", err)
+		return Artifact{}, fmt.Errorf("sealing: artifact: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -818,4 +810,4 @@ func (s *Service) GetArtifact(ctx context.Context, id ID) (Artifact, error) {
 	return a, rows.Err()
 }
 
-var _ shredd.Service = (*Service)(nil)
+var _ shredd.Sealer = (*Service)(nil)

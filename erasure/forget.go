@@ -1,4 +1,4 @@
-package derivation
+package erasure
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/shredd/shredd/internal/crashpoint"
 	"github.com/shredd/shredd/journal"
 	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/sealing"
 )
 
 type forgetRow struct {
@@ -41,29 +42,24 @@ func scanForget(sc interface{ Scan(...any) error }) (forgetRow, error) {
 func (s *Service) queryForgets(ctx context.Context, tail string, args ...any) ([]forgetRow, error) {
 	rows, err := s.db.QueryContext(ctx, forgetCols+tail, args...)
 	if err != nil {
-		return nil, fmt.Errorf("derivation: forgets: %w", err)
+		return nil, fmt.Errorf("erasure: forgets: %w", err)
 	}
 	defer rows.Close()
 	var out []forgetRow
 	for rows.Next() {
 		r, err := scanForget(rows)
 		if err != nil {
-			return nil, fmt.Errorf("derivation: forgets: %w", err)
+			return nil, fmt.Errorf("erasure: forgets: %w", err)
 		}
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("derivation: forgets: %w", err)
+		return nil, fmt.Errorf("erasure: forgets: %w", err)
 	}
 	return out, nil
 }
 
-func ts(n sql.NullInt64) time.Time {
-	if !n.Valid {
-		return time.Time{}
-	}
-	return time.Unix(0, n.Int64).UTC()
-}
+func ts(n sql.NullInt64) time.Time { return sealing.Time(n) }
 
 func (s *Service) view(ctx context.Context, r forgetRow) (Forget, error) {
 	f := Forget{ID: r.id, State: r.state, Barrier: r.barrier.Int64,
@@ -129,9 +125,7 @@ func (s *Service) Forget(ctx context.Context, subject string) (Forget, error) {
 		return Forget{}, err
 	}
 	sid := s.hasher.SID(subject)
-	mu := &s.stripes[stripe(sid)]
-	mu.Lock()
-	defer mu.Unlock()
+	defer s.barrier.Lock(sid)()
 	if r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE sid=? ORDER BY requested_at DESC LIMIT 1`, sid[:])); err == nil {
 		if r.state == StateRequested { // a commit that failed or crashed: finish it now
 			if err := s.commit(ctx, r.id, sid, nil); err != nil {
@@ -144,7 +138,7 @@ func (s *Service) Forget(ctx context.Context, subject string) (Forget, error) {
 		}
 		return s.view(ctx, r)
 	} else if !errors.Is(err, sql.ErrNoRows) {
-		return Forget{}, fmt.Errorf("derivation: forget: %w", err)
+		return Forget{}, fmt.Errorf("erasure: forget: %w", err)
 	}
 	id, err := s.newID()
 	if err != nil {
@@ -179,7 +173,7 @@ type forgetRequest struct {
 func (s *Service) commit(ctx context.Context, id ID, sid envelope.SID, req *forgetRequest) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("derivation: forget: %w", err)
+		return fmt.Errorf("erasure: forget: %w", err)
 	}
 	defer tx.Rollback()
 	if req != nil {
@@ -188,18 +182,18 @@ func (s *Service) commit(ctx context.Context, id ID, sid envelope.SID, req *forg
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO forgets(id, sid, state, requested_at, deadline, commitment) VALUES (?, ?, ?, ?, ?, ?)`,
 			id[:], sid[:], StateRequested, req.at.UnixNano(), req.deadline.UnixNano(), nullString(req.commitment)); err != nil {
-			return fmt.Errorf("derivation: forget: %w", err)
+			return fmt.Errorf("erasure: forget: %w", err)
 		}
 	}
 	gen, err := s.keys.ForgetTx(ctx, tx, sid)
 	if err != nil {
-		return fmt.Errorf("derivation: forget: %w", err)
+		return fmt.Errorf("erasure: forget: %w", err)
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE forgets SET state=?, gen=?, committed_at=?,
 		barrier=(SELECT coalesce(max(seq), 0) FROM artifacts) WHERE id=? AND state=?`,
 		StateCommitted, gen, s.opts.Now().UnixNano(), id[:], StateRequested)
 	if err != nil {
-		return fmt.Errorf("derivation: forget: %w", err)
+		return fmt.Errorf("erasure: forget: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 1 && s.opts.Journal != nil {
 		if err := s.logCommit(ctx, tx, id, sid, gen); err != nil {
@@ -207,7 +201,7 @@ func (s *Service) commit(ctx context.Context, id ID, sid envelope.SID, req *forg
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("derivation: forget: %w", err)
+		return fmt.Errorf("erasure: forget: %w", err)
 	}
 	s.keys.Purge(sid)
 	crashpoint.Hit("forget:committed")
@@ -221,7 +215,7 @@ func (s *Service) logCommit(ctx context.Context, tx *sql.Tx, id ID, sid envelope
 	var commitment string
 	var barrier int64
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(commitment, ''), barrier FROM forgets WHERE id=?`, id[:]).Scan(&commitment, &barrier); err != nil {
-		return fmt.Errorf("derivation: forget: %w", err)
+		return fmt.Errorf("erasure: forget: %w", err)
 	}
 	if commitment == "" {
 		return nil // made by a release without commitments: nothing to commit to
@@ -238,10 +232,10 @@ func (s *Service) logCommit(ctx context.Context, tx *sql.Tx, id ID, sid envelope
 func (s *Service) GetForget(ctx context.Context, id ID) (Forget, error) {
 	r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE id=?`, id[:]))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Forget{}, fmt.Errorf("derivation: forget %s: %w", id, ErrNotFound)
+		return Forget{}, fmt.Errorf("erasure: forget %s: %w", id, ErrNotFound)
 	}
 	if err != nil {
-		return Forget{}, fmt.Errorf("derivation: forget: %w", err)
+		return Forget{}, fmt.Errorf("erasure: forget: %w", err)
 	}
 	return s.view(ctx, r)
 }
@@ -309,10 +303,9 @@ func (s *Service) commitRequested(ctx context.Context) error {
 		return err
 	}
 	for _, r := range pending {
-		mu := &s.stripes[stripe(r.sid)]
-		mu.Lock()
+		unlock := s.barrier.Lock(r.sid)
 		err := s.commit(ctx, r.id, r.sid, nil)
-		mu.Unlock()
+		unlock()
 		if err != nil {
 			return err
 		}
@@ -340,7 +333,7 @@ func (s *Service) reconcileLocked(ctx context.Context) error {
 			now := s.opts.Now().UnixNano()
 			if _, err := s.db.ExecContext(ctx, `UPDATE forgets SET rekeyed_at=?, shredded_at=?, state=? WHERE id=? AND state=?`,
 				now, now, StateShredded, r.id[:], StateCommitted); err != nil {
-				return fmt.Errorf("derivation: reconcile: %w", err)
+				return fmt.Errorf("erasure: reconcile: %w", err)
 			}
 			crashpoint.Hit("forget:rekeyed")
 			continue
@@ -355,7 +348,7 @@ func (s *Service) reconcileLocked(ctx context.Context) error {
 		}
 		if _, err := s.db.ExecContext(ctx, `UPDATE forgets SET rekeyed_at=?, rekey_marker=? WHERE id=?`,
 			s.opts.Now().UnixNano(), marker, r.id[:]); err != nil {
-			return fmt.Errorf("derivation: reconcile: %w", err)
+			return fmt.Errorf("erasure: reconcile: %w", err)
 		}
 		crashpoint.Hit("forget:rekeyed")
 	}
@@ -387,7 +380,7 @@ func (s *Service) advanceShredded(ctx context.Context) error {
 		}
 		if _, err := s.db.ExecContext(ctx, `UPDATE forgets SET state=?, shredded_at=?, epoch=? WHERE id=? AND state=?`,
 			StateShredded, e.FinishedAt.UnixNano(), e.ID, r.id[:], StateCommitted); err != nil {
-			return fmt.Errorf("derivation: reconcile: %w", err)
+			return fmt.Errorf("erasure: reconcile: %w", err)
 		}
 	}
 	return nil

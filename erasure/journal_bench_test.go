@@ -1,18 +1,19 @@
-package derivation_test
+package erasure_test
 
 import (
 	"context"
 	"fmt"
 	"testing"
 
-	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd/erasure"
+	"github.com/shredd/shredd/sealing"
 )
 
 // BenchmarkJournal measures what the transparency log adds to the two
 // operations that append to it on the request path, against the same
 // service without a log, in the same run (real SQLite files, local root):
 //
-//	go test -run '^$' -bench Journal -benchtime 2000x -count 3 ./derivation/
+//	go test -run '^$' -bench Journal -benchtime 2000x -count 3 ./erasure/
 //
 // first_encrypt: an encrypt for a subject never seen (a key is created:
 // one key_created event, signed and appended in the key's transaction);
@@ -20,7 +21,7 @@ import (
 func BenchmarkJournal(b *testing.B) {
 	for _, log := range []bool{false, true} {
 		name := map[bool]string{false: "log=off", true: "log=on"}[log]
-		newSvc := func(b *testing.B) *derivation.Service {
+		newSvc := func(b *testing.B) *erasure.Service {
 			if log {
 				return newJournaled(b).svc
 			}
@@ -32,7 +33,7 @@ func BenchmarkJournal(b *testing.B) {
 			ctx := context.Background()
 			b.ResetTimer()
 			for i := range b.N {
-				if _, err := s.Encrypt(ctx, derivation.Source{Kind: "episodic", Subjects: []string{fmt.Sprint("s-", i)}}, []byte("x"), nil); err != nil {
+				if _, err := s.Encrypt(ctx, sealing.Source{Kind: "episodic", Subjects: []string{fmt.Sprint("s-", i)}}, []byte("x"), nil); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -41,7 +42,7 @@ func BenchmarkJournal(b *testing.B) {
 			s := newSvc(b)
 			ctx := context.Background()
 			for i := range b.N {
-				if _, err := s.Encrypt(ctx, derivation.Source{Kind: "episodic", Subjects: []string{fmt.Sprint("s-", i)}}, []byte("x"), nil); err != nil {
+				if _, err := s.Encrypt(ctx, sealing.Source{Kind: "episodic", Subjects: []string{fmt.Sprint("s-", i)}}, []byte("x"), nil); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,4 +1,4 @@
-package derivation
+package erasure
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package derivation
+package sealing
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 )
 
 // The domain's value types, states and errors are the root package's
-// (package shredd); derivation, which implements its services, names them
+// (package shredd); sealing, which implements shredd.Sealer, names them
 // here so that its code and its callers read as before. New code should
 // use the shredd names.
 type (
@@ -75,15 +75,15 @@ func truncate(s string) string {
 	return s
 }
 
-// checkSubject refuses a raw subject id that is empty, longer than
+// CheckSubject refuses a raw subject id that is empty, longer than
 // MaxSubjectID or not valid UTF-8: ids are compared as bytes, and an
 // invalid one could alias another after any later normalisation.
-func checkSubject(subject string) error {
+func CheckSubject(subject string) error {
 	if subject == "" || len(subject) > MaxSubjectID {
-		return fmt.Errorf("derivation: subject empty or over %d bytes: %w", MaxSubjectID, ErrInvalid)
+		return fmt.Errorf("sealing: subject empty or over %d bytes: %w", MaxSubjectID, ErrInvalid)
 	}
 	if !utf8.ValidString(subject) {
-		return fmt.Errorf("derivation: subject is not valid UTF-8: %w", ErrInvalid)
+		return fmt.Errorf("sealing: subject is not valid UTF-8: %w", ErrInvalid)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package derivation
+package erasure
 
 import (
 	"context"
@@ -14,23 +14,23 @@ func (s *Service) CountForgets(ctx context.Context) (byState map[string]int, ove
 	byState = map[string]int{StateRequested: 0, StateCommitted: 0, StateShredded: 0, StateErased: 0}
 	rows, err := s.db.QueryContext(ctx, `SELECT CASE WHEN erased_at IS NOT NULL THEN ? ELSE state END, count(*) FROM forgets GROUP BY 1`, StateErased)
 	if err != nil {
-		return nil, 0, fmt.Errorf("derivation: count forgets: %w", err)
+		return nil, 0, fmt.Errorf("erasure: count forgets: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var st string
 		var n int
 		if err := rows.Scan(&st, &n); err != nil {
-			return nil, 0, fmt.Errorf("derivation: count forgets: %w", err)
+			return nil, 0, fmt.Errorf("erasure: count forgets: %w", err)
 		}
 		byState[st] = n
 	}
 	if err := rows.Err(); err != nil {
-		return nil, 0, fmt.Errorf("derivation: count forgets: %w", err)
+		return nil, 0, fmt.Errorf("erasure: count forgets: %w", err)
 	}
 	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM forgets WHERE erased_at IS NULL AND deadline < ?`,
 		s.opts.Now().UnixNano()).Scan(&overdue); err != nil {
-		return nil, 0, fmt.Errorf("derivation: count forgets: %w", err)
+		return nil, 0, fmt.Errorf("erasure: count forgets: %w", err)
 	}
 	return byState, overdue, nil
 }

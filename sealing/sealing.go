@@ -1,19 +1,18 @@
-// Package derivation is shredd's lineage registry and forget state machine.
+// Package sealing is shredd's sealing side and lineage registry: it
+// seals and opens data under the keys of every subject of its lineage,
+// records every artifact with its kind, holder, direct subjects and parents,
+// issues decrypt leases, and holds the per-subject barrier locks. It
+// implements shredd.Sealer; package erasure forgets over it.
 //
-// Every artifact shredd seals or registers is recorded with its kind, holder,
-// direct subjects and parents; its lineage is the transitive closure of the
-// subjects over its parents, stored flat so that a forget finds every
-// artifact that depends on a subject in one index lookup. Sealing an artifact
-// needs every subject key of its lineage (envelope's AND semantics), so
-// forgetting any one subject makes every derivative and aggregate of it
-// unreadable.
-//
-// A forget moves requested → committed → shredded (docs/design.md, "Forget"). The
-// commit is the barrier: from then on every encrypt, decrypt or registration
-// whose lineage contains the subject is refused with ErrShredded, also when it
-// races the forget. Shredded means the subject's bucket was re-keyed and a
-// root epoch completed after that.
-package derivation
+// An artifact's lineage is the transitive closure of the subjects over its
+// parents, stored flat so that a forget finds every artifact that depends on
+// a subject in one index lookup. Sealing needs every subject key of the
+// lineage (envelope's AND semantics), so forgetting any one subject makes
+// every derivative and aggregate of it unreadable. A registration holds the
+// read side of its subjects' barrier locks while it checks them live and
+// commits, so nothing registered after a forget's commit carries the
+// subject.
+package sealing
 
 import (
 	"crypto/hmac"
@@ -51,7 +50,7 @@ type Hasher struct{ key []byte }
 // NewHasher returns a Hasher with the given secret (at least 32 bytes).
 func NewHasher(secret []byte) (*Hasher, error) {
 	if len(secret) < 32 {
-		return nil, fmt.Errorf("derivation: subject secret of %d bytes, want >= 32: %w", len(secret), ErrInvalid)
+		return nil, fmt.Errorf("sealing: subject secret of %d bytes, want >= 32: %w", len(secret), ErrInvalid)
 	}
 	return &Hasher{key: append([]byte(nil), secret...)}, nil
 }

@@ -1,4 +1,4 @@
-package derivation
+package sealing
 
 import (
 	"context"
@@ -42,7 +42,7 @@ type BulkOptions struct {
 func (s *Service) CountArtifacts(ctx context.Context) (int64, error) {
 	var n int64
 	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM artifacts`).Scan(&n); err != nil {
-		return 0, fmt.Errorf("derivation: count artifacts: %w", err)
+		return 0, fmt.Errorf("sealing: count artifacts: %w", err)
 	}
 	return n, nil
 }
@@ -56,18 +56,18 @@ func (s *Service) CountArtifacts(ctx context.Context) (int64, error) {
 func (s *Service) BulkImport(ctx context.Context, arts []BulkArtifact, o BulkOptions) error {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
-		return fmt.Errorf("derivation: import: %w", err)
+		return fmt.Errorf("sealing: import: %w", err)
 	}
 	defer conn.Close()
 	if o.CacheKiB > 0 {
 		if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA cache_size=-%d", o.CacheKiB)); err != nil {
-			return fmt.Errorf("derivation: import: %w", err)
+			return fmt.Errorf("sealing: import: %w", err)
 		}
 		defer conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf("PRAGMA cache_size=-%d", sqlite.CacheKiB))
 	}
 	if o.NoSync {
 		if _, err := conn.ExecContext(ctx, "PRAGMA synchronous=OFF"); err != nil {
-			return fmt.Errorf("derivation: import: %w", err)
+			return fmt.Errorf("sealing: import: %w", err)
 		}
 		defer func() {
 			// Back in the pool the connection must sync again; one that
@@ -79,7 +79,7 @@ func (s *Service) BulkImport(ctx context.Context, arts []BulkArtifact, o BulkOpt
 	}
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("derivation: import: %w", err)
+		return fmt.Errorf("sealing: import: %w", err)
 	}
 	defer tx.Rollback()
 	st := newTxStmts(tx)
@@ -89,15 +89,15 @@ func (s *Service) BulkImport(ctx context.Context, arts []BulkArtifact, o BulkOpt
 	for i := range arts {
 		a := &arts[i]
 		if len(a.Direct) != len(a.Lineage) || len(a.Lineage) == 0 {
-			return fmt.Errorf("derivation: import: artifact %s: lineage and direct differ or are empty: %w", a.ID, ErrInvalid)
+			return fmt.Errorf("sealing: import: artifact %s: lineage and direct differ or are empty: %w", a.ID, ErrInvalid)
 		}
 		if !kinds[a.Kind] {
 			var one int
 			if err := st.QueryRowContext(ctx, `SELECT 1 FROM kinds WHERE name=?`, a.Kind).Scan(&one); err != nil {
 				if errors.Is(err, sql.ErrNoRows) {
-					return fmt.Errorf("derivation: import: kind %q: %w", a.Kind, ErrUnknownKind)
+					return fmt.Errorf("sealing: import: kind %q: %w", a.Kind, ErrUnknownKind)
 				}
-				return fmt.Errorf("derivation: import: %w", err)
+				return fmt.Errorf("sealing: import: %w", err)
 			}
 			kinds[a.Kind] = true
 		}
@@ -106,7 +106,7 @@ func (s *Service) BulkImport(ctx context.Context, arts []BulkArtifact, o BulkOpt
 				continue
 			}
 			if err := s.keys.CheckLive(ctx, st, []envelope.Ref{r}); err != nil {
-				return mapKeyErr(err)
+				return MapKeyErr(err)
 			}
 			live[r] = true
 		}
@@ -123,7 +123,7 @@ func (s *Service) BulkImport(ctx context.Context, arts []BulkArtifact, o BulkOpt
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("derivation: import: %w", err)
+		return fmt.Errorf("sealing: import: %w", err)
 	}
 	return nil
 }

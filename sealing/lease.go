@@ -1,4 +1,4 @@
-package derivation
+package sealing
 
 import (
 	"context"
@@ -48,18 +48,18 @@ func (s *Service) writeLeases(batch []leaseReq) error {
 	ctx := context.Background()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("derivation: lease: %w", err)
+		return fmt.Errorf("sealing: lease: %w", err)
 	}
 	defer tx.Rollback()
 	for _, r := range batch {
 		l := r.l
 		if _, err := tx.ExecContext(ctx, `INSERT INTO leases(id, artifact, holder, issued_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
 			l.ID[:], l.Artifact[:], l.Holder, l.IssuedAt.UnixNano(), l.ExpiresAt.UnixNano()); err != nil {
-			return fmt.Errorf("derivation: lease: %w", err)
+			return fmt.Errorf("sealing: lease: %w", err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("derivation: lease: %w", err)
+		return fmt.Errorf("sealing: lease: %w", err)
 	}
 	return nil
 }
@@ -74,7 +74,7 @@ func (s *Service) issueLease(ctx context.Context, artifact ID, holder string) (L
 	l := Lease{ID: id, Artifact: artifact, Holder: holder, IssuedAt: now, ExpiresAt: now.Add(s.opts.LeaseTTL)}
 	r := leaseReq{l: l, done: make(chan error, 1)}
 	if err := enqueue(ctx, s, s.leaseQ, r); err != nil {
-		return Lease{}, fmt.Errorf("derivation: lease: %w", err)
+		return Lease{}, fmt.Errorf("sealing: lease: %w", err)
 	}
 	if err := <-r.done; err != nil {
 		return Lease{}, err
@@ -93,7 +93,7 @@ func scanLease(sc interface{ Scan(...any) error }) (Lease, error) {
 	copy(l.ID[:], id)
 	copy(l.Artifact[:], art)
 	l.IssuedAt, l.ExpiresAt = time.Unix(0, issued).UTC(), time.Unix(0, expires).UTC()
-	l.ReleasedAt = ts(released)
+	l.ReleasedAt = Time(released)
 	return l, nil
 }
 
@@ -103,10 +103,10 @@ const leaseCols = `SELECT id, artifact, holder, issued_at, expires_at, released_
 func (s *Service) GetLease(ctx context.Context, id ID) (Lease, error) {
 	l, err := scanLease(s.db.QueryRowContext(ctx, leaseCols+` WHERE id=?`, id[:]))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Lease{}, fmt.Errorf("derivation: lease %s: %w", id, ErrNotFound)
+		return Lease{}, fmt.Errorf("sealing: lease %s: %w", id, ErrNotFound)
 	}
 	if err != nil {
-		return Lease{}, fmt.Errorf("derivation: lease: %w", err)
+		return Lease{}, fmt.Errorf("sealing: lease: %w", err)
 	}
 	return l, nil
 }
@@ -119,10 +119,10 @@ func (s *Service) ReleaseLease(ctx context.Context, id ID, holder string) (Lease
 		return Lease{}, err
 	}
 	if holder != "" && l.Holder != holder {
-		return Lease{}, fmt.Errorf("derivation: lease %s belongs to another holder: %w", id, ErrForbidden)
+		return Lease{}, fmt.Errorf("sealing: lease %s belongs to another holder: %w", id, ErrForbidden)
 	}
 	if _, err := s.db.ExecContext(ctx, `UPDATE leases SET released_at=coalesce(released_at, ?) WHERE id=?`, s.opts.Now().UnixNano(), id[:]); err != nil {
-		return Lease{}, fmt.Errorf("derivation: release lease: %w", err)
+		return Lease{}, fmt.Errorf("sealing: release lease: %w", err)
 	}
 	return s.GetLease(ctx, id)
 }
@@ -139,4 +139,13 @@ func (s *Service) Close() {
 		close(s.recordQ)
 		close(s.stop)
 	})
+}
+
+// Time is the time of a nullable column of Unix nanoseconds (zero for
+// NULL), as the registry's tables keep times.
+func Time(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return time.Unix(0, n.Int64).UTC()
 }

@@ -1,4 +1,4 @@
-package derivation
+package erasure
 
 import (
 	"bufio"
@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/envelope"
 	"github.com/shredd/shredd/internal/crashpoint"
 	"github.com/shredd/shredd/internal/datadir"
@@ -101,7 +102,7 @@ func OpenLedger(path string, key []byte) (*Ledger, error) {
 		return nil, err
 	}
 	for _, e := range entries {
-		id, _ := ParseID(e.Forget)
+		id, _ := shredd.ParseID(e.Forget)
 		l.ids[id] = true
 	}
 	return l, nil
@@ -132,7 +133,7 @@ func (l *Ledger) read() ([]ledgerLine, error) {
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil || !hmac.Equal([]byte(e.MAC), []byte(l.mac(e))) {
 			return nil, fmt.Errorf("%w: %s line %d does not verify", ErrLedger, l.path, n)
 		}
-		if _, err := ParseID(e.Forget); err != nil {
+		if _, err := shredd.ParseID(e.Forget); err != nil {
 			return nil, fmt.Errorf("%w: %s line %d: bad forget id", ErrLedger, l.path, n)
 		}
 		if s, err := hex.DecodeString(e.SID); err != nil || len(s) != len(envelope.SID{}) {
@@ -167,7 +168,7 @@ func (l *Ledger) appendAll(lines []ledgerLine) error {
 	var buf bytes.Buffer
 	var ids []ID
 	for _, e := range lines {
-		id, err := ParseID(e.Forget)
+		id, err := shredd.ParseID(e.Forget)
 		if err != nil {
 			l.mu.Unlock()
 			return err
@@ -234,7 +235,7 @@ func (s *Service) ledgerAppend(ctx context.Context, ids ...ID) error {
 	// a forget must not wait for Vault).
 	rootVersion, err := s.keys.BucketRootVersion(ctx)
 	if err != nil {
-		return fmt.Errorf("derivation: forget ledger: %w", err)
+		return fmt.Errorf("erasure: forget ledger: %w", err)
 	}
 	lines := make([]ledgerLine, 0, len(ids))
 	for _, id := range ids {
@@ -244,13 +245,13 @@ func (s *Service) ledgerAppend(ctx context.Context, ids ...ID) error {
 		var commitment sql.NullString
 		if err := s.db.QueryRowContext(ctx, `SELECT sid, gen, requested_at, committed_at, deadline, commitment FROM forgets WHERE id=?`, id[:]).
 			Scan(&sid, &gen, &requested, &committed, &deadline, &commitment); err != nil {
-			return fmt.Errorf("derivation: forget ledger: %w", err)
+			return fmt.Errorf("erasure: forget ledger: %w", err)
 		}
 		lines = append(lines, ledgerLine{Forget: id.String(), SID: hex.EncodeToString(sid), Gen: uint32(gen.Int64),
 			RequestedAt: requested, CommittedAt: committed.Int64, Deadline: deadline, Commitment: commitment.String, RootVersion: rootVersion})
 	}
 	if err := l.appendAll(lines); err != nil {
-		return fmt.Errorf("derivation: forget: %w", err)
+		return fmt.Errorf("erasure: forget: %w", err)
 	}
 	return nil
 }
@@ -285,13 +286,13 @@ func (s *Service) ReconcileLedger(ctx context.Context) (LedgerReport, error) {
 	have := map[ID]bool{}
 	rows, err := s.db.QueryContext(ctx, `SELECT id FROM forgets WHERE state<>?`, StateRequested)
 	if err != nil {
-		return rep, fmt.Errorf("derivation: forget ledger: %w", err)
+		return rep, fmt.Errorf("erasure: forget ledger: %w", err)
 	}
 	for rows.Next() {
 		var b []byte
 		if err := rows.Scan(&b); err != nil {
 			rows.Close()
-			return rep, fmt.Errorf("derivation: forget ledger: %w", err)
+			return rep, fmt.Errorf("erasure: forget ledger: %w", err)
 		}
 		var id ID
 		copy(id[:], b)
@@ -299,11 +300,11 @@ func (s *Service) ReconcileLedger(ctx context.Context) (LedgerReport, error) {
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return rep, fmt.Errorf("derivation: forget ledger: %w", err)
+		return rep, fmt.Errorf("erasure: forget ledger: %w", err)
 	}
 	inLedger := map[ID]bool{}
 	for _, e := range entries {
-		id, _ := ParseID(e.Forget)
+		id, _ := shredd.ParseID(e.Forget)
 		inLedger[id] = true
 		if have[id] {
 			continue
@@ -333,19 +334,17 @@ func (s *Service) ReconcileLedger(ctx context.Context) (LedgerReport, error) {
 // it. A forget of the same subject the database already has (made after
 // the restore) is left as it is: the subject's key is destroyed either way.
 func (s *Service) reapply(ctx context.Context, id ID, sid envelope.SID, e ledgerLine) error {
-	mu := &s.stripes[stripe(sid)]
-	mu.Lock()
-	defer mu.Unlock()
+	defer s.barrier.Lock(sid)()
 	var other []byte
 	err := s.db.QueryRowContext(ctx, `SELECT id FROM forgets WHERE sid=? AND state<>? LIMIT 1`, sid[:], StateRequested).Scan(&other)
 	if err == nil {
 		return nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("derivation: forget ledger: %w", err)
+		return fmt.Errorf("erasure: forget ledger: %w", err)
 	}
 	if _, err := s.db.ExecContext(ctx, `DELETE FROM forgets WHERE id=? AND state=?`, id[:], StateRequested); err != nil {
-		return fmt.Errorf("derivation: forget ledger: %w", err)
+		return fmt.Errorf("erasure: forget ledger: %w", err)
 	}
 	req := &forgetRequest{at: time.Unix(0, e.RequestedAt), commitment: e.Commitment, deadline: time.Unix(0, e.Deadline)}
 	return s.commit(ctx, id, sid, req)
@@ -378,7 +377,7 @@ func (s *Service) CompactLedger(ctx context.Context, minVersion int) (int, error
 		}
 		b, _ := json.Marshal(e)
 		keep.Write(append(b, '\n'))
-		id, _ := ParseID(e.Forget)
+		id, _ := shredd.ParseID(e.Forget)
 		ids[id] = true
 	}
 	if dropped == 0 {

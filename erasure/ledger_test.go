@@ -1,4 +1,4 @@
-package derivation_test
+package erasure_test
 
 import (
 	"bytes"
@@ -8,13 +8,14 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/internal/shreddtest"
+	"github.com/shredd/shredd/sealing"
 )
 
-func openLedger(t *testing.T, path string) *derivation.Ledger {
+func openLedger(t *testing.T, path string) *erasure.Ledger {
 	t.Helper()
-	l, err := derivation.OpenLedger(path, derivation.LedgerKey(bytes.Repeat([]byte{1}, 32)))
+	l, err := erasure.OpenLedger(path, erasure.LedgerKey(bytes.Repeat([]byte{1}, 32)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,8 +32,8 @@ func TestLedger(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "forgets.ledger")
 	l := openLedger(t, path)
-	b := shreddtest.New(t, shreddtest.Options{Kinds: []string{"episodic"}, Service: derivation.Options{Ledger: l}})
-	if _, err := b.Service.Encrypt(ctx, derivation.Source{Subjects: []string{"alice"}, Kind: "episodic"}, []byte("hi"), nil); err != nil {
+	b := shreddtest.New(t, shreddtest.Options{Kinds: []string{"episodic"}, Erasure: erasure.Options{Ledger: l}})
+	if _, err := b.Service.Encrypt(ctx, sealing.Source{Subjects: []string{"alice"}, Kind: "episodic"}, []byte("hi"), nil); err != nil {
 		t.Fatal(err)
 	}
 	f, err := b.Service.Forget(ctx, "alice")
@@ -69,19 +70,19 @@ func TestLedger(t *testing.T) {
 
 	// Another database (a restore) lacks the forget: committed again.
 	l3 := openLedger(t, path)
-	other := shreddtest.New(t, shreddtest.Options{Kinds: []string{"episodic"}, Service: derivation.Options{Ledger: l3}})
+	other := shreddtest.New(t, shreddtest.Options{Kinds: []string{"episodic"}, Erasure: erasure.Options{Ledger: l3}})
 	rep, err := other.Service.ReconcileLedger(ctx)
 	if err != nil || rep.Reapplied != 1 || rep.Recorded != 0 {
 		t.Fatalf("reconcile: %+v, %v; want 1 re-applied", rep, err)
 	}
-	if _, err := other.Service.Encrypt(ctx, derivation.Source{Subjects: []string{"alice"}, Kind: "episodic"}, []byte("back"), nil); !errors.Is(err, derivation.ErrShredded) {
+	if _, err := other.Service.Encrypt(ctx, sealing.Source{Subjects: []string{"alice"}, Kind: "episodic"}, []byte("back"), nil); !errors.Is(err, sealing.ErrShredded) {
 		t.Fatalf("encrypt for alice after the re-applied forget: %v, want ErrShredded", err)
 	}
 	again, err := other.Service.Forget(ctx, "alice")
 	if err != nil || again.ID != f.ID || !again.Deadline.Equal(f.Deadline) {
 		t.Fatalf("the re-applied forget: %v %v (deadline %v), want %v (%v)", err, again.ID, again.Deadline, f.ID, f.Deadline)
 	}
-	if rep, err := other.Service.ReconcileLedger(ctx); err != nil || rep != (derivation.LedgerReport{}) {
+	if rep, err := other.Service.ReconcileLedger(ctx); err != nil || rep != (erasure.LedgerReport{}) {
 		t.Fatalf("a second reconcile: %+v, %v; want nothing to do", rep, err)
 	}
 	// Compaction: every entry is under a version below 1000.
@@ -95,13 +96,13 @@ func TestLedger(t *testing.T) {
 	if err := os.WriteFile(path, bad, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := derivation.OpenLedger(path, derivation.LedgerKey(bytes.Repeat([]byte{1}, 32))); !errors.Is(err, derivation.ErrLedger) {
+	if _, err := erasure.OpenLedger(path, erasure.LedgerKey(bytes.Repeat([]byte{1}, 32))); !errors.Is(err, sealing.ErrLedger) {
 		t.Fatalf("a changed ledger line: %v, want ErrLedger", err)
 	}
 	// A ledger others can read or write is refused.
 	os.WriteFile(path, raw, 0o600)
 	os.Chmod(path, 0o644)
-	if _, err := derivation.OpenLedger(path, derivation.LedgerKey(bytes.Repeat([]byte{1}, 32))); !errors.Is(err, derivation.ErrLedger) {
+	if _, err := erasure.OpenLedger(path, erasure.LedgerKey(bytes.Repeat([]byte{1}, 32))); !errors.Is(err, sealing.ErrLedger) {
 		t.Fatalf("a ledger of mode 0644: %v, want ErrLedger", err)
 	}
 }
@@ -113,7 +114,7 @@ func TestLedgerConcurrentForgets(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "forgets.ledger")
 	l := openLedger(t, path)
-	b := shreddtest.New(t, shreddtest.Options{Kinds: []string{"episodic"}, Service: derivation.Options{Ledger: l}})
+	b := shreddtest.New(t, shreddtest.Options{Kinds: []string{"episodic"}, Erasure: erasure.Options{Ledger: l}})
 	const n = 64
 	errs := make(chan error, n)
 	for i := range n {

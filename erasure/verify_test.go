@@ -1,4 +1,4 @@
-package derivation_test
+package erasure_test
 
 import (
 	"bytes"
@@ -10,9 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/internal/shreddtest"
 	"github.com/shredd/shredd/keystore/local"
+	"github.com/shredd/shredd/sealing"
 )
 
 // onClock returns o with c as the clock of the key tree, the registry and
@@ -20,25 +21,25 @@ import (
 func onClock(c *shreddtest.Clock, o shreddtest.Options) shreddtest.Options {
 	o.Now = c.Now
 	o.Keystore.CacheTTL = 30 * time.Second
-	o.Service.LeaseTTL, o.Service.Deadline = 5*time.Minute, time.Hour
+	o.Service.LeaseTTL, o.Erasure.Deadline = 5*time.Minute, time.Hour
 	return o
 }
 
-func newClockedService(t testing.TB) (*derivation.Service, *shreddtest.Clock) {
+func newClockedService(t testing.TB) (*erasure.Service, *shreddtest.Clock) {
 	t.Helper()
 	c := shreddtest.NewClock()
 	return shreddtest.New(t, onClock(c, shreddtest.Options{Kinds: []string{"episodic", "summary", "embedding"}})).Service, c
 }
 
-func conditions(f derivation.Forget) map[string]derivation.Condition {
-	m := map[string]derivation.Condition{}
+func conditions(f sealing.Forget) map[string]sealing.Condition {
+	m := map[string]sealing.Condition{}
 	for _, c := range f.Verification {
 		m[c.Name] = c
 	}
 	return m
 }
 
-func mustVerify(t *testing.T, s *derivation.Service, id derivation.ID) derivation.Forget {
+func mustVerify(t *testing.T, s *erasure.Service, id sealing.ID) sealing.Forget {
 	t.Helper()
 	f, err := s.Verify(context.Background(), id)
 	if err != nil {
@@ -53,8 +54,8 @@ func mustVerify(t *testing.T, s *derivation.Service, id derivation.ID) derivatio
 func TestVerifierErasesOnlyWhenEveryConditionHolds(t *testing.T) {
 	ctx := context.Background()
 	s, c := newClockedService(t)
-	rec := seal(t, s, derivation.Source{Kind: "episodic", Subjects: []string{"alice"}}, "alice record")
-	seal(t, s, derivation.Source{Kind: "summary", Parents: []derivation.ID{rec.Artifact}, Subjects: []string{"bob"}}, "summary")
+	rec := seal(t, s, sealing.Source{Kind: "episodic", Subjects: []string{"alice"}}, "alice record")
+	seal(t, s, sealing.Source{Kind: "summary", Parents: []sealing.ID{rec.Artifact}, Subjects: []string{"bob"}}, "summary")
 	o, err := s.DecryptFor(ctx, rec.Ciphertext, nil, "summarizer-1") // a worker loads the record
 	if err != nil {
 		t.Fatal(err)
@@ -69,8 +70,8 @@ func TestVerifierErasesOnlyWhenEveryConditionHolds(t *testing.T) {
 		t.Fatalf("%d conditions, want the five of docs/design.md: %+v", len(conds), conds)
 	}
 	for name, want := range map[string]string{
-		derivation.CondCascadeClosed: "ok", derivation.CondWorkersQuiesced: "pending",
-		derivation.CondReadPathConverged: "pending", derivation.CondClosureIntact: "ok", derivation.CondBackupsEpoch: "pending",
+		sealing.CondCascadeClosed: "ok", sealing.CondWorkersQuiesced: "pending",
+		sealing.CondReadPathConverged: "pending", sealing.CondClosureIntact: "ok", sealing.CondBackupsEpoch: "pending",
 	} {
 		if conds[name].Status != want {
 			t.Errorf("after commit: %s is %s (%s), want %s", name, conds[name].Status, conds[name].Reason, want)
@@ -81,14 +82,14 @@ func TestVerifierErasesOnlyWhenEveryConditionHolds(t *testing.T) {
 	}
 	c.Add(time.Minute) // past the cache TTL, not past the lease
 	f = mustVerify(t, s, f.ID)
-	if f.State != derivation.StateShredded || conditions(f)[derivation.CondWorkersQuiesced].Status != "pending" {
+	if f.State != sealing.StateShredded || conditions(f)[sealing.CondWorkersQuiesced].Status != "pending" {
 		t.Fatalf("a live pre-barrier lease must keep the forget pending: %s %+v", f.State, conditions(f))
 	}
 	if _, err := s.ReleaseLease(ctx, o.Lease.ID, "summarizer-1"); err != nil {
 		t.Fatal(err)
 	}
 	f = mustVerify(t, s, f.ID)
-	if f.State != derivation.StateErased || f.ErasedAt.IsZero() {
+	if f.State != sealing.StateErased || f.ErasedAt.IsZero() {
 		t.Fatalf("every condition holds, yet the forget is %s: %+v", f.State, conditions(f))
 	}
 	for name, cond := range conditions(f) {
@@ -96,7 +97,7 @@ func TestVerifierErasesOnlyWhenEveryConditionHolds(t *testing.T) {
 			t.Errorf("erased with %s %s", name, cond.Status)
 		}
 	}
-	if list, _ := s.Forgets(ctx, derivation.StateErased, 0); len(list) != 1 {
+	if list, _ := s.Forgets(ctx, sealing.StateErased, 0); len(list) != 1 {
 		t.Fatalf("list erased: %d", len(list))
 	}
 }
@@ -107,8 +108,8 @@ func TestVerifierErasesOnlyWhenEveryConditionHolds(t *testing.T) {
 func TestVerifierPendingAndOverdue(t *testing.T) {
 	ctx := context.Background()
 	s, c := newClockedService(t)
-	rec := seal(t, s, derivation.Source{Kind: "episodic", Subjects: []string{"alice"}}, "r")
-	if _, err := s.Register(ctx, derivation.Source{Kind: "embedding", Parents: []derivation.ID{rec.Artifact}, Holder: "ann-index-1"}); err != nil {
+	rec := seal(t, s, sealing.Source{Kind: "episodic", Subjects: []string{"alice"}}, "r")
+	if _, err := s.Register(ctx, sealing.Source{Kind: "embedding", Parents: []sealing.ID{rec.Artifact}, Holder: "ann-index-1"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.DecryptFor(ctx, rec.Ciphertext, nil, "w"); err != nil {
@@ -125,17 +126,17 @@ func TestVerifierPendingAndOverdue(t *testing.T) {
 	c.Add(6 * time.Minute) // the lease expired by itself; the TTL passed
 	f = mustVerify(t, s, f.ID)
 	conds := conditions(f)
-	if conds[derivation.CondWorkersQuiesced].Status != "ok" || conds[derivation.CondReadPathConverged].Status != "ok" {
+	if conds[sealing.CondWorkersQuiesced].Status != "ok" || conds[sealing.CondReadPathConverged].Status != "ok" {
 		t.Fatalf("expired lease / TTL: %+v", conds)
 	}
-	if cc := conds[derivation.CondCascadeClosed]; cc.Status != "pending" || !bytes.Contains([]byte(cc.Reason), []byte("ann-index-1")) {
+	if cc := conds[sealing.CondCascadeClosed]; cc.Status != "pending" || !bytes.Contains([]byte(cc.Reason), []byte("ann-index-1")) {
 		t.Fatalf("a plaintext-held artifact without an ack: %+v", cc)
 	}
-	if f.State == derivation.StateErased {
+	if f.State == sealing.StateErased {
 		t.Fatal("erased with an unacknowledged plaintext-held artifact")
 	}
 	c.Add(2 * time.Hour)
-	if f = mustVerify(t, s, f.ID); f.State != derivation.StateOverdue || !f.Overdue {
+	if f = mustVerify(t, s, f.ID); f.State != sealing.StateOverdue || !f.Overdue {
 		t.Fatalf("past the deadline: %s, overdue %v", f.State, f.Overdue)
 	}
 	// The holder acks late: erased, and still marked overdue.
@@ -148,10 +149,10 @@ func TestVerifierPendingAndOverdue(t *testing.T) {
 		t.Fatalf("purges: %+v %v", work, err)
 	}
 	ids := work[0].Artifacts
-	if _, err := s.Ack(ctx, f.ID, "ann-index-1", ids, ed25519.Sign(priv, derivation.AckPayload(f.ID, "ann-index-1", ids))); err != nil {
+	if _, err := s.Ack(ctx, f.ID, "ann-index-1", ids, ed25519.Sign(priv, erasure.AckPayload(f.ID, "ann-index-1", ids))); err != nil {
 		t.Fatal(err)
 	}
-	if f = mustVerify(t, s, f.ID); f.State != derivation.StateErased || !f.Overdue {
+	if f = mustVerify(t, s, f.ID); f.State != sealing.StateErased || !f.Overdue {
 		t.Fatalf("erased after the deadline: %s, overdue %v", f.State, f.Overdue)
 	}
 }
@@ -180,7 +181,7 @@ func TestReadPathAsksTheRootStore(t *testing.T) {
 	}
 	c := shreddtest.NewClock()
 	s := shreddtest.New(t, onClock(c, shreddtest.Options{Root: untrimmedRoot{root}, Kinds: []string{"episodic"}})).Service
-	seal(t, s, derivation.Source{Kind: "episodic", Subjects: []string{"alice"}}, "alice record")
+	seal(t, s, sealing.Source{Kind: "episodic", Subjects: []string{"alice"}}, "alice record")
 	f, err := s.Forget(ctx, "alice")
 	if err != nil {
 		t.Fatal(err)
@@ -190,8 +191,8 @@ func TestReadPathAsksTheRootStore(t *testing.T) {
 	}
 	c.Add(time.Minute)
 	f = mustVerify(t, s, f.ID)
-	rp := conditions(f)[derivation.CondReadPathConverged]
-	if f.State == derivation.StateErased || rp.Status != "pending" || !strings.Contains(rp.Reason, "still holds root version 1") {
+	rp := conditions(f)[sealing.CondReadPathConverged]
+	if f.State == sealing.StateErased || rp.Status != "pending" || !strings.Contains(rp.Reason, "still holds root version 1") {
 		t.Fatalf("a root store that kept its old versions: %s, read path %+v", f.State, rp)
 	}
 }

@@ -1,4 +1,4 @@
-package derivation
+package erasure
 
 import (
 	"context"
@@ -25,14 +25,14 @@ func (s *Service) Preview(ctx context.Context, subject string) (Preview, error) 
 	var p Preview
 	st, _, err := s.keys.State(ctx, sid)
 	if err != nil {
-		return Preview{}, fmt.Errorf("derivation: preview: %w", err)
+		return Preview{}, fmt.Errorf("erasure: preview: %w", err)
 	}
 	p.AlreadyForgotten = st == keystore.SubjectForgotten
 	rows, err := s.db.QueryContext(ctx, `SELECT a.id, a.seq, a.kind, a.holder, a.sealed, l.direct,
 			(SELECT count(*) - 1 FROM lineage o WHERE o.artifact = l.artifact)
 		FROM lineage l JOIN artifacts a ON a.id = l.artifact WHERE l.sid = ?`, sid[:])
 	if err != nil {
-		return Preview{}, fmt.Errorf("derivation: preview: %w", err)
+		return Preview{}, fmt.Errorf("erasure: preview: %w", err)
 	}
 	byID := map[ID]*PreviewArtifact{}
 	seqOf := map[ID]int64{} // registration order, for the listing
@@ -44,7 +44,7 @@ func (s *Service) Preview(ctx context.Context, subject string) (Preview, error) 
 		var seq int64
 		if err := rows.Scan(&id, &seq, &a.Kind, &a.Holder, &a.Sealed, &direct, &a.Others); err != nil {
 			rows.Close()
-			return Preview{}, fmt.Errorf("derivation: preview: %w", err)
+			return Preview{}, fmt.Errorf("erasure: preview: %w", err)
 		}
 		copy(a.ID[:], id)
 		a.Hops = -1
@@ -57,7 +57,7 @@ func (s *Service) Preview(ctx context.Context, subject string) (Preview, error) 
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return Preview{}, fmt.Errorf("derivation: preview: %w", err)
+		return Preview{}, fmt.Errorf("erasure: preview: %w", err)
 	}
 	// Hops: breadth-first from the direct artifacts over parent edges,
 	// within the lineage set.
@@ -72,13 +72,13 @@ func (s *Service) Preview(ctx context.Context, subject string) (Preview, error) 
 		for _, parent := range frontier {
 			cr, err := s.db.QueryContext(ctx, `SELECT artifact FROM artifact_parents WHERE parent = ?`, parent[:])
 			if err != nil {
-				return Preview{}, fmt.Errorf("derivation: preview: %w", err)
+				return Preview{}, fmt.Errorf("erasure: preview: %w", err)
 			}
 			for cr.Next() {
 				var b []byte
 				if err := cr.Scan(&b); err != nil {
 					cr.Close()
-					return Preview{}, fmt.Errorf("derivation: preview: %w", err)
+					return Preview{}, fmt.Errorf("erasure: preview: %w", err)
 				}
 				var child ID
 				copy(child[:], b)

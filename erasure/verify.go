@@ -1,4 +1,4 @@
-package derivation
+package erasure
 
 import (
 	"context"
@@ -42,7 +42,7 @@ func (s *Service) verification(ctx context.Context, r forgetRow) ([]Condition, b
 	// unreadable), or plaintext-held and named in its holder's signed ack.
 	var total int
 	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM lineage WHERE sid = ?`, r.sid[:]).Scan(&total); err != nil {
-		return nil, false, fmt.Errorf("derivation: verify: %w", err)
+		return nil, false, fmt.Errorf("erasure: verify: %w", err)
 	}
 	held, err := s.heldBy(ctx, r, "")
 	if err != nil {
@@ -82,7 +82,7 @@ func (s *Service) verification(ctx context.Context, r forgetRow) ([]Condition, b
 		WHERE l.sid = ? AND le.issued_at < ? AND le.released_at IS NULL AND le.expires_at > ? ORDER BY le.expires_at`,
 		r.sid[:], committed.UnixNano(), now.UnixNano())
 	if err != nil {
-		return nil, false, fmt.Errorf("derivation: verify: %w", err)
+		return nil, false, fmt.Errorf("erasure: verify: %w", err)
 	}
 	for lr.Next() {
 		var idb []byte
@@ -90,7 +90,7 @@ func (s *Service) verification(ctx context.Context, r forgetRow) ([]Condition, b
 		var exp int64
 		if err := lr.Scan(&idb, &holder, &exp); err != nil {
 			lr.Close()
-			return nil, false, fmt.Errorf("derivation: verify: %w", err)
+			return nil, false, fmt.Errorf("erasure: verify: %w", err)
 		}
 		live++
 		until = max(until, exp)
@@ -137,7 +137,7 @@ func (s *Service) verification(ctx context.Context, r forgetRow) ([]Condition, b
 	var unregistered int
 	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM lineage l JOIN artifacts a ON a.id = l.artifact
 		LEFT JOIN kinds k ON k.name = a.kind WHERE l.sid = ? AND k.name IS NULL`, r.sid[:]).Scan(&unregistered); err != nil {
-		return nil, false, fmt.Errorf("derivation: verify: %w", err)
+		return nil, false, fmt.Errorf("erasure: verify: %w", err)
 	}
 	breaks, err := s.closureBreaks(ctx)
 	if err != nil {
@@ -260,17 +260,17 @@ func (s *Service) verifyRow(ctx context.Context, r forgetRow) error {
 		}
 		commitment = c
 		if att, err = json.Marshal(env); err != nil {
-			return fmt.Errorf("derivation: verify: %w", err)
+			return fmt.Errorf("erasure: verify: %w", err)
 		}
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("derivation: verify: %w", err)
+		return fmt.Errorf("erasure: verify: %w", err)
 	}
 	defer tx.Rollback()
 	res, err := tx.ExecContext(ctx, `UPDATE forgets SET erased_at=?, proof=?, attestation=? WHERE id=? AND erased_at IS NULL`, now, proof, att, r.id[:])
 	if err != nil {
-		return fmt.Errorf("derivation: verify: %w", err)
+		return fmt.Errorf("erasure: verify: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 1 && att != nil {
 		if err := s.opts.Journal.AppendForget(ctx, tx, r.id, attest.Event{Event: attest.EventErasureAttested, Attested: &attest.AttestedEvent{
@@ -279,7 +279,7 @@ func (s *Service) verifyRow(ctx context.Context, r forgetRow) error {
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("derivation: verify: %w", err)
+		return fmt.Errorf("erasure: verify: %w", err)
 	}
 	return nil
 }
@@ -288,11 +288,11 @@ func (s *Service) verifyRow(ctx context.Context, r forgetRow) error {
 func (s *Service) proofOf(ctx context.Context, id ID) ([]Condition, error) {
 	var b []byte
 	if err := s.db.QueryRowContext(ctx, `SELECT proof FROM forgets WHERE id=?`, id[:]).Scan(&b); err != nil {
-		return nil, fmt.Errorf("derivation: proof: %w", err)
+		return nil, fmt.Errorf("erasure: proof: %w", err)
 	}
 	var conds []Condition
 	if err := json.Unmarshal(b, &conds); err != nil {
-		return nil, fmt.Errorf("derivation: proof: %w", err)
+		return nil, fmt.Errorf("erasure: proof: %w", err)
 	}
 	return conds, nil
 }

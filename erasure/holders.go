@@ -1,4 +1,4 @@
-package derivation
+package erasure
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/attest"
 )
 
@@ -21,15 +22,15 @@ const MaxAckArtifacts = 100_000
 // the same key again is a no-op; another key for a known holder is
 // ErrConflict (keys are not replaced silently: old acks stand on them).
 func (s *Service) RegisterHolder(ctx context.Context, id string, pub []byte) (Holder, bool, error) {
-	if !ValidHolder(id) {
-		return Holder{}, false, fmt.Errorf("derivation: holder id: %w", ErrInvalid)
+	if !shredd.ValidHolder(id) {
+		return Holder{}, false, fmt.Errorf("erasure: holder id: %w", ErrInvalid)
 	}
 	if len(pub) != ed25519.PublicKeySize {
-		return Holder{}, false, fmt.Errorf("derivation: holder key of %d bytes, want an Ed25519 public key (%d): %w", len(pub), ed25519.PublicKeySize, ErrInvalid)
+		return Holder{}, false, fmt.Errorf("erasure: holder key of %d bytes, want an Ed25519 public key (%d): %w", len(pub), ed25519.PublicKeySize, ErrInvalid)
 	}
 	res, err := s.db.ExecContext(ctx, `INSERT OR IGNORE INTO holders(id, public_key, created_at) VALUES (?, ?, ?)`, id, pub, s.opts.Now().UnixNano())
 	if err != nil {
-		return Holder{}, false, fmt.Errorf("derivation: register holder: %w", err)
+		return Holder{}, false, fmt.Errorf("erasure: register holder: %w", err)
 	}
 	created, _ := res.RowsAffected()
 	h, err := s.GetHolder(ctx, id)
@@ -37,7 +38,7 @@ func (s *Service) RegisterHolder(ctx context.Context, id string, pub []byte) (Ho
 		return Holder{}, false, err
 	}
 	if !bytes.Equal(h.PublicKey, pub) {
-		return Holder{}, false, fmt.Errorf("derivation: holder %s is registered with another key: %w", id, ErrConflict)
+		return Holder{}, false, fmt.Errorf("erasure: holder %s is registered with another key: %w", id, ErrConflict)
 	}
 	return h, created == 1, nil
 }
@@ -49,10 +50,10 @@ func (s *Service) GetHolder(ctx context.Context, id string) (Holder, error) {
 	var created int64
 	err := s.db.QueryRowContext(ctx, `SELECT public_key, created_at FROM holders WHERE id=?`, id).Scan(&pub, &created)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Holder{}, fmt.Errorf("derivation: holder: %w", ErrNotFound)
+		return Holder{}, fmt.Errorf("erasure: holder: %w", ErrNotFound)
 	}
 	if err != nil {
-		return Holder{}, fmt.Errorf("derivation: holder: %w", err)
+		return Holder{}, fmt.Errorf("erasure: holder: %w", err)
 	}
 	h.PublicKey, h.CreatedAt = pub, time.Unix(0, created).UTC()
 	return h, nil
@@ -82,7 +83,7 @@ func (s *Service) heldBy(ctx context.Context, r forgetRow, holder string) (map[s
 	}
 	rows, err := s.db.QueryContext(ctx, q+` ORDER BY a.seq`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("derivation: purges: %w", err)
+		return nil, fmt.Errorf("erasure: purges: %w", err)
 	}
 	defer rows.Close()
 	out := map[string][]ID{}
@@ -90,7 +91,7 @@ func (s *Service) heldBy(ctx context.Context, r forgetRow, holder string) (map[s
 		var b []byte
 		var h string
 		if err := rows.Scan(&b, &h); err != nil {
-			return nil, fmt.Errorf("derivation: purges: %w", err)
+			return nil, fmt.Errorf("erasure: purges: %w", err)
 		}
 		var id ID
 		copy(id[:], b)
@@ -103,14 +104,14 @@ func (s *Service) heldBy(ctx context.Context, r forgetRow, holder string) (map[s
 func (s *Service) ackedSet(ctx context.Context, forget ID) (map[ID]bool, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT artifact FROM acked WHERE forget=?`, forget[:])
 	if err != nil {
-		return nil, fmt.Errorf("derivation: acks: %w", err)
+		return nil, fmt.Errorf("erasure: acks: %w", err)
 	}
 	defer rows.Close()
 	out := map[ID]bool{}
 	for rows.Next() {
 		var b []byte
 		if err := rows.Scan(&b); err != nil {
-			return nil, fmt.Errorf("derivation: acks: %w", err)
+			return nil, fmt.Errorf("erasure: acks: %w", err)
 		}
 		var id ID
 		copy(id[:], b)
@@ -162,7 +163,7 @@ func (s *Service) Purges(ctx context.Context, holder string) ([]Purge, error) {
 // lists them. A delete ack alone never closes anything it does not name.
 func (s *Service) Ack(ctx context.Context, forget ID, holder string, artifacts []ID, sig []byte) (AckResult, error) {
 	if len(artifacts) == 0 || len(artifacts) > MaxAckArtifacts {
-		return AckResult{}, fmt.Errorf("derivation: an ack names 1 to %d artifacts: %w", MaxAckArtifacts, ErrInvalid)
+		return AckResult{}, fmt.Errorf("erasure: an ack names 1 to %d artifacts: %w", MaxAckArtifacts, ErrInvalid)
 	}
 	h, err := s.GetHolder(ctx, holder)
 	if err != nil {
@@ -170,14 +171,14 @@ func (s *Service) Ack(ctx context.Context, forget ID, holder string, artifacts [
 	}
 	r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE id=?`, forget[:]))
 	if errors.Is(err, sql.ErrNoRows) {
-		return AckResult{}, fmt.Errorf("derivation: forget %s: %w", forget, ErrNotFound)
+		return AckResult{}, fmt.Errorf("erasure: forget %s: %w", forget, ErrNotFound)
 	}
 	if err != nil {
-		return AckResult{}, fmt.Errorf("derivation: ack: %w", err)
+		return AckResult{}, fmt.Errorf("erasure: ack: %w", err)
 	}
 	payload := AckPayload(forget, holder, artifacts)
 	if !ed25519.Verify(h.PublicKey, payload, sig) {
-		return AckResult{}, fmt.Errorf("derivation: the ack's signature does not verify under holder %s's key: %w", holder, ErrSignature)
+		return AckResult{}, fmt.Errorf("erasure: the ack's signature does not verify under holder %s's key: %w", holder, ErrSignature)
 	}
 	all, err := s.heldBy(ctx, r, "")
 	if err != nil {
@@ -192,28 +193,28 @@ func (s *Service) Ack(ctx context.Context, forget ID, holder string, artifacts [
 	for _, a := range artifacts {
 		switch o, ok := owner[a]; {
 		case !ok:
-			return AckResult{}, fmt.Errorf("derivation: artifact %s is not a plaintext-held artifact of this forget's lineage: %w", a, ErrInvalid)
+			return AckResult{}, fmt.Errorf("erasure: artifact %s is not a plaintext-held artifact of this forget's lineage: %w", a, ErrInvalid)
 		case o != holder:
-			return AckResult{}, fmt.Errorf("derivation: artifact %s belongs to another holder: %w", a, ErrForbidden)
+			return AckResult{}, fmt.Errorf("erasure: artifact %s belongs to another holder: %w", a, ErrForbidden)
 		}
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return AckResult{}, fmt.Errorf("derivation: ack: %w", err)
+		return AckResult{}, fmt.Errorf("erasure: ack: %w", err)
 	}
 	defer tx.Rollback()
 	var dup int
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM holder_acks WHERE forget=? AND holder=? AND payload=?`, forget[:], holder, payload).Scan(&dup); err != nil {
-		return AckResult{}, fmt.Errorf("derivation: ack: %w", err)
+		return AckResult{}, fmt.Errorf("erasure: ack: %w", err)
 	}
 	if dup == 0 {
 		for _, a := range artifacts {
 			var n int
 			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM acked WHERE forget=? AND artifact=?`, forget[:], a[:]).Scan(&n); err != nil {
-				return AckResult{}, fmt.Errorf("derivation: ack: %w", err)
+				return AckResult{}, fmt.Errorf("erasure: ack: %w", err)
 			}
 			if n > 0 {
-				return AckResult{}, fmt.Errorf("derivation: artifact %s is already closed by an earlier ack: %w", a, ErrConflict)
+				return AckResult{}, fmt.Errorf("erasure: artifact %s is already closed by an earlier ack: %w", a, ErrConflict)
 			}
 		}
 		names := make([]string, len(artifacts))
@@ -225,12 +226,12 @@ func (s *Service) Ack(ctx context.Context, forget ID, holder string, artifacts [
 		res, err := tx.ExecContext(ctx, `INSERT INTO holder_acks(forget, holder, artifacts, payload, signature, received_at) VALUES (?, ?, ?, ?, ?, ?)`,
 			forget[:], holder, strings.Join(names, ","), payload, sig, s.opts.Now().UnixNano())
 		if err != nil {
-			return AckResult{}, fmt.Errorf("derivation: ack: %w", err)
+			return AckResult{}, fmt.Errorf("erasure: ack: %w", err)
 		}
 		ackID, _ := res.LastInsertId()
 		for _, a := range artifacts {
 			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO acked(forget, artifact, holder, ack) VALUES (?, ?, ?, ?)`, forget[:], a[:], holder, ackID); err != nil {
-				return AckResult{}, fmt.Errorf("derivation: ack: %w", err)
+				return AckResult{}, fmt.Errorf("erasure: ack: %w", err)
 			}
 		}
 		if j := s.opts.Journal; j != nil {
@@ -240,7 +241,7 @@ func (s *Service) Ack(ctx context.Context, forget ID, holder string, artifacts [
 			}
 		}
 		if err := tx.Commit(); err != nil {
-			return AckResult{}, fmt.Errorf("derivation: ack: %w", err)
+			return AckResult{}, fmt.Errorf("erasure: ack: %w", err)
 		}
 	}
 	acked, err := s.ackedSet(ctx, forget)
@@ -268,12 +269,12 @@ func (s *Service) ReportInventory(ctx context.Context, holder string, items []In
 		return Inventory{}, err
 	}
 	if len(items) > MaxAckArtifacts {
-		return Inventory{}, fmt.Errorf("derivation: inventory of %d items, at most %d: %w", len(items), MaxAckArtifacts, ErrTooLarge)
+		return Inventory{}, fmt.Errorf("erasure: inventory of %d items, at most %d: %w", len(items), MaxAckArtifacts, ErrTooLarge)
 	}
 	inv := Inventory{Items: len(items)}
 	kinds := map[string]bool{}
 	for _, it := range items {
-		id, err := ParseID(it.ID)
+		id, err := shredd.ParseID(it.ID)
 		known := err == nil
 		if known {
 			var h string
@@ -286,7 +287,7 @@ func (s *Service) ReportInventory(ctx context.Context, holder string, items []In
 			// Still holding an artifact it acked as purged: the ack was false.
 			var n int
 			if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM acked WHERE artifact=? AND holder=?`, id[:], holder).Scan(&n); err != nil {
-				return Inventory{}, fmt.Errorf("derivation: inventory: %w", err)
+				return Inventory{}, fmt.Errorf("erasure: inventory: %w", err)
 			}
 			if n > 0 {
 				inv.ContradictedAcks = append(inv.ContradictedAcks, id.String())
@@ -303,7 +304,7 @@ func (s *Service) ReportInventory(ctx context.Context, holder string, items []In
 	}
 	if _, err := s.db.ExecContext(ctx, `INSERT OR REPLACE INTO inventories(holder, reported_at, items, unknown_artifacts, unknown_kinds) VALUES (?, ?, ?, ?, ?)`,
 		holder, s.opts.Now().UnixNano(), inv.Items, len(inv.UnknownArtifact)+len(inv.ContradictedAcks), len(inv.UnknownKind)); err != nil {
-		return Inventory{}, fmt.Errorf("derivation: inventory: %w", err)
+		return Inventory{}, fmt.Errorf("erasure: inventory: %w", err)
 	}
 	s.Kick()
 	return inv, nil
@@ -314,7 +315,7 @@ func (s *Service) ReportInventory(ctx context.Context, holder string, items []In
 func (s *Service) closureBreaks(ctx context.Context) ([]string, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT holder FROM inventories WHERE unknown_artifacts > 0 OR unknown_kinds > 0 ORDER BY holder`)
 	if err != nil {
-		return nil, fmt.Errorf("derivation: inventories: %w", err)
+		return nil, fmt.Errorf("erasure: inventories: %w", err)
 	}
 	defer rows.Close()
 	var out []string

@@ -1,4 +1,4 @@
-package derivation
+package erasure
 
 import (
 	"context"
@@ -26,14 +26,14 @@ func (s *Service) Attestation(ctx context.Context, id ID, signer ed25519.Private
 		if _, gerr := s.GetForget(ctx, id); gerr != nil {
 			return nil, gerr
 		}
-		return nil, fmt.Errorf("derivation: attestation: %w", err)
+		return nil, fmt.Errorf("erasure: attestation: %w", err)
 	}
 	if !r.erased.Valid {
-		return nil, fmt.Errorf("derivation: forget %s is %s: %w", id, r.state, ErrNotErased)
+		return nil, fmt.Errorf("erasure: forget %s is %s: %w", id, r.state, ErrNotErased)
 	}
 	var stored []byte
 	if err := s.db.QueryRowContext(ctx, `SELECT attestation FROM forgets WHERE id=?`, id[:]).Scan(&stored); err != nil {
-		return nil, fmt.Errorf("derivation: attestation: %w", err)
+		return nil, fmt.Errorf("erasure: attestation: %w", err)
 	}
 	if stored != nil {
 		return stored, nil
@@ -58,10 +58,10 @@ func (s *Service) signAttestation(ctx context.Context, r forgetRow, conds []Cond
 	id := r.id
 	var commitment string
 	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(commitment, '') FROM forgets WHERE id=?`, id[:]).Scan(&commitment); err != nil {
-		return attest.Envelope{}, "", fmt.Errorf("derivation: attestation: %w", err)
+		return attest.Envelope{}, "", fmt.Errorf("erasure: attestation: %w", err)
 	}
 	if commitment == "" {
-		return attest.Envelope{}, "", fmt.Errorf("derivation: forget %s has no subject commitment (made by an older release): %w", id, ErrNotErased)
+		return attest.Envelope{}, "", fmt.Errorf("erasure: forget %s has no subject commitment (made by an older release): %w", id, ErrNotErased)
 	}
 	p := attest.Predicate{
 		Forget: id.String(),
@@ -90,7 +90,7 @@ func (s *Service) signAttestation(ctx context.Context, r forgetRow, conds []Cond
 	}
 	env, err := attest.Sign(attest.NewStatement(commitment, p), signer)
 	if err != nil {
-		return attest.Envelope{}, "", fmt.Errorf("derivation: attestation: %w", err)
+		return attest.Envelope{}, "", fmt.Errorf("erasure: attestation: %w", err)
 	}
 	return env, commitment, nil
 }
@@ -131,7 +131,7 @@ func (s *Service) keyEvidence(ctx context.Context, r forgetRow, k *attest.KeyEvi
 	}
 	e, err := s.keys.EpochByID(ctx, r.epoch.Int64)
 	if err != nil {
-		return fmt.Errorf("derivation: attestation: %w", err)
+		return fmt.Errorf("erasure: attestation: %w", err)
 	}
 	k.Epoch, k.RetiredRootVersions = e.ID, e.Retired
 	if k.RetiredRootVersions == nil {
@@ -149,7 +149,7 @@ func (s *Service) lineageArtifacts(ctx context.Context, r forgetRow, p *attest.P
 			(SELECT h.signature FROM acked k JOIN holder_acks h ON h.id = k.ack WHERE k.forget = ? AND k.artifact = a.id)
 		FROM lineage l JOIN artifacts a ON a.id = l.artifact WHERE l.sid = ? ORDER BY a.seq`, r.id[:], r.sid[:])
 	if err != nil {
-		return 0, fmt.Errorf("derivation: attestation: %w", err)
+		return 0, fmt.Errorf("erasure: attestation: %w", err)
 	}
 	collateral := 0
 	for rows.Next() {
@@ -159,7 +159,7 @@ func (s *Service) lineageArtifacts(ctx context.Context, r forgetRow, p *attest.P
 		var others int
 		if err := rows.Scan(&idb, &a.Kind, &a.Holder, &sealed, &others, &sig); err != nil {
 			rows.Close()
-			return 0, fmt.Errorf("derivation: attestation: %w", err)
+			return 0, fmt.Errorf("erasure: attestation: %w", err)
 		}
 		var id ID
 		copy(id[:], idb)
@@ -176,7 +176,7 @@ func (s *Service) lineageArtifacts(ctx context.Context, r forgetRow, p *attest.P
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("derivation: attestation: %w", err)
+		return 0, fmt.Errorf("erasure: attestation: %w", err)
 	}
 	// The acks that closed something, each with exactly the artifacts it
 	// signed.
@@ -184,14 +184,14 @@ func (s *Service) lineageArtifacts(ctx context.Context, r forgetRow, p *attest.P
 		JOIN holders o ON o.id = h.holder
 		WHERE h.forget = ? AND EXISTS (SELECT 1 FROM acked k WHERE k.ack = h.id) ORDER BY h.id`, r.id[:])
 	if err != nil {
-		return 0, fmt.Errorf("derivation: attestation: %w", err)
+		return 0, fmt.Errorf("erasure: attestation: %w", err)
 	}
 	defer ar.Close()
 	for ar.Next() {
 		var h attest.HolderAck
 		var arts string
 		if err := ar.Scan(&h.Holder, &arts, &h.Signature, &h.PublicKey); err != nil {
-			return 0, fmt.Errorf("derivation: attestation: %w", err)
+			return 0, fmt.Errorf("erasure: attestation: %w", err)
 		}
 		h.Artifacts = strings.Split(arts, ",")
 		p.HolderAcks = append(p.HolderAcks, h)
