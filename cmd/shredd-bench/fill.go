@@ -6,12 +6,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
+	"path/filepath"
 	"time"
 
 	"github.com/shredd/shredd/envelope"
 	"github.com/shredd/shredd/internal/node"
 	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/keystore/local"
 	"github.com/shredd/shredd/sealing"
 	"github.com/shredd/shredd/storage/sqlite"
 )
@@ -88,7 +91,7 @@ func (c *fillConfig) run(ctx context.Context, stdout io.Writer) error {
 	start := time.Now()
 	// The same stack as serve, with the same transparency log: every
 	// created key is logged.
-	n, err := node.OpenBulk(ctx, node.Config{DataDir: c.Dir, Root: "local", Buckets: c.Buckets})
+	n, err := node.OpenBulk(ctx, node.Config{DataDir: c.Dir, OpenRoot: localRoot, Buckets: c.Buckets})
 	if err != nil {
 		return err
 	}
@@ -252,4 +255,14 @@ func (g *fillGen) heavy(sid envelope.SID) sealing.BulkArtifact {
 	a := sealing.BulkArtifact{ID: g.id(), Kind: "episodic", Sealed: true, Lineage: []envelope.Ref{{SID: sid, Gen: 1}}, Direct: []bool{true}}
 	g.heavyR = append(g.heavyR, a.ID)
 	return a
+}
+
+// localRoot opens the local root file of a data directory to fill
+// (node.RootOpener): the fill works on the embedded default.
+func localRoot(_ context.Context, dir string, _ *slog.Logger) (node.Root, error) {
+	ls, err := local.OpenBeside(filepath.Join(dir, node.RootFile), filepath.Join(dir, node.DBFile))
+	if err != nil {
+		return node.Root{}, err
+	}
+	return node.Root{Store: ls}, nil
 }

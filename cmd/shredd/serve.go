@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +21,8 @@ import (
 	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/internal/node"
 	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/keystore/local"
+	"github.com/shredd/shredd/keystore/vault"
 	"github.com/shredd/shredd/sealing"
 )
 
@@ -28,6 +31,9 @@ import (
 // node's Config; the rest is the HTTP server's and the background work's.
 type Program struct {
 	node.Config
+	Root          string // root store: "local" or "vault"
+	SubjectKeys   string // "tree" or "transit" (with Root "vault")
+	Vault         vault.Config
 	Addr          string
 	AllowRemote   bool
 	TLSCert       string
@@ -224,6 +230,7 @@ func (p *Program) Run(ctx context.Context) (err error) {
 	}
 	backups := make(chan struct{}, 1)
 	cfg := p.Config
+	cfg.OpenRoot = p.openRoot
 	cfg.AfterEpoch = func() {
 		select {
 		case backups <- struct{}{}:
@@ -361,4 +368,42 @@ func (p *Program) startWork(ctx context.Context, backups <-chan struct{}) {
 		defer close(p.workDone)
 		n.Service.Run(workCtx, p.EpochInterval, p.Logger)
 	}()
+}
+
+// openRoot opens the root store --root names (node.RootOpener): the local
+// root file of the data directory, or the Vault Transit key, with the Vault
+// subject keys under --subject-keys transit. Vault down at start-up is not
+// an error: the node serves, failing closed (503) until it answers, so
+// that forgets still commit; a key that defeats shredding stops the start.
+func (p *Program) openRoot(ctx context.Context, dir string, log *slog.Logger) (node.Root, error) {
+	if p.Root != "vault" {
+		ls, err := local.OpenBeside(filepath.Join(dir, node.RootFile), filepath.Join(dir, node.DBFile))
+		if err != nil {
+			return node.Root{}, err
+		}
+		return node.Root{Store: ls}, nil
+	}
+	vs, err := vault.New(p.Vault)
+	if err != nil {
+		return node.Root{}, err
+	}
+	r := node.Root{Store: vs}
+	switch err := vs.Check(ctx); {
+	case errors.Is(err, vault.ErrUnsafeKey):
+		return node.Root{}, err
+	case err != nil:
+		r.Down = true
+		log.Warn("vault root store unavailable at start-up; failing closed until it answers", "error", err.Error())
+	default:
+		kc := vs.KeyConfig()
+		log.Info("vault root store", "mount", p.Vault.Mount, "key", kc.Name, "latest_version", kc.LatestVersion,
+			"min_available_version", kc.MinAvailableVersion, "exportable", kc.Exportable, "allow_plaintext_backup", kc.AllowPlaintextBackup)
+	}
+	fresh, stop := context.WithCancel(context.WithoutCancel(ctx))
+	r.Close = stop
+	go vs.KeepTokenFresh(fresh, p.Vault, func(err error) { log.Warn("vault token", "error", err.Error()) })
+	if p.SubjectKeys == "transit" {
+		r.SubjectKMS = vs.SubjectKeys()
+	}
+	return r, nil
 }

@@ -1,6 +1,6 @@
 // Package node assembles a shredd data directory's stack, as `shredd serve`
 // runs it: the data directory and its lock, the subject secret, the root
-// store (local or Vault), the database, the transparency log's journal, the
+// store (opened by the command's RootOpener), the database, the transparency log's journal, the
 // forget ledger, the key tree, the service and the token store. Open
 // assembles all of it and Close releases it in reverse order; the HTTP
 // server and the background work are cmd/shredd's, on top of a Node.
@@ -16,7 +16,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -27,8 +26,6 @@ import (
 	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/internal/datadir"
 	"github.com/shredd/shredd/keystore"
-	"github.com/shredd/shredd/keystore/local"
-	"github.com/shredd/shredd/keystore/vault"
 	"github.com/shredd/shredd/sealing"
 	"github.com/shredd/shredd/storage/sqlite"
 )
@@ -46,9 +43,7 @@ const (
 // Config is what the flags of shredd serve give the stack.
 type Config struct {
 	DataDir        string
-	Root           string // "local" or "vault"
-	SubjectKeys    string // "tree" or "transit" (with Root "vault")
-	Vault          vault.Config
+	OpenRoot       RootOpener // the root store, as the command picked it
 	Buckets        int
 	CacheTTL       time.Duration
 	ForgetDeadline time.Duration
@@ -78,7 +73,6 @@ type Node struct {
 	AttestationKey ed25519.PrivateKey // signs erasure attestations
 
 	ledger     *erasure.Ledger
-	stopVault  context.CancelFunc // ends the Vault token's renewal
 	closeFuncs []func()
 }
 
@@ -140,9 +134,17 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 	if n.Hasher, err = sealing.NewHasher(secret); err != nil {
 		return err
 	}
-	kms, rootDown, err := n.openRoot(ctx, c, log)
+	if c.OpenRoot == nil {
+		return errors.New("node: no root store (Config.OpenRoot)")
+	}
+	root, err := c.OpenRoot(ctx, c.DataDir, log)
 	if err != nil {
 		return err
+	}
+	n.Root = root.Store
+	kms, rootDown := root.SubjectKMS, root.Down
+	if root.Close != nil {
+		n.onClose(root.Close)
 	}
 	if n.DB, err = sqlite.Open(filepath.Join(c.DataDir, DBFile)); err != nil {
 		return err
@@ -196,53 +198,18 @@ func (n *Node) lockDir(dir string) error {
 	return nil
 }
 
-// openRoot opens the root store c names, and the Vault subject keys with
-// --subject-keys transit; rootDown says that Vault did not answer.
-func (n *Node) openRoot(ctx context.Context, c Config, log *slog.Logger) (kms keystore.SubjectKMS, rootDown bool, err error) {
-	switch c.Root {
-	case "vault":
-		vs, err := vault.New(c.Vault)
-		if err != nil {
-			return nil, false, err
-		}
-		// Vault down at start-up: serve anyway, failing closed (503) until it
-		// is back, so forgets still commit. A key that defeats shredding
-		// stops the start.
-		switch err := vs.Check(ctx); {
-		case errors.Is(err, vault.ErrUnsafeKey):
-			return nil, false, err
-		case err != nil:
-			rootDown = true
-			log.Warn("vault root store unavailable at start-up; failing closed until it answers", "error", err.Error())
-		default:
-			kc := vs.KeyConfig()
-			log.Info("vault root store", "mount", c.Vault.Mount, "key", kc.Name, "latest_version", kc.LatestVersion,
-				"min_available_version", kc.MinAvailableVersion, "exportable", kc.Exportable, "allow_plaintext_backup", kc.AllowPlaintextBackup)
-		}
-		fresh, stop := context.WithCancel(ctx)
-		n.stopVault = stop
-		go vs.KeepTokenFresh(fresh, c.Vault, func(err error) { log.Warn("vault token", "error", err.Error()) })
-		n.Root = vs
-		if c.SubjectKeys == "transit" {
-			kms = vs.SubjectKeys()
-		}
-	default:
-		// A missing root file beside an existing database is never replaced
-		// by a new root: it would open none of the database's keys.
-		if _, err := os.Lstat(filepath.Join(c.DataDir, RootFile)); errors.Is(err, fs.ErrNotExist) {
-			if _, err := os.Lstat(filepath.Join(c.DataDir, DBFile)); err == nil {
-				return nil, false, fmt.Errorf("local root: %s is missing but the database %s exists: a new root would open none of its keys, so none is created; put back the root file that goes with this database",
-					filepath.Join(c.DataDir, RootFile), filepath.Join(c.DataDir, DBFile))
-			}
-		}
-		ls, err := local.Open(filepath.Join(c.DataDir, RootFile))
-		if err != nil {
-			return nil, false, err
-		}
-		n.Root = ls
-	}
-	return kms, rootDown, nil
+// Root is an opened root store: what Config.OpenRoot returns.
+type Root struct {
+	Store      keystore.RootStore
+	SubjectKMS keystore.SubjectKMS // per-subject keys (Vault Transit), or nil for the key tree
+	Down       bool                // the store did not answer at start-up: the node fails closed until it does
+	Close      func()              // releases it (a Vault token's renewal); may be nil
 }
+
+// RootOpener opens the root store of the data directory dir. It is the
+// command's choice of backend (cmd/shredd: --root local or vault), so that
+// this package picks none.
+type RootOpener func(ctx context.Context, dir string, log *slog.Logger) (Root, error)
 
 // checkRoot stops the start on a database the root store cannot open (a
 // backup older than the last epoch, or a root file older than the
@@ -305,8 +272,4 @@ func (n *Node) Close() {
 		n.closeFuncs[i]()
 	}
 	n.closeFuncs = nil
-	if n.stopVault != nil {
-		n.stopVault()
-		n.stopVault = nil
-	}
 }

@@ -4,11 +4,24 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/shredd/shredd/keystore/local"
 )
+
+// localRoot opens the data directory's local root file, as cmd/shredd
+// does with --root local.
+func localRoot(_ context.Context, dir string, _ *slog.Logger) (Root, error) {
+	ls, err := local.OpenBeside(filepath.Join(dir, RootFile), filepath.Join(dir, DBFile))
+	if err != nil {
+		return Root{}, err
+	}
+	return Root{Store: ls}, nil
+}
 
 // TestOpenClose opens a new data directory as serve does, checks what the
 // first start creates and that the lock keeps a second node out, then
@@ -19,7 +32,7 @@ func TestOpenClose(t *testing.T) {
 	if _, err := OpenDB(dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("OpenDB without a database: %v, want fs.ErrNotExist", err)
 	}
-	c := Config{DataDir: dir, Root: "local", Buckets: 4}
+	c := Config{DataDir: dir, OpenRoot: localRoot, Buckets: 4}
 	n, err := Open(ctx, c)
 	if err != nil {
 		t.Fatal(err)

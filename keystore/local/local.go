@@ -121,6 +121,20 @@ func Open(path string) (*Store, error) {
 	return s, nil
 }
 
+// OpenBeside is Open for the root file of a data directory whose database
+// is dbPath: when the root file is missing but the database exists, it
+// refuses to create a new root (ErrConflict), which would open none of the
+// database's keys.
+func OpenBeside(path, dbPath string) (*Store, error) {
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Lstat(dbPath); err == nil {
+			return nil, fmt.Errorf("local root: %s is missing but the database %s exists: %w; a new root would open none of its keys, so none is created: put back the root file that goes with this database",
+				path, dbPath, ErrConflict)
+		}
+	}
+	return Open(path)
+}
+
 // leftovers lists the names beside path that an interrupted write may have
 // left: path.tmp-* (this release), path.old and path.tmp (earlier ones).
 func leftovers(path string) ([]string, error) {
