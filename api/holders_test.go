@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/api"
 	"github.com/shredd/shredd/erasure"
-	"github.com/shredd/shredd/sealing"
 )
 
 // TestHoldersAndAcks drives the holder routes over HTTP: registration, purge
@@ -39,10 +39,10 @@ func TestHoldersAndAcks(t *testing.T) {
 	if r.status != 200 || len(ps) != 1 || !strings.Contains(toJSON(ps), vec) {
 		t.Fatalf("purges: %d %v", r.status, r.body)
 	}
-	fidID, _ := sealing.ParseID(fid)
-	vecID, _ := sealing.ParseID(vec)
-	good := base64.StdEncoding.EncodeToString(ed25519.Sign(priv, erasure.AckPayload(fidID, "ann-1", []sealing.ID{vecID})))
-	forged := base64.StdEncoding.EncodeToString(ed25519.Sign(priv, erasure.AckPayload(fidID, "ann-2", []sealing.ID{vecID})))
+	fidID, _ := shredd.ParseID(fid)
+	vecID, _ := shredd.ParseID(vec)
+	good := base64.StdEncoding.EncodeToString(ed25519.Sign(priv, erasure.AckPayload(fidID, "ann-1", []shredd.ID{vecID})))
+	forged := base64.StdEncoding.EncodeToString(ed25519.Sign(priv, erasure.AckPayload(fidID, "ann-2", []shredd.ID{vecID})))
 	if r := e.do("POST", "/v1/forgets/"+fid+"/acks", `{"holder":"ann-1","artifacts":["`+vec+`"],"signature":"`+forged+`"}`); r.status != 400 || str(r, "code") != "invalid_signature" {
 		t.Fatalf("forged ack: %d %v", r.status, r.body)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/attest"
 )
 
@@ -20,7 +21,7 @@ import (
 // digest logged) when the forget was erased, and these exact bytes are
 // returned; otherwise it is signed now by signer. A forget that is not
 // erased gives ErrNotErased.
-func (s *Service) Attestation(ctx context.Context, id ID, signer ed25519.PrivateKey) ([]byte, error) {
+func (s *Service) Attestation(ctx context.Context, id shredd.ID, signer ed25519.PrivateKey) ([]byte, error) {
 	r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE id=?`, id[:]))
 	if err != nil {
 		if _, gerr := s.GetForget(ctx, id); gerr != nil {
@@ -29,7 +30,7 @@ func (s *Service) Attestation(ctx context.Context, id ID, signer ed25519.Private
 		return nil, fmt.Errorf("erasure: attestation: %w", err)
 	}
 	if !r.erased.Valid {
-		return nil, fmt.Errorf("erasure: forget %s is %s: %w", id, r.state, ErrNotErased)
+		return nil, fmt.Errorf("erasure: forget %s is %s: %w", id, r.state, shredd.ErrNotErased)
 	}
 	var stored []byte
 	if err := s.db.QueryRowContext(ctx, `SELECT attestation FROM forgets WHERE id=?`, id[:]).Scan(&stored); err != nil {
@@ -54,14 +55,14 @@ func (s *Service) Attestation(ctx context.Context, id ID, signer ed25519.Private
 // signAttestation builds and signs the attestation of forget r, erased
 // (r.erased set) with the verification conds, and returns it with the
 // subject commitment it is about.
-func (s *Service) signAttestation(ctx context.Context, r forgetRow, conds []Condition, signer ed25519.PrivateKey) (attest.Envelope, string, error) {
+func (s *Service) signAttestation(ctx context.Context, r forgetRow, conds []shredd.Condition, signer ed25519.PrivateKey) (attest.Envelope, string, error) {
 	id := r.id
 	var commitment string
 	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(commitment, '') FROM forgets WHERE id=?`, id[:]).Scan(&commitment); err != nil {
 		return attest.Envelope{}, "", fmt.Errorf("erasure: attestation: %w", err)
 	}
 	if commitment == "" {
-		return attest.Envelope{}, "", fmt.Errorf("erasure: forget %s has no subject commitment (made by an older release): %w", id, ErrNotErased)
+		return attest.Envelope{}, "", fmt.Errorf("erasure: forget %s has no subject commitment (made by an older release): %w", id, shredd.ErrNotErased)
 	}
 	p := attest.Predicate{
 		Forget: id.String(),
@@ -161,7 +162,7 @@ func (s *Service) lineageArtifacts(ctx context.Context, r forgetRow, p *attest.P
 			rows.Close()
 			return 0, fmt.Errorf("erasure: attestation: %w", err)
 		}
-		var id ID
+		var id shredd.ID
 		copy(id[:], idb)
 		a.ID = id.String()
 		if sealed {

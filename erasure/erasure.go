@@ -87,7 +87,7 @@ func New(reg *sealing.Service, opts Options) *Service {
 	return &Service{Service: reg, db: reg.DB(), keys: reg.Keys(), hasher: reg.Hasher(), barrier: reg.Barrier(), opts: opts, kick: make(chan struct{}, 1)}
 }
 
-func (s *Service) newID() (ID, error) { return shredd.NewID(s.opts.Now(), s.opts.Rand) }
+func (s *Service) newID() (shredd.ID, error) { return shredd.NewID(s.opts.Now(), s.opts.Rand) }
 
 func mapKeyErr(err error) error { return sealing.MapKeyErr(err) }
 

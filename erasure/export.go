@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"fmt"
 
+	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/bundle"
 	"github.com/shredd/shredd/journal"
@@ -18,10 +19,10 @@ import (
 // of the current tree, the public keys, and, when since > 0, a consistency
 // proof from tree size since to that checkpoint. A forget not erased gives
 // ErrNotErased; since beyond the tree ErrInvalid.
-func (s *Service) Export(ctx context.Context, id ID, since int64) (*bundle.Bundle, error) {
+func (s *Service) Export(ctx context.Context, id shredd.ID, since int64) (*bundle.Bundle, error) {
 	j := s.opts.Journal
 	if j == nil {
-		return nil, fmt.Errorf("erasure: export: %w", ErrNoLog)
+		return nil, fmt.Errorf("erasure: export: %w", shredd.ErrNoLog)
 	}
 	att, err := s.Attestation(ctx, id, j.Signer())
 	if err != nil {
@@ -64,7 +65,7 @@ func (s *Service) Export(ctx context.Context, id ID, since int64) (*bundle.Bundl
 		return nil, fmt.Errorf("erasure: export: %w", err)
 	}
 	if since < 0 || since > size {
-		return nil, fmt.Errorf("erasure: export: since=%d, the log has %d entries: %w", since, size, ErrInvalid)
+		return nil, fmt.Errorf("erasure: export: since=%d, the log has %d entries: %w", since, size, shredd.ErrInvalid)
 	}
 	pub := j.Signer().Public().(ed25519.PublicKey)
 	pem, err := attest.MarshalPublicKey(pub)
@@ -98,7 +99,7 @@ func (s *Service) Export(ctx context.Context, id ID, since int64) (*bundle.Bundl
 		b.Entries = append(b.Entries, bundle.Entry{Index: i, Event: ev.Event, Data: data, Proof: proof})
 	}
 	if !attested {
-		return nil, fmt.Errorf("erasure: export: forget %s was erased before the transparency log existed: %w", id, ErrNoLog)
+		return nil, fmt.Errorf("erasure: export: forget %s was erased before the transparency log existed: %w", id, shredd.ErrNoLog)
 	}
 	if since > 0 {
 		hashes, err := j.Log().ProveConsistency(ctx, since, size)

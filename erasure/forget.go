@@ -18,7 +18,7 @@ import (
 )
 
 type forgetRow struct {
-	id                                   ID
+	id                                   shredd.ID
 	sid                                  envelope.SID
 	state                                string
 	gen, barrier, rekeyMarker, epoch     sql.NullInt64
@@ -61,13 +61,13 @@ func (s *Service) queryForgets(ctx context.Context, tail string, args ...any) ([
 
 func ts(n sql.NullInt64) time.Time { return sealing.Time(n) }
 
-func (s *Service) view(ctx context.Context, r forgetRow) (Forget, error) {
-	f := Forget{ID: r.id, State: r.state, Barrier: r.barrier.Int64,
+func (s *Service) view(ctx context.Context, r forgetRow) (shredd.Forget, error) {
+	f := shredd.Forget{ID: r.id, State: r.state, Barrier: r.barrier.Int64,
 		RequestedAt: time.Unix(0, r.requested).UTC(), Deadline: time.Unix(0, r.deadline).UTC(),
 		CommittedAt: ts(r.committed), RekeyedAt: ts(r.rekeyed), ShreddedAt: ts(r.shredded), ErasedAt: ts(r.erased),
 		Epoch: r.epoch.Int64, TProp: s.keys.CacheTTL()}
 	cond := func(name string, ok bool, okWhy, pendingWhy string) {
-		c := Condition{Name: name, Status: "pending", Reason: pendingWhy}
+		c := shredd.Condition{Name: name, Status: "pending", Reason: pendingWhy}
 		if ok {
 			c.Status, c.Reason = "ok", okWhy
 		}
@@ -88,7 +88,7 @@ func (s *Service) view(ctx context.Context, r forgetRow) (Forget, error) {
 			fmt.Sprintf("root epoch %d rotated the root key and destroyed the older versions", r.epoch.Int64),
 			"waiting for a root epoch to rotate the root key and destroy the versions that could open pre-forget backups")
 	}
-	var v []Condition
+	var v []shredd.Condition
 	var err error
 	if r.erased.Valid {
 		v, err = s.proofOf(ctx, r.id) // the evidence that erased it, as it was
@@ -96,7 +96,7 @@ func (s *Service) view(ctx context.Context, r forgetRow) (Forget, error) {
 		v, _, err = s.verification(ctx, r)
 	}
 	if err != nil {
-		return Forget{}, err
+		return shredd.Forget{}, err
 	}
 	f.Verification = v
 	blocked := false
@@ -105,13 +105,13 @@ func (s *Service) view(ctx context.Context, r forgetRow) (Forget, error) {
 	}
 	switch {
 	case r.erased.Valid:
-		f.State = StateErased
+		f.State = shredd.StateErased
 		f.Overdue = f.ErasedAt.After(f.Deadline) // erased, but late
 	case blocked:
-		f.State = StateBlocked
+		f.State = shredd.StateBlocked
 		f.Overdue = s.opts.Now().After(f.Deadline)
 	case s.opts.Now().After(f.Deadline):
-		f.State, f.Overdue = StateOverdue, true
+		f.State, f.Overdue = shredd.StateOverdue, true
 	}
 	return f, nil
 }
@@ -120,35 +120,35 @@ func (s *Service) view(ctx context.Context, r forgetRow) (Forget, error) {
 // key (synchronously, before it returns), then leaves the bucket re-key and
 // the root epoch to the background work. Forgetting a subject again returns
 // the same forget.
-func (s *Service) Forget(ctx context.Context, subject string) (Forget, error) {
+func (s *Service) Forget(ctx context.Context, subject string) (shredd.Forget, error) {
 	if err := checkSubject(subject); err != nil {
-		return Forget{}, err
+		return shredd.Forget{}, err
 	}
 	sid := s.hasher.SID(subject)
 	defer s.barrier.Lock(sid)()
 	if r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE sid=? ORDER BY requested_at DESC LIMIT 1`, sid[:])); err == nil {
-		if r.state == StateRequested { // a commit that failed or crashed: finish it now
+		if r.state == shredd.StateRequested { // a commit that failed or crashed: finish it now
 			if err := s.commit(ctx, r.id, sid, nil); err != nil {
-				return Forget{}, err
+				return shredd.Forget{}, err
 			}
 			return s.GetForget(ctx, r.id)
 		}
 		if err := s.ledgerAppend(ctx, r.id); err != nil { // an earlier answer failed there
-			return Forget{}, err
+			return shredd.Forget{}, err
 		}
 		return s.view(ctx, r)
 	} else if !errors.Is(err, sql.ErrNoRows) {
-		return Forget{}, fmt.Errorf("erasure: forget: %w", err)
+		return shredd.Forget{}, fmt.Errorf("erasure: forget: %w", err)
 	}
 	id, err := s.newID()
 	if err != nil {
-		return Forget{}, err
+		return shredd.Forget{}, err
 	}
 	now := s.opts.Now()
 	salt := s.subjectSalt(ctx, sid)
 	req := &forgetRequest{at: now, commitment: attest.Commit(subject, salt)}
 	if err := s.commit(ctx, id, sid, req); err != nil {
-		return Forget{}, err
+		return shredd.Forget{}, err
 	}
 	s.Kick()
 	f, err := s.GetForget(ctx, id)
@@ -170,7 +170,7 @@ type forgetRequest struct {
 // one fsync); without, the row is one a crash left requested (data dirs of
 // earlier releases wrote it in a transaction of its own). Called with the
 // subject's barrier lock held (or at recovery, before serving).
-func (s *Service) commit(ctx context.Context, id ID, sid envelope.SID, req *forgetRequest) error {
+func (s *Service) commit(ctx context.Context, id shredd.ID, sid envelope.SID, req *forgetRequest) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("erasure: forget: %w", err)
@@ -181,7 +181,7 @@ func (s *Service) commit(ctx context.Context, id ID, sid envelope.SID, req *forg
 			req.deadline = req.at.Add(s.opts.Deadline)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO forgets(id, sid, state, requested_at, deadline, commitment) VALUES (?, ?, ?, ?, ?, ?)`,
-			id[:], sid[:], StateRequested, req.at.UnixNano(), req.deadline.UnixNano(), nullString(req.commitment)); err != nil {
+			id[:], sid[:], shredd.StateRequested, req.at.UnixNano(), req.deadline.UnixNano(), nullString(req.commitment)); err != nil {
 			return fmt.Errorf("erasure: forget: %w", err)
 		}
 	}
@@ -191,7 +191,7 @@ func (s *Service) commit(ctx context.Context, id ID, sid envelope.SID, req *forg
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE forgets SET state=?, gen=?, committed_at=?,
 		barrier=(SELECT coalesce(max(seq), 0) FROM artifacts) WHERE id=? AND state=?`,
-		StateCommitted, gen, s.opts.Now().UnixNano(), id[:], StateRequested)
+		shredd.StateCommitted, gen, s.opts.Now().UnixNano(), id[:], shredd.StateRequested)
 	if err != nil {
 		return fmt.Errorf("erasure: forget: %w", err)
 	}
@@ -211,7 +211,7 @@ func (s *Service) commit(ctx context.Context, id ID, sid envelope.SID, req *forg
 }
 
 // logCommit appends the forget_committed event of forget id in tx.
-func (s *Service) logCommit(ctx context.Context, tx *sql.Tx, id ID, sid envelope.SID, gen uint32) error {
+func (s *Service) logCommit(ctx context.Context, tx *sql.Tx, id shredd.ID, sid envelope.SID, gen uint32) error {
 	var commitment string
 	var barrier int64
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(commitment, ''), barrier FROM forgets WHERE id=?`, id[:]).Scan(&commitment, &barrier); err != nil {
@@ -229,19 +229,19 @@ func (s *Service) logCommit(ctx context.Context, tx *sql.Tx, id ID, sid envelope
 }
 
 // GetForget returns a forget with its conditions.
-func (s *Service) GetForget(ctx context.Context, id ID) (Forget, error) {
+func (s *Service) GetForget(ctx context.Context, id shredd.ID) (shredd.Forget, error) {
 	r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE id=?`, id[:]))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Forget{}, fmt.Errorf("erasure: forget %s: %w", id, ErrNotFound)
+		return shredd.Forget{}, fmt.Errorf("erasure: forget %s: %w", id, shredd.ErrNotFound)
 	}
 	if err != nil {
-		return Forget{}, fmt.Errorf("erasure: forget: %w", err)
+		return shredd.Forget{}, fmt.Errorf("erasure: forget: %w", err)
 	}
 	return s.view(ctx, r)
 }
 
 // Forgets lists forgets, newest first, optionally only those in state.
-func (s *Service) Forgets(ctx context.Context, state string, limit int) ([]Forget, error) {
+func (s *Service) Forgets(ctx context.Context, state string, limit int) ([]shredd.Forget, error) {
 	if limit <= 0 || limit > 1000 {
 		limit = 1000
 	}
@@ -251,7 +251,7 @@ func (s *Service) Forgets(ctx context.Context, state string, limit int) ([]Forge
 	if err != nil {
 		return nil, err
 	}
-	out := []Forget{}
+	out := []shredd.Forget{}
 	for _, r := range rs {
 		if len(out) == limit {
 			break
@@ -298,7 +298,7 @@ func (s *Service) Recover(ctx context.Context) error {
 // commitRequested commits the forgets a crash left between request and
 // commit.
 func (s *Service) commitRequested(ctx context.Context) error {
-	pending, err := s.queryForgets(ctx, ` WHERE state=?`, StateRequested)
+	pending, err := s.queryForgets(ctx, ` WHERE state=?`, shredd.StateRequested)
 	if err != nil {
 		return err
 	}
@@ -319,7 +319,7 @@ func (s *Service) reconcileLocked(ctx context.Context) error {
 		return err
 	}
 	// 2. Re-key the buckets of committed forgets.
-	pending, err := s.queryForgets(ctx, ` WHERE state=? AND rekeyed_at IS NULL`, StateCommitted)
+	pending, err := s.queryForgets(ctx, ` WHERE state=? AND rekeyed_at IS NULL`, shredd.StateCommitted)
 	if err != nil {
 		return err
 	}
@@ -332,7 +332,7 @@ func (s *Service) reconcileLocked(ctx context.Context) error {
 			}
 			now := s.opts.Now().UnixNano()
 			if _, err := s.db.ExecContext(ctx, `UPDATE forgets SET rekeyed_at=?, shredded_at=?, state=? WHERE id=? AND state=?`,
-				now, now, StateShredded, r.id[:], StateCommitted); err != nil {
+				now, now, shredd.StateShredded, r.id[:], shredd.StateCommitted); err != nil {
 				return fmt.Errorf("erasure: reconcile: %w", err)
 			}
 			crashpoint.Hit("forget:rekeyed")
@@ -366,7 +366,7 @@ func (s *Service) advanceShredded(ctx context.Context) error {
 	if err != nil {
 		return mapKeyErr(err)
 	}
-	pending, err := s.queryForgets(ctx, ` WHERE state=? AND rekeyed_at IS NOT NULL AND rekey_marker < ?`, StateCommitted, last)
+	pending, err := s.queryForgets(ctx, ` WHERE state=? AND rekeyed_at IS NOT NULL AND rekey_marker < ?`, shredd.StateCommitted, last)
 	if err != nil {
 		return err
 	}
@@ -379,7 +379,7 @@ func (s *Service) advanceShredded(ctx context.Context) error {
 			return err
 		}
 		if _, err := s.db.ExecContext(ctx, `UPDATE forgets SET state=?, shredded_at=?, epoch=? WHERE id=? AND state=?`,
-			StateShredded, e.FinishedAt.UnixNano(), e.ID, r.id[:], StateCommitted); err != nil {
+			shredd.StateShredded, e.FinishedAt.UnixNano(), e.ID, r.id[:], shredd.StateCommitted); err != nil {
 			return fmt.Errorf("erasure: reconcile: %w", err)
 		}
 	}
@@ -396,7 +396,7 @@ func (s *Service) needEpoch(ctx context.Context, due bool) (bool, error) {
 		return false, nil
 	}
 	var n int
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM forgets WHERE state=?`, StateCommitted).Scan(&n); err != nil {
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM forgets WHERE state=?`, shredd.StateCommitted).Scan(&n); err != nil {
 		return false, err
 	}
 	return n > 0, nil

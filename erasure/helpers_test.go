@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
+	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/internal/shreddtest"
-	"github.com/shredd/shredd/sealing"
 )
 
 // newService is the whole service (the registry and the erasure on it)
@@ -17,7 +17,7 @@ func newService(t testing.TB) *erasure.Service {
 }
 
 // seal encrypts pt for src and fails the test on an error.
-func seal(t *testing.T, s *erasure.Service, src sealing.Source, pt string) sealing.Sealed {
+func seal(t *testing.T, s *erasure.Service, src shredd.Source, pt string) shredd.Sealed {
 	t.Helper()
 	out, err := s.Encrypt(context.Background(), src, []byte(pt), nil)
 	if err != nil {

@@ -21,39 +21,39 @@ const MaxAckArtifacts = 100_000
 // RegisterHolder records a holder and its Ed25519 public key. Registering
 // the same key again is a no-op; another key for a known holder is
 // ErrConflict (keys are not replaced silently: old acks stand on them).
-func (s *Service) RegisterHolder(ctx context.Context, id string, pub []byte) (Holder, bool, error) {
+func (s *Service) RegisterHolder(ctx context.Context, id string, pub []byte) (shredd.Holder, bool, error) {
 	if !shredd.ValidHolder(id) {
-		return Holder{}, false, fmt.Errorf("erasure: holder id: %w", ErrInvalid)
+		return shredd.Holder{}, false, fmt.Errorf("erasure: holder id: %w", shredd.ErrInvalid)
 	}
 	if len(pub) != ed25519.PublicKeySize {
-		return Holder{}, false, fmt.Errorf("erasure: holder key of %d bytes, want an Ed25519 public key (%d): %w", len(pub), ed25519.PublicKeySize, ErrInvalid)
+		return shredd.Holder{}, false, fmt.Errorf("erasure: holder key of %d bytes, want an Ed25519 public key (%d): %w", len(pub), ed25519.PublicKeySize, shredd.ErrInvalid)
 	}
 	res, err := s.db.ExecContext(ctx, `INSERT OR IGNORE INTO holders(id, public_key, created_at) VALUES (?, ?, ?)`, id, pub, s.opts.Now().UnixNano())
 	if err != nil {
-		return Holder{}, false, fmt.Errorf("erasure: register holder: %w", err)
+		return shredd.Holder{}, false, fmt.Errorf("erasure: register holder: %w", err)
 	}
 	created, _ := res.RowsAffected()
 	h, err := s.GetHolder(ctx, id)
 	if err != nil {
-		return Holder{}, false, err
+		return shredd.Holder{}, false, err
 	}
 	if !bytes.Equal(h.PublicKey, pub) {
-		return Holder{}, false, fmt.Errorf("erasure: holder %s is registered with another key: %w", id, ErrConflict)
+		return shredd.Holder{}, false, fmt.Errorf("erasure: holder %s is registered with another key: %w", id, shredd.ErrConflict)
 	}
 	return h, created == 1, nil
 }
 
 // GetHolder returns a registered holder.
-func (s *Service) GetHolder(ctx context.Context, id string) (Holder, error) {
-	h := Holder{ID: id}
+func (s *Service) GetHolder(ctx context.Context, id string) (shredd.Holder, error) {
+	h := shredd.Holder{ID: id}
 	var pub []byte
 	var created int64
 	err := s.db.QueryRowContext(ctx, `SELECT public_key, created_at FROM holders WHERE id=?`, id).Scan(&pub, &created)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Holder{}, fmt.Errorf("erasure: holder: %w", ErrNotFound)
+		return shredd.Holder{}, fmt.Errorf("erasure: holder: %w", shredd.ErrNotFound)
 	}
 	if err != nil {
-		return Holder{}, fmt.Errorf("erasure: holder: %w", err)
+		return shredd.Holder{}, fmt.Errorf("erasure: holder: %w", err)
 	}
 	h.PublicKey, h.CreatedAt = pub, time.Unix(0, created).UTC()
 	return h, nil
@@ -63,7 +63,7 @@ func (s *Service) GetHolder(ctx context.Context, id string) (Holder, error) {
 // purged artifacts for a forget: attest.AckMessage, the format the offline
 // verifier checks in attestations (a label, the forget, the holder and the
 // sorted artifact ids, one per line).
-func AckPayload(forget ID, holder string, artifacts []ID) []byte {
+func AckPayload(forget shredd.ID, holder string, artifacts []shredd.ID) []byte {
 	ids := make([]string, len(artifacts))
 	for i, a := range artifacts {
 		ids[i] = a.String()
@@ -74,7 +74,7 @@ func AckPayload(forget ID, holder string, artifacts []ID) []byte {
 
 // heldBy returns the plaintext-held artifacts of a forget's lineage held by
 // holder ("" for every holder), by holder.
-func (s *Service) heldBy(ctx context.Context, r forgetRow, holder string) (map[string][]ID, error) {
+func (s *Service) heldBy(ctx context.Context, r forgetRow, holder string) (map[string][]shredd.ID, error) {
 	q := `SELECT a.id, a.holder FROM lineage l JOIN artifacts a ON a.id = l.artifact WHERE l.sid = ? AND a.sealed = 0`
 	args := []any{r.sid[:]}
 	if holder != "" {
@@ -86,14 +86,14 @@ func (s *Service) heldBy(ctx context.Context, r forgetRow, holder string) (map[s
 		return nil, fmt.Errorf("erasure: purges: %w", err)
 	}
 	defer rows.Close()
-	out := map[string][]ID{}
+	out := map[string][]shredd.ID{}
 	for rows.Next() {
 		var b []byte
 		var h string
 		if err := rows.Scan(&b, &h); err != nil {
 			return nil, fmt.Errorf("erasure: purges: %w", err)
 		}
-		var id ID
+		var id shredd.ID
 		copy(id[:], b)
 		out[h] = append(out[h], id)
 	}
@@ -101,19 +101,19 @@ func (s *Service) heldBy(ctx context.Context, r forgetRow, holder string) (map[s
 }
 
 // ackedSet returns the artifacts of a forget that signed acks cover.
-func (s *Service) ackedSet(ctx context.Context, forget ID) (map[ID]bool, error) {
+func (s *Service) ackedSet(ctx context.Context, forget shredd.ID) (map[shredd.ID]bool, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT artifact FROM acked WHERE forget=?`, forget[:])
 	if err != nil {
 		return nil, fmt.Errorf("erasure: acks: %w", err)
 	}
 	defer rows.Close()
-	out := map[ID]bool{}
+	out := map[shredd.ID]bool{}
 	for rows.Next() {
 		var b []byte
 		if err := rows.Scan(&b); err != nil {
 			return nil, fmt.Errorf("erasure: acks: %w", err)
 		}
-		var id ID
+		var id shredd.ID
 		copy(id[:], b)
 		out[id] = true
 	}
@@ -122,7 +122,7 @@ func (s *Service) ackedSet(ctx context.Context, forget ID) (map[ID]bool, error) 
 
 // Purges lists, per open forget, the plaintext-held artifacts holder must
 // still purge and acknowledge.
-func (s *Service) Purges(ctx context.Context, holder string) ([]Purge, error) {
+func (s *Service) Purges(ctx context.Context, holder string) ([]shredd.Purge, error) {
 	if _, err := s.GetHolder(ctx, holder); err != nil {
 		return nil, err
 	}
@@ -130,7 +130,7 @@ func (s *Service) Purges(ctx context.Context, holder string) ([]Purge, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := []Purge{}
+	out := []shredd.Purge{}
 	for _, r := range open {
 		held, err := s.heldBy(ctx, r, holder)
 		if err != nil {
@@ -140,7 +140,7 @@ func (s *Service) Purges(ctx context.Context, holder string) ([]Purge, error) {
 		if err != nil {
 			return nil, err
 		}
-		p := Purge{Forget: r.id}
+		p := shredd.Purge{Forget: r.id}
 		for _, a := range held[holder] {
 			if !acked[a] {
 				p.Artifacts = append(p.Artifacts, a)
@@ -161,30 +161,30 @@ func (s *Service) Purges(ctx context.Context, holder string) ([]Purge, error) {
 // one signed ack; sending the same ack again is a no-op). An ack that omits
 // some of the holder's artifacts is accepted, and those stay open: Missing
 // lists them. A delete ack alone never closes anything it does not name.
-func (s *Service) Ack(ctx context.Context, forget ID, holder string, artifacts []ID, sig []byte) (AckResult, error) {
+func (s *Service) Ack(ctx context.Context, forget shredd.ID, holder string, artifacts []shredd.ID, sig []byte) (shredd.AckResult, error) {
 	if len(artifacts) == 0 || len(artifacts) > MaxAckArtifacts {
-		return AckResult{}, fmt.Errorf("erasure: an ack names 1 to %d artifacts: %w", MaxAckArtifacts, ErrInvalid)
+		return shredd.AckResult{}, fmt.Errorf("erasure: an ack names 1 to %d artifacts: %w", MaxAckArtifacts, shredd.ErrInvalid)
 	}
 	h, err := s.GetHolder(ctx, holder)
 	if err != nil {
-		return AckResult{}, err
+		return shredd.AckResult{}, err
 	}
 	r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE id=?`, forget[:]))
 	if errors.Is(err, sql.ErrNoRows) {
-		return AckResult{}, fmt.Errorf("erasure: forget %s: %w", forget, ErrNotFound)
+		return shredd.AckResult{}, fmt.Errorf("erasure: forget %s: %w", forget, shredd.ErrNotFound)
 	}
 	if err != nil {
-		return AckResult{}, fmt.Errorf("erasure: ack: %w", err)
+		return shredd.AckResult{}, fmt.Errorf("erasure: ack: %w", err)
 	}
 	payload := AckPayload(forget, holder, artifacts)
 	if !ed25519.Verify(h.PublicKey, payload, sig) {
-		return AckResult{}, fmt.Errorf("erasure: the ack's signature does not verify under holder %s's key: %w", holder, ErrSignature)
+		return shredd.AckResult{}, fmt.Errorf("erasure: the ack's signature does not verify under holder %s's key: %w", holder, shredd.ErrSignature)
 	}
 	all, err := s.heldBy(ctx, r, "")
 	if err != nil {
-		return AckResult{}, err
+		return shredd.AckResult{}, err
 	}
-	owner := map[ID]string{}
+	owner := map[shredd.ID]string{}
 	for hh, ids := range all {
 		for _, id := range ids {
 			owner[id] = hh
@@ -193,28 +193,28 @@ func (s *Service) Ack(ctx context.Context, forget ID, holder string, artifacts [
 	for _, a := range artifacts {
 		switch o, ok := owner[a]; {
 		case !ok:
-			return AckResult{}, fmt.Errorf("erasure: artifact %s is not a plaintext-held artifact of this forget's lineage: %w", a, ErrInvalid)
+			return shredd.AckResult{}, fmt.Errorf("erasure: artifact %s is not a plaintext-held artifact of this forget's lineage: %w", a, shredd.ErrInvalid)
 		case o != holder:
-			return AckResult{}, fmt.Errorf("erasure: artifact %s belongs to another holder: %w", a, ErrForbidden)
+			return shredd.AckResult{}, fmt.Errorf("erasure: artifact %s belongs to another holder: %w", a, shredd.ErrForbidden)
 		}
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return AckResult{}, fmt.Errorf("erasure: ack: %w", err)
+		return shredd.AckResult{}, fmt.Errorf("erasure: ack: %w", err)
 	}
 	defer tx.Rollback()
 	var dup int
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM holder_acks WHERE forget=? AND holder=? AND payload=?`, forget[:], holder, payload).Scan(&dup); err != nil {
-		return AckResult{}, fmt.Errorf("erasure: ack: %w", err)
+		return shredd.AckResult{}, fmt.Errorf("erasure: ack: %w", err)
 	}
 	if dup == 0 {
 		for _, a := range artifacts {
 			var n int
 			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM acked WHERE forget=? AND artifact=?`, forget[:], a[:]).Scan(&n); err != nil {
-				return AckResult{}, fmt.Errorf("erasure: ack: %w", err)
+				return shredd.AckResult{}, fmt.Errorf("erasure: ack: %w", err)
 			}
 			if n > 0 {
-				return AckResult{}, fmt.Errorf("erasure: artifact %s is already closed by an earlier ack: %w", a, ErrConflict)
+				return shredd.AckResult{}, fmt.Errorf("erasure: artifact %s is already closed by an earlier ack: %w", a, shredd.ErrConflict)
 			}
 		}
 		names := make([]string, len(artifacts))
@@ -226,29 +226,29 @@ func (s *Service) Ack(ctx context.Context, forget ID, holder string, artifacts [
 		res, err := tx.ExecContext(ctx, `INSERT INTO holder_acks(forget, holder, artifacts, payload, signature, received_at) VALUES (?, ?, ?, ?, ?, ?)`,
 			forget[:], holder, strings.Join(names, ","), payload, sig, s.opts.Now().UnixNano())
 		if err != nil {
-			return AckResult{}, fmt.Errorf("erasure: ack: %w", err)
+			return shredd.AckResult{}, fmt.Errorf("erasure: ack: %w", err)
 		}
 		ackID, _ := res.LastInsertId()
 		for _, a := range artifacts {
 			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO acked(forget, artifact, holder, ack) VALUES (?, ?, ?, ?)`, forget[:], a[:], holder, ackID); err != nil {
-				return AckResult{}, fmt.Errorf("erasure: ack: %w", err)
+				return shredd.AckResult{}, fmt.Errorf("erasure: ack: %w", err)
 			}
 		}
 		if j := s.opts.Journal; j != nil {
 			ev := attest.NewAckEvent(forget.String(), attest.HolderAck{Holder: holder, PublicKey: h.PublicKey, Artifacts: names, Signature: sig})
 			if err := j.AppendForget(ctx, tx, forget, attest.Event{Event: attest.EventHolderAck, Ack: &ev}); err != nil {
-				return AckResult{}, err
+				return shredd.AckResult{}, err
 			}
 		}
 		if err := tx.Commit(); err != nil {
-			return AckResult{}, fmt.Errorf("erasure: ack: %w", err)
+			return shredd.AckResult{}, fmt.Errorf("erasure: ack: %w", err)
 		}
 	}
 	acked, err := s.ackedSet(ctx, forget)
 	if err != nil {
-		return AckResult{}, err
+		return shredd.AckResult{}, err
 	}
-	res := AckResult{Closed: slices.Clone(artifacts)}
+	res := shredd.AckResult{Closed: slices.Clone(artifacts)}
 	for _, a := range all[holder] {
 		if !acked[a] {
 			res.Missing = append(res.Missing, a)
@@ -264,14 +264,14 @@ func (s *Service) Ack(ctx context.Context, forget ID, holder string, artifacts [
 // open forget: they are blocked until the holder reports a clean inventory.
 // A forget already erased stays erased (its attestation is issued); the
 // report's ContradictedAcks tells the operator.
-func (s *Service) ReportInventory(ctx context.Context, holder string, items []InventoryItem) (Inventory, error) {
+func (s *Service) ReportInventory(ctx context.Context, holder string, items []shredd.InventoryItem) (shredd.Inventory, error) {
 	if _, err := s.GetHolder(ctx, holder); err != nil {
-		return Inventory{}, err
+		return shredd.Inventory{}, err
 	}
 	if len(items) > MaxAckArtifacts {
-		return Inventory{}, fmt.Errorf("erasure: inventory of %d items, at most %d: %w", len(items), MaxAckArtifacts, ErrTooLarge)
+		return shredd.Inventory{}, fmt.Errorf("erasure: inventory of %d items, at most %d: %w", len(items), MaxAckArtifacts, shredd.ErrTooLarge)
 	}
-	inv := Inventory{Items: len(items)}
+	inv := shredd.Inventory{Items: len(items)}
 	kinds := map[string]bool{}
 	for _, it := range items {
 		id, err := shredd.ParseID(it.ID)
@@ -287,7 +287,7 @@ func (s *Service) ReportInventory(ctx context.Context, holder string, items []In
 			// Still holding an artifact it acked as purged: the ack was false.
 			var n int
 			if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM acked WHERE artifact=? AND holder=?`, id[:], holder).Scan(&n); err != nil {
-				return Inventory{}, fmt.Errorf("erasure: inventory: %w", err)
+				return shredd.Inventory{}, fmt.Errorf("erasure: inventory: %w", err)
 			}
 			if n > 0 {
 				inv.ContradictedAcks = append(inv.ContradictedAcks, id.String())
@@ -304,7 +304,7 @@ func (s *Service) ReportInventory(ctx context.Context, holder string, items []In
 	}
 	if _, err := s.db.ExecContext(ctx, `INSERT OR REPLACE INTO inventories(holder, reported_at, items, unknown_artifacts, unknown_kinds) VALUES (?, ?, ?, ?, ?)`,
 		holder, s.opts.Now().UnixNano(), inv.Items, len(inv.UnknownArtifact)+len(inv.ContradictedAcks), len(inv.UnknownKind)); err != nil {
-		return Inventory{}, fmt.Errorf("erasure: inventory: %w", err)
+		return shredd.Inventory{}, fmt.Errorf("erasure: inventory: %w", err)
 	}
 	s.Kick()
 	return inv, nil

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/erasure"
-	"github.com/shredd/shredd/sealing"
 )
 
 // TestHolderAcks: a plaintext-held artifact is closed only by its holder's
@@ -29,16 +29,16 @@ func TestHolderAcks(t *testing.T) {
 	if _, created, err := s.RegisterHolder(ctx, "ann-1", pubA); err != nil || created {
 		t.Fatalf("register again: %v %v", created, err)
 	}
-	if _, _, err := s.RegisterHolder(ctx, "ann-1", pubB); !errors.Is(err, sealing.ErrConflict) {
+	if _, _, err := s.RegisterHolder(ctx, "ann-1", pubB); !errors.Is(err, shredd.ErrConflict) {
 		t.Fatalf("another key for a holder: %v", err)
 	}
 	if _, _, err := s.RegisterHolder(ctx, "cache-2", pubB); err != nil {
 		t.Fatal(err)
 	}
-	rec := seal(t, s, sealing.Source{Kind: "episodic", Subjects: []string{"alice"}}, "r")
-	v1, _ := s.Register(ctx, sealing.Source{Kind: "embedding", Parents: []sealing.ID{rec.Artifact}, Holder: "ann-1"})
-	v2, _ := s.Register(ctx, sealing.Source{Kind: "embedding", Parents: []sealing.ID{rec.Artifact}, Holder: "ann-1"})
-	kv, _ := s.Register(ctx, sealing.Source{Kind: "summary", Subjects: []string{"alice"}, Holder: "cache-2"})
+	rec := seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "r")
+	v1, _ := s.Register(ctx, shredd.Source{Kind: "embedding", Parents: []shredd.ID{rec.Artifact}, Holder: "ann-1"})
+	v2, _ := s.Register(ctx, shredd.Source{Kind: "embedding", Parents: []shredd.ID{rec.Artifact}, Holder: "ann-1"})
+	kv, _ := s.Register(ctx, shredd.Source{Kind: "summary", Subjects: []string{"alice"}, Holder: "cache-2"})
 	f, err := s.Forget(ctx, "alice")
 	if err != nil {
 		t.Fatal(err)
@@ -52,33 +52,33 @@ func TestHolderAcks(t *testing.T) {
 	if err != nil || len(work) != 1 || work[0].Forget != f.ID || len(work[0].Artifacts) != 2 {
 		t.Fatalf("purge work: %+v %v", work, err)
 	}
-	sign := func(priv ed25519.PrivateKey, holder string, ids ...sealing.ID) []byte {
+	sign := func(priv ed25519.PrivateKey, holder string, ids ...shredd.ID) []byte {
 		return ed25519.Sign(priv, erasure.AckPayload(f.ID, holder, ids))
 	}
-	if _, err := s.Ack(ctx, f.ID, "ann-1", []sealing.ID{v1.ID, v2.ID}, sign(privB, "ann-1", v1.ID, v2.ID)); !errors.Is(err, sealing.ErrSignature) {
+	if _, err := s.Ack(ctx, f.ID, "ann-1", []shredd.ID{v1.ID, v2.ID}, sign(privB, "ann-1", v1.ID, v2.ID)); !errors.Is(err, shredd.ErrSignature) {
 		t.Fatalf("ack signed with another key: %v", err)
 	}
-	if _, err := s.Ack(ctx, f.ID, "ann-1", []sealing.ID{v1.ID}, sign(privA, "ann-1", v1.ID, v2.ID)); !errors.Is(err, sealing.ErrSignature) {
+	if _, err := s.Ack(ctx, f.ID, "ann-1", []shredd.ID{v1.ID}, sign(privA, "ann-1", v1.ID, v2.ID)); !errors.Is(err, shredd.ErrSignature) {
 		t.Fatalf("ack whose signature covers other artifacts: %v", err)
 	}
-	if _, err := s.Ack(ctx, f.ID, "ann-1", []sealing.ID{kv.ID}, sign(privA, "ann-1", kv.ID)); !errors.Is(err, sealing.ErrForbidden) {
+	if _, err := s.Ack(ctx, f.ID, "ann-1", []shredd.ID{kv.ID}, sign(privA, "ann-1", kv.ID)); !errors.Is(err, shredd.ErrForbidden) {
 		t.Fatalf("ack of another holder's artifact: %v", err)
 	}
-	if _, err := s.Ack(ctx, f.ID, "ann-1", []sealing.ID{rec.Artifact}, sign(privA, "ann-1", rec.Artifact)); !errors.Is(err, sealing.ErrInvalid) {
+	if _, err := s.Ack(ctx, f.ID, "ann-1", []shredd.ID{rec.Artifact}, sign(privA, "ann-1", rec.Artifact)); !errors.Is(err, shredd.ErrInvalid) {
 		t.Fatalf("ack of a sealed artifact: %v", err)
 	}
 	// "Deleted", naming only one of the two vectors: the other stays open.
-	res, err := s.Ack(ctx, f.ID, "ann-1", []sealing.ID{v1.ID}, sign(privA, "ann-1", v1.ID))
+	res, err := s.Ack(ctx, f.ID, "ann-1", []shredd.ID{v1.ID}, sign(privA, "ann-1", v1.ID))
 	if err != nil || len(res.Missing) != 1 || res.Missing[0] != v2.ID {
 		t.Fatalf("partial ack: %+v %v", res, err)
 	}
-	if g := mustVerify(t, s, f.ID); g.State == sealing.StateErased || conditions(g)[sealing.CondCascadeClosed].Status != "pending" {
+	if g := mustVerify(t, s, f.ID); g.State == shredd.StateErased || conditions(g)[shredd.CondCascadeClosed].Status != "pending" {
 		t.Fatalf("erased with unacked artifacts: %s %+v", g.State, conditions(g))
 	}
-	if _, err := s.Ack(ctx, f.ID, "ann-1", []sealing.ID{v2.ID}, sign(privA, "ann-1", v2.ID)); err != nil {
+	if _, err := s.Ack(ctx, f.ID, "ann-1", []shredd.ID{v2.ID}, sign(privA, "ann-1", v2.ID)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Ack(ctx, f.ID, "cache-2", []sealing.ID{kv.ID}, sign(privB, "cache-2", kv.ID)); err != nil {
+	if _, err := s.Ack(ctx, f.ID, "cache-2", []shredd.ID{kv.ID}, sign(privB, "cache-2", kv.ID)); err != nil {
 		t.Fatal(err)
 	}
 	if work, _ := s.Purges(ctx, "ann-1"); len(work) != 0 {
@@ -86,17 +86,17 @@ func TestHolderAcks(t *testing.T) {
 	}
 
 	// An inventory holding something shredd never registered blocks it.
-	if _, err := s.ReportInventory(ctx, "cache-2", []sealing.InventoryItem{{ID: kv.ID.String(), Kind: "summary"}, {ID: "ffffffffffffffffffffffffffffffff", Kind: "kv-cache"}}); err != nil {
+	if _, err := s.ReportInventory(ctx, "cache-2", []shredd.InventoryItem{{ID: kv.ID.String(), Kind: "summary"}, {ID: "ffffffffffffffffffffffffffffffff", Kind: "kv-cache"}}); err != nil {
 		t.Fatal(err)
 	}
 	g := mustVerify(t, s, f.ID)
-	if g.State != sealing.StateBlocked || conditions(g)[sealing.CondClosureIntact].Status != "failed" {
+	if g.State != shredd.StateBlocked || conditions(g)[shredd.CondClosureIntact].Status != "failed" {
 		t.Fatalf("inventory with unregistered artifacts: %s %+v", g.State, conditions(g))
 	}
 	if _, err := s.ReportInventory(ctx, "cache-2", nil); err != nil {
 		t.Fatal(err)
 	}
-	if g := mustVerify(t, s, f.ID); g.State != sealing.StateErased {
+	if g := mustVerify(t, s, f.ID); g.State != shredd.StateErased {
 		t.Fatalf("all closed and the inventory clean, yet %s: %+v", g.State, conditions(g))
 	}
 
@@ -135,22 +135,22 @@ func TestHolderAcks(t *testing.T) {
 	// The erased forget keeps its proof and attestation (they state the
 	// evidence at erasure); the report names the contradiction, and it
 	// blocks forgets still open.
-	bob := seal(t, s, sealing.Source{Kind: "episodic", Subjects: []string{"bob"}}, "b")
-	if _, err := s.Register(ctx, sealing.Source{Kind: "embedding", Parents: []sealing.ID{bob.Artifact}, Holder: "ann-1"}); err != nil {
+	bob := seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"bob"}}, "b")
+	if _, err := s.Register(ctx, shredd.Source{Kind: "embedding", Parents: []shredd.ID{bob.Artifact}, Holder: "ann-1"}); err != nil {
 		t.Fatal(err)
 	}
 	fb, err := s.Forget(ctx, "bob")
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv, err := s.ReportInventory(ctx, "ann-1", []sealing.InventoryItem{{ID: v1.ID.String(), Kind: "embedding"}})
+	inv, err := s.ReportInventory(ctx, "ann-1", []shredd.InventoryItem{{ID: v1.ID.String(), Kind: "embedding"}})
 	if err != nil || len(inv.ContradictedAcks) != 1 || inv.ContradictedAcks[0] != v1.ID.String() {
 		t.Fatalf("inventory holding an acked artifact: %+v %v", inv, err)
 	}
-	if g := mustVerify(t, s, fb.ID); g.State != sealing.StateBlocked {
+	if g := mustVerify(t, s, fb.ID); g.State != shredd.StateBlocked {
 		t.Fatalf("open forget after a false ack came to light: %s", g.State)
 	}
-	if g, _ := s.GetForget(ctx, f.ID); g.State != sealing.StateErased || conditions(g)[sealing.CondClosureIntact].Status != "ok" {
+	if g, _ := s.GetForget(ctx, f.ID); g.State != shredd.StateErased || conditions(g)[shredd.CondClosureIntact].Status != "ok" {
 		t.Fatalf("the erased forget's proof changed: %s %+v", g.State, conditions(g))
 	}
 	if _, err := s.Attestation(ctx, f.ID, svcKey); err != nil {
@@ -161,13 +161,13 @@ func TestHolderAcks(t *testing.T) {
 func TestNoAttestationBeforeErasure(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newClockedService(t)
-	seal(t, s, sealing.Source{Kind: "episodic", Subjects: []string{"alice"}}, "r")
+	seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "r")
 	f, err := s.Forget(ctx, "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
-	if _, err := s.Attestation(ctx, f.ID, key); !errors.Is(err, sealing.ErrNotErased) {
+	if _, err := s.Attestation(ctx, f.ID, key); !errors.Is(err, shredd.ErrNotErased) {
 		t.Fatalf("attestation of a committed forget: %v, want ErrNotErased", err)
 	}
 }

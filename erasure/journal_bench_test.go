@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/erasure"
-	"github.com/shredd/shredd/sealing"
 )
 
 // BenchmarkJournal measures what the transparency log adds to the two
@@ -33,7 +33,7 @@ func BenchmarkJournal(b *testing.B) {
 			ctx := context.Background()
 			b.ResetTimer()
 			for i := range b.N {
-				if _, err := s.Encrypt(ctx, sealing.Source{Kind: "episodic", Subjects: []string{fmt.Sprint("s-", i)}}, []byte("x"), nil); err != nil {
+				if _, err := s.Encrypt(ctx, shredd.Source{Kind: "episodic", Subjects: []string{fmt.Sprint("s-", i)}}, []byte("x"), nil); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -42,7 +42,7 @@ func BenchmarkJournal(b *testing.B) {
 			s := newSvc(b)
 			ctx := context.Background()
 			for i := range b.N {
-				if _, err := s.Encrypt(ctx, sealing.Source{Kind: "episodic", Subjects: []string{fmt.Sprint("s-", i)}}, []byte("x"), nil); err != nil {
+				if _, err := s.Encrypt(ctx, shredd.Source{Kind: "episodic", Subjects: []string{fmt.Sprint("s-", i)}}, []byte("x"), nil); err != nil {
 					b.Fatal(err)
 				}
 			}

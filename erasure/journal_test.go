@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/bundle"
 	"github.com/shredd/shredd/envelope"
@@ -77,10 +78,10 @@ func TestJournalLogsTheLifecycle(t *testing.T) {
 	ctx := context.Background()
 	j := newJournaled(t)
 	s := j.svc
-	if _, err := s.Encrypt(ctx, sealing.Source{Kind: "episodic", Subjects: []string{"alice@example.com"}}, []byte("tea"), nil); err != nil {
+	if _, err := s.Encrypt(ctx, shredd.Source{Kind: "episodic", Subjects: []string{"alice@example.com"}}, []byte("tea"), nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Encrypt(ctx, sealing.Source{Kind: "episodic", Subjects: []string{"alice@example.com", "bob@example.com"}}, []byte("both"), nil); err != nil {
+	if _, err := s.Encrypt(ctx, shredd.Source{Kind: "episodic", Subjects: []string{"alice@example.com", "bob@example.com"}}, []byte("both"), nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := kinds(j.entries(t)); len(got) != 2 || got[0] != attest.EventKeyCreated || got[1] != attest.EventKeyCreated {
@@ -131,7 +132,7 @@ func TestJournalLogsTheLifecycle(t *testing.T) {
 	}
 	j.clock.Add(time.Hour / 2) // past the cache TTL and the lease TTL
 	g, err := s.Verify(ctx, f.ID)
-	if err != nil || g.State != sealing.StateErased {
+	if err != nil || g.State != shredd.StateErased {
 		t.Fatalf("verify: %v %s %+v", err, g.State, conditions(g))
 	}
 	evs = j.entries(t)
@@ -175,7 +176,7 @@ func TestJournalLogsTheLifecycle(t *testing.T) {
 		Subject: "bob@example.com", Salt: f.Salt}); !errors.Is(err, bundle.ErrVerify) {
 		t.Fatalf("bob's id opens alice's export: %v", err)
 	}
-	if _, err := s.Export(ctx, f.ID, 1<<40); !errors.Is(err, sealing.ErrInvalid) {
+	if _, err := s.Export(ctx, f.ID, 1<<40); !errors.Is(err, shredd.ErrInvalid) {
 		t.Fatalf("since beyond the tree: %v", err)
 	}
 }
@@ -238,7 +239,7 @@ func TestJournalIsAtomicWithTheChange(t *testing.T) {
 	if len(evs) != 1 || evs[0].Forget == nil || evs[0].Forget.KeyCreated != -1 || evs[0].Forget.Generation != 0 {
 		t.Fatalf("a forget of a subject never seen logged %v", kinds(evs))
 	}
-	if _, err := j.svc.Export(ctx, f.ID, 0); !errors.Is(err, sealing.ErrNotErased) {
+	if _, err := j.svc.Export(ctx, f.ID, 0); !errors.Is(err, shredd.ErrNotErased) {
 		t.Fatalf("export before erasure: %v", err)
 	}
 }

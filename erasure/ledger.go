@@ -47,8 +47,8 @@ type Ledger struct {
 
 	mu      sync.Mutex // guards f's writes, ids and written
 	f       *os.File
-	ids     map[ID]bool // forgets durably in the ledger
-	written uint64      // appends written to f
+	ids     map[shredd.ID]bool // forgets durably in the ledger
+	written uint64             // appends written to f
 
 	// Concurrent appends share fsyncs: each waits until an fsync that began
 	// after its write has returned (group commit).
@@ -89,13 +89,13 @@ func (l *Ledger) mac(e ledgerLine) string {
 func OpenLedger(path string, key []byte) (*Ledger, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrLedger, path, err)
+		return nil, fmt.Errorf("%w: %s: %v", shredd.ErrLedger, path, err)
 	}
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o077 != 0 {
 		f.Close()
-		return nil, fmt.Errorf("%w: %s must be a regular file only its owner can read and write (chmod 600)", ErrLedger, path)
+		return nil, fmt.Errorf("%w: %s must be a regular file only its owner can read and write (chmod 600)", shredd.ErrLedger, path)
 	}
-	l := &Ledger{path: path, key: key, f: f, ids: map[ID]bool{}}
+	l := &Ledger{path: path, key: key, f: f, ids: map[shredd.ID]bool{}}
 	entries, err := l.read()
 	if err != nil {
 		f.Close()
@@ -113,15 +113,15 @@ func OpenLedger(path string, key []byte) (*Ledger, error) {
 // answered): it is cut off. Any other bad line is ErrLedger.
 func (l *Ledger) read() ([]ledgerLine, error) {
 	if _, err := l.f.Seek(0, io.SeekStart); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrLedger, err)
+		return nil, fmt.Errorf("%w: %v", shredd.ErrLedger, err)
 	}
 	b, err := io.ReadAll(l.f)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrLedger, err)
+		return nil, fmt.Errorf("%w: %v", shredd.ErrLedger, err)
 	}
 	if i := bytes.LastIndexByte(b, '\n'); i+1 < len(b) {
 		if err := l.f.Truncate(int64(i + 1)); err != nil {
-			return nil, fmt.Errorf("%w: cut a torn last line: %v", ErrLedger, err)
+			return nil, fmt.Errorf("%w: cut a torn last line: %v", shredd.ErrLedger, err)
 		}
 		b = b[:i+1]
 	}
@@ -131,24 +131,24 @@ func (l *Ledger) read() ([]ledgerLine, error) {
 	for n := 1; sc.Scan(); n++ {
 		var e ledgerLine
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil || !hmac.Equal([]byte(e.MAC), []byte(l.mac(e))) {
-			return nil, fmt.Errorf("%w: %s line %d does not verify", ErrLedger, l.path, n)
+			return nil, fmt.Errorf("%w: %s line %d does not verify", shredd.ErrLedger, l.path, n)
 		}
 		if _, err := shredd.ParseID(e.Forget); err != nil {
-			return nil, fmt.Errorf("%w: %s line %d: bad forget id", ErrLedger, l.path, n)
+			return nil, fmt.Errorf("%w: %s line %d: bad forget id", shredd.ErrLedger, l.path, n)
 		}
 		if s, err := hex.DecodeString(e.SID); err != nil || len(s) != len(envelope.SID{}) {
-			return nil, fmt.Errorf("%w: %s line %d: bad sid", ErrLedger, l.path, n)
+			return nil, fmt.Errorf("%w: %s line %d: bad sid", shredd.ErrLedger, l.path, n)
 		}
 		out = append(out, e)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrLedger, err)
+		return nil, fmt.Errorf("%w: %v", shredd.ErrLedger, err)
 	}
 	return out, nil
 }
 
 // Has reports whether the ledger holds the forget.
-func (l *Ledger) Has(id ID) bool {
+func (l *Ledger) Has(id shredd.ID) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.ids[id]
@@ -166,7 +166,7 @@ func (l *Ledger) Len() int {
 func (l *Ledger) appendAll(lines []ledgerLine) error {
 	l.mu.Lock()
 	var buf bytes.Buffer
-	var ids []ID
+	var ids []shredd.ID
 	for _, e := range lines {
 		id, err := shredd.ParseID(e.Forget)
 		if err != nil {
@@ -187,7 +187,7 @@ func (l *Ledger) appendAll(lines []ledgerLine) error {
 	}
 	if _, err := l.f.Write(buf.Bytes()); err != nil {
 		l.mu.Unlock()
-		return fmt.Errorf("%w: append: %v", ErrLedger, err)
+		return fmt.Errorf("%w: append: %v", shredd.ErrLedger, err)
 	}
 	l.written++
 	mine := l.written
@@ -200,7 +200,7 @@ func (l *Ledger) appendAll(lines []ledgerLine) error {
 		l.mu.Unlock()
 		if err := f.Sync(); err != nil {
 			l.syncMu.Unlock()
-			return fmt.Errorf("%w: fsync: %v", ErrLedger, err)
+			return fmt.Errorf("%w: fsync: %v", shredd.ErrLedger, err)
 		}
 		l.synced = upto
 	}
@@ -220,7 +220,7 @@ func (l *Ledger) Close() error { return l.f.Close() }
 // ledgerAppend records committed forgets in the ledger, when the service
 // has one; it returns once they are durable (an fsync shared with the
 // forgets appended at the same time).
-func (s *Service) ledgerAppend(ctx context.Context, ids ...ID) error {
+func (s *Service) ledgerAppend(ctx context.Context, ids ...shredd.ID) error {
 	l := s.opts.Ledger
 	if l == nil {
 		return nil
@@ -283,8 +283,8 @@ func (s *Service) ReconcileLedger(ctx context.Context) (LedgerReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	have := map[ID]bool{}
-	rows, err := s.db.QueryContext(ctx, `SELECT id FROM forgets WHERE state<>?`, StateRequested)
+	have := map[shredd.ID]bool{}
+	rows, err := s.db.QueryContext(ctx, `SELECT id FROM forgets WHERE state<>?`, shredd.StateRequested)
 	if err != nil {
 		return rep, fmt.Errorf("erasure: forget ledger: %w", err)
 	}
@@ -294,7 +294,7 @@ func (s *Service) ReconcileLedger(ctx context.Context) (LedgerReport, error) {
 			rows.Close()
 			return rep, fmt.Errorf("erasure: forget ledger: %w", err)
 		}
-		var id ID
+		var id shredd.ID
 		copy(id[:], b)
 		have[id] = true
 	}
@@ -302,7 +302,7 @@ func (s *Service) ReconcileLedger(ctx context.Context) (LedgerReport, error) {
 	if err := rows.Err(); err != nil {
 		return rep, fmt.Errorf("erasure: forget ledger: %w", err)
 	}
-	inLedger := map[ID]bool{}
+	inLedger := map[shredd.ID]bool{}
 	for _, e := range entries {
 		id, _ := shredd.ParseID(e.Forget)
 		inLedger[id] = true
@@ -317,7 +317,7 @@ func (s *Service) ReconcileLedger(ctx context.Context) (LedgerReport, error) {
 		}
 		rep.Reapplied++
 	}
-	var missing []ID
+	var missing []shredd.ID
 	for id := range have {
 		if !inLedger[id] {
 			missing = append(missing, id)
@@ -333,17 +333,17 @@ func (s *Service) ReconcileLedger(ctx context.Context) (LedgerReport, error) {
 // reapply commits a forget of the ledger again in a database that lacks
 // it. A forget of the same subject the database already has (made after
 // the restore) is left as it is: the subject's key is destroyed either way.
-func (s *Service) reapply(ctx context.Context, id ID, sid envelope.SID, e ledgerLine) error {
+func (s *Service) reapply(ctx context.Context, id shredd.ID, sid envelope.SID, e ledgerLine) error {
 	defer s.barrier.Lock(sid)()
 	var other []byte
-	err := s.db.QueryRowContext(ctx, `SELECT id FROM forgets WHERE sid=? AND state<>? LIMIT 1`, sid[:], StateRequested).Scan(&other)
+	err := s.db.QueryRowContext(ctx, `SELECT id FROM forgets WHERE sid=? AND state<>? LIMIT 1`, sid[:], shredd.StateRequested).Scan(&other)
 	if err == nil {
 		return nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("erasure: forget ledger: %w", err)
 	}
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM forgets WHERE id=? AND state=?`, id[:], StateRequested); err != nil {
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM forgets WHERE id=? AND state=?`, id[:], shredd.StateRequested); err != nil {
 		return fmt.Errorf("erasure: forget ledger: %w", err)
 	}
 	req := &forgetRequest{at: time.Unix(0, e.RequestedAt), commitment: e.Commitment, deadline: time.Unix(0, e.Deadline)}
@@ -369,7 +369,7 @@ func (s *Service) CompactLedger(ctx context.Context, minVersion int) (int, error
 	}
 	var keep bytes.Buffer
 	dropped := 0
-	ids := map[ID]bool{}
+	ids := map[shredd.ID]bool{}
 	for _, e := range entries {
 		if e.RootVersion < minVersion {
 			dropped++
@@ -386,7 +386,7 @@ func (s *Service) CompactLedger(ctx context.Context, minVersion int) (int, error
 	tmp := l.path + ".compact"
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
-		return 0, fmt.Errorf("%w: compact: %v", ErrLedger, err)
+		return 0, fmt.Errorf("%w: compact: %v", shredd.ErrLedger, err)
 	}
 	if _, err = f.Write(keep.Bytes()); err == nil {
 		err = f.Sync()
@@ -400,11 +400,11 @@ func (s *Service) CompactLedger(ctx context.Context, minVersion int) (int, error
 	if err != nil {
 		f.Close()
 		os.Remove(tmp)
-		return 0, fmt.Errorf("%w: compact: %v", ErrLedger, err)
+		return 0, fmt.Errorf("%w: compact: %v", shredd.ErrLedger, err)
 	}
 	if _, err := f.Seek(0, io.SeekEnd); err != nil {
 		f.Close()
-		return 0, fmt.Errorf("%w: compact: %v", ErrLedger, err)
+		return 0, fmt.Errorf("%w: compact: %v", shredd.ErrLedger, err)
 	}
 	l.f.Close()
 	l.f, l.ids = f, ids

@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/internal/shreddtest"
-	"github.com/shredd/shredd/sealing"
 )
 
 func openLedger(t *testing.T, path string) *erasure.Ledger {
@@ -33,7 +33,7 @@ func TestLedger(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "forgets.ledger")
 	l := openLedger(t, path)
 	b := shreddtest.New(t, shreddtest.Options{Kinds: []string{"episodic"}, Erasure: erasure.Options{Ledger: l}})
-	if _, err := b.Service.Encrypt(ctx, sealing.Source{Subjects: []string{"alice"}, Kind: "episodic"}, []byte("hi"), nil); err != nil {
+	if _, err := b.Service.Encrypt(ctx, shredd.Source{Subjects: []string{"alice"}, Kind: "episodic"}, []byte("hi"), nil); err != nil {
 		t.Fatal(err)
 	}
 	f, err := b.Service.Forget(ctx, "alice")
@@ -75,7 +75,7 @@ func TestLedger(t *testing.T) {
 	if err != nil || rep.Reapplied != 1 || rep.Recorded != 0 {
 		t.Fatalf("reconcile: %+v, %v; want 1 re-applied", rep, err)
 	}
-	if _, err := other.Service.Encrypt(ctx, sealing.Source{Subjects: []string{"alice"}, Kind: "episodic"}, []byte("back"), nil); !errors.Is(err, sealing.ErrShredded) {
+	if _, err := other.Service.Encrypt(ctx, shredd.Source{Subjects: []string{"alice"}, Kind: "episodic"}, []byte("back"), nil); !errors.Is(err, shredd.ErrShredded) {
 		t.Fatalf("encrypt for alice after the re-applied forget: %v, want ErrShredded", err)
 	}
 	again, err := other.Service.Forget(ctx, "alice")
@@ -96,13 +96,13 @@ func TestLedger(t *testing.T) {
 	if err := os.WriteFile(path, bad, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := erasure.OpenLedger(path, erasure.LedgerKey(bytes.Repeat([]byte{1}, 32))); !errors.Is(err, sealing.ErrLedger) {
+	if _, err := erasure.OpenLedger(path, erasure.LedgerKey(bytes.Repeat([]byte{1}, 32))); !errors.Is(err, shredd.ErrLedger) {
 		t.Fatalf("a changed ledger line: %v, want ErrLedger", err)
 	}
 	// A ledger others can read or write is refused.
 	os.WriteFile(path, raw, 0o600)
 	os.Chmod(path, 0o644)
-	if _, err := erasure.OpenLedger(path, erasure.LedgerKey(bytes.Repeat([]byte{1}, 32))); !errors.Is(err, sealing.ErrLedger) {
+	if _, err := erasure.OpenLedger(path, erasure.LedgerKey(bytes.Repeat([]byte{1}, 32))); !errors.Is(err, shredd.ErrLedger) {
 		t.Fatalf("a ledger of mode 0644: %v, want ErrLedger", err)
 	}
 }

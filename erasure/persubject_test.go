@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/internal/shreddtest"
 	"github.com/shredd/shredd/internal/vaulttest"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/vault"
-	"github.com/shredd/shredd/sealing"
 )
 
 // TestPerSubjectStory runs the lineage story with one Vault Transit key per
@@ -27,17 +27,17 @@ func TestPerSubjectStory(t *testing.T) {
 	st := shreddtest.New(t, shreddtest.Options{Root: vs, Keystore: keystore.Options{Buckets: 4, SubjectKMS: vs.SubjectKeys()},
 		Kinds: []string{"episodic", "summary"}})
 	s, h := st.Service, st.Hasher
-	rec := seal(t, s, sealing.Source{Kind: "episodic", Subjects: []string{"alice"}}, "alice record")
-	bob := seal(t, s, sealing.Source{Kind: "episodic", Subjects: []string{"bob"}}, "bob record")
-	sum := seal(t, s, sealing.Source{Kind: "summary", Parents: []sealing.ID{rec.Artifact}, Subjects: []string{"bob"}}, "summary")
-	agg := seal(t, s, sealing.Source{Kind: "summary", Subjects: []string{"alice", "bob", "carol"}}, "aggregate")
+	rec := seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "alice record")
+	bob := seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"bob"}}, "bob record")
+	sum := seal(t, s, shredd.Source{Kind: "summary", Parents: []shredd.ID{rec.Artifact}, Subjects: []string{"bob"}}, "summary")
+	agg := seal(t, s, shredd.Source{Kind: "summary", Subjects: []string{"alice", "bob", "carol"}}, "aggregate")
 
 	f, err := s.Forget(ctx, "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, c := range map[string]sealing.Sealed{"record": rec, "summary": sum, "aggregate": agg} {
-		if _, err := s.Decrypt(ctx, c.Ciphertext, nil); !errors.Is(err, sealing.ErrShredded) {
+	for name, c := range map[string]shredd.Sealed{"record": rec, "summary": sum, "aggregate": agg} {
+		if _, err := s.Decrypt(ctx, c.Ciphertext, nil); !errors.Is(err, shredd.ErrShredded) {
 			t.Errorf("%s after forget: %v, want ErrShredded", name, err)
 		}
 	}
@@ -48,7 +48,7 @@ func TestPerSubjectStory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.State != sealing.StateShredded || f.Epoch != 0 {
+	if f.State != shredd.StateShredded || f.Epoch != 0 {
 		t.Fatalf("forget after reconcile = %+v, want shredded without an epoch", f)
 	}
 	if len(f.Conditions) != 2 || f.Conditions[1].Name != "subject_key_deleted" || f.Conditions[1].Status != "ok" {
@@ -60,7 +60,7 @@ func TestPerSubjectStory(t *testing.T) {
 	if got, err := s.Decrypt(ctx, bob.Ciphertext, nil); err != nil || string(got.Plaintext) != "bob record" {
 		t.Fatalf("bob: %v", err)
 	}
-	if _, err := s.Encrypt(ctx, sealing.Source{Kind: "episodic", Subjects: []string{"alice"}}, []byte("x"), nil); !errors.Is(err, sealing.ErrShredded) {
+	if _, err := s.Encrypt(ctx, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, []byte("x"), nil); !errors.Is(err, shredd.ErrShredded) {
 		t.Fatalf("encrypt for alice after forget: %v", err)
 	}
 }

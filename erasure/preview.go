@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/keystore"
 )
 
@@ -17,34 +18,34 @@ const MaxPreviewArtifacts = 10_000
 // the collateral (aggregates that also carry other subjects and must be
 // rebuilt by their holders), and the plaintext-held artifacts whose holders
 // will have to purge them. It writes nothing.
-func (s *Service) Preview(ctx context.Context, subject string) (Preview, error) {
+func (s *Service) Preview(ctx context.Context, subject string) (shredd.Preview, error) {
 	if err := checkSubject(subject); err != nil {
-		return Preview{}, err
+		return shredd.Preview{}, err
 	}
 	sid := s.hasher.SID(subject)
-	var p Preview
+	var p shredd.Preview
 	st, _, err := s.keys.State(ctx, sid)
 	if err != nil {
-		return Preview{}, fmt.Errorf("erasure: preview: %w", err)
+		return shredd.Preview{}, fmt.Errorf("erasure: preview: %w", err)
 	}
 	p.AlreadyForgotten = st == keystore.SubjectForgotten
 	rows, err := s.db.QueryContext(ctx, `SELECT a.id, a.seq, a.kind, a.holder, a.sealed, l.direct,
 			(SELECT count(*) - 1 FROM lineage o WHERE o.artifact = l.artifact)
 		FROM lineage l JOIN artifacts a ON a.id = l.artifact WHERE l.sid = ?`, sid[:])
 	if err != nil {
-		return Preview{}, fmt.Errorf("erasure: preview: %w", err)
+		return shredd.Preview{}, fmt.Errorf("erasure: preview: %w", err)
 	}
-	byID := map[ID]*PreviewArtifact{}
-	seqOf := map[ID]int64{} // registration order, for the listing
-	var order []ID
+	byID := map[shredd.ID]*shredd.PreviewArtifact{}
+	seqOf := map[shredd.ID]int64{} // registration order, for the listing
+	var order []shredd.ID
 	for rows.Next() {
-		var a PreviewArtifact
+		var a shredd.PreviewArtifact
 		var id []byte
 		var direct bool
 		var seq int64
 		if err := rows.Scan(&id, &seq, &a.Kind, &a.Holder, &a.Sealed, &direct, &a.Others); err != nil {
 			rows.Close()
-			return Preview{}, fmt.Errorf("erasure: preview: %w", err)
+			return shredd.Preview{}, fmt.Errorf("erasure: preview: %w", err)
 		}
 		copy(a.ID[:], id)
 		a.Hops = -1
@@ -57,30 +58,30 @@ func (s *Service) Preview(ctx context.Context, subject string) (Preview, error) 
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return Preview{}, fmt.Errorf("erasure: preview: %w", err)
+		return shredd.Preview{}, fmt.Errorf("erasure: preview: %w", err)
 	}
 	// Hops: breadth-first from the direct artifacts over parent edges,
 	// within the lineage set.
-	frontier := []ID{}
+	frontier := []shredd.ID{}
 	for _, id := range order {
 		if byID[id].Hops == 0 {
 			frontier = append(frontier, id)
 		}
 	}
 	for hops := 1; len(frontier) > 0; hops++ {
-		var next []ID
+		var next []shredd.ID
 		for _, parent := range frontier {
 			cr, err := s.db.QueryContext(ctx, `SELECT artifact FROM artifact_parents WHERE parent = ?`, parent[:])
 			if err != nil {
-				return Preview{}, fmt.Errorf("erasure: preview: %w", err)
+				return shredd.Preview{}, fmt.Errorf("erasure: preview: %w", err)
 			}
 			for cr.Next() {
 				var b []byte
 				if err := cr.Scan(&b); err != nil {
 					cr.Close()
-					return Preview{}, fmt.Errorf("erasure: preview: %w", err)
+					return shredd.Preview{}, fmt.Errorf("erasure: preview: %w", err)
 				}
-				var child ID
+				var child shredd.ID
 				copy(child[:], b)
 				if a, ok := byID[child]; ok && a.Hops < 0 {
 					a.Hops = hops
@@ -122,8 +123,8 @@ func (s *Service) Preview(ctx context.Context, subject string) (Preview, error) 
 	return p, nil
 }
 
-func sortPreview(order []ID, byID map[ID]*PreviewArtifact, seqOf map[ID]int64) {
-	slices.SortFunc(order, func(a, b ID) int {
+func sortPreview(order []shredd.ID, byID map[shredd.ID]*shredd.PreviewArtifact, seqOf map[shredd.ID]int64) {
+	slices.SortFunc(order, func(a, b shredd.ID) int {
 		if d := byID[a].Hops - byID[b].Hops; d != 0 {
 			return d
 		}

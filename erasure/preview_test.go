@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/shredd/shredd/sealing"
+	"github.com/shredd/shredd"
 )
 
 // TestPreview checks the dry run: direct, derived by hops, collateral and
@@ -13,21 +13,21 @@ import (
 func TestPreview(t *testing.T) {
 	ctx := context.Background()
 	s := newService(t)
-	rec := seal(t, s, sealing.Source{Kind: "episodic", Subjects: []string{"alice"}}, "r")
-	h1 := seal(t, s, sealing.Source{Kind: "summary", Parents: []sealing.ID{rec.Artifact}}, "h1")
-	h2 := seal(t, s, sealing.Source{Kind: "summary", Parents: []sealing.ID{h1.Artifact}, Subjects: []string{"bob"}}, "h2")
-	agg := seal(t, s, sealing.Source{Kind: "summary", Subjects: []string{"carol", "alice"}}, "agg")
-	held, err := s.Register(ctx, sealing.Source{Kind: "embedding", Parents: []sealing.ID{h2.Artifact}, Holder: "ann-1"})
+	rec := seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "r")
+	h1 := seal(t, s, shredd.Source{Kind: "summary", Parents: []shredd.ID{rec.Artifact}}, "h1")
+	h2 := seal(t, s, shredd.Source{Kind: "summary", Parents: []shredd.ID{h1.Artifact}, Subjects: []string{"bob"}}, "h2")
+	agg := seal(t, s, shredd.Source{Kind: "summary", Subjects: []string{"carol", "alice"}}, "agg")
+	held, err := s.Register(ctx, shredd.Source{Kind: "embedding", Parents: []shredd.ID{h2.Artifact}, Holder: "ann-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	seal(t, s, sealing.Source{Kind: "episodic", Subjects: []string{"bob"}}, "b") // not in alice's lineage
+	seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"bob"}}, "b") // not in alice's lineage
 
 	p, err := s.Preview(ctx, "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[sealing.ID]struct {
+	want := map[shredd.ID]struct {
 		hops       int
 		collateral bool
 		sealed     bool
@@ -79,7 +79,7 @@ func TestPreview(t *testing.T) {
 func TestLeases(t *testing.T) {
 	ctx := context.Background()
 	s := newService(t)
-	rec := seal(t, s, sealing.Source{Kind: "episodic", Subjects: []string{"alice"}}, "r")
+	rec := seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "r")
 	o, err := s.DecryptFor(ctx, rec.Ciphertext, nil, "summarizer-1")
 	if err != nil {
 		t.Fatal(err)
@@ -91,17 +91,17 @@ func TestLeases(t *testing.T) {
 	if err != nil || got.ID != o.Lease.ID {
 		t.Fatalf("lease not durable: %v", err)
 	}
-	sum, err := s.Encrypt(ctx, sealing.Source{Kind: "summary", Leases: []sealing.ID{o.Lease.ID}}, []byte("s"), nil)
+	sum, err := s.Encrypt(ctx, shredd.Source{Kind: "summary", Leases: []shredd.ID{o.Lease.ID}}, []byte("s"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if sum.Lineage != 1 {
 		t.Fatalf("derivative through a lease has lineage %d, want 1", sum.Lineage)
 	}
-	if _, err := s.Encrypt(ctx, sealing.Source{Kind: "summary", Leases: []sealing.ID{{7}}}, nil, nil); !errors.Is(err, sealing.ErrUnknownParent) {
+	if _, err := s.Encrypt(ctx, shredd.Source{Kind: "summary", Leases: []shredd.ID{{7}}}, nil, nil); !errors.Is(err, shredd.ErrUnknownParent) {
 		t.Fatalf("unknown lease: %v", err)
 	}
-	if _, err := s.ReleaseLease(ctx, o.Lease.ID, "someone-else"); !errors.Is(err, sealing.ErrForbidden) {
+	if _, err := s.ReleaseLease(ctx, o.Lease.ID, "someone-else"); !errors.Is(err, shredd.ErrForbidden) {
 		t.Fatalf("release by another holder: %v", err)
 	}
 	rel, err := s.ReleaseLease(ctx, o.Lease.ID, "summarizer-1")
@@ -111,7 +111,7 @@ func TestLeases(t *testing.T) {
 	if _, err := s.Forget(ctx, "alice"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Decrypt(ctx, sum.Ciphertext, nil); !errors.Is(err, sealing.ErrShredded) {
+	if _, err := s.Decrypt(ctx, sum.Ciphertext, nil); !errors.Is(err, shredd.ErrShredded) {
 		t.Fatalf("derivative through a lease after the forget: %v", err)
 	}
 }

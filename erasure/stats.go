@@ -3,6 +3,8 @@ package erasure
 import (
 	"context"
 	"fmt"
+
+	"github.com/shredd/shredd"
 )
 
 // CountForgets counts the forgets by pipeline state, with the erased ones
@@ -11,8 +13,8 @@ import (
 // Forget.Overdue says. It is meant for every metrics scrape: two grouped
 // counts over the forgets table.
 func (s *Service) CountForgets(ctx context.Context) (byState map[string]int, overdue int, err error) {
-	byState = map[string]int{StateRequested: 0, StateCommitted: 0, StateShredded: 0, StateErased: 0}
-	rows, err := s.db.QueryContext(ctx, `SELECT CASE WHEN erased_at IS NOT NULL THEN ? ELSE state END, count(*) FROM forgets GROUP BY 1`, StateErased)
+	byState = map[string]int{shredd.StateRequested: 0, shredd.StateCommitted: 0, shredd.StateShredded: 0, shredd.StateErased: 0}
+	rows, err := s.db.QueryContext(ctx, `SELECT CASE WHEN erased_at IS NOT NULL THEN ? ELSE state END, count(*) FROM forgets GROUP BY 1`, shredd.StateErased)
 	if err != nil {
 		return nil, 0, fmt.Errorf("erasure: count forgets: %w", err)
 	}

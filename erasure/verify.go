@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/envelope"
 	"github.com/shredd/shredd/keystore"
@@ -17,12 +18,12 @@ import (
 
 // verification evaluates the five conditions of a committed forget. It reads
 // the registry and the key tree and writes nothing.
-func (s *Service) verification(ctx context.Context, r forgetRow) ([]Condition, bool, error) {
+func (s *Service) verification(ctx context.Context, r forgetRow) ([]shredd.Condition, bool, error) {
 	now := s.opts.Now()
-	var out []Condition
+	var out []shredd.Condition
 	allOK := true
 	add := func(name string, ok bool, okWhy, pendingWhy string) {
-		c := Condition{Name: name, Status: "pending", Reason: pendingWhy}
+		c := shredd.Condition{Name: name, Status: "pending", Reason: pendingWhy}
 		if ok {
 			c.Status, c.Reason = "ok", okWhy
 		} else {
@@ -31,7 +32,7 @@ func (s *Service) verification(ctx context.Context, r forgetRow) ([]Condition, b
 		out = append(out, c)
 	}
 	if !r.committed.Valid {
-		for _, n := range []string{CondCascadeClosed, CondWorkersQuiesced, CondReadPathConverged, CondClosureIntact, CondBackupsEpoch} {
+		for _, n := range []string{shredd.CondCascadeClosed, shredd.CondWorkersQuiesced, shredd.CondReadPathConverged, shredd.CondClosureIntact, shredd.CondBackupsEpoch} {
 			add(n, false, "", "the forget has not committed yet")
 		}
 		return out, false, nil
@@ -68,7 +69,7 @@ func (s *Service) verification(ctx context.Context, r forgetRow) ([]Condition, b
 		}
 	}
 	slices.Sort(waiting)
-	add(CondCascadeClosed, open == 0,
+	add(shredd.CondCascadeClosed, open == 0,
 		fmt.Sprintf("all %d artifacts of the lineage are closed: %d sealed under keys that include the destroyed subject key, %d plaintext-held purged with their holders' signed acks", total, total-nheld, nheld),
 		fmt.Sprintf("%d plaintext-held artifacts of the lineage have no signed purge ack from their holders: %s", open, strings.Join(waiting, ", ")))
 
@@ -95,7 +96,7 @@ func (s *Service) verification(ctx context.Context, r forgetRow) ([]Condition, b
 		live++
 		until = max(until, exp)
 		if len(named) < 5 {
-			var lid ID
+			var lid shredd.ID
 			copy(lid[:], idb)
 			if holder == "" {
 				holder = "unnamed holder"
@@ -107,7 +108,7 @@ func (s *Service) verification(ctx context.Context, r forgetRow) ([]Condition, b
 	if live > len(named) {
 		named = append(named, fmt.Sprintf("and %d more", live-len(named)))
 	}
-	add(CondWorkersQuiesced, live == 0,
+	add(shredd.CondWorkersQuiesced, live == 0,
 		"no lease issued before the barrier on an artifact of the lineage is live: no worker still holds plaintext it loaded before the forget",
 		fmt.Sprintf("%d leases issued before the barrier are live until %s (released, or expiring): %s", live,
 			time.Unix(0, until).UTC().Format(time.RFC3339), strings.Join(named, ", ")))
@@ -119,16 +120,16 @@ func (s *Service) verification(ctx context.Context, r forgetRow) ([]Condition, b
 	lookupFails, lookupWhy := s.lookupFails(ctx, r)
 	switch {
 	case now.Before(tprop):
-		add(CondReadPathConverged, false, "", fmt.Sprintf("other nodes may serve the cached key until %s (cache TTL)", tprop.UTC().Format(time.RFC3339)))
+		add(shredd.CondReadPathConverged, false, "", fmt.Sprintf("other nodes may serve the cached key until %s (cache TTL)", tprop.UTC().Format(time.RFC3339)))
 	case !r.shredded.Valid:
-		add(CondReadPathConverged, false, "", "the root store still holds key versions that can open the subject's keys (no epoch yet)")
+		add(shredd.CondReadPathConverged, false, "", "the root store still holds key versions that can open the subject's keys (no epoch yet)")
 	case !lookupFails:
-		add(CondReadPathConverged, false, "", lookupWhy)
+		add(shredd.CondReadPathConverged, false, "", lookupWhy)
 	default:
 		if gone, why := s.rootVersionsGone(ctx, r); !gone {
-			add(CondReadPathConverged, false, "", why)
+			add(shredd.CondReadPathConverged, false, "", why)
 		} else {
-			add(CondReadPathConverged, true, "the cache TTL has passed, "+why+" and "+lookupWhy, "")
+			add(shredd.CondReadPathConverged, true, "the cache TTL has passed, "+why+" and "+lookupWhy, "")
 		}
 	}
 
@@ -145,12 +146,12 @@ func (s *Service) verification(ctx context.Context, r forgetRow) ([]Condition, b
 	}
 	switch {
 	case unregistered > 0:
-		add(CondClosureIntact, false, "", fmt.Sprintf("%d artifacts of the lineage have an unregistered kind", unregistered))
+		add(shredd.CondClosureIntact, false, "", fmt.Sprintf("%d artifacts of the lineage have an unregistered kind", unregistered))
 	case len(breaks) > 0:
-		add(CondClosureIntact, false, "", "holders reported artifacts or kinds shredd never registered, so the lineage closure cannot be proven: "+strings.Join(breaks, ", "))
+		add(shredd.CondClosureIntact, false, "", "holders reported artifacts or kinds shredd never registered, so the lineage closure cannot be proven: "+strings.Join(breaks, ", "))
 		out[len(out)-1].Status = "failed"
 	default:
-		add(CondClosureIntact, true, "every artifact of the lineage has a registered kind, and no holder reported artifacts shredd never registered", "")
+		add(shredd.CondClosureIntact, true, "every artifact of the lineage has a registered kind, and no holder reported artifacts shredd never registered", "")
 	}
 
 	// 5. Backups: the epoch that followed the re-key completed (or, with
@@ -159,7 +160,7 @@ func (s *Service) verification(ctx context.Context, r forgetRow) ([]Condition, b
 	if s.keys.PerSubject() {
 		why = "the subject's own Transit key is deleted: backups of the database hold only keys nothing can unwrap"
 	}
-	add(CondBackupsEpoch, r.shredded.Valid, why, "waiting for the root epoch that follows the subject's bucket re-key")
+	add(shredd.CondBackupsEpoch, r.shredded.Valid, why, "waiting for the root epoch that follows the subject's bucket re-key")
 	return out, allOK, nil
 }
 
@@ -223,19 +224,19 @@ func (s *Service) lookupFails(ctx context.Context, r forgetRow) (bool, string) {
 
 // Verify evaluates a forget's conditions now and records it erased when all
 // of them hold.
-func (s *Service) Verify(ctx context.Context, id ID) (Forget, error) {
+func (s *Service) Verify(ctx context.Context, id shredd.ID) (shredd.Forget, error) {
 	r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE id=?`, id[:]))
 	if err != nil {
 		return s.GetForget(ctx, id) // the same not-found and errors
 	}
 	if err := s.verifyRow(ctx, r); err != nil {
-		return Forget{}, err
+		return shredd.Forget{}, err
 	}
 	return s.GetForget(ctx, id)
 }
 
 func (s *Service) verifyRow(ctx context.Context, r forgetRow) error {
-	if r.erased.Valid || r.state != StateShredded {
+	if r.erased.Valid || r.state != shredd.StateShredded {
 		return nil
 	}
 	conds, ok, err := s.verification(ctx, r)
@@ -285,12 +286,12 @@ func (s *Service) verifyRow(ctx context.Context, r forgetRow) error {
 }
 
 // proofOf returns the verification stored when the forget was erased.
-func (s *Service) proofOf(ctx context.Context, id ID) ([]Condition, error) {
+func (s *Service) proofOf(ctx context.Context, id shredd.ID) ([]shredd.Condition, error) {
 	var b []byte
 	if err := s.db.QueryRowContext(ctx, `SELECT proof FROM forgets WHERE id=?`, id[:]).Scan(&b); err != nil {
 		return nil, fmt.Errorf("erasure: proof: %w", err)
 	}
-	var conds []Condition
+	var conds []shredd.Condition
 	if err := json.Unmarshal(b, &conds); err != nil {
 		return nil, fmt.Errorf("erasure: proof: %w", err)
 	}
@@ -299,7 +300,7 @@ func (s *Service) proofOf(ctx context.Context, id ID) ([]Condition, error) {
 
 // verifyAll verifies every shredded forget not yet erased.
 func (s *Service) verifyAll(ctx context.Context) error {
-	pending, err := s.queryForgets(ctx, ` WHERE state=? AND erased_at IS NULL`, StateShredded)
+	pending, err := s.queryForgets(ctx, ` WHERE state=? AND erased_at IS NULL`, shredd.StateShredded)
 	if err != nil {
 		return err
 	}

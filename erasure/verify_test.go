@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/internal/shreddtest"
 	"github.com/shredd/shredd/keystore/local"
-	"github.com/shredd/shredd/sealing"
 )
 
 // onClock returns o with c as the clock of the key tree, the registry and
@@ -31,15 +31,15 @@ func newClockedService(t testing.TB) (*erasure.Service, *shreddtest.Clock) {
 	return shreddtest.New(t, onClock(c, shreddtest.Options{Kinds: []string{"episodic", "summary", "embedding"}})).Service, c
 }
 
-func conditions(f sealing.Forget) map[string]sealing.Condition {
-	m := map[string]sealing.Condition{}
+func conditions(f shredd.Forget) map[string]shredd.Condition {
+	m := map[string]shredd.Condition{}
 	for _, c := range f.Verification {
 		m[c.Name] = c
 	}
 	return m
 }
 
-func mustVerify(t *testing.T, s *erasure.Service, id sealing.ID) sealing.Forget {
+func mustVerify(t *testing.T, s *erasure.Service, id shredd.ID) shredd.Forget {
 	t.Helper()
 	f, err := s.Verify(context.Background(), id)
 	if err != nil {
@@ -54,8 +54,8 @@ func mustVerify(t *testing.T, s *erasure.Service, id sealing.ID) sealing.Forget 
 func TestVerifierErasesOnlyWhenEveryConditionHolds(t *testing.T) {
 	ctx := context.Background()
 	s, c := newClockedService(t)
-	rec := seal(t, s, sealing.Source{Kind: "episodic", Subjects: []string{"alice"}}, "alice record")
-	seal(t, s, sealing.Source{Kind: "summary", Parents: []sealing.ID{rec.Artifact}, Subjects: []string{"bob"}}, "summary")
+	rec := seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "alice record")
+	seal(t, s, shredd.Source{Kind: "summary", Parents: []shredd.ID{rec.Artifact}, Subjects: []string{"bob"}}, "summary")
 	o, err := s.DecryptFor(ctx, rec.Ciphertext, nil, "summarizer-1") // a worker loads the record
 	if err != nil {
 		t.Fatal(err)
@@ -70,8 +70,8 @@ func TestVerifierErasesOnlyWhenEveryConditionHolds(t *testing.T) {
 		t.Fatalf("%d conditions, want the five of docs/design.md: %+v", len(conds), conds)
 	}
 	for name, want := range map[string]string{
-		sealing.CondCascadeClosed: "ok", sealing.CondWorkersQuiesced: "pending",
-		sealing.CondReadPathConverged: "pending", sealing.CondClosureIntact: "ok", sealing.CondBackupsEpoch: "pending",
+		shredd.CondCascadeClosed: "ok", shredd.CondWorkersQuiesced: "pending",
+		shredd.CondReadPathConverged: "pending", shredd.CondClosureIntact: "ok", shredd.CondBackupsEpoch: "pending",
 	} {
 		if conds[name].Status != want {
 			t.Errorf("after commit: %s is %s (%s), want %s", name, conds[name].Status, conds[name].Reason, want)
@@ -82,14 +82,14 @@ func TestVerifierErasesOnlyWhenEveryConditionHolds(t *testing.T) {
 	}
 	c.Add(time.Minute) // past the cache TTL, not past the lease
 	f = mustVerify(t, s, f.ID)
-	if f.State != sealing.StateShredded || conditions(f)[sealing.CondWorkersQuiesced].Status != "pending" {
+	if f.State != shredd.StateShredded || conditions(f)[shredd.CondWorkersQuiesced].Status != "pending" {
 		t.Fatalf("a live pre-barrier lease must keep the forget pending: %s %+v", f.State, conditions(f))
 	}
 	if _, err := s.ReleaseLease(ctx, o.Lease.ID, "summarizer-1"); err != nil {
 		t.Fatal(err)
 	}
 	f = mustVerify(t, s, f.ID)
-	if f.State != sealing.StateErased || f.ErasedAt.IsZero() {
+	if f.State != shredd.StateErased || f.ErasedAt.IsZero() {
 		t.Fatalf("every condition holds, yet the forget is %s: %+v", f.State, conditions(f))
 	}
 	for name, cond := range conditions(f) {
@@ -97,7 +97,7 @@ func TestVerifierErasesOnlyWhenEveryConditionHolds(t *testing.T) {
 			t.Errorf("erased with %s %s", name, cond.Status)
 		}
 	}
-	if list, _ := s.Forgets(ctx, sealing.StateErased, 0); len(list) != 1 {
+	if list, _ := s.Forgets(ctx, shredd.StateErased, 0); len(list) != 1 {
 		t.Fatalf("list erased: %d", len(list))
 	}
 }
@@ -108,8 +108,8 @@ func TestVerifierErasesOnlyWhenEveryConditionHolds(t *testing.T) {
 func TestVerifierPendingAndOverdue(t *testing.T) {
 	ctx := context.Background()
 	s, c := newClockedService(t)
-	rec := seal(t, s, sealing.Source{Kind: "episodic", Subjects: []string{"alice"}}, "r")
-	if _, err := s.Register(ctx, sealing.Source{Kind: "embedding", Parents: []sealing.ID{rec.Artifact}, Holder: "ann-index-1"}); err != nil {
+	rec := seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "r")
+	if _, err := s.Register(ctx, shredd.Source{Kind: "embedding", Parents: []shredd.ID{rec.Artifact}, Holder: "ann-index-1"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.DecryptFor(ctx, rec.Ciphertext, nil, "w"); err != nil {
@@ -126,17 +126,17 @@ func TestVerifierPendingAndOverdue(t *testing.T) {
 	c.Add(6 * time.Minute) // the lease expired by itself; the TTL passed
 	f = mustVerify(t, s, f.ID)
 	conds := conditions(f)
-	if conds[sealing.CondWorkersQuiesced].Status != "ok" || conds[sealing.CondReadPathConverged].Status != "ok" {
+	if conds[shredd.CondWorkersQuiesced].Status != "ok" || conds[shredd.CondReadPathConverged].Status != "ok" {
 		t.Fatalf("expired lease / TTL: %+v", conds)
 	}
-	if cc := conds[sealing.CondCascadeClosed]; cc.Status != "pending" || !bytes.Contains([]byte(cc.Reason), []byte("ann-index-1")) {
+	if cc := conds[shredd.CondCascadeClosed]; cc.Status != "pending" || !bytes.Contains([]byte(cc.Reason), []byte("ann-index-1")) {
 		t.Fatalf("a plaintext-held artifact without an ack: %+v", cc)
 	}
-	if f.State == sealing.StateErased {
+	if f.State == shredd.StateErased {
 		t.Fatal("erased with an unacknowledged plaintext-held artifact")
 	}
 	c.Add(2 * time.Hour)
-	if f = mustVerify(t, s, f.ID); f.State != sealing.StateOverdue || !f.Overdue {
+	if f = mustVerify(t, s, f.ID); f.State != shredd.StateOverdue || !f.Overdue {
 		t.Fatalf("past the deadline: %s, overdue %v", f.State, f.Overdue)
 	}
 	// The holder acks late: erased, and still marked overdue.
@@ -152,7 +152,7 @@ func TestVerifierPendingAndOverdue(t *testing.T) {
 	if _, err := s.Ack(ctx, f.ID, "ann-index-1", ids, ed25519.Sign(priv, erasure.AckPayload(f.ID, "ann-index-1", ids))); err != nil {
 		t.Fatal(err)
 	}
-	if f = mustVerify(t, s, f.ID); f.State != sealing.StateErased || !f.Overdue {
+	if f = mustVerify(t, s, f.ID); f.State != shredd.StateErased || !f.Overdue {
 		t.Fatalf("erased after the deadline: %s, overdue %v", f.State, f.Overdue)
 	}
 }
@@ -181,7 +181,7 @@ func TestReadPathAsksTheRootStore(t *testing.T) {
 	}
 	c := shreddtest.NewClock()
 	s := shreddtest.New(t, onClock(c, shreddtest.Options{Root: untrimmedRoot{root}, Kinds: []string{"episodic"}})).Service
-	seal(t, s, sealing.Source{Kind: "episodic", Subjects: []string{"alice"}}, "alice record")
+	seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "alice record")
 	f, err := s.Forget(ctx, "alice")
 	if err != nil {
 		t.Fatal(err)
@@ -191,8 +191,8 @@ func TestReadPathAsksTheRootStore(t *testing.T) {
 	}
 	c.Add(time.Minute)
 	f = mustVerify(t, s, f.ID)
-	rp := conditions(f)[sealing.CondReadPathConverged]
-	if f.State == sealing.StateErased || rp.Status != "pending" || !strings.Contains(rp.Reason, "still holds root version 1") {
+	rp := conditions(f)[shredd.CondReadPathConverged]
+	if f.State == shredd.StateErased || rp.Status != "pending" || !strings.Contains(rp.Reason, "still holds root version 1") {
 		t.Fatalf("a root store that kept its old versions: %s, read path %+v", f.State, rp)
 	}
 }

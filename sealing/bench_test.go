@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/shredd/shredd/sealing"
+	"github.com/shredd/shredd"
 )
 
 // BenchmarkEncrypt seals 1 KiB records of 256 subjects from many
@@ -19,7 +19,7 @@ func BenchmarkEncrypt(b *testing.B) {
 			ctx := context.Background()
 			pt := make([]byte, 1024)
 			for i := range 256 {
-				if _, err := s.Encrypt(ctx, sealing.Source{Kind: "episodic", Subjects: []string{fmt.Sprint("s", i)}}, pt, nil); err != nil {
+				if _, err := s.Encrypt(ctx, shredd.Source{Kind: "episodic", Subjects: []string{fmt.Sprint("s", i)}}, pt, nil); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -30,7 +30,7 @@ func BenchmarkEncrypt(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					i := n.Add(1)
-					if _, err := s.Encrypt(ctx, sealing.Source{Kind: "episodic", Subjects: []string{fmt.Sprint("s", i%256)}}, pt, nil); err != nil {
+					if _, err := s.Encrypt(ctx, shredd.Source{Kind: "episodic", Subjects: []string{fmt.Sprint("s", i%256)}}, pt, nil); err != nil {
 						b.Error(err)
 						return
 					}

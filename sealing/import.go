@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/envelope"
 	"github.com/shredd/shredd/storage/sqlite"
 )
@@ -14,11 +15,11 @@ import (
 // BulkArtifact is one artifact of a bulk import (BulkImport): its lineage is
 // given whole, as the registry stores it.
 type BulkArtifact struct {
-	ID      ID
+	ID      shredd.ID
 	Kind    string
 	Holder  string
 	Sealed  bool
-	Parents []ID
+	Parents []shredd.ID
 	// Lineage is every subject of the closure (its own subjects and its
 	// parents'), with the key generation; Direct marks its own subjects.
 	Lineage []envelope.Ref
@@ -89,13 +90,13 @@ func (s *Service) BulkImport(ctx context.Context, arts []BulkArtifact, o BulkOpt
 	for i := range arts {
 		a := &arts[i]
 		if len(a.Direct) != len(a.Lineage) || len(a.Lineage) == 0 {
-			return fmt.Errorf("sealing: import: artifact %s: lineage and direct differ or are empty: %w", a.ID, ErrInvalid)
+			return fmt.Errorf("sealing: import: artifact %s: lineage and direct differ or are empty: %w", a.ID, shredd.ErrInvalid)
 		}
 		if !kinds[a.Kind] {
 			var one int
 			if err := st.QueryRowContext(ctx, `SELECT 1 FROM kinds WHERE name=?`, a.Kind).Scan(&one); err != nil {
 				if errors.Is(err, sql.ErrNoRows) {
-					return fmt.Errorf("sealing: import: kind %q: %w", a.Kind, ErrUnknownKind)
+					return fmt.Errorf("sealing: import: kind %q: %w", a.Kind, shredd.ErrUnknownKind)
 				}
 				return fmt.Errorf("sealing: import: %w", err)
 			}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/shredd/shredd"
 )
 
 // DefaultLeaseTTL is how long a decrypt's lease lasts unless released.
@@ -13,7 +15,7 @@ const DefaultLeaseTTL = 5 * time.Minute
 
 // leaseReq is one lease waiting for the group commit.
 type leaseReq struct {
-	l    Lease
+	l    shredd.Lease
 	done chan error
 }
 
@@ -65,30 +67,30 @@ func (s *Service) writeLeases(batch []leaseReq) error {
 }
 
 // issueLease records a lease durably (group commit) and returns it.
-func (s *Service) issueLease(ctx context.Context, artifact ID, holder string) (Lease, error) {
+func (s *Service) issueLease(ctx context.Context, artifact shredd.ID, holder string) (shredd.Lease, error) {
 	id, err := s.newID()
 	if err != nil {
-		return Lease{}, err
+		return shredd.Lease{}, err
 	}
 	now := s.opts.Now()
-	l := Lease{ID: id, Artifact: artifact, Holder: holder, IssuedAt: now, ExpiresAt: now.Add(s.opts.LeaseTTL)}
+	l := shredd.Lease{ID: id, Artifact: artifact, Holder: holder, IssuedAt: now, ExpiresAt: now.Add(s.opts.LeaseTTL)}
 	r := leaseReq{l: l, done: make(chan error, 1)}
 	if err := enqueue(ctx, s, s.leaseQ, r); err != nil {
-		return Lease{}, fmt.Errorf("sealing: lease: %w", err)
+		return shredd.Lease{}, fmt.Errorf("sealing: lease: %w", err)
 	}
 	if err := <-r.done; err != nil {
-		return Lease{}, err
+		return shredd.Lease{}, err
 	}
 	return l, nil
 }
 
-func scanLease(sc interface{ Scan(...any) error }) (Lease, error) {
-	var l Lease
+func scanLease(sc interface{ Scan(...any) error }) (shredd.Lease, error) {
+	var l shredd.Lease
 	var id, art []byte
 	var issued, expires int64
 	var released sql.NullInt64
 	if err := sc.Scan(&id, &art, &l.Holder, &issued, &expires, &released); err != nil {
-		return Lease{}, err
+		return shredd.Lease{}, err
 	}
 	copy(l.ID[:], id)
 	copy(l.Artifact[:], art)
@@ -100,29 +102,29 @@ func scanLease(sc interface{ Scan(...any) error }) (Lease, error) {
 const leaseCols = `SELECT id, artifact, holder, issued_at, expires_at, released_at FROM leases`
 
 // GetLease returns a lease.
-func (s *Service) GetLease(ctx context.Context, id ID) (Lease, error) {
+func (s *Service) GetLease(ctx context.Context, id shredd.ID) (shredd.Lease, error) {
 	l, err := scanLease(s.db.QueryRowContext(ctx, leaseCols+` WHERE id=?`, id[:]))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Lease{}, fmt.Errorf("sealing: lease %s: %w", id, ErrNotFound)
+		return shredd.Lease{}, fmt.Errorf("sealing: lease %s: %w", id, shredd.ErrNotFound)
 	}
 	if err != nil {
-		return Lease{}, fmt.Errorf("sealing: lease: %w", err)
+		return shredd.Lease{}, fmt.Errorf("sealing: lease: %w", err)
 	}
 	return l, nil
 }
 
 // ReleaseLease ends a lease early: its holder has dropped the plaintext.
 // holder, when not empty, must be the lease's holder (ErrForbidden).
-func (s *Service) ReleaseLease(ctx context.Context, id ID, holder string) (Lease, error) {
+func (s *Service) ReleaseLease(ctx context.Context, id shredd.ID, holder string) (shredd.Lease, error) {
 	l, err := s.GetLease(ctx, id)
 	if err != nil {
-		return Lease{}, err
+		return shredd.Lease{}, err
 	}
 	if holder != "" && l.Holder != holder {
-		return Lease{}, fmt.Errorf("sealing: lease %s belongs to another holder: %w", id, ErrForbidden)
+		return shredd.Lease{}, fmt.Errorf("sealing: lease %s belongs to another holder: %w", id, shredd.ErrForbidden)
 	}
 	if _, err := s.db.ExecContext(ctx, `UPDATE leases SET released_at=coalesce(released_at, ?) WHERE id=?`, s.opts.Now().UnixNano(), id[:]); err != nil {
-		return Lease{}, fmt.Errorf("sealing: release lease: %w", err)
+		return shredd.Lease{}, fmt.Errorf("sealing: release lease: %w", err)
 	}
 	return s.GetLease(ctx, id)
 }

@@ -50,7 +50,7 @@ type Hasher struct{ key []byte }
 // NewHasher returns a Hasher with the given secret (at least 32 bytes).
 func NewHasher(secret []byte) (*Hasher, error) {
 	if len(secret) < 32 {
-		return nil, fmt.Errorf("sealing: subject secret of %d bytes, want >= 32: %w", len(secret), ErrInvalid)
+		return nil, fmt.Errorf("sealing: subject secret of %d bytes, want >= 32: %w", len(secret), shredd.ErrInvalid)
 	}
 	return &Hasher{key: append([]byte(nil), secret...)}, nil
 }

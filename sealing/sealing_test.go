@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/internal/shreddtest"
 	"github.com/shredd/shredd/sealing"
@@ -19,7 +20,7 @@ func newService(t testing.TB) *erasure.Service {
 	return shreddtest.New(t, shreddtest.Options{Kinds: []string{"episodic", "summary", "embedding"}}).Service
 }
 
-func seal(t *testing.T, s *erasure.Service, src sealing.Source, pt string) sealing.Sealed {
+func seal(t *testing.T, s *erasure.Service, src shredd.Source, pt string) shredd.Sealed {
 	t.Helper()
 	out, err := s.Encrypt(context.Background(), src, []byte(pt), nil)
 	if err != nil {
@@ -31,24 +32,24 @@ func seal(t *testing.T, s *erasure.Service, src sealing.Source, pt string) seali
 func TestLineageAndForget(t *testing.T) {
 	ctx := context.Background()
 	s := newService(t)
-	rec := seal(t, s, sealing.Source{Kind: "episodic", Subjects: []string{"alice"}}, "alice record")
-	bob := seal(t, s, sealing.Source{Kind: "episodic", Subjects: []string{"bob"}}, "bob record")
+	rec := seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "alice record")
+	bob := seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"bob"}}, "bob record")
 	// Three hops: record -> summary -> summary of summary (+ bob) -> embedding.
-	h1 := seal(t, s, sealing.Source{Kind: "summary", Parents: []sealing.ID{rec.Artifact}}, "hop1")
-	h2 := seal(t, s, sealing.Source{Kind: "summary", Parents: []sealing.ID{h1.Artifact}, Subjects: []string{"bob"}}, "hop2")
-	h3 := seal(t, s, sealing.Source{Kind: "embedding", Parents: []sealing.ID{h2.Artifact}}, "hop3")
+	h1 := seal(t, s, shredd.Source{Kind: "summary", Parents: []shredd.ID{rec.Artifact}}, "hop1")
+	h2 := seal(t, s, shredd.Source{Kind: "summary", Parents: []shredd.ID{h1.Artifact}, Subjects: []string{"bob"}}, "hop2")
+	h3 := seal(t, s, shredd.Source{Kind: "embedding", Parents: []shredd.ID{h2.Artifact}}, "hop3")
 	if h3.Lineage != 2 {
 		t.Fatalf("three-hop lineage has %d subjects, want 2", h3.Lineage)
 	}
-	agg := seal(t, s, sealing.Source{Kind: "summary", Subjects: []string{"alice", "bob", "carol"}}, "aggregate")
-	held, err := s.Register(ctx, sealing.Source{Kind: "embedding", Parents: []sealing.ID{rec.Artifact}, Holder: "ann-index"})
+	agg := seal(t, s, shredd.Source{Kind: "summary", Subjects: []string{"alice", "bob", "carol"}}, "aggregate")
+	held, err := s.Register(ctx, shredd.Source{Kind: "embedding", Parents: []shredd.ID{rec.Artifact}, Holder: "ann-index"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(held.Lineage) != 1 || held.Sealed {
 		t.Fatalf("plaintext-held artifact: %+v", held)
 	}
-	for _, c := range []sealing.Sealed{rec, h1, h2, h3, agg} {
+	for _, c := range []shredd.Sealed{rec, h1, h2, h3, agg} {
 		if _, err := s.Decrypt(ctx, c.Ciphertext, nil); err != nil {
 			t.Fatalf("before forget: %v", err)
 		}
@@ -58,32 +59,32 @@ func TestLineageAndForget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.State != sealing.StateCommitted || f.Barrier < 6 {
+	if f.State != shredd.StateCommitted || f.Barrier < 6 {
 		t.Fatalf("forget = %+v", f)
 	}
-	for name, c := range map[string]sealing.Sealed{"record": rec, "hop1": h1, "hop2": h2, "hop3": h3, "aggregate": agg} {
-		if _, err := s.Decrypt(ctx, c.Ciphertext, nil); !errors.Is(err, sealing.ErrShredded) {
+	for name, c := range map[string]shredd.Sealed{"record": rec, "hop1": h1, "hop2": h2, "hop3": h3, "aggregate": agg} {
+		if _, err := s.Decrypt(ctx, c.Ciphertext, nil); !errors.Is(err, shredd.ErrShredded) {
 			t.Errorf("%s after forget: %v, want ErrShredded", name, err)
 		}
 	}
 	if got, err := s.Decrypt(ctx, bob.Ciphertext, nil); err != nil || string(got.Plaintext) != "bob record" {
 		t.Fatalf("bob after alice's forget: %v", err)
 	}
-	refused := map[string]sealing.Source{
+	refused := map[string]shredd.Source{
 		"direct":          {Kind: "episodic", Subjects: []string{"alice"}},
-		"parent":          {Kind: "summary", Parents: []sealing.ID{rec.Artifact}},
-		"grandparent":     {Kind: "summary", Parents: []sealing.ID{h2.Artifact}, Subjects: []string{"dave"}},
+		"parent":          {Kind: "summary", Parents: []shredd.ID{rec.Artifact}},
+		"grandparent":     {Kind: "summary", Parents: []shredd.ID{h2.Artifact}, Subjects: []string{"dave"}},
 		"aggregate":       {Kind: "summary", Subjects: []string{"carol", "alice"}},
-		"held-derivative": {Kind: "embedding", Parents: []sealing.ID{held.ID}, Holder: "ann-index"},
+		"held-derivative": {Kind: "embedding", Parents: []shredd.ID{held.ID}, Holder: "ann-index"},
 	}
 	for name, src := range refused {
-		if _, err := s.Encrypt(ctx, src, []byte("x"), nil); !errors.Is(err, sealing.ErrShredded) {
+		if _, err := s.Encrypt(ctx, src, []byte("x"), nil); !errors.Is(err, shredd.ErrShredded) {
 			t.Errorf("encrypt %s after forget: %v, want ErrShredded", name, err)
 		}
 		if src.Holder == "" {
 			src.Holder = "h1"
 		}
-		if _, err := s.Register(ctx, src); !errors.Is(err, sealing.ErrShredded) {
+		if _, err := s.Register(ctx, src); !errors.Is(err, shredd.ErrShredded) {
 			t.Errorf("register %s after forget: %v, want ErrShredded", name, err)
 		}
 	}
@@ -96,13 +97,13 @@ func TestLineageAndForget(t *testing.T) {
 	if err := s.Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if f, _ = s.GetForget(ctx, f.ID); f.State != sealing.StateCommitted || f.RekeyedAt.IsZero() {
+	if f, _ = s.GetForget(ctx, f.ID); f.State != shredd.StateCommitted || f.RekeyedAt.IsZero() {
 		t.Fatalf("after reconcile: %+v", f)
 	}
 	if _, err := s.RunEpoch(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if f, _ = s.GetForget(ctx, f.ID); f.State != sealing.StateShredded || f.Epoch != 1 {
+	if f, _ = s.GetForget(ctx, f.ID); f.State != shredd.StateShredded || f.Epoch != 1 {
 		t.Fatalf("after epoch: %+v", f)
 	}
 	for _, c := range f.Conditions {
@@ -113,7 +114,7 @@ func TestLineageAndForget(t *testing.T) {
 	if got, err := s.Decrypt(ctx, bob.Ciphertext, nil); err != nil || string(got.Plaintext) != "bob record" {
 		t.Fatalf("bob after epoch: %v", err)
 	}
-	list, err := s.Forgets(ctx, sealing.StateShredded, 0)
+	list, err := s.Forgets(ctx, shredd.StateShredded, 0)
 	if err != nil || len(list) != 1 || list[0].ID != f.ID {
 		t.Fatalf("list shredded: %v %d", err, len(list))
 	}
@@ -122,19 +123,19 @@ func TestLineageAndForget(t *testing.T) {
 func TestRefusals(t *testing.T) {
 	ctx := context.Background()
 	s := newService(t)
-	rec := seal(t, s, sealing.Source{Kind: "episodic", Subjects: []string{"alice"}}, "r")
+	rec := seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "r")
 	cases := []struct {
 		name string
-		src  sealing.Source
+		src  shredd.Source
 		want error
 	}{
-		{"unknown kind", sealing.Source{Kind: "secret-kind", Subjects: []string{"alice"}}, sealing.ErrUnknownKind},
-		{"bad kind name", sealing.Source{Kind: "Bad Kind", Subjects: []string{"alice"}}, sealing.ErrInvalid},
-		{"unknown parent", sealing.Source{Kind: "summary", Parents: []sealing.ID{{1, 2, 3}}}, sealing.ErrUnknownParent},
-		{"no source", sealing.Source{Kind: "summary"}, sealing.ErrInvalid},
-		{"empty subject", sealing.Source{Kind: "summary", Subjects: []string{""}}, sealing.ErrInvalid},
-		{"too many parents", sealing.Source{Kind: "summary", Parents: make([]sealing.ID, sealing.MaxParents+1)}, sealing.ErrTooLarge},
-		{"bad holder", sealing.Source{Kind: "summary", Parents: []sealing.ID{rec.Artifact}, Holder: "a b"}, sealing.ErrInvalid},
+		{"unknown kind", shredd.Source{Kind: "secret-kind", Subjects: []string{"alice"}}, shredd.ErrUnknownKind},
+		{"bad kind name", shredd.Source{Kind: "Bad Kind", Subjects: []string{"alice"}}, shredd.ErrInvalid},
+		{"unknown parent", shredd.Source{Kind: "summary", Parents: []shredd.ID{{1, 2, 3}}}, shredd.ErrUnknownParent},
+		{"no source", shredd.Source{Kind: "summary"}, shredd.ErrInvalid},
+		{"empty subject", shredd.Source{Kind: "summary", Subjects: []string{""}}, shredd.ErrInvalid},
+		{"too many parents", shredd.Source{Kind: "summary", Parents: make([]shredd.ID, sealing.MaxParents+1)}, shredd.ErrTooLarge},
+		{"bad holder", shredd.Source{Kind: "summary", Parents: []shredd.ID{rec.Artifact}, Holder: "a b"}, shredd.ErrInvalid},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -147,19 +148,19 @@ func TestRefusals(t *testing.T) {
 	for i := range many {
 		many[i] = fmt.Sprint("s", i)
 	}
-	if _, err := s.Encrypt(ctx, sealing.Source{Kind: "summary", Subjects: many}, nil, nil); !errors.Is(err, sealing.ErrTooLarge) {
+	if _, err := s.Encrypt(ctx, shredd.Source{Kind: "summary", Subjects: many}, nil, nil); !errors.Is(err, shredd.ErrTooLarge) {
 		t.Fatalf("lineage over the limit: %v", err)
 	}
-	if _, err := s.Decrypt(ctx, rec.Ciphertext, []byte("other context")); !errors.Is(err, sealing.ErrEnvelope) {
+	if _, err := s.Decrypt(ctx, rec.Ciphertext, []byte("other context")); !errors.Is(err, shredd.ErrEnvelope) {
 		t.Fatalf("wrong context: %v", err)
 	}
-	if _, err := s.Decrypt(ctx, "shredd:v1:AAAA", nil); !errors.Is(err, sealing.ErrEnvelope) {
+	if _, err := s.Decrypt(ctx, "shredd:v1:AAAA", nil); !errors.Is(err, shredd.ErrEnvelope) {
 		t.Fatalf("garbage: %v", err)
 	}
-	if _, err := s.Register(ctx, sealing.Source{Kind: "summary", Subjects: []string{"x"}}); !errors.Is(err, sealing.ErrInvalid) {
+	if _, err := s.Register(ctx, shredd.Source{Kind: "summary", Subjects: []string{"x"}}); !errors.Is(err, shredd.ErrInvalid) {
 		t.Fatalf("register without holder: %v", err)
 	}
-	if _, err := s.GetForget(ctx, sealing.ID{9}); !errors.Is(err, sealing.ErrNotFound) {
+	if _, err := s.GetForget(ctx, shredd.ID{9}); !errors.Is(err, shredd.ErrNotFound) {
 		t.Fatalf("unknown forget: %v", err)
 	}
 }
@@ -171,12 +172,12 @@ func TestRefusals(t *testing.T) {
 func TestBarrierRace(t *testing.T) {
 	ctx := context.Background()
 	s := newService(t)
-	base := seal(t, s, sealing.Source{Kind: "episodic", Subjects: []string{"alice"}}, "base")
-	bobRec := seal(t, s, sealing.Source{Kind: "episodic", Subjects: []string{"bob"}}, "bob")
+	base := seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "base")
+	bobRec := seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"bob"}}, "bob")
 
 	var committed atomic.Bool
 	type result struct {
-		c     sealing.Sealed
+		c     shredd.Sealed
 		after bool // the encrypt started after the forget returned
 	}
 	var mu sync.Mutex
@@ -195,21 +196,21 @@ func TestBarrierRace(t *testing.T) {
 				default:
 				}
 				after := committed.Load()
-				var src sealing.Source
+				var src shredd.Source
 				switch g % 4 {
 				case 0:
-					src = sealing.Source{Kind: "episodic", Subjects: []string{"alice"}}
+					src = shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}
 				case 1:
-					src = sealing.Source{Kind: "summary", Parents: []sealing.ID{base.Artifact}}
+					src = shredd.Source{Kind: "summary", Parents: []shredd.ID{base.Artifact}}
 				case 2:
-					src = sealing.Source{Kind: "summary", Subjects: []string{"bob", "alice", fmt.Sprint("x", g, i)}}
+					src = shredd.Source{Kind: "summary", Subjects: []string{"bob", "alice", fmt.Sprint("x", g, i)}}
 				case 3:
 					startedAfter := committed.Load()
 					_, err := s.Decrypt(ctx, base.Ciphertext, nil)
 					if err == nil && startedAfter {
 						lateDecrypts.Add(1)
 					}
-					if err != nil && !errors.Is(err, sealing.ErrShredded) {
+					if err != nil && !errors.Is(err, shredd.ErrShredded) {
 						t.Errorf("decrypt: %v", err)
 						return
 					}
@@ -221,7 +222,7 @@ func TestBarrierRace(t *testing.T) {
 				}
 				out, err := s.Encrypt(ctx, src, []byte("payload"), nil)
 				if err != nil {
-					if !errors.Is(err, sealing.ErrShredded) {
+					if !errors.Is(err, shredd.ErrShredded) {
 						t.Errorf("encrypt: %v", err)
 						return
 					}
@@ -256,7 +257,7 @@ func TestBarrierRace(t *testing.T) {
 			t.Fatalf("artifact %s (seq %d, barrier %d, started after: %v) carries alice", a.ID, a.Seq, f.Barrier, r.after)
 		}
 		before++
-		if _, err := s.Decrypt(ctx, r.c.Ciphertext, nil); !errors.Is(err, sealing.ErrShredded) {
+		if _, err := s.Decrypt(ctx, r.c.Ciphertext, nil); !errors.Is(err, shredd.ErrShredded) {
 			t.Fatalf("a ciphertext of alice decrypts after the commit: %v", err)
 		}
 	}
@@ -273,19 +274,19 @@ func TestBarrierRace(t *testing.T) {
 func TestGroupCommitIsolation(t *testing.T) {
 	ctx := context.Background()
 	s := newService(t)
-	seal(t, s, sealing.Source{Kind: "episodic", Subjects: []string{"gone"}}, "before")
+	seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"gone"}}, "before")
 	if _, err := s.Forget(ctx, "gone"); err != nil {
 		t.Fatal(err)
 	}
 	const n = 400
 	errs := make([]error, n)
-	out := make([]sealing.Sealed, n)
+	out := make([]shredd.Sealed, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			src := sealing.Source{Kind: "episodic", Subjects: []string{fmt.Sprint("s", i%37)}}
+			src := shredd.Source{Kind: "episodic", Subjects: []string{fmt.Sprint("s", i%37)}}
 			switch i % 5 {
 			case 1:
 				src.Kind = "never-registered"
@@ -303,11 +304,11 @@ func TestGroupCommitIsolation(t *testing.T) {
 	for i, err := range errs {
 		switch i % 5 {
 		case 1:
-			if !errors.Is(err, sealing.ErrUnknownKind) {
+			if !errors.Is(err, shredd.ErrUnknownKind) {
 				t.Errorf("item %d (unknown kind): %v", i, err)
 			}
 		case 2:
-			if !errors.Is(err, sealing.ErrShredded) {
+			if !errors.Is(err, shredd.ErrShredded) {
 				t.Errorf("item %d (forgotten subject): %v", i, err)
 			}
 		case 3:
@@ -336,19 +337,19 @@ func TestGroupCommitIsolation(t *testing.T) {
 func TestCallsAfterClose(t *testing.T) {
 	ctx := context.Background()
 	svc := newService(t)
-	sealed, err := svc.Encrypt(ctx, sealing.Source{Subjects: []string{"alice"}, Kind: "episodic"}, []byte("hi"), nil)
+	sealed, err := svc.Encrypt(ctx, shredd.Source{Subjects: []string{"alice"}, Kind: "episodic"}, []byte("hi"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	svc.Close()
 	svc.Close()
-	if _, err := svc.Encrypt(ctx, sealing.Source{Subjects: []string{"alice"}, Kind: "episodic"}, []byte("hi"), nil); !errors.Is(err, sealing.ErrUnavailable) {
+	if _, err := svc.Encrypt(ctx, shredd.Source{Subjects: []string{"alice"}, Kind: "episodic"}, []byte("hi"), nil); !errors.Is(err, shredd.ErrUnavailable) {
 		t.Fatalf("encrypt after Close: %v, want ErrUnavailable", err)
 	}
-	if _, err := svc.Decrypt(ctx, sealed.Ciphertext, nil); !errors.Is(err, sealing.ErrUnavailable) {
+	if _, err := svc.Decrypt(ctx, sealed.Ciphertext, nil); !errors.Is(err, shredd.ErrUnavailable) {
 		t.Fatalf("decrypt after Close: %v, want ErrUnavailable", err)
 	}
-	if _, err := svc.Register(ctx, sealing.Source{Subjects: []string{"bob"}, Kind: "embedding", Holder: "ann"}); !errors.Is(err, sealing.ErrUnavailable) {
+	if _, err := svc.Register(ctx, shredd.Source{Subjects: []string{"bob"}, Kind: "embedding", Holder: "ann"}); !errors.Is(err, shredd.ErrUnavailable) {
 		t.Fatalf("register after Close: %v, want ErrUnavailable", err)
 	}
 	if _, err := svc.GetArtifact(ctx, sealed.Artifact); err != nil {
@@ -362,12 +363,12 @@ func TestCallsAfterClose(t *testing.T) {
 func TestRecoverCommitsRequested(t *testing.T) {
 	ctx := context.Background()
 	b := shreddtest.New(t, shreddtest.Options{Kinds: []string{"episodic"}})
-	sealed, err := b.Service.Encrypt(ctx, sealing.Source{Subjects: []string{"alice"}, Kind: "episodic"}, []byte("hi"), nil)
+	sealed, err := b.Service.Encrypt(ctx, shredd.Source{Subjects: []string{"alice"}, Kind: "episodic"}, []byte("hi"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sid := b.Hasher.SID("alice")
-	id := sealing.ID{1, 2, 3}
+	id := shredd.ID{1, 2, 3}
 	now := time.Now()
 	if _, err := b.DB.ExecContext(ctx, `INSERT INTO forgets(id, sid, state, requested_at, deadline) VALUES (?, ?, 'requested', ?, ?)`,
 		id[:], sid[:], now.UnixNano(), now.Add(time.Hour).UnixNano()); err != nil {
@@ -377,10 +378,10 @@ func TestRecoverCommitsRequested(t *testing.T) {
 		t.Fatal(err)
 	}
 	f, err := b.Service.GetForget(ctx, id)
-	if err != nil || f.State != sealing.StateCommitted {
+	if err != nil || f.State != shredd.StateCommitted {
 		t.Fatalf("after Recover: %+v, %v", f, err)
 	}
-	if _, err := b.Service.Decrypt(ctx, sealed.Ciphertext, nil); !errors.Is(err, sealing.ErrShredded) {
+	if _, err := b.Service.Decrypt(ctx, sealed.Ciphertext, nil); !errors.Is(err, shredd.ErrShredded) {
 		t.Fatalf("decrypt after the recovered forget: %v, want ErrShredded", err)
 	}
 	// A forget of the same subject now is that one.
@@ -397,13 +398,13 @@ func TestSubjectIDsMustBeUTF8(t *testing.T) {
 	ctx := context.Background()
 	s := newService(t)
 	bad := "p\xffq"
-	if _, err := s.Encrypt(ctx, sealing.Source{Subjects: []string{bad}, Kind: "episodic"}, []byte("x"), nil); !errors.Is(err, sealing.ErrInvalid) {
+	if _, err := s.Encrypt(ctx, shredd.Source{Subjects: []string{bad}, Kind: "episodic"}, []byte("x"), nil); !errors.Is(err, shredd.ErrInvalid) {
 		t.Fatalf("encrypt for an invalid UTF-8 subject: %v, want ErrInvalid", err)
 	}
-	if _, err := s.Forget(ctx, bad); !errors.Is(err, sealing.ErrInvalid) {
+	if _, err := s.Forget(ctx, bad); !errors.Is(err, shredd.ErrInvalid) {
 		t.Fatalf("forget of an invalid UTF-8 subject: %v, want ErrInvalid", err)
 	}
-	if _, err := s.Preview(ctx, bad); !errors.Is(err, sealing.ErrInvalid) {
+	if _, err := s.Preview(ctx, bad); !errors.Is(err, shredd.ErrInvalid) {
 		t.Fatalf("preview of an invalid UTF-8 subject: %v, want ErrInvalid", err)
 	}
 }

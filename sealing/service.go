@@ -123,7 +123,7 @@ func (s *Service) Keys() *keystore.Store { return s.keys }
 // Hasher returns the registry's subject hasher.
 func (s *Service) Hasher() *Hasher { return s.hasher }
 
-func (s *Service) newID() (ID, error) { return shredd.NewID(s.opts.Now(), s.opts.Rand) }
+func (s *Service) newID() (shredd.ID, error) { return shredd.NewID(s.opts.Now(), s.opts.Rand) }
 
 // MapKeyErr turns key tree errors into the domain's errors.
 func MapKeyErr(err error) error {
@@ -133,55 +133,55 @@ func MapKeyErr(err error) error {
 	case errors.Is(err, keystore.ErrShredded), errors.Is(err, keystore.ErrVersionDestroyed):
 		// A key under a destroyed root version (a database restored from
 		// before an epoch) is as erased as a deleted one.
-		return fmt.Errorf("%w: %w", ErrShredded, err)
+		return fmt.Errorf("%w: %w", shredd.ErrShredded, err)
 	case errors.Is(err, keystore.ErrNotFound):
-		return fmt.Errorf("%w: subject key not found: %w", ErrEnvelope, err)
+		return fmt.Errorf("%w: subject key not found: %w", shredd.ErrEnvelope, err)
 	case errors.Is(err, keystore.ErrUnavailable):
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return fmt.Errorf("%w: %w", shredd.ErrUnavailable, err)
 	}
 	return err
 }
 
 // PutKind registers a kind, or updates its description. It reports whether
 // the kind is new.
-func (s *Service) PutKind(ctx context.Context, name, description string) (Kind, bool, error) {
-	if !ValidKind(name) {
-		return Kind{}, false, fmt.Errorf("sealing: kind name: %w", ErrInvalid)
+func (s *Service) PutKind(ctx context.Context, name, description string) (shredd.Kind, bool, error) {
+	if !shredd.ValidKind(name) {
+		return shredd.Kind{}, false, fmt.Errorf("sealing: kind name: %w", shredd.ErrInvalid)
 	}
 	if len(description) > 1024 {
-		return Kind{}, false, fmt.Errorf("sealing: kind description over 1024 bytes: %w", ErrInvalid)
+		return shredd.Kind{}, false, fmt.Errorf("sealing: kind description over 1024 bytes: %w", shredd.ErrInvalid)
 	}
 	now := s.opts.Now()
 	res, err := s.db.ExecContext(ctx, `INSERT INTO kinds(name, description, created_at) VALUES (?, ?, ?)
 		ON CONFLICT(name) DO NOTHING`, name, description, now.UnixNano())
 	if err != nil {
-		return Kind{}, false, fmt.Errorf("sealing: put kind: %w", err)
+		return shredd.Kind{}, false, fmt.Errorf("sealing: put kind: %w", err)
 	}
 	n, _ := res.RowsAffected()
 	if n == 0 {
 		if _, err := s.db.ExecContext(ctx, `UPDATE kinds SET description=? WHERE name=?`, description, name); err != nil {
-			return Kind{}, false, fmt.Errorf("sealing: put kind: %w", err)
+			return shredd.Kind{}, false, fmt.Errorf("sealing: put kind: %w", err)
 		}
 	}
-	var k Kind
+	var k shredd.Kind
 	var created int64
 	if err := s.db.QueryRowContext(ctx, `SELECT name, description, created_at FROM kinds WHERE name=?`, name).Scan(&k.Name, &k.Description, &created); err != nil {
-		return Kind{}, false, fmt.Errorf("sealing: put kind: %w", err)
+		return shredd.Kind{}, false, fmt.Errorf("sealing: put kind: %w", err)
 	}
 	k.CreatedAt = time.Unix(0, created).UTC()
 	return k, n == 1, nil
 }
 
 // Kinds lists the registered kinds by name.
-func (s *Service) Kinds(ctx context.Context) ([]Kind, error) {
+func (s *Service) Kinds(ctx context.Context) ([]shredd.Kind, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT name, description, created_at FROM kinds ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("sealing: kinds: %w", err)
 	}
 	defer rows.Close()
-	out := []Kind{}
+	out := []shredd.Kind{}
 	for rows.Next() {
-		var k Kind
+		var k shredd.Kind
 		var created int64
 		if err := rows.Scan(&k.Name, &k.Description, &created); err != nil {
 			return nil, fmt.Errorf("sealing: kinds: %w", err)
@@ -196,27 +196,27 @@ func (s *Service) Kinds(ctx context.Context) ([]Kind, error) {
 type plan struct {
 	kind    string
 	holder  string
-	parents []ID
+	parents []shredd.ID
 	direct  map[envelope.SID]bool
 	subject map[envelope.SID]string // raw ids of the direct subjects, for the log's commitments; never stored
 	lineage map[envelope.SID]uint32 // parent lineage generations (0: direct-only, take current)
 	sids    []envelope.SID          // sorted
 }
 
-func (s *Service) resolve(ctx context.Context, src Source) (*plan, error) {
-	if !ValidKind(src.Kind) {
-		return nil, fmt.Errorf("sealing: kind name: %w", ErrInvalid)
+func (s *Service) resolve(ctx context.Context, src shredd.Source) (*plan, error) {
+	if !shredd.ValidKind(src.Kind) {
+		return nil, fmt.Errorf("sealing: kind name: %w", shredd.ErrInvalid)
 	}
-	if src.Holder != "" && !ValidHolder(src.Holder) {
-		return nil, fmt.Errorf("sealing: holder id: %w", ErrInvalid)
+	if src.Holder != "" && !shredd.ValidHolder(src.Holder) {
+		return nil, fmt.Errorf("sealing: holder id: %w", shredd.ErrInvalid)
 	}
 	if len(src.Leases) > MaxParents {
-		return nil, fmt.Errorf("sealing: %d leases, at most %d: %w", len(src.Leases), MaxParents, ErrTooLarge)
+		return nil, fmt.Errorf("sealing: %d leases, at most %d: %w", len(src.Leases), MaxParents, shredd.ErrTooLarge)
 	}
 	for _, lid := range src.Leases {
 		l, err := s.GetLease(ctx, lid)
-		if errors.Is(err, ErrNotFound) {
-			return nil, fmt.Errorf("sealing: lease %s: %w", lid, ErrUnknownParent)
+		if errors.Is(err, shredd.ErrNotFound) {
+			return nil, fmt.Errorf("sealing: lease %s: %w", lid, shredd.ErrUnknownParent)
 		}
 		if err != nil {
 			return nil, err
@@ -224,13 +224,13 @@ func (s *Service) resolve(ctx context.Context, src Source) (*plan, error) {
 		src.Parents = append(src.Parents, l.Artifact)
 	}
 	if len(src.Subjects) == 0 && len(src.Parents) == 0 {
-		return nil, fmt.Errorf("sealing: an artifact needs a subject or a parent: %w", ErrInvalid)
+		return nil, fmt.Errorf("sealing: an artifact needs a subject or a parent: %w", shredd.ErrInvalid)
 	}
 	if len(src.Subjects) > MaxSubjects {
-		return nil, fmt.Errorf("sealing: %d subjects, at most %d: %w", len(src.Subjects), MaxSubjects, ErrTooLarge)
+		return nil, fmt.Errorf("sealing: %d subjects, at most %d: %w", len(src.Subjects), MaxSubjects, shredd.ErrTooLarge)
 	}
 	if len(src.Parents) > MaxParents {
-		return nil, fmt.Errorf("sealing: %d parents, at most %d: %w", len(src.Parents), MaxParents, ErrTooLarge)
+		return nil, fmt.Errorf("sealing: %d parents, at most %d: %w", len(src.Parents), MaxParents, shredd.ErrTooLarge)
 	}
 	p := &plan{kind: src.Kind, holder: src.Holder, direct: map[envelope.SID]bool{}, subject: map[envelope.SID]string{}, lineage: map[envelope.SID]uint32{}}
 	for i, subj := range src.Subjects {
@@ -241,7 +241,7 @@ func (s *Service) resolve(ctx context.Context, src Source) (*plan, error) {
 		p.direct[sid] = true
 		p.subject[sid] = subj
 	}
-	seen := map[ID]bool{}
+	seen := map[shredd.ID]bool{}
 	for _, par := range src.Parents {
 		if seen[par] {
 			continue
@@ -264,7 +264,7 @@ func (s *Service) resolve(ctx context.Context, src Source) (*plan, error) {
 			copy(sid[:], b)
 			if g, ok := p.lineage[sid]; ok && g != gen {
 				rows.Close()
-				return nil, fmt.Errorf("sealing: parents carry two generations of one subject: %w", ErrShredded)
+				return nil, fmt.Errorf("sealing: parents carry two generations of one subject: %w", shredd.ErrShredded)
 			}
 			p.lineage[sid] = gen
 			n++
@@ -274,7 +274,7 @@ func (s *Service) resolve(ctx context.Context, src Source) (*plan, error) {
 			return nil, fmt.Errorf("sealing: parent: %w", err)
 		}
 		if n == 0 {
-			return nil, fmt.Errorf("sealing: parent %s: %w", par, ErrUnknownParent)
+			return nil, fmt.Errorf("sealing: parent %s: %w", par, shredd.ErrUnknownParent)
 		}
 	}
 	all := map[envelope.SID]bool{}
@@ -285,7 +285,7 @@ func (s *Service) resolve(ctx context.Context, src Source) (*plan, error) {
 		all[sid] = true
 	}
 	if len(all) > envelope.MaxLineage {
-		return nil, fmt.Errorf("sealing: lineage of %d subjects, at most %d: %w", len(all), envelope.MaxLineage, ErrTooLarge)
+		return nil, fmt.Errorf("sealing: lineage of %d subjects, at most %d: %w", len(all), envelope.MaxLineage, shredd.ErrTooLarge)
 	}
 	for sid := range all {
 		p.sids = append(p.sids, sid)
@@ -337,7 +337,7 @@ func (s *Service) keyErr(ctx context.Context, err error, refs []envelope.Ref) er
 			// nothing: not a reason for 410.
 			st, gen, serr := s.keys.State(ctx, r.SID)
 			if serr == nil && ((st == keystore.SubjectForgotten && r.Gen <= gen) || (r.Gen != 0 && r.Gen < gen)) {
-				return fmt.Errorf("%w: a subject of the lineage was forgotten", ErrShredded)
+				return fmt.Errorf("%w: a subject of the lineage was forgotten", shredd.ErrShredded)
 			}
 		}
 	}
@@ -346,7 +346,7 @@ func (s *Service) keyErr(ctx context.Context, err error, refs []envelope.Ref) er
 
 // recordReq is one artifact registration waiting for the group commit.
 type recordReq struct {
-	id     ID
+	id     shredd.ID
 	p      *plan
 	refs   []envelope.Ref
 	sealed bool
@@ -361,7 +361,7 @@ type recordReq struct {
 // returns once it committed. The caller holds the barrier read locks of the
 // lineage until then, so a forget of one of its subjects cannot commit in
 // between.
-func (s *Service) record(ctx context.Context, id ID, p *plan, refs []envelope.Ref, sealed bool) (time.Time, error) {
+func (s *Service) record(ctx context.Context, id shredd.ID, p *plan, refs []envelope.Ref, sealed bool) (time.Time, error) {
 	now := s.opts.Now()
 	r := recordReq{id: id, p: p, refs: refs, sealed: sealed, now: now, done: make(chan error, 1)}
 	if err := enqueue(ctx, s, s.recordQ, r); err != nil {
@@ -374,7 +374,7 @@ func (s *Service) record(ctx context.Context, id ID, p *plan, refs []envelope.Re
 }
 
 // errClosed answers the calls that need a background writer after Close.
-var errClosed = fmt.Errorf("service closed: %w", ErrUnavailable)
+var errClosed = fmt.Errorf("service closed: %w", shredd.ErrUnavailable)
 
 // enqueue hands r to a background writer's queue, unless the service is
 // closed (errClosed) or ctx ends first. The writers drain their queues after
@@ -575,7 +575,7 @@ func (s *Service) checkRecord(ctx context.Context, st *txStmts, known map[string
 	var one int
 	switch err := st.QueryRowContext(ctx, `SELECT 1 FROM kinds WHERE name=?`, r.p.kind).Scan(&one); {
 	case errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("sealing: kind %q: %w", r.p.kind, ErrUnknownKind)
+		return fmt.Errorf("sealing: kind %q: %w", r.p.kind, shredd.ErrUnknownKind)
 	case err != nil:
 		return fmt.Errorf("sealing: record: %w", err)
 	}
@@ -584,7 +584,7 @@ func (s *Service) checkRecord(ctx context.Context, st *txStmts, known map[string
 }
 
 // insertRecord writes the rows of one artifact.
-func insertRecord(ctx context.Context, st *txStmts, id ID, kind, holder string, sealed bool, now time.Time, parents []ID,
+func insertRecord(ctx context.Context, st *txStmts, id shredd.ID, kind, holder string, sealed bool, now time.Time, parents []shredd.ID,
 	refs []envelope.Ref, direct func(envelope.SID) bool) error {
 	if _, err := st.ExecContext(ctx, `INSERT INTO artifacts(id, kind, holder, sealed, created_at) VALUES (?, ?, ?, ?, ?)`,
 		id[:], kind, holder, sealed, now.UnixNano()); err != nil {
@@ -608,12 +608,12 @@ func insertRecord(ctx context.Context, st *txStmts, id ID, kind, holder string, 
 // its whole lineage, bound to context, and registers it. The ciphertext is
 // returned only once the registration committed, so nothing sealed after a
 // forget's barrier can carry the forgotten subject.
-func (s *Service) Encrypt(ctx context.Context, src Source, plaintext, context []byte) (Sealed, error) {
-	var out Sealed
-	err := s.seal(ctx, src, plaintext, context, func(id ID, b []byte, lineage int) {
+func (s *Service) Encrypt(ctx context.Context, src shredd.Source, plaintext, context []byte) (shredd.Sealed, error) {
+	var out shredd.Sealed
+	err := s.seal(ctx, src, plaintext, context, func(id shredd.ID, b []byte, lineage int) {
 		// The text form is Prefix and the binary form in unpadded base64url
 		// (envelope.String).
-		out = Sealed{Artifact: id, Ciphertext: envelope.Prefix + base64.RawURLEncoding.EncodeToString(b), Lineage: lineage}
+		out = shredd.Sealed{Artifact: id, Ciphertext: envelope.Prefix + base64.RawURLEncoding.EncodeToString(b), Lineage: lineage}
 	})
 	return out, err
 }
@@ -622,31 +622,31 @@ func (s *Service) Encrypt(ctx context.Context, src Source, plaintext, context []
 // (envelope.Parse reads it) instead of the text form: for large payloads,
 // which the text form would grow by a third. It appends the envelope to
 // dst (which may be nil), so that a caller can reuse buffers.
-func (s *Service) EncryptBinary(ctx context.Context, src Source, plaintext, context, dst []byte) (ID, []byte, int, error) {
-	var id ID
+func (s *Service) EncryptBinary(ctx context.Context, src shredd.Source, plaintext, context, dst []byte) (shredd.ID, []byte, int, error) {
+	var id shredd.ID
 	var out []byte
 	var n int
-	err := s.sealTo(ctx, dst, src, plaintext, context, func(i ID, b []byte, lineage int) { id, out, n = i, b, lineage })
+	err := s.sealTo(ctx, dst, src, plaintext, context, func(i shredd.ID, b []byte, lineage int) { id, out, n = i, b, lineage })
 	return id, out, n, err
 }
 
 // seal seals and registers, then hands the binary envelope to done.
-func (s *Service) seal(ctx context.Context, src Source, plaintext, context []byte, done func(ID, []byte, int)) error {
+func (s *Service) seal(ctx context.Context, src shredd.Source, plaintext, context []byte, done func(shredd.ID, []byte, int)) error {
 	return s.sealTo(ctx, nil, src, plaintext, context, done)
 }
 
 // sealTo is seal appending the envelope to dst.
-func (s *Service) sealTo(ctx context.Context, dst []byte, src Source, plaintext, context []byte, done func(ID, []byte, int)) error {
+func (s *Service) sealTo(ctx context.Context, dst []byte, src shredd.Source, plaintext, context []byte, done func(shredd.ID, []byte, int)) error {
 	if len(plaintext) > envelope.MaxPlaintext {
-		return fmt.Errorf("sealing: plaintext of %d bytes: %w", len(plaintext), ErrTooLarge)
+		return fmt.Errorf("sealing: plaintext of %d bytes: %w", len(plaintext), shredd.ErrTooLarge)
 	}
 	if len(context) > envelope.MaxContext {
-		return fmt.Errorf("sealing: context of %d bytes, at most %d: %w", len(context), envelope.MaxContext, ErrTooLarge)
+		return fmt.Errorf("sealing: context of %d bytes, at most %d: %w", len(context), envelope.MaxContext, shredd.ErrTooLarge)
 	}
-	return s.withLineage(ctx, src, func(id ID, p *plan, keys []envelope.SubjectKey, refs []envelope.Ref) error {
+	return s.withLineage(ctx, src, func(id shredd.ID, p *plan, keys []envelope.SubjectKey, refs []envelope.Ref) error {
 		h, err := envelope.NewHeader(s.opts.Rand, envelope.ArtifactID(id), p.kind, refs)
 		if err != nil {
-			return fmt.Errorf("sealing: encrypt: %w: %w", ErrInvalid, err)
+			return fmt.Errorf("sealing: encrypt: %w: %w", shredd.ErrInvalid, err)
 		}
 		if need := len(plaintext) + 512 + len(refs)*40; cap(dst)-len(dst) < need {
 			dst = slices.Grow(dst, need)
@@ -666,17 +666,17 @@ func (s *Service) sealTo(ctx context.Context, dst []byte, src Source, plaintext,
 // Register records a plaintext-held artifact: one that lives outside
 // shredd (an in-memory ANN vector, a cached prompt) and that its holder must
 // purge when a subject of its lineage is forgotten.
-func (s *Service) Register(ctx context.Context, src Source) (Artifact, error) {
+func (s *Service) Register(ctx context.Context, src shredd.Source) (shredd.Artifact, error) {
 	if src.Holder == "" {
-		return Artifact{}, fmt.Errorf("sealing: a plaintext-held artifact needs a holder: %w", ErrInvalid)
+		return shredd.Artifact{}, fmt.Errorf("sealing: a plaintext-held artifact needs a holder: %w", shredd.ErrInvalid)
 	}
-	var out Artifact
-	err := s.withLineage(ctx, src, func(id ID, p *plan, _ []envelope.SubjectKey, refs []envelope.Ref) error {
+	var out shredd.Artifact
+	err := s.withLineage(ctx, src, func(id shredd.ID, p *plan, _ []envelope.SubjectKey, refs []envelope.Ref) error {
 		at, err := s.record(ctx, id, p, refs, false)
 		if err != nil {
 			return err
 		}
-		out = Artifact{ID: id, Kind: p.kind, Holder: p.holder, Sealed: false, Parents: p.parents, Lineage: refs, CreatedAt: at}
+		out = shredd.Artifact{ID: id, Kind: p.kind, Holder: p.holder, Sealed: false, Parents: p.parents, Lineage: refs, CreatedAt: at}
 		return nil
 	})
 	return out, err
@@ -685,7 +685,7 @@ func (s *Service) Register(ctx context.Context, src Source) (Artifact, error) {
 // withLineage resolves src's lineage, takes the barrier read locks of its
 // subjects, fetches their keys and a new artifact id, and runs fn with them
 // under the locks: the common part of Encrypt and Register.
-func (s *Service) withLineage(ctx context.Context, src Source, fn func(ID, *plan, []envelope.SubjectKey, []envelope.Ref) error) error {
+func (s *Service) withLineage(ctx context.Context, src shredd.Source, fn func(shredd.ID, *plan, []envelope.SubjectKey, []envelope.Ref) error) error {
 	p, err := s.resolve(ctx, src)
 	if err != nil {
 		return err
@@ -708,7 +708,7 @@ func (s *Service) withLineage(ctx context.Context, src Source, fn func(ID, *plan
 }
 
 // Decrypt opens a ciphertext for no named holder; see DecryptFor.
-func (s *Service) Decrypt(ctx context.Context, ciphertext string, context []byte) (Opened, error) {
+func (s *Service) Decrypt(ctx context.Context, ciphertext string, context []byte) (shredd.Opened, error) {
 	return s.DecryptFor(ctx, ciphertext, context, "")
 }
 
@@ -717,30 +717,30 @@ func (s *Service) Decrypt(ctx context.Context, ciphertext string, context []byte
 // lease is durable before the plaintext is returned, and both happen under
 // the barrier: a forget either sees the lease or refuses the decrypt. A
 // forgotten subject in the lineage gives ErrShredded.
-func (s *Service) DecryptFor(ctx context.Context, ciphertext string, context []byte, holder string) (Opened, error) {
-	if holder != "" && !ValidHolder(holder) {
-		return Opened{}, fmt.Errorf("sealing: holder id: %w", ErrInvalid)
+func (s *Service) DecryptFor(ctx context.Context, ciphertext string, context []byte, holder string) (shredd.Opened, error) {
+	if holder != "" && !shredd.ValidHolder(holder) {
+		return shredd.Opened{}, fmt.Errorf("sealing: holder id: %w", shredd.ErrInvalid)
 	}
 	env, err := envelope.ParseText(ciphertext)
 	if err != nil {
-		return Opened{}, fmt.Errorf("sealing: decrypt: %w: %w", ErrEnvelope, err)
+		return shredd.Opened{}, fmt.Errorf("sealing: decrypt: %w: %w", shredd.ErrEnvelope, err)
 	}
 	return s.open(ctx, env, context, holder)
 }
 
 // DecryptBinary is DecryptFor for the binary form of an envelope.
-func (s *Service) DecryptBinary(ctx context.Context, ciphertext, context []byte, holder string) (Opened, error) {
-	if holder != "" && !ValidHolder(holder) {
-		return Opened{}, fmt.Errorf("sealing: holder id: %w", ErrInvalid)
+func (s *Service) DecryptBinary(ctx context.Context, ciphertext, context []byte, holder string) (shredd.Opened, error) {
+	if holder != "" && !shredd.ValidHolder(holder) {
+		return shredd.Opened{}, fmt.Errorf("sealing: holder id: %w", shredd.ErrInvalid)
 	}
 	env, err := envelope.Parse(ciphertext)
 	if err != nil {
-		return Opened{}, fmt.Errorf("sealing: decrypt: %w: %w", ErrEnvelope, err)
+		return shredd.Opened{}, fmt.Errorf("sealing: decrypt: %w: %w", shredd.ErrEnvelope, err)
 	}
 	return s.open(ctx, env, context, holder)
 }
 
-func (s *Service) open(ctx context.Context, env *envelope.Envelope, context []byte, holder string) (Opened, error) {
+func (s *Service) open(ctx context.Context, env *envelope.Envelope, context []byte, holder string) (shredd.Opened, error) {
 	sids := env.Header.Subjects()
 	unlock := s.barrier.RLock(sids)
 	defer unlock()
@@ -748,61 +748,61 @@ func (s *Service) open(ctx context.Context, env *envelope.Envelope, context []by
 	for _, ref := range env.Header.Lineage {
 		k, err := s.keys.KeyAt(ctx, ref)
 		if err != nil {
-			return Opened{}, s.keyErr(ctx, err, env.Header.Lineage)
+			return shredd.Opened{}, s.keyErr(ctx, err, env.Header.Lineage)
 		}
 		keys = append(keys, k)
 	}
 	pt, err := envelope.Open(env, keys, context)
 	if err != nil {
-		return Opened{}, fmt.Errorf("sealing: decrypt: %w: %w", ErrEnvelope, err)
+		return shredd.Opened{}, fmt.Errorf("sealing: decrypt: %w: %w", shredd.ErrEnvelope, err)
 	}
-	art := ID(env.Header.Artifact)
+	art := shredd.ID(env.Header.Artifact)
 	l, err := s.issueLease(ctx, art, holder)
 	if err != nil {
 		clear(pt)
-		return Opened{}, err
+		return shredd.Opened{}, err
 	}
-	return Opened{Artifact: art, Kind: env.Header.Kind, Plaintext: pt, Lease: l}, nil
+	return shredd.Opened{Artifact: art, Kind: env.Header.Kind, Plaintext: pt, Lease: l}, nil
 }
 
 // GetArtifact returns a registered artifact.
-func (s *Service) GetArtifact(ctx context.Context, id ID) (Artifact, error) {
-	a := Artifact{ID: id}
+func (s *Service) GetArtifact(ctx context.Context, id shredd.ID) (shredd.Artifact, error) {
+	a := shredd.Artifact{ID: id}
 	var created int64
 	err := s.db.QueryRowContext(ctx, `SELECT seq, kind, holder, sealed, created_at FROM artifacts WHERE id=?`, id[:]).
 		Scan(&a.Seq, &a.Kind, &a.Holder, &a.Sealed, &created)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Artifact{}, fmt.Errorf("sealing: artifact %s: %w", id, ErrNotFound)
+		return shredd.Artifact{}, fmt.Errorf("sealing: artifact %s: %w", id, shredd.ErrNotFound)
 	}
 	if err != nil {
-		return Artifact{}, fmt.Errorf("sealing: artifact: %w", err)
+		return shredd.Artifact{}, fmt.Errorf("sealing: artifact: %w", err)
 	}
 	a.CreatedAt = time.Unix(0, created).UTC()
 	rows, err := s.db.QueryContext(ctx, `SELECT parent FROM artifact_parents WHERE artifact=? ORDER BY parent`, id[:])
 	if err != nil {
-		return Artifact{}, fmt.Errorf("sealing: artifact: %w", err)
+		return shredd.Artifact{}, fmt.Errorf("sealing: artifact: %w", err)
 	}
 	for rows.Next() {
 		var b []byte
 		if err := rows.Scan(&b); err != nil {
 			rows.Close()
-			return Artifact{}, err
+			return shredd.Artifact{}, err
 		}
-		var p ID
+		var p shredd.ID
 		copy(p[:], b)
 		a.Parents = append(a.Parents, p)
 	}
 	rows.Close()
 	rows, err = s.db.QueryContext(ctx, `SELECT sid, gen FROM lineage WHERE artifact=? ORDER BY sid`, id[:])
 	if err != nil {
-		return Artifact{}, fmt.Errorf("sealing: artifact: %w", err)
+		return shredd.Artifact{}, fmt.Errorf("sealing: artifact: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var b []byte
 		var r envelope.Ref
 		if err := rows.Scan(&b, &r.Gen); err != nil {
-			return Artifact{}, err
+			return shredd.Artifact{}, err
 		}
 		copy(r.SID[:], b)
 		a.Lineage = append(a.Lineage, r)

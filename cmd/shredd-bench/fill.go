@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/envelope"
 	"github.com/shredd/shredd/internal/node"
 	"github.com/shredd/shredd/keystore"
@@ -178,16 +179,16 @@ type fillGen struct {
 	sids   []envelope.SID
 	recent [4096]fillRec // a ring of recent records, the parents of derivatives
 	n      int
-	heavyR []sealing.ID
+	heavyR []shredd.ID
 }
 
 type fillRec struct {
-	id  sealing.ID
+	id  shredd.ID
 	sid envelope.SID
 }
 
-func (g *fillGen) id() sealing.ID {
-	var id sealing.ID
+func (g *fillGen) id() shredd.ID {
+	var id shredd.ID
 	for i := 0; i < len(id); i += 8 {
 		v := g.rng.Uint64()
 		for j := 0; j < 8; j++ {
@@ -213,7 +214,7 @@ func (g *fillGen) next() sealing.BulkArtifact {
 	switch {
 	case x < 0.8:
 		p := pick()
-		return sealing.BulkArtifact{ID: g.id(), Kind: "embedding", Holder: "ann-index", Sealed: false, Parents: []sealing.ID{p.id},
+		return sealing.BulkArtifact{ID: g.id(), Kind: "embedding", Holder: "ann-index", Sealed: false, Parents: []shredd.ID{p.id},
 			Lineage: []envelope.Ref{{SID: p.sid, Gen: 1}}, Direct: []bool{false}}
 	case x < 0.95:
 		a := sealing.BulkArtifact{ID: g.id(), Kind: "summary", Sealed: true}
@@ -249,7 +250,7 @@ func (g *fillGen) next() sealing.BulkArtifact {
 func (g *fillGen) heavy(sid envelope.SID) sealing.BulkArtifact {
 	if len(g.heavyR) > 0 && g.rng.IntN(2) == 0 {
 		p := g.heavyR[g.rng.IntN(len(g.heavyR))]
-		return sealing.BulkArtifact{ID: g.id(), Kind: "embedding", Holder: "ann-index", Parents: []sealing.ID{p},
+		return sealing.BulkArtifact{ID: g.id(), Kind: "embedding", Holder: "ann-index", Parents: []shredd.ID{p},
 			Lineage: []envelope.Ref{{SID: sid, Gen: 1}}, Direct: []bool{false}}
 	}
 	a := sealing.BulkArtifact{ID: g.id(), Kind: "episodic", Sealed: true, Lineage: []envelope.Ref{{SID: sid, Gen: 1}}, Direct: []bool{true}}

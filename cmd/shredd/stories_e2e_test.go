@@ -29,9 +29,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/erasure"
-	"github.com/shredd/shredd/sealing"
 
 	"github.com/shredd/shredd/internal/node"
 )
@@ -43,8 +43,8 @@ const (
 
 // erasureConds are the five conditions of erasure, in the order of the
 // design and of the API's verification array.
-var erasureConds = []string{sealing.CondCascadeClosed, sealing.CondWorkersQuiesced, sealing.CondReadPathConverged,
-	sealing.CondClosureIntact, sealing.CondBackupsEpoch}
+var erasureConds = []string{shredd.CondCascadeClosed, shredd.CondWorkersQuiesced, shredd.CondReadPathConverged,
+	shredd.CondClosureIntact, shredd.CondBackupsEpoch}
 
 // storySalts holds, by forget id, the subject and the commitment salt that
 // the creating forget call answered: what the attestation's subject
@@ -103,9 +103,9 @@ func storySummarizerResurrection(t *testing.T) {
 
 	f := s.forgetStory(t, storyAlice)
 	checkForget(t, f, "committed", map[string]condWant{
-		sealing.CondWorkersQuiesced:   pending("2 leases", stamp(until)),
-		sealing.CondReadPathConverged: pending("no epoch"),
-		sealing.CondBackupsEpoch:      pending(),
+		shredd.CondWorkersQuiesced:   pending("2 leases", stamp(until)),
+		shredd.CondReadPathConverged: pending("no epoch"),
+		shredd.CondBackupsEpoch:      pending(),
 	})
 	noteLeaseNaming(t, f, "summarizer-1", la.ID, lb.ID)
 	s.checkAttestation(t, f, nil)
@@ -143,7 +143,7 @@ func storySummarizerResurrection(t *testing.T) {
 	// loaded before the barrier: pending on workers_quiesced only.
 	s.shred(t, f.Forget)
 	f = s.verifyNow(t, f.Forget)
-	checkForget(t, f, "shredded", map[string]condWant{sealing.CondWorkersQuiesced: pending("2 leases", stamp(until))})
+	checkForget(t, f, "shredded", map[string]condWant{shredd.CondWorkersQuiesced: pending("2 leases", stamp(until))})
 	s.checkAttestation(t, f, nil)
 
 	// The summarizer drops e1's plaintext: one lease left.
@@ -152,7 +152,7 @@ func storySummarizerResurrection(t *testing.T) {
 		t.Fatalf("released lease %+v, want lease %s of summarizer-1 with released_at", rel, la.ID)
 	}
 	f = s.verifyNow(t, f.Forget)
-	checkForget(t, f, "shredded", map[string]condWant{sealing.CondWorkersQuiesced: pending("1 lease", stamp(lb.ExpiresAt))})
+	checkForget(t, f, "shredded", map[string]condWant{shredd.CondWorkersQuiesced: pending("1 lease", stamp(lb.ExpiresAt))})
 	s.checkAttestation(t, f, nil)
 
 	// A lease on bob's entry, taken 2s before the summarizer's last lease
@@ -160,7 +160,7 @@ func storySummarizerResurrection(t *testing.T) {
 	// it is not on her lineage.
 	time.Sleep(time.Until(lb.ExpiresAt.Add(-2 * time.Second)))
 	f = s.verifyNow(t, f.Forget)
-	checkForget(t, f, "shredded", map[string]condWant{sealing.CondWorkersQuiesced: pending("1 lease", stamp(lb.ExpiresAt))})
+	checkForget(t, f, "shredded", map[string]condWant{shredd.CondWorkersQuiesced: pending("1 lease", stamp(lb.ExpiresAt))})
 	bl := s.decryptAs(t, bob, "summarizer-1")
 
 	// e2's lease expires: erased then, and not before.
@@ -231,7 +231,7 @@ func storyEmbeddingResidual(t *testing.T) {
 	fa = s.verifyNow(t, fa.Forget)
 	checkForget(t, fa, "erased", nil)
 	s.checkAttestation(t, fa, map[string]closedAs{ra.artifact: bySealed, embA.artifact: bySealed})
-	heldOpen := map[string]condWant{sealing.CondCascadeClosed: pending("1 plaintext-held", "ann-index-1 (1)")}
+	heldOpen := map[string]condWant{shredd.CondCascadeClosed: pending("1 plaintext-held", "ann-index-1 (1)")}
 	fm = s.verifyNow(t, fm.Forget)
 	checkForget(t, fm, "shredded", heldOpen)
 	s.checkAttestation(t, fm, nil)
@@ -352,8 +352,8 @@ func storyReplicaReadBack(t *testing.T) {
 	}
 	checkReplica("after the commit")
 	checkForget(t, f, "committed", map[string]condWant{
-		sealing.CondReadPathConverged: pending("no epoch"),
-		sealing.CondBackupsEpoch:      pending(),
+		shredd.CondReadPathConverged: pending("no epoch"),
+		shredd.CondBackupsEpoch:      pending(),
 	})
 	s.checkAttestation(t, f, nil)
 
@@ -405,8 +405,8 @@ func storyUpstreamDerivatives(t *testing.T) {
 	}
 	s.checkPreview(t, storyAlice, true, chain)
 	checkForget(t, f, "committed", map[string]condWant{
-		sealing.CondReadPathConverged: pending("no epoch"),
-		sealing.CondBackupsEpoch:      pending(),
+		shredd.CondReadPathConverged: pending("no epoch"),
+		shredd.CondBackupsEpoch:      pending(),
 	})
 	s.checkAttestation(t, f, nil)
 
@@ -604,7 +604,7 @@ func storyRederivationRace(t *testing.T) {
 		nheld += len(held[h])
 	}
 	f = s.verifyNow(t, f.Forget)
-	checkForget(t, f, "shredded", map[string]condWant{sealing.CondCascadeClosed: pending(append([]string{fmt.Sprintf("%d plaintext-held", nheld)}, open...)...)})
+	checkForget(t, f, "shredded", map[string]condWant{shredd.CondCascadeClosed: pending(append([]string{fmt.Sprintf("%d plaintext-held", nheld)}, open...)...)})
 	s.checkAttestation(t, f, nil)
 	closed := map[string]closedAs{}
 	for id, it := range lineage {
@@ -700,8 +700,8 @@ func storyAggregateSpread(t *testing.T) {
 	s.gone(t, "the embedding space rebuilt with alice", "/v1/encrypt",
 		map[string]any{"subjects": subjects, "kind": "embedding", "plaintext": b64("again"), "context": b64(ctx)})
 	checkForget(t, f, "committed", map[string]condWant{
-		sealing.CondReadPathConverged: pending("no epoch"),
-		sealing.CondBackupsEpoch:      pending(),
+		shredd.CondReadPathConverged: pending("no epoch"),
+		shredd.CondBackupsEpoch:      pending(),
 	})
 	s.checkAttestation(t, f, nil)
 
@@ -781,7 +781,7 @@ func storyAckWithoutProof(t *testing.T) {
 	open := pending("2 plaintext-held", liar+" (1)", silent+" (1)")
 	checkOpen := func(f storyForget) {
 		t.Helper()
-		c := f.cond(sealing.CondCascadeClosed)
+		c := f.cond(shredd.CondCascadeClosed)
 		for _, h := range peers[:12] {
 			if strings.Contains(c.Reason, h+" (") {
 				t.Fatalf("cascade_closed names %s, which acked: %q", h, c.Reason)
@@ -801,7 +801,7 @@ func storyAckWithoutProof(t *testing.T) {
 	f = s.verifyNow(t, f.Forget)
 	switch {
 	case time.Now().Before(f.Deadline):
-		checkForget(t, f, "shredded", map[string]condWant{sealing.CondCascadeClosed: open})
+		checkForget(t, f, "shredded", map[string]condWant{shredd.CondCascadeClosed: open})
 	case before.After(f.Deadline):
 		t.Logf("the deadline passed before the first check (slow machine): checking overdue only")
 	}
@@ -811,7 +811,7 @@ func storyAckWithoutProof(t *testing.T) {
 	// The deadline passes: overdue, and still not erased.
 	deadline := f.Deadline
 	f = s.waitStory(t, f.Forget, "overdue", deadline)
-	checkForget(t, f, "overdue", map[string]condWant{sealing.CondCascadeClosed: open})
+	checkForget(t, f, "overdue", map[string]condWant{shredd.CondCascadeClosed: open})
 	checkOpen(f)
 	if !slices.ContainsFunc(s.forgetsIn(t, "overdue"), func(o storyForget) bool { return o.Forget == f.Forget }) {
 		t.Fatalf("GET /v1/forgets?state=overdue does not list forget %s", f.Forget)
@@ -833,7 +833,7 @@ func storyAckWithoutProof(t *testing.T) {
 		t.Fatalf("inventory answer %+v, want both artifacts and the kind shadow-copy unknown", inv)
 	}
 	f = s.forgetState(t, f.Forget)
-	checkForget(t, f, "blocked", map[string]condWant{sealing.CondCascadeClosed: open, sealing.CondClosureIntact: failed("peer-05")})
+	checkForget(t, f, "blocked", map[string]condWant{shredd.CondCascadeClosed: open, shredd.CondClosureIntact: failed("peer-05")})
 	if !f.Overdue {
 		t.Fatalf("a blocked forget past its deadline is not marked overdue: %s", f)
 	}
@@ -849,7 +849,7 @@ func storyAckWithoutProof(t *testing.T) {
 		t.Fatalf("clean inventory answer %+v", inv)
 	}
 	f = s.verifyNow(t, f.Forget)
-	checkForget(t, f, "overdue", map[string]condWant{sealing.CondCascadeClosed: open})
+	checkForget(t, f, "overdue", map[string]condWant{shredd.CondCascadeClosed: open})
 	checkOpen(f)
 
 	// peer-05 acked its vector as purged, then reports it in its inventory:
@@ -858,14 +858,14 @@ func storyAckWithoutProof(t *testing.T) {
 	// (reported as a bug).
 	s.expect(t, http.StatusOK, http.MethodPost, "/v1/holders/peer-05/inventory",
 		map[string]any{"artifacts": []map[string]string{{"id": held["peer-05"][0], "kind": "embedding"}}}).into(t, &inv)
-	if p := s.verifyNow(t, f.Forget); p.State == "overdue" && !strings.Contains(p.cond(sealing.CondCascadeClosed).Reason, "peer-05") &&
-		p.cond(sealing.CondClosureIntact).Status == "ok" {
+	if p := s.verifyNow(t, f.Forget); p.State == "overdue" && !strings.Contains(p.cond(shredd.CondCascadeClosed).Reason, "peer-05") &&
+		p.cond(shredd.CondClosureIntact).Status == "ok" {
 		t.Logf("NOTE: peer-05 acked %s as purged and then reported it in its inventory (%+v); the forget ignores the contradiction: %s, cascade_closed %q",
-			held["peer-05"][0], inv, p.State, p.cond(sealing.CondCascadeClosed).Reason)
+			held["peer-05"][0], inv, p.State, p.cond(shredd.CondCascadeClosed).Reason)
 	}
 	s.expect(t, http.StatusOK, http.MethodPost, "/v1/holders/peer-05/inventory", map[string]any{"artifacts": []any{}})
 	f = s.verifyNow(t, f.Forget)
-	checkForget(t, f, "overdue", map[string]condWant{sealing.CondCascadeClosed: open})
+	checkForget(t, f, "overdue", map[string]condWant{shredd.CondCascadeClosed: open})
 
 	// Late, the liar purges what it kept and the silent holder answers:
 	// both with signed acks naming their artifacts. Only now is it erased.
@@ -875,7 +875,7 @@ func storyAckWithoutProof(t *testing.T) {
 	}
 	closed[kept] = closedAs{by: attest.ClosedHolderAck, holder: liar, sig: last.sig, pub: keys[liar].Public().(ed25519.PublicKey)}
 	f = s.verifyNow(t, f.Forget)
-	checkForget(t, f, "overdue", map[string]condWant{sealing.CondCascadeClosed: pending("1 plaintext-held", silent+" (1)")})
+	checkForget(t, f, "overdue", map[string]condWant{shredd.CondCascadeClosed: pending("1 plaintext-held", silent+" (1)")})
 	sil := s.ackPurge(t, f.Forget, silent, keys[silent], held[silent]...)
 	closed[held[silent][0]] = closedAs{by: attest.ClosedHolderAck, holder: silent, sig: sil.sig, pub: keys[silent].Public().(ed25519.PublicKey)}
 	f = s.verifyNow(t, f.Forget)
@@ -903,7 +903,7 @@ func storyAckWithoutProof(t *testing.T) {
 	if after.State != "erased" || after.ErasedAt == nil || !after.ErasedAt.Equal(*f.ErasedAt) {
 		t.Fatalf("an erased forget changed after a later inventory:\n%s", after)
 	}
-	if c := after.cond(sealing.CondClosureIntact); c.Status != "ok" {
+	if c := after.cond(shredd.CondClosureIntact); c.Status != "ok" {
 		t.Logf("NOTE: erased forget %s now shows %s %s (%q)", f.Forget, c.Name, c.Status, c.Reason)
 	}
 	if r := s.do(t, http.MethodGet, "/v1/forgets/"+f.Forget+"/attestation", nil); r.Status != http.StatusOK {
@@ -1006,7 +1006,7 @@ func checkForget(t *testing.T, f storyForget, state string, open map[string]cond
 // operator cannot tell which worker to chase (reported; not a failure).
 func noteLeaseNaming(t *testing.T, f storyForget, holder string, leases ...string) {
 	t.Helper()
-	r := f.cond(sealing.CondWorkersQuiesced).Reason
+	r := f.cond(shredd.CondWorkersQuiesced).Reason
 	if !strings.Contains(r, holder) && !slices.ContainsFunc(leases, func(id string) bool { return strings.Contains(r, id) }) {
 		t.Logf("NOTE: workers_quiesced does not name the live leases or their holder %s: %q", holder, r)
 	}
@@ -1357,13 +1357,13 @@ func (s *server) addHolder(t *testing.T, holder string) ed25519.PrivateKey {
 // ackPayload is what a holder signs to ack the purge of ids for forget.
 func ackPayload(t *testing.T, forget, holder string, ids []string) []byte {
 	t.Helper()
-	fid, err := sealing.ParseID(forget)
+	fid, err := shredd.ParseID(forget)
 	if err != nil {
 		t.Fatal(err)
 	}
-	aids := make([]sealing.ID, len(ids))
+	aids := make([]shredd.ID, len(ids))
 	for i, id := range ids {
-		if aids[i], err = sealing.ParseID(id); err != nil {
+		if aids[i], err = shredd.ParseID(id); err != nil {
 			t.Fatal(err)
 		}
 	}
