@@ -66,6 +66,7 @@ type ledgerLine struct {
 	Deadline    int64  `json:"deadline"`
 	Commitment  string `json:"commitment,omitempty"`
 	RootVersion int    `json:"root_version"`
+	LogSize     int64  `json:"log_size,omitempty"` // the transparency log's size when the forget was answered
 	MAC         string `json:"mac,omitempty"`
 }
 
@@ -237,6 +238,14 @@ func (s *Service) ledgerAppend(ctx context.Context, ids ...shredd.ID) error {
 	if err != nil {
 		return fmt.Errorf("erasure: forget ledger: %w", err)
 	}
+	// The log's size now: checkpoints up to it may have been handed out, so
+	// a database whose log is shorter was restored from an older copy.
+	var logSize int64
+	if j := s.opts.Journal; j != nil {
+		if logSize, err = j.Log().Size(ctx); err != nil {
+			return fmt.Errorf("erasure: forget ledger: %w", err)
+		}
+	}
 	lines := make([]ledgerLine, 0, len(ids))
 	for _, id := range ids {
 		var sid []byte
@@ -248,7 +257,7 @@ func (s *Service) ledgerAppend(ctx context.Context, ids ...shredd.ID) error {
 			return fmt.Errorf("erasure: forget ledger: %w", err)
 		}
 		lines = append(lines, ledgerLine{Forget: id.String(), SID: hex.EncodeToString(sid), Gen: uint32(gen.Int64),
-			RequestedAt: requested, CommittedAt: committed.Int64, Deadline: deadline, Commitment: commitment.String, RootVersion: rootVersion})
+			RequestedAt: requested, CommittedAt: committed.Int64, Deadline: deadline, Commitment: commitment.String, RootVersion: rootVersion, LogSize: logSize})
 	}
 	if err := l.appendAll(lines); err != nil {
 		return fmt.Errorf("erasure: forget: %w", err)
@@ -260,6 +269,14 @@ func (s *Service) ledgerAppend(ctx context.Context, ids ...shredd.ID) error {
 type LedgerReport struct {
 	Reapplied int // forgets of the ledger the database lacked, committed again
 	Recorded  int // committed forgets of the database the ledger lacked, appended
+	// LogRewound is set when the database's transparency log (of LogSize
+	// entries) is shorter than it was when a forget of the ledger was
+	// answered (LedgerLogSize): the database was restored from an older
+	// copy, and checkpoints handed out above LogSize do not verify against
+	// it.
+	LogRewound    bool
+	LogSize       int64
+	LedgerLogSize int64
 }
 
 // ReconcileLedger makes the database and the forget ledger agree before
@@ -282,6 +299,16 @@ func (s *Service) ReconcileLedger(ctx context.Context) (LedgerReport, error) {
 	l.mu.Unlock()
 	if err != nil {
 		return rep, err
+	}
+	if j := s.opts.Journal; j != nil {
+		size, err := j.Log().Size(ctx)
+		if err != nil {
+			return rep, fmt.Errorf("erasure: forget ledger: %w", err)
+		}
+		for _, e := range entries {
+			rep.LedgerLogSize = max(rep.LedgerLogSize, e.LogSize)
+		}
+		rep.LogSize, rep.LogRewound = size, size < rep.LedgerLogSize
 	}
 	have := map[shredd.ID]bool{}
 	rows, err := s.db.QueryContext(ctx, `SELECT id FROM forgets WHERE state<>?`, shredd.StateRequested)

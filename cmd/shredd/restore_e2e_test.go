@@ -87,6 +87,9 @@ func TestRestoreDrill(t *testing.T) {
 			if !strings.Contains(s.logs.String(), `"reapplied":1`) {
 				t.Errorf("the start after the restore did not report the re-applied forget:\n%s", tail(s.logs.String(), 20))
 			}
+			if !strings.Contains(s.logs.String(), `"ledger_log_size"`) {
+				t.Errorf("the start after the restore did not report the rewound transparency log:\n%s", tail(s.logs.String(), 20))
+			}
 			s.shredded(t, alice)
 			s.shredded(t, derived)
 			s.open(t, bob)

@@ -243,6 +243,10 @@ func (n *Node) prepare(ctx context.Context, dir string, log *slog.Logger) error 
 	if rep.Reapplied > 0 {
 		log.Warn("the database lacked forgets of the forget ledger (restored from a backup?): committed them again", "reapplied", rep.Reapplied)
 	}
+	if rep.LogRewound {
+		log.Warn("the transparency log is shorter than when the forget ledger's last forget was answered: the database was restored from an older copy, and checkpoints handed out above its size do not verify against it (docs/operations.md, Backups and restores)",
+			"log_size", rep.LogSize, "ledger_log_size", rep.LedgerLogSize)
+	}
 	if rep.Recorded > 0 {
 		log.Info("recorded committed forgets in the forget ledger", "recorded", rep.Recorded)
 	}
