@@ -13,6 +13,7 @@ import (
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/envelope"
+	"github.com/shredd/shredd/internal/crashpoint"
 	"github.com/shredd/shredd/keystore"
 )
 
@@ -282,6 +283,7 @@ func (s *Service) verifyRow(ctx context.Context, r forgetRow) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("erasure: verify: %w", err)
 	}
+	crashpoint.Hit("forget:erased") // erased, its attestation logged
 	return nil
 }
 

@@ -42,6 +42,7 @@ const (
 	driveTokenCLI                     // `shredd token create` on the data directory
 	driveBackupCLI                    // `shredd backup --dir` of the data directory
 	driveFirstStart                   // the first start of a new data directory
+	driveErase                        // POST /v1/epoch, then the verify that erases mallory's forget (cache TTL 1ns)
 )
 
 // crashSteps are every step crashpoint.Hit names in the code (checked by
@@ -73,6 +74,7 @@ var crashSteps = []struct {
 	{"log:checkpoint", driveCheckpoint, true, false, false},
 	{"token:created", driveTokenCLI, true, false, false},
 	{"backup:written", driveBackupCLI, true, false, false},
+	{"forget:erased", driveErase, true, false, false},
 	{"admintoken:written", driveFirstStart, true, false, false},
 	{"token:imported", driveFirstStart, true, false, false},
 }
@@ -299,6 +301,9 @@ func testCrashAt(t *testing.T, step string, drive crashDrive, opts serverOpts, p
 	dir := t.TempDir()
 	crash := opts
 	crash.Env = append(slices.Clone(opts.Env), "SHREDD_TEST_CRASH_AT="+step)
+	if drive == driveErase {
+		crash.Args = append(slices.Clone(opts.Args), "--cache-ttl", "1ns") // the read path converges at once
+	}
 	w := &crashWorld{}
 
 	// On a normal run: records of many subjects in the one bucket (more
@@ -373,6 +378,11 @@ func testCrashAt(t *testing.T, step string, drive crashDrive, opts serverOpts, p
 			})
 		case driveEpoch:
 			_, _ = s.call(http.MethodPost, "/v1/epoch", nil)
+		case driveErase:
+			// The epoch shreds mallory's forget; the verify (or the
+			// background work's, whichever comes first) erases it.
+			_, _ = s.call(http.MethodPost, "/v1/epoch", nil)
+			_, _ = s.call(http.MethodPost, "/v1/forgets/"+w.forgets[0]+"/verify", nil)
 		case driveEncryptNew, driveEncrypt:
 			subj := "zed"
 			if drive == driveEncrypt {
