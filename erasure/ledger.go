@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"syscall"
@@ -88,13 +87,9 @@ func (l *Ledger) mac(e ledgerLine) string {
 // OpenLedger opens (creating, mode 0600) the ledger file at path. The file
 // is never followed through a symlink.
 func OpenLedger(path string, key []byte) (*Ledger, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	f, err := openLedgerFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", shredd.ErrLedger, path, err)
-	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o077 != 0 {
-		f.Close()
-		return nil, fmt.Errorf("%w: %s must be a regular file only its owner can read and write (chmod 600)", shredd.ErrLedger, path)
+		return nil, err
 	}
 	l := &Ledger{path: path, key: key, f: f, ids: map[shredd.ID]bool{}}
 	entries, err := l.read()
@@ -107,6 +102,21 @@ func OpenLedger(path string, key []byte) (*Ledger, error) {
 		l.ids[id] = true
 	}
 	return l, nil
+}
+
+// openLedgerFile opens (creating, mode 0600) the ledger file for reading
+// and appending, never through a symlink, and checks that it is a regular
+// file only its owner can read and write.
+func openLedgerFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", shredd.ErrLedger, path, err)
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o077 != 0 {
+		f.Close()
+		return nil, fmt.Errorf("%w: %s must be a regular file only its owner can read and write (chmod 600)", shredd.ErrLedger, path)
+	}
+	return f, nil
 }
 
 // read returns the ledger's entries. A last line without its newline is a
@@ -380,7 +390,7 @@ func (s *Service) reapply(ctx context.Context, id shredd.ID, sid envelope.SID, e
 // CompactLedger drops the ledger's entries committed under root versions
 // below minVersion (destroyed by an epoch): a database from before them is
 // refused at start-up anyway. The file is rewritten through a fresh file and
-// a rename.
+// a rename (datadir.Replace).
 func (s *Service) CompactLedger(ctx context.Context, minVersion int) (int, error) {
 	l := s.opts.Ledger
 	if l == nil {
@@ -410,28 +420,12 @@ func (s *Service) CompactLedger(ctx context.Context, minVersion int) (int, error
 	if dropped == 0 {
 		return 0, nil
 	}
-	tmp := l.path + ".compact"
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if err := datadir.Replace(l.path, keep.Bytes(), datadir.Secret); err != nil {
+		return 0, fmt.Errorf("%w: compact: %v", shredd.ErrLedger, err)
+	}
+	f, err := openLedgerFile(l.path)
 	if err != nil {
-		return 0, fmt.Errorf("%w: compact: %v", shredd.ErrLedger, err)
-	}
-	if _, err = f.Write(keep.Bytes()); err == nil {
-		err = f.Sync()
-	}
-	if err == nil {
-		err = os.Rename(tmp, l.path)
-	}
-	if err == nil {
-		err = datadir.SyncDir(filepath.Dir(l.path))
-	}
-	if err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return 0, fmt.Errorf("%w: compact: %v", shredd.ErrLedger, err)
-	}
-	if _, err := f.Seek(0, io.SeekEnd); err != nil {
-		f.Close()
-		return 0, fmt.Errorf("%w: compact: %v", shredd.ErrLedger, err)
+		return 0, err
 	}
 	l.f.Close()
 	l.f, l.ids = f, ids
