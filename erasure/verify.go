@@ -183,25 +183,14 @@ func (s *Service) rootVersionsGone(ctx context.Context, r forgetRow) (bool, stri
 	if err != nil {
 		return false, "the forget's epoch could not be read"
 	}
-	// A key of an external backend (Vault) is judged from its configuration
-	// as the store last read it (at the epoch's trim or later: destroyed
-	// versions do not come back), so that verifying makes no call to the
-	// backend; the local root answers from memory.
-	root := s.keys.Root()
-	minAvail := 0
-	if root.Kind() == "local" {
-		v, err := root.Versions(ctx)
-		if err != nil {
-			return false, "the root store did not answer: that the old root versions are gone cannot be confirmed"
-		}
-		minAvail = v.MinAvailable
-	} else {
-		d := root.Describe()
-		if d.Name == "" {
-			return false, "the root store has not reported its key since the start: that the old root versions are gone cannot be confirmed yet"
-		}
-		minAvail = d.MinAvailableVersion
+	// Judged from the root store's own report of its key as it last read it
+	// (Vault: at the epoch's trim or later, and destroyed versions do not
+	// come back), so that verifying makes no call to the backend.
+	d := s.keys.Root().Describe()
+	if d.LatestVersion == 0 {
+		return false, "the root store has not reported its key since the start: that the old root versions are gone cannot be confirmed yet"
 	}
+	minAvail := d.MinAvailableVersion
 	if minAvail < e.ToVersion {
 		return false, fmt.Sprintf("the root store still holds root version %d (the epoch destroys every version below %d)", minAvail, e.ToVersion)
 	}

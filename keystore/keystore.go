@@ -79,10 +79,11 @@ type RootStore interface {
 	Describe() KeyDescription
 }
 
-// KeyDescription is a root key's configuration as its store reports it: a
-// Vault Transit key's name, type and the settings that bear on erasure. A
-// store without a named external key (the local root file) returns the
-// zero value.
+// KeyDescription is a root key's configuration as its store last knew it,
+// without a call to the backend: a Vault Transit key's name, type, the
+// settings that bear on erasure and its versions. A store without a named
+// external key (the local root file) gives its versions only (Name "").
+// LatestVersion 0 means the store has not read its key yet.
 type KeyDescription struct {
 	Name                 string // the key's name in its backend; "" for none
 	Type                 string // such as "aes256-gcm96"

@@ -288,9 +288,13 @@ type errOldBytes struct{ err error }
 func (e errOldBytes) Error() string { return "overwrite the replaced root file: " + e.err.Error() }
 func (e errOldBytes) Unwrap() error { return e.err }
 
-// Describe returns the zero KeyDescription: the local root is a file, not
-// a named key of a backend.
-func (s *Store) Describe() keystore.KeyDescription { return keystore.KeyDescription{} }
+// Describe returns the file's versions, with no Name: the local root is a
+// file, not a named key of a backend.
+func (s *Store) Describe() keystore.KeyDescription {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return keystore.KeyDescription{MinAvailableVersion: s.min, LatestVersion: s.latest}
+}
 
 // Kind returns "local".
 func (s *Store) Kind() string { return "local" }
