@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,6 +20,7 @@ import (
 	"github.com/shredd/shredd/internal/datadir"
 	"github.com/shredd/shredd/internal/node"
 	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/keystore/local"
 	"github.com/shredd/shredd/storage/sqlite"
 )
 
@@ -234,15 +234,9 @@ func restore(ctx context.Context, dir, backup string, stdout io.Writer) error {
 	}
 	// With the local root store the check of the next start can be made
 	// now: a backup older than the last epoch opens no key.
-	if b, err := datadir.Read(filepath.Join(dir, node.RootFile), datadir.Secret, 1<<20); err == nil {
-		var f struct {
-			MinVersion int `json:"min_version"`
-			Latest     int `json:"latest"`
-		}
-		if json.Unmarshal(b, &f) == nil && info.MinVersion > 0 && info.MinVersion < f.MinVersion {
-			return fmt.Errorf("%s is a backup taken before the root's last epoch: its bucket keys need root version %d, which root.key destroyed (its oldest version is %d); it opens no key. Restore a backup taken after the last epoch (shredd backup list --dir DIR)",
-				backup, info.MinVersion, f.MinVersion)
-		}
+	if v, err := local.ReadVersions(filepath.Join(dir, node.RootFile)); err == nil && info.MinVersion > 0 && info.MinVersion < v.MinAvailable {
+		return fmt.Errorf("%s is a backup taken before the root's last epoch: its bucket keys need root version %d, which root.key destroyed (its oldest version is %d); it opens no key. Restore a backup taken after the last epoch (shredd backup list --dir DIR)",
+			backup, info.MinVersion, v.MinAvailable)
 	}
 	lock, err := os.OpenFile(filepath.Join(dir, node.LockFile), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {

@@ -135,6 +135,23 @@ func OpenBeside(path, dbPath string) (*Store, error) {
 	return Open(path)
 }
 
+// ReadVersions reads the versions of the root file at path without opening
+// it as a store: nothing is created, cleaned up or changed.
+func ReadVersions(path string) (keystore.Versions, error) {
+	b, err := datadir.Read(path, datadir.Secret, maxFileSize)
+	if err != nil {
+		return keystore.Versions{}, fmt.Errorf("local root: %w", err)
+	}
+	var s Store
+	if err := s.decode(b); err != nil {
+		return keystore.Versions{}, fmt.Errorf("local root: %s: %w", path, err)
+	}
+	for _, k := range s.versions {
+		clear(k)
+	}
+	return keystore.Versions{Latest: s.latest, MinAvailable: s.min}, nil
+}
+
 // leftovers lists the names beside path that an interrupted write may have
 // left: path.tmp-* (this release), path.old and path.tmp (earlier ones).
 func leftovers(path string) ([]string, error) {
