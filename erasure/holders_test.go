@@ -12,6 +12,7 @@ import (
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/erasure"
+	"github.com/shredd/shredd/internal/shreddtest"
 )
 
 // TestHolderAcks: a plaintext-held artifact is closed only by its holder's
@@ -35,7 +36,7 @@ func TestHolderAcks(t *testing.T) {
 	if _, _, err := s.RegisterHolder(ctx, "cache-2", pubB); err != nil {
 		t.Fatal(err)
 	}
-	rec := seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "r")
+	rec := shreddtest.Seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "r")
 	v1, _ := s.Register(ctx, shredd.Source{Kind: "embedding", Parents: []shredd.ID{rec.Artifact}, Holder: "ann-1"})
 	v2, _ := s.Register(ctx, shredd.Source{Kind: "embedding", Parents: []shredd.ID{rec.Artifact}, Holder: "ann-1"})
 	kv, _ := s.Register(ctx, shredd.Source{Kind: "summary", Subjects: []string{"alice"}, Holder: "cache-2"})
@@ -135,7 +136,7 @@ func TestHolderAcks(t *testing.T) {
 	// The erased forget keeps its proof and attestation (they state the
 	// evidence at erasure); the report names the contradiction, and it
 	// blocks forgets still open.
-	bob := seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"bob"}}, "b")
+	bob := shreddtest.Seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"bob"}}, "b")
 	if _, err := s.Register(ctx, shredd.Source{Kind: "embedding", Parents: []shredd.ID{bob.Artifact}, Holder: "ann-1"}); err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +162,7 @@ func TestHolderAcks(t *testing.T) {
 func TestNoAttestationBeforeErasure(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newClockedService(t)
-	seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "r")
+	shreddtest.Seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "r")
 	f, err := s.Forget(ctx, "alice")
 	if err != nil {
 		t.Fatal(err)

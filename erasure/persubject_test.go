@@ -27,10 +27,10 @@ func TestPerSubjectStory(t *testing.T) {
 	st := shreddtest.New(t, shreddtest.Options{Root: vs, Keystore: keystore.Options{Buckets: 4, SubjectKMS: vs.SubjectKeys()},
 		Kinds: []string{"episodic", "summary"}})
 	s, h := st.Service, st.Hasher
-	rec := seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "alice record")
-	bob := seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"bob"}}, "bob record")
-	sum := seal(t, s, shredd.Source{Kind: "summary", Parents: []shredd.ID{rec.Artifact}, Subjects: []string{"bob"}}, "summary")
-	agg := seal(t, s, shredd.Source{Kind: "summary", Subjects: []string{"alice", "bob", "carol"}}, "aggregate")
+	rec := shreddtest.Seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "alice record")
+	bob := shreddtest.Seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"bob"}}, "bob record")
+	sum := shreddtest.Seal(t, s, shredd.Source{Kind: "summary", Parents: []shredd.ID{rec.Artifact}, Subjects: []string{"bob"}}, "summary")
+	agg := shreddtest.Seal(t, s, shredd.Source{Kind: "summary", Subjects: []string{"alice", "bob", "carol"}}, "aggregate")
 
 	f, err := s.Forget(ctx, "alice")
 	if err != nil {

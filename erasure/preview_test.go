@@ -6,22 +6,23 @@ import (
 	"testing"
 
 	"github.com/shredd/shredd"
+	"github.com/shredd/shredd/internal/shreddtest"
 )
 
 // TestPreview checks the dry run: direct, derived by hops, collateral and
 // plaintext-held artifacts, and that it changes nothing.
 func TestPreview(t *testing.T) {
 	ctx := context.Background()
-	s := newService(t)
-	rec := seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "r")
-	h1 := seal(t, s, shredd.Source{Kind: "summary", Parents: []shredd.ID{rec.Artifact}}, "h1")
-	h2 := seal(t, s, shredd.Source{Kind: "summary", Parents: []shredd.ID{h1.Artifact}, Subjects: []string{"bob"}}, "h2")
-	agg := seal(t, s, shredd.Source{Kind: "summary", Subjects: []string{"carol", "alice"}}, "agg")
+	s := shreddtest.NewService(t)
+	rec := shreddtest.Seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "r")
+	h1 := shreddtest.Seal(t, s, shredd.Source{Kind: "summary", Parents: []shredd.ID{rec.Artifact}}, "h1")
+	h2 := shreddtest.Seal(t, s, shredd.Source{Kind: "summary", Parents: []shredd.ID{h1.Artifact}, Subjects: []string{"bob"}}, "h2")
+	agg := shreddtest.Seal(t, s, shredd.Source{Kind: "summary", Subjects: []string{"carol", "alice"}}, "agg")
 	held, err := s.Register(ctx, shredd.Source{Kind: "embedding", Parents: []shredd.ID{h2.Artifact}, Holder: "ann-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"bob"}}, "b") // not in alice's lineage
+	shreddtest.Seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"bob"}}, "b") // not in alice's lineage
 
 	p, err := s.Preview(ctx, "alice")
 	if err != nil {
@@ -78,8 +79,8 @@ func TestPreview(t *testing.T) {
 // that a lease gives a derivative its artifact's lineage, and release.
 func TestLeases(t *testing.T) {
 	ctx := context.Background()
-	s := newService(t)
-	rec := seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "r")
+	s := shreddtest.NewService(t)
+	rec := shreddtest.Seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "r")
 	o, err := s.DecryptFor(ctx, rec.Ciphertext, nil, "summarizer-1")
 	if err != nil {
 		t.Fatal(err)

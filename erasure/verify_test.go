@@ -54,8 +54,8 @@ func mustVerify(t *testing.T, s *erasure.Service, id shredd.ID) shredd.Forget {
 func TestVerifierErasesOnlyWhenEveryConditionHolds(t *testing.T) {
 	ctx := context.Background()
 	s, c := newClockedService(t)
-	rec := seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "alice record")
-	seal(t, s, shredd.Source{Kind: "summary", Parents: []shredd.ID{rec.Artifact}, Subjects: []string{"bob"}}, "summary")
+	rec := shreddtest.Seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "alice record")
+	shreddtest.Seal(t, s, shredd.Source{Kind: "summary", Parents: []shredd.ID{rec.Artifact}, Subjects: []string{"bob"}}, "summary")
 	o, err := s.DecryptFor(ctx, rec.Ciphertext, nil, "summarizer-1") // a worker loads the record
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +108,7 @@ func TestVerifierErasesOnlyWhenEveryConditionHolds(t *testing.T) {
 func TestVerifierPendingAndOverdue(t *testing.T) {
 	ctx := context.Background()
 	s, c := newClockedService(t)
-	rec := seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "r")
+	rec := shreddtest.Seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "r")
 	if _, err := s.Register(ctx, shredd.Source{Kind: "embedding", Parents: []shredd.ID{rec.Artifact}, Holder: "ann-index-1"}); err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestReadPathAsksTheRootStore(t *testing.T) {
 	}
 	c := shreddtest.NewClock()
 	s := shreddtest.New(t, onClock(c, shreddtest.Options{Root: untrimmedRoot{root}, Kinds: []string{"episodic"}})).Service
-	seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "alice record")
+	shreddtest.Seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "alice record")
 	f, err := s.Forget(ctx, "alice")
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/shredd/shredd"
+	"github.com/shredd/shredd/internal/shreddtest"
 )
 
 // BenchmarkEncrypt seals 1 KiB records of 256 subjects from many
@@ -15,7 +16,7 @@ import (
 func BenchmarkEncrypt(b *testing.B) {
 	for _, par := range []int{1, 16, 256} {
 		b.Run(fmt.Sprintf("goroutines=%d", par), func(b *testing.B) {
-			s := newService(b)
+			s := shreddtest.NewService(b)
 			ctx := context.Background()
 			pt := make([]byte, 1024)
 			for i := range 256 {

@@ -10,38 +10,23 @@ import (
 	"time"
 
 	"github.com/shredd/shredd"
-	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/internal/shreddtest"
 	"github.com/shredd/shredd/sealing"
 )
 
-func newService(t testing.TB) *erasure.Service {
-	t.Helper()
-	return shreddtest.New(t, shreddtest.Options{Kinds: []string{"episodic", "summary", "embedding"}}).Service
-}
-
-func seal(t *testing.T, s *erasure.Service, src shredd.Source, pt string) shredd.Sealed {
-	t.Helper()
-	out, err := s.Encrypt(context.Background(), src, []byte(pt), nil)
-	if err != nil {
-		t.Fatalf("encrypt %s: %v", pt, err)
-	}
-	return out
-}
-
 func TestLineageAndForget(t *testing.T) {
 	ctx := context.Background()
-	s := newService(t)
-	rec := seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "alice record")
-	bob := seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"bob"}}, "bob record")
+	s := shreddtest.NewService(t)
+	rec := shreddtest.Seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "alice record")
+	bob := shreddtest.Seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"bob"}}, "bob record")
 	// Three hops: record -> summary -> summary of summary (+ bob) -> embedding.
-	h1 := seal(t, s, shredd.Source{Kind: "summary", Parents: []shredd.ID{rec.Artifact}}, "hop1")
-	h2 := seal(t, s, shredd.Source{Kind: "summary", Parents: []shredd.ID{h1.Artifact}, Subjects: []string{"bob"}}, "hop2")
-	h3 := seal(t, s, shredd.Source{Kind: "embedding", Parents: []shredd.ID{h2.Artifact}}, "hop3")
+	h1 := shreddtest.Seal(t, s, shredd.Source{Kind: "summary", Parents: []shredd.ID{rec.Artifact}}, "hop1")
+	h2 := shreddtest.Seal(t, s, shredd.Source{Kind: "summary", Parents: []shredd.ID{h1.Artifact}, Subjects: []string{"bob"}}, "hop2")
+	h3 := shreddtest.Seal(t, s, shredd.Source{Kind: "embedding", Parents: []shredd.ID{h2.Artifact}}, "hop3")
 	if h3.Lineage != 2 {
 		t.Fatalf("three-hop lineage has %d subjects, want 2", h3.Lineage)
 	}
-	agg := seal(t, s, shredd.Source{Kind: "summary", Subjects: []string{"alice", "bob", "carol"}}, "aggregate")
+	agg := shreddtest.Seal(t, s, shredd.Source{Kind: "summary", Subjects: []string{"alice", "bob", "carol"}}, "aggregate")
 	held, err := s.Register(ctx, shredd.Source{Kind: "embedding", Parents: []shredd.ID{rec.Artifact}, Holder: "ann-index"})
 	if err != nil {
 		t.Fatal(err)
@@ -122,8 +107,8 @@ func TestLineageAndForget(t *testing.T) {
 
 func TestRefusals(t *testing.T) {
 	ctx := context.Background()
-	s := newService(t)
-	rec := seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "r")
+	s := shreddtest.NewService(t)
+	rec := shreddtest.Seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "r")
 	cases := []struct {
 		name string
 		src  shredd.Source
@@ -171,9 +156,9 @@ func TestRefusals(t *testing.T) {
 // decrypts after the commit.
 func TestBarrierRace(t *testing.T) {
 	ctx := context.Background()
-	s := newService(t)
-	base := seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "base")
-	bobRec := seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"bob"}}, "bob")
+	s := shreddtest.NewService(t)
+	base := shreddtest.Seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "base")
+	bobRec := shreddtest.Seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"bob"}}, "bob")
 
 	var committed atomic.Bool
 	type result struct {
@@ -273,8 +258,8 @@ func TestBarrierRace(t *testing.T) {
 // its own error, and every other item is registered and decrypts.
 func TestGroupCommitIsolation(t *testing.T) {
 	ctx := context.Background()
-	s := newService(t)
-	seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"gone"}}, "before")
+	s := shreddtest.NewService(t)
+	shreddtest.Seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"gone"}}, "before")
 	if _, err := s.Forget(ctx, "gone"); err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +321,7 @@ func TestGroupCommitIsolation(t *testing.T) {
 // what was sealed before still reads its registration.
 func TestCallsAfterClose(t *testing.T) {
 	ctx := context.Background()
-	svc := newService(t)
+	svc := shreddtest.NewService(t)
 	sealed, err := svc.Encrypt(ctx, shredd.Source{Subjects: []string{"alice"}, Kind: "episodic"}, []byte("hi"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -396,7 +381,7 @@ func TestRecoverCommitsRequested(t *testing.T) {
 // preview, so that two different byte strings can never become one subject.
 func TestSubjectIDsMustBeUTF8(t *testing.T) {
 	ctx := context.Background()
-	s := newService(t)
+	s := shreddtest.NewService(t)
 	bad := "p\xffq"
 	if _, err := s.Encrypt(ctx, shredd.Source{Subjects: []string{bad}, Kind: "episodic"}, []byte("x"), nil); !errors.Is(err, shredd.ErrInvalid) {
 		t.Fatalf("encrypt for an invalid UTF-8 subject: %v, want ErrInvalid", err)

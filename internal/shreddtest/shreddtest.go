@@ -21,6 +21,7 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/api"
 	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/journal"
@@ -183,3 +184,23 @@ func (c *Clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 
 // Add moves the clock forward by d.
 func (c *Clock) Add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
+
+// Kinds are the kinds the service tests register (NewService).
+var Kinds = []string{"episodic", "summary", "embedding"}
+
+// NewService is the whole service (the registry and the erasure on it),
+// with Kinds registered.
+func NewService(t testing.TB) *erasure.Service {
+	t.Helper()
+	return New(t, Options{Kinds: Kinds}).Service
+}
+
+// Seal encrypts pt for src and fails the test on an error.
+func Seal(t testing.TB, s shredd.Sealer, src shredd.Source, pt string) shredd.Sealed {
+	t.Helper()
+	out, err := s.Encrypt(context.Background(), src, []byte(pt), nil)
+	if err != nil {
+		t.Fatalf("encrypt %s: %v", pt, err)
+	}
+	return out
+}
