@@ -98,28 +98,10 @@ func tail(s string, lines int) string {
 type server struct {
 	base, token string
 	cmd         *exec.Cmd
-	logs        *syncBuffer
+	logs        *vaulttest.SyncBuffer
 	done        chan struct{}
 	waitErr     error
 	client      *http.Client
-}
-
-// syncBuffer collects a process's output.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // startServer starts `shredd serve` on dir and waits for its "listening"
@@ -133,7 +115,7 @@ func startServer(t *testing.T, dir string) *server {
 	if raceEnabled && os.Getenv("GORACE") == "" {
 		cmd.Env = append(cmd.Env, "GORACE=atexit_sleep_ms=50")
 	}
-	s := &server{cmd: cmd, logs: &syncBuffer{}, done: make(chan struct{}), client: &http.Client{Timeout: 30 * time.Second}}
+	s := &server{cmd: cmd, logs: &vaulttest.SyncBuffer{}, done: make(chan struct{}), client: &http.Client{Timeout: 30 * time.Second}}
 	cmd.Stdout, cmd.Stderr = s.logs, s.logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -66,23 +66,25 @@ type Server struct {
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	args []string
-	logs *syncBuffer
+	logs *SyncBuffer
 }
 
-// syncBuffer is a buffer the server's output goroutine and the test can use
-// at once.
-type syncBuffer struct {
+// SyncBuffer is a buffer a process's output goroutine and the test can use
+// at once: it collects the output of the servers the tests start.
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
+// Write appends p.
+func (b *SyncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.Write(p)
 }
 
-func (b *syncBuffer) String() string {
+// String returns what was written so far.
+func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
@@ -178,7 +180,7 @@ ui = false
 func (s *Server) start(args ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.logs = &syncBuffer{}
+	s.logs = &SyncBuffer{}
 	cmd := exec.Command(s.bin, args...)
 	cmd.Env = append(os.Environ(), "VAULT_ADDR="+s.Addr, "HOME="+s.dir)
 	cmd.Stdout, cmd.Stderr = s.logs, s.logs
