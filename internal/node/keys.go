@@ -101,7 +101,6 @@ func CreateAttestationKey(dir string) (ed25519.PrivateKey, ed25519.PublicKey, er
 	if err := writePublicKey(pubPath, pub); err != nil {
 		return nil, nil, err
 	}
-	syncDir(dir)
 	return key, pub, nil
 }
 
@@ -129,14 +128,6 @@ func writeExclusive(path string, b []byte, perm fs.FileMode) error {
 		return fmt.Errorf("key file: %w", err)
 	}
 	return nil
-}
-
-// syncDir makes the new directory entries durable; best effort.
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
 }
 
 // readAttestationKey reads a private key file, refusing one that group or
@@ -189,7 +180,6 @@ func loadOrCreateLogKey(dir string) (note.Signer, string, bool, error) {
 		if err := writeExclusive(vkeyPath, []byte(v+"\n"), 0o644); err != nil {
 			return nil, "", false, err
 		}
-		syncDir(dir)
 		skey, created = []byte(s), true
 	case err != nil:
 		return nil, "", false, fmt.Errorf("log key: %w", err)
