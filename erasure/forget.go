@@ -410,11 +410,10 @@ func (s *Service) RunEpoch(ctx context.Context) (shredd.Epoch, error) {
 	if err := s.reconcileLocked(ctx); err != nil {
 		return shredd.Epoch{}, err
 	}
-	ke, err := s.keys.RunEpoch(ctx)
+	e, err := s.keys.RunEpoch(ctx)
 	if err != nil {
 		return shredd.Epoch{}, mapKeyErr(err)
 	}
-	e := shredd.Epoch(ke)
 	if s.opts.AfterEpoch != nil {
 		s.opts.AfterEpoch()
 	}

@@ -9,78 +9,67 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/internal/crashpoint"
 	"github.com/shredd/shredd/storage/sqlite"
 )
 
-// Epoch is one run of the root rotation: rotate the root, rewrap every bucket
-// key under the new version, destroy the older versions, checkpoint the WAL.
-type Epoch struct {
-	ID          int64
-	State       string // "running" or "done"
-	StartedAt   time.Time
-	FinishedAt  time.Time // zero while running
-	FromVersion int       // latest root version when the epoch started
-	ToVersion   int       // the version every bucket key is wrapped under at the end
-	Retired     []int     // root versions destroyed by this epoch
-}
-
 // RunEpoch runs an epoch, or resumes the one a crash interrupted. Every step
 // is durable before the next starts, and the old root versions are destroyed
 // only after every bucket key is committed under the new one, so a crash at
 // any point loses no live key.
-func (s *Store) RunEpoch(ctx context.Context) (_ Epoch, err error) {
+func (s *Store) RunEpoch(ctx context.Context) (_ shredd.Epoch, err error) {
 	defer s.stats.observeEpoch(time.Now(), &err) // EpochStats
 	s.treeMu.Lock()
 	defer s.treeMu.Unlock()
 	e, err := s.runningEpoch(ctx)
 	if err != nil {
-		return Epoch{}, err
+		return shredd.Epoch{}, err
 	}
 	if e == nil {
 		v, err := s.root.Versions(ctx)
 		if err != nil {
-			return Epoch{}, fmt.Errorf("keystore: epoch: %w", err)
+			return shredd.Epoch{}, fmt.Errorf("keystore: epoch: %w", err)
 		}
 		res, err := s.db.ExecContext(ctx, `INSERT INTO epochs(state, started_at, from_version) VALUES ('running', ?, ?)`,
 			s.now().UnixNano(), v.Latest)
 		if err != nil {
-			return Epoch{}, fmt.Errorf("keystore: epoch: %w", err)
+			return shredd.Epoch{}, fmt.Errorf("keystore: epoch: %w", err)
 		}
 		id, _ := res.LastInsertId()
-		e = &Epoch{ID: id, State: "running", StartedAt: s.now(), FromVersion: v.Latest}
+		e = &shredd.Epoch{ID: id, State: "running", StartedAt: s.now(), FromVersion: v.Latest}
 		crashpoint.Hit("epoch:started")
 	}
 	if e.ToVersion == 0 {
 		v, err := s.root.Versions(ctx)
 		if err != nil {
-			return Epoch{}, fmt.Errorf("keystore: epoch: %w", err)
+			return shredd.Epoch{}, fmt.Errorf("keystore: epoch: %w", err)
 		}
 		to := v.Latest
 		if to <= e.FromVersion { // not rotated yet (a crash may have come after the rotate: then reuse it)
 			if to, err = s.root.Rotate(ctx); err != nil {
-				return Epoch{}, fmt.Errorf("keystore: epoch: rotate: %w", err)
+				return shredd.Epoch{}, fmt.Errorf("keystore: epoch: rotate: %w", err)
 			}
 			crashpoint.Hit("epoch:rotated")
 		}
 		if _, err := s.db.ExecContext(ctx, `UPDATE epochs SET to_version=? WHERE id=?`, to, e.ID); err != nil {
-			return Epoch{}, fmt.Errorf("keystore: epoch: %w", err)
+			return shredd.Epoch{}, fmt.Errorf("keystore: epoch: %w", err)
 		}
 		e.ToVersion = to
 	}
 	// A re-key a crash interrupted holds its next key under an old root
 	// version: finish it first, so that the rewrap below covers every key.
 	if err := s.finishRekeys(ctx); err != nil {
-		return Epoch{}, err
+		return shredd.Epoch{}, err
 	}
 	if err := s.rewrapBuckets(ctx, e.ToVersion); err != nil {
-		return Epoch{}, err
+		return shredd.Epoch{}, err
 	}
 	crashpoint.Hit("epoch:rewrapped")
 	retired, err := s.root.Trim(ctx, e.ToVersion)
 	if err != nil {
-		return Epoch{}, fmt.Errorf("keystore: epoch: trim: %w", err)
+		return shredd.Epoch{}, fmt.Errorf("keystore: epoch: trim: %w", err)
 	}
 	if retired == nil {
 		// Resumed after a trim that already ran: record what the epoch retired.
@@ -90,7 +79,7 @@ func (s *Store) RunEpoch(ctx context.Context) (_ Epoch, err error) {
 	}
 	crashpoint.Hit("epoch:trimmed")
 	if err := sqlite.CheckpointWAL(ctx, s.db); err != nil {
-		return Epoch{}, err
+		return shredd.Epoch{}, err
 	}
 	// The checkpoint copies the WAL into the main file and truncates it, so the
 	// frames that held the forgotten keys' rows are gone; secure_delete has
@@ -103,7 +92,7 @@ func (s *Store) RunEpoch(ctx context.Context) (_ Epoch, err error) {
 	e.State = "done"
 	e.Retired = retired
 	if err := s.finishEpoch(ctx, e, strings.Join(rs, ",")); err != nil {
-		return Epoch{}, err
+		return shredd.Epoch{}, err
 	}
 	s.cacheMu.Lock()
 	clear(s.bkeys) // bucket keys are unchanged, but drop them so that unwraps prove the new root version
@@ -113,7 +102,7 @@ func (s *Store) RunEpoch(ctx context.Context) (_ Epoch, err error) {
 }
 
 // finishEpoch marks the epoch done and logs it, in one transaction.
-func (s *Store) finishEpoch(ctx context.Context, e *Epoch, retired string) error {
+func (s *Store) finishEpoch(ctx context.Context, e *shredd.Epoch, retired string) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("keystore: epoch: %w", err)
@@ -223,7 +212,7 @@ func (s *Store) finishRekeys(ctx context.Context) error {
 	return nil
 }
 
-func (s *Store) runningEpoch(ctx context.Context) (*Epoch, error) {
+func (s *Store) runningEpoch(ctx context.Context) (*shredd.Epoch, error) {
 	e, err := s.scanEpoch(s.db.QueryRowContext(ctx, epochCols+` WHERE state='running' ORDER BY id LIMIT 1`))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -239,13 +228,13 @@ func (s *Store) Interrupted(ctx context.Context) (bool, error) {
 
 // EpochAfter returns the first completed epoch with an id above marker, or
 // ErrNotFound when none has completed yet.
-func (s *Store) EpochAfter(ctx context.Context, marker int64) (Epoch, error) {
+func (s *Store) EpochAfter(ctx context.Context, marker int64) (shredd.Epoch, error) {
 	e, err := s.scanEpoch(s.db.QueryRowContext(ctx, epochCols+` WHERE state='done' AND id > ? ORDER BY id LIMIT 1`, marker))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Epoch{}, fmt.Errorf("keystore: epoch after %d: %w", marker, ErrNotFound)
+		return shredd.Epoch{}, fmt.Errorf("keystore: epoch after %d: %w", marker, ErrNotFound)
 	}
 	if err != nil {
-		return Epoch{}, err
+		return shredd.Epoch{}, err
 	}
 	return *e, nil
 }
@@ -262,21 +251,21 @@ func (s *Store) LastDoneEpoch(ctx context.Context) (int64, error) {
 }
 
 // LastEpoch returns the most recent epoch, or ErrNotFound before the first.
-func (s *Store) LastEpoch(ctx context.Context) (Epoch, error) {
+func (s *Store) LastEpoch(ctx context.Context) (shredd.Epoch, error) {
 	e, err := s.scanEpoch(s.db.QueryRowContext(ctx, epochCols+` ORDER BY id DESC LIMIT 1`))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Epoch{}, fmt.Errorf("keystore: last epoch: %w", ErrNotFound)
+		return shredd.Epoch{}, fmt.Errorf("keystore: last epoch: %w", ErrNotFound)
 	}
 	if err != nil {
-		return Epoch{}, err
+		return shredd.Epoch{}, err
 	}
 	return *e, nil
 }
 
 const epochCols = `SELECT id, state, started_at, finished_at, from_version, to_version, retired FROM epochs`
 
-func (s *Store) scanEpoch(r *sql.Row) (*Epoch, error) {
-	var e Epoch
+func (s *Store) scanEpoch(r *sql.Row) (*shredd.Epoch, error) {
+	var e shredd.Epoch
 	var started int64
 	var finished, to sql.NullInt64
 	var retired sql.NullString
@@ -301,13 +290,13 @@ func (s *Store) scanEpoch(r *sql.Row) (*Epoch, error) {
 }
 
 // EpochByID returns one epoch, or ErrNotFound.
-func (s *Store) EpochByID(ctx context.Context, id int64) (Epoch, error) {
+func (s *Store) EpochByID(ctx context.Context, id int64) (shredd.Epoch, error) {
 	e, err := s.scanEpoch(s.db.QueryRowContext(ctx, epochCols+` WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return Epoch{}, fmt.Errorf("keystore: epoch %d: %w", id, ErrNotFound)
+		return shredd.Epoch{}, fmt.Errorf("keystore: epoch %d: %w", id, ErrNotFound)
 	}
 	if err != nil {
-		return Epoch{}, err
+		return shredd.Epoch{}, err
 	}
 	return *e, nil
 }
