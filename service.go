@@ -55,6 +55,10 @@ type Eraser interface {
 	GetForget(ctx context.Context, id ID) (Forget, error)
 	// Forgets lists forgets, of one state when state is not "".
 	Forgets(ctx context.Context, state string, limit int) ([]Forget, error)
+	// ListForgets answers a page of forgets (ForgetQuery), with a cursor
+	// for the next page and the counts of every state; a malformed state,
+	// limit or cursor gives ErrInvalid.
+	ListForgets(ctx context.Context, q ForgetQuery) (ForgetPage, error)
 	// CountForgets counts the forgets by state, and the overdue ones.
 	CountForgets(ctx context.Context) (byState map[string]int, overdue int, err error)
 	// Verify evaluates a forget's conditions now and records it erased

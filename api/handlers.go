@@ -429,27 +429,6 @@ func (s *Server) getForget(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, forgetJSON(f))
 }
 
-func (s *Server) listForgets(w http.ResponseWriter, r *http.Request) {
-	state := r.URL.Query().Get("state")
-	switch state {
-	case "", shredd.StateRequested, shredd.StateCommitted, shredd.StateShredded, shredd.StateErased,
-		shredd.StateBlocked, shredd.StateOverdue:
-	default:
-		s.fail(w, r, badRequest("invalid_state", "state must be requested, committed, shredded, erased, blocked or overdue"))
-		return
-	}
-	fs, err := s.svc.Forgets(r.Context(), state, 0)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	out := make([]forgetResponse, len(fs))
-	for i, f := range fs {
-		out[i] = forgetJSON(f)
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"forgets": out})
-}
-
 type epochResponse struct {
 	Epoch       int64     `json:"epoch"`
 	RootVersion int       `json:"root_version"`

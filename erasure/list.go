@@ -1,0 +1,113 @@
+package erasure
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/shredd/shredd"
+)
+
+// reportedState is the SQL of the state a forget reports (view): erased
+// once erased; blocked when not erased, committed, a holder's inventory
+// breaks the closure (?1, from closureBreaks) and every artifact of the
+// lineage has a registered kind (else closure_intact is pending, not
+// failed); overdue past the deadline (?2, now); else the pipeline state.
+// It must stay the SQL twin of view's switch: TestListForgetsStates
+// checks them against each other.
+const reportedState = `CASE
+	WHEN erased_at IS NOT NULL THEN 'erased'
+	WHEN ?1 AND committed_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM lineage l JOIN artifacts a ON a.id = l.artifact
+		LEFT JOIN kinds k ON k.name = a.kind WHERE l.sid = forgets.sid AND k.name IS NULL) THEN 'blocked'
+	WHEN deadline < ?2 THEN 'overdue'
+	ELSE state END`
+
+// ListForgets answers one page of forgets, newest first (request time,
+// then id, both descending), of the reported state q.State when it is
+// not "", after q.Cursor, with the counts of every state. The filter, the
+// order and the page bound run in SQL (keyset pagination: a page costs
+// its own rows, not those before it); only the forgets of the page are
+// evaluated in full. A malformed cursor, limit or state is ErrInvalid.
+func (s *Service) ListForgets(ctx context.Context, q shredd.ForgetQuery) (shredd.ForgetPage, error) {
+	switch q.State {
+	case "", shredd.StateRequested, shredd.StateCommitted, shredd.StateShredded, shredd.StateErased, shredd.StateBlocked, shredd.StateOverdue:
+	default:
+		return shredd.ForgetPage{}, fmt.Errorf("erasure: list forgets: unknown state: %w", shredd.ErrInvalid)
+	}
+	if q.Limit < 0 || q.Limit > shredd.MaxForgetPage {
+		return shredd.ForgetPage{}, fmt.Errorf("erasure: list forgets: limit over %d: %w", shredd.MaxForgetPage, shredd.ErrInvalid)
+	}
+	limit := q.Limit
+	if limit == 0 {
+		limit = shredd.MaxForgetPage
+	}
+	breaks, err := s.closureBreaks(ctx)
+	if err != nil {
+		return shredd.ForgetPage{}, err
+	}
+	blocked, now := len(breaks) > 0, s.opts.Now().UnixNano()
+	// Always five parameters: ?3 the state (NULL: any), ?4 and ?5 the
+	// cursor's request time and id (NULL: the first page).
+	args := []any{blocked, now, nil, nil, nil}
+	if q.State != "" {
+		args[2] = q.State
+	}
+	if q.Cursor != "" {
+		c, err := shredd.ParseForgetCursor(q.Cursor)
+		if err != nil {
+			return shredd.ForgetPage{}, fmt.Errorf("erasure: list forgets: %w", err)
+		}
+		args[3], args[4] = c.RequestedAt.UnixNano(), c.ID[:]
+	}
+	where := ` WHERE (?3 IS NULL OR ` + reportedState + ` = ?3)
+		AND (?4 IS NULL OR requested_at < ?4 OR (requested_at = ?4 AND id < ?5))`
+	// One row more than the page says whether there is a next one.
+	rs, err := s.queryForgets(ctx, where+fmt.Sprintf(` ORDER BY requested_at DESC, id DESC LIMIT %d`, limit+1), args...)
+	if err != nil {
+		return shredd.ForgetPage{}, err
+	}
+	page := shredd.ForgetPage{Forgets: []shredd.Forget{}}
+	if len(rs) > limit {
+		rs = rs[:limit]
+		last := rs[len(rs)-1]
+		var id shredd.ID
+		copy(id[:], last.id[:])
+		page.Next = shredd.ForgetCursor{RequestedAt: ts0(last.requested), ID: id}.String()
+	}
+	for _, r := range rs {
+		f, err := s.view(ctx, r)
+		if err != nil {
+			return shredd.ForgetPage{}, err
+		}
+		page.Forgets = append(page.Forgets, f)
+	}
+	if page.Counts, err = s.countStates(ctx, blocked, now); err != nil {
+		return shredd.ForgetPage{}, err
+	}
+	return page, nil
+}
+
+// countStates counts the forgets by reported state (every state present).
+func (s *Service) countStates(ctx context.Context, blocked bool, now int64) (map[string]int, error) {
+	counts := map[string]int{shredd.StateRequested: 0, shredd.StateCommitted: 0, shredd.StateShredded: 0,
+		shredd.StateErased: 0, shredd.StateBlocked: 0, shredd.StateOverdue: 0}
+	rows, err := s.db.QueryContext(ctx, `SELECT `+reportedState+`, count(*) FROM forgets GROUP BY 1`, blocked, now)
+	if err != nil {
+		return nil, fmt.Errorf("erasure: count forgets: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var st string
+		var n int
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, fmt.Errorf("erasure: count forgets: %w", err)
+		}
+		counts[st] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("erasure: count forgets: %w", err)
+	}
+	return counts, nil
+}
+
+func ts0(ns int64) time.Time { return time.Unix(0, ns).UTC() }
