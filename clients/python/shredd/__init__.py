@@ -1,0 +1,39 @@
+"""shredd: the Python client of shredd, a crypto-shredding key management
+service for AI-agent memory stores (docs/clients.md, docs/api.md).
+
+    import shredd
+    c = shredd.Client("http://127.0.0.1:7750", token)
+    sealed = c.sealing.encrypt("episodic", b"Alice prefers green tea.", subject="alice@example.com")
+    try:
+        c.sealing.decrypt(sealed.ciphertext)
+    except shredd.Shredded:
+        ...  # a subject of the data was forgotten: the data is erased
+
+The HTTP part uses the standard library only. The holder kit
+(shredd.holder.HolderKit) and signature checks (shredd.verify) need the
+optional ``cryptography`` package; importing shredd does not.
+"""
+
+from ._http import DEFAULT_URL, Response
+from .client import MAX_BATCH, Artifacts, Client, Forgets, Holders, Kinds, Leases, Log, Sealing
+from .errors import (APIError, Conflict, Error, Forbidden, InternalError, InvalidEnvelope, InvalidRequest,
+                     InvalidSignature, MethodNotAllowed, NoLog, NotErased, NotFound, NotLogged, Shredded, Timeout,
+                     TooLarge, TransportError, Unauthorized, Unavailable, UnknownKind, UnknownParent,
+                     UnsupportedMediaType, WrongHolder)
+from .types import (AckResult, Artifact, Condition, Decrypted, DecryptResult, Encrypted, EncryptResult, Epoch,
+                    Forget, Health, Holder, InventoryItem, InventoryReport, Kind, Lease, Preview, PreviewArtifact,
+                    PreviewCounts, PurgeWork, RawDecrypted, RawEncrypted, Ready)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Client", "Kinds", "Sealing", "Leases", "Artifacts", "Forgets", "Holders", "Log", "MAX_BATCH", "DEFAULT_URL",
+    "Response",
+    "Error", "TransportError", "Timeout", "APIError", "InvalidRequest", "UnknownKind", "UnknownParent",
+    "InvalidSignature", "Unauthorized", "Forbidden", "WrongHolder", "NotFound", "MethodNotAllowed", "Conflict",
+    "NotErased", "NotLogged", "Shredded", "TooLarge", "UnsupportedMediaType", "InvalidEnvelope", "Unavailable",
+    "NoLog", "InternalError",
+    "AckResult", "Artifact", "Condition", "Decrypted", "DecryptResult", "Encrypted", "EncryptResult", "Epoch",
+    "Forget", "Health", "Holder", "InventoryItem", "InventoryReport", "Kind", "Lease", "Preview",
+    "PreviewArtifact", "PreviewCounts", "PurgeWork", "RawDecrypted", "RawEncrypted", "Ready",
+]

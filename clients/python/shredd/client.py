@@ -1,0 +1,539 @@
+"""The shredd client: one class per concept of the API (docs/api.md).
+
+    from shredd import Client
+    c = Client("http://127.0.0.1:7750", token)
+    sealed = c.sealing.encrypt(kind="episodic", subjects=["alice@example.com"], plaintext=b"...")
+    opened = c.sealing.decrypt(sealed.ciphertext)
+
+``Client`` holds the transport and these parts:
+
+==============  ==========================================================
+``kinds``       :class:`Kinds`: list and register artifact kinds
+``sealing``     :class:`Sealing`: encrypt/decrypt, JSON and raw routes, batches, derivatives
+``leases``      :class:`Leases`: release; decrypt as a context manager that releases
+``artifacts``   :class:`Artifacts`: register plaintext-held artifacts, look one up
+``forgets``     :class:`Forgets`: forget, dry run, status, verify, attestation, export
+``holders``     :class:`Holders`: register a holder, purge work, signed acks, inventories
+``log``         :class:`Log`: checkpoint, verifier key, inclusion and consistency proofs
+==============  ==========================================================
+"""
+
+from __future__ import annotations
+
+import ssl
+import time
+from contextlib import contextmanager
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+
+from . import types as t
+from ._http import DEFAULT_MAX_RESPONSE, DEFAULT_RETRIES, DEFAULT_TIMEOUT, DEFAULT_URL, Headers, Response, Transport
+from .errors import error_from_item
+
+__all__ = ["Client", "Kinds", "Sealing", "Leases", "Artifacts", "Forgets", "Holders", "Log", "MAX_BATCH"]
+
+#: The most items one batch may hold.
+MAX_BATCH = 1000
+
+_JSON = "application/json"
+_OCTETS = "application/octet-stream"
+
+
+def _json_body(d: Mapping[str, Any]) -> bytes:
+    import json
+    return json.dumps(d, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _subjects(subject: Optional[str], subjects: Optional[Sequence[str]]) -> List[str]:
+    out = [subject] if subject is not None else []
+    if isinstance(subjects, str):
+        raise TypeError("shredd: subjects is a list of subject ids, not one string: use subject=")
+    return out + list(subjects or [])
+
+
+def _check_id(what: str, v: str) -> str:
+    if not isinstance(v, str) or len(v) != 32 or any(c not in "0123456789abcdef" for c in v):
+        raise ValueError("shredd: %s ids are 32 lower-case hex digits" % what)
+    return v
+
+
+class _Part:
+    def __init__(self, client: "Client") -> None:
+        self._c = client
+
+    def _call(self, method: str, path: str, body: Optional[Mapping[str, Any]] = None, *,
+              idempotent: bool = False, query: Optional[Mapping[str, Any]] = None) -> Response:
+        return self._c.request(method, path, body=None if body is None else _json_body(body),
+                               content_type=_JSON, idempotent=idempotent, query=query)
+
+
+class Kinds(_Part):
+    """Kinds are the registered artifact types: the closure set of the
+    erasure proofs (``GET /v1/kinds``, ``PUT /v1/kinds/{kind}``)."""
+
+    def list(self) -> List[t.Kind]:
+        """list returns the registered kinds, by name."""
+        return [t.Kind.from_json(k) for k in self._call("GET", "/v1/kinds", idempotent=True).json()["kinds"]]
+
+    def put(self, name: str, description: str = "") -> Tuple[t.Kind, bool]:
+        """put registers a kind (admin) and returns it and whether it is
+        new; an existing kind gets the new description."""
+        r = self._call("PUT", "/v1/kinds/" + _path(name), {"description": description} if description else None,
+                       idempotent=True)
+        return t.Kind.from_json(r.json()), r.status == 201
+
+    def ensure(self, *names: str) -> None:
+        """ensure registers each kind that is not registered yet (admin)."""
+        have = {k.name for k in self.list()}
+        for n in names:
+            if n not in have:
+                self.put(n)
+
+
+def _path(segment: str) -> str:
+    import urllib.parse
+    return urllib.parse.quote(segment, safe="")
+
+
+def _encrypt_wire(kind: str, plaintext: bytes, subject: Optional[str], subjects: Optional[Sequence[str]],
+                  parents: Optional[Sequence[str]], leases: Optional[Sequence[str]], context: Optional[bytes],
+                  holder: Optional[str]) -> Dict[str, Any]:
+    if not isinstance(plaintext, (bytes, bytearray, memoryview)):
+        raise TypeError("shredd: plaintext must be bytes (encode text first)")
+    w: Dict[str, Any] = {"kind": kind, "plaintext": t.b64(bytes(plaintext))}
+    subs = _subjects(subject, subjects)
+    if subs:
+        w["subjects"] = subs
+    if parents:
+        w["parents"] = list(parents)
+    if leases:
+        w["leases"] = list(leases)
+    if context:
+        w["context"] = t.b64(bytes(context))
+    if holder:
+        w["holder"] = holder
+    return w
+
+
+class Sealing(_Part):
+    """Sealing encrypts and decrypts artifacts (``POST /v1/encrypt``,
+    ``/v1/decrypt``, their batches and their raw-body routes). None of
+    these calls is retried: an encrypt lost in transit may have registered
+    its artifact, and a decrypt issues a lease."""
+
+    def encrypt(self, kind: str, plaintext: bytes, *, subject: Optional[str] = None,
+                subjects: Optional[Sequence[str]] = None, parents: Optional[Sequence[str]] = None,
+                leases: Optional[Sequence[str]] = None, context: Optional[bytes] = None,
+                holder: Optional[str] = None) -> t.Encrypted:
+        """encrypt seals a new artifact of a registered kind about the
+        given subjects and/or derived from parents (their lineage is
+        inherited) or from the artifacts of leases. ``context`` is bound
+        into the ciphertext and needed again to decrypt."""
+        w = _encrypt_wire(kind, plaintext, subject, subjects, parents, leases, context, holder)
+        return t.Encrypted.from_json(self._call("POST", "/v1/encrypt", w).json())
+
+    def derive(self, kind: str, plaintext: bytes, parents: Sequence[str], *, context: Optional[bytes] = None,
+               holder: Optional[str] = None, leases: Optional[Sequence[str]] = None) -> t.Encrypted:
+        """derive seals a derivative (a summary, a profile) of the parent
+        artifacts: its lineage is the union of theirs, so forgetting any
+        subject of any parent makes it unreadable too."""
+        if not parents:
+            raise ValueError("shredd: derive needs at least one parent")
+        return self.encrypt(kind, plaintext, parents=parents, leases=leases, context=context, holder=holder)
+
+    def decrypt(self, ciphertext: str, *, context: Optional[bytes] = None, holder: Optional[str] = None) -> t.Decrypted:
+        """decrypt opens a ``shredd:v1:`` ciphertext; raises Shredded when a
+        subject of its lineage was forgotten. The answer carries a lease:
+        release it (Leases.release, or decrypt through Leases.open) once
+        the plaintext is dropped."""
+        w: Dict[str, Any] = {"ciphertext": ciphertext}
+        if context:
+            w["context"] = t.b64(bytes(context))
+        if holder:
+            w["holder"] = holder
+        return t.Decrypted.from_json(self._call("POST", "/v1/decrypt", w).json())
+
+    def encrypt_batch(self, items: Sequence[Mapping[str, Any]]) -> List[t.EncryptResult]:
+        """encrypt_batch seals up to MAX_BATCH artifacts in one call. Each
+        item is a dict of encrypt's keyword arguments (``kind``,
+        ``plaintext``, ``subject``/``subjects``, ``parents``, ``leases``,
+        ``context``, ``holder``). One result per item, in order; a failed
+        item has ``error`` set and every other item took effect."""
+        if not items:
+            raise ValueError("shredd: an empty batch")
+        wire = [_encrypt_wire(it["kind"], it["plaintext"], it.get("subject"), it.get("subjects"), it.get("parents"),
+                              it.get("leases"), it.get("context"), it.get("holder")) for it in items]
+        r = self._call("POST", "/v1/encrypt", {"batch_input": wire})
+        out: List[t.EncryptResult] = []
+        for i, res in enumerate(r.json()["batch_results"]):
+            if "error" in res:
+                out.append(t.EncryptResult(error=error_from_item(res["error"], "POST /v1/encrypt item %d" % i,
+                                                                 r.header("X-Request-Id"))))
+            else:
+                out.append(t.EncryptResult(value=t.Encrypted.from_json(res)))
+        return out
+
+    def decrypt_batch(self, items: Sequence[Union[str, Mapping[str, Any]]]) -> List[t.DecryptResult]:
+        """decrypt_batch opens up to MAX_BATCH ciphertexts (each a string,
+        or a dict with ``ciphertext``, ``context``, ``holder``). One result
+        per item, in order."""
+        if not items:
+            raise ValueError("shredd: an empty batch")
+        wire = []
+        for it in items:
+            d = {"ciphertext": it} if isinstance(it, str) else dict(it)
+            w: Dict[str, Any] = {"ciphertext": d["ciphertext"]}
+            if d.get("context"):
+                w["context"] = t.b64(bytes(d["context"]))
+            if d.get("holder"):
+                w["holder"] = d["holder"]
+            wire.append(w)
+        r = self._call("POST", "/v1/decrypt", {"batch_input": wire})
+        out: List[t.DecryptResult] = []
+        for i, res in enumerate(r.json()["batch_results"]):
+            if "error" in res:
+                out.append(t.DecryptResult(error=error_from_item(res["error"], "POST /v1/decrypt item %d" % i,
+                                                                 r.header("X-Request-Id"))))
+            else:
+                out.append(t.DecryptResult(value=t.Decrypted.from_json(res)))
+        return out
+
+    def encrypt_raw(self, kind: str, plaintext: bytes, *, subject: Optional[str] = None,
+                    subjects: Optional[Sequence[str]] = None, parents: Optional[Sequence[str]] = None,
+                    leases: Optional[Sequence[str]] = None, context: Optional[bytes] = None,
+                    holder: Optional[str] = None) -> t.RawEncrypted:
+        """encrypt_raw seals a large plaintext through POST /v1/encrypt/raw
+        (bytes on the wire, no base64; up to 64 MiB) and returns the binary
+        envelope. Subject ids travel in request headers: one with CR, LF or
+        NUL, or with leading or trailing blanks, needs encrypt."""
+        h: List[Tuple[str, str]] = [("Shredd-Kind", kind)]
+        h += [("Shredd-Subject", s) for s in _subjects(subject, subjects)]
+        h += [("Shredd-Parent", _check_id("parent", p)) for p in parents or []]
+        h += [("Shredd-Lease", _check_id("lease", x)) for x in leases or []]
+        if context:
+            h.append(("Shredd-Context", t.b64(bytes(context))))
+        if holder:
+            h.append(("Shredd-Holder", holder))
+        r = self._c.request("POST", "/v1/encrypt/raw", body=bytes(plaintext), content_type=_OCTETS, headers=h)
+        return t.RawEncrypted(envelope=r.body, artifact=r.header("Shredd-Artifact"),
+                              lineage_size=int(r.header("Shredd-Lineage-Size") or 0))
+
+    def decrypt_raw(self, envelope: bytes, *, context: Optional[bytes] = None,
+                    holder: Optional[str] = None) -> t.RawDecrypted:
+        """decrypt_raw opens a binary envelope through POST /v1/decrypt/raw."""
+        h: List[Tuple[str, str]] = []
+        if context:
+            h.append(("Shredd-Context", t.b64(bytes(context))))
+        if holder:
+            h.append(("Shredd-Holder", holder))
+        r = self._c.request("POST", "/v1/decrypt/raw", body=bytes(envelope), content_type=_OCTETS, headers=h)
+        return t.RawDecrypted(plaintext=r.body, artifact=r.header("Shredd-Artifact"), kind=r.header("Shredd-Kind"),
+                              lease_id=r.header("Shredd-Lease"), lease_expires=t.parse_time(r.header("Shredd-Lease-Expires")))
+
+
+class Leases(_Part):
+    """Leases: every decrypt issues one; a forget waits for the leases
+    issued before its barrier, so release them as soon as the plaintext
+    is dropped."""
+
+    def release(self, lease: Union[str, t.Lease]) -> t.Lease:
+        """release ends a lease early (idempotent: releasing again changes
+        nothing) and returns it with ``released_at``."""
+        lid = lease.id if isinstance(lease, t.Lease) else lease
+        return t.Lease.from_json(self._call("POST", "/v1/leases/%s/release" % _check_id("lease", lid),
+                                            idempotent=True).json())
+
+    @contextmanager
+    def open(self, ciphertext: str, *, context: Optional[bytes] = None,
+             holder: Optional[str] = None) -> Iterator[t.Decrypted]:
+        """open decrypts and releases the lease when the block ends, also
+        on an exception:
+
+            with c.leases.open(ct, holder="summarizer-1") as d:
+                summary = summarize(d.plaintext)
+        """
+        d = self._c.sealing.decrypt(ciphertext, context=context, holder=holder)
+        try:
+            yield d
+        finally:
+            self.release(d.lease)
+
+    @contextmanager
+    def held(self, lease: Union[str, t.Lease]) -> Iterator[Union[str, t.Lease]]:
+        """held releases a lease the caller already has when the block
+        ends (a lease of decrypt_raw, or of a batch item)."""
+        try:
+            yield lease
+        finally:
+            self.release(lease)
+
+
+class Artifacts(_Part):
+    """Artifacts: registering plaintext-held artifacts (an ANN vector, a
+    cached prompt, which live outside shredd and which their holder must
+    purge) and looking artifacts up."""
+
+    def register(self, kind: str, holder: str, *, subject: Optional[str] = None,
+                 subjects: Optional[Sequence[str]] = None, parents: Optional[Sequence[str]] = None,
+                 leases: Optional[Sequence[str]] = None) -> t.Artifact:
+        """register records a plaintext-held artifact of holder; raises
+        Shredded when its lineage holds a forgotten subject."""
+        if not holder:
+            raise ValueError("shredd: a plaintext-held artifact needs its holder")
+        w: Dict[str, Any] = {"kind": kind, "holder": holder}
+        subs = _subjects(subject, subjects)
+        if subs:
+            w["subjects"] = subs
+        if parents:
+            w["parents"] = list(parents)
+        if leases:
+            w["leases"] = list(leases)
+        return t.Artifact.from_json(self._call("POST", "/v1/artifacts", w).json())
+
+    def get(self, artifact: str) -> t.Artifact:
+        """get returns a registered artifact; NotFound when unknown."""
+        return t.Artifact.from_json(self._call("GET", "/v1/artifacts/" + _check_id("artifact", artifact),
+                                               idempotent=True).json())
+
+
+class Forgets(_Part):
+    """Forgets: erasure requests, their dry run, status, verification,
+    signed attestation and regulator export."""
+
+    def forget(self, subject: str) -> t.Forget:
+        """forget commits the forget of a subject (every later encrypt,
+        decrypt or registration touching it raises Shredded) and returns
+        the pending-erasure token. Idempotent: forgetting the same subject
+        again returns the same forget, so the call is retried; only the
+        answer of the call that created it holds ``commitment_salt``."""
+        return t.Forget.from_json(self._call("POST", "/v1/forget", {"subject": subject}, idempotent=True).json())
+
+    def preview(self, subject: str) -> t.Preview:
+        """preview is the dry run of forget: what it would make unreadable,
+        collateral included. It changes nothing."""
+        return t.Preview.from_json(self._call("POST", "/v1/forget", {"subject": subject, "dry_run": True},
+                                              idempotent=True).json())
+
+    def get(self, forget: str) -> t.Forget:
+        """get returns a forget, current."""
+        return t.Forget.from_json(self._call("GET", "/v1/forgets/" + _check_id("forget", forget), idempotent=True).json())
+
+    def list(self, state: Optional[str] = None) -> List[t.Forget]:
+        """list returns the forgets (in one state, or all), newest first,
+        at most 1,000."""
+        r = self._call("GET", "/v1/forgets", idempotent=True, query={"state": state} if state else None)
+        return [t.Forget.from_json(f) for f in r.json()["forgets"]]
+
+    def verify(self, forget: str) -> t.Forget:
+        """verify evaluates the forget's conditions now and returns it,
+        ``erased`` once every condition holds."""
+        return t.Forget.from_json(self._call("POST", "/v1/forgets/%s/verify" % _check_id("forget", forget),
+                                             idempotent=True).json())
+
+    def wait(self, forget: str, state: str = "erased", *, timeout: float = 60.0, interval: float = 0.25,
+             verify: bool = True) -> t.Forget:
+        """wait polls the forget (verifying it when ``verify``) until it
+        reaches state, and returns it; TimeoutError otherwise, naming the
+        conditions still pending."""
+        if state not in t.STATES:
+            raise ValueError("shredd: unknown state %r" % state)
+        deadline = time.monotonic() + timeout
+        while True:
+            f = self.verify(forget) if verify else self.get(forget)
+            if f.state == state:
+                return f
+            if time.monotonic() >= deadline:
+                pending = [c.name for c in f.conditions + f.verification if c.status != "ok"]
+                raise TimeoutError("shredd: forget %s is %s after %gs, not %s; pending: %s"
+                                   % (forget, f.state, timeout, state, ", ".join(pending) or "none"))
+            time.sleep(interval)
+
+    def attestation(self, forget: str) -> bytes:
+        """attestation returns the signed erasure attestation (a DSSE
+        envelope) byte for byte, as logged; NotErased before erasure."""
+        return self._call("GET", "/v1/forgets/%s/attestation" % _check_id("forget", forget), idempotent=True).body
+
+    def export(self, forget: str, since: int = 0) -> bytes:
+        """export returns the regulator export (a .tar.gz); since > 0 adds
+        a consistency proof from that tree size."""
+        q = {"since": since} if since else None
+        return self._call("GET", "/v1/forgets/%s/export" % _check_id("forget", forget), idempotent=True, query=q).body
+
+
+class Holders(_Part):
+    """Holders: components or peers that keep plaintext-held artifacts,
+    purge them on forget and sign acks. The holder kit (shredd.holder)
+    drives these calls; see there."""
+
+    def register(self, holder: str, public_key: bytes) -> Tuple[t.Holder, bool]:
+        """register records a holder and its raw 32-byte Ed25519 public key
+        (admin); returns it and whether it is new. The same key again is
+        fine; another key raises Conflict."""
+        r = self._call("POST", "/v1/holders", {"holder": holder, "public_key": t.b64(bytes(public_key))},
+                       idempotent=True)
+        return t.Holder.from_json(r.json()), r.status == 201
+
+    def purges(self, holder: str) -> List[t.PurgeWork]:
+        """purges returns the holder's purge work: per open forget, its
+        artifacts still to purge and acknowledge."""
+        r = self._call("GET", "/v1/holders/%s/purges" % _path(holder), idempotent=True)
+        return [t.PurgeWork(forget=p["forget"], artifacts=list(p["artifacts"])) for p in r.json()["purges"]]
+
+    def ack(self, forget: str, holder: str, artifacts: Sequence[str], signature: bytes) -> t.AckResult:
+        """ack sends a signed purge ack (the signature over
+        shredd.holder.ack_message). Not retried: an artifact an earlier ack
+        closed answers Conflict."""
+        r = self._call("POST", "/v1/forgets/%s/acks" % _check_id("forget", forget),
+                       {"holder": holder, "artifacts": list(artifacts), "signature": t.b64(bytes(signature))})
+        d = r.json()
+        return t.AckResult(closed=list(d["closed"]), missing=list(d["missing"]))
+
+    def inventory(self, holder: str, items: Iterable[Union[t.InventoryItem, Tuple[str, str]]]) -> t.InventoryReport:
+        """inventory reports what the holder holds: (artifact id, kind)
+        pairs. Anything shredd never registered for it, or acked as purged,
+        blocks every open forget until a clean inventory."""
+        arts = []
+        for it in items:
+            i, k = (it.id, it.kind) if isinstance(it, t.InventoryItem) else it
+            arts.append({"id": i, "kind": k})
+        d = self._call("POST", "/v1/holders/%s/inventory" % _path(holder), {"artifacts": arts}, idempotent=True).json()
+        return t.InventoryReport(items=int(d["items"]), unknown_artifacts=list(d["unknown_artifacts"]),
+                                 unknown_kinds=list(d["unknown_kinds"]), contradicted_acks=list(d["contradicted_acks"]))
+
+
+class Log(_Part):
+    """Log: the transparency log of lifecycle events (docs/transparency.md):
+    signed checkpoints, inclusion and consistency proofs, tiles. Check
+    what these return offline with shredd.verify."""
+
+    def _text(self, path: str, query: Optional[Mapping[str, Any]] = None) -> bytes:
+        return self._c.request("GET", path, idempotent=True, query=query).body
+
+    def checkpoint(self) -> bytes:
+        """checkpoint returns the current signed checkpoint (a C2SP signed
+        note); keep one to ask later for consistency with it."""
+        return self._text("/v1/log/checkpoint")
+
+    def key(self) -> str:
+        """key returns the log's signed-note verifier key (one line)."""
+        return self._text("/v1/log/key").decode("utf-8").strip()
+
+    def proof(self, index: int, size: Optional[int] = None) -> bytes:
+        """proof returns the c2sp.org/tlog-proof@v1 inclusion proof of entry
+        index against the current tree (or the tree of size)."""
+        return self._text("/v1/log/proof/%d" % _nonneg("index", index), {"size": size} if size else None)
+
+    def consistency(self, old: int, new: Optional[int] = None) -> bytes:
+        """consistency returns the proof (shredd/tlog-consistency@v1) that
+        the tree of size new (default: current) extends the one of size old."""
+        q: Dict[str, Any] = {"old": _nonneg("old", old)}
+        if new:
+            q["new"] = _nonneg("new", new)
+        return self._text("/v1/log/consistency", q)
+
+    def tile(self, path: str) -> bytes:
+        """tile returns a tile in the C2SP tlog-tiles layout, by its path
+        under /v1/log/ (``tile/0/000``, ``tile/entries/000.p/5``)."""
+        if not path.startswith("tile/"):
+            raise ValueError("shredd: tile paths start with tile/")
+        return self._text("/v1/log/" + path)
+
+    def entries(self, n: int = 0, width: Optional[int] = None) -> List[bytes]:
+        """entries returns the entries of entry bundle n (each a signed
+        event's DSSE envelope, as logged); width for a partial bundle."""
+        path = "tile/entries/" + _tile_index(n) + (".p/%d" % width if width else "")
+        b = self.tile(path)
+        out, i = [], 0
+        while i < len(b):
+            ln = int.from_bytes(b[i:i + 2], "big")
+            out.append(b[i + 2:i + 2 + ln])
+            i += 2 + ln
+        return out
+
+
+def _nonneg(what: str, v: int) -> int:
+    if not isinstance(v, int) or v < 0:
+        raise ValueError("shredd: %s must be a non-negative integer" % what)
+    return v
+
+
+def _tile_index(n: int) -> str:
+    s = "%d" % n
+    groups = []
+    while True:
+        groups.insert(0, "%03d" % (n % 1000))
+        n //= 1000
+        if n == 0:
+            break
+    return "/".join(["x" + g for g in groups[:-1]] + [groups[-1]])
+
+
+class Client:
+    """Client calls one shredd server. Safe for concurrent use from
+    several threads (each call opens its own connection).
+
+    :param base_url: ``http(s)://host[:port][/prefix]``
+    :param token: the bearer token (``shredd token create``); None sends none
+    :param timeout: seconds for one attempt of a call (connect and read)
+    :param retries: extra attempts of idempotent calls after a transport
+        failure or a 429/502/503/504 (never of encrypt, decrypt, ack, epoch)
+    :param cafile: PEM file of the CA of an https server's certificate
+    :param ssl_context: an ssl.SSLContext instead of cafile (client certs ...)
+    """
+
+    def __init__(self, base_url: str = DEFAULT_URL, token: Optional[str] = None, *, timeout: float = DEFAULT_TIMEOUT,
+                 retries: int = DEFAULT_RETRIES, backoff: float = 0.2, cafile: Optional[str] = None,
+                 ssl_context: Optional[ssl.SSLContext] = None, user_agent: str = "",
+                 max_response: int = DEFAULT_MAX_RESPONSE) -> None:
+        self.transport = Transport(base_url, token, timeout=timeout, retries=retries, backoff=backoff, cafile=cafile,
+                                   ssl_context=ssl_context, user_agent=user_agent, max_response=max_response)
+        self.kinds = Kinds(self)
+        self.sealing = Sealing(self)
+        self.leases = Leases(self)
+        self.artifacts = Artifacts(self)
+        self.forgets = Forgets(self)
+        self.holders = Holders(self)
+        self.log = Log(self)
+
+    @classmethod
+    def from_data_dir(cls, base_url: str, data_dir: str, **kw: Any) -> "Client":
+        """from_data_dir returns a client with the admin token of a data
+        directory (``<data-dir>/admin.token``)."""
+        import os
+        with open(os.path.join(data_dir, "admin.token"), encoding="ascii") as f:
+            return cls(base_url, f.read().strip(), **kw)
+
+    def request(self, method: str, path: str, *, body: Optional[bytes] = None, content_type: str = "",
+                headers: Optional[Headers] = None, query: Optional[Mapping[str, Any]] = None,
+                idempotent: bool = False, timeout: Optional[float] = None) -> Response:
+        """request is the low-level call the parts use: one request to path
+        (under the base URL), its 2xx answer or the APIError of its
+        problem. For routes this client does not wrap yet."""
+        return self.transport.request(method, path, body=body, content_type=content_type, headers=headers,
+                                      query=query, idempotent=idempotent, timeout=timeout)
+
+    def health(self) -> t.Health:
+        """health is GET /healthz (no token): the root store answers."""
+        d = self.transport.request("GET", "/healthz", idempotent=True, auth=False).json()
+        return t.Health(status=d["status"], root_store=d["root_store"], root_version=int(d["root_version"]))
+
+    def live(self) -> bool:
+        """live is GET /livez (no token): True when the process serves."""
+        return self.transport.request("GET", "/livez", idempotent=True, auth=False).json()["status"] == "ok"
+
+    def ready(self) -> t.Ready:
+        """ready is GET /readyz (no token); Unavailable (not_ready) when the
+        database does not accept a write or the root store does not answer."""
+        d = self.transport.request("GET", "/readyz", idempotent=True, auth=False).json()
+        return t.Ready(status=d["status"], database=d["database"], root_store=d["root_store"],
+                       root_version=int(d["root_version"]))
+
+    def openapi(self) -> Dict[str, Any]:
+        """openapi returns the server's OpenAPI 3.1 document (no token)."""
+        doc: Dict[str, Any] = self.transport.request("GET", "/v1/openapi.json", idempotent=True, auth=False).json()
+        return doc
+
+    def epoch(self) -> t.Epoch:
+        """epoch runs a root epoch now (admin): re-keys pending buckets,
+        rotates the root, destroys the older root versions; the forgets it
+        completes become shredded. Not retried."""
+        return t.Epoch.from_json(self.transport.request("POST", "/v1/epoch").json())

@@ -1,0 +1,385 @@
+"""Typed values of the shredd API (docs/api.md): one dataclass per answer.
+
+Times are timezone-aware ``datetime`` objects in UTC; binary values
+(plaintexts, contexts) are ``bytes``: the client does the API's base64."""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, List, Mapping, Optional, Sequence
+
+from .errors import APIError
+
+__all__ = [
+    "Health", "Ready", "Kind", "Encrypted", "Lease", "Decrypted", "RawEncrypted", "RawDecrypted",
+    "Artifact", "Condition", "Forget", "PreviewArtifact", "PreviewCounts", "Preview", "Epoch",
+    "Holder", "PurgeWork", "AckResult", "InventoryItem", "InventoryReport", "EncryptResult", "DecryptResult",
+    "STATES",
+]
+
+#: The states of a forget, in order; ``blocked`` and ``overdue`` are off the path.
+STATES = ("requested", "committed", "shredded", "erased", "blocked", "overdue")
+
+
+def parse_time(s: Optional[str]) -> Optional[datetime]:
+    """parse_time reads an RFC 3339 time as the server writes it (UTC,
+    ``Z``, up to nanoseconds; Python keeps microseconds)."""
+    if not s:
+        return None
+    t = s.replace("Z", "+00:00")
+    # datetime takes at most 6 fractional digits.
+    if "." in t:
+        head, rest = t.split(".", 1)
+        i = 0
+        while i < len(rest) and rest[i].isdigit():
+            i += 1
+        t = head + "." + rest[:i][:6].ljust(6, "0") + rest[i:]
+    d = datetime.fromisoformat(t)
+    return d if d.tzinfo else d.replace(tzinfo=timezone.utc)
+
+
+def _t(s: Optional[str]) -> datetime:
+    d = parse_time(s)
+    return d if d is not None else datetime.fromtimestamp(0, timezone.utc)
+
+
+def b64(b: bytes) -> str:
+    """b64 encodes bytes as the API's standard padded base64."""
+    return base64.b64encode(b).decode("ascii")
+
+
+def unb64(s: str) -> bytes:
+    """unb64 decodes the API's standard padded base64."""
+    return base64.b64decode(s, validate=True)
+
+
+@dataclass(frozen=True)
+class Health:
+    """Health is the answer of GET /healthz."""
+    status: str
+    root_store: str
+    root_version: int
+
+
+@dataclass(frozen=True)
+class Ready:
+    """Ready is the answer of GET /readyz: the database accepts a write
+    and the root store answers."""
+    status: str
+    database: str
+    root_store: str
+    root_version: int
+
+
+@dataclass(frozen=True)
+class Kind:
+    """Kind is a registered artifact kind."""
+    name: str
+    description: str
+    created_at: datetime
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "Kind":
+        return cls(name=d["name"], description=d.get("description", ""), created_at=_t(d.get("created_at")))
+
+
+@dataclass(frozen=True)
+class Encrypted:
+    """Encrypted is a sealed artifact: its id, its ``shredd:v1:`` text
+    ciphertext and the number of subjects of its lineage."""
+    artifact: str
+    ciphertext: str
+    lineage_size: int
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "Encrypted":
+        return cls(artifact=d["artifact"], ciphertext=d["ciphertext"], lineage_size=int(d["lineage_size"]))
+
+
+@dataclass(frozen=True)
+class Lease:
+    """Lease records that the plaintext of an artifact was handed to a
+    holder by a decrypt, until ``expires_at`` unless released. A forget
+    waits for the leases issued before it."""
+    id: str
+    artifact: str
+    holder: str
+    issued_at: datetime
+    expires_at: datetime
+    released_at: Optional[datetime] = None
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "Lease":
+        return cls(id=d["id"], artifact=d["artifact"], holder=d.get("holder", ""), issued_at=_t(d.get("issued_at")),
+                   expires_at=_t(d.get("expires_at")), released_at=parse_time(d.get("released_at")))
+
+
+@dataclass(frozen=True)
+class Decrypted:
+    """Decrypted is an opened artifact: the plaintext, the artifact, its
+    kind and the lease the decrypt issued."""
+    plaintext: bytes = field(repr=False)
+    artifact: str
+    kind: str
+    lease: Lease
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "Decrypted":
+        return cls(plaintext=unb64(d["plaintext"]), artifact=d["artifact"], kind=d["kind"],
+                   lease=Lease.from_json(d["lease"]))
+
+
+@dataclass(frozen=True)
+class EncryptResult:
+    """EncryptResult is one item of an encrypt batch: ``value`` when it
+    succeeded, else ``error`` (the APIError the same item answers alone).
+    Every item that succeeded took effect."""
+    value: Optional[Encrypted] = None
+    error: Optional[APIError] = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def unwrap(self) -> Encrypted:
+        """unwrap returns the value or raises the item's error."""
+        if self.error is not None:
+            raise self.error
+        assert self.value is not None
+        return self.value
+
+
+@dataclass(frozen=True)
+class DecryptResult:
+    """DecryptResult is one item of a decrypt batch (see EncryptResult)."""
+    value: Optional[Decrypted] = None
+    error: Optional[APIError] = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def unwrap(self) -> Decrypted:
+        """unwrap returns the value or raises the item's error."""
+        if self.error is not None:
+            raise self.error
+        assert self.value is not None
+        return self.value
+
+
+@dataclass(frozen=True)
+class RawEncrypted:
+    """RawEncrypted is the answer of POST /v1/encrypt/raw: the binary
+    envelope (the bytes the ``shredd:v1:`` text form encodes)."""
+    envelope: bytes = field(repr=False)
+    artifact: str
+    lineage_size: int
+
+    @property
+    def ciphertext(self) -> str:
+        """ciphertext is the envelope in the text form of the JSON routes."""
+        return "shredd:v1:" + base64.urlsafe_b64encode(self.envelope).decode("ascii").rstrip("=")
+
+
+@dataclass(frozen=True)
+class RawDecrypted:
+    """RawDecrypted is the answer of POST /v1/decrypt/raw."""
+    plaintext: bytes = field(repr=False)
+    artifact: str
+    kind: str
+    lease_id: str
+    lease_expires: Optional[datetime]
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """Artifact is a registered artifact (subjects are never listed, only
+    the lineage size). ``sealed`` is False for a plaintext-held one."""
+    artifact: str
+    kind: str
+    holder: str
+    sealed: bool
+    parents: List[str]
+    lineage_size: int
+    created_at: datetime
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "Artifact":
+        return cls(artifact=d["artifact"], kind=d["kind"], holder=d.get("holder", ""), sealed=bool(d["sealed"]),
+                   parents=list(d.get("parents") or []), lineage_size=int(d["lineage_size"]),
+                   created_at=_t(d.get("created_at")))
+
+
+@dataclass(frozen=True)
+class Condition:
+    """Condition is a step of a forget: ``status`` is ``ok``, ``pending``
+    or ``failed``, with the reason."""
+    name: str
+    status: str
+    reason: str
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "Condition":
+        return cls(name=d["name"], status=d["status"], reason=d.get("reason", ""))
+
+
+@dataclass(frozen=True)
+class Forget:
+    """Forget is a forget's pending-erasure token, current. The
+    ``commitment_salt`` (hex) is only in the answer of the forget call
+    that created it: keep it with the request record, it opens the
+    attestation's subject commitment."""
+    forget: str
+    state: str
+    overdue: bool
+    barrier: int
+    t_prop_seconds: float
+    deadline: datetime
+    requested_at: datetime
+    committed_at: Optional[datetime]
+    rekeyed_at: Optional[datetime]
+    shredded_at: Optional[datetime]
+    erased_at: Optional[datetime]
+    commitment_salt: str
+    epoch: int
+    conditions: List[Condition]
+    verification: List[Condition]
+
+    @property
+    def id(self) -> str:
+        """id is the forget's id (the ``forget`` field)."""
+        return self.forget
+
+    def condition(self, name: str) -> Optional[Condition]:
+        """condition returns the step or verification condition named so."""
+        for c in list(self.conditions) + list(self.verification):
+            if c.name == name:
+                return c
+        return None
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "Forget":
+        return cls(forget=d["forget"], state=d["state"], overdue=bool(d.get("overdue")), barrier=int(d.get("barrier", 0)),
+                   t_prop_seconds=float(d.get("t_prop_seconds", 0)), deadline=_t(d.get("deadline")),
+                   requested_at=_t(d.get("requested_at")), committed_at=parse_time(d.get("committed_at")),
+                   rekeyed_at=parse_time(d.get("rekeyed_at")), shredded_at=parse_time(d.get("shredded_at")),
+                   erased_at=parse_time(d.get("erased_at")), commitment_salt=d.get("commitment_salt", ""),
+                   epoch=int(d.get("epoch", 0)),
+                   conditions=[Condition.from_json(c) for c in d.get("conditions") or []],
+                   verification=[Condition.from_json(c) for c in d.get("verification") or []])
+
+
+@dataclass(frozen=True)
+class PreviewArtifact:
+    """PreviewArtifact is an artifact a forget would make unreadable."""
+    artifact: str
+    kind: str
+    holder: str
+    sealed: bool
+    hops: int
+    collateral: bool
+    other_subjects: int
+
+
+@dataclass(frozen=True)
+class PreviewCounts:
+    """PreviewCounts counts all the artifacts of a dry run."""
+    total: int
+    direct: int
+    derived: int
+    collateral: int
+    plaintext_held: int
+
+
+@dataclass(frozen=True)
+class Preview:
+    """Preview is the dry run of a forget: nothing was changed."""
+    already_forgotten: bool
+    counts: PreviewCounts
+    truncated: bool
+    artifacts: List[PreviewArtifact]
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "Preview":
+        c = d["counts"]
+        return cls(already_forgotten=bool(d["already_forgotten"]),
+                   counts=PreviewCounts(total=c["total"], direct=c["direct"], derived=c["derived"],
+                                        collateral=c["collateral"], plaintext_held=c["plaintext_held"]),
+                   truncated=bool(d["truncated"]),
+                   artifacts=[PreviewArtifact(artifact=a["artifact"], kind=a["kind"], holder=a.get("holder", ""),
+                                              sealed=a["sealed"], hops=a["hops"], collateral=a["collateral"],
+                                              other_subjects=a["other_subjects"]) for a in d.get("artifacts") or []])
+
+
+@dataclass(frozen=True)
+class Epoch:
+    """Epoch is a completed root epoch."""
+    epoch: int
+    root_version: int
+    retired_versions: List[int]
+    started_at: datetime
+    finished_at: datetime
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "Epoch":
+        return cls(epoch=int(d["epoch"]), root_version=int(d["root_version"]),
+                   retired_versions=list(d.get("retired_versions") or []),
+                   started_at=_t(d.get("started_at")), finished_at=_t(d.get("finished_at")))
+
+
+@dataclass(frozen=True)
+class Holder:
+    """Holder is a registered holder and its Ed25519 public key (raw 32
+    bytes)."""
+    holder: str
+    public_key: bytes
+    created_at: datetime
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "Holder":
+        return cls(holder=d["holder"], public_key=unb64(d["public_key"]), created_at=_t(d.get("created_at")))
+
+
+@dataclass(frozen=True)
+class PurgeWork:
+    """PurgeWork is one open forget's plaintext-held artifacts of a holder
+    still to purge and acknowledge."""
+    forget: str
+    artifacts: List[str]
+
+
+@dataclass(frozen=True)
+class AckResult:
+    """AckResult is the answer to a signed ack: the artifacts it closed,
+    and those of the holder's it left open."""
+    closed: List[str]
+    missing: List[str]
+
+
+@dataclass(frozen=True)
+class InventoryItem:
+    """InventoryItem is one artifact a holder holds."""
+    id: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class InventoryReport:
+    """InventoryReport is the answer to an inventory: anything listed here
+    blocks every open forget until a clean inventory."""
+    items: int
+    unknown_artifacts: List[str]
+    unknown_kinds: List[str]
+    contradicted_acks: List[str]
+
+    @property
+    def clean(self) -> bool:
+        """clean is true when the inventory holds only registered artifacts
+        and kinds, and contradicts no ack."""
+        return not (self.unknown_artifacts or self.unknown_kinds or self.contradicted_acks)
+
+
+def ids(xs: Optional[Sequence[str]]) -> List[str]:
+    return list(xs or [])
