@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-
-	"github.com/shredd/shredd/storage/sqlite"
 )
 
 // readyTimeout bounds each probe of GET /readyz, so that a database whose
@@ -61,5 +59,5 @@ func (s *Server) probeDB(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
-	return sqlite.ProbeWrite(ctx, s.tokens.db, time.Now())
+	return s.tokens.db.ProbeWrite(ctx, time.Now())
 }

@@ -1,7 +1,7 @@
 package api_test
 
 import (
-	"database/sql"
+	"context"
 	"net"
 	"net/http/httptest"
 	"strings"
@@ -11,11 +11,12 @@ import (
 	"github.com/shredd/shredd/internal/shreddtest"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/vault"
+	"github.com/shredd/shredd/storage"
 )
 
 // healthEnv is a server over real SQLite files whose handler probes root (the
 // key tree itself runs on a local root store), and its database.
-func healthEnv(t *testing.T, root keystore.RootStore) (*env, *sql.DB) {
+func healthEnv(t *testing.T, root keystore.RootStore) (*env, *storage.DB) {
 	t.Helper()
 	st := shreddtest.New(t, shreddtest.Options{})
 	if root == nil {
@@ -50,12 +51,12 @@ func TestLiveAndReady(t *testing.T) {
 	cases := []struct {
 		name    string
 		root    keystore.RootStore
-		breakDB func(*testing.T, *sql.DB)
+		breakDB func(*testing.T, *storage.DB)
 		parts   []string // named in the 503's detail; none: ready
 	}{
 		{name: "ready"},
 		{name: "root store down", root: down, parts: []string{"root store"}},
-		{name: "database closed", breakDB: func(t *testing.T, db *sql.DB) { db.Close() }, parts: []string{"database"}},
+		{name: "database closed", breakDB: func(t *testing.T, db *storage.DB) { db.Close() }, parts: []string{"database"}},
 		{name: "database read-only", breakDB: readOnly, parts: []string{"database"}},
 		{name: "both", root: down, breakDB: readOnly, parts: []string{"database", "root store"}},
 	}
@@ -103,14 +104,14 @@ func TestLiveAndReady(t *testing.T) {
 
 // readOnly makes every connection of db refuse writes (PRAGMA query_only),
 // as a read-only file or a full disk would: reads still work.
-func readOnly(t *testing.T, db *sql.DB) {
+func readOnly(t *testing.T, db *storage.DB) {
 	t.Helper()
 	db.SetMaxOpenConns(1)
-	if _, err := db.Exec(`PRAGMA query_only = ON`); err != nil {
+	if _, err := db.ExecContext(context.Background(), `PRAGMA query_only = ON`); err != nil {
 		t.Fatal(err)
 	}
 	var n int
-	if err := db.QueryRow(`SELECT count(*) FROM tokens`).Scan(&n); err != nil {
+	if err := db.QueryRowContext(context.Background(), `SELECT count(*) FROM tokens`).Scan(&n); err != nil {
 		t.Fatalf("reads fail too: %v", err)
 	}
 }

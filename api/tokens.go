@@ -17,6 +17,7 @@ import (
 
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/internal/crashpoint"
+	"github.com/shredd/shredd/storage"
 )
 
 // Scopes a token can hold. Admin allows everything.
@@ -63,7 +64,7 @@ func (t *Token) Has(scope string) bool {
 
 // Tokens is the token store, kept in shredd's SQLite database.
 type Tokens struct {
-	db  *sql.DB
+	db  *storage.DB
 	now func() time.Time
 
 	mu    sync.Mutex
@@ -81,7 +82,7 @@ type cachedToken struct {
 const tokenCacheTTL = 2 * time.Second
 
 // OpenTokens opens the token store in db.
-func OpenTokens(ctx context.Context, db *sql.DB, now func() time.Time) (*Tokens, error) {
+func OpenTokens(ctx context.Context, db *storage.DB, now func() time.Time) (*Tokens, error) {
 	if now == nil {
 		now = time.Now
 	}
@@ -142,7 +143,8 @@ func (ts *Tokens) Import(ctx context.Context, name string, scopes []string, hash
 	if _, err := rand.Read(idb[:]); err != nil {
 		return err
 	}
-	_, err := ts.db.ExecContext(ctx, `INSERT OR IGNORE INTO tokens(id, hash, name, scopes, holder, created_at) VALUES (?, ?, ?, ?, '', ?)`,
+	_, err := ts.db.ExecContext(ctx, `INSERT INTO tokens(id, hash, name, scopes, holder, created_at) VALUES (?, ?, ?, ?, '', ?)
+		ON CONFLICT DO NOTHING`,
 		hex.EncodeToString(idb[:]), hash[:], name, strings.Join(scopes, ","), ts.now().UnixNano())
 	if err != nil {
 		return fmt.Errorf("api: import token: %w", err)

@@ -13,7 +13,6 @@ package erasure
 
 import (
 	"crypto/rand"
-	"database/sql"
 	"io"
 	"sync"
 	"time"
@@ -22,6 +21,7 @@ import (
 	"github.com/shredd/shredd/journal"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/sealing"
+	"github.com/shredd/shredd/storage"
 )
 
 // Options configures a Service. Zero values take the defaults.
@@ -57,7 +57,7 @@ const DefaultDeadline = 24 * time.Hour
 type Service struct {
 	*sealing.Service
 
-	db      *sql.DB
+	db      *storage.DB
 	keys    *keystore.Store
 	hasher  *sealing.Hasher
 	barrier *sealing.Barrier

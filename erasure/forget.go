@@ -15,6 +15,7 @@ import (
 	"github.com/shredd/shredd/journal"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/sealing"
+	"github.com/shredd/shredd/storage"
 )
 
 type forgetRow struct {
@@ -211,7 +212,7 @@ func (s *Service) commit(ctx context.Context, id shredd.ID, sid envelope.SID, re
 }
 
 // logCommit appends the forget_committed event of forget id in tx.
-func (s *Service) logCommit(ctx context.Context, tx *sql.Tx, id shredd.ID, sid envelope.SID, gen uint32) error {
+func (s *Service) logCommit(ctx context.Context, tx *storage.Tx, id shredd.ID, sid envelope.SID, gen uint32) error {
 	var commitment string
 	var barrier int64
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(commitment, ''), barrier FROM forgets WHERE id=?`, id[:]).Scan(&commitment, &barrier); err != nil {

@@ -28,7 +28,7 @@ func (s *Service) RegisterHolder(ctx context.Context, id string, pub []byte) (sh
 	if len(pub) != ed25519.PublicKeySize {
 		return shredd.Holder{}, false, fmt.Errorf("erasure: holder key of %d bytes, want an Ed25519 public key (%d): %w", len(pub), ed25519.PublicKeySize, shredd.ErrInvalid)
 	}
-	res, err := s.db.ExecContext(ctx, `INSERT OR IGNORE INTO holders(id, public_key, created_at) VALUES (?, ?, ?)`, id, pub, s.opts.Now().UnixNano())
+	res, err := s.db.ExecContext(ctx, `INSERT INTO holders(id, public_key, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, id, pub, s.opts.Now().UnixNano())
 	if err != nil {
 		return shredd.Holder{}, false, fmt.Errorf("erasure: register holder: %w", err)
 	}
@@ -223,14 +223,13 @@ func (s *Service) Ack(ctx context.Context, forget shredd.ID, holder string, arti
 		}
 		slices.Sort(names)
 		names = slices.Compact(names)
-		res, err := tx.ExecContext(ctx, `INSERT INTO holder_acks(forget, holder, artifacts, payload, signature, received_at) VALUES (?, ?, ?, ?, ?, ?)`,
-			forget[:], holder, strings.Join(names, ","), payload, sig, s.opts.Now().UnixNano())
-		if err != nil {
+		var ackID int64
+		if err := tx.QueryRowContext(ctx, `INSERT INTO holder_acks(forget, holder, artifacts, payload, signature, received_at) VALUES (?, ?, ?, ?, ?, ?)
+			RETURNING id`, forget[:], holder, strings.Join(names, ","), payload, sig, s.opts.Now().UnixNano()).Scan(&ackID); err != nil {
 			return shredd.AckResult{}, fmt.Errorf("erasure: ack: %w", err)
 		}
-		ackID, _ := res.LastInsertId()
 		for _, a := range artifacts {
-			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO acked(forget, artifact, holder, ack) VALUES (?, ?, ?, ?)`, forget[:], a[:], holder, ackID); err != nil {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO acked(forget, artifact, holder, ack) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, forget[:], a[:], holder, ackID); err != nil {
 				return shredd.AckResult{}, fmt.Errorf("erasure: ack: %w", err)
 			}
 		}
@@ -302,7 +301,9 @@ func (s *Service) ReportInventory(ctx context.Context, holder string, items []sh
 			}
 		}
 	}
-	if _, err := s.db.ExecContext(ctx, `INSERT OR REPLACE INTO inventories(holder, reported_at, items, unknown_artifacts, unknown_kinds) VALUES (?, ?, ?, ?, ?)`,
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO inventories(holder, reported_at, items, unknown_artifacts, unknown_kinds) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT(holder) DO UPDATE SET reported_at=excluded.reported_at, items=excluded.items,
+		unknown_artifacts=excluded.unknown_artifacts, unknown_kinds=excluded.unknown_kinds`,
 		holder, s.opts.Now().UnixNano(), inv.Items, len(inv.UnknownArtifact)+len(inv.ContradictedAcks), len(inv.UnknownKind)); err != nil {
 		return shredd.Inventory{}, fmt.Errorf("erasure: inventory: %w", err)
 	}

@@ -2,7 +2,6 @@ package erasure
 
 import (
 	"context"
-	"database/sql"
 
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/envelope"
@@ -23,10 +22,4 @@ func (s *Service) subjectSalt(ctx context.Context, sid envelope.SID) []byte {
 		}
 	}
 	return attest.NewSalt()
-}
-
-// querier reads through a *sql.DB or a *sql.Tx.
-type querier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }

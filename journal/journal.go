@@ -17,6 +17,7 @@ import (
 
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/envelope"
+	"github.com/shredd/shredd/storage"
 	"github.com/shredd/shredd/translog"
 )
 
@@ -68,7 +69,7 @@ func CommitmentSalt(key []byte) []byte {
 }
 
 // append signs ev and appends it in tx.
-func (j *Journal) append(ctx context.Context, tx *sql.Tx, ev attest.Event) (int64, error) {
+func (j *Journal) append(ctx context.Context, tx *storage.Tx, ev attest.Event) (int64, error) {
 	ev.Type = attest.EventType
 	ev.Time = j.now().UTC()
 	entry, err := attest.SignEvent(ev, j.signer)
@@ -84,7 +85,7 @@ func (j *Journal) append(ctx context.Context, tx *sql.Tx, ev attest.Event) (int6
 
 // KeyCreated logs a key_created event with the salted commitment to the
 // subject id, and remembers its index for the forget of that key.
-func (j *Journal) KeyCreated(ctx context.Context, tx *sql.Tx, k envelope.SubjectKey, subject string) error {
+func (j *Journal) KeyCreated(ctx context.Context, tx *storage.Tx, k envelope.SubjectKey, subject string) error {
 	if subject == "" {
 		return fmt.Errorf("journal: a key created without its subject id cannot be committed to in the log: %w", ErrInvalid)
 	}
@@ -93,7 +94,8 @@ func (j *Journal) KeyCreated(ctx context.Context, tx *sql.Tx, k envelope.Subject
 	if err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO subject_log(sid, gen, key_created) VALUES (?, ?, ?)`,
+	if _, err := tx.ExecContext(ctx, `INSERT INTO subject_log(sid, gen, key_created) VALUES (?, ?, ?)
+		ON CONFLICT(sid, gen) DO UPDATE SET key_created=excluded.key_created`,
 		k.Ref.SID[:], k.Ref.Gen, idx); err != nil {
 		return fmt.Errorf("journal: log key_created: %w", err)
 	}
@@ -101,7 +103,7 @@ func (j *Journal) KeyCreated(ctx context.Context, tx *sql.Tx, k envelope.Subject
 }
 
 // EpochCompleted logs an epoch_completed event.
-func (j *Journal) EpochCompleted(ctx context.Context, tx *sql.Tx, e attest.EpochEvent) error {
+func (j *Journal) EpochCompleted(ctx context.Context, tx *storage.Tx, e attest.EpochEvent) error {
 	if e.Retired == nil {
 		e.Retired = []int{}
 	}
@@ -109,7 +111,8 @@ func (j *Journal) EpochCompleted(ctx context.Context, tx *sql.Tx, e attest.Epoch
 	if err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO epoch_log(epoch, idx) VALUES (?, ?)`, e.Epoch, idx); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO epoch_log(epoch, idx) VALUES (?, ?)
+		ON CONFLICT(epoch) DO UPDATE SET idx=excluded.idx`, e.Epoch, idx); err != nil {
 		return fmt.Errorf("journal: log epoch_completed: %w", err)
 	}
 	return nil
@@ -117,7 +120,7 @@ func (j *Journal) EpochCompleted(ctx context.Context, tx *sql.Tx, e attest.Epoch
 
 // AppendForget appends an event of the forget id in tx and remembers its
 // index with the forget, for the regulator export.
-func (j *Journal) AppendForget(ctx context.Context, tx *sql.Tx, id [16]byte, ev attest.Event) error {
+func (j *Journal) AppendForget(ctx context.Context, tx *storage.Tx, id [16]byte, ev attest.Event) error {
 	idx, err := j.append(ctx, tx, ev)
 	if err != nil {
 		return err
@@ -128,14 +131,9 @@ func (j *Journal) AppendForget(ctx context.Context, tx *sql.Tx, id [16]byte, ev 
 	return nil
 }
 
-// Querier reads through a *sql.DB or a *sql.Tx.
-type Querier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
 // KeyCreatedIndex returns the log index of the key_created event of a
 // subject key generation, or -1 when the log holds none.
-func KeyCreatedIndex(ctx context.Context, q Querier, sid envelope.SID, gen uint32) (int64, error) {
+func KeyCreatedIndex(ctx context.Context, q storage.Querier, sid envelope.SID, gen uint32) (int64, error) {
 	var idx int64
 	err := q.QueryRowContext(ctx, `SELECT key_created FROM subject_log WHERE sid=? AND gen=?`, sid[:], gen).Scan(&idx)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -12,7 +12,6 @@ import (
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/internal/crashpoint"
-	"github.com/shredd/shredd/storage/sqlite"
 )
 
 // RunEpoch runs an epoch, or resumes the one a crash interrupted. Every step
@@ -32,12 +31,10 @@ func (s *Store) RunEpoch(ctx context.Context) (_ shredd.Epoch, err error) {
 		if err != nil {
 			return shredd.Epoch{}, fmt.Errorf("keystore: epoch: %w", err)
 		}
-		res, err := s.db.ExecContext(ctx, `INSERT INTO epochs(state, started_at, from_version) VALUES ('running', ?, ?)`,
-			s.now().UnixNano(), v.Latest)
+		id, err := s.insertEpoch(ctx, v.Latest)
 		if err != nil {
 			return shredd.Epoch{}, fmt.Errorf("keystore: epoch: %w", err)
 		}
-		id, _ := res.LastInsertId()
 		e = &shredd.Epoch{ID: id, State: "running", StartedAt: s.now(), FromVersion: v.Latest}
 		crashpoint.Hit("epoch:started")
 	}
@@ -78,12 +75,11 @@ func (s *Store) RunEpoch(ctx context.Context) (_ shredd.Epoch, err error) {
 		}
 	}
 	crashpoint.Hit("epoch:trimmed")
-	if err := sqlite.CheckpointWAL(ctx, s.db); err != nil {
+	// The rows of the forgotten keys must be gone from the disk, not only
+	// from the tables (SQLite: the WAL frames that held them).
+	if err := s.db.Scrub(ctx); err != nil {
 		return shredd.Epoch{}, err
 	}
-	// The checkpoint copies the WAL into the main file and truncates it, so the
-	// frames that held the forgotten keys' rows are gone; secure_delete has
-	// already zeroed the freed space in the pages themselves.
 	var rs []string
 	for _, v := range retired {
 		rs = append(rs, strconv.Itoa(v))
@@ -299,4 +295,21 @@ func (s *Store) EpochByID(ctx context.Context, id int64) (shredd.Epoch, error) {
 		return shredd.Epoch{}, err
 	}
 	return *e, nil
+}
+
+// insertEpoch records a running epoch from root version from and returns
+// its id. The insert runs in a write transaction: a query that writes
+// outside one would not queue behind the database's write lock.
+func (s *Store) insertEpoch(ctx context.Context, from int) (int64, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	var id int64
+	if err := tx.QueryRowContext(ctx, `INSERT INTO epochs(state, started_at, from_version) VALUES ('running', ?, ?) RETURNING id`,
+		s.now().UnixNano(), from).Scan(&id); err != nil {
+		return 0, err
+	}
+	return id, tx.Commit()
 }

@@ -3,7 +3,6 @@ package keystore_test
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -15,10 +14,11 @@ import (
 	"github.com/shredd/shredd/internal/vaulttest"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/vault"
+	"github.com/shredd/shredd/storage"
 	"github.com/shredd/shredd/storage/sqlite"
 )
 
-func openPerSubject(t *testing.T, dir string, vs *vault.Store) (*keystore.Store, *sql.DB) {
+func openPerSubject(t *testing.T, dir string, vs *vault.Store) (*keystore.Store, *storage.DB) {
 	t.Helper()
 	db, err := sqlite.Open(filepath.Join(dir, "shredd.db"))
 	if err != nil {
@@ -77,7 +77,7 @@ func TestPerSubjectTransitKeys(t *testing.T) {
 		t.Fatalf("Transit key name %q reveals the subject or its sid", name)
 	}
 	before := t.TempDir()
-	if err := sqlite.CheckpointWAL(ctx, db); err != nil {
+	if err := db.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
 	copyDir(t, live, before)

@@ -3,13 +3,13 @@ package keystore_test
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"path/filepath"
 	"testing"
 
 	"github.com/shredd/shredd/envelope"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
+	"github.com/shredd/shredd/storage"
 )
 
 // interruptedRekey builds a one-bucket tree of 300 subjects, forgets the
@@ -17,7 +17,7 @@ import (
 // the second chunk's transaction, as a crash there would lose it. (The
 // process-level crash at "rekey:chunk" is cmd/shredd's TestCrashRecovery.)
 // It returns the database and the live subjects' keys.
-func interruptedRekey(t *testing.T) (string, *sql.DB, map[envelope.SID][]byte) {
+func interruptedRekey(t *testing.T) (string, *storage.DB, map[envelope.SID][]byte) {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -50,7 +50,7 @@ func interruptedRekey(t *testing.T) (string, *sql.DB, map[envelope.SID][]byte) {
 }
 
 // reopen opens a second store on the same files: no cache from before.
-func reopen(t *testing.T, dir string, db *sql.DB) *keystore.Store {
+func reopen(t *testing.T, dir string, db *storage.DB) *keystore.Store {
 	t.Helper()
 	root, err := local.Open(filepath.Join(dir, "root.key"))
 	if err != nil {
@@ -76,13 +76,13 @@ func checkKeys(t *testing.T, s *keystore.Store, keys map[envelope.SID][]byte) {
 	}
 }
 
-func checkRekeyed(t *testing.T, db *sql.DB, gen int) {
+func checkRekeyed(t *testing.T, db *storage.DB, gen int) {
 	t.Helper()
 	var g, pending, stale int
-	if err := db.QueryRow(`SELECT gen, next_wrapped IS NOT NULL FROM buckets WHERE id=0`).Scan(&g, &pending); err != nil {
+	if err := db.QueryRowContext(context.Background(), `SELECT gen, next_wrapped IS NOT NULL FROM buckets WHERE id=0`).Scan(&g, &pending); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.QueryRow(`SELECT count(*) FROM subjects WHERE wrapped IS NOT NULL AND bucket_gen<>?`, g).Scan(&stale); err != nil {
+	if err := db.QueryRowContext(context.Background(), `SELECT count(*) FROM subjects WHERE wrapped IS NOT NULL AND bucket_gen<>?`, g).Scan(&stale); err != nil {
 		t.Fatal(err)
 	}
 	if g != gen || pending != 0 || stale != 0 {

@@ -17,6 +17,7 @@ import (
 	"github.com/shredd/shredd/envelope"
 	"github.com/shredd/shredd/internal/crashpoint"
 	"github.com/shredd/shredd/journal"
+	"github.com/shredd/shredd/storage"
 )
 
 // Domain-separation labels of the key tree.
@@ -65,7 +66,7 @@ const (
 
 // Store is the key tree kept in SQLite under a RootStore.
 type Store struct {
-	db      *sql.DB
+	db      *storage.DB
 	root    RootStore
 	kms     SubjectKMS // per-subject mode when not nil
 	buckets int
@@ -100,7 +101,7 @@ type bucketEntry struct {
 
 // Open opens the key tree in db (whose tables storage/sqlite's migrations
 // make) under root, creating the bucket keys on first use.
-func Open(ctx context.Context, db *sql.DB, root RootStore, opts Options) (*Store, error) {
+func Open(ctx context.Context, db *storage.DB, root RootStore, opts Options) (*Store, error) {
 	s := &Store{db: db, root: root, kms: opts.SubjectKMS, ttl: opts.CacheTTL, now: opts.Now, journal: opts.Journal,
 		deks: map[envelope.SID]dekEntry{}, bkeys: map[int]bucketEntry{}, cacheSize: opts.CacheSize}
 	s.root, s.kms = s.stats.counted(root, opts.SubjectKMS) // count unavailability (RootErrors)
@@ -135,7 +136,7 @@ func (s *Store) initMode(ctx context.Context) error {
 	if s.kms != nil {
 		want = modePerSubject
 	}
-	if _, err := s.db.ExecContext(ctx, `INSERT OR IGNORE INTO keystore_meta(k, v) VALUES ('subject_keys', ?)`, want); err != nil {
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO keystore_meta(k, v) VALUES ('subject_keys', ?) ON CONFLICT DO NOTHING`, want); err != nil {
 		return fmt.Errorf("keystore: open: %w", err)
 	}
 	var got int64
@@ -605,8 +606,8 @@ func (s *Store) tryCreate(ctx context.Context, sid envelope.SID, subject string,
 	}
 	// Insert only while the bucket is still at the generation that wrapped
 	// the DEK: a re-key in between would otherwise orphan it.
-	res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO subjects(sid, gen, state, bucket, bucket_gen, wrapped, created_at)
-		SELECT ?, 1, ?, ?, gen, ?, ? FROM buckets WHERE id=? AND gen=?`,
+	res, err := tx.ExecContext(ctx, `INSERT INTO subjects(sid, gen, state, bucket, bucket_gen, wrapped, created_at)
+		SELECT ?, 1, ?, ?, gen, ?, ? FROM buckets WHERE id=? AND gen=? ON CONFLICT DO NOTHING`,
 		sid[:], SubjectLive, b, blob, s.now().UnixNano(), b, gen)
 	if err != nil {
 		tx.Rollback()
@@ -636,7 +637,7 @@ func (s *Store) tryCreate(ctx context.Context, sid envelope.SID, subject string,
 }
 
 // journalKey logs a created key in tx, when there is a journal.
-func (s *Store) journalKey(ctx context.Context, tx *sql.Tx, k envelope.SubjectKey, subject string) error {
+func (s *Store) journalKey(ctx context.Context, tx *storage.Tx, k envelope.SubjectKey, subject string) error {
 	if s.journal == nil {
 		return nil
 	}
@@ -658,7 +659,8 @@ func (s *Store) createPerSubject(ctx context.Context, sid envelope.SID, subject 
 			return false, fmt.Errorf("keystore: create key: %w", err)
 		}
 		defer tx.Rollback()
-		res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO subjects(sid, gen, state, bucket, wrapped, created_at) VALUES (?, 1, ?, ?, ?, ?)`,
+		res, err := tx.ExecContext(ctx, `INSERT INTO subjects(sid, gen, state, bucket, wrapped, created_at) VALUES (?, 1, ?, ?, ?, ?)
+			ON CONFLICT DO NOTHING`,
 			sid[:], SubjectLive, s.BucketOf(sid), wrapped, s.now().UnixNano())
 		if err != nil {
 			return false, fmt.Errorf("keystore: create key: %w", err)
@@ -726,7 +728,7 @@ func (s *Store) CheckLive(ctx context.Context, q interface {
 // refuses the subject from then on. A subject never seen gets a tombstone
 // too. It returns the generation destroyed (0 for a subject never seen).
 // The caller commits tx and then calls Purge and RekeyBucket.
-func (s *Store) ForgetTx(ctx context.Context, tx *sql.Tx, sid envelope.SID) (uint32, error) {
+func (s *Store) ForgetTx(ctx context.Context, tx *storage.Tx, sid envelope.SID) (uint32, error) {
 	now := s.now().UnixNano()
 	r, err := s.row(ctx, tx, sid)
 	if err != nil {
@@ -901,7 +903,7 @@ func (s *Store) rewrapChunk(ctx context.Context, b int, oldGen int64, old, nk, a
 // rewrapIn rewraps in tx the live subject keys of bucket b under generation
 // oldGen (old) as generation oldGen+1 (nk): those with sids after after (all
 // if nil), at most limit of them (all if negative), in sid order.
-func rewrapIn(ctx context.Context, tx *sql.Tx, b int, oldGen int64, old, nk, after []byte, limit int) (int, []byte, error) {
+func rewrapIn(ctx context.Context, tx *storage.Tx, b int, oldGen int64, old, nk, after []byte, limit int) (int, []byte, error) {
 	if after == nil {
 		after = []byte{} // below every sid (NULL would match none)
 	}
@@ -1055,7 +1057,8 @@ func (s *Store) insertChunk(ctx context.Context, buckets []int, gens []int64, bk
 			return false, nil // re-keyed since the read: read again
 		}
 	}
-	stmt, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO subjects(sid, gen, state, bucket, bucket_gen, wrapped, created_at) VALUES (?, 1, ?, ?, ?, ?, ?)`)
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO subjects(sid, gen, state, bucket, bucket_gen, wrapped, created_at) VALUES (?, 1, ?, ?, ?, ?, ?)
+		ON CONFLICT DO NOTHING`)
 	if err != nil {
 		return false, fmt.Errorf("keystore: create keys: %w", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
 	"github.com/shredd/shredd/keystore/vault"
+	"github.com/shredd/shredd/storage"
 	"github.com/shredd/shredd/storage/sqlite"
 )
 
@@ -34,17 +34,17 @@ func localRoot(t *testing.T, dir string) keystore.RootStore {
 	return root
 }
 
-func openTree(t *testing.T, dir string, buckets int) (*keystore.Store, *sql.DB) {
+func openTree(t *testing.T, dir string, buckets int) (*keystore.Store, *storage.DB) {
 	t.Helper()
 	return openTreeWith(t, dir, buckets, localRoot)
 }
 
-func openTreeWith(t *testing.T, dir string, buckets int, rootOf rootFunc) (*keystore.Store, *sql.DB) {
+func openTreeWith(t *testing.T, dir string, buckets int, rootOf rootFunc) (*keystore.Store, *storage.DB) {
 	t.Helper()
 	return openTreeOpts(t, dir, rootOf, keystore.Options{Buckets: buckets})
 }
 
-func openTreeOpts(t *testing.T, dir string, rootOf rootFunc, opts keystore.Options) (*keystore.Store, *sql.DB) {
+func openTreeOpts(t *testing.T, dir string, rootOf rootFunc, opts keystore.Options) (*keystore.Store, *storage.DB) {
 	t.Helper()
 	root := rootOf(t, dir)
 	db, err := sqlite.Open(filepath.Join(dir, "shredd.db"))
@@ -76,7 +76,7 @@ func createKeys(t *testing.T, s *keystore.Store, prefix string, n int) map[envel
 
 func sid(name string) envelope.SID { return envelope.SID(sha256.Sum256([]byte(name))) }
 
-func forget(t *testing.T, s *keystore.Store, db *sql.DB, id envelope.SID) {
+func forget(t *testing.T, s *keystore.Store, db *storage.DB, id envelope.SID) {
 	t.Helper()
 	destroy(t, s, db, id)
 	if _, err := s.RekeyBucket(context.Background(), s.BucketOf(id)); err != nil {
@@ -86,7 +86,7 @@ func forget(t *testing.T, s *keystore.Store, db *sql.DB, id envelope.SID) {
 
 // destroy commits a subject's forget (ForgetTx) and purges its key, leaving
 // the bucket re-key to the caller.
-func destroy(t *testing.T, s *keystore.Store, db *sql.DB, id envelope.SID) {
+func destroy(t *testing.T, s *keystore.Store, db *storage.DB, id envelope.SID) {
 	t.Helper()
 	ctx := context.Background()
 	tx, err := db.BeginTx(ctx, nil)
@@ -360,7 +360,7 @@ func backupTest(t *testing.T, rootOf rootFunc, rootFile bool) {
 
 	// 3. A copy taken after the epoch serves live subjects.
 	after := t.TempDir()
-	if err := sqlite.CheckpointWAL(ctx, db); err != nil {
+	if err := db.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
 	copyDir(t, live, after)
@@ -407,7 +407,7 @@ func TestCreateKeys(t *testing.T) {
 		t.Fatalf("forgotten subject after BulkCreateKeys: %v, want ErrShredded", err)
 	}
 	var n int
-	if err := db.QueryRow(`SELECT count(*) FROM subjects WHERE state=1`).Scan(&n); err != nil || n != len(sids)-1 {
+	if err := db.QueryRowContext(context.Background(), `SELECT count(*) FROM subjects WHERE state=1`).Scan(&n); err != nil || n != len(sids)-1 {
 		t.Fatalf("%d live subjects, want %d (%v)", n, len(sids)-1, err)
 	}
 }

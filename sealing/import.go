@@ -3,13 +3,12 @@ package sealing
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/envelope"
-	"github.com/shredd/shredd/storage/sqlite"
+	"github.com/shredd/shredd/storage"
 )
 
 // BulkArtifact is one artifact of a bulk import (BulkImport): its lineage is
@@ -24,18 +23,6 @@ type BulkArtifact struct {
 	// parents'), with the key generation; Direct marks its own subjects.
 	Lineage []envelope.Ref
 	Direct  []bool
-}
-
-// BulkOptions tune a bulk import.
-type BulkOptions struct {
-	// CacheKiB, when positive, sets the SQLite page cache of the
-	// connection for the import: a large import into a large registry is
-	// bound by random B-tree writes otherwise.
-	CacheKiB int
-	// NoSync commits without fsync (synchronous=OFF): for filling a data
-	// directory offline, where a crash means filling it again. Never for a
-	// registry in service.
-	NoSync bool
 }
 
 // CountArtifacts returns the number of artifacts registered so far
@@ -54,35 +41,19 @@ func (s *Service) CountArtifacts(ctx context.Context) (int64, error) {
 // check runs inside the transaction, as for a single registration, so a
 // forget committed before is refused); kinds must be registered. The caller
 // vouches for the lineages: they are not recomputed from the parents.
-func (s *Service) BulkImport(ctx context.Context, arts []BulkArtifact, o BulkOptions) error {
-	conn, err := s.db.Conn(ctx)
-	if err != nil {
+func (s *Service) BulkImport(ctx context.Context, arts []BulkArtifact, o storage.BulkOptions) error {
+	var inner error // the import's own errors say what failed already
+	err := s.db.Bulk(ctx, o, func(tx *storage.Tx) error {
+		inner = s.bulkImport(ctx, tx, arts)
+		return inner
+	})
+	if err != nil && err != inner {
 		return fmt.Errorf("sealing: import: %w", err)
 	}
-	defer conn.Close()
-	if o.CacheKiB > 0 {
-		if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA cache_size=-%d", o.CacheKiB)); err != nil {
-			return fmt.Errorf("sealing: import: %w", err)
-		}
-		defer conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf("PRAGMA cache_size=-%d", sqlite.CacheKiB))
-	}
-	if o.NoSync {
-		if _, err := conn.ExecContext(ctx, "PRAGMA synchronous=OFF"); err != nil {
-			return fmt.Errorf("sealing: import: %w", err)
-		}
-		defer func() {
-			// Back in the pool the connection must sync again; one that
-			// cannot be reset is discarded.
-			if _, err := conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA synchronous=FULL"); err != nil {
-				_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-			}
-		}()
-	}
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("sealing: import: %w", err)
-	}
-	defer tx.Rollback()
+	return err
+}
+
+func (s *Service) bulkImport(ctx context.Context, tx *storage.Tx, arts []BulkArtifact) error {
 	st := newTxStmts(tx)
 	defer st.close()
 	live := map[envelope.Ref]bool{}
@@ -122,9 +93,6 @@ func (s *Service) BulkImport(ctx context.Context, arts []BulkArtifact, o BulkOpt
 		if err := insertRecord(ctx, st, a.ID, a.Kind, a.Holder, a.Sealed, s.opts.Now(), a.Parents, a.Lineage, direct); err != nil {
 			return err
 		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sealing: import: %w", err)
 	}
 	return nil
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/shredd/shredd/envelope"
 	"github.com/shredd/shredd/internal/crashpoint"
 	"github.com/shredd/shredd/keystore"
-	"github.com/shredd/shredd/storage/sqlite"
+	"github.com/shredd/shredd/storage"
 )
 
 // Options configures a Service. Zero values take the defaults.
@@ -36,7 +36,7 @@ type Options struct {
 // opens data under the keys of its lineage, records artifacts and leases,
 // and holds the barrier locks that package erasure's forgets take.
 type Service struct {
-	db     *sql.DB
+	db     *storage.DB
 	keys   *keystore.Store
 	hasher *Hasher
 	opts   Options
@@ -53,7 +53,7 @@ type Service struct {
 }
 
 // New opens the registry in db, whose schema storage/sqlite made.
-func New(ctx context.Context, db *sql.DB, keys *keystore.Store, hasher *Hasher, opts Options) (*Service, error) {
+func New(ctx context.Context, db *storage.DB, keys *keystore.Store, hasher *Hasher, opts Options) (*Service, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -115,7 +115,7 @@ func (b *Barrier) RLock(sids []envelope.SID) func() {
 func (s *Service) Barrier() *Barrier { return &s.barrier }
 
 // DB returns the registry's database.
-func (s *Service) DB() *sql.DB { return s.db }
+func (s *Service) DB() *storage.DB { return s.db }
 
 // Keys returns the registry's key tree.
 func (s *Service) Keys() *keystore.Store { return s.keys }
@@ -435,7 +435,7 @@ func (s *Service) kickCheckpoint() {
 
 // checkpointer copies the WAL into the database file in the background,
 // at most every checkpointInterval, after group commits: the connections
-// checkpoint by themselves only past sqlite.WALAutoCheckpoint pages, so
+// checkpoint by themselves only past a bound of WAL pages, so
 // that commits return without copying pages (a checkpoint of many commits
 // copies a hot page once). A PASSIVE checkpoint runs alongside readers and
 // the writer. Errors are left to the next attempt: the WAL only grows.
@@ -446,7 +446,7 @@ func (s *Service) checkpointer() {
 			return
 		case <-s.ckptKick:
 		}
-		_ = sqlite.CheckpointPassive(context.Background(), s.db)
+		_ = s.db.Checkpoint(context.Background())
 		select {
 		case <-s.stop:
 			return
@@ -513,11 +513,11 @@ func (s *Service) writeGroup(batch []recordReq, kinds map[string]bool) ([]error,
 // txStmts runs queries in a transaction, preparing each query text once:
 // the registrations of a group run the same few queries many times.
 type txStmts struct {
-	tx *sql.Tx
+	tx *storage.Tx
 	m  map[string]*sql.Stmt
 }
 
-func newTxStmts(tx *sql.Tx) *txStmts { return &txStmts{tx: tx, m: map[string]*sql.Stmt{}} }
+func newTxStmts(tx *storage.Tx) *txStmts { return &txStmts{tx: tx, m: map[string]*sql.Stmt{}} }
 
 func (t *txStmts) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 	if st, ok := t.m[q]; ok {

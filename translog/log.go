@@ -12,12 +12,14 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/shredd/shredd/storage"
 )
 
 // A Log is the transparency log kept in a database. Its methods are safe
 // for concurrent use; appends are serialised by the database's write lock.
 type Log struct {
-	db     *sql.DB
+	db     *storage.DB
 	signer note.Signer
 
 	mu        sync.Mutex
@@ -32,7 +34,7 @@ type Log struct {
 // an append costs O(log n)). The log's origin is signer.Name();
 // it is recorded on first use, and opening the same database with a
 // signer of another name is an error wrapping [ErrOrigin].
-func Open(ctx context.Context, db *sql.DB, signer note.Signer) (*Log, error) {
+func Open(ctx context.Context, db *storage.DB, signer note.Signer) (*Log, error) {
 	if signer == nil || signer.Name() == "" {
 		return nil, errors.New("translog: open: signer without a name")
 	}
@@ -41,7 +43,7 @@ func Open(ctx context.Context, db *sql.DB, signer note.Signer) (*Log, error) {
 		return nil, fmt.Errorf("translog: open: %w", err)
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO log_meta (k, v) VALUES ('origin', ?)`, signer.Name()); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO log_meta (k, v) VALUES ('origin', ?) ON CONFLICT DO NOTHING`, signer.Name()); err != nil {
 		return nil, fmt.Errorf("translog: open: %w", err)
 	}
 	var origin string
@@ -70,7 +72,7 @@ func (l *Log) Origin() string { return l.signer.Name() }
 // transactions IMMEDIATE), so that the tree size read in tx stays the
 // size until commit; otherwise a concurrent append makes one of the two
 // fail rather than corrupt the log.
-func (l *Log) Append(ctx context.Context, tx *sql.Tx, entry []byte) (index int64, err error) {
+func (l *Log) Append(ctx context.Context, tx *storage.Tx, entry []byte) (index int64, err error) {
 	first, err := l.AppendBatch(ctx, tx, [][]byte{entry})
 	if err != nil {
 		return 0, err
@@ -83,7 +85,7 @@ func (l *Log) Append(ctx context.Context, tx *sql.Tx, entry []byte) (index int64
 // has a valid size. The hashes needed by the next append (the right edge
 // of the tree, at most one per level) are kept in memory during the
 // batch, so a batch of k entries costs O(k) writes and O(log n) reads.
-func (l *Log) AppendBatch(ctx context.Context, tx *sql.Tx, entries [][]byte) (first int64, err error) {
+func (l *Log) AppendBatch(ctx context.Context, tx *storage.Tx, entries [][]byte) (first int64, err error) {
 	for i, e := range entries {
 		if len(e) == 0 || len(e) > MaxEntrySize {
 			return 0, fmt.Errorf("translog: append: entry %d of %d bytes: %w", i, len(e), ErrTooLarge)
@@ -123,7 +125,7 @@ const batchRows = 300
 // multi-row INSERTs.
 type batchWriter struct {
 	ctx     context.Context
-	tx      *sql.Tx
+	tx      *storage.Tx
 	entries []any // idx, data pairs
 	hashes  []any // idx, hash pairs
 	edge    edge
@@ -163,7 +165,7 @@ func (w *batchWriter) flush() error {
 
 // insertRows inserts pairs of values into table in statements of at most
 // batchRows rows.
-func insertRows(ctx context.Context, tx *sql.Tx, table string, args []any) error {
+func insertRows(ctx context.Context, tx *storage.Tx, table string, args []any) error {
 	for len(args) > 0 {
 		k := min(len(args), 2*batchRows)
 		q := "INSERT INTO " + table + " VALUES " + strings.TrimSuffix(strings.Repeat("(?, ?),", k/2), ",")
@@ -175,14 +177,8 @@ func insertRows(ctx context.Context, tx *sql.Tx, table string, args []any) error
 	return nil
 }
 
-// A querier is a *sql.DB or a *sql.Tx.
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
 // treeSize returns the number of entries in the log as seen by q.
-func treeSize(ctx context.Context, q querier) (int64, error) {
+func treeSize(ctx context.Context, q storage.Querier) (int64, error) {
 	var n int64
 	if err := q.QueryRowContext(ctx, `SELECT COALESCE(MAX(idx), -1) + 1 FROM log_entries`).Scan(&n); err != nil {
 		return 0, fmt.Errorf("tree size: %w", err)
@@ -194,7 +190,7 @@ func treeSize(ctx context.Context, q querier) (int64, error) {
 // looking first in the in-memory edge of a batch when it has one.
 type hashReader struct {
 	ctx  context.Context
-	q    querier
+	q    storage.Querier
 	edge *edge
 }
 

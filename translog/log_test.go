@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
+	"github.com/shredd/shredd/storage"
 	"github.com/shredd/shredd/storage/sqlite"
 	"github.com/shredd/shredd/translog"
 )
@@ -48,12 +48,12 @@ func testVerifier(t testing.TB, vkey string) note.Verifier {
 }
 
 // newLog opens a log signed by the test key in a new SQLite file.
-func newLog(t testing.TB) (*sql.DB, *translog.Log) {
+func newLog(t testing.TB) (*storage.DB, *translog.Log) {
 	t.Helper()
 	return newLogWith(t, testSkey)
 }
 
-func newLogWith(t testing.TB, skey string) (*sql.DB, *translog.Log) {
+func newLogWith(t testing.TB, skey string) (*storage.DB, *translog.Log) {
 	t.Helper()
 	db, err := sqlite.Open(filepath.Join(t.TempDir(), "shredd.db"))
 	if err != nil {
@@ -69,7 +69,7 @@ func newLogWith(t testing.TB, skey string) (*sql.DB, *translog.Log) {
 
 // appendTx appends entries in one committed transaction, returning the
 // index of the first.
-func appendTx(t testing.TB, db *sql.DB, l *translog.Log, entries ...[]byte) int64 {
+func appendTx(t testing.TB, db *storage.DB, l *translog.Log, entries ...[]byte) int64 {
 	t.Helper()
 	ctx := context.Background()
 	tx, err := db.BeginTx(ctx, nil)

@@ -17,7 +17,7 @@ import (
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
 	"github.com/shredd/shredd/sealing"
-	"github.com/shredd/shredd/storage/sqlite"
+	"github.com/shredd/shredd/storage"
 )
 
 // benchSubject is the subject id of the i-th subject of a benchmark data
@@ -154,7 +154,7 @@ func (c *fillConfig) run(ctx context.Context, stdout io.Writer) error {
 		}
 		// The import commits without fsync: an interrupted fill is resumed,
 		// and the server that opens the directory afterwards syncs as ever.
-		if err := svc.BulkImport(ctx, batch, sealing.BulkOptions{CacheKiB: c.CacheMiB << 10, NoSync: true}); err != nil {
+		if err := svc.BulkImport(ctx, batch, storage.BulkOptions{CacheKiB: c.CacheMiB << 10, NoSync: true}); err != nil {
 			return err
 		}
 		done += n
@@ -163,7 +163,7 @@ func (c *fillConfig) run(ctx context.Context, stdout io.Writer) error {
 		}
 	}
 	// Make the whole fill durable before saying so.
-	if err := sqlite.CheckpointWAL(ctx, db); err != nil {
+	if err := db.Sync(ctx); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "filled %s: %d subjects, %d artifacts, %d of them of %s, in %s\n", c.Dir, c.Subjects, total, c.Heavy,

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,6 +20,7 @@ import (
 	"github.com/shredd/shredd/internal/node"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
+	"github.com/shredd/shredd/storage"
 	"github.com/shredd/shredd/storage/sqlite"
 )
 
@@ -40,7 +40,7 @@ func backupName(t time.Time) string {
 // (so that a backup the current root can open always exists), keeps the
 // newest --backup-keep, and drops the forget ledger's entries that the
 // epoch made unnecessary. It returns when ctx ends.
-func (p *Program) afterEpochs(ctx context.Context, kick <-chan struct{}, db *sql.DB, keys *keystore.Store, svc *erasure.Service, rootKind string, log *slog.Logger) {
+func (p *Program) afterEpochs(ctx context.Context, kick <-chan struct{}, db *storage.DB, keys *keystore.Store, svc *erasure.Service, rootKind string, log *slog.Logger) {
 	for {
 		select {
 		case <-ctx.Done():

@@ -708,13 +708,13 @@ func testVaultBackup(t *testing.T) {
 	}
 	defer db.Close()
 	var liveRows int
-	if err := db.QueryRow(`SELECT count(*) FROM subjects WHERE wrapped IS NOT NULL`).Scan(&liveRows); err != nil {
+	if err := db.QueryRowContext(context.Background(), `SELECT count(*) FROM subjects WHERE wrapped IS NOT NULL`).Scan(&liveRows); err != nil {
 		t.Fatal(err)
 	}
 	if liveRows != 3 {
 		t.Fatalf("the backup holds %d wrapped subject keys, want 3 (alice, bob, carol)", liveRows)
 	}
-	rows, err := db.Query(`SELECT id, root_version, wrapped FROM buckets`)
+	rows, err := db.QueryContext(context.Background(), `SELECT id, root_version, wrapped FROM buckets`)
 	if err != nil {
 		t.Fatal(err)
 	}

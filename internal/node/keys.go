@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -23,6 +22,7 @@ import (
 	"github.com/shredd/shredd/internal/crashpoint"
 	"github.com/shredd/shredd/internal/datadir"
 	"github.com/shredd/shredd/journal"
+	"github.com/shredd/shredd/storage"
 	"github.com/shredd/shredd/translog"
 )
 
@@ -207,7 +207,7 @@ func loadOrCreateLogKey(dir string) (note.Signer, string, bool, error) {
 // attestation key and log key, opens the transparency log in db and
 // returns the journal that the key tree and the service log through, with
 // the attestation key. log, when set, is told about keys it created.
-func openJournal(ctx context.Context, dir string, db *sql.DB, log *slog.Logger) (*journal.Journal, ed25519.PrivateKey, error) {
+func openJournal(ctx context.Context, dir string, db *storage.DB, log *slog.Logger) (*journal.Journal, ed25519.PrivateKey, error) {
 	attKey, created, err := LoadOrCreateAttestationKey(dir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("attestation key: %w", err)

@@ -13,7 +13,6 @@ package node
 import (
 	"context"
 	"crypto/ed25519"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,6 +26,7 @@ import (
 	"github.com/shredd/shredd/internal/datadir"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/sealing"
+	"github.com/shredd/shredd/storage"
 	"github.com/shredd/shredd/storage/sqlite"
 )
 
@@ -64,7 +64,7 @@ func (c *Config) LedgerPath() string {
 
 // Node is an open data directory: the stack shredd serve serves.
 type Node struct {
-	DB             *sql.DB
+	DB             *storage.DB
 	Root           keystore.RootStore
 	Keys           *keystore.Store
 	Service        *erasure.Service // the registry (sealing) and the erasure on it
@@ -101,7 +101,7 @@ func OpenBulk(ctx context.Context, c Config) (*Node, error) {
 // keys or the root store: for the commands that work beside a running
 // server (shredd token, shredd backup). It never creates a database: a
 // directory without one is the os.Stat error (fs.ErrNotExist).
-func OpenDB(dir string) (*sql.DB, error) {
+func OpenDB(dir string) (*storage.DB, error) {
 	path := filepath.Join(dir, DBFile)
 	if _, err := os.Stat(path); err != nil {
 		return nil, err

@@ -13,7 +13,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
-	"database/sql"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -28,6 +27,7 @@ import (
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
 	"github.com/shredd/shredd/sealing"
+	"github.com/shredd/shredd/storage"
 	"github.com/shredd/shredd/storage/sqlite"
 	"github.com/shredd/shredd/testkeys"
 	"github.com/shredd/shredd/translog"
@@ -71,7 +71,7 @@ type Options struct {
 type Stack struct {
 	// Dir is the temporary directory of the root file and the database.
 	Dir     string
-	DB      *sql.DB
+	DB      *storage.DB
 	Root    keystore.RootStore
 	Keys    *keystore.Store
 	Hasher  *sealing.Hasher

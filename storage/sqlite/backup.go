@@ -10,6 +10,7 @@ import (
 
 	"github.com/shredd/shredd/internal/crashpoint"
 	"github.com/shredd/shredd/internal/datadir"
+	"github.com/shredd/shredd/storage"
 )
 
 // BackupInfo describes a backup: what it was taken from and which root
@@ -29,8 +30,13 @@ type BackupInfo struct {
 // BackupInfo in it, fsyncs it and renames it into place. path must not
 // exist. The copy holds wrapped keys only: without the root store it opens
 // nothing.
-func Backup(ctx context.Context, db *sql.DB, path, rootKind string) (BackupInfo, error) {
+func Backup(ctx context.Context, sdb *storage.DB, path, rootKind string) (BackupInfo, error) {
 	info := BackupInfo{TakenAt: time.Now().UTC(), RootStore: rootKind}
+	e, ok := sdb.Engine().(*engine)
+	if !ok {
+		return info, fmt.Errorf("storage: backup: a %s database, not SQLite: back it up with its engine's tools", sdb.Engine().Name())
+	}
+	db := e.db
 	if _, err := os.Lstat(path); err == nil {
 		return info, fmt.Errorf("storage: backup: %s exists", path)
 	}

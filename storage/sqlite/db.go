@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/mattn/go-sqlite3" // SQLite driver: the key tree and the registry share one file
+
+	"github.com/shredd/shredd/storage"
 )
 
 // CacheKiB is the page cache of each connection in KiB (SQLite's default is
@@ -35,7 +37,7 @@ var registerDriver sync.Once
 // the commit that crosses it copy the WAL into the database file and fsync
 // it before returning: under load that is most commits of the registry's
 // group commits, each copying the same hot index pages again. shredd's
-// service checkpoints in the background instead (CheckpointPassive, after
+// service checkpoints in the background instead (storage.DB.Checkpoint, after
 // commits, at most every few milliseconds); this bound only caps the WAL
 // when nothing does.
 const WALAutoCheckpoint = 10_000
@@ -55,7 +57,7 @@ const WALAutoCheckpoint = 10_000
 //     gate per file (writeGate) instead of polling SQLite's lock;
 //   - automatic WAL checkpoints only past WALAutoCheckpoint pages: the
 //     service checkpoints in the background (CheckpointPassive).
-func Open(path string) (*sql.DB, error) {
+func Open(path string) (*storage.DB, error) {
 	// Create the file 0600 first: SQLite gives its -wal and -shm files the
 	// database file's permissions.
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
@@ -99,17 +101,17 @@ func Open(path string) (*sql.DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("storage: open db: journal_mode=%s secure_delete=%d, want wal and 1", mode, sd)
 	}
-	if err := Migrate(ctx, db); err != nil {
+	if err := migrate(ctx, db); err != nil {
 		db.Close()
 		return nil, err
 	}
-	return db, nil
+	return storage.New(db, &engine{db: db}), nil
 }
 
-// CheckpointPassive copies what it can of the WAL into the database file
+// checkpointPassive copies what it can of the WAL into the database file
 // without waiting for readers or writers (PRAGMA wal_checkpoint(PASSIVE)):
 // the background checkpoint of a busy database, off the commit path.
-func CheckpointPassive(ctx context.Context, db *sql.DB) error {
+func checkpointPassive(ctx context.Context, db *sql.DB) error {
 	var busy, logPages, moved int
 	if err := db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &logPages, &moved); err != nil {
 		return fmt.Errorf("storage: wal checkpoint: %w", err)
@@ -117,11 +119,11 @@ func CheckpointPassive(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-// CheckpointWAL copies the WAL into the database file and truncates it, so
+// checkpointTruncate copies the WAL into the database file and truncates it, so
 // that pages holding destroyed keys do not stay in the WAL file. Readers in
 // flight can keep a checkpoint from completing; it is retried for up to
 // about ten seconds before giving up.
-func CheckpointWAL(ctx context.Context, db *sql.DB) error {
+func checkpointTruncate(ctx context.Context, db *sql.DB) error {
 	delay := 10 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		var busy, logPages, moved int
@@ -141,4 +143,58 @@ func CheckpointWAL(ctx context.Context, db *sql.DB) error {
 		}
 		delay = min(delay*2, 500*time.Millisecond)
 	}
+}
+
+// engine is the storage.Engine of SQLite.
+type engine struct{ db *sql.DB }
+
+func (e *engine) Name() string { return "sqlite" }
+
+// Rebind leaves queries as written: SQLite takes ? placeholders.
+func (e *engine) Rebind(q string) string { return q }
+
+// Checkpoint is a PASSIVE checkpoint of the WAL.
+func (e *engine) Checkpoint(ctx context.Context) error { return checkpointPassive(ctx, e.db) }
+
+// Scrub copies the WAL into the database file and truncates it: the
+// frames that held deleted rows are gone, and secure_delete (set at Open)
+// has already zeroed the freed space in the pages themselves.
+func (e *engine) Scrub(ctx context.Context) error { return checkpointTruncate(ctx, e.db) }
+
+// Sync copies the WAL into the database file, fsyncs it (the checkpointing
+// connection syncs: synchronous=FULL) and truncates the WAL.
+func (e *engine) Sync(ctx context.Context) error { return checkpointTruncate(ctx, e.db) }
+
+// Bulk sizes conn's page cache and, with NoSync, turns its fsyncs off
+// until restore.
+func (e *engine) Bulk(ctx context.Context, conn *sql.Conn, o storage.BulkOptions) (func(context.Context) error, error) {
+	var undo []string
+	restore := func(ctx context.Context) error {
+		var first error
+		for _, q := range undo {
+			if _, err := conn.ExecContext(ctx, q); err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	}
+	set := func(q, back string) error {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			restore(context.WithoutCancel(ctx))
+			return err
+		}
+		undo = append(undo, back)
+		return nil
+	}
+	if o.CacheKiB > 0 {
+		if err := set(fmt.Sprintf("PRAGMA cache_size=-%d", o.CacheKiB), fmt.Sprintf("PRAGMA cache_size=-%d", CacheKiB)); err != nil {
+			return nil, err
+		}
+	}
+	if o.NoSync {
+		if err := set("PRAGMA synchronous=OFF", "PRAGMA synchronous=FULL"); err != nil {
+			return nil, err
+		}
+	}
+	return restore, nil
 }

@@ -4,18 +4,15 @@ import (
 	"context"
 	"database/sql"
 	"embed"
-	"errors"
 	"fmt"
 	"io/fs"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
-)
 
-// ErrSchemaTooNew means the database was migrated by a newer release of
-// shredd than this one: opening it could misread what that release wrote.
-var ErrSchemaTooNew = errors.New("database schema newer than this release")
+	"github.com/shredd/shredd/storage"
+)
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
@@ -69,7 +66,15 @@ func SchemaVersion() int {
 }
 
 // Version returns the schema version recorded in db (0 before any).
-func Version(ctx context.Context, db *sql.DB) (int, error) {
+func Version(ctx context.Context, db *storage.DB) (int, error) {
+	e, ok := db.Engine().(*engine)
+	if !ok {
+		return 0, fmt.Errorf("storage: schema version: a %s database, not SQLite", db.Engine().Name())
+	}
+	return version(ctx, e.db)
+}
+
+func version(ctx context.Context, db *sql.DB) (int, error) {
 	var n int
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type='table' AND name='migrations'`).Scan(&n); err != nil {
 		return 0, fmt.Errorf("storage: schema version: %w", err)
@@ -84,12 +89,12 @@ func Version(ctx context.Context, db *sql.DB) (int, error) {
 	return int(v.Int64), nil
 }
 
-// Migrate brings db to SchemaVersion: each migration not yet recorded in
+// migrate brings db to SchemaVersion: each migration not yet recorded in
 // the migrations table runs in a transaction of its own, together with its
 // record, so that a crash leaves the schema at one version or the next. A
 // database recorded at a version this release does not know is refused
-// with ErrSchemaTooNew.
-func Migrate(ctx context.Context, db *sql.DB) error {
+// with storage.ErrSchemaTooNew.
+func migrate(ctx context.Context, db *sql.DB) error {
 	all, err := migrations()
 	if err != nil {
 		return err
@@ -100,13 +105,13 @@ func Migrate(ctx context.Context, db *sql.DB) error {
 		applied_at INTEGER NOT NULL)`); err != nil {
 		return fmt.Errorf("storage: migrate: %w", err)
 	}
-	have, err := Version(ctx, db)
+	have, err := version(ctx, db)
 	if err != nil {
 		return err
 	}
 	if have > len(all) {
 		return fmt.Errorf("storage: the database is at schema version %d, this release knows up to %d: %w; run the release that wrote it, or a newer one",
-			have, len(all), ErrSchemaTooNew)
+			have, len(all), storage.ErrSchemaTooNew)
 	}
 	for _, m := range all[have:] {
 		if err := apply(ctx, db, m); err != nil {

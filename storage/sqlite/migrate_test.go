@@ -10,12 +10,13 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/shredd/shredd/storage"
 	"github.com/shredd/shredd/storage/sqlite"
 )
 
 // schemaOf describes every table of db: its columns (name, type, not
 // null, primary key position) and its indexes, as SQLite reports them.
-func schemaOf(t *testing.T, db *sql.DB) map[string][]string {
+func schemaOf(t *testing.T, db storage.Querier) map[string][]string {
 	t.Helper()
 	ctx := context.Background()
 	rows, err := db.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
@@ -79,7 +80,7 @@ func copyDB(t *testing.T, src string) string {
 func TestMigrateOldRelease(t *testing.T) {
 	ctx := context.Background()
 	path := copyDB(t, filepath.Join("..", "..", "testdata", "release-08637c3", "shredd.db"))
-	count := func(db *sql.DB, table string) int {
+	count := func(db storage.Querier, table string) int {
 		var n int
 		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM `+table).Scan(&n); err != nil {
 			t.Fatal(err)
@@ -142,11 +143,11 @@ func TestMigrateRefusesNewerSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(`INSERT INTO migrations(version, name, applied_at) VALUES (?, 'from_the_future', 0)`, sqlite.SchemaVersion()+1); err != nil {
+	if _, err := db.ExecContext(context.Background(), `INSERT INTO migrations(version, name, applied_at) VALUES (?, 'from_the_future', 0)`, sqlite.SchemaVersion()+1); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
-	if _, err := sqlite.Open(path); !errors.Is(err, sqlite.ErrSchemaTooNew) {
+	if _, err := sqlite.Open(path); !errors.Is(err, storage.ErrSchemaTooNew) {
 		t.Fatalf("open of a newer schema: %v, want ErrSchemaTooNew", err)
 	}
 }

@@ -1,0 +1,227 @@
+// Package storage is the seam between shredd's packages and the database
+// engine: a DB and its transactions, over which every package runs its
+// queries, written once with ? placeholders in the SQL every backend accepts.
+//
+// A backend is one package below this one (storage/sqlite today) that opens
+// its engine, brings the schema to this release's version with its
+// embedded, numbered migrations, and hands the result to New with an
+// Engine: the few things that differ between engines (placeholders, how
+// freed pages leave the disk, bulk-load settings). No other package sees a
+// *sql.DB or a *sql.Tx: they take a *DB, a *Tx or a Querier.
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrSchemaTooNew means the database was migrated by a newer release of
+// shredd than this one: opening it could misread what that release wrote.
+var ErrSchemaTooNew = errors.New("database schema newer than this release")
+
+// An Engine is what a backend tells the DB about its database engine.
+type Engine interface {
+	// Name names the engine ("sqlite").
+	Name() string
+	// Rebind turns a query written with ? placeholders into the engine's
+	// own; nil when the engine takes ? as it is.
+	Rebind(query string) string
+	// Checkpoint folds the engine's write-ahead log into the database
+	// without blocking readers or writers, where the engine has such a
+	// log that it does not fold by itself. Errors may be left to the next
+	// call.
+	Checkpoint(ctx context.Context) error
+	// Scrub makes sure no file of the database keeps the bytes of rows
+	// deleted or overwritten before the call (a write-ahead log, free
+	// pages): the epoch calls it after it destroys keys, so that the rows
+	// of forgotten subjects are gone from the disk, not only from the
+	// tables.
+	Scrub(ctx context.Context) error
+	// Sync makes every commit so far durable, those of a NoSync bulk load
+	// too.
+	Sync(ctx context.Context) error
+	// Bulk prepares conn for a bulk load with o and returns the function
+	// that restores its settings; the connection is discarded when that
+	// function fails.
+	Bulk(ctx context.Context, conn *sql.Conn, o BulkOptions) (restore func(context.Context) error, err error)
+}
+
+// BulkOptions tunes a bulk load (DB.Bulk). The zero value changes nothing.
+type BulkOptions struct {
+	// CacheKiB sizes the page cache of the load's connection (0: the
+	// default).
+	CacheKiB int
+	// NoSync commits without waiting for the disk: only for filling a data
+	// directory that nothing serves yet, which a crash may leave torn;
+	// DB.Sync makes it durable afterwards.
+	NoSync bool
+}
+
+// A Querier is a *DB or a *Tx: what a read or a single write needs.
+type Querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// DB is an open database of one backend.
+type DB struct {
+	db     *sql.DB
+	eng    Engine
+	rebind func(string) string // nil: queries go as written
+}
+
+// New wraps db, opened and migrated by a backend, with the backend's engine.
+// Only backends call it.
+func New(db *sql.DB, eng Engine) *DB {
+	d := &DB{db: db, eng: eng}
+	if eng.Rebind("?") != "?" {
+		d.rebind = eng.Rebind
+	}
+	return d
+}
+
+func (d *DB) q(query string) string {
+	if d.rebind == nil {
+		return query
+	}
+	return d.rebind(query)
+}
+
+// Engine returns the backend's engine (a backend type-asserts its own, for
+// the operations only it has, such as the SQLite backup).
+func (d *DB) Engine() Engine { return d.eng }
+
+// ExecContext runs a statement outside a transaction (one statement is its
+// own transaction).
+func (d *DB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return d.db.ExecContext(ctx, d.q(query), args...)
+}
+
+// QueryContext runs a query outside a transaction. A query that writes
+// (INSERT ... RETURNING) belongs in a transaction: outside one it would
+// not queue behind the write lock.
+func (d *DB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return d.db.QueryContext(ctx, d.q(query), args...)
+}
+
+// QueryRowContext runs a query of at most one row outside a transaction.
+func (d *DB) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return d.db.QueryRowContext(ctx, d.q(query), args...)
+}
+
+// BeginTx starts a transaction. A transaction that may write must say so
+// before its first statement: it takes the write lock of the database at
+// its start (SQLite: BEGIN IMMEDIATE behind the process's write gate), so
+// concurrent writers queue instead of failing at commit.
+func (d *DB) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) {
+	tx, err := d.db.BeginTx(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Tx{tx: tx, d: d}, nil
+}
+
+// Bulk runs fn in one transaction on a connection of its own tuned with o
+// for a bulk load, and commits it when fn returns nil.
+func (d *DB) Bulk(ctx context.Context, o BulkOptions, fn func(*Tx) error) (err error) {
+	conn, err := d.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	restore, err := d.eng.Bulk(ctx, conn, o)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if rerr := restore(context.WithoutCancel(ctx)); rerr != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+			if err == nil {
+				err = rerr
+			}
+		}
+	}()
+	stx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	tx := &Tx{tx: stx, d: d}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// Checkpoint folds the engine's write-ahead log into the database in the
+// background of writers (Engine.Checkpoint).
+func (d *DB) Checkpoint(ctx context.Context) error { return d.eng.Checkpoint(ctx) }
+
+// Scrub makes sure the bytes of deleted rows are gone from every file of
+// the database (Engine.Scrub).
+func (d *DB) Scrub(ctx context.Context) error { return d.eng.Scrub(ctx) }
+
+// Sync makes every commit so far durable, those of a NoSync bulk load too
+// (Engine.Sync).
+func (d *DB) Sync(ctx context.Context) error { return d.eng.Sync(ctx) }
+
+// ProbeWrite checks that the database accepts a write now: it upserts the
+// one row of the readiness table, through the write lock like every other
+// write, and commits it. A database that only reads (a full disk, a
+// read-only file or mount, a closed handle, a write lock that stays taken
+// until ctx ends) gives an error; reads alone would not show it. Each call
+// is one small committed transaction (one fsync): meant for readiness
+// probes every few seconds, not for hot paths.
+func (d *DB) ProbeWrite(ctx context.Context, now time.Time) error {
+	if _, err := d.ExecContext(ctx, `INSERT INTO readiness(id, checked_at) VALUES (1, ?)
+		ON CONFLICT(id) DO UPDATE SET checked_at=excluded.checked_at`, now.UnixNano()); err != nil {
+		return fmt.Errorf("storage: probe write: %w", err)
+	}
+	return nil
+}
+
+// SetMaxOpenConns bounds the connections of the pool (tests use 1 to hold
+// the only connection).
+func (d *DB) SetMaxOpenConns(n int) { d.db.SetMaxOpenConns(n) }
+
+// Close closes the database.
+func (d *DB) Close() error { return d.db.Close() }
+
+// Tx is a transaction of a DB.
+type Tx struct {
+	tx *sql.Tx
+	d  *DB
+}
+
+// ExecContext runs a statement in the transaction.
+func (t *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return t.tx.ExecContext(ctx, t.d.q(query), args...)
+}
+
+// QueryContext runs a query in the transaction.
+func (t *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return t.tx.QueryContext(ctx, t.d.q(query), args...)
+}
+
+// QueryRowContext runs a query of at most one row in the transaction.
+func (t *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return t.tx.QueryRowContext(ctx, t.d.q(query), args...)
+}
+
+// PrepareContext prepares a statement for repeated use in the transaction;
+// the statement is closed with it.
+func (t *Tx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	return t.tx.PrepareContext(ctx, t.d.q(query))
+}
+
+// Commit commits the transaction.
+func (t *Tx) Commit() error { return t.tx.Commit() }
+
+// Rollback rolls the transaction back; after a Commit it does nothing
+// (it returns sql.ErrTxDone), so it can be deferred.
+func (t *Tx) Rollback() error { return t.tx.Rollback() }

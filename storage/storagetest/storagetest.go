@@ -1,0 +1,341 @@
+// Package storagetest is the conformance suite every storage backend passes
+// (tests only): the schema of this release, transactions, the write lock,
+// the portable SQL forms shredd's packages use, and the DB's maintenance
+// calls.
+package storagetest
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shredd/shredd/storage"
+)
+
+// Tables are the tables shredd's packages read and write: a backend's
+// migrations create every one.
+var Tables = []string{
+	"migrations", "readiness",
+	// keystore
+	"keystore_meta", "buckets", "subjects", "epochs",
+	// sealing
+	"kinds", "artifacts", "lineage", "leases",
+	// erasure
+	"forgets", "holders", "holder_acks", "acked", "inventories",
+	// journal and translog
+	"subject_log", "forget_log", "epoch_log", "log_entries", "log_meta",
+	// api
+	"tokens",
+}
+
+// Backend opens the databases of one backend for the suite.
+type Backend struct {
+	// Open opens the database called name, creating it empty the first
+	// time; opening the same name again (after Close) opens the same data.
+	Open func(t *testing.T, name string) *storage.DB
+}
+
+// Run runs the conformance suite against b.
+func Run(t *testing.T, b Backend) {
+	t.Run("Schema", func(t *testing.T) { testSchema(t, b) })
+	t.Run("Values", func(t *testing.T) { testValues(t, b) })
+	t.Run("Transactions", func(t *testing.T) { testTransactions(t, b) })
+	t.Run("ConcurrentWriters", func(t *testing.T) { testConcurrentWriters(t, b) })
+	t.Run("Upserts", func(t *testing.T) { testUpserts(t, b) })
+	t.Run("Bulk", func(t *testing.T) { testBulk(t, b) })
+	t.Run("Maintenance", func(t *testing.T) { testMaintenance(t, b) })
+	t.Run("Reopen", func(t *testing.T) { testReopen(t, b) })
+}
+
+// scratch creates a table of the suite's own in db.
+func scratch(t *testing.T, db *storage.DB) {
+	t.Helper()
+	if _, err := db.ExecContext(context.Background(), `CREATE TABLE scratch (
+		k TEXT PRIMARY KEY,
+		n BIGINT NOT NULL,
+		b BYTEA,
+		s TEXT)`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func count(t *testing.T, q storage.Querier, query string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	if err := q.QueryRowContext(context.Background(), query, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+func testSchema(t *testing.T, b Backend) {
+	db := b.Open(t, "schema")
+	defer db.Close()
+	for _, tb := range Tables {
+		count(t, db, `SELECT count(*) FROM `+tb)
+	}
+	var v int64
+	if err := db.QueryRowContext(context.Background(), `SELECT max(version) FROM migrations`).Scan(&v); err != nil || v < 1 {
+		t.Fatalf("migrations recorded: %d, %v; want at least one", v, err)
+	}
+	if n := count(t, db, `SELECT count(*) FROM migrations`); n != v {
+		t.Fatalf("%d migrations recorded, newest %d: want one row per version", n, v)
+	}
+}
+
+// testValues: the values shredd stores come back as they went in, with
+// placeholders bound in order.
+func testValues(t *testing.T, b Backend) {
+	ctx := context.Background()
+	db := b.Open(t, "values")
+	defer db.Close()
+	scratch(t, db)
+	blob := []byte{0, 1, 0xff, 0, 'x'}
+	big := int64(time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	if _, err := db.ExecContext(ctx, `INSERT INTO scratch(k, n, b, s) VALUES (?, ?, ?, ?)`, "a", big, blob, "é\u2028"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO scratch(k, n, b, s) VALUES (?, ?, ?, ?)`, "b", int64(math.MinInt64), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	var gotB []byte
+	var s sql.NullString
+	if err := db.QueryRowContext(ctx, `SELECT n, b, s FROM scratch WHERE k=? AND n=?`, "a", big).Scan(&n, &gotB, &s); err != nil {
+		t.Fatal(err)
+	}
+	if n != big || !bytes.Equal(gotB, blob) || s.String != "é\u2028" {
+		t.Fatalf("read back %d %x %q", n, gotB, s.String)
+	}
+	gotB = []byte("not nil")
+	if err := db.QueryRowContext(ctx, `SELECT n, b, s FROM scratch WHERE k=?`, "b").Scan(&n, &gotB, &s); err != nil {
+		t.Fatal(err)
+	}
+	if n != math.MinInt64 || gotB != nil || s.Valid {
+		t.Fatalf("read back %d %x %v, want MinInt64 and two NULLs", n, gotB, s)
+	}
+	if err := db.QueryRowContext(ctx, `SELECT n FROM scratch WHERE k=?`, "none").Scan(&n); !errors.Is(err, sql.ErrNoRows) {
+		t.Fatalf("missing row: %v, want sql.ErrNoRows", err)
+	}
+}
+
+func testTransactions(t *testing.T, b Backend) {
+	ctx := context.Background()
+	db := b.Open(t, "tx")
+	defer db.Close()
+	scratch(t, db)
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO scratch(k, n) VALUES ('gone', 1)`); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, tx, `SELECT count(*) FROM scratch`); n != 1 {
+		t.Fatalf("the transaction sees %d rows of its own, want 1", n)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, db, `SELECT count(*) FROM scratch`); n != 0 {
+		t.Fatalf("%d rows after a rollback, want 0", n)
+	}
+
+	tx, err = db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := tx.PrepareContext(ctx, `INSERT INTO scratch(k, n) VALUES (?, ?)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := st.ExecContext(ctx, fmt.Sprint("k", i), i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// INSERT ... RETURNING in a transaction (epochs, holder acks).
+	var k string
+	if err := tx.QueryRowContext(ctx, `INSERT INTO scratch(k, n) VALUES (?, ?) RETURNING k`, "ret", 7).Scan(&k); err != nil || k != "ret" {
+		t.Fatalf("insert returning: %q, %v", k, err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Rollback(); !errors.Is(err, sql.ErrTxDone) {
+		t.Fatalf("rollback after commit: %v, want sql.ErrTxDone", err)
+	}
+	if n := count(t, db, `SELECT count(*) FROM scratch`); n != 4 {
+		t.Fatalf("%d rows after the commit, want 4", n)
+	}
+}
+
+// testConcurrentWriters: write transactions of many goroutines queue for
+// the write lock; none fails and no update is lost.
+func testConcurrentWriters(t *testing.T, b Backend) {
+	ctx := context.Background()
+	db := b.Open(t, "writers")
+	defer db.Close()
+	scratch(t, db)
+	if _, err := db.ExecContext(ctx, `INSERT INTO scratch(k, n) VALUES ('c', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	const writers, each = 8, 25
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for range writers {
+		wg.Go(func() {
+			for range each {
+				err := func() error {
+					tx, err := db.BeginTx(ctx, nil)
+					if err != nil {
+						return err
+					}
+					defer tx.Rollback()
+					var n int64
+					if err := tx.QueryRowContext(ctx, `SELECT n FROM scratch WHERE k='c'`).Scan(&n); err != nil {
+						return err
+					}
+					if _, err := tx.ExecContext(ctx, `UPDATE scratch SET n=? WHERE k='c'`, n+1); err != nil {
+						return err
+					}
+					return tx.Commit()
+				}()
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("writer: %v", err)
+	}
+	if n := count(t, db, `SELECT n FROM scratch WHERE k='c'`); n != writers*each {
+		t.Fatalf("counter %d after %d read-modify-write transactions: updates lost", n, writers*each)
+	}
+}
+
+// testUpserts: the two upsert forms the packages use.
+func testUpserts(t *testing.T, b Backend) {
+	ctx := context.Background()
+	db := b.Open(t, "upserts")
+	defer db.Close()
+	scratch(t, db)
+	for range 2 {
+		if _, err := db.ExecContext(ctx, `INSERT INTO scratch(k, n) VALUES ('x', 1) ON CONFLICT DO NOTHING`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := db.ExecContext(ctx, `INSERT INTO scratch(k, n) VALUES ('x', 2) ON CONFLICT DO NOTHING`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 0 {
+		t.Fatalf("an ignored insert affected %d rows (%v), want 0", n, err)
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO scratch(k, n) VALUES ('x', 3)
+		ON CONFLICT(k) DO UPDATE SET n=excluded.n`); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, db, `SELECT n FROM scratch WHERE k='x'`); n != 3 {
+		t.Fatalf("after the upsert n=%d, want 3", n)
+	}
+	// INSERT ... SELECT ... WHERE with DO NOTHING (keystore's guarded insert).
+	if _, err := db.ExecContext(ctx, `INSERT INTO scratch(k, n) SELECT k || '2', n FROM scratch WHERE k=? ON CONFLICT DO NOTHING`, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, db, `SELECT count(*) FROM scratch`); n != 2 {
+		t.Fatalf("%d rows, want 2", n)
+	}
+}
+
+func testBulk(t *testing.T, b Backend) {
+	ctx := context.Background()
+	db := b.Open(t, "bulk")
+	defer db.Close()
+	scratch(t, db)
+	for _, o := range []storage.BulkOptions{{}, {CacheKiB: 64 << 10, NoSync: true}} {
+		err := db.Bulk(ctx, o, func(tx *storage.Tx) error {
+			for i := range 100 {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO scratch(k, n) VALUES (?, ?)`, fmt.Sprintf("%v-%d", o, i), i); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	boom := errors.New("boom")
+	err := db.Bulk(ctx, storage.BulkOptions{NoSync: true}, func(tx *storage.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO scratch(k, n) VALUES ('rolled back', 0)`); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("bulk load: %v, want its function's error", err)
+	}
+	if err := db.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, db, `SELECT count(*) FROM scratch`); n != 200 {
+		t.Fatalf("%d rows after two bulk loads of 100 and a failed one, want 200", n)
+	}
+}
+
+func testMaintenance(t *testing.T, b Backend) {
+	ctx := context.Background()
+	db := b.Open(t, "maintenance")
+	scratch(t, db)
+	if _, err := db.ExecContext(ctx, `INSERT INTO scratch(k, n, b) VALUES ('secret', 1, ?)`, bytes.Repeat([]byte{0xA5}, 4096)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `DELETE FROM scratch`); err != nil {
+		t.Fatal(err)
+	}
+	for name, f := range map[string]func(context.Context) error{"Checkpoint": db.Checkpoint, "Scrub": db.Scrub, "Sync": db.Sync} {
+		if err := f(ctx); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if err := db.ProbeWrite(ctx, time.Now()); err != nil {
+		t.Fatalf("probe write: %v", err)
+	}
+	db.Close()
+	if err := db.ProbeWrite(ctx, time.Now()); err == nil {
+		t.Fatal("probe write of a closed database succeeded")
+	}
+}
+
+func testReopen(t *testing.T, b Backend) {
+	ctx := context.Background()
+	db := b.Open(t, "reopen")
+	scratch(t, db)
+	if _, err := db.ExecContext(ctx, `INSERT INTO scratch(k, n) VALUES ('kept', 1)`); err != nil {
+		t.Fatal(err)
+	}
+	var before int64
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM migrations`).Scan(&before); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db = b.Open(t, "reopen")
+	defer db.Close()
+	if n := count(t, db, `SELECT count(*) FROM scratch WHERE k='kept'`); n != 1 {
+		t.Fatal("a committed row is gone after reopening")
+	}
+	if n := count(t, db, `SELECT count(*) FROM migrations`); n != before {
+		t.Fatalf("reopening recorded %d migrations, want the same %d", n, before)
+	}
+}
