@@ -1,0 +1,311 @@
+package client_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/shredd/shredd/api/client"
+	"github.com/shredd/shredd/translog"
+)
+
+// The examples of docs/clients.md ("Go"), run by go test against the real
+// shredd binary on 127.0.0.1 (exampleServer, below). What the docs show is
+// the body of each example from its first line after exampleServer.
+
+// Example_holder is a holder written in Go: an embedding index that keeps
+// plaintext vectors outside shredd, purges them when a forget asks, and
+// signs its ack, which closes the forget's cascade.
+func Example_holder() {
+	base, adminToken, holderToken := exampleServer() // a real shredd; its tokens
+	ctx := context.Background()
+
+	admin, err := client.New(base, adminToken)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, k := range []string{"episodic", "embedding"} {
+		if _, _, err := admin.PutKind(ctx, k, ""); err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	// The holder: its own Ed25519 key, and a token with the register scope
+	// bound to it (shredd token create --scopes register --holder ann-index-1).
+	_, key, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	hc, err := client.New(base, holderToken)
+	if err != nil {
+		log.Fatal(err)
+	}
+	h, err := client.NewHolder(hc, "ann-index-1", key)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := h.Register(ctx, admin); err != nil { // registering is the admin's call
+		log.Fatal(err)
+	}
+
+	// A sealed memory record, and its embedding kept in plaintext by the
+	// index, registered with the record as its parent.
+	rec, err := admin.Encrypt(ctx, client.EncryptRequest{Subjects: []string{"alice@example.com"}, Kind: "episodic",
+		Plaintext: []byte("Alice prefers green tea.")})
+	if err != nil {
+		log.Fatal(err)
+	}
+	emb, err := hc.Register(ctx, client.RegisterRequest{Parents: []string{rec.Artifact}, Kind: "embedding"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	vectors := map[string][]float32{emb.ID: {0.12, -0.40, 0.33}}
+
+	f, err := admin.Forget(ctx, "alice@example.com")
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	// One purge round: fetch the work, delete, sign and send the ack. A
+	// long-running holder calls h.Run(ctx, interval, purge, report) instead.
+	round, err := h.PurgeOnce(ctx, func(ctx context.Context, forget string, ids []string) ([]string, error) {
+		var purged []string
+		for _, id := range ids {
+			if _, ok := vectors[id]; ok {
+				delete(vectors, id)
+				purged = append(purged, id)
+			}
+		}
+		return purged, nil
+	})
+	if err != nil || round.Err() != nil {
+		log.Fatal(err, round.Err())
+	}
+	fmt.Println("acked:", len(round.Acked[0].Closed), "still open:", len(round.Acked[0].Missing))
+
+	// The inventory: everything the index still holds (here, nothing).
+	inv := []client.InventoryItem{}
+	for id := range vectors {
+		inv = append(inv, client.InventoryItem{ID: id, Kind: "embedding"})
+	}
+	rep, err := h.ReportInventory(ctx, inv)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("inventory clean:", rep.Clean())
+
+	// The epoch destroys the old root versions; once the key cache TTL
+	// has passed, every condition of erasure holds.
+	if _, err := admin.Epoch(ctx); err != nil {
+		log.Fatal(err)
+	}
+	for i := 0; f.State != client.StateErased && i < 100; i++ {
+		time.Sleep(200 * time.Millisecond)
+		if f, err = admin.Verify(ctx, f.ID); err != nil {
+			log.Fatal(err)
+		}
+	}
+	fmt.Println("forget:", f.State)
+	// Output:
+	// acked: 1 still open: 0
+	// inventory clean: true
+	// forget: erased
+}
+
+// Example_logConsistency checks, with package translog, that the
+// transparency log still extends a checkpoint saved earlier, and that an
+// entry is in it.
+func Example_logConsistency() {
+	base, adminToken, _ := exampleServer()
+	ctx := context.Background()
+	c, err := client.New(base, adminToken) // any token with the audit scope
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	// Trust the key the operator published (log.vkey), not the server's
+	// word: here they are compared.
+	vkey, err := c.LogKey(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	verifier, err := note.NewVerifier(vkey)
+	if err != nil {
+		log.Fatal(err)
+	}
+	saved, err := c.Checkpoint(ctx) // keep it
+	if err != nil {
+		log.Fatal(err)
+	}
+	old, err := translog.OpenCheckpoint(saved, verifier)
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	// ... later (here: a new subject's key is created, and logged), is the
+	// current log an extension of the saved one?
+	if _, _, err := c.PutKind(ctx, "episodic", ""); err != nil {
+		log.Fatal(err)
+	}
+	if _, err := c.Encrypt(ctx, client.EncryptRequest{Subjects: []string{"bob@example.com"}, Kind: "episodic", Plaintext: []byte("hi")}); err != nil {
+		log.Fatal(err)
+	}
+	cur, err := c.Checkpoint(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	now, err := translog.OpenCheckpoint(cur, verifier)
+	if err != nil {
+		log.Fatal(err)
+	}
+	raw, err := c.ConsistencyProof(ctx, old.Size, now.Size)
+	if err != nil {
+		log.Fatal(err)
+	}
+	proof, err := translog.ParseConsistencyProof(raw)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("grew:", now.Size > old.Size, "consistent:", translog.CheckConsistency(old, now, proof.Hashes) == nil)
+
+	// An inclusion proof of entry 0 (the first subject key's creation),
+	// which carries its own signed checkpoint. The entry's bytes come from
+	// the log's tiles or an export; here the proof's checkpoint is checked.
+	p, err := c.InclusionProof(ctx, 0, 0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	parsed, err := translog.ParseProof(p)
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = translog.OpenCheckpoint(parsed.Checkpoint, verifier)
+	fmt.Println("proof of entry", parsed.Index, "signed by the log:", err == nil)
+	// Output:
+	// grew: true consistent: true
+	// proof of entry 0 signed by the log: true
+}
+
+// exampleServer starts, once for the package's examples, the real shredd
+// binary on 127.0.0.1 with a fresh data directory (the cache TTL at 1s so
+// that a forget can reach erased within the example), and returns its URL,
+// the admin token and a register token bound to holder ann-index-1. It
+// exits the test binary on failure (examples have no *testing.T); the
+// process and its directory go when the test binary ends (TestMain).
+func exampleServer() (base, adminToken, holderToken string) {
+	exampleOnce.Do(func() {
+		if err := startExampleServer(); err != nil {
+			log.Fatalf("example server: %v", err)
+		}
+	})
+	return exampleBase, exampleAdmin, exampleHolder
+}
+
+var (
+	exampleOnce                              sync.Once
+	exampleBase, exampleAdmin, exampleHolder string
+	exampleCmd                               *exec.Cmd
+	exampleDir                               string
+)
+
+func startExampleServer() error {
+	dir, err := os.MkdirTemp("", "shredd-client-example-")
+	if err != nil {
+		return err
+	}
+	exampleDir = dir
+	bin := filepath.Join(dir, "shredd")
+	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		return fmt.Errorf("go list -m: %w", err)
+	}
+	build := exec.Command("go", "build", "-o", bin, "./cmd/shredd")
+	build.Dir = strings.TrimSpace(string(root))
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %w\n%s", err, out)
+	}
+	data := filepath.Join(dir, "data")
+	cmd := exec.Command(bin, "serve", "--data-dir", data, "--addr", "127.0.0.1:0", "--buckets", "16",
+		"--cache-ttl", "1s", "--epoch-interval", "1h")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SHREDD_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exampleCmd = cmd
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			var l struct {
+				Msg  string `json:"msg"`
+				Addr string `json:"addr"`
+			}
+			if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg == "listening" && l.Addr != "" {
+				addr <- l.Addr
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+	}()
+	select {
+	case a := <-addr:
+		exampleBase = "http://" + a
+	case <-time.After(60 * time.Second):
+		return fmt.Errorf("shredd did not listen within 60s")
+	}
+	tok, err := os.ReadFile(filepath.Join(data, "admin.token"))
+	if err != nil {
+		return err
+	}
+	exampleAdmin = strings.TrimSpace(string(tok))
+	out, err := exec.Command(bin, "token", "create", "--data-dir", data, "--name", "ann-index-1",
+		"--scopes", "register", "--holder", "ann-index-1").Output()
+	if err != nil {
+		return fmt.Errorf("shredd token create: %w", err)
+	}
+	exampleHolder = strings.TrimSpace(string(out)) // the secret alone on stdout
+	if !strings.HasPrefix(exampleHolder, "shredd_") {
+		return fmt.Errorf("no token in the output of shredd token create: %q", out)
+	}
+	return nil
+}
+
+// TestMain stops the examples' server once every test and example ran.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	stopExampleServer()
+	os.Exit(code)
+}
+
+// stopExampleServer ends the example server, if one was started, and
+// removes its directory.
+func stopExampleServer() {
+	if exampleCmd != nil && exampleCmd.Process != nil {
+		_ = exampleCmd.Process.Kill()
+		_ = exampleCmd.Wait()
+	}
+	if exampleDir != "" {
+		_ = os.RemoveAll(exampleDir)
+	}
+}
