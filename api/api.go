@@ -107,6 +107,7 @@ func (s *Server) Handler() http.Handler {
 	r.Get("/livez", s.livez)
 	r.Get("/readyz", s.readyz)
 	r.Get("/v1/openapi.json", s.openAPI) // no token: the document holds no secrets
+	s.mountUI(r)
 	if s.metrics != nil {
 		r.With(s.authenticate, s.require(ScopeAudit)).Get("/metrics", s.metrics.Handler().ServeHTTP)
 	}

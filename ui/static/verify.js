@@ -1,0 +1,945 @@
+// shredd's offline verifier, in the browser: the checks of `shredd verify`
+// (cmd/shredd/verify.go, bundle.Verify, attest.Open, translog) on an
+// erasure attestation or a regulator export, with WebCrypto (Ed25519,
+// SHA-256) and nothing else. It makes no network request. A classic
+// script (not a module) so that the page also works opened from disk
+// (file://), where Chromium refuses module scripts.
+//
+// ShreddVerify.verifyExport(bytes, opts) and ShreddVerify.verifyAttestation(
+// bytes, opts) resolve to a report {verified, failed, checks:[{check, ok,
+// detail}]}; failed names the first failing check ("archive", "attestation",
+// "checkpoint", "entry entry-3-forget_committed", "entries", "subject",
+// "consistency", "keys"; for an attestation alone the names of `shredd
+// verify`: "envelope", "signature", "statement", "claim", "conditions",
+// "timeline", "key evidence", "holder acks", "residuals", "subject").
+(function (global) {
+  'use strict';
+
+  const utf8 = new TextEncoder();
+  const strictUTF8 = new TextDecoder('utf-8', { fatal: true });
+
+  // Constants of the formats (attest, translog, bundle).
+  const C = {
+    payloadType: 'application/vnd.in-toto+json',
+    eventPayloadType: 'application/vnd.shredd.log-event+json',
+    statementType: 'https://in-toto.io/Statement/v1',
+    predicateType: 'https://shredd.dev/attestation/erasure/v1',
+    eventType: 'https://shredd.dev/log-event/v1',
+    subjectName: 'subject-commitment',
+    claim: 'cryptographically erased',
+    labelCommitment: 'shredd/v1/subject-commitment',
+    labelHolderAck: 'shredd/v1/holder-ack',
+    conditions: ['cascade_closed', 'workers_quiesced', 'read_path_converged', 'closure_intact', 'backups_epoch'],
+    rootStores: ['local', 'vault-transit', 'vault-transit-per-subject'],
+    proofHeader: 'c2sp.org/tlog-proof@v1',
+    consistencyHeader: 'shredd/tlog-consistency@v1',
+    maxEnvelope: 64 << 20,
+    maxEvent: 65535,
+    maxFiles: 10000,
+    maxFileSize: 64 << 20,
+    maxTotal: 256 << 20,
+  };
+
+  // A failed check: its name (the report's) and why.
+  class CheckError extends Error {
+    constructor(check, message) { super(message); this.check = check; }
+  }
+  // A format or validation error inside a check; kind is the attest error
+  // it mirrors (format, signature, claim, condition, timeline, key
+  // evidence, ack, residual, key).
+  class FormatError extends Error {
+    constructor(kind, message) { super(message); this.kind = kind; }
+  }
+  const bad = (kind, msg) => { throw new FormatError(kind, msg); };
+
+  // ---- bytes ----
+  const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+  const B64REV = new Map([...B64].map((c, i) => [c, i]));
+  function b64encode(bytes) {
+    let s = '';
+    for (let i = 0; i < bytes.length; i += 3) {
+      const n = (bytes[i] << 16) | ((bytes[i + 1] || 0) << 8) | (bytes[i + 2] || 0);
+      s += B64[n >> 18] + B64[(n >> 12) & 63] + (i + 1 < bytes.length ? B64[(n >> 6) & 63] : '=') + (i + 2 < bytes.length ? B64[n & 63] : '=');
+    }
+    return s;
+  }
+  // b64decode decodes padded standard base64; strict also refuses non-zero
+  // padding bits (Go's StdEncoding.Strict). null when malformed.
+  function b64decode(s, strict) {
+    if (typeof s !== 'string' || s.length % 4 !== 0) return null;
+    const out = [];
+    for (let i = 0; i < s.length; i += 4) {
+      const q = s.slice(i, i + 4);
+      const pad = q.endsWith('==') ? 2 : q.endsWith('=') ? 1 : 0;
+      if (pad && i + 4 !== s.length) return null;
+      let n = 0;
+      for (let j = 0; j < 4 - pad; j++) {
+        const v = B64REV.get(q[j]);
+        if (v === undefined) return null;
+        n |= v << (18 - 6 * j);
+      }
+      if (q.slice(0, 4 - pad).includes('=')) return null;
+      out.push((n >> 16) & 255);
+      if (pad < 2) out.push((n >> 8) & 255);
+      if (pad < 1) out.push(n & 255);
+      if (strict && ((pad === 2 && (n & 0xffff)) || (pad === 1 && (n & 0xff)))) return null;
+    }
+    return new Uint8Array(out);
+  }
+  // canonical base64: decodes and re-encodes to the same text.
+  function b64canon(s) {
+    const b = b64decode(s, true);
+    return b && b64encode(b) === s ? b : null;
+  }
+  const hex = (b) => Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+  function unhex(s) {
+    if (typeof s !== 'string' || !/^([0-9a-fA-F]{2})*$/.test(s)) return null;
+    const b = new Uint8Array(s.length / 2);
+    for (let i = 0; i < b.length; i++) b[i] = parseInt(s.substr(2 * i, 2), 16);
+    return b;
+  }
+  const concat = (...parts) => {
+    const n = parts.reduce((a, p) => a + p.length, 0);
+    const out = new Uint8Array(n);
+    let o = 0;
+    for (const p of parts) { out.set(p, o); o += p.length; }
+    return out;
+  };
+  const equal = (a, b) => a.length === b.length && a.every((x, i) => x === b[i]);
+  const bytesOf = (x) => (typeof x === 'string' ? utf8.encode(x) : x);
+  const text = (b) => { try { return strictUTF8.decode(b); } catch (e) { return null; } };
+
+  // ---- WebCrypto ----
+  const subtle = () => {
+    if (!global.crypto || !global.crypto.subtle) throw new CheckError('browser', 'WebCrypto is not available (the page needs a secure context: https, localhost or file://)');
+    return global.crypto.subtle;
+  };
+  async function sha256(b) { return new Uint8Array(await subtle().digest('SHA-256', bytesOf(b))); }
+  async function ed25519Verify(pub, sig, msg) {
+    if (!pub || pub.length !== 32 || !sig || sig.length !== 64) return false;
+    let key;
+    try {
+      key = await subtle().importKey('raw', pub, { name: 'Ed25519' }, false, ['verify']);
+    } catch (e) {
+      if (e && e.name === 'NotSupportedError') throw new CheckError('browser', 'this browser has no Ed25519 in WebCrypto');
+      return false; // a point that is not on the curve
+    }
+    return subtle().verify({ name: 'Ed25519' }, key, sig, bytesOf(msg));
+  }
+
+  // ---- Go's encoding/json, for the canonical-form checks ----
+  // goString is json.Marshal of a Go string: \" \\ \b \f \n \r \t, other
+  // control characters as \u00xx, <, > and & as \u003c \u003e \u0026, and
+  // U+2028, U+2029 escaped.
+  function goString(s) {
+    if (typeof s !== 'string') bad('format', 'a string field holds another type');
+    let out = '"';
+    for (const ch of s) {
+      const c = ch.codePointAt(0);
+      switch (ch) {
+        case '"': out += '\\"'; continue;
+        case '\\': out += '\\\\'; continue;
+        case '\b': out += '\\b'; continue;
+        case '\f': out += '\\f'; continue;
+        case '\n': out += '\\n'; continue;
+        case '\r': out += '\\r'; continue;
+        case '\t': out += '\\t'; continue;
+        case '<': case '>': case '&': case '\u2028': case '\u2029':
+          out += '\\u' + c.toString(16).padStart(4, '0'); continue;
+      }
+      if (c < 0x20) out += '\\u' + c.toString(16).padStart(4, '0');
+      else if (c >= 0xd800 && c <= 0xdfff) out += '\ufffd'; // a lone surrogate: Go writes U+FFFD
+      else out += ch;
+    }
+    return out + '"';
+  }
+  const isObj = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+  function goInt(v, min, max) {
+    if (v === null || v === undefined) return '0';
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min || v > max) bad('format', 'an integer field holds another value');
+    return String(v);
+  }
+  const int64 = (v) => goInt(v, -Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
+  const uint32 = (v) => goInt(v, 0, 4294967295);
+  function goBool(v) {
+    if (v === null || v === undefined) return 'false';
+    if (typeof v !== 'boolean') bad('format', 'a boolean field holds another type');
+    return String(v);
+  }
+  const goStr = (v) => (v === null || v === undefined ? '""' : goString(v));
+  // goBytes: a []byte field (standard base64); null stays null.
+  function goBytes(v) {
+    if (v === null || v === undefined) return 'null';
+    const b = typeof v === 'string' ? b64decode(v, false) : null;
+    if (!b) bad('format', 'a base64 field is not base64');
+    return '"' + b64encode(b) + '"';
+  }
+  function goList(v, item, orEmpty) {
+    if (v === null || v === undefined) return orEmpty ? '[]' : 'null';
+    if (!Array.isArray(v)) bad('format', 'a list field holds another type');
+    return '[' + v.map(item).join(',') + ']';
+  }
+  const goObj = (v) => { if (v !== null && v !== undefined && !isObj(v)) bad('format', 'an object field holds another type'); return v || {}; };
+  // RFC 3339 time as Go's time.Time marshals it (RFC3339Nano); parseTime
+  // returns {ns: BigInt since 1970 UTC, utc: bool, canon: the Go spelling}.
+  function parseTime(v) {
+    if (v === null || v === undefined) return { ns: null, utc: true, zero: true, canon: '"0001-01-01T00:00:00Z"' };
+    if (typeof v !== 'string') bad('format', 'a time field holds another type');
+    const m = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/.exec(v);
+    if (!m) bad('format', 'a time is not RFC 3339');
+    const [Y, Mo, D, h, mi, s] = m.slice(1, 7).map(Number);
+    const dim = new Date(Date.UTC(Y, Mo, 0)).getUTCDate();
+    if (Mo < 1 || Mo > 12 || D < 1 || D > dim || h > 23 || mi > 59 || s > 59) bad('format', 'a time is out of range');
+    let frac = (m[7] || '').slice(1);
+    const zone = m[8];
+    let off = 0;
+    if (zone !== 'Z' && zone !== 'z') {
+      const oh = Number(zone.slice(1, 3)), om = Number(zone.slice(4, 6));
+      if (oh > 23 || om > 59) bad('format', 'a time zone is out of range');
+      off = (zone[0] === '-' ? -1 : 1) * (oh * 60 + om) * 60;
+    }
+    const secs = BigInt(Date.UTC(Y, Mo - 1, D, h, mi, s) / 1000) - BigInt(off);
+    const ns = secs * 1000000000n + BigInt((frac || '0').padEnd(9, '0'));
+    frac = frac.replace(/0+$/, '');
+    const canon = '"' + v.slice(0, 19).replace('t', 'T') + (frac ? '.' + frac : '') + (off === 0 ? 'Z' : zone) + '"';
+    return { ns, utc: zone === 'Z' || zone === 'z' || off === 0, offset: off, zero: false, canon };
+  }
+  // compact is encoding/json.Compact: the text without insignificant
+  // whitespace, string contents untouched.
+  function compact(s) {
+    let out = '', inStr = false, esc = false;
+    for (const ch of s) {
+      if (inStr) {
+        out += ch;
+        if (esc) esc = false; else if (ch === '\\') esc = true; else if (ch === '"') inStr = false;
+      } else if (ch === '"') { inStr = true; out += ch; } else if (!' \t\r\n'.includes(ch)) out += ch;
+    }
+    return out;
+  }
+  function parseJSON(bytes, what) {
+    const s = text(bytes);
+    if (s === null) bad('format', what + ' is not UTF-8');
+    try { return { value: JSON.parse(s), text: s }; } catch (e) { bad('format', what + ' is not JSON'); }
+  }
+
+  // ---- DSSE ----
+  function pae(type, payload) {
+    const t = utf8.encode(type);
+    return concat(utf8.encode('DSSEv1 ' + t.length + ' '), t, utf8.encode(' ' + payload.length + ' '), payload);
+  }
+  async function keyID(pub) { return hex(await sha256(pub)); }
+  // verifyEnvelope is attest.verifyEnvelope: the envelope canonical, of
+  // payloadType, one signature by pub's key id, valid over PAE.
+  async function verifyEnvelope(bytes, pub, payloadType) {
+    if (bytes.length > C.maxEnvelope) bad('format', 'envelope over ' + C.maxEnvelope + ' bytes');
+    const { value: env, text: src } = parseJSON(bytes, 'the envelope');
+    if (!isObj(env)) bad('format', 'envelope: not a JSON object');
+    const sigs = env.signatures;
+    let canon;
+    try {
+      canon = '{"payloadType":' + goStr(env.payloadType) + ',"payload":' + goBytes(env.payload) + ',"signatures":' +
+        goList(sigs, (s) => { const o = goObj(s); return '{"keyid":' + goStr(o.keyid) + ',"sig":' + goBytes(o.sig) + '}'; }) + '}';
+    } catch (e) { bad('format', 'envelope: ' + e.message); }
+    if (canon !== compact(src)) bad('format', 'envelope is not in canonical form');
+    if (env.payloadType !== payloadType) bad('format', 'payloadType is ' + JSON.stringify(String(env.payloadType).slice(0, 64)) + ', want "' + payloadType + '"');
+    if (!Array.isArray(sigs) || sigs.length !== 1) bad('format', (Array.isArray(sigs) ? sigs.length : 0) + ' signatures, want exactly 1');
+    const want = await keyID(pub);
+    if (sigs[0].keyid !== want) bad('signature', 'signed by key id ' + JSON.stringify(String(sigs[0].keyid).slice(0, 64)) + ', not by the given key (key id ' + want + ')');
+    const payload = b64decode(env.payload, false);
+    const sig = b64decode(sigs[0].sig, false);
+    if (!(await ed25519Verify(pub, sig, pae(env.payloadType, payload)))) bad('signature', 'the signature does not verify');
+    return payload;
+  }
+
+  // ---- keys ----
+  const SPKI_ED25519 = unhex('302a300506032b6570032100');
+  // parsePublicKey reads a PEM "PUBLIC KEY" (PKIX) Ed25519 key, alone in
+  // the file but for whitespace (attest.ParsePublicKey).
+  function parsePublicKey(pem) {
+    const s = typeof pem === 'string' ? pem : text(pem);
+    const m = s && /^\s*-----BEGIN PUBLIC KEY-----\r?\n([A-Za-z0-9+/=\r\n]+)-----END PUBLIC KEY-----\s*$/.exec(s);
+    if (!m) bad('key', 'not one PEM "PUBLIC KEY" block');
+    const der = b64decode(m[1].replace(/[\r\n]/g, ''), false);
+    if (!der || der.length !== 44 || !equal(der.slice(0, 12), SPKI_ED25519)) bad('key', 'not an Ed25519 public key');
+    return der.slice(12);
+  }
+  const validNoteName = (n) => n !== '' && !/[\s+]/u.test(n);
+  // parseVerifierKey reads a signed-note verifier key
+  // "<name>+<hash>+<base64(0x01 || key)>" (golang.org/x/mod/sumdb/note).
+  async function parseVerifierKey(vkey) {
+    const s = (typeof vkey === 'string' ? vkey : text(vkey) || '').trim();
+    const parts = s.split('+');
+    if (parts.length !== 3 || !validNoteName(parts[0]) || !/^[0-9a-f]{8}$/.test(parts[1])) bad('key', 'malformed verifier key');
+    const key = b64decode(parts[2], false);
+    if (!key || key.length !== 33 || key[0] !== 1) bad('key', 'malformed verifier key');
+    const h = await sha256(concat(utf8.encode(parts[0] + '\n'), key));
+    if (hex(h.slice(0, 4)) !== parts[1]) bad('key', 'verifier key hash mismatch');
+    return { name: parts[0], hash: parts[1], pub: key.slice(1) };
+  }
+
+  // ---- signed notes and checkpoints (translog) ----
+  // openNote is note.Open with one known verifier: the text and whether
+  // the verifier's signature is on it (throws on malformed notes and bad
+  // signatures; unverified when the verifier did not sign).
+  async function openNote(bytes, v) {
+    const s = text(bytes);
+    if (s === null || /[\u0000-\u0009\u000b-\u001f]/.test(s)) bad('format', 'malformed note');
+    const split = s.lastIndexOf('\n\n');
+    if (split < 0) bad('format', 'malformed note');
+    const noteText = s.slice(0, split + 1);
+    let sigs = s.slice(split + 2);
+    if (sigs === '' || !sigs.endsWith('\n')) bad('format', 'malformed note');
+    let verified = false, n = 0;
+    const seen = new Set();
+    for (const line of sigs.slice(0, -1).split('\n')) {
+      if (!line.startsWith('\u2014 ')) bad('format', 'malformed note');
+      const rest = line.slice(2);
+      const sp = rest.indexOf(' ');
+      const name = sp < 0 ? rest : rest.slice(0, sp);
+      const b = sp < 0 ? '' : rest.slice(sp + 1);
+      const sig = b64decode(b, false);
+      if (!sig || !validNoteName(name) || b === '' || sig.length < 5) bad('format', 'malformed note');
+      if (++n > 100) bad('format', 'malformed note');
+      const h = hex(sig.slice(0, 4));
+      if (name !== v.name || h !== v.hash || seen.has(h)) continue;
+      seen.add(h);
+      if (!(await ed25519Verify(v.pub, sig.slice(4), utf8.encode(noteText)))) bad('verify', 'invalid signature for key ' + name);
+      verified = true;
+    }
+    if (!verified) bad('verify', 'note has no verifiable signature');
+    return noteText;
+  }
+  const decimal = (s) => (/^(0|[1-9][0-9]{0,15})$/.test(s) ? Number(s) : null);
+  function parseHash(s) { const b = b64canon(s); return b && b.length === 32 ? b : null; }
+  function parseCheckpoint(t) {
+    if (!t.endsWith('\n')) bad('format', 'checkpoint: no final newline');
+    const lines = t.split('\n');
+    if (lines.length < 4) bad('format', 'checkpoint: fewer than three lines');
+    const size = decimal(lines[1]);
+    const hash = parseHash(lines[2]);
+    if (lines[0] === '' || size === null || !hash) bad('format', 'malformed checkpoint');
+    const ext = lines.slice(3, -1);
+    if (ext.some((l) => l === '')) bad('format', 'checkpoint: empty extension line');
+    return { origin: lines[0], size, hash };
+  }
+  // openCheckpoint is translog.OpenCheckpoint.
+  async function openCheckpoint(bytes, v) {
+    const c = parseCheckpoint(await openNote(bytes, v));
+    if (c.origin !== v.name) bad('verify', 'origin ' + JSON.stringify(c.origin) + ' signed by key ' + JSON.stringify(v.name));
+    return c;
+  }
+  // parseProof is translog.ParseProof.
+  function parseProof(bytes) {
+    let rest = bytes;
+    const next = () => {
+      const i = rest.indexOf(10);
+      if (i < 0) return null;
+      const line = text(rest.slice(0, i));
+      rest = rest.slice(i + 1);
+      return line === null ? '\u0000' : line;
+    };
+    let line = next();
+    if (line !== C.proofHeader) bad('format', 'first line is not "' + C.proofHeader + '"');
+    if ((line = next()) === null) bad('format', 'truncated');
+    if (line.startsWith('extra ')) {
+      const e = b64canon(line.slice(6));
+      if (!e || e.length === 0) bad('format', 'extra: not non-empty base64');
+      if ((line = next()) === null) bad('format', 'truncated');
+    }
+    if (!line.startsWith('index ')) bad('format', 'no index line');
+    const index = decimal(line.slice(6));
+    if (index === null) bad('format', 'index: not a decimal');
+    const hashes = [];
+    for (;;) {
+      if ((line = next()) === null) bad('format', 'truncated');
+      if (line === '') break;
+      const h = parseHash(line);
+      if (!h) bad('format', 'hash ' + hashes.length + ': malformed');
+      if (hashes.length === 63) bad('format', 'more than 63 hashes');
+      hashes.push(h);
+    }
+    const rt = text(rest);
+    const cut = rt === null ? -1 : rt.indexOf('\n\n');
+    if (cut < 0) bad('format', 'checkpoint has no signature block');
+    parseCheckpoint(rt.slice(0, cut) + '\n');
+    return { index, hashes, checkpoint: rest };
+  }
+  // RFC 6962 hashing.
+  const leafHash = (data) => sha256(concat(new Uint8Array([0]), data));
+  const nodeHash = (l, r) => sha256(concat(new Uint8Array([1]), l, r));
+  const half = (n) => Math.floor(n / 2);
+  const odd = (n) => n % 2 === 1;
+  // checkInclusion is RFC 9162 §2.1.3.2 (tlog.CheckRecord).
+  async function checkInclusion(path, size, root, index, leaf) {
+    if (index < 0 || index >= size) return false;
+    let fn = index, sn = size - 1, r = leaf;
+    for (const p of path) {
+      if (sn === 0) return false;
+      if (odd(fn) || fn === sn) {
+        r = await nodeHash(p, r);
+        if (!odd(fn)) while (!odd(fn) && fn !== 0) { fn = half(fn); sn = half(sn); }
+      } else {
+        r = await nodeHash(r, p);
+      }
+      fn = half(fn); sn = half(sn);
+    }
+    return sn === 0 && equal(r, root);
+  }
+  // checkConsistency is RFC 9162 §2.1.4.2 (tlog.CheckTree), for
+  // 0 < old < new.
+  async function checkConsistency(proof, oldSize, oldRoot, newSize, newRoot) {
+    if (proof.length === 0) return false;
+    let p = proof;
+    if (Number.isInteger(Math.log2(oldSize))) p = [oldRoot, ...proof]; // old is a power of two
+    let fn = oldSize - 1, sn = newSize - 1;
+    while (odd(fn)) { fn = half(fn); sn = half(sn); }
+    let fr = p[0], sr = p[0];
+    for (const c of p.slice(1)) {
+      if (sn === 0) return false;
+      if (odd(fn) || fn === sn) {
+        fr = await nodeHash(c, fr); sr = await nodeHash(c, sr);
+        if (!odd(fn)) while (!odd(fn) && fn !== 0) { fn = half(fn); sn = half(sn); }
+      } else {
+        sr = await nodeHash(sr, c);
+      }
+      fn = half(fn); sn = half(sn);
+    }
+    return sn === 0 && equal(fr, oldRoot) && equal(sr, newRoot);
+  }
+  // checkProof is translog.CheckProof.
+  async function checkProof(proofBytes, entry, v) {
+    const p = parseProof(proofBytes);
+    const c = await openCheckpoint(p.checkpoint, v);
+    if (p.index >= c.size) bad('verify', 'index ' + p.index + ' beyond tree size ' + c.size);
+    if (!(await checkInclusion(p.hashes, c.size, c.hash, p.index, await leafHash(entry)))) {
+      bad('verify', 'entry ' + p.index + ' not in tree ' + c.size);
+    }
+    return c;
+  }
+  function parseConsistency(bytes) {
+    const t = text(bytes);
+    if (t === null || !t.endsWith('\n')) bad('format', 'no final newline');
+    const lines = t.slice(0, -1).split('\n');
+    if (lines.length < 3 || lines[0] !== C.consistencyHeader) bad('format', 'no "' + C.consistencyHeader + '" header with old and new lines');
+    const o = lines[1].startsWith('old ') ? decimal(lines[1].slice(4)) : null;
+    const n = lines[2].startsWith('new ') ? decimal(lines[2].slice(4)) : null;
+    if (o === null || n === null || o > n) bad('format', 'malformed sizes');
+    if (lines.length - 3 > 126) bad('format', 'too many hashes');
+    const hashes = lines.slice(3).map((l, i) => parseHash(l) || bad('format', 'hash ' + i + ': malformed'));
+    return { old: o, new: n, hashes };
+  }
+
+  // ---- the attestation (attest.Open, ParseStatement, Validate) ----
+  const validID = (s) => typeof s === 'string' && s.length > 0 && s.length <= 256 && /^[\x21-\x7e]+$/.test(s);
+  const validCommitment = (s) => typeof s === 'string' && /^[0-9a-f]{64}$/.test(s);
+  function marshalStatement(st) {
+    const o = goObj(st);
+    const p = goObj(o.predicate);
+    const tl = goObj(p.timeline);
+    const ke = goObj(p.key_evidence);
+    const subj = (d) => {
+      const x = goObj(d);
+      let dig = 'null';
+      if (x.digest !== null && x.digest !== undefined) {
+        const m = goObj(x.digest);
+        dig = '{' + Object.keys(m).sort().map((k) => goString(k) + ':' + goStr(m[k])).join(',') + '}';
+      }
+      return '{"name":' + goStr(x.name) + ',"digest":' + dig + '}';
+    };
+    let rkc = '';
+    if (ke.root_key_config !== null && ke.root_key_config !== undefined) {
+      const c = goObj(ke.root_key_config);
+      rkc = ',"root_key_config":{"name":' + goStr(c.name) + ',"type":' + goStr(c.type) + ',"exportable":' + goBool(c.exportable) +
+        ',"allow_plaintext_backup":' + goBool(c.allow_plaintext_backup) + ',"min_available_version":' + int64(c.min_available_version) +
+        ',"latest_version":' + int64(c.latest_version) + '}';
+    }
+    const art = (a) => {
+      const x = goObj(a);
+      const sig = x.ack_signature === null || x.ack_signature === undefined || x.ack_signature === '' ? '' : ',"ack_signature":' + goBytes(x.ack_signature);
+      return '{"id":' + goStr(x.id) + ',"kind":' + goStr(x.kind) + ',"holder":' + goStr(x.holder) + ',"closed_by":' + goStr(x.closed_by) + sig + '}';
+    };
+    const cond = (c) => { const x = goObj(c); return '{"name":' + goStr(x.name) + ',"status":' + goStr(x.status) + ',"evidence":' + goStr(x.evidence) + '}'; };
+    const ack = (h) => {
+      const x = goObj(h);
+      return '{"holder":' + goStr(x.holder) + ',"public_key":' + goBytes(x.public_key) + ',"signature":' + goBytes(x.signature) +
+        ',"artifacts":' + goList(x.artifacts, goStr, true) + '}';
+    };
+    const res = (r) => { const x = goObj(r); return '{"kind":' + goStr(x.kind) + ',"description":' + goStr(x.description) + '}'; };
+    return '{"_type":' + goStr(o._type) + ',"subject":' + goList(o.subject, subj, true) + ',"predicateType":' + goStr(o.predicateType) +
+      ',"predicate":{"forget":' + goStr(p.forget) + ',"claim":' + goStr(p.claim) +
+      ',"timeline":{"requested":' + parseTime(tl.requested).canon + ',"committed":' + parseTime(tl.committed).canon +
+      ',"shredded":' + parseTime(tl.shredded).canon + ',"erased":' + parseTime(tl.erased).canon + '}' +
+      ',"key_evidence":{"root_store":' + goStr(ke.root_store) + ',"retired_root_versions":' + goList(ke.retired_root_versions, int64, true) + rkc +
+      ',"epoch":' + int64(ke.epoch) + '}' +
+      ',"artifacts":' + goList(p.artifacts, art, true) + ',"conditions":' + goList(p.conditions, cond, true) +
+      ',"holder_acks":' + goList(p.holder_acks, ack, true) + ',"residuals":' + goList(p.residuals, res, true) + '}}';
+  }
+  function ackMessage(forget, holder, artifacts) {
+    const ids = artifacts.slice().sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)); // byte order: ids are ASCII
+    return C.labelHolderAck + '\nforget ' + forget + '\nholder ' + holder + '\n' + ids.map((id) => 'artifact ' + id + '\n').join('');
+  }
+  async function validateStatement(s) {
+    if (s._type !== C.statementType) bad('format', '_type is ' + JSON.stringify(s._type) + ', want ' + JSON.stringify(C.statementType));
+    if (s.predicateType !== C.predicateType) bad('format', 'predicateType is ' + JSON.stringify(s.predicateType));
+    if (!Array.isArray(s.subject) || s.subject.length !== 1 || s.subject[0].name !== C.subjectName || !isObj(s.subject[0].digest) ||
+      Object.keys(s.subject[0].digest).length !== 1) bad('format', 'subject must be one "' + C.subjectName + '" with a single sha256 digest');
+    if (!validCommitment(s.subject[0].digest.sha256)) bad('format', 'subject digest must be a sha256 of 64 lower-case hex digits');
+    const p = s.predicate;
+    if (p.claim !== C.claim) bad('claim', 'claim is ' + JSON.stringify(p.claim) + ', want exactly ' + JSON.stringify(C.claim));
+    if (!validID(p.forget)) bad('format', 'forget id is empty, too long or not printable');
+    let prev = null;
+    for (const name of ['requested', 'committed', 'shredded', 'erased']) {
+      const t = parseTime(p.timeline[name]);
+      if (t.zero) bad('timeline', 'timeline: ' + name + ' missing');
+      if (!t.utc) bad('timeline', 'timeline: ' + name + ' is not in UTC');
+      if (prev && t.ns < prev.t.ns) bad('timeline', 'timeline: ' + name + ' before ' + prev.name);
+      prev = { name, t };
+    }
+    const k = p.key_evidence;
+    if (!C.rootStores.includes(k.root_store)) bad('format', 'key_evidence: unknown root_store ' + JSON.stringify(k.root_store));
+    if (k.epoch < 0) bad('format', 'key_evidence: negative epoch');
+    const rv = k.retired_root_versions;
+    rv.forEach((v, i) => { if (v < 1 || (i > 0 && v <= rv[i - 1])) bad('format', 'key_evidence: retired_root_versions must be positive and strictly ascending'); });
+    if (k.root_store !== 'vault-transit-per-subject' && (k.epoch < 1 || rv.length === 0)) {
+      bad('key evidence', 'key_evidence: root store ' + k.root_store + ' needs an epoch that retired at least one root version');
+    }
+    const c = k.root_key_config;
+    if (c) {
+      if (c.exportable || c.allow_plaintext_backup) bad('key evidence', 'key_evidence: root key ' + JSON.stringify(c.name) + ' is exportable or allows plaintext backup');
+      if (c.min_available_version < 0 || c.latest_version < c.min_available_version) bad('format', 'key_evidence: root_key_config versions inconsistent');
+      if (rv.length > 0 && c.min_available_version > 0 && rv[rv.length - 1] >= c.min_available_version) {
+        bad('key evidence', 'key_evidence: root version ' + rv[rv.length - 1] + ' reported retired but min_available_version is ' + c.min_available_version);
+      }
+    }
+    const artifacts = new Map();
+    for (const a of p.artifacts) {
+      if (!validID(a.id)) bad('format', 'artifact id is empty, too long or not printable');
+      if (!validID(a.kind)) bad('format', 'artifact ' + a.id + ': kind is empty, too long or not printable');
+      if (a.holder !== '' && !validID(a.holder)) bad('format', 'artifact ' + a.id + ': holder too long or not printable');
+      const sig = a.ack_signature === undefined ? null : b64decode(a.ack_signature, false);
+      if (a.closed_by === 'sealed_key_destroyed') {
+        if (a.ack_signature !== undefined) bad('format', 'artifact ' + a.id + ': ack_signature on a sealed artifact');
+      } else if (a.closed_by === 'holder_ack') {
+        if (a.holder === '' || !sig || sig.length !== 64) bad('format', 'artifact ' + a.id + ': closed by holder_ack needs a holder and a 64-byte ack_signature');
+      } else bad('format', 'artifact ' + a.id + ': unknown closed_by ' + JSON.stringify(a.closed_by));
+      if (artifacts.has(a.id)) bad('format', 'artifact ' + a.id + ' listed twice');
+      artifacts.set(a.id, { a, sig });
+    }
+    const seen = new Set();
+    for (const cd of p.conditions) {
+      if (!C.conditions.includes(cd.name)) bad('condition', 'unknown condition ' + JSON.stringify(cd.name));
+      if (seen.has(cd.name)) bad('condition', 'condition ' + cd.name + ' listed twice');
+      seen.add(cd.name);
+      if (cd.status !== 'ok') bad('condition', 'condition ' + cd.name + ' is ' + JSON.stringify(cd.status) + ', not ok (' + cd.evidence + ')');
+      if (cd.evidence.trim() === '') bad('condition', 'condition ' + cd.name + ' is ok without evidence');
+    }
+    for (const name of C.conditions) if (!seen.has(name)) bad('condition', 'condition ' + name + ' missing');
+    const closedBy = new Map();
+    for (const h of p.holder_acks) {
+      const pub = h.public_key === null ? null : b64decode(h.public_key, false);
+      const sig = h.signature === null ? null : b64decode(h.signature, false);
+      if (!validID(p.forget) || !validID(h.holder)) bad('ack', 'ack: forget and holder ids must be non-empty printable ASCII without spaces');
+      if (h.artifacts.length === 0) bad('ack', 'ack of holder ' + h.holder + ' names no artifact');
+      const ids = new Set();
+      for (const id of h.artifacts) { if (!validID(id) || ids.has(id)) bad('ack', 'ack of holder ' + h.holder + ': artifact id malformed or repeated'); ids.add(id); }
+      if (!pub || pub.length !== 32) bad('ack', 'ack of holder ' + h.holder + ': public key of ' + (pub ? pub.length : 0) + ' bytes');
+      if (!sig || sig.length !== 64 || !(await ed25519Verify(pub, sig, ackMessage(p.forget, h.holder, h.artifacts)))) {
+        bad('ack', 'ack of holder ' + h.holder + ' does not verify under its public key');
+      }
+      for (const id of h.artifacts) {
+        const x = artifacts.get(id);
+        if (!x || x.a.closed_by !== 'holder_ack' || x.a.holder !== h.holder) bad('ack', 'holder ' + h.holder + ' acks artifact ' + id + ', which is not one of its plaintext-held artifacts here');
+        if (closedBy.has(id)) bad('ack', 'artifact ' + id + ' acked twice');
+        closedBy.set(id, sig);
+      }
+    }
+    for (const [id, x] of artifacts) {
+      if (x.a.closed_by !== 'holder_ack') continue;
+      const sig = closedBy.get(id);
+      if (!sig) bad('ack', 'artifact ' + id + ' is closed by holder_ack but no ack of holder ' + x.a.holder + ' names it');
+      if (!equal(sig, x.sig)) bad('ack', 'artifact ' + id + ': ack_signature is not the signature of the ack that closes it');
+    }
+    const kinds = new Set();
+    for (const r of p.residuals) {
+      if (!/^[a-z][a-z0-9_]{0,63}$/.test(r.kind) || r.description.trim() === '') bad('residual', 'residual ' + JSON.stringify(r.kind) + ': the kind must be lower-case snake_case and the description non-empty');
+      kinds.add(r.kind);
+    }
+    if (!kinds.has('root_store_snapshots')) bad('residual', 'residual root_store_snapshots missing');
+    if (p.holder_acks.length > 0 && !kinds.has('holder_trust')) bad('residual', 'residual holder_trust missing: the attestation relies on holder acks');
+  }
+  // parseStatement is attest.ParseStatement on an authenticated payload.
+  async function parseStatement(payload) {
+    const { value: s } = parseJSON(payload, 'the statement');
+    if (!isObj(s)) bad('format', 'statement: not a JSON object');
+    let canon;
+    try { canon = marshalStatement(s); } catch (e) { if (e instanceof FormatError) bad('format', 'statement: ' + e.message); throw e; }
+    if (!equal(utf8.encode(canon), payload)) bad('format', 'statement is not in canonical form');
+    await validateStatement(s);
+    return s;
+  }
+  async function commitment(subject, salt) {
+    return hex(await sha256(concat(utf8.encode(C.labelCommitment), new Uint8Array([0]), salt, utf8.encode(subject))));
+  }
+  async function checkSubject(st, subject, salt) {
+    const want = st.subject[0].digest.sha256;
+    return salt && salt.length === 32 && (await commitment(subject, salt)) === want;
+  }
+
+  // ---- log events (attest.OpenEvent) ----
+  function marshalEvent(ev) {
+    const o = goObj(ev);
+    let part = '';
+    const opt = (name, v, f) => { if (v !== null && v !== undefined) part += ',"' + name + '":' + f(goObj(v)); };
+    opt('key', o.key, (x) => '{"subject":' + goStr(x.subject) + ',"generation":' + uint32(x.generation) + '}');
+    opt('forget', o.forget, (x) => '{"forget":' + goStr(x.forget) + ',"subject":' + goStr(x.subject) + ',"generation":' + uint32(x.generation) +
+      ',"barrier":' + int64(x.barrier) + ',"key_created_index":' + int64(x.key_created_index) + '}');
+    opt('epoch', o.epoch, (x) => '{"epoch":' + int64(x.epoch) + ',"root_store":' + goStr(x.root_store) + ',"from_version":' + int64(x.from_version) +
+      ',"to_version":' + int64(x.to_version) + ',"retired_versions":' + goList(x.retired_versions, int64, false) + '}');
+    opt('ack', o.ack, (x) => '{"forget":' + goStr(x.forget) + ',"holder":' + goStr(x.holder) + ',"public_key":' + goBytes(x.public_key) +
+      ',"artifacts":' + int64(x.artifacts) + ',"message_sha256":' + goStr(x.message_sha256) + ',"signature":' + goBytes(x.signature) + '}');
+    opt('attested', o.attested, (x) => '{"forget":' + goStr(x.forget) + ',"subject":' + goStr(x.subject) + ',"attestation_sha256":' + goStr(x.attestation_sha256) + '}');
+    return '{"_type":' + goStr(o._type) + ',"event":' + goStr(o.event) + ',"time":' + parseTime(o.time).canon + part + '}';
+  }
+  async function openEvent(entry, pub) {
+    if (entry.length > C.maxEvent) bad('format', 'event of ' + entry.length + ' bytes, at most ' + C.maxEvent);
+    const payload = await verifyEnvelope(entry, pub, C.eventPayloadType);
+    const { value: ev } = parseJSON(payload, 'the event');
+    if (!isObj(ev)) bad('format', 'event: not a JSON object');
+    let canon;
+    try { canon = marshalEvent(ev); } catch (e) { if (e instanceof FormatError) bad('format', 'event: ' + e.message); throw e; }
+    if (!equal(utf8.encode(canon), payload)) bad('format', 'event is not in canonical form');
+    if (ev._type !== C.eventType) bad('format', 'event _type is ' + JSON.stringify(ev._type));
+    const t = parseTime(ev.time);
+    if (t.zero || !(ev.time.endsWith('Z'))) bad('format', 'event time must be set, in UTC');
+    const parts = ['key', 'forget', 'epoch', 'ack', 'attested'].filter((k) => ev[k] !== undefined && ev[k] !== null);
+    if (parts.length !== 1) bad('format', 'event has ' + parts.length + ' parts, want exactly the one its kind names');
+    const kindPart = { key_created: 'key', forget_committed: 'forget', epoch_completed: 'epoch', holder_ack: 'ack', erasure_attested: 'attested' };
+    if (kindPart[ev.event] !== parts[0]) bad('format', 'event does not carry its part');
+    const x = ev[parts[0]];
+    const ok = {
+      key: () => validCommitment(x.subject) && x.generation !== 0,
+      forget: () => validID(x.forget) && validCommitment(x.subject) && x.barrier >= 0 && x.key_created_index >= -1,
+      epoch: () => x.epoch > 0 && x.to_version >= x.from_version && Array.isArray(x.retired_versions) && validID(x.root_store),
+      ack: () => { const pk = x.public_key && b64decode(x.public_key), sg = x.signature && b64decode(x.signature);
+        return validID(x.forget) && validID(x.holder) && pk && pk.length === 32 && sg && sg.length === 64 && x.artifacts > 0 && validCommitment(x.message_sha256); },
+      attested: () => validID(x.forget) && validCommitment(x.subject) && validCommitment(x.attestation_sha256),
+    }[parts[0]]();
+    if (!ok) bad('format', ev.event + ': malformed');
+    return ev;
+  }
+
+  // ---- the export archive (bundle.Read) ----
+  async function gunzip(bytes) {
+    if (typeof DecompressionStream === 'undefined') throw new CheckError('browser', 'this browser has no DecompressionStream');
+    const ds = new DecompressionStream('gzip');
+    const out = [];
+    let total = 0;
+    const writer = ds.writable.getWriter();
+    const reader = ds.readable.getReader();
+    const pump = (async () => {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        total += value.length;
+        if (total > C.maxTotal + 64 * 1024 * 1024) throw new Error('over the size limit');
+        out.push(value);
+      }
+    })();
+    writer.write(bytes).catch(() => {});
+    writer.close().catch(() => {});
+    await pump;
+    return concat(...out);
+  }
+  const entryRe = /^entry-(0|[1-9][0-9]{0,18})-([a-z_]{1,32})\.(json|tlog-proof)$/;
+  const forgetRe = /^[0-9a-f]{32}$/;
+  function octal(b, what) {
+    const s = text(b).replace(/[\0 ]+$/, '').replace(/^ +/, '');
+    if (!/^[0-7]*$/.test(s)) throw new Error('invalid ' + what);
+    return s === '' ? 0 : parseInt(s, 8);
+  }
+  function cstr(b) { const i = b.indexOf(0); return text(i < 0 ? b : b.slice(0, i)); }
+  // untar reads a tar archive (ustar, with PAX extended headers) into
+  // [{name, type, data}].
+  function untar(t) {
+    const out = [];
+    let off = 0, pax = null;
+    for (;;) {
+      if (off + 512 > t.length) throw new Error('unexpected EOF');
+      const h = t.subarray(off, off + 512);
+      if (h.every((x) => x === 0)) return out;
+      let sum = 0;
+      for (let i = 0; i < 512; i++) sum += i >= 148 && i < 156 ? 32 : h[i];
+      if (octal(h.subarray(148, 156), 'checksum') !== sum) throw new Error('invalid header');
+      const type = String.fromCharCode(h[156] || 48);
+      let name = cstr(h.subarray(0, 100));
+      const magic = cstr(h.subarray(257, 263));
+      if (magic === 'ustar') { const prefix = cstr(h.subarray(345, 500)); if (prefix) name = prefix + '/' + name; }
+      let size = octal(h.subarray(124, 136), 'size');
+      if (pax && pax.size !== undefined) size = pax.size;
+      if (pax && pax.path !== undefined) name = pax.path;
+      off += 512;
+      if (off + size > t.length) throw new Error('unexpected EOF');
+      const data = t.slice(off, off + size);
+      off += Math.ceil(size / 512) * 512;
+      if (type === 'x') {
+        pax = {};
+        const s = text(data);
+        let i = 0;
+        while (i < s.length) {
+          const sp = s.indexOf(' ', i);
+          const n = Number(s.slice(i, sp));
+          const rec = s.slice(sp + 1, i + n - 1);
+          const eq = rec.indexOf('=');
+          const k = rec.slice(0, eq), v = rec.slice(eq + 1);
+          if (k === 'path') pax.path = v;
+          if (k === 'size') pax.size = Number(v);
+          i += n;
+        }
+        continue;
+      }
+      if (type === 'g') continue;
+      pax = null;
+      out.push({ name, type, data, size });
+    }
+  }
+  function splitPath(p) { const i = p.lastIndexOf('/'); return i < 0 ? ['', p] : [p.slice(0, i + 1), p.slice(i + 1)]; }
+  // readBundle is bundle.Read: one top directory shredd-export-<forget>,
+  // regular files only, each once, known names, within the limits.
+  async function readBundle(bytes) {
+    const fail = (msg) => { throw new CheckError('archive', msg); };
+    let tarBytes, members;
+    try { tarBytes = await gunzip(bytes); } catch (e) { if (e instanceof CheckError) throw e; fail('not a gzip archive: ' + e.message); }
+    try { members = untar(tarBytes); } catch (e) { fail('not a tar archive: ' + e.message); }
+    const b = { forget: '', entries: new Map() };
+    const seen = new Set();
+    let total = 0;
+    for (const m of members) {
+      const isDir = m.type === '5';
+      let [dir, name] = splitPath(m.name.replace(/\/$/, ''));
+      if (isDir) { dir = name; name = ''; }
+      const d = dir.replace(/\/$/, '');
+      const forget = d.startsWith('shredd-export-') ? d.slice('shredd-export-'.length) : null;
+      if (forget === null || !forgetRe.test(forget) || (b.forget !== '' && forget !== b.forget)) fail(JSON.stringify(m.name) + ' is not in one shredd-export-<forget id> directory');
+      b.forget = forget;
+      if (isDir) continue;
+      if (m.type !== '0' && m.type !== '\0') fail(JSON.stringify(m.name) + ' is not a regular file');
+      if (seen.size === C.maxFiles) fail('more than ' + C.maxFiles + ' files');
+      if (seen.has(name)) fail(name + ' appears twice');
+      seen.add(name);
+      if (m.size > C.maxFileSize) fail(name + ' is over ' + C.maxFileSize + ' bytes');
+      if ((total += m.size) > C.maxTotal) fail('over ' + C.maxTotal + ' bytes in all');
+      const data = m.data;
+      switch (name) {
+        case 'README.txt': case 'check-inclusion.py': break;
+        case 'attestation.json': b.attestation = data; break;
+        case 'attestation.pub': b.attestationPub = data; break;
+        case 'log.vkey': b.logKey = data; break;
+        case 'checkpoint': b.checkpoint = data; break;
+        case 'consistency.proof': b.consistency = data; break;
+        default: {
+          const em = entryRe.exec(name);
+          if (!em) fail('unknown file ' + name);
+          if (data.length > C.maxEvent) fail(name + ' is over ' + C.maxEvent + ' bytes');
+          const base = name.replace(/\.(json|tlog-proof)$/, '');
+          let e = b.entries.get(base);
+          if (!e) { e = { index: Number(em[1]), event: em[2], name: base }; b.entries.set(base, e); }
+          if (em[3] === 'json') e.data = data; else e.proof = data;
+        }
+      }
+    }
+    for (const [f, v] of [['attestation.json', b.attestation], ['attestation.pub', b.attestationPub], ['log.vkey', b.logKey], ['checkpoint', b.checkpoint]]) {
+      if (!v) fail(f + ' is missing');
+    }
+    for (const e of b.entries.values()) if (!e.data || !e.proof) fail(e.name + ' needs both its .json and its .tlog-proof');
+    b.entries = [...b.entries.values()].sort((x, y) => x.index - y.index || (x.event < y.event ? -1 : 1));
+    return b;
+  }
+
+  // ---- reports ----
+  function report() {
+    const r = { verified: false, failed: '', reason: '', checks: [] };
+    r.ok = (check, detail) => r.checks.push({ check, ok: true, detail });
+    r.skip = (check, detail) => r.checks.push({ check, ok: null, detail });
+    r.fail = (check, detail) => { r.checks.push({ check, ok: false, detail }); if (!r.failed) { r.failed = check; r.reason = detail; } };
+    return r;
+  }
+  const statementCheck = { claim: 'claim', condition: 'conditions', timeline: 'timeline', 'key evidence': 'key evidence', ack: 'holder acks', residual: 'residuals' };
+  const toBytes = (x) => (x === undefined || x === null ? null : typeof x === 'string' ? utf8.encode(x) : x);
+
+  // verifyAttestation is `shredd verify FILE --key --subject --salt`:
+  // opts {key (PEM), subject, salt (hex)}.
+  async function verifyAttestation(bytes, opts) {
+    const r = report();
+    let pub, salt;
+    try { pub = parsePublicKey(toBytes(opts.key) || new Uint8Array()); } catch (e) { r.fail('keys', 'the attestation key: ' + e.message); return finish(r); }
+    salt = unhex(String(opts.salt || '').trim());
+    if (!salt || salt.length !== 32) { r.fail('subject', 'the salt must be the 64 hex digits the forget returned'); return finish(r); }
+    let payload;
+    try {
+      payload = await verifyEnvelope(bytes, pub, C.payloadType);
+      r.ok('signature', 'Ed25519 by key id ' + (await keyID(pub)));
+    } catch (e) {
+      if (!(e instanceof FormatError)) throw e;
+      r.fail(e.kind === 'format' ? 'envelope' : 'signature', e.message);
+      return finish(r);
+    }
+    let st = null;
+    try {
+      st = await parseStatement(payload);
+      r.ok('statement', 'in-toto Statement v1, predicate ' + st.predicateType);
+      r.ok('claim', JSON.stringify(st.predicate.claim) + ', 5 of 5 conditions ok');
+    } catch (e) {
+      if (!(e instanceof FormatError)) throw e;
+      r.fail(statementCheck[e.kind] || 'statement', e.message);
+      try { st = JSON.parse(text(payload)); } catch (e2) { st = null; }
+    }
+    let opened = false;
+    try { opened = st && Array.isArray(st.subject) && st.subject[0] && st.subject[0].digest && (await checkSubject(st, String(opts.subject || ''), salt)); } catch (e) { opened = false; }
+    if (opened) r.ok('subject', 'the subject id and salt open commitment ' + st.subject[0].digest.sha256.slice(0, 16) + '...');
+    else r.fail('subject', 'the subject id and salt do not open the statement\'s commitment');
+    r.statement = st;
+    return finish(r);
+  }
+
+  // verifyExport is `shredd verify EXPORT.tar.gz --key --log-key
+  // [--subject --salt] [--checkpoint]` (bundle.Verify): opts {key (PEM),
+  // logKey, subject, salt (hex), saved (a checkpoint)}.
+  async function verifyExport(bytes, opts) {
+    const r = report();
+    let pub, v;
+    try { pub = parsePublicKey(toBytes(opts.key) || new Uint8Array()); } catch (e) { r.fail('keys', 'the attestation key: ' + e.message); return finish(r); }
+    try { v = await parseVerifierKey(toBytes(opts.logKey) || ''); } catch (e) { r.fail('keys', 'the log key: ' + e.message); return finish(r); }
+    const subject = opts.subject || '', saltText = String(opts.salt || '').trim();
+    if ((subject === '') !== (saltText === '')) { r.fail('keys', 'give both the subject id and the salt, or neither'); return finish(r); }
+    const salt = saltText ? unhex(saltText) : null;
+    if (saltText && (!salt || salt.length !== 32)) { r.fail('subject', 'the salt must be the 64 hex digits the forget returned'); return finish(r); }
+    try {
+      const b = await readBundle(bytes);
+      r.ok('archive', 'shredd-export-' + b.forget + ': ' + b.entries.length + ' log entries');
+      await checkBundle(b, pub, v, { subject, salt, saved: toBytes(opts.saved) }, r);
+      try {
+        if (!equal(parsePublicKey(b.attestationPub), pub)) r.skip('keys', 'the archive\'s attestation.pub is not the key given; the given key was used');
+      } catch (e) { r.skip('keys', 'the archive\'s attestation.pub is not the key given; the given key was used'); }
+      if ((text(b.logKey) || '').trim() !== (text(toBytes(opts.logKey)) || '').trim()) r.skip('keys', 'the archive\'s log.vkey is not the log key given; the given key was used');
+    } catch (e) {
+      if (e instanceof CheckError) r.fail(e.check, e.message);
+      else if (e instanceof FormatError) r.fail('export', e.message);
+      else throw e;
+    }
+    return finish(r);
+  }
+
+  async function checkBundle(b, pub, v, opts, r) {
+    const fail = (check, msg) => { throw new CheckError(check, msg); };
+    const wrap = async (check, prefix, f) => {
+      try { return await f(); } catch (e) { if (e instanceof FormatError) fail(check, prefix + e.message); throw e; }
+    };
+    // 1. The attestation.
+    const st = await wrap('attestation', 'attestation.json: ', async () => parseStatement(await verifyEnvelope(b.attestation, pub, C.payloadType)));
+    const pred = st.predicate;
+    if (pred.forget !== b.forget) fail('attestation', 'attestation.json is about forget ' + pred.forget + ', the export about ' + b.forget);
+    const commit = st.subject[0].digest.sha256;
+    r.ok('attestation', 'signed by the service key, claim and conditions valid, forget ' + b.forget);
+    if (opts.salt) {
+      if (!(await checkSubject(st, opts.subject, opts.salt))) fail('subject', 'the subject id and salt do not match the statement\'s commitment');
+    }
+    // 2. The checkpoint and every entry in it.
+    const cp = await wrap('checkpoint', 'checkpoint: ', () => openCheckpoint(b.checkpoint, v));
+    r.ok('checkpoint', 'signed by the log key, origin ' + cp.origin + ', tree size ' + cp.size);
+    const events = {};
+    const index = new Map();
+    const attSHA = hex(await sha256(b.attestation));
+    for (const e of b.entries) {
+      const p = await wrap('entry ' + e.name, e.name + '.tlog-proof: ', async () => parseProof(e.proof));
+      if (p.index !== e.index) fail('entry ' + e.name, e.name + '.tlog-proof proves index ' + p.index);
+      if (!equal(p.checkpoint, b.checkpoint)) fail('entry ' + e.name, e.name + '.tlog-proof is against another checkpoint than checkpoint');
+      await wrap('entry ' + e.name, e.name + ': ', () => checkProof(e.proof, e.data, v));
+      const ev = await wrap('entry ' + e.name, e.name + '.json: ', () => openEvent(e.data, pub));
+      if (ev.event !== e.event) fail('entry ' + e.name, e.name + '.json holds a ' + ev.event + ' event');
+      (events[ev.event] = events[ev.event] || []).push(ev);
+      index.set(ev, e.index);
+      r.ok('entry ' + e.name, 'signed, included in the checkpoint\'s tree');
+    }
+    const one = (kind) => {
+      const n = (events[kind] || []).length;
+      if (n !== 1) fail('entries', n + ' ' + kind + ' entries, want 1');
+      return events[kind][0];
+    };
+    // 3. The entries are this forget's.
+    const fc = one('forget_committed');
+    if (fc.forget.forget !== b.forget || fc.forget.subject !== commit) fail('entries', 'the forget_committed entry is about another forget or commitment');
+    const ea = one('erasure_attested');
+    if (ea.attested.forget !== b.forget || ea.attested.subject !== commit || ea.attested.attestation_sha256 !== attSHA) {
+      fail('entries', 'the erasure_attested entry does not name this attestation (forget, commitment or SHA-256 differ)');
+    }
+    if (index.get(ea) <= index.get(fc)) fail('entries', 'the attestation was logged before the forget committed');
+    const kc = events.key_created || [];
+    const kci = fc.forget.key_created_index;
+    let keyLink;
+    if (kci < 0 && kc.length === 0) keyLink = 'the subject had no logged key';
+    else if (kci < 0 || kc.length !== 1 || index.get(kc[0]) !== kci) fail('entries', 'the key_created entry is not the one the forget_committed entry names (index ' + kci + ')');
+    else if (kc[0].key.generation !== fc.forget.generation) fail('entries', 'the key_created entry is of generation ' + kc[0].key.generation + ', the forget destroyed ' + fc.forget.generation);
+    else if (kc[0].key.subject === commit) {
+      keyLink = 'same subject commitment, and named by index by the forget';
+      if (index.get(kc[0]) >= index.get(fc)) fail('entries', 'the key was logged as created after its forget');
+    } else keyLink = 'named by index by the forget (its commitment uses another salt: the key was unreachable when the forget was made)';
+    if (kc.length > 1) fail('entries', 'more than one key_created entry');
+    const acks = events.holder_ack || [];
+    if (acks.length !== pred.holder_acks.length) fail('entries', acks.length + ' holder_ack entries for the attestation\'s ' + pred.holder_acks.length + ' holder acks');
+    for (const h of pred.holder_acks) {
+      const msg = hex(await sha256(ackMessage(b.forget, h.holder, h.artifacts)));
+      const found = acks.some((ev) => {
+        const a = ev.ack;
+        return a.forget === b.forget && a.holder === h.holder && a.public_key === h.public_key && a.artifacts === h.artifacts.length &&
+          a.message_sha256 === msg && a.signature === h.signature && index.get(ev) > index.get(fc) && index.get(ev) < index.get(ea);
+      });
+      if (!found) fail('entries', 'holder ' + h.holder + '\'s ack is not logged between the forget\'s commit and its attestation');
+    }
+    const ke = pred.key_evidence;
+    if (ke.epoch > 0) {
+      const ep = one('epoch_completed');
+      const same = ep.epoch.retired_versions.length === ke.retired_root_versions.length && ep.epoch.retired_versions.every((x, i) => x === ke.retired_root_versions[i]);
+      if (ep.epoch.epoch !== ke.epoch || !same || index.get(ep) <= index.get(fc) || index.get(ep) >= index.get(ea)) {
+        fail('entries', 'the epoch_completed entry is not the attestation\'s epoch ' + ke.epoch + ', logged between the commit and the attestation');
+      }
+    } else if ((events.epoch_completed || []).length !== 0) fail('entries', 'an epoch_completed entry for an attestation without an epoch');
+    r.ok('key', keyLink);
+    if (opts.salt) r.ok('subject', 'the subject id and salt open commitment ' + commit.slice(0, 16) + '...');
+    else r.skip('subject', 'not checked (no subject id and salt)');
+    // 4. A saved checkpoint: the export's log extends it.
+    if (opts.saved) {
+      const old = await wrap('consistency', 'saved checkpoint: ', () => openCheckpoint(opts.saved, v));
+      if (old.size > cp.size) fail('consistency', 'the saved checkpoint (size ' + old.size + ') is newer than the export\'s (size ' + cp.size + '): ask for a new export with since=' + old.size);
+      if (old.size === cp.size) {
+        if (!equal(old.hash, cp.hash)) fail('consistency', 'the saved checkpoint and the export\'s have the same size ' + cp.size + ' and different trees: the log was forked or rewritten');
+      } else {
+        if (!b.consistency) fail('consistency', 'no consistency.proof in the export: ask for one with since=' + old.size);
+        const p = await wrap('consistency', 'consistency.proof: ', async () => parseConsistency(b.consistency));
+        if (p.old !== old.size || p.new !== cp.size) fail('consistency', 'consistency.proof goes from size ' + p.old + ' to ' + p.new + ', not from the saved ' + old.size + ' to the export\'s ' + cp.size);
+        let ok;
+        if (old.origin !== cp.origin) ok = false;
+        else if (old.size === 0) ok = p.hashes.length === 0 && equal(old.hash, await sha256(new Uint8Array()));
+        else ok = await checkConsistency(p.hashes, old.size, old.hash, cp.size, cp.hash);
+        if (!ok) fail('consistency', 'the export\'s log does not extend the saved checkpoint (rewritten or forked)');
+      }
+      r.ok('consistency', 'the log extends the saved checkpoint of size ' + old.size);
+    } else r.skip('consistency', 'not checked (no checkpoint saved earlier)');
+    r.forget = b.forget;
+    r.origin = cp.origin;
+    r.statement = st;
+  }
+
+  function finish(r) {
+    r.verified = r.failed === '';
+    delete r.ok; delete r.skip; delete r.fail;
+    return r;
+  }
+
+  global.ShreddVerify = {
+    verifyExport, verifyAttestation,
+    // Exposed for the page and its tests.
+    isGzip: (b) => b.length >= 2 && b[0] === 0x1f && b[1] === 0x8b,
+    parseCheckpointText: (b) => { const t = text(b) || ''; const i = t.indexOf('\n\n'); return parseCheckpoint(i < 0 ? t : t.slice(0, i + 1)); },
+    b64encode, hex,
+  };
+})(typeof window !== 'undefined' ? window : globalThis);
