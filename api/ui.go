@@ -16,7 +16,9 @@ import (
 // its files is the router's 404 problem, like any unknown route.
 func (s *Server) mountUI(r chi.Router) {
 	h, files := ui.Handler(), ui.Files()
-	r.Get("/ui", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, ui.Prefix, http.StatusMovedPermanently) })
+	r.Get("/ui", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, ui.Prefix, http.StatusMovedPermanently)
+	})
 	r.Get(ui.Prefix+"*", func(w http.ResponseWriter, r *http.Request) {
 		name := strings.TrimPrefix(r.URL.Path, ui.Prefix)
 		if name == "" {
