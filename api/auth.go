@@ -26,7 +26,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			s.fail(w, r, &problemError{status: http.StatusUnauthorized, code: "unauthenticated", title: "A bearer token is required"})
 			return
 		}
-		t, err := s.tokens.Verify(r.Context(), raw)
+		t, err := s.tokens.Authenticate(r.Context(), raw)
 		if errors.Is(err, ErrTokenInvalid) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="shredd", error="invalid_token"`)
 			s.fail(w, r, &problemError{status: http.StatusUnauthorized, code: "invalid_token", title: "The bearer token is unknown, expired or revoked"})

@@ -120,7 +120,7 @@ func TestTokenStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := e.tokens.Verify(ctx, raw)
+	got, err := e.tokens.Authenticate(ctx, raw)
 	if err != nil || got.ID != tok.ID || got.Holder != "agent-7" || len(got.Scopes) != 2 {
 		t.Fatalf("verify: %+v, %v", got, err)
 	}
@@ -139,7 +139,7 @@ func TestTokenStore(t *testing.T) {
 	if err := e.tokens.Revoke(ctx, tok.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.tokens.Verify(ctx, raw); err == nil {
+	if _, err := e.tokens.Authenticate(ctx, raw); err == nil {
 		t.Fatal("revoked token still verifies")
 	}
 }

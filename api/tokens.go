@@ -184,10 +184,10 @@ func scanToken(sc interface{ Scan(...any) error }) (Token, [32]byte, error) {
 
 const tokenCols = `SELECT id, hash, name, scopes, holder, created_at, expires_at, revoked_at FROM tokens`
 
-// Verify returns the token record of a bearer secret, or ErrTokenInvalid for
+// Authenticate returns the token record of a bearer secret, or ErrTokenInvalid for
 // a token that is unknown, expired or revoked. The stored hash is compared
 // with the presented one in constant time.
-func (ts *Tokens) Verify(ctx context.Context, raw string) (*Token, error) {
+func (ts *Tokens) Authenticate(ctx context.Context, raw string) (*Token, error) {
 	h := sha256.Sum256([]byte(raw))
 	now := ts.now()
 	ts.mu.Lock()
