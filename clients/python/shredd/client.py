@@ -317,11 +317,29 @@ class Forgets(_Part):
         """get returns a forget, current."""
         return t.Forget.from_json(self._call("GET", "/v1/forgets/" + _check_id("forget", forget), idempotent=True).json())
 
+    def page(self, state: Optional[str] = None, limit: Optional[int] = None,
+             cursor: Optional[str] = None) -> t.ForgetPage:
+        """page returns one page of forgets, newest first: in one state (or
+        all), at most limit (1 to 1,000; default 1,000), after cursor (the
+        ``next`` of the page before, with the same state and limit)."""
+        q = {"state": state or None, "limit": limit, "cursor": cursor or None}
+        return t.ForgetPage.from_json(self._call("GET", "/v1/forgets", idempotent=True, query=q).json())
+
     def list(self, state: Optional[str] = None) -> List[t.Forget]:
-        """list returns the forgets (in one state, or all), newest first,
-        at most 1,000."""
-        r = self._call("GET", "/v1/forgets", idempotent=True, query={"state": state} if state else None)
-        return [t.Forget.from_json(f) for f in r.json()["forgets"]]
+        """list returns the first page of forgets (in one state, or all),
+        newest first, at most 1,000; iterate walks them all."""
+        return self.page(state).forgets
+
+    def iterate(self, state: Optional[str] = None, limit: int = 1000) -> Iterator[t.Forget]:
+        """iterate yields every forget (in one state, or all), newest
+        first, a page of limit at a time."""
+        cursor: Optional[str] = None
+        while True:
+            p = self.page(state, limit, cursor)
+            yield from p.forgets
+            if not p.next:
+                return
+            cursor = p.next
 
     def verify(self, forget: str) -> t.Forget:
         """verify evaluates the forget's conditions now and returns it,

@@ -8,13 +8,13 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from .errors import APIError
 
 __all__ = [
     "Health", "Ready", "Kind", "Encrypted", "Lease", "Decrypted", "RawEncrypted", "RawDecrypted",
-    "Artifact", "Condition", "Forget", "PreviewArtifact", "PreviewCounts", "Preview", "Epoch",
+    "Artifact", "Condition", "Forget", "ForgetPage", "PreviewArtifact", "PreviewCounts", "Preview", "Epoch",
     "Holder", "PurgeWork", "AckResult", "InventoryItem", "InventoryReport", "EncryptResult", "DecryptResult",
     "STATES",
 ]
@@ -269,6 +269,21 @@ class Forget:
                    epoch=int(d.get("epoch", 0)),
                    conditions=[Condition.from_json(c) for c in d.get("conditions") or []],
                    verification=[Condition.from_json(c) for c in d.get("verification") or []])
+
+
+@dataclass(frozen=True)
+class ForgetPage:
+    """ForgetPage is one page of GET /v1/forgets: the forgets, newest
+    first; ``next``, the cursor of the following page ("" on the last);
+    ``counts``, the number of forgets in each state over all forgets."""
+    forgets: List[Forget]
+    next: str
+    counts: Dict[str, int]
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "ForgetPage":
+        return cls(forgets=[Forget.from_json(f) for f in d.get("forgets") or []], next=d.get("next", "") or "",
+                   counts={k: int(v) for k, v in (d.get("counts") or {}).items()})
 
 
 @dataclass(frozen=True)
