@@ -7,10 +7,14 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"os"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -29,8 +33,14 @@ const MetricsContentType = "text/plain; version=0.0.4; charset=utf-8"
 var metricsLatencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 
 // Metrics counts HTTP requests and serves them, together with the state of
-// the forgets, the key cache, the epochs and the root store, as Prometheus
-// metrics (docs/operations.md, "Metrics and logs").
+// the forgets, the key cache, the epochs and the root store, the build
+// (shredd_build_info), and the Go runtime's and the process's metrics, as
+// Prometheus metrics (docs/operations.md, "Metrics and logs").
+//
+// The exposition is written by hand, and the runtime and process metrics
+// carry the names of prometheus/client_golang's Go and process collectors:
+// the same dashboards work, and the key service does not link that module
+// and the five it pulls in (docs/operations.md says why).
 //
 // Its labels carry only route patterns, methods, status codes, forget states
 // and root store operations: never a subject, an id of an artifact or a
@@ -265,7 +275,197 @@ func (m *Metrics) write(ctx context.Context, w *expoWriter) error {
 	for _, op := range ops {
 		w.sample("shredd_root_store_errors_total", float64(rootErrs[op]), "op", op)
 	}
+
+	b := ReadBuildInfo()
+	w.family("shredd_build_info", "gauge", "The build of the running binary: always 1, with its version, commit and Go version as labels.")
+	w.sample("shredd_build_info", 1, "version", b.Version, "commit", b.Commit, "modified", strconv.FormatBool(b.Modified), "goversion", b.GoVersion)
+	writeGoMetrics(w)
+	writeProcessMetrics(w)
 	return nil
+}
+
+// Release is the version a binary reports when its build info carries none
+// (a go build in a checkout reports "(devel)"). Set it at link time:
+// go build -ldflags "-X github.com/shredd/shredd/api.Release=v1.2.3".
+var Release = "0.1.0-dev"
+
+// BuildInfo describes the running binary.
+type BuildInfo struct {
+	// Version is the module version the go command stamped (a release tag
+	// for go install ...@v1.2.3; a pseudo-version when built from a VCS
+	// checkout with -buildvcs), else Release.
+	Version string
+	// Commit is the VCS revision the binary was built from, "unknown" when
+	// the build recorded none (go build -buildvcs=false, go test, or no VCS
+	// checkout).
+	Commit string
+	// Modified reports uncommitted changes in the checkout it was built from.
+	Modified bool
+	// CommitTime is the revision's commit time (RFC 3339), "" when unknown.
+	CommitTime string
+	// GoVersion is the Go toolchain that built it.
+	GoVersion string
+}
+
+// ReadBuildInfo returns the running binary's build, from the build info the
+// go command embeds (runtime/debug.ReadBuildInfo).
+func ReadBuildInfo() BuildInfo {
+	b := BuildInfo{Version: Release, Commit: "unknown", GoVersion: runtime.Version()}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return b
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		b.Version = v
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			b.Commit = s.Value
+		case "vcs.modified":
+			b.Modified = s.Value == "true"
+		case "vcs.time":
+			b.CommitTime = s.Value
+		}
+	}
+	return b
+}
+
+// writeGoMetrics writes the Go runtime's metrics under the names of
+// prometheus/client_golang's Go collector (go_goroutines, go_memstats_...,
+// go_gc_duration_seconds), so that the usual dashboards work, without that
+// module and its dependencies: see docs/operations.md.
+func writeGoMetrics(w *expoWriter) {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	w.family("go_info", "gauge", "Information about the Go environment.")
+	w.sample("go_info", 1, "version", runtime.Version())
+	w.family("go_goroutines", "gauge", "Number of goroutines that currently exist.")
+	w.sample("go_goroutines", float64(runtime.NumGoroutine()))
+	threads, _ := runtime.ThreadCreateProfile(nil)
+	w.family("go_threads", "gauge", "Number of OS threads created.")
+	w.sample("go_threads", float64(threads))
+
+	var gc debug.GCStats
+	gc.PauseQuantiles = make([]time.Duration, 5)
+	debug.ReadGCStats(&gc)
+	w.family("go_gc_duration_seconds", "summary", "A summary of the wall-time pause (stop-the-world) duration in garbage collection cycles.")
+	for i, q := range []string{"0", "0.25", "0.5", "0.75", "1"} {
+		w.sample("go_gc_duration_seconds", gc.PauseQuantiles[i].Seconds(), "quantile", q)
+	}
+	w.sample("go_gc_duration_seconds_sum", gc.PauseTotal.Seconds())
+	w.sample("go_gc_duration_seconds_count", float64(gc.NumGC))
+
+	for _, m := range []struct {
+		name, typ, help string
+		v               uint64
+	}{
+		{"go_memstats_alloc_bytes", "gauge", "Number of heap bytes allocated and currently in use.", ms.Alloc},
+		{"go_memstats_alloc_bytes_total", "counter", "Total number of heap bytes allocated, even if freed.", ms.TotalAlloc},
+		{"go_memstats_sys_bytes", "gauge", "Number of bytes obtained from the system.", ms.Sys},
+		{"go_memstats_mallocs_total", "counter", "Total number of heap objects allocated.", ms.Mallocs},
+		{"go_memstats_frees_total", "counter", "Total number of heap objects frees.", ms.Frees},
+		{"go_memstats_heap_alloc_bytes", "gauge", "Number of heap bytes allocated and currently in use.", ms.HeapAlloc},
+		{"go_memstats_heap_sys_bytes", "gauge", "Number of heap bytes obtained from the system.", ms.HeapSys},
+		{"go_memstats_heap_idle_bytes", "gauge", "Number of heap bytes waiting to be used.", ms.HeapIdle},
+		{"go_memstats_heap_inuse_bytes", "gauge", "Number of heap bytes that are in use.", ms.HeapInuse},
+		{"go_memstats_heap_released_bytes", "gauge", "Number of heap bytes released to the OS.", ms.HeapReleased},
+		{"go_memstats_heap_objects", "gauge", "Number of currently allocated objects.", ms.HeapObjects},
+		{"go_memstats_stack_inuse_bytes", "gauge", "Number of bytes obtained from the system for stack allocator.", ms.StackInuse},
+		{"go_memstats_stack_sys_bytes", "gauge", "Number of bytes obtained from the system for stack allocator.", ms.StackSys},
+		{"go_memstats_gc_sys_bytes", "gauge", "Number of bytes used for garbage collection system metadata.", ms.GCSys},
+		{"go_memstats_next_gc_bytes", "gauge", "Number of heap bytes when the next garbage collection will take place.", ms.NextGC},
+	} {
+		w.family(m.name, m.typ, m.help)
+		w.sample(m.name, float64(m.v))
+	}
+	w.family("go_memstats_last_gc_time_seconds", "gauge", "Number of seconds since 1970 of last garbage collection.")
+	w.sample("go_memstats_last_gc_time_seconds", float64(ms.LastGC)/1e9)
+	w.family("go_sched_gomaxprocs_threads", "gauge", "The current runtime.GOMAXPROCS setting.")
+	w.sample("go_sched_gomaxprocs_threads", float64(runtime.GOMAXPROCS(0)))
+}
+
+// processStart is when this process started, for process_start_time_seconds
+// where /proc cannot tell.
+var processStart = time.Now()
+
+// writeProcessMetrics writes the process's metrics under the names of
+// prometheus/client_golang's process collector. CPU time, memory and the
+// start time come from /proc/self (Linux); elsewhere only what the
+// standard library knows (open file limit, start time) is written.
+func writeProcessMetrics(w *expoWriter) {
+	start := float64(processStart.UnixNano()) / 1e9
+	if st, ok := readProcStat(); ok {
+		w.family("process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.")
+		w.sample("process_cpu_seconds_total", st.cpuSeconds)
+		w.family("process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.")
+		w.sample("process_virtual_memory_bytes", st.virtual)
+		w.family("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.")
+		w.sample("process_resident_memory_bytes", st.resident)
+		if st.start > 0 {
+			start = st.start
+		}
+	}
+	if ents, err := os.ReadDir("/proc/self/fd"); err == nil {
+		w.family("process_open_fds", "gauge", "Number of open file descriptors.")
+		w.sample("process_open_fds", float64(len(ents)))
+	}
+	var lim syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim) == nil {
+		w.family("process_max_fds", "gauge", "Maximum number of open file descriptors.")
+		w.sample("process_max_fds", float64(lim.Cur))
+	}
+	w.family("process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.")
+	w.sample("process_start_time_seconds", start)
+}
+
+// procStat is what writeProcessMetrics reads from /proc/self/stat.
+type procStat struct {
+	cpuSeconds, virtual, resident, start float64
+}
+
+// userHZ is the unit of the times in /proc/self/stat: USER_HZ, 100 on every
+// Linux architecture the kernel exposes to user space (what procfs, the
+// library of client_golang, assumes too).
+const userHZ = 100
+
+// readProcStat reads /proc/self/stat (and the boot time of /proc/stat for
+// the start time); ok is false where there is no /proc.
+func readProcStat() (procStat, bool) {
+	raw, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return procStat{}, false
+	}
+	// The command name (field 2) is in parentheses and may hold spaces:
+	// the fields that follow start after the last ')'.
+	i := bytes.LastIndexByte(raw, ')')
+	if i < 0 {
+		return procStat{}, false
+	}
+	f := strings.Fields(string(raw[i+1:]))
+	// f[0] is field 3 (state): field n is f[n-3].
+	if len(f) < 22 {
+		return procStat{}, false
+	}
+	num := func(n int) float64 {
+		v, _ := strconv.ParseUint(f[n-3], 10, 64)
+		return float64(v)
+	}
+	st := procStat{
+		cpuSeconds: (num(14) + num(15)) / userHZ,
+		virtual:    num(23),
+		resident:   num(24) * float64(os.Getpagesize()),
+	}
+	if s, err := os.ReadFile("/proc/stat"); err == nil {
+		for line := range strings.Lines(string(s)) {
+			if v, ok := strings.CutPrefix(line, "btime "); ok {
+				if boot, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64); err == nil {
+					st.start = float64(boot) + num(22)/userHZ
+				}
+			}
+		}
+	}
+	return st, true
 }
 
 // expoWriter builds an exposition in the text format.

@@ -10,7 +10,9 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -243,7 +245,10 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 	hexRun := regexp.MustCompile(`[0-9a-fA-F]{32}`) // ids and sids; numbers are shorter
-	if m := hexRun.FindString(text); m != "" {
+	// (The commit of shredd_build_info is a hex run too, by design; a test
+	// binary has none, but skip its line all the same.)
+	withoutBuild := regexp.MustCompile(`(?m)^shredd_build_info\{.*$`).ReplaceAllString(text, "")
+	if m := hexRun.FindString(withoutBuild); m != "" {
 		t.Errorf("the exposition holds a hex run %q (an id or a sid?)", m)
 	}
 	secrets := []string{subject, other, "alice", plaintext, plaintext2, b64(plaintext), b64(plaintext2), b64("ctx-1"),
@@ -256,6 +261,81 @@ func TestMetrics(t *testing.T) {
 		if strings.Contains(text, s) {
 			t.Errorf("the exposition holds %q:\n%s", s, text)
 		}
+	}
+}
+
+// TestMetricsBuildRuntimeProcess: shredd_build_info with the version and
+// commit of api.ReadBuildInfo, and the Go runtime and process metrics under
+// the names of prometheus/client_golang's collectors, with values that
+// agree with what the process itself can tell.
+func TestMetricsBuildRuntimeProcess(t *testing.T) {
+	e := newMetricsEnv(t, nil, keystore.Options{})
+	b := api.ReadBuildInfo()
+	// A test binary has no module version nor VCS stamp: the fallbacks.
+	if b.Version != api.Release || b.Commit != "unknown" || b.GoVersion != runtime.Version() {
+		t.Fatalf("ReadBuildInfo in a test binary: %+v", b)
+	}
+	runtime.GC() // at least one collection for the GC summary
+	x, _ := e.scrape()
+	x.want(t, 1, "shredd_build_info", "version", b.Version, "commit", b.Commit, "modified", "false", "goversion", runtime.Version())
+	x.want(t, 1, "go_info", "version", runtime.Version())
+	if x.types["go_gc_duration_seconds"] != "summary" {
+		t.Fatalf("go_gc_duration_seconds is a %q", x.types["go_gc_duration_seconds"])
+	}
+	if n := x.value(t, "go_gc_duration_seconds_count"); n < 1 {
+		t.Errorf("go_gc_duration_seconds_count %v after a runtime.GC", n)
+	}
+	prev := -1.0
+	for _, q := range []string{"0", "0.25", "0.5", "0.75", "1"} {
+		v := x.value(t, "go_gc_duration_seconds", "quantile", q)
+		if v < prev {
+			t.Errorf("GC pause quantile %s = %v below the one before (%v)", q, v, prev)
+		}
+		prev = v
+	}
+	if g := x.value(t, "go_goroutines"); g < 2 || g > 10000 {
+		t.Errorf("go_goroutines %v", g)
+	}
+	for _, name := range []string{"go_threads", "go_memstats_alloc_bytes", "go_memstats_alloc_bytes_total", "go_memstats_sys_bytes",
+		"go_memstats_mallocs_total", "go_memstats_heap_alloc_bytes", "go_memstats_heap_inuse_bytes", "go_memstats_heap_objects",
+		"go_memstats_next_gc_bytes", "go_memstats_last_gc_time_seconds", "process_open_fds", "process_max_fds"} {
+		if v := x.value(t, name); v <= 0 {
+			t.Errorf("%s = %v, want > 0", name, v)
+		}
+	}
+	x.want(t, float64(runtime.GOMAXPROCS(0)), "go_sched_gomaxprocs_threads")
+	if x.value(t, "go_memstats_alloc_bytes_total") < x.value(t, "go_memstats_alloc_bytes") {
+		t.Error("go_memstats_alloc_bytes_total below go_memstats_alloc_bytes")
+	}
+	if last := x.value(t, "go_memstats_last_gc_time_seconds"); math.Abs(last-float64(time.Now().Unix())) > 3600 {
+		t.Errorf("go_memstats_last_gc_time_seconds %v is not about now", last)
+	}
+	if runtime.GOOS != "linux" {
+		t.Fatalf("the process metrics are read from /proc: this test expects Linux, not %s", runtime.GOOS)
+	}
+	// The test process's own view: its start (it started less than an hour
+	// ago, and before now), its memory, its CPU time, its descriptors.
+	start := x.value(t, "process_start_time_seconds")
+	if now := float64(time.Now().UnixNano()) / 1e9; start > now || now-start > 3600 {
+		t.Errorf("process_start_time_seconds %v, now %v", start, now)
+	}
+	if rss := x.value(t, "process_resident_memory_bytes"); rss < 1<<20 || rss > x.value(t, "process_virtual_memory_bytes") {
+		t.Errorf("process_resident_memory_bytes %v (virtual %v)", rss, x.value(t, "process_virtual_memory_bytes"))
+	}
+	cpu := x.value(t, "process_cpu_seconds_total")
+	busy := time.Now()
+	for time.Since(busy) < 300*time.Millisecond {
+	}
+	x2, _ := e.scrape()
+	if cpu2 := x2.value(t, "process_cpu_seconds_total"); cpu2 < cpu+0.1 {
+		t.Errorf("process_cpu_seconds_total %v -> %v across 300ms of busy work", cpu, cpu2)
+	}
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fds := x2.value(t, "process_open_fds"); math.Abs(fds-float64(len(ents))) > 10 {
+		t.Errorf("process_open_fds %v, /proc/self/fd lists %d", fds, len(ents))
 	}
 }
 
@@ -530,7 +610,7 @@ var (
 
 // parseExposition parses the subset of the text format (version 0.0.4) that
 // shredd emits, strictly: every family has a HELP line, then a TYPE line
-// (counter, gauge or histogram), then its samples, and appears once;
+// (counter, gauge, histogram or summary), then its samples, and appears once;
 // counters end in _total and are never negative; label values use only the
 // escapes \\, \" and \n; samples have no timestamp; series are unique; and
 // each histogram series has buckets with rising bounds and non-decreasing
@@ -569,7 +649,7 @@ func parseExposition(text string) (*exposition, error) {
 				if !strings.HasSuffix(name, "_total") {
 					return nil, fmt.Errorf("line %d: counter %s does not end in _total", i+1, name)
 				}
-			case "gauge", "histogram":
+			case "gauge", "histogram", "summary":
 			default:
 				return nil, fmt.Errorf("line %d: type %q", i+1, f[3])
 			}
@@ -596,6 +676,21 @@ func parseExposition(text string) (*exposition, error) {
 			}
 			if _, hasLE := s.labels["le"]; hasLE != (suffix == "_bucket") {
 				return nil, fmt.Errorf("line %d: le label on %s", i+1, s.name)
+			}
+		case "summary":
+			suffix, ok := strings.CutPrefix(s.name, family)
+			if !ok || (suffix != "" && suffix != "_sum" && suffix != "_count") {
+				return nil, fmt.Errorf("line %d: sample %s in summary %s", i+1, s.name, family)
+			}
+			if q, hasQ := s.labels["quantile"]; hasQ != (suffix == "") {
+				return nil, fmt.Errorf("line %d: quantile label on %s", i+1, s.name)
+			} else if hasQ {
+				if v, err := strconv.ParseFloat(q, 64); err != nil || v < 0 || v > 1 {
+					return nil, fmt.Errorf("line %d: quantile %q", i+1, q)
+				}
+			}
+			if _, hasLE := s.labels["le"]; hasLE {
+				return nil, fmt.Errorf("line %d: le label outside a histogram", i+1)
 			}
 		default:
 			if s.name != family {
