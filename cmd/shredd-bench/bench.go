@@ -30,6 +30,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/shredd/shredd/internal/netaddr"
 	"github.com/shredd/shredd/internal/node"
 )
 
@@ -166,7 +167,7 @@ func isLoopbackURL(s string) bool {
 	if !strings.Contains(host, ":") {
 		host += ":80"
 	}
-	return isLoopback(host)
+	return netaddr.IsLoopback(host)
 }
 
 // Main runs `shredd-bench`, `shredd-bench fill` or `shredd-bench
@@ -538,7 +539,7 @@ func noopCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
-	if !isLoopback(*addr) {
+	if !netaddr.IsLoopback(*addr) {
 		fmt.Fprintln(stderr, "shredd-bench noop-server: --addr must be a loopback address")
 		return 2
 	}

@@ -12,57 +12,32 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/shredd/shredd/internal/node"
+	"github.com/shredd/shredd/internal/testbin"
 	"github.com/shredd/shredd/internal/vaulttest"
 )
 
-// binDir holds the binaries the tests build; TestMain creates and removes
-// it.
-var binDir string
-
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "shredd-bench-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: temp dir:", err)
-		os.Exit(1)
-	}
-	binDir = dir
 	code := m.Run()
-	os.RemoveAll(dir)
+	testbin.Cleanup()
 	os.Exit(code)
 }
-
-var (
-	buildOnce sync.Once
-	buildErr  error
-)
 
 // binaries builds this command and the real server, ./cmd/shredd, once per
 // test binary (with -race when the tests run with -race, so the race
 // detector also watches them) and returns their paths.
 func binaries(t *testing.T) (bench, shredd string) {
 	t.Helper()
-	bench, shredd = filepath.Join(binDir, "shredd-bench"), filepath.Join(binDir, "shredd")
-	buildOnce.Do(func() {
-		for _, b := range [][2]string{{bench, "."}, {shredd, "../shredd"}} {
-			args := []string{"build"}
-			if raceEnabled {
-				args = append(args, "-race")
-			}
-			args = append(args, "-o", b[0], b[1])
-			if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
-				buildErr = fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
-				return
-			}
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	bench, err := testbin.Build("github.com/shredd/shredd/cmd/shredd-bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shredd, err = testbin.Build("github.com/shredd/shredd/cmd/shredd"); err != nil {
+		t.Fatal(err)
 	}
 	return bench, shredd
 }
@@ -112,7 +87,7 @@ func startServer(t *testing.T, dir string) *server {
 	_, bin := binaries(t)
 	cmd := exec.Command(bin, "serve", "--data-dir", dir, "--addr", "127.0.0.1:0", "--buckets", "16", "--epoch-interval", "1h")
 	cmd.Env = cleanEnv()
-	if raceEnabled && os.Getenv("GORACE") == "" {
+	if testbin.Race && os.Getenv("GORACE") == "" {
 		cmd.Env = append(cmd.Env, "GORACE=atexit_sleep_ms=50")
 	}
 	s := &server{cmd: cmd, logs: &vaulttest.SyncBuffer{}, done: make(chan struct{}), client: &http.Client{Timeout: 30 * time.Second}}

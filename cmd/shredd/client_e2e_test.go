@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shredd/shredd/internal/testbin"
 )
 
 // cliRun is one run of a client subcommand of the real binary.
@@ -38,7 +40,7 @@ func cli(t *testing.T, dir string, env []string, stdin []byte, args ...string) c
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	if raceEnabled && os.Getenv("GORACE") == "" {
+	if testbin.Race && os.Getenv("GORACE") == "" {
 		cmd.Env = append(cmd.Env, "GORACE=atexit_sleep_ms=0")
 	}
 	cmd.Env = append(cmd.Env, env...)

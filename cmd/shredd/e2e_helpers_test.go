@@ -21,16 +21,13 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/shredd/shredd/internal/testbin"
 )
 
-// binDir holds the server binary; TestMain creates and removes it.
-var binDir string
-
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
+// scratchDir holds what outlives one test (the export story's data dir);
+// TestMain creates and removes it.
+var scratchDir string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "shredd-e2e-")
@@ -38,9 +35,10 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "e2e: temp dir:", err)
 		os.Exit(1)
 	}
-	binDir = dir
+	scratchDir = dir
 	code := m.Run()
 	os.RemoveAll(dir)
+	testbin.Cleanup()
 	os.Exit(code)
 }
 
@@ -48,32 +46,15 @@ func TestMain(m *testing.M) {
 // tests run with -race, so the race detector also watches the server; with
 // the build tag crashpoints, so that SHREDD_TEST_CRASH_AT and
 // SHREDD_TEST_CRASH_RANDOM can kill it at a durable step: see
-// internal/crashpoint) and returns its path. The build is lazy so that unit tests of this package
-// that never start a server do not pay for it.
+// internal/crashpoint) and returns its path. The build is lazy so that unit
+// tests of this package that never start a server do not pay for it.
 func shreddBinary(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		goTool, err := exec.LookPath("go")
-		if err != nil {
-			buildErr = fmt.Errorf("the go command is needed to build the server: %w", err)
-			return
-		}
-		binPath = filepath.Join(binDir, "shredd")
-		args := []string{"build", "-tags", "crashpoints"}
-		if raceEnabled {
-			args = append(args, "-race")
-		}
-		args = append(args, "-o", binPath, ".")
-		cmd := exec.Command(goTool, args...)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	path, err := testbin.Build("github.com/shredd/shredd/cmd/shredd", "crashpoints")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return binPath
+	return path
 }
 
 // logBuffer collects what the server writes to stderr and stdout.
@@ -154,7 +135,7 @@ func startProcess(t *testing.T, dataDir string, o serverOpts) *server {
 	}
 	// A -race server sleeps 1s at exit (GORACE atexit_sleep_ms) so late race
 	// reports get out; 50ms is plenty here and keeps restarts quick.
-	if raceEnabled && os.Getenv("GORACE") == "" {
+	if testbin.Race && os.Getenv("GORACE") == "" {
 		cmd.Env = append(cmd.Env, "GORACE=atexit_sleep_ms=50")
 	}
 	cmd.Env = append(cmd.Env, o.Env...)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/shredd/shredd/api"
 	"github.com/shredd/shredd/erasure"
+	"github.com/shredd/shredd/internal/netaddr"
 	"github.com/shredd/shredd/internal/node"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
@@ -191,7 +192,7 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 		fmt.Fprintln(stderr, "shredd serve: --subject-keys must be tree, or transit together with --root vault")
 		return nil, errors.New("bad subject-keys")
 	}
-	if p.DebugAddr != "" && !isLoopback(p.DebugAddr) {
+	if p.DebugAddr != "" && !netaddr.IsLoopback(p.DebugAddr) {
 		fmt.Fprintln(stderr, "shredd serve: --debug-addr must be a loopback address")
 		return nil, errors.New("bad debug addr")
 	}
@@ -205,18 +206,6 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 		return nil, errors.New("bad flag value")
 	}
 	return p, nil
-}
-
-func isLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // Run opens the data directory (node.Open) and serves it: the HTTP
@@ -298,7 +287,7 @@ func (p *Program) Close() error {
 // tlsConfig loads --tls-cert and --tls-key; nil for plain HTTP, which is
 // refused on a non-loopback address without --allow-remote-http.
 func (p *Program) tlsConfig() (*tls.Config, error) {
-	if p.TLSCert == "" && !p.AllowRemote && !isLoopback(p.Addr) {
+	if p.TLSCert == "" && !p.AllowRemote && !netaddr.IsLoopback(p.Addr) {
 		return nil, fmt.Errorf("refusing plain HTTP on non-loopback address %s (use --tls-cert/--tls-key, or --allow-remote-http behind a TLS proxy)", p.Addr)
 	}
 	if p.TLSCert == "" {

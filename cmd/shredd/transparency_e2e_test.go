@@ -100,7 +100,7 @@ var (
 func theExportWorld(t *testing.T) *exportWorld {
 	t.Helper()
 	worldOnce.Do(func() {
-		dir, err := os.MkdirTemp(binDir, "export-world-")
+		dir, err := os.MkdirTemp(scratchDir, "export-world-")
 		if err != nil {
 			t.Fatal(err)
 		}
