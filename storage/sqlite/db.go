@@ -56,7 +56,7 @@ const WALAutoCheckpoint = 10_000
 //     the writers of this process queue in arrival order behind one write
 //     gate per file (writeGate) instead of polling SQLite's lock;
 //   - automatic WAL checkpoints only past WALAutoCheckpoint pages: the
-//     service checkpoints in the background (CheckpointPassive).
+//     service checkpoints in the background (storage.DB.Checkpoint).
 func Open(path string) (*storage.DB, error) {
 	// Create the file 0600 first: SQLite gives its -wal and -shm files the
 	// database file's permissions.
