@@ -1,6 +1,6 @@
 // Package keystore is shredd's key tree: a destroyable root key held by a
 // RootStore, bucket keys wrapped under the root, and per-subject keys (DEKs)
-// wrapped under their bucket key, kept in SQLite (see docs/design.md,
+// wrapped under their bucket key, kept in the database (see docs/design.md,
 // "Keys").
 //
 // Forgetting a subject deletes its DEK and re-keys its bucket; an epoch then

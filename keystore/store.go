@@ -64,7 +64,7 @@ const (
 	SubjectForgotten
 )
 
-// Store is the key tree kept in SQLite under a RootStore.
+// Store is the key tree kept in the database under a RootStore.
 type Store struct {
 	db      *storage.DB
 	root    RootStore

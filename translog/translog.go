@@ -1,6 +1,6 @@
 // Package translog is shredd's transparency log: an append-only Merkle
 // tree of opaque entries (the signed attestations and lifecycle events of
-// shredd), kept in tables of shredd's SQLite database and appended in the
+// shredd), kept in tables of shredd's database (package storage) and appended in the
 // same transaction as the state change each entry records.
 //
 // It implements
