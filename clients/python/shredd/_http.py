@@ -141,7 +141,13 @@ class Transport:
             conn.putrequest(method, target, skip_accept_encoding=True)
             for k, v in lines:
                 conn.putheader(k, v.encode("utf-8"))  # one line per value, UTF-8 as the server reads it
-            conn.endheaders(body)
+            try:
+                conn.endheaders(body)
+            except (BrokenPipeError, ConnectionResetError):
+                # The server may have answered and closed before the whole
+                # body was sent (a 413 for a body over its limit): read the
+                # answer it left, if any.
+                pass
             resp = conn.getresponse()
             data = resp.read(self.max_response + 1)
             if len(data) > self.max_response:

@@ -398,10 +398,12 @@ class Holders(_Part):
 
     def ack(self, forget: str, holder: str, artifacts: Sequence[str], signature: bytes) -> t.AckResult:
         """ack sends a signed purge ack (the signature over
-        shredd.holder.ack_message). Not retried: an artifact an earlier ack
-        closed answers Conflict."""
+        shredd.verify.ack_message). The same ack again is a no-op, so the
+        call is retried (Ed25519 signatures are deterministic); another ack
+        naming an artifact an earlier ack closed raises Conflict."""
         r = self._call("POST", "/v1/forgets/%s/acks" % _check_id("forget", forget),
-                       {"holder": holder, "artifacts": list(artifacts), "signature": t.b64(bytes(signature))})
+                       {"holder": holder, "artifacts": list(artifacts), "signature": t.b64(bytes(signature))},
+                       idempotent=True)
         d = r.json()
         return t.AckResult(closed=list(d["closed"]), missing=list(d["missing"]))
 
@@ -493,7 +495,7 @@ class Client:
     :param token: the bearer token (``shredd token create``); None sends none
     :param timeout: seconds for one attempt of a call (connect and read)
     :param retries: extra attempts of idempotent calls after a transport
-        failure or a 429/502/503/504 (never of encrypt, decrypt, ack, epoch)
+        failure or a 429/502/503/504 (never of encrypt, decrypt, register, epoch)
     :param cafile: PEM file of the CA of an https server's certificate
     :param ssl_context: an ssl.SSLContext instead of cafile (client certs ...)
     """

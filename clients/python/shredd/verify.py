@@ -21,6 +21,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
+from .errors import Error
+
 __all__ = [
     "VerifyError", "ack_message", "commitment", "pae", "load_public_key", "verify_attestation", "Attestation",
     "Checkpoint", "open_checkpoint", "parse_inclusion_proof", "check_inclusion", "parse_consistency_proof",
@@ -36,7 +38,7 @@ LABEL_HOLDER_ACK = "shredd/v1/holder-ack"
 LABEL_COMMITMENT = b"shredd/v1/subject-commitment"
 
 
-class VerifyError(Exception):
+class VerifyError(Error):
     """VerifyError: a check failed; the message says which."""
 
 
@@ -234,7 +236,8 @@ class Checkpoint:
 
 
 def _parse_vkey(vkey: str) -> Tuple[str, bytes, bytes]:
-    parts = vkey.strip().split("+")
+    # The origin holds no "+"; the base64 key may.
+    parts = vkey.strip().split("+", 2)
     if len(parts) != 3:
         raise VerifyError("not a signed-note verifier key")
     name, khash, raw = parts
