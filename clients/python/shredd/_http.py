@@ -140,7 +140,10 @@ class Transport:
         try:
             conn.putrequest(method, target, skip_accept_encoding=True)
             for k, v in lines:
-                conn.putheader(k, v.encode("utf-8"))  # one line per value, UTF-8 as the server reads it
+                # One line per value, in UTF-8 as the server reads it: given a
+                # str, http.client would encode it as Latin-1 (and fail on
+                # most non-ASCII subject ids). It takes bytes as they are.
+                conn.putheader(k, v.encode("utf-8"))  # type: ignore[arg-type]
             try:
                 conn.endheaders(body)
             except (BrokenPipeError, ConnectionResetError):

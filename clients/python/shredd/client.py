@@ -180,7 +180,7 @@ class Sealing(_Part):
             raise ValueError("shredd: an empty batch")
         wire = []
         for it in items:
-            d = {"ciphertext": it} if isinstance(it, str) else dict(it)
+            d: Dict[str, Any] = {"ciphertext": it} if isinstance(it, str) else dict(it)
             w: Dict[str, Any] = {"ciphertext": d["ciphertext"]}
             if d.get("context"):
                 w["context"] = t.b64(bytes(d["context"]))
@@ -477,8 +477,8 @@ def _nonneg(what: str, v: int) -> int:
 
 
 def _tile_index(n: int) -> str:
-    s = "%d" % n
-    groups = []
+    # C2SP tlog-tiles: groups of three digits, all but the last prefixed "x".
+    groups: List[str] = []
     while True:
         groups.insert(0, "%03d" % (n % 1000))
         n //= 1000
@@ -538,7 +538,7 @@ class Client:
 
     def live(self) -> bool:
         """live is GET /livez (no token): True when the process serves."""
-        return self.transport.request("GET", "/livez", idempotent=True, auth=False).json()["status"] == "ok"
+        return bool(self.transport.request("GET", "/livez", idempotent=True, auth=False).json()["status"] == "ok")
 
     def ready(self) -> t.Ready:
         """ready is GET /readyz (no token); Unavailable (not_ready) when the

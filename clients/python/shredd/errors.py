@@ -222,12 +222,13 @@ def _error_class(status: int, code: str) -> Type[APIError]:
     return _BY_STATUS.get(status, APIError)
 
 
-def error_from_problem(status: int, body: bytes, headers: Optional[Mapping[str, str]] = None,
+def error_from_problem(status: int, body: bytes, headers: Optional[Any] = None,
                        op: str = "") -> APIError:
     """error_from_problem returns the exception for an answer of the given
     status and body: the class of its code family, with the problem's
     fields when the body is problem+json (else only the status, and the
-    request id from the ``X-Request-Id`` header when there is one)."""
+    request id from the ``X-Request-Id`` header when there is one).
+    headers is any mapping with ``get`` (a dict, an http.client message)."""
     fields: Dict[str, Any] = {}
     try:
         doc = json.loads(body.decode("utf-8")) if body else None
@@ -252,7 +253,8 @@ def error_from_problem(status: int, body: bytes, headers: Optional[Mapping[str, 
 def error_from_item(item: Mapping[str, Any], op: str, request_id: str = "") -> APIError:
     """error_from_item returns the exception of a failed batch item (its
     ``error`` object); the request id is the batch's."""
-    status = item.get("status") if isinstance(item.get("status"), int) else 0
+    st = item.get("status")
+    status = st if isinstance(st, int) else 0
     def s(name: str) -> str:
         v = item.get(name)
         return v if isinstance(v, str) else ""

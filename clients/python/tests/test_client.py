@@ -199,6 +199,13 @@ class SealingTest(Base):
             self.c.sealing.encrypt_raw("episodic", b"x", subject="line\nbreak")
         with self.assertRaises(shredd.InvalidEnvelope):
             self.c.sealing.decrypt_raw(b"not an envelope")
+        # A non-ASCII subject id travels as UTF-8 in its header: the JSON
+        # route's forget of the same id erases it.
+        jose = fresh("jos\u00e9")
+        u = self.c.sealing.encrypt_raw("episodic", b"u", subject=jose)
+        self.c.forgets.forget(jose)
+        with self.assertRaises(shredd.Shredded):
+            self.c.sealing.decrypt_raw(u.envelope)
         self.c.forgets.forget(comma)
         with self.assertRaises(shredd.Shredded):
             self.c.sealing.decrypt_raw(e.envelope, context=b"ctx")
