@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -13,9 +14,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/shredd/shredd/api"
 	"github.com/shredd/shredd/api/client"
 	"github.com/shredd/shredd/internal/node"
 )
@@ -62,8 +66,8 @@ func clientCmd(ctx context.Context, cmd string, args []string, stdin io.Reader, 
 	caCert := fl.String("cacert", getenv("SHREDD_CACERT"), "PEM file of the CA of the server's TLS certificate (SHREDD_CACERT)")
 	timeout := fl.Duration("timeout", time.Minute, "time limit of the call")
 	var subjects, parents stringList
-	var kind, aad, ciphertext string
-	var keepLease bool
+	var kind, aad, ciphertext, field string
+	var keepLease, dryRun, yes bool
 	switch cmd {
 	case "encrypt":
 		fl.Var(&subjects, "subject", "a subject the data is about (repeatable)")
@@ -76,6 +80,12 @@ func clientCmd(ctx context.Context, cmd string, args []string, stdin io.Reader, 
 		fl.BoolVar(&keepLease, "keep-lease", false, "do not release the decrypt's lease; print its id on standard error, for the consumer of the plaintext to release")
 	case "forget":
 		fl.Var(&subjects, "subject", "the subject to forget")
+		fl.BoolVar(&dryRun, "dry-run", false, "change nothing: print what the forget would make unreadable (direct, derived, collateral, plaintext-held)")
+		fl.BoolVar(&yes, "yes", false, "do not ask for confirmation (asked only when standard input is a terminal)")
+	}
+	switch cmd {
+	case "encrypt", "forget", "status":
+		fl.StringVar(&field, "field", "", "print only this field of the JSON answer, a string as it is (vault's -field): encrypt --field ciphertext | shredd decrypt")
 	}
 	var out string
 	var since int64
@@ -110,6 +120,30 @@ func clientCmd(ctx context.Context, cmd string, args []string, stdin io.Reader, 
 		return usage("give at least one --subject or --parent")
 	case cmd == "forget" && len(subjects) != 1:
 		return usage("give one --subject")
+	case cmd == "forget" && dryRun && yes:
+		return usage("--dry-run changes nothing: --yes has nothing to confirm")
+	}
+	// The field is checked before the call: an encrypt must not register
+	// an artifact whose answer then cannot be printed.
+	if field != "" {
+		var zero any
+		switch {
+		case cmd == "encrypt":
+			zero = client.EncryptResponse{}
+		case cmd == "forget" && dryRun:
+			zero = client.Preview{}
+		default:
+			zero = client.Forget{}
+		}
+		if names := jsonFields(reflect.TypeOf(zero)); !slices.Contains(names, field) {
+			return usage("--field %q: the answer has the fields %s", field, strings.Join(names, ", "))
+		}
+	}
+	emit := func(v any) int {
+		if field == "" {
+			return printJSON(stdout, v)
+		}
+		return printField(stdout, stderr, v, field)
 	}
 	c, err := newClient(*addr, *tokenPath, *caCert, getenv)
 	if err != nil {
@@ -141,14 +175,17 @@ func clientCmd(ctx context.Context, cmd string, args []string, stdin io.Reader, 
 		if err != nil {
 			return fail(err)
 		}
-		return printJSON(stdout, out)
+		return emit(out)
 	case "decrypt":
 		if ciphertext == "" {
 			b, err := readStdin(stdin)
 			if err != nil {
 				return usage("%v", err)
 			}
-			ciphertext = string(bytes.TrimSpace(b))
+			ciphertext, err = ciphertextOf(b)
+			if err != nil {
+				return usage("%v", err)
+			}
 		}
 		if ciphertext == "" {
 			return usage("no ciphertext: give --ciphertext or write it to standard input")
@@ -179,11 +216,28 @@ func clientCmd(ctx context.Context, cmd string, args []string, stdin io.Reader, 
 		}
 		return code
 	case "forget":
+		if dryRun {
+			p, err := c.ForgetPreview(ctx, subjects[0])
+			if err != nil {
+				return fail(err)
+			}
+			return emit(p)
+		}
+		if f, ok := stdin.(*os.File); ok && !yes && isTerminal(f) {
+			p, err := c.ForgetPreview(ctx, subjects[0])
+			if err != nil {
+				return fail(err)
+			}
+			if !confirmForget(f, stderr, p) {
+				fmt.Fprintln(stderr, "shredd forget: not confirmed; nothing was forgotten")
+				return exitFailed
+			}
+		}
 		f, err := c.Forget(ctx, subjects[0])
 		if err != nil {
 			return fail(err)
 		}
-		return printJSON(stdout, f)
+		return emit(f)
 	case "attestation", "export", "checkpoint":
 		var b []byte
 		switch cmd {
@@ -212,7 +266,7 @@ func clientCmd(ctx context.Context, cmd string, args []string, stdin io.Reader, 
 		if err != nil {
 			return fail(err)
 		}
-		return printJSON(stdout, f)
+		return emit(f)
 	}
 }
 
@@ -255,7 +309,7 @@ func newClient(addr, tokenPath, caCert string, getenv func(string) string) (*cli
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	c, err := client.New(addr, token, client.WithHTTPClient(&http.Client{Transport: tr}), client.WithUserAgent("shredd-cli/"+Version))
+	c, err := client.New(addr, token, client.WithHTTPClient(&http.Client{Transport: tr}), client.WithUserAgent("shredd-cli/"+api.ReadBuildInfo().Version))
 	if err != nil {
 		return nil, usageError{fmt.Errorf("--addr: %w", err)}
 	}
@@ -301,6 +355,101 @@ func readStdin(r io.Reader) ([]byte, error) {
 	return b, nil
 }
 
+// ciphertextOf reads a ciphertext from standard input: the text itself
+// (surrounding whitespace ignored), or the JSON answer of shredd encrypt,
+// whose ciphertext field it takes, so that encrypt's output feeds decrypt
+// as it is.
+func ciphertextOf(in []byte) (string, error) {
+	in = bytes.TrimSpace(in)
+	if len(in) == 0 || in[0] != '{' {
+		return string(in), nil
+	}
+	var v struct {
+		Ciphertext string `json:"ciphertext"`
+	}
+	if err := json.Unmarshal(in, &v); err != nil {
+		return "", fmt.Errorf("standard input starts with '{' but is not JSON: %v", err)
+	}
+	if v.Ciphertext == "" {
+		return "", errors.New("the JSON on standard input has no ciphertext field")
+	}
+	return v.Ciphertext, nil
+}
+
+// confirmForget asks on the terminal whether to forget, showing what the
+// dry run found, and reports whether the answer was yes.
+func confirmForget(tty *os.File, w io.Writer, p client.Preview) bool {
+	if p.AlreadyForgotten {
+		fmt.Fprintln(w, "This subject is already forgotten: the forget will answer the existing one.")
+	} else {
+		more := ""
+		if p.Truncated {
+			more = " (at least)"
+		}
+		fmt.Fprintf(w, "Forgetting this subject destroys its key for good: %d artifacts%s become unreadable\n"+
+			"(%d direct, %d derived, %d shared with other subjects, %d held in plaintext by holders who must purge them).\n",
+			p.Counts.Total, more, p.Counts.Direct, p.Counts.Derived, p.Counts.Collateral, p.Counts.PlaintextHeld)
+	}
+	fmt.Fprint(w, "Forget it? Type yes to confirm: ")
+	line, _ := bufio.NewReader(io.LimitReader(tty, 1024)).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true
+	}
+	return false
+}
+
+// jsonFields returns the JSON names of the fields of struct type t (of its
+// embedded structs too).
+func jsonFields(t reflect.Type) []string {
+	var out []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			out = append(out, jsonFields(f.Type)...)
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
+// printField prints the field of v's JSON: a string as it is, anything
+// else as JSON, then a newline. A field the answer left out (omitted when
+// empty) prints as an empty line.
+func printField(w, stderr io.Writer, v any, field string) int {
+	b, err := json.Marshal(v)
+	if err != nil {
+		fmt.Fprintln(stderr, "shredd:", err)
+		return exitFailed
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		fmt.Fprintln(stderr, "shredd:", err)
+		return exitFailed
+	}
+	raw, ok := m[field]
+	var s string
+	switch {
+	case !ok:
+	case len(raw) > 0 && raw[0] == '"':
+		_ = json.Unmarshal(raw, &s)
+	default:
+		s = string(raw)
+	}
+	if _, err := fmt.Fprintln(w, s); err != nil {
+		return exitFailed
+	}
+	return exitOK
+}
+
 func printJSON(w io.Writer, v any) int {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -316,8 +465,12 @@ const clientUsage = `usage: shredd encrypt --kind K --subject S [--subject S ...
          for it; --keep-lease keeps it and prints its id on stderr (release it with
          POST /v1/leases/{id}/release). A failed release is a warning on stderr, not an error:
          the exit status stays 0 and the lease ends at its expiry (--lease-ttl of the server).
-       shredd forget --subject S
+       shredd encrypt ... --field ciphertext | shredd decrypt   (decrypt also reads encrypt's JSON as it is)
+       shredd forget --subject S [--dry-run] [--yes]
+         --dry-run changes nothing and prints what the forget would make unreadable. On a terminal,
+         a real forget shows that and asks for confirmation, unless --yes.
        shredd status FORGET_ID
+         encrypt, forget and status print JSON; --field NAME prints one field of it
        shredd attestation FORGET_ID [--out FILE]
        shredd export FORGET_ID [--since N] [--out FILE]
        shredd checkpoint [--out FILE]

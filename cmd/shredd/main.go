@@ -6,7 +6,11 @@
 //	shredd keygen [--out DIR]  write an attestation key pair
 //	shredd backup|restore ... an online backup of the database; put one back
 //	shredd verify FILE ...   check an erasure attestation offline
-//	shredd version           print the version
+//	shredd completion bash|zsh  a shell completion script
+//	shredd version           print the version and the commit (also --version)
+//
+// shredd -h lists the commands; shredd CMD -h (or shredd help CMD) shows
+// one command's flags (cli.go).
 //
 // Only this package reads flags and the environment, picks the backends and
 // exits the process; internal/node opens a data directory's stack. The load
@@ -22,9 +26,6 @@ import (
 	"syscall"
 )
 
-// Version is the release of this build.
-var Version = "0.1.0-dev"
-
 func main() {
 	// The signal handlers stay installed until the process exits: a second
 	// SIGTERM during the graceful shutdown must not kill it with the default
@@ -39,19 +40,34 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 	cmd := "serve"
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
 		cmd, args = args[0], args[1:]
+	} else if len(args) > 0 {
+		switch args[0] {
+		case "-h", "--h", "-help", "--help":
+			writeUsage(stdout)
+			return 0
+		case "-version", "--version":
+			fmt.Fprint(stdout, versionText())
+			return 0
+		}
+	}
+	if cmd == "help" {
+		if len(args) == 0 || helpRequested(args[:1]) {
+			writeUsage(stdout)
+			return 0
+		}
+		return commandHelp(ctx, args[0], args[1:], stdout, getenv)
+	}
+	if cmd != "__complete" && helpRequested(args) {
+		if _, ok := findCommand(cmd); ok {
+			return commandHelp(ctx, cmd, args, stdout, getenv)
+		}
 	}
 	switch cmd {
 	case "serve":
 		return serveCmd(ctx, args, stderr, getenv)
 	case "token":
 		return tokenCmd(ctx, args, stdout, stderr, getenv)
-	case "encrypt":
-		return clientCmd(ctx, cmd, args, os.Stdin, stdout, stderr, getenv)
-	case "decrypt":
-		return clientCmd(ctx, cmd, args, os.Stdin, stdout, stderr, getenv)
-	case "forget":
-		return clientCmd(ctx, cmd, args, os.Stdin, stdout, stderr, getenv)
-	case "status", "attestation", "export", "checkpoint":
+	case "encrypt", "decrypt", "forget", "status", "attestation", "export", "checkpoint":
 		return clientCmd(ctx, cmd, args, os.Stdin, stdout, stderr, getenv)
 	case "keygen":
 		return keygenCmd(args, stdout, stderr)
@@ -61,31 +77,15 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 		return restoreCmd(ctx, args, stdout, stderr, getenv)
 	case "verify":
 		return verifyCmd(args, stdout, stderr)
+	case "completion":
+		return completionCmd(args, stdout, stderr)
+	case "__complete":
+		return completeCmd(ctx, args, stdout, getenv)
 	case "version":
-		fmt.Fprintln(stdout, "shredd", Version)
-		return 0
-	case "help", "-h", "--help":
-		fmt.Fprintln(stdout, usage)
+		fmt.Fprint(stdout, versionText())
 		return 0
 	}
-	fmt.Fprintf(stderr, "shredd: unknown command %q\n%s\n", cmd, usage)
+	fmt.Fprintf(stderr, "shredd: unknown command %q\n", cmd)
+	writeUsage(stderr)
 	return 2
 }
-
-const usage = `usage: shredd [serve] [flags]   run the service (see shredd serve -h)
-       shredd token create|list|revoke   administer bearer tokens
-       shredd encrypt --kind K --subject S [--parent ID ...] [--context STR] < plaintext
-       shredd decrypt [--context STR] [--ciphertext CT] < ciphertext
-       shredd attestation FORGET_ID [--out FILE]   the signed erasure attestation
-       shredd export FORGET_ID [--since N] [--out FILE]   the regulator export (tar.gz)
-       shredd checkpoint [--out FILE]   the transparency log's signed checkpoint
-       shredd forget --subject S   forget a subject; prints the pending-erasure token
-       shredd status FORGET_ID     print a forget
-                                (--addr URL, --token-file FILE; exit 3 when the data is shredded)
-       shredd keygen [--out DIR]   write a new attestation key pair (attestation.key, attestation.pub)
-       shredd backup [--data-dir D] --out FILE | --dir DIR   an online, consistent backup of the database
-       shredd backup list --dir DIR   the backups in DIR with their root versions and log sizes
-       shredd restore [--data-dir D] BACKUP   put a backup in place of the database (server stopped)
-       shredd verify FILE --key PUB.pem --subject ID --salt HEX   check an erasure attestation offline
-                                (exit 1 when a check fails)
-       shredd version           print the version`
