@@ -102,12 +102,17 @@ func TestLiveAndReady(t *testing.T) {
 	}
 }
 
-// readOnly makes every connection of db refuse writes (PRAGMA query_only),
-// as a read-only file or a full disk would: reads still work.
+// readOnly makes every connection of db refuse writes (SQLite: PRAGMA
+// query_only; PostgreSQL: read-only transactions), as a read-only file, a
+// full disk or a standby server would: reads still work.
 func readOnly(t *testing.T, db *storage.DB) {
 	t.Helper()
 	db.SetMaxOpenConns(1)
-	if _, err := db.ExecContext(context.Background(), `PRAGMA query_only = ON`); err != nil {
+	q := `PRAGMA query_only = ON`
+	if db.Engine().Name() == "postgres" {
+		q = `SET SESSION default_transaction_read_only = on`
+	}
+	if _, err := db.ExecContext(context.Background(), q); err != nil {
 		t.Fatal(err)
 	}
 	var n int

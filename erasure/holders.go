@@ -75,7 +75,7 @@ func AckPayload(forget shredd.ID, holder string, artifacts []shredd.ID) []byte {
 // heldBy returns the plaintext-held artifacts of a forget's lineage held by
 // holder ("" for every holder), by holder.
 func (s *Service) heldBy(ctx context.Context, r forgetRow, holder string) (map[string][]shredd.ID, error) {
-	q := `SELECT a.id, a.holder FROM lineage l JOIN artifacts a ON a.id = l.artifact WHERE l.sid = ? AND a.sealed = 0`
+	q := `SELECT a.id, a.holder FROM lineage l JOIN artifacts a ON a.id = l.artifact WHERE l.sid = ? AND NOT a.sealed`
 	args := []any{r.sid[:]}
 	if holder != "" {
 		q += ` AND a.holder = ?`

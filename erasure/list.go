@@ -59,8 +59,10 @@ func (s *Service) ListForgets(ctx context.Context, q shredd.ForgetQuery) (shredd
 		}
 		args[3], args[4] = c.RequestedAt.UnixNano(), c.ID[:]
 	}
-	where := ` WHERE (?3 IS NULL OR ` + reportedState + ` = ?3)
-		AND (?4 IS NULL OR requested_at < ?4 OR (requested_at = ?4 AND id < ?5))`
+	// The casts type the parameters where a NULL alone says nothing
+	// (PostgreSQL must know a parameter's type).
+	where := ` WHERE (CAST(?3 AS TEXT) IS NULL OR ` + reportedState + ` = ?3)
+		AND (CAST(?4 AS BIGINT) IS NULL OR requested_at < ?4 OR (requested_at = ?4 AND id < ?5))`
 	// One row more than the page says whether there is a next one.
 	rs, err := s.queryForgets(ctx, where+fmt.Sprintf(` ORDER BY requested_at DESC, id DESC LIMIT %d`, limit+1), args...)
 	if err != nil {

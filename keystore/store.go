@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -906,6 +907,9 @@ func (s *Store) rewrapChunk(ctx context.Context, b int, oldGen int64, old, nk, a
 func rewrapIn(ctx context.Context, tx *storage.Tx, b int, oldGen int64, old, nk, after []byte, limit int) (int, []byte, error) {
 	if after == nil {
 		after = []byte{} // below every sid (NULL would match none)
+	}
+	if limit < 0 {
+		limit = math.MaxInt32 // every engine takes a large LIMIT; not all take -1
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT sid, gen, wrapped FROM subjects
 		WHERE bucket=? AND sid > ? AND wrapped IS NOT NULL AND bucket_gen=? ORDER BY bucket, sid LIMIT ?`, b, after, oldGen, limit)

@@ -30,6 +30,13 @@ type Engine interface {
 	// Rebind turns a query written with ? placeholders into the engine's
 	// own; nil when the engine takes ? as it is.
 	Rebind(query string) string
+	// Begin runs at the start of every transaction, before its first
+	// statement: it takes the engine's write lock where the engine needs a
+	// statement for that (SQLite takes it with BEGIN IMMEDIATE).
+	Begin(ctx context.Context, tx *sql.Tx) error
+	// LockedExec reports whether a statement outside a transaction must
+	// run in one (with Begin) to queue behind the write lock.
+	LockedExec() bool
 	// Checkpoint folds the engine's write-ahead log into the database
 	// without blocking readers or writers, where the engine has such a
 	// log that it does not fold by itself. Errors may be left to the next
@@ -70,15 +77,16 @@ type Querier interface {
 
 // DB is an open database of one backend.
 type DB struct {
-	db     *sql.DB
-	eng    Engine
-	rebind func(string) string // nil: queries go as written
+	db         *sql.DB
+	eng        Engine
+	rebind     func(string) string // nil: queries go as written
+	lockedExec bool
 }
 
 // New wraps db, opened and migrated by a backend, with the backend's engine.
 // Only backends call it.
 func New(db *sql.DB, eng Engine) *DB {
-	d := &DB{db: db, eng: eng}
+	d := &DB{db: db, eng: eng, lockedExec: eng.LockedExec()}
 	if eng.Rebind("?") != "?" {
 		d.rebind = eng.Rebind
 	}
@@ -99,7 +107,19 @@ func (d *DB) Engine() Engine { return d.eng }
 // ExecContext runs a statement outside a transaction (one statement is its
 // own transaction).
 func (d *DB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return d.db.ExecContext(ctx, d.q(query), args...)
+	if !d.lockedExec {
+		return d.db.ExecContext(ctx, d.q(query), args...)
+	}
+	tx, err := d.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return res, tx.Commit()
 }
 
 // QueryContext runs a query outside a transaction. A query that writes
@@ -121,6 +141,10 @@ func (d *DB) QueryRowContext(ctx context.Context, query string, args ...any) *sq
 func (d *DB) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) {
 	tx, err := d.db.BeginTx(ctx, opts)
 	if err != nil {
+		return nil, err
+	}
+	if err := d.eng.Begin(ctx, tx); err != nil {
+		tx.Rollback()
 		return nil, err
 	}
 	return &Tx{tx: tx, d: d}, nil
@@ -148,6 +172,10 @@ func (d *DB) Bulk(ctx context.Context, o BulkOptions, fn func(*Tx) error) (err e
 	}()
 	stx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
+		return err
+	}
+	if err := d.eng.Begin(ctx, stx); err != nil {
+		stx.Rollback()
 		return err
 	}
 	tx := &Tx{tx: stx, d: d}

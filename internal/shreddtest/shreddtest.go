@@ -1,5 +1,6 @@
 // Package shreddtest builds the real shredd service for tests: a root store
-// (a local root file unless one is given), a SQLite database, the key tree,
+// (a local root file unless one is given), a database (SQLite, or
+// PostgreSQL with SHREDD_TEST_STORE=postgres), the key tree,
 // the registry, optionally a transparency log and its journal, and the API
 // tokens, in a temporary directory, wired as cmd/shredd serve wires them.
 // Everything it opens is closed with t.Cleanup.
@@ -13,6 +14,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -28,10 +30,33 @@ import (
 	"github.com/shredd/shredd/keystore/local"
 	"github.com/shredd/shredd/sealing"
 	"github.com/shredd/shredd/storage"
+	"github.com/shredd/shredd/storage/postgres"
+	"github.com/shredd/shredd/storage/postgres/pgtest"
 	"github.com/shredd/shredd/storage/sqlite"
 	"github.com/shredd/shredd/testkeys"
 	"github.com/shredd/shredd/translog"
 )
+
+// StoreEnv names the storage backend of every Stack and OpenDB: "sqlite"
+// (the default: a file in the test's directory) or "postgres" (a database
+// of its own on the test binary's PostgreSQL server, pgtest.Shared).
+// scripts/test.sh runs the packages built on shreddtest once with each.
+const StoreEnv = "SHREDD_TEST_STORE"
+
+// OpenDB opens a new, empty database of the backend StoreEnv names, for
+// t: a SQLite file in dir, or a PostgreSQL database dropped when t ends.
+func OpenDB(t testing.TB, dir string) (*storage.DB, error) {
+	t.Helper()
+	switch b := os.Getenv(StoreEnv); b {
+	case "", "sqlite":
+		return sqlite.Open(filepath.Join(dir, "shredd.db"))
+	case "postgres":
+		return postgres.Open(context.Background(), pgtest.Shared(t).NewDatabase(t), postgres.Options{})
+	default:
+		t.Fatalf("%s=%q: want sqlite or postgres", StoreEnv, b)
+		return nil, nil
+	}
+}
 
 // Buckets is the number of bucket keys of the key tree when
 // Options.Keystore.Buckets is 0: a few, so that subjects share them.
@@ -99,7 +124,7 @@ func New(t testing.TB, o Options) *Stack {
 			t.Fatal(err)
 		}
 	}
-	if s.DB, err = sqlite.Open(filepath.Join(s.Dir, "shredd.db")); err != nil {
+	if s.DB, err = OpenDB(t, s.Dir); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.DB.Close() })

@@ -153,6 +153,13 @@ func (e *engine) Name() string { return "sqlite" }
 // Rebind leaves queries as written: SQLite takes ? placeholders.
 func (e *engine) Rebind(q string) string { return q }
 
+// Begin does nothing: BEGIN IMMEDIATE (behind the write gate) took the lock.
+func (e *engine) Begin(context.Context, *sql.Tx) error { return nil }
+
+// LockedExec is false: the write gate queues statements outside a
+// transaction too.
+func (e *engine) LockedExec() bool { return false }
+
 // Checkpoint is a PASSIVE checkpoint of the WAL.
 func (e *engine) Checkpoint(ctx context.Context) error { return checkpointPassive(ctx, e.db) }
 

@@ -1,0 +1,201 @@
+// Package postgres is shredd's storage on PostgreSQL (pgx): many shredd
+// nodes share one database. It opens a connection pool, brings the schema
+// to this release's version with embedded, numbered migrations recorded in
+// the database (one node at a time), and serialises write transactions
+// across every node with one advisory lock, as SQLite serialises them in
+// one file: a check and the write it guards never interleave with
+// another writer's, on any node.
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // PostgreSQL driver, database/sql interface
+
+	"github.com/shredd/shredd/storage"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// writeLock is the key of the advisory lock every write transaction takes
+// (pg_advisory_xact_lock); migrateLock the one around migrations.
+const (
+	writeLock   = 0x73687265_64640001 // "shredd" 1
+	migrateLock = 0x73687265_64640002
+)
+
+// LockTimeout bounds the wait for the write lock, as the SQLite backend's
+// write gate does: a writer that waits longer fails instead of queueing
+// without end behind a stuck node.
+const LockTimeout = 10 * time.Second
+
+// Options tune Open.
+type Options struct {
+	// MaxConns bounds the connections of this node's pool (default 16).
+	MaxConns int
+}
+
+// Open connects to the PostgreSQL database of dsn (a postgres:// URL or
+// key=value string, as libpq takes) and migrates it.
+func Open(ctx context.Context, dsn string, o Options) (*storage.DB, error) {
+	if o.MaxConns <= 0 {
+		o.MaxConns = 16
+	}
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("storage: open postgres: %s", redact(err))
+	}
+	db.SetMaxOpenConns(o.MaxConns)
+	db.SetMaxIdleConns(o.MaxConns)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("storage: open postgres: %s", redact(err))
+	}
+	if err := migrate(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return storage.New(db, &engine{db: db}), nil
+}
+
+// redact keeps a connection error's message without echoing a password
+// the DSN may carry (pgx names the host and user, never the password; the
+// URL parser's errors may quote the URL).
+func redact(err error) string {
+	msg := err.Error()
+	if strings.Contains(msg, "://") {
+		return "cannot parse the connection string (check its syntax; not repeated here, it may hold a password)"
+	}
+	return msg
+}
+
+// SchemaVersion is the schema version this release migrates databases to.
+func SchemaVersion() int {
+	m, err := storage.LoadMigrations(migrationFiles, "migrations", nil)
+	if err != nil || len(m) == 0 {
+		return 0
+	}
+	return m[len(m)-1].Version
+}
+
+// migrate runs the migrations under a session advisory lock, so that nodes
+// starting together apply each migration once.
+func migrate(ctx context.Context, db *sql.DB) error {
+	all, err := storage.LoadMigrations(migrationFiles, "migrations", nil)
+	if err != nil {
+		return err
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("storage: migrate: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, int64(migrateLock)); err != nil {
+		return fmt.Errorf("storage: migrate: lock: %w", err)
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(migrateLock))
+	return storage.Migrate(ctx, db, all, rebind)
+}
+
+// engine is the storage.Engine of PostgreSQL.
+type engine struct{ db *sql.DB }
+
+func (e *engine) Name() string { return "postgres" }
+
+func (e *engine) Rebind(q string) string { return rebind(q) }
+
+// rebind numbers the ? placeholders of q ($1, $2, ...) and turns the
+// numbered ones (?3) into $3, leaving those in quoted strings and
+// identifiers alone.
+func rebind(q string) string {
+	if !strings.Contains(q, "?") {
+		return q
+	}
+	var b strings.Builder
+	b.Grow(len(q) + 8)
+	n := 0
+	var quote byte
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '?':
+			b.WriteByte('$')
+			if i+1 < len(q) && q[i+1] >= '0' && q[i+1] <= '9' {
+				continue // ?N is $N
+			}
+			n++
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// Begin takes the cluster-wide write lock for the transaction: every
+// transaction of shredd's may write, and SQLite's semantics (one writer at
+// a time, each seeing the last commit) are what the packages rely on.
+func (e *engine) Begin(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `SELECT set_config('lock_timeout', $1, true), pg_advisory_xact_lock($2)`,
+		strconv.FormatInt(LockTimeout.Milliseconds(), 10), int64(writeLock))
+	return err
+}
+
+// LockedExec: a statement outside a transaction runs in one that holds
+// the write lock, as every write does.
+func (e *engine) LockedExec() bool { return true }
+
+// Checkpoint does nothing: PostgreSQL checkpoints by itself.
+func (e *engine) Checkpoint(ctx context.Context) error { return nil }
+
+// Scrub vacuums the key tables, so that the dead row versions that held
+// destroyed keys leave their pages. What PostgreSQL keeps elsewhere (WAL
+// segments until recycled, base backups, replicas) holds the wrapped keys
+// only: they are wrapped under bucket keys that the re-key replaced and
+// root versions the epoch destroyed (docs/scale-out.md).
+func (e *engine) Scrub(ctx context.Context) error {
+	for _, t := range []string{"subjects", "buckets"} {
+		if _, err := e.db.ExecContext(ctx, `VACUUM `+t); err != nil {
+			return fmt.Errorf("storage: vacuum %s: %w", t, err)
+		}
+	}
+	return nil
+}
+
+// Sync commits one small write synchronously: PostgreSQL flushes the WAL
+// in order, so every commit before it, those of a NoSync bulk load
+// (synchronous_commit off) included, is durable when it returns.
+func (e *engine) Sync(ctx context.Context) error {
+	_, err := e.db.ExecContext(ctx, `INSERT INTO readiness(id, checked_at) VALUES (1, $1)
+		ON CONFLICT(id) DO UPDATE SET checked_at=excluded.checked_at`, time.Now().UnixNano())
+	return err
+}
+
+// Bulk turns synchronous_commit off for the load's connection with NoSync;
+// CacheKiB has no per-connection meaning here.
+func (e *engine) Bulk(ctx context.Context, conn *sql.Conn, o storage.BulkOptions) (func(context.Context) error, error) {
+	if !o.NoSync {
+		return func(context.Context) error { return nil }, nil
+	}
+	if _, err := conn.ExecContext(ctx, `SET synchronous_commit = off`); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		_, err := conn.ExecContext(ctx, `RESET synchronous_commit`)
+		return err
+	}, nil
+}
