@@ -26,6 +26,44 @@ import (
 // shredd binary on 127.0.0.1 (exampleServer, below). What the docs show is
 // the body of each example from its first line after exampleServer.
 
+// Example_connect seals and opens a record, and tells erased data from
+// every other failure.
+func Example_connect() {
+	base, token, _ := exampleServer()
+	ctx := context.Background()
+	c, err := client.New(base, token) // options: client.WithHTTPClient(hc), WithUserAgent, WithMaxResponse
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, _, err := c.PutKind(ctx, "episodic", "memory rows"); err != nil {
+		log.Fatal(err)
+	}
+	rec, err := c.Encrypt(ctx, client.EncryptRequest{Subjects: []string{"carol@example.com"}, Kind: "episodic",
+		Plaintext: []byte("Carol prefers green tea.")})
+	if err != nil {
+		log.Fatal(err)
+	}
+	opened, err := c.Decrypt(ctx, client.DecryptRequest{Ciphertext: rec.Ciphertext})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(string(opened.Plaintext))
+
+	if _, err := c.Forget(ctx, "carol@example.com"); err != nil {
+		log.Fatal(err)
+	}
+	_, err = c.Decrypt(ctx, client.DecryptRequest{Ciphertext: rec.Ciphertext})
+	switch {
+	case client.IsShredded(err): // 410: a subject of the lineage was forgotten; the data is erased
+		fmt.Println("shredded")
+	case err != nil: // *client.Error: Status, Code, Detail, RequestID; or a transport error
+		log.Fatal(err)
+	}
+	// Output:
+	// Carol prefers green tea.
+	// shredded
+}
+
 // Example_holder is a holder written in Go: an embedding index that keeps
 // plaintext vectors outside shredd, purges them when a forget asks, and
 // signs its ack, which closes the forget's cascade.
