@@ -37,6 +37,19 @@ type Engine interface {
 	// LockedExec reports whether a statement outside a transaction must
 	// run in one (with Begin) to queue behind the write lock.
 	LockedExec() bool
+	// Exclusive takes the cluster-wide lock called name and returns its
+	// release: held by one process of all that share the database, until
+	// released or until that process dies. Engines whose database one
+	// process owns (SQLite) return at once.
+	Exclusive(ctx context.Context, name string) (release func(), err error)
+	// Notify sends payload to every listener of channel when tx commits
+	// (nothing when it rolls back).
+	Notify(ctx context.Context, tx *sql.Tx, channel, payload string) error
+	// Listen calls fn with each payload sent to channel by any process
+	// until ctx ends; fn("", true) says that notifications may have been
+	// lost (the listener reconnected), and is called once first, when the
+	// listener starts. Engines without other processes return at once.
+	Listen(ctx context.Context, channel string, fn func(payload string, lost bool)) error
 	// Checkpoint folds the engine's write-ahead log into the database
 	// without blocking readers or writers, where the engine has such a
 	// log that it does not fold by itself. Errors may be left to the next
@@ -185,6 +198,26 @@ func (d *DB) Bulk(ctx context.Context, o BulkOptions, fn func(*Tx) error) (err e
 	}
 	return tx.Commit()
 }
+
+// Exclusive takes the cluster-wide lock called name (Engine.Exclusive).
+func (d *DB) Exclusive(ctx context.Context, name string) (func(), error) {
+	return d.eng.Exclusive(ctx, name)
+}
+
+// Notify sends payload to channel's listeners when tx commits
+// (Engine.Notify).
+func (t *Tx) Notify(ctx context.Context, channel, payload string) error {
+	return t.d.eng.Notify(ctx, t.tx, channel, payload)
+}
+
+// Listen calls fn with what is sent to channel (Engine.Listen).
+func (d *DB) Listen(ctx context.Context, channel string, fn func(payload string, lost bool)) error {
+	return d.eng.Listen(ctx, channel, fn)
+}
+
+// Shared reports whether other processes may share the database (and so
+// Exclusive, Notify and Listen reach them): false for SQLite.
+func (d *DB) Shared() bool { return d.eng.Name() != "sqlite" }
 
 // Checkpoint folds the engine's write-ahead log into the database in the
 // background of writers (Engine.Checkpoint).

@@ -10,12 +10,14 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib" // PostgreSQL driver, database/sql interface
 
 	"github.com/shredd/shredd/storage"
@@ -63,7 +65,7 @@ func Open(ctx context.Context, dsn string, o Options) (*storage.DB, error) {
 		db.Close()
 		return nil, err
 	}
-	return storage.New(db, &engine{db: db}), nil
+	return storage.New(db, &engine{db: db, dsn: dsn}), nil
 }
 
 // redact keeps a connection error's message without echoing a password
@@ -106,7 +108,10 @@ func migrate(ctx context.Context, db *sql.DB) error {
 }
 
 // engine is the storage.Engine of PostgreSQL.
-type engine struct{ db *sql.DB }
+type engine struct {
+	db  *sql.DB
+	dsn string // for the listener's own connection
+}
 
 func (e *engine) Name() string { return "postgres" }
 
@@ -158,6 +163,85 @@ func (e *engine) Begin(ctx context.Context, tx *sql.Tx) error {
 // LockedExec: a statement outside a transaction runs in one that holds
 // the write lock, as every write does.
 func (e *engine) LockedExec() bool { return true }
+
+// lockKey maps a lock name to an advisory lock key (FNV-1a), away from
+// writeLock and migrateLock.
+func lockKey(name string) int64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(name); i++ {
+		h ^= uint64(name[i])
+		h *= 1099511628211
+	}
+	return int64(h &^ (1 << 62)) // never equal to the fixed keys (their bit 62 is set)
+}
+
+// Exclusive holds a session advisory lock on a connection of its own
+// until release, or until this process (or its connection) dies: then the
+// server releases the lock and another node takes it.
+func (e *engine) Exclusive(ctx context.Context, name string) (func(), error) {
+	conn, err := e.db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("storage: lock %s: %w", name, err)
+	}
+	key := lockKey(name)
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, key); err != nil {
+		conn.Raw(func(any) error { return driver.ErrBadConn }) // the lock may be held: drop the connection
+		conn.Close()
+		return nil, fmt.Errorf("storage: lock %s: %w", name, err)
+	}
+	return func() {
+		if _, err := conn.ExecContext(context.Background(), `SELECT pg_advisory_unlock($1)`, key); err != nil {
+			conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		conn.Close()
+	}, nil
+}
+
+// Notify is pg_notify in tx: PostgreSQL delivers it at commit, in commit
+// order.
+func (e *engine) Notify(ctx context.Context, tx *sql.Tx, channel, payload string) error {
+	_, err := tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, channel, payload)
+	return err
+}
+
+// Listen keeps a connection of its own LISTENing on channel, reconnecting
+// after a failure (and then calling fn("", true): what was sent meanwhile
+// is lost).
+func (e *engine) Listen(ctx context.Context, channel string, fn func(string, bool)) error {
+	delay := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := e.listenOnce(ctx, channel, fn)
+		if ctx.Err() != nil {
+			break
+		}
+		_ = err // the caller sees the loss through fn; the next try logs nothing new
+		select {
+		case <-ctx.Done():
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 5*time.Second)
+	}
+	return ctx.Err()
+}
+
+func (e *engine) listenOnce(ctx context.Context, channel string, fn func(string, bool)) error {
+	conn, err := pgx.Connect(ctx, e.dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, `LISTEN `+pgx.Identifier{channel}.Sanitize()); err != nil {
+		return err
+	}
+	fn("", true)
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		fn(n.Payload, false)
+	}
+}
 
 // Checkpoint does nothing: PostgreSQL checkpoints by itself.
 func (e *engine) Checkpoint(ctx context.Context) error { return nil }

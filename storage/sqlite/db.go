@@ -160,6 +160,16 @@ func (e *engine) Begin(context.Context, *sql.Tx) error { return nil }
 // transaction too.
 func (e *engine) LockedExec() bool { return false }
 
+// Exclusive returns at once: one process owns the file (the data
+// directory's lock), and its own mutexes order its work.
+func (e *engine) Exclusive(context.Context, string) (func(), error) { return func() {}, nil }
+
+// Notify does nothing: no other process shares the file.
+func (e *engine) Notify(context.Context, *sql.Tx, string, string) error { return nil }
+
+// Listen returns at once: no other process shares the file.
+func (e *engine) Listen(context.Context, string, func(string, bool)) error { return nil }
+
 // Checkpoint is a PASSIVE checkpoint of the WAL.
 func (e *engine) Checkpoint(ctx context.Context) error { return checkpointPassive(ctx, e.db) }
 

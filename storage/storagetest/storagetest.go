@@ -51,6 +51,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("Bulk", func(t *testing.T) { testBulk(t, b) })
 	t.Run("Maintenance", func(t *testing.T) { testMaintenance(t, b) })
 	t.Run("Reopen", func(t *testing.T) { testReopen(t, b) })
+	t.Run("Cluster", func(t *testing.T) { testCluster(t, b) })
 }
 
 // scratch creates a table of the suite's own in db.
@@ -337,5 +338,121 @@ func testReopen(t *testing.T, b Backend) {
 	}
 	if n := count(t, db, `SELECT count(*) FROM migrations`); n != before {
 		t.Fatalf("reopening recorded %d migrations, want the same %d", n, before)
+	}
+}
+
+// testCluster: the cluster-wide lock and notifications, between two
+// handles on one database (two nodes); on an engine no other process
+// shares, that they return at once.
+func testCluster(t *testing.T, b Backend) {
+	ctx := context.Background()
+	a := b.Open(t, "cluster")
+	defer a.Close()
+	if !a.Shared() {
+		release, err := a.Exclusive(ctx, "work")
+		if err != nil {
+			t.Fatal(err)
+		}
+		release()
+		if err := a.Listen(ctx, "ch", func(string, bool) { t.Error("a listener of an unshared database was called") }); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	c := b.Open(t, "cluster")
+	defer c.Close()
+
+	// The lock: c waits while a holds it, and gets it once a releases.
+	release, err := a.Exclusive(ctx, "work")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan func(), 1)
+	go func() {
+		r, err := c.Exclusive(ctx, "work")
+		if err != nil {
+			t.Error(err)
+			close(got)
+			return
+		}
+		got <- r
+	}()
+	select {
+	case <-got:
+		t.Fatal("a second node took a held lock")
+	case <-time.After(300 * time.Millisecond):
+	}
+	other, err := c.Exclusive(ctx, "other work")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other()
+	release()
+	select {
+	case r, ok := <-got:
+		if ok {
+			r()
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the lock was not handed over after its release")
+	}
+	// A waiter whose context ends gives up.
+	release, err = a.Exclusive(ctx, "work")
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	if _, err := c.Exclusive(short, "work"); err == nil {
+		t.Fatal("Exclusive of a held lock returned before its context ended")
+	}
+	cancel()
+	release()
+
+	// Notifications: delivered after commit, in order, never for a rollback.
+	lctx, stop := context.WithCancel(ctx)
+	defer stop()
+	msgs := make(chan string, 16)
+	started := make(chan struct{}, 4)
+	go c.Listen(lctx, "shredd_test", func(p string, lost bool) {
+		if lost {
+			started <- struct{}{}
+			return
+		}
+		msgs <- p
+	})
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the listener did not start")
+	}
+	send := func(p string, commit bool) {
+		tx, err := a.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Notify(ctx, "shredd_test", p); err != nil {
+			t.Fatal(err)
+		}
+		if commit {
+			err = tx.Commit()
+		} else {
+			err = tx.Rollback()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	send("one", true)
+	send("rolled back", false)
+	send("two", true)
+	for _, want := range []string{"one", "two"} {
+		select {
+		case p := <-msgs:
+			if p != want {
+				t.Fatalf("notification %q, want %q", p, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("notification %q not delivered", want)
+		}
 	}
 }
