@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"strings"
 
+	vaultapi "github.com/hashicorp/vault/api"
+
 	"github.com/shredd/shredd/envelope"
 	"github.com/shredd/shredd/keystore"
 )
@@ -108,9 +110,10 @@ func (k *SubjectKeys) Destroy(ctx context.Context, sid envelope.SID) error {
 	if err != nil {
 		return fmt.Errorf("vault: destroy subject key: %w", err)
 	}
-	dctx, cancel := context.WithTimeout(ctx, k.s.timeout)
-	defer cancel()
-	if _, err := k.s.c.Logical().DeleteWithContext(dctx, k.s.path("keys/"+name)); err != nil {
+	if err := k.s.call(ctx, false, func(ctx context.Context, n node) error {
+		_, err := n.c.Logical().DeleteWithContext(ctx, k.s.path("keys/"+name))
+		return err
+	}); err != nil {
 		if err := classify(err); !errors.Is(err, keystore.ErrNotFound) {
 			return fmt.Errorf("vault: destroy subject key: %w", err)
 		}
@@ -123,9 +126,11 @@ func (k *SubjectKeys) Exists(ctx context.Context, sid envelope.SID) (bool, error
 	if err := k.s.ensure(ctx); err != nil {
 		return false, err
 	}
-	rctx, cancel := context.WithTimeout(ctx, k.s.timeout)
-	defer cancel()
-	sec, err := k.s.c.Logical().ReadWithContext(rctx, k.s.path("keys/"+k.Name(sid)))
+	var sec *vaultapi.Secret
+	err := k.s.call(ctx, false, func(ctx context.Context, n node) (err error) {
+		sec, err = n.c.Logical().ReadWithContext(ctx, k.s.path("keys/"+k.Name(sid)))
+		return err
+	})
 	if err != nil {
 		return false, classify(err)
 	}

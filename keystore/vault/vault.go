@@ -15,10 +15,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	vaultapi "github.com/hashicorp/vault/api"
@@ -30,7 +33,12 @@ var _ keystore.RootStore = (*Store)(nil)
 
 // Config names the Vault server, credentials and Transit key.
 type Config struct {
-	Address   string // VAULT_ADDR
+	// Address is VAULT_ADDR: one address, or the comma-separated
+	// addresses of the nodes of one Vault cluster (integrated storage,
+	// Raft). Requests go to one node (a standby forwards them to the active
+	// node) and move on to the next when that node cannot be reached, is
+	// sealed or has no active node to forward to.
+	Address   string
 	Token     string // VAULT_TOKEN; empty with AppRole
 	Namespace string // VAULT_NAMESPACE (Vault Enterprise)
 	CACert    string // PEM file of the CA that signed Vault's TLS certificate
@@ -66,7 +74,8 @@ var ErrUnsafeKey = errors.New("vault transit key config defeats shredding")
 
 // Store is a root store on one Vault Transit key.
 type Store struct {
-	c       *vaultapi.Client
+	nodes   []node       // one per address of Config.Address, same token
+	cur     atomic.Int64 // the node tried first
 	mount   string
 	key     string
 	timeout time.Duration
@@ -77,18 +86,72 @@ type Store struct {
 	cfg   KeyConfig
 }
 
+// node is one address of Config.Address: a Vault server, or a node of a
+// Vault cluster.
+type node struct {
+	c *vaultapi.Client // follows a standby's redirect to the active node
+	// raw is c without following redirects, for the batch calls: on a
+	// redirect the Vault client sends a raw body again as "null", which
+	// Vault would refuse as a request without input.
+	raw  *vaultapi.Client
+	host string // host:port
+}
+
 // New returns a Store for the configured Vault without contacting it; the
 // first operation (or Check) logs in and checks the key.
 func New(c Config) (*Store, error) {
-	vc := vaultapi.DefaultConfig()
+	s := &Store{conf: c, mount: strings.Trim(c.Mount, "/"), key: c.Key, timeout: c.Timeout}
+	addrs := []string{""} // the client's default (VAULT_ADDR, else https://127.0.0.1:8200)
 	if c.Address != "" {
-		vc.Address = c.Address
+		addrs = strings.Split(c.Address, ",")
+	}
+	for _, a := range addrs {
+		a = strings.TrimSpace(a)
+		if a == "" && c.Address != "" {
+			return nil, fmt.Errorf("vault: empty address in %q: %w", c.Address, keystore.ErrInvalid)
+		}
+		var n node
+		var err error
+		if n.c, err = newClient(c, a, false); err != nil {
+			return nil, err
+		}
+		if n.raw, err = newClient(c, a, true); err != nil {
+			return nil, err
+		}
+		u, err := url.Parse(n.c.Address())
+		if err != nil || u.Host == "" {
+			return nil, fmt.Errorf("vault: address %q: %w", a, keystore.ErrInvalid)
+		}
+		n.host = u.Host
+		s.nodes = append(s.nodes, n)
+	}
+	if s.timeout <= 0 {
+		s.timeout = 10 * time.Second
+	}
+	if s.mount == "" {
+		s.mount = "transit"
+	}
+	if s.key == "" {
+		s.key = "shredd-root"
+	}
+	return s, nil
+}
+
+// newClient returns a Vault client on addr ("" for the client's default)
+// with c's token, namespace and CA; with noRedirects, it does not follow
+// redirects. Each client has its own api.Config: a client keeps a pointer
+// to the config it was made with.
+func newClient(c Config, addr string, noRedirects bool) (*vaultapi.Client, error) {
+	vc := vaultapi.DefaultConfig()
+	if addr != "" {
+		vc.Address = addr
 	}
 	// Each call gets its own deadline (Store.timeout) around the whole
 	// exchange, body included; the client's own timeout would cancel raw
 	// responses before their body is read.
 	vc.Timeout = 0
 	vc.MaxRetries = 0 // retries belong to the epoch's backoff, not to each call
+	vc.DisableRedirects = noRedirects
 	if c.CACert != "" {
 		if err := vc.ConfigureTLS(&vaultapi.TLSConfig{CACert: c.CACert}); err != nil {
 			return nil, fmt.Errorf("vault: tls: %w", err)
@@ -102,17 +165,7 @@ func New(c Config) (*Store, error) {
 	if c.Namespace != "" {
 		client.SetNamespace(c.Namespace)
 	}
-	s := &Store{c: client, conf: c, mount: strings.Trim(c.Mount, "/"), key: c.Key, timeout: c.Timeout}
-	if s.timeout <= 0 {
-		s.timeout = 10 * time.Second
-	}
-	if s.mount == "" {
-		s.mount = "transit"
-	}
-	if s.key == "" {
-		s.key = "shredd-root"
-	}
-	return s, nil
+	return client, nil
 }
 
 // Open is New followed by Check.
@@ -172,9 +225,11 @@ func (s *Store) appRoleLogin(ctx context.Context, c Config) error {
 	if mount == "" {
 		mount = "approle"
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	sec, err := s.c.Logical().WriteWithContext(ctx, "auth/"+mount+"/login", map[string]any{"role_id": c.RoleID, "secret_id": c.SecretID})
+	var sec *vaultapi.Secret
+	err := s.call(ctx, false, func(ctx context.Context, n node) (err error) {
+		sec, err = n.c.Logical().WriteWithContext(ctx, "auth/"+mount+"/login", map[string]any{"role_id": c.RoleID, "secret_id": c.SecretID})
+		return err
+	})
 	if err != nil {
 		// A refused login (bad or expired secret id) leaves shredd without
 		// Vault: fail closed as unavailable, whatever Vault's status code.
@@ -183,7 +238,10 @@ func (s *Store) appRoleLogin(ctx context.Context, c Config) error {
 	if sec == nil || sec.Auth == nil || sec.Auth.ClientToken == "" {
 		return fmt.Errorf("vault: approle login: no token returned: %w", keystore.ErrUnavailable)
 	}
-	s.c.SetToken(sec.Auth.ClientToken)
+	for _, n := range s.nodes {
+		n.c.SetToken(sec.Auth.ClientToken)
+		n.raw.SetToken(sec.Auth.ClientToken)
+	}
 	return nil
 }
 
@@ -207,9 +265,11 @@ func (s *Store) KeepTokenFresh(ctx context.Context, c Config, onErr func(error))
 		return true
 	}
 	for {
-		lctx, cancel := context.WithTimeout(ctx, s.timeout)
-		sec, err := s.c.Auth().Token().LookupSelfWithContext(lctx)
-		cancel()
+		var sec *vaultapi.Secret
+		err := s.call(ctx, false, func(ctx context.Context, n node) (err error) {
+			sec, err = n.c.Auth().Token().LookupSelfWithContext(ctx)
+			return err
+		})
 		if err != nil {
 			onErr(fmt.Errorf("vault: token lookup: %w", classify(err)))
 			if !relogin() && !sleep(ctx, 30*time.Second) {
@@ -235,9 +295,11 @@ func (s *Store) KeepTokenFresh(ctx context.Context, c Config, onErr func(error))
 			}
 			continue
 		}
-		rctx, cancel := context.WithTimeout(ctx, s.timeout)
-		rs, err := s.c.Auth().Token().RenewSelfWithContext(rctx, 0)
-		cancel()
+		var rs *vaultapi.Secret
+		err = s.call(ctx, false, func(ctx context.Context, n node) (err error) {
+			rs, err = n.c.Auth().Token().RenewSelfWithContext(ctx, 0)
+			return err
+		})
 		switch {
 		case err != nil:
 			onErr(fmt.Errorf("vault: token renew: %w", classify(err)))
@@ -313,14 +375,87 @@ func classify(err error) error {
 
 func (s *Store) path(p string) string { return s.mount + "/" + p }
 
+// write writes a path of the Transit mount. Every write shredd makes may
+// be sent twice (creating an existing key, setting a config, trimming,
+// encrypting) except rotate: see writeOnce.
 func (s *Store) write(ctx context.Context, p string, data map[string]any) (*vaultapi.Secret, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	sec, err := s.c.Logical().WriteWithContext(ctx, s.path(p), data)
+	return s.writeMode(ctx, false, p, data)
+}
+
+// writeOnce is write for a request that must not take effect twice.
+func (s *Store) writeOnce(ctx context.Context, p string, data map[string]any) (*vaultapi.Secret, error) {
+	return s.writeMode(ctx, true, p, data)
+}
+
+func (s *Store) writeMode(ctx context.Context, once bool, p string, data map[string]any) (*vaultapi.Secret, error) {
+	var sec *vaultapi.Secret
+	err := s.call(ctx, once, func(ctx context.Context, n node) (err error) {
+		sec, err = n.c.Logical().WriteWithContext(ctx, s.path(p), data)
+		return err
+	})
 	if err != nil {
 		return nil, classify(err)
 	}
 	return sec, nil
+}
+
+// call runs f with one node's client, under a deadline of s.timeout. When
+// the node could not serve the request, it runs f again on the next node,
+// each node at most once: the node could not be reached (connection
+// refused), or it is a standby whose active node is gone (it redirects to
+// an address that refuses connections, or answers 5xx), or it is sealed
+// (503). Every request but rotate may take effect twice. With once
+// (rotate), only a refused connection to the node itself moves on within
+// the call: a standby may have forwarded the request to an active node that
+// acted on it and died before answering (Vault then falls back to a
+// redirect). The epoch reads the key's versions before it rotates again,
+// so such a rotation is reused, never repeated. A node that failed is tried
+// last by the next calls.
+func (s *Store) call(ctx context.Context, once bool, f func(context.Context, node) error) error {
+	start := int(s.cur.Load())
+	var err error
+	for i := range len(s.nodes) {
+		n := (start + i) % len(s.nodes)
+		cctx, cancel := context.WithTimeout(ctx, s.timeout)
+		err = f(cctx, s.nodes[n])
+		cancel()
+		if err == nil || !s.failedOver(n, err, once) || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
+}
+
+// failedOver reports whether a request that failed on node n with err may
+// be sent to another node, and makes the next calls start after n when
+// node n itself is unreachable or sealed.
+func (s *Store) failedOver(n int, err error, once bool) bool {
+	next := func() { s.cur.CompareAndSwap(int64(n), int64((n+1)%len(s.nodes))) }
+	var re *vaultapi.ResponseError
+	var ue *url.Error
+	switch {
+	case errors.As(err, &re):
+		if re.StatusCode < 500 && re.StatusCode/100 != 3 { // Vault answered
+			return false
+		}
+		// Sealed (503), a standby that knows no active node (500 "active
+		// cluster node not found", 503 "no active Vault instance found"),
+		// a standby that could not forward (307 to the active node: batch
+		// calls do not follow it), or an active node failing: another node
+		// may serve it.
+		next()
+		return !once
+	case errors.As(err, &ue):
+		u, perr := url.Parse(ue.URL)
+		self := perr == nil && u.Host == s.nodes[n].host
+		if self {
+			next() // down, or too slow: try the others first next time
+		}
+		var oe *net.OpError
+		refused := errors.As(err, &oe) && oe.Op == "dial"
+		return refused && (self || !once)
+	}
+	return false
 }
 
 func intOf(v any) int {
@@ -340,9 +475,11 @@ func intOf(v any) int {
 }
 
 func (s *Store) readKeyLocked(ctx context.Context) (KeyConfig, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	sec, err := s.c.Logical().ReadWithContext(ctx, s.path("keys/"+s.key))
+	var sec *vaultapi.Secret
+	err := s.call(ctx, false, func(ctx context.Context, n node) (err error) {
+		sec, err = n.c.Logical().ReadWithContext(ctx, s.path("keys/"+s.key))
+		return err
+	})
 	if err != nil {
 		return KeyConfig{}, fmt.Errorf("vault: read key: %w", classify(err))
 	}
@@ -401,23 +538,33 @@ func (s *Store) batch(ctx context.Context, op string, items []map[string]any, fi
 	if err := s.ensure(ctx); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
 	body, err := json.Marshal(map[string]any{"batch_input": items})
 	if err != nil {
 		return nil, err
 	}
-	resp, err := s.c.Logical().WriteRawWithContext(ctx, s.path(op+"/"+s.key), body)
 	var res struct {
 		Data struct {
 			BatchResults []map[string]any `json:"batch_results"`
 		} `json:"data"`
 	}
-	if resp != nil {
-		defer resp.Body.Close()
-		if derr := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&res); derr != nil && err == nil {
-			return nil, fmt.Errorf("vault: %s: unreadable answer: %w", op, keystore.ErrUnavailable)
+	var unreadable bool
+	err = s.call(ctx, false, func(ctx context.Context, n node) error {
+		res.Data.BatchResults, unreadable = nil, false
+		resp, err := n.raw.Logical().WriteRawWithContext(ctx, s.path(op+"/"+s.key), body)
+		if resp != nil {
+			defer resp.Body.Close()
+			if err == nil && resp.StatusCode/100 == 3 {
+				return &vaultapi.ResponseError{HTTPMethod: http.MethodPut, URL: resp.Request.URL.String(), StatusCode: resp.StatusCode,
+					Errors: []string{"standby redirected to the active node"}}
+			}
+			if derr := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&res); derr != nil && err == nil {
+				unreadable = true
+			}
 		}
+		return err
+	})
+	if unreadable {
+		return nil, fmt.Errorf("vault: %s: unreadable answer: %w", op, keystore.ErrUnavailable)
 	}
 	if err != nil && len(res.Data.BatchResults) == 0 {
 		return nil, fmt.Errorf("vault: %s: %w", op, classify(err))
@@ -507,7 +654,7 @@ func (s *Store) Rotate(ctx context.Context) (int, error) {
 	if err := s.ensure(ctx); err != nil {
 		return 0, err
 	}
-	if _, err := s.write(ctx, "keys/"+s.key+"/rotate", nil); err != nil {
+	if _, err := s.writeOnce(ctx, "keys/"+s.key+"/rotate", nil); err != nil {
 		return 0, fmt.Errorf("vault: rotate: %w", err)
 	}
 	cfg, err := s.readKey(ctx)
