@@ -377,19 +377,10 @@ func (s *Store) path(p string) string { return s.mount + "/" + p }
 
 // write writes a path of the Transit mount. Every write shredd makes may
 // be sent twice (creating an existing key, setting a config, trimming,
-// encrypting) except rotate: see writeOnce.
+// encrypting) except rotate: see Rotate.
 func (s *Store) write(ctx context.Context, p string, data map[string]any) (*vaultapi.Secret, error) {
-	return s.writeMode(ctx, false, p, data)
-}
-
-// writeOnce is write for a request that must not take effect twice.
-func (s *Store) writeOnce(ctx context.Context, p string, data map[string]any) (*vaultapi.Secret, error) {
-	return s.writeMode(ctx, true, p, data)
-}
-
-func (s *Store) writeMode(ctx context.Context, once bool, p string, data map[string]any) (*vaultapi.Secret, error) {
 	var sec *vaultapi.Secret
-	err := s.call(ctx, once, func(ctx context.Context, n node) (err error) {
+	err := s.call(ctx, false, func(ctx context.Context, n node) (err error) {
 		sec, err = n.c.Logical().WriteWithContext(ctx, s.path(p), data)
 		return err
 	})
@@ -408,9 +399,9 @@ func (s *Store) writeMode(ctx context.Context, once bool, p string, data map[str
 // (rotate), only a refused connection to the node itself moves on within
 // the call: a standby may have forwarded the request to an active node that
 // acted on it and died before answering (Vault then falls back to a
-// redirect). The epoch reads the key's versions before it rotates again,
-// so such a rotation is reused, never repeated. A node that failed is tried
-// last by the next calls.
+// redirect, which rotate does not follow either). The epoch reads the
+// key's versions before it rotates again, so such a rotation is reused,
+// never repeated. A node that failed is tried last by the next calls.
 func (s *Store) call(ctx context.Context, once bool, f func(context.Context, node) error) error {
 	start := int(s.cur.Load())
 	var err error
@@ -554,8 +545,7 @@ func (s *Store) batch(ctx context.Context, op string, items []map[string]any, fi
 		if resp != nil {
 			defer resp.Body.Close()
 			if err == nil && resp.StatusCode/100 == 3 {
-				return &vaultapi.ResponseError{HTTPMethod: http.MethodPut, URL: resp.Request.URL.String(), StatusCode: resp.StatusCode,
-					Errors: []string{"standby redirected to the active node"}}
+				return redirected(resp)
 			}
 			if derr := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&res); derr != nil && err == nil {
 				unreadable = true
@@ -583,6 +573,14 @@ func (s *Store) batch(ctx context.Context, op string, items []map[string]any, fi
 		}
 	}
 	return out, nil
+}
+
+// redirected is the error of a call that does not follow redirects and
+// got one: a standby that could not forward the request to the active
+// node.
+func redirected(resp *vaultapi.Response) error {
+	return &vaultapi.ResponseError{HTTPMethod: resp.Request.Method, URL: resp.Request.URL.String(), StatusCode: resp.StatusCode,
+		Errors: []string{"standby redirected to the active node"}}
 }
 
 func wrappedOf(cts []string) ([]keystore.Wrapped, error) {
@@ -649,17 +647,39 @@ func (s *Store) Rewrap(ctx context.Context, blobs [][]byte) ([]keystore.Wrapped,
 	return wrappedOf(cts)
 }
 
-// Rotate adds a new latest version of the Transit key.
+// Rotate adds a new latest version of the Transit key. Its request is sent
+// at most once per call (see call): a rotation whose answer was lost makes
+// Rotate fail, and the epoch, retried, finds and reuses it.
 func (s *Store) Rotate(ctx context.Context) (int, error) {
 	if err := s.ensure(ctx); err != nil {
 		return 0, err
 	}
-	if _, err := s.writeOnce(ctx, "keys/"+s.key+"/rotate", nil); err != nil {
-		return 0, fmt.Errorf("vault: rotate: %w", err)
+	before, err := s.readKey(ctx)
+	if err != nil {
+		return 0, err
+	}
+	// Sent without following a standby's redirect: a standby redirects when
+	// forwarding failed, perhaps after the active node rotated; following
+	// the redirect to a newly elected active node would rotate twice.
+	err = s.call(ctx, true, func(ctx context.Context, n node) error {
+		resp, err := n.raw.Logical().WriteRawWithContext(ctx, s.path("keys/"+s.key+"/rotate"), nil)
+		if resp != nil {
+			defer resp.Body.Close()
+		}
+		if err == nil && resp.StatusCode/100 == 3 {
+			return redirected(resp)
+		}
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("vault: rotate: %w", classify(err))
 	}
 	cfg, err := s.readKey(ctx)
 	if err != nil {
 		return 0, err
+	}
+	if cfg.LatestVersion <= before.LatestVersion {
+		return 0, fmt.Errorf("vault: rotate: latest version %d after rotating from %d: %w", cfg.LatestVersion, before.LatestVersion, keystore.ErrUnavailable)
 	}
 	return cfg.LatestVersion, nil
 }
