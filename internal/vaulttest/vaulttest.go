@@ -2,7 +2,9 @@
 // tests: the binary built from the official Go module by
 // scripts/vault-build.sh (never a fake). Dev servers are in memory; a
 // persistent server keeps its storage in a temporary directory, so it can be
-// stopped, restarted, sealed and unsealed to test failing closed.
+// stopped, restarted, sealed and unsealed to test failing closed; a cluster
+// (StartCluster) is several persistent servers on integrated storage (Raft)
+// whose nodes can be killed and restarted to test failing over.
 package vaulttest
 
 import (
