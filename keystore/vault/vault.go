@@ -90,9 +90,9 @@ type Store struct {
 // Vault cluster.
 type node struct {
 	c *vaultapi.Client // follows a standby's redirect to the active node
-	// raw is c without following redirects, for the batch calls: on a
+	// raw is c without following redirects, for the batch calls (on a
 	// redirect the Vault client sends a raw body again as "null", which
-	// Vault would refuse as a request without input.
+	// Vault refuses as a request without input) and rotate (see Rotate).
 	raw  *vaultapi.Client
 	host string // host:port
 }
@@ -432,8 +432,8 @@ func (s *Store) failedOver(n int, err error, once bool) bool {
 		// Sealed (503), a standby that knows no active node (500 "active
 		// cluster node not found", 503 "no active Vault instance found"),
 		// a standby that could not forward (307 to the active node: batch
-		// calls do not follow it), or an active node failing: another node
-		// may serve it.
+		// calls and rotate do not follow it), or an active node failing:
+		// another node may serve it.
 		next()
 		return !once
 	case errors.As(err, &ue):
