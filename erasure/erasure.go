@@ -12,7 +12,9 @@
 package erasure
 
 import (
+	"context"
 	"crypto/rand"
+	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -63,7 +65,7 @@ type Service struct {
 	barrier *sealing.Barrier
 	opts    Options
 
-	workMu sync.Mutex // serialises re-keys and epochs
+	workMu sync.Mutex // serialises re-keys and epochs (lockWork)
 	kick   chan struct{}
 }
 
@@ -92,3 +94,20 @@ func (s *Service) newID() (shredd.ID, error) { return shredd.NewID(s.opts.Now(),
 func mapKeyErr(err error) error { return sealing.MapKeyErr(err) }
 
 func checkSubject(subject string) error { return sealing.CheckSubject(subject) }
+
+// lockWork takes workMu and, where nodes share the database, the
+// cluster-wide lock of the erasure work: reconciliation, re-keys and
+// epochs run on one node at a time, and another node takes over when that
+// one dies (the database releases its lock).
+func (s *Service) lockWork(ctx context.Context) (func(), error) {
+	s.workMu.Lock()
+	release, err := s.db.Exclusive(ctx, "erasure.work")
+	if err != nil {
+		s.workMu.Unlock()
+		return nil, fmt.Errorf("erasure: %w: %w", shredd.ErrUnavailable, err)
+	}
+	return func() {
+		release()
+		s.workMu.Unlock()
+	}, nil
+}

@@ -281,8 +281,11 @@ func (s *Service) Kick() {
 // shredded those an epoch completed after. It is safe to call at any time;
 // the background work (Run) calls it when kicked and every second.
 func (s *Service) Reconcile(ctx context.Context) error {
-	s.workMu.Lock()
-	defer s.workMu.Unlock()
+	unlock, err := s.lockWork(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	return s.reconcileLocked(ctx)
 }
 
@@ -291,8 +294,11 @@ func (s *Service) Reconcile(ctx context.Context) error {
 // re-keys, shredded states) is background work that can take long after a
 // burst of forgets, so serve leaves it to Run and starts at once.
 func (s *Service) Recover(ctx context.Context) error {
-	s.workMu.Lock()
-	defer s.workMu.Unlock()
+	unlock, err := s.lockWork(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	return s.commitRequested(ctx)
 }
 
@@ -406,8 +412,11 @@ func (s *Service) needEpoch(ctx context.Context, due bool) (bool, error) {
 // RunEpoch re-keys what is pending, runs a root epoch (or resumes an
 // interrupted one) and marks shredded the forgets it completes.
 func (s *Service) RunEpoch(ctx context.Context) (shredd.Epoch, error) {
-	s.workMu.Lock()
-	defer s.workMu.Unlock()
+	unlock, err := s.lockWork(ctx)
+	if err != nil {
+		return shredd.Epoch{}, err
+	}
+	defer unlock()
 	if err := s.reconcileLocked(ctx); err != nil {
 		return shredd.Epoch{}, err
 	}

@@ -302,8 +302,11 @@ func (s *Service) ReconcileLedger(ctx context.Context) (LedgerReport, error) {
 	if l == nil {
 		return rep, nil
 	}
-	s.workMu.Lock()
-	defer s.workMu.Unlock()
+	unlock, err := s.lockWork(ctx)
+	if err != nil {
+		return rep, err
+	}
+	defer unlock()
 	l.mu.Lock()
 	entries, err := l.read()
 	l.mu.Unlock()

@@ -114,14 +114,18 @@ func (s *Service) verification(ctx context.Context, r forgetRow) ([]shredd.Condi
 		fmt.Sprintf("%d leases issued before the barrier are live until %s (released, or expiring): %s", live,
 			time.Unix(0, until).UTC().Format(time.RFC3339), strings.Join(named, ", ")))
 
-	// 3. Read path: the key cache TTL has passed on every node, the root
-	// versions that wrapped the subject's keys are gone, and an actual key
-	// lookup for the subject fails as shredded.
-	tprop := committed.Add(s.keys.CacheTTL())
+	// 3. Read path: every node's key cache has let go of the subject's keys
+	// (the eviction applied, or the cache TTL passed), the root versions
+	// that wrapped them are gone, and an actual key lookup for the subject
+	// fails as shredded.
+	converged, convergedWhy, err := s.keys.Converged(ctx, r.sid, committed, now)
+	if err != nil {
+		return nil, false, fmt.Errorf("erasure: verify: %w", err)
+	}
 	lookupFails, lookupWhy := s.lookupFails(ctx, r)
 	switch {
-	case now.Before(tprop):
-		add(shredd.CondReadPathConverged, false, "", fmt.Sprintf("other nodes may serve the cached key until %s (cache TTL)", tprop.UTC().Format(time.RFC3339)))
+	case !converged:
+		add(shredd.CondReadPathConverged, false, "", convergedWhy)
 	case !r.shredded.Valid:
 		add(shredd.CondReadPathConverged, false, "", "the root store still holds key versions that can open the subject's keys (no epoch yet)")
 	case !lookupFails:
@@ -130,7 +134,7 @@ func (s *Service) verification(ctx context.Context, r forgetRow) ([]shredd.Condi
 		if gone, why := s.rootVersionsGone(ctx, r); !gone {
 			add(shredd.CondReadPathConverged, false, "", why)
 		} else {
-			add(shredd.CondReadPathConverged, true, "the cache TTL has passed, "+why+" and "+lookupWhy, "")
+			add(shredd.CondReadPathConverged, true, convergedWhy+", "+why+" and "+lookupWhy, "")
 		}
 	}
 

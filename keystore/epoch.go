@@ -20,8 +20,11 @@ import (
 // any point loses no live key.
 func (s *Store) RunEpoch(ctx context.Context) (_ shredd.Epoch, err error) {
 	defer s.stats.observeEpoch(time.Now(), &err) // EpochStats
-	s.treeMu.Lock()
-	defer s.treeMu.Unlock()
+	unlock, err := s.lockTree(ctx)
+	if err != nil {
+		return shredd.Epoch{}, err
+	}
+	defer unlock()
 	e, err := s.runningEpoch(ctx)
 	if err != nil {
 		return shredd.Epoch{}, err
@@ -181,7 +184,7 @@ func (s *Store) rewrapBuckets(ctx context.Context, to int) error {
 }
 
 // finishRekeys completes the bucket re-keys under way (after a crash).
-// Called under treeMu.
+// Called under the tree lock.
 func (s *Store) finishRekeys(ctx context.Context) error {
 	rows, err := s.db.QueryContext(ctx, `SELECT id FROM buckets WHERE next_wrapped IS NOT NULL ORDER BY id`)
 	if err != nil {

@@ -384,6 +384,35 @@ func (s *Store) remember(sid envelope.SID, gen uint32, key []byte, purges uint64
 	s.deks[sid] = dekEntry{gen: gen, key: slices.Clone(key), expires: s.now().Add(s.ttl)}
 }
 
+// lockTree takes treeMu and, where nodes share the database, the
+// cluster-wide lock of the key tree: re-keys and epochs run on one node at
+// a time.
+func (s *Store) lockTree(ctx context.Context) (func(), error) {
+	s.treeMu.Lock()
+	release, err := s.db.Exclusive(ctx, "keystore.tree")
+	if err != nil {
+		s.treeMu.Unlock()
+		return nil, fmt.Errorf("keystore: %w: %w", ErrUnavailable, err)
+	}
+	return func() {
+		release()
+		s.treeMu.Unlock()
+	}, nil
+}
+
+// PurgeAll drops every cached key from memory: what a node does when it
+// may have missed another node's forget (its listener reconnected).
+func (s *Store) PurgeAll() {
+	s.cacheMu.Lock()
+	defer s.cacheMu.Unlock()
+	s.purges.Add(1)
+	for sid, e := range s.deks {
+		clear(e.key)
+		delete(s.deks, sid)
+	}
+	clear(s.bkeys)
+}
+
 // Purge drops every cached key of the subject and its bucket from memory.
 func (s *Store) Purge(sid envelope.SID) {
 	s.cacheMu.Lock()
@@ -534,9 +563,12 @@ func (s *Store) open(ctx context.Context, sid envelope.SID, r subjectRow) ([]byt
 		}
 		if attempt == 2 {
 			// Re-keys keep winning the race: read the row and the
-			// bucket key again with re-keys held off (treeMu).
-			s.treeMu.Lock()
-			defer s.treeMu.Unlock()
+			// bucket key again with re-keys held off (the tree lock).
+			unlock, err := s.lockTree(ctx)
+			if err != nil {
+				return nil, err
+			}
+			defer unlock()
 		}
 		if r, err = s.row(ctx, s.db, sid); err != nil {
 			return nil, err
@@ -557,8 +589,10 @@ func (s *Store) create(ctx context.Context, sid envelope.SID, subject string, pu
 		if attempt == 3 {
 			// Re-keys of the bucket keep winning the race (the write gate
 			// serves them in turn): try once more with them held off.
-			s.treeMu.Lock()
-			unlock = s.treeMu.Unlock
+			var err error
+			if unlock, err = s.lockTree(ctx); err != nil {
+				return envelope.SubjectKey{}, err
+			}
 		}
 		k, r, err := s.tryCreate(ctx, sid, subject, b, purges)
 		unlock()
@@ -728,7 +762,8 @@ func (s *Store) CheckLive(ctx context.Context, q interface {
 // (secure_delete zeroes its bytes) and the row becomes a tombstone that
 // refuses the subject from then on. A subject never seen gets a tombstone
 // too. It returns the generation destroyed (0 for a subject never seen).
-// The caller commits tx and then calls Purge and RekeyBucket.
+// The caller commits tx and then calls Purge and RekeyBucket; other nodes
+// sharing the database purge the subject when tx commits (Follow).
 func (s *Store) ForgetTx(ctx context.Context, tx *storage.Tx, sid envelope.SID) (uint32, error) {
 	now := s.now().UnixNano()
 	r, err := s.row(ctx, tx, sid)
@@ -744,6 +779,9 @@ func (s *Store) ForgetTx(ctx context.Context, tx *storage.Tx, sid envelope.SID) 
 			SubjectForgotten, now, r.bucket, sid[:])
 	}
 	if err != nil {
+		return 0, fmt.Errorf("keystore: forget: %w", err)
+	}
+	if err := s.evictTx(ctx, tx, sid, now); err != nil {
 		return 0, fmt.Errorf("keystore: forget: %w", err)
 	}
 	return r.gen, nil
@@ -775,12 +813,15 @@ const rekeyChunk = 32
 // the bucket (the forget stays not re-keyed until then), and an epoch
 // finishes a re-key under way before it rewraps bucket keys.
 func (s *Store) RekeyBucket(ctx context.Context, b int) (int64, error) {
-	s.treeMu.Lock()
-	defer s.treeMu.Unlock()
+	unlock, err := s.lockTree(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
 	return s.rekeyLocked(ctx, b)
 }
 
-// rekeyLocked is RekeyBucket under treeMu.
+// rekeyLocked is RekeyBucket under the tree lock.
 func (s *Store) rekeyLocked(ctx context.Context, b int) (int64, error) {
 	var oldGen int64
 	var oldBlob, nextBlob []byte

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shredd/shredd"
+	"github.com/shredd/shredd/envelope"
 )
 
 // DefaultLeaseTTL is how long a decrypt's lease lasts unless released.
@@ -16,6 +17,8 @@ const DefaultLeaseTTL = 5 * time.Minute
 // leaseReq is one lease waiting for the group commit.
 type leaseReq struct {
 	l    shredd.Lease
+	refs []envelope.Ref // the lineage, checked live in the commit where nodes share the database
+	err  error          // this request's own refusal
 	done chan error
 }
 
@@ -40,7 +43,11 @@ func (s *Service) leaseWriter() {
 		}
 		err := s.writeLeases(batch)
 		for _, r := range batch {
-			r.done <- err
+			if err == nil {
+				r.done <- r.err
+			} else {
+				r.done <- err
+			}
 		}
 		s.kickCheckpoint()
 	}
@@ -53,7 +60,21 @@ func (s *Service) writeLeases(batch []leaseReq) error {
 		return fmt.Errorf("sealing: lease: %w", err)
 	}
 	defer tx.Rollback()
-	for _, r := range batch {
+	for i := range batch {
+		r := &batch[i]
+		// Where nodes share the database, a forget committed on another
+		// node holds no barrier lock here: the lineage is checked live in
+		// the lease's own transaction, which the write lock orders against
+		// the forget's commit (either the forget sees the lease, or the
+		// lease sees the tombstone). One node's barrier locks order it.
+		if s.db.Shared() {
+			if err := s.keys.CheckLive(ctx, tx, r.refs); err != nil {
+				if r.err = MapKeyErr(err); !errors.Is(r.err, shredd.ErrShredded) && !errors.Is(r.err, shredd.ErrEnvelope) {
+					return fmt.Errorf("sealing: lease: %w", err)
+				}
+				continue
+			}
+		}
 		l := r.l
 		if _, err := tx.ExecContext(ctx, `INSERT INTO leases(id, artifact, holder, issued_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
 			l.ID[:], l.Artifact[:], l.Holder, l.IssuedAt.UnixNano(), l.ExpiresAt.UnixNano()); err != nil {
@@ -67,14 +88,14 @@ func (s *Service) writeLeases(batch []leaseReq) error {
 }
 
 // issueLease records a lease durably (group commit) and returns it.
-func (s *Service) issueLease(ctx context.Context, artifact shredd.ID, holder string) (shredd.Lease, error) {
+func (s *Service) issueLease(ctx context.Context, artifact shredd.ID, holder string, refs []envelope.Ref) (shredd.Lease, error) {
 	id, err := s.newID()
 	if err != nil {
 		return shredd.Lease{}, err
 	}
 	now := s.opts.Now()
 	l := shredd.Lease{ID: id, Artifact: artifact, Holder: holder, IssuedAt: now, ExpiresAt: now.Add(s.opts.LeaseTTL)}
-	r := leaseReq{l: l, done: make(chan error, 1)}
+	r := leaseReq{l: l, refs: refs, done: make(chan error, 1)}
 	if err := enqueue(ctx, s, s.leaseQ, r); err != nil {
 		return shredd.Lease{}, fmt.Errorf("sealing: lease: %w", err)
 	}

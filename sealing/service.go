@@ -757,7 +757,7 @@ func (s *Service) open(ctx context.Context, env *envelope.Envelope, context []by
 		return shredd.Opened{}, fmt.Errorf("sealing: decrypt: %w: %w", shredd.ErrEnvelope, err)
 	}
 	art := shredd.ID(env.Header.Artifact)
-	l, err := s.issueLease(ctx, art, holder)
+	l, err := s.issueLease(ctx, art, holder, env.Header.Lineage)
 	if err != nil {
 		clear(pt)
 		return shredd.Opened{}, err

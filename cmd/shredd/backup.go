@@ -132,6 +132,7 @@ func backupCmd(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	fl := flag.NewFlagSet("shredd backup", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	dataDir := fl.String("data-dir", envOr(getenv, "SHREDD_DATA_DIR", "./shredd-data"), "data directory")
+	store := fl.String("store", getenv("SHREDD_STORE"), "the database, as shredd serve --store (a PostgreSQL database is backed up with pg_dump: docs/scale-out.md)")
 	out := fl.String("out", "", "backup file to write (must not exist)")
 	dir := fl.String("dir", "", "directory to write the backup into, under a name with its time")
 	if err := fl.Parse(args); err != nil {
@@ -149,7 +150,7 @@ func backupCmd(ctx context.Context, args []string, stdout, stderr io.Writer, get
 		removeTorn(*dir)
 		*out = filepath.Join(*dir, backupName(time.Now()))
 	}
-	db, err := node.OpenDB(*dataDir)
+	db, err := node.OpenDB(ctx, *dataDir, *store)
 	if err != nil {
 		fmt.Fprintln(stderr, "shredd backup:", err)
 		return exitFailed

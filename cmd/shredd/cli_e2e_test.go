@@ -393,7 +393,7 @@ func TestCompletion(t *testing.T) {
 		{[]string{"enc"}, []string{"encrypt"}},
 		{[]string{"ver"}, []string{"verify", "version"}},
 		{[]string{"token", ""}, []string{"create", "list", "revoke"}},
-		{[]string{"token", "create", "--s"}, []string{"--scopes"}},
+		{[]string{"token", "create", "--sc"}, []string{"--scopes"}},
 		{[]string{"token", "create", "--scopes", "a"}, []string{"audit", "admin"}},
 		{[]string{"encrypt", "--k"}, []string{"--kind"}},
 		{[]string{"forget", "--d"}, []string{"--dry-run"}},

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/shredd/shredd/internal/testbin"
+	"github.com/shredd/shredd/storage/postgres/pgtest"
 )
 
 // scratchDir holds what outlives one test (the export story's data dir);
@@ -39,6 +40,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	testbin.Cleanup()
+	pgtest.Cleanup()
 	os.Exit(code)
 }
 

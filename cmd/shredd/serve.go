@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"errors"
 	"flag"
@@ -52,6 +53,8 @@ type Program struct {
 	debug      *http.Server
 	stopped    chan struct{} // closed when srv.Serve returned, serveErr set
 	serveErr   error
+	stopFollow context.CancelFunc
+	followDone chan struct{}
 	stopWork   context.CancelFunc
 	workDone   chan struct{}
 	backupDone chan struct{}
@@ -101,6 +104,7 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 		return def
 	}
 	fl.StringVar(&p.DataDir, "data-dir", env("data-dir", "./shredd-data"), "data directory (database, local root key, secrets); created 0700")
+	fl.StringVar(&p.Store, "store", env("store", ""), "the database: empty for SQLite in the data directory, or a postgres:// URL shared by many nodes (docs/scale-out.md); a password in it is better given in PGPASSWORD or ~/.pgpass")
 	fl.StringVar(&p.Addr, "addr", env("addr", "127.0.0.1:7750"), "listen address")
 	fl.StringVar(&p.TLSCert, "tls-cert", env("tls-cert", ""), "PEM certificate (chain) to serve HTTPS; needs --tls-key")
 	fl.StringVar(&p.TLSKey, "tls-key", env("tls-key", ""), "PEM private key of --tls-cert")
@@ -142,7 +146,7 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 	// Vault settings take Vault's own environment variables as defaults. The
 	// token is read from VAULT_TOKEN or a file, never from a flag value
 	// (command lines are visible to other users).
-	fl.StringVar(&p.Vault.Address, "vault-addr", getenv("VAULT_ADDR"), "Vault address (VAULT_ADDR)")
+	fl.StringVar(&p.Vault.Address, "vault-addr", getenv("VAULT_ADDR"), "Vault address (VAULT_ADDR); for a Vault cluster, every node's address, comma-separated")
 	fl.StringVar(&p.Vault.Namespace, "vault-namespace", getenv("VAULT_NAMESPACE"), "Vault namespace (VAULT_NAMESPACE)")
 	fl.StringVar(&p.Vault.CACert, "vault-cacert", getenv("VAULT_CACERT"), "PEM file of the CA of Vault's TLS certificate (VAULT_CACERT)")
 	fl.StringVar(&p.Vault.Mount, "vault-transit-mount", env("vault-transit-mount", "transit"), "Transit mount path")
@@ -201,6 +205,10 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 		return nil, errors.New("unexpected argument")
 	}
 	p.EpochInterval, p.CacheTTL, p.ForgetDeadline, p.LeaseTTL = *epoch, *ttl, *deadline, *leaseTTL
+	if p.Store != "" && !node.IsPostgres(p.Store) {
+		fmt.Fprintln(stderr, "shredd serve: --store must be a postgres:// or postgresql:// URL, or empty for SQLite in the data directory")
+		return nil, errors.New("bad flag value")
+	}
 	if p.EpochInterval < time.Second || p.CacheTTL < 0 || p.ForgetDeadline <= 0 || p.LeaseTTL <= 0 || p.Buckets < 1 || p.BackupKeep < 1 || p.MaxBody < 1024 || p.MaxRawBody < 1024 {
 		fmt.Fprintln(stderr, "shredd serve: --epoch-interval must be >= 1s, --cache-ttl >= 0, --forget-deadline > 0, --buckets >= 1, --backup-keep >= 1, --max-body and --max-raw-body >= 1024")
 		return nil, errors.New("bad flag value")
@@ -229,6 +237,9 @@ func (p *Program) Run(ctx context.Context) (err error) {
 	if p.node, err = node.Open(ctx, cfg); err != nil {
 		return err
 	}
+	if err := p.follow(ctx); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", p.Addr)
 	if err != nil {
 		return err
@@ -244,7 +255,11 @@ func (p *Program) Run(ctx context.Context) (err error) {
 		ln = tls.NewListener(ln, tlsConfig)
 	}
 	p.srv = p.newServer(tlsConfig)
-	p.Logger.Info("listening", "addr", ln.Addr().String(), "scheme", scheme, "data_dir", p.DataDir, "root_store", p.node.Root.Kind())
+	store := "sqlite"
+	if p.Store != "" {
+		store = "postgres" // never the URL: it may hold a password
+	}
+	p.Logger.Info("listening", "addr", ln.Addr().String(), "scheme", scheme, "data_dir", p.DataDir, "store", store, "root_store", p.node.Root.Kind())
 	p.stopped = make(chan struct{})
 	go func() {
 		defer close(p.stopped)
@@ -275,6 +290,10 @@ func (p *Program) Close() error {
 		<-p.workDone
 		<-p.backupDone
 	}
+	if p.stopFollow != nil {
+		p.stopFollow()
+		<-p.followDone
+	}
 	if p.debug != nil {
 		p.debug.Close()
 	}
@@ -282,6 +301,34 @@ func (p *Program) Close() error {
 		p.node.Close()
 	}
 	return err
+}
+
+// follow starts the key cache's follower (keystore.Store.Follow): where
+// nodes share the database, this node drops the keys other nodes' forgets
+// destroy and records itself in table nodes; it serves only once recorded.
+func (p *Program) follow(ctx context.Context) error {
+	host, _ := os.Hostname()
+	var r [4]byte
+	rand.Read(r[:])
+	id := fmt.Sprintf("%s-%d-%x", host, os.Getpid(), r)
+	fctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	p.stopFollow, p.followDone = stop, make(chan struct{})
+	ready := make(chan struct{})
+	go func() {
+		defer close(p.followDone)
+		p.node.Keys.Follow(fctx, id, p.Logger, func() { close(ready) })
+	}()
+	select {
+	case <-ready:
+		if p.node.DB.Shared() {
+			p.Logger.Info("node recorded", "node", id)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(30 * time.Second):
+		return errors.New("the node could not record itself in the database within 30 s")
+	}
 }
 
 // tlsConfig loads --tls-cert and --tls-key; nil for plain HTTP, which is

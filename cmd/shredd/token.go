@@ -33,6 +33,7 @@ func tokenCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		def = v
 	}
 	dataDir := fl.String("data-dir", def, "data directory")
+	store := fl.String("store", getenv("SHREDD_STORE"), "the database, as shredd serve --store: empty for SQLite in the data directory, or a postgres:// URL")
 	var name, scopes, holder string
 	var ttl time.Duration
 	var asJSON bool
@@ -52,7 +53,7 @@ func tokenCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
-	db, err := node.OpenDB(*dataDir)
+	db, err := node.OpenDB(ctx, *dataDir, *store)
 	if errors.Is(err, fs.ErrNotExist) {
 		fmt.Fprintf(stderr, "shredd token: no database at %s: start shredd once with this --data-dir first\n", filepath.Join(*dataDir, node.DBFile))
 		return 1

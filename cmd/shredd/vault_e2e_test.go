@@ -702,7 +702,7 @@ func testVaultBackup(t *testing.T) {
 	// Below the API: the copy holds alice's wrapped DEK and every bucket key
 	// wrapped under version 1, which Vault refuses to decrypt or rewrap,
 	// even for the root token, and cannot bring back.
-	db, err := node.OpenDB(restored)
+	db, err := node.OpenDB(context.Background(), restored, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/sealing"
 	"github.com/shredd/shredd/storage"
+	"github.com/shredd/shredd/storage/postgres"
 	"github.com/shredd/shredd/storage/sqlite"
 )
 
@@ -43,6 +45,7 @@ const (
 // Config is what the flags of shredd serve give the stack.
 type Config struct {
 	DataDir        string
+	Store          string     // the database: "" for SQLite in DataDir, or a postgres:// URL (many nodes)
 	OpenRoot       RootOpener // the root store, as the command picked it
 	Buckets        int
 	CacheTTL       time.Duration
@@ -97,16 +100,38 @@ func OpenBulk(ctx context.Context, c Config) (*Node, error) {
 	return open(ctx, c, false)
 }
 
-// OpenDB opens only the data directory's database, without the lock, the
-// keys or the root store: for the commands that work beside a running
-// server (shredd token, shredd backup). It never creates a database: a
-// directory without one is the os.Stat error (fs.ErrNotExist).
-func OpenDB(dir string) (*storage.DB, error) {
+// OpenDB opens only the database, without the lock, the keys or the root
+// store: for the commands that work beside a running server (shredd
+// token, shredd backup). store is Config.Store. It never creates a SQLite
+// database: a directory without one is the os.Stat error
+// (fs.ErrNotExist).
+func OpenDB(ctx context.Context, dir, store string) (*storage.DB, error) {
+	if store != "" {
+		return openStore(ctx, dir, store)
+	}
 	path := filepath.Join(dir, DBFile)
 	if _, err := os.Stat(path); err != nil {
 		return nil, err
 	}
 	return sqlite.Open(path)
+}
+
+// IsPostgres reports whether store names a PostgreSQL database.
+func IsPostgres(store string) bool {
+	return strings.HasPrefix(store, "postgres://") || strings.HasPrefix(store, "postgresql://")
+}
+
+// openStore opens the database store names: SQLite in dir when "", or
+// PostgreSQL.
+func openStore(ctx context.Context, dir, store string) (*storage.DB, error) {
+	switch {
+	case store == "":
+		return sqlite.Open(filepath.Join(dir, DBFile))
+	case IsPostgres(store):
+		return postgres.Open(ctx, store, postgres.Options{})
+	default:
+		return nil, errors.New("store: want a postgres:// or postgresql:// URL (or none, for SQLite in the data directory)")
+	}
 }
 
 func open(ctx context.Context, c Config, full bool) (*Node, error) {
@@ -146,10 +171,13 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 	if root.Close != nil {
 		n.onClose(root.Close)
 	}
-	if n.DB, err = sqlite.Open(filepath.Join(c.DataDir, DBFile)); err != nil {
+	if n.DB, err = openStore(ctx, c.DataDir, c.Store); err != nil {
 		return err
 	}
 	n.onClose(func() { n.DB.Close() })
+	if err := checkShared(ctx, n.DB, n.Root); err != nil {
+		return err
+	}
 	journal, attKey, err := openJournal(ctx, c.DataDir, n.DB, c.Logger)
 	if err != nil {
 		return err
@@ -226,6 +254,23 @@ func checkRoot(ctx context.Context, keys *keystore.Store, rootDown bool, log *sl
 		log.Warn("root store unavailable at start-up: the database's root versions were not checked", "error", err.Error())
 	case err != nil:
 		return err
+	}
+	return nil
+}
+
+// checkShared refuses a local root file on a database another live node
+// uses: every node needs the same root, and an epoch would rotate one
+// node's file only. Many nodes share a Vault root store.
+func checkShared(ctx context.Context, db *storage.DB, root keystore.RootStore) error {
+	if !db.Shared() || root.Kind() != "local" {
+		return nil
+	}
+	live, err := keystore.LiveNodes(ctx, db, time.Now().Add(-3*keystore.HeartbeatInterval))
+	if err != nil {
+		return err
+	}
+	if len(live) > 0 {
+		return fmt.Errorf("another shredd node (%s) uses this database: many nodes need one shared root store (--root vault), not each a local root file", live[0])
 	}
 	return nil
 }

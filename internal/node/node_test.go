@@ -29,7 +29,7 @@ func localRoot(_ context.Context, dir string, _ *slog.Logger) (Root, error) {
 func TestOpenClose(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "data")
-	if _, err := OpenDB(dir); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := OpenDB(context.Background(), dir, ""); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("OpenDB without a database: %v, want fs.ErrNotExist", err)
 	}
 	c := Config{DataDir: dir, OpenRoot: localRoot, Buckets: 4}
@@ -66,7 +66,7 @@ func TestOpenClose(t *testing.T) {
 		t.Error("OpenBulk opened the token store")
 	}
 	b.Close()
-	db, err := OpenDB(dir)
+	db, err := OpenDB(context.Background(), dir, "")
 	if err != nil {
 		t.Fatal(err)
 	}

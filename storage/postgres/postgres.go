@@ -40,7 +40,9 @@ const LockTimeout = 10 * time.Second
 
 // Options tune Open.
 type Options struct {
-	// MaxConns bounds the connections of this node's pool (default 16).
+	// MaxConns bounds the connections of this node's pool (default 16, at
+	// least 4: a migration, a cluster-wide lock and the listener each hold
+	// one of their own while others run).
 	MaxConns int
 }
 
@@ -50,6 +52,7 @@ func Open(ctx context.Context, dsn string, o Options) (*storage.DB, error) {
 	if o.MaxConns <= 0 {
 		o.MaxConns = 16
 	}
+	o.MaxConns = max(o.MaxConns, 4)
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("storage: open postgres: %s", redact(err))

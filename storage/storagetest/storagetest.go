@@ -32,6 +32,8 @@ var Tables = []string{
 	"subject_log", "forget_log", "epoch_log", "log_entries", "log_meta",
 	// api
 	"tokens",
+	// keystore, many nodes
+	"nodes", "evictions",
 }
 
 // Backend opens the databases of one backend for the suite.

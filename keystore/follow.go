@@ -1,0 +1,215 @@
+package keystore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/shredd/shredd/envelope"
+	"github.com/shredd/shredd/storage"
+)
+
+// EvictChannel is the notification channel on which a forget's commit
+// tells every node sharing the database to drop the subject's cached keys:
+// "seq:sid" in hex, seq from table evictions.
+const EvictChannel = "shredd_evict"
+
+// HeartbeatInterval is how often a following node records itself in
+// table nodes.
+const HeartbeatInterval = time.Second
+
+// evictTx records the eviction of sid in tx and notifies the other nodes,
+// where nodes share the database; on SQLite the forget's own node purges
+// its cache after the commit, and there is no other.
+func (s *Store) evictTx(ctx context.Context, tx *storage.Tx, sid envelope.SID, now int64) error {
+	if !s.db.Shared() {
+		return nil
+	}
+	var seq int64
+	if err := tx.QueryRowContext(ctx, `INSERT INTO evictions(sid, at) VALUES (?, ?) RETURNING seq`, sid[:], now).Scan(&seq); err != nil {
+		return err
+	}
+	return tx.Notify(ctx, EvictChannel, strconv.FormatInt(seq, 10)+":"+hex.EncodeToString(sid[:]))
+}
+
+// Follow keeps this node's key cache in step with the forgets other nodes
+// commit, where nodes share the database, until ctx ends: it purges the
+// subject of each eviction notification, purges everything when
+// notifications may have been lost (at the start and after the listener
+// reconnects), and records the node in table nodes every
+// HeartbeatInterval with its cache TTL and the newest eviction it has
+// applied (the read_path_converged condition of a forget reads them).
+// ready is called once the node is recorded: a node must not serve before,
+// or a forget could count it out while it caches keys. On SQLite Follow
+// calls ready and returns at once.
+func (s *Store) Follow(ctx context.Context, node string, log *slog.Logger, ready func()) error {
+	if !s.db.Shared() {
+		ready()
+		return nil
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var mu sync.Mutex
+	through := int64(-1) // newest eviction applied; -1 until the listener runs
+	apply := func(payload string, lost bool) {
+		if lost {
+			// Every eviction committed up to seq0 is in the database: after
+			// a full purge, lookups read the tombstones. Later ones arrive
+			// as notifications (the listener is already registered).
+			var seq0 sql.NullInt64
+			if err := s.db.QueryRowContext(ctx, `SELECT max(seq) FROM evictions`).Scan(&seq0); err != nil {
+				s.PurgeAll()
+				log.Warn("key cache follower: cannot read the evictions; purged the whole cache", "error", err.Error())
+				return
+			}
+			s.PurgeAll()
+			mu.Lock()
+			through = max(through, seq0.Int64)
+			mu.Unlock()
+			return
+		}
+		seqText, sidHex, ok := strings.Cut(payload, ":")
+		seq, err := strconv.ParseInt(seqText, 10, 64)
+		b, herr := hex.DecodeString(sidHex)
+		if !ok || err != nil || herr != nil || len(b) != len(envelope.SID{}) {
+			s.PurgeAll() // a payload this release does not read: be safe
+			return
+		}
+		var sid envelope.SID
+		copy(sid[:], b)
+		s.Purge(sid)
+		mu.Lock()
+		through = max(through, seq)
+		mu.Unlock()
+	}
+	listenErr := make(chan error, 1)
+	go func() { listenErr <- s.db.Listen(ctx, EvictChannel, apply) }()
+	started := s.now().UnixNano()
+	tick := time.NewTicker(HeartbeatInterval / 10) // fast until the first heartbeat
+	defer tick.Stop()
+	for {
+		mu.Lock()
+		t := through
+		mu.Unlock()
+		if t >= 0 {
+			err := s.heartbeat(ctx, node, started, t)
+			switch {
+			case err != nil && ctx.Err() == nil:
+				log.Warn("node heartbeat failed", "error", err.Error())
+			case err == nil && ready != nil:
+				ready()
+				ready = nil
+				tick.Reset(HeartbeatInterval)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			<-listenErr
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+func (s *Store) heartbeat(ctx context.Context, node string, started, through int64) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO nodes(id, started_at, heartbeat_at, cache_ttl, evicted_through) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT(id) DO UPDATE SET heartbeat_at=excluded.heartbeat_at, cache_ttl=excluded.cache_ttl,
+		evicted_through=excluded.evicted_through`, node, started, s.now().UnixNano(), int64(s.ttl), through)
+	return err
+}
+
+// Converged reports whether every node's key cache has let go of sid's
+// keys as of now, for a forget committed at committed: each node recorded
+// in table nodes has applied the forget's eviction, or its cache TTL has
+// passed since the commit (an entry lives at most that long, whether its
+// node got the notification, missed it, or died). Without nodes recorded
+// (SQLite: the one node purged its cache at the commit) only the TTL
+// counts. It returns why not, or what holds.
+func (s *Store) Converged(ctx context.Context, sid envelope.SID, committed, now time.Time) (bool, string, error) {
+	tprop := committed.Add(s.ttl)
+	if !s.db.Shared() {
+		if now.Before(tprop) {
+			return false, fmt.Sprintf("other nodes may serve the cached key until %s (cache TTL)", tprop.UTC().Format(time.RFC3339)), nil
+		}
+		return true, "the cache TTL has passed", nil
+	}
+	var seq sql.NullInt64
+	if err := s.db.QueryRowContext(ctx, `SELECT max(seq) FROM evictions WHERE sid=?`, sid[:]).Scan(&seq); err != nil {
+		return false, "", fmt.Errorf("keystore: converged: %w", err)
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT id, cache_ttl, evicted_through FROM nodes ORDER BY id`)
+	if err != nil {
+		return false, "", fmt.Errorf("keystore: converged: %w", err)
+	}
+	defer rows.Close()
+	var waiting []string
+	nodes, until := 0, committed
+	for rows.Next() {
+		var id string
+		var ttl, through int64
+		if err := rows.Scan(&id, &ttl, &through); err != nil {
+			return false, "", fmt.Errorf("keystore: converged: %w", err)
+		}
+		nodes++
+		if seq.Valid && through >= seq.Int64 {
+			continue // applied the eviction
+		}
+		if end := committed.Add(time.Duration(ttl)); now.Before(end) {
+			waiting = append(waiting, id)
+			until = maxTime(until, end)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return false, "", fmt.Errorf("keystore: converged: %w", err)
+	}
+	// A node serves only once it is recorded here (Follow's ready).
+	if len(waiting) > 0 {
+		return false, fmt.Sprintf("%d of %d nodes have not applied the eviction; they may serve the cached key until %s (cache TTL)",
+			len(waiting), nodes, until.UTC().Format(time.RFC3339)), nil
+	}
+	return true, fmt.Sprintf("every node (%d) has applied the eviction or passed its cache TTL", nodes), nil
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// PruneNodes deletes the rows of nodes silent for longer than age (they
+// stopped or died; their cache TTL has long passed).
+func (s *Store) PruneNodes(ctx context.Context, age time.Duration) error {
+	_, err := s.db.ExecContext(ctx, `DELETE FROM nodes WHERE heartbeat_at < ?`, s.now().Add(-age).UnixNano())
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("keystore: prune nodes: %w", err)
+	}
+	return nil
+}
+
+// LiveNodes returns the nodes recorded in table nodes of db with a
+// heartbeat at or after since.
+func LiveNodes(ctx context.Context, db *storage.DB, since time.Time) ([]string, error) {
+	rows, err := db.QueryContext(ctx, `SELECT id FROM nodes WHERE heartbeat_at >= ? ORDER BY id`, since.UnixNano())
+	if err != nil {
+		return nil, fmt.Errorf("keystore: nodes: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("keystore: nodes: %w", err)
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
