@@ -18,14 +18,15 @@ apt_install() {
 }
 # The attestation and export tests check signatures with OpenSSL and the
 # documented shell recipe (jq, xxd, sha256sum), and inclusion proofs with
-# the export's independent checker (python3); the machine image has them,
-# install them where it does not. The tests fail, never skip, without them.
+# the export's independent checker (python3); the completion test runs the
+# bash and zsh scripts. Install them where the machine lacks them: the
+# tests fail, never skip, without them.
 missing=""
-for tool in openssl jq xxd sha256sum python3; do
+for tool in openssl jq xxd sha256sum python3 zsh; do
   command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"
 done
 if [ -n "$missing" ]; then
-  apt_install openssl jq xxd coreutils python3
+  apt_install openssl jq xxd coreutils python3 zsh
 fi
 # PostgreSQL 15's server binaries (storage/postgres/pgtest starts its own
 # server from them, as the user postgres).
