@@ -221,6 +221,7 @@
     ev.preventDefault();
     const verdict = $('verdict');
     verdict.className = 'verdict'; verdict.textContent = 'Checking…'; $('checks').replaceChildren();
+    delete verdict.dataset.verified; delete verdict.dataset.failed;
     let r;
     try {
       const data = await readFile($('v-file'));

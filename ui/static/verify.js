@@ -268,7 +268,9 @@
   // "<name>+<hash>+<base64(0x01 || key)>" (golang.org/x/mod/sumdb/note).
   async function parseVerifierKey(vkey) {
     const s = (typeof vkey === 'string' ? vkey : text(vkey) || '').trim();
-    const parts = s.split('+');
+    // Split at the first two '+' only: the base64 key may hold more.
+    const i = s.indexOf('+'), j = i < 0 ? -1 : s.indexOf('+', i + 1);
+    const parts = i < 0 || j < 0 ? [] : [s.slice(0, i), s.slice(i + 1, j), s.slice(j + 1)];
     if (parts.length !== 3 || !validNoteName(parts[0]) || !/^[0-9a-f]{8}$/.test(parts[1])) bad('key', 'malformed verifier key');
     const key = b64decode(parts[2], false);
     if (!key || key.length !== 33 || key[0] !== 1) bad('key', 'malformed verifier key');
