@@ -113,6 +113,10 @@ func (s *Store) Follow(ctx context.Context, node string, log *slog.Logger, ready
 		select {
 		case <-ctx.Done():
 			<-listenErr
+			// A node that stops leaves the table: it caches nothing more.
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			defer cancel()
+			_, _ = s.db.ExecContext(dctx, `DELETE FROM nodes WHERE id=?`, node)
 			return nil
 		case <-tick.C:
 		}
@@ -145,7 +149,7 @@ func (s *Store) Converged(ctx context.Context, sid envelope.SID, committed, now 
 	if err := s.db.QueryRowContext(ctx, `SELECT max(seq) FROM evictions WHERE sid=?`, sid[:]).Scan(&seq); err != nil {
 		return false, "", fmt.Errorf("keystore: converged: %w", err)
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT id, cache_ttl, evicted_through FROM nodes ORDER BY id`)
+	rows, err := s.db.QueryContext(ctx, `SELECT id, heartbeat_at, cache_ttl, evicted_through FROM nodes ORDER BY id`)
 	if err != nil {
 		return false, "", fmt.Errorf("keystore: converged: %w", err)
 	}
@@ -154,15 +158,21 @@ func (s *Store) Converged(ctx context.Context, sid envelope.SID, committed, now 
 	nodes, until := 0, committed
 	for rows.Next() {
 		var id string
-		var ttl, through int64
-		if err := rows.Scan(&id, &ttl, &through); err != nil {
+		var beat, ttl, through int64
+		if err := rows.Scan(&id, &beat, &ttl, &through); err != nil {
 			return false, "", fmt.Errorf("keystore: converged: %w", err)
 		}
 		nodes++
 		if seq.Valid && through >= seq.Int64 {
 			continue // applied the eviction
 		}
-		if end := committed.Add(time.Duration(ttl)); now.Before(end) {
+		// A node that went silent (died, or froze) cached its last keys
+		// before its next heartbeat was due; each lives one TTL at most.
+		from := committed
+		if silent := time.Unix(0, beat).Add(2 * HeartbeatInterval); silent.Before(from) {
+			from = silent
+		}
+		if end := from.Add(time.Duration(ttl)); now.Before(end) {
 			waiting = append(waiting, id)
 			until = maxTime(until, end)
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -336,5 +337,65 @@ func (s *server) checkConsistency(t *testing.T, old, new checkpointView, vkeyFil
 	}
 	if err := translog.CheckConsistency(oc, nc, p.Hashes); err != nil {
 		t.Fatalf("checkpoints of two nodes, proof of a third: %v", err)
+	}
+}
+
+// TestPostgresRestoreDrill is the restore drill of docs/scale-out.md on a
+// real PostgreSQL: a pg_dump taken before a forget and restored with
+// pg_restore brings nobody back (the node's forget ledger commits the
+// forget again at start-up), and a dump taken before an epoch is refused
+// at start-up, not served as a database that opens no key.
+func TestPostgresRestoreDrill(t *testing.T) {
+	srv := pgtest.Shared(t)
+	dsn := srv.NewDatabase(t)
+	dir := t.TempDir()
+	opts := serverOpts{Args: []string{"--store", dsn}}
+	a := startServer(t, dir, opts)
+	a.putKinds(t, "episodic")
+	alice := a.seal(t, sealReq{Subject: "alice@example.com", Kind: "episodic"}, "alice", "c")
+	bob := a.seal(t, sealReq{Subject: "bob@example.com", Kind: "episodic"}, "bob", "c")
+	beforeForget := pgDump(t, srv, dsn)
+	a.forget(t, "alice@example.com")
+	a.shredded(t, alice)
+	a.stop()
+
+	pgRestore(t, srv, dsn, beforeForget)
+	b := startServer(t, dir, opts)
+	if !strings.Contains(b.logs.String(), "committed them again") {
+		t.Fatalf("the restored database's start did not re-apply the ledger's forget:\n%s", b.logs.String())
+	}
+	b.shredded(t, alice)
+	b.open(t, bob)
+
+	beforeEpoch := pgDump(t, srv, dsn)
+	b.runEpoch(t)
+	b.stop()
+	pgRestore(t, srv, dsn, beforeEpoch)
+	c := startProcess(t, dir, opts)
+	select {
+	case <-c.done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("a node on a dump older than the last epoch kept running")
+	}
+	if !strings.Contains(c.logs.String(), "backup taken before that epoch") {
+		t.Fatalf("a dump older than the last epoch was not refused with its reason:\n%s", c.logs.String())
+	}
+}
+
+// pgDump dumps the database of dsn (custom format) and returns the file.
+func pgDump(t *testing.T, srv *pgtest.Server, dsn string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "shredd.dump")
+	if b, err := exec.Command(srv.Bin("pg_dump"), "--format=custom", "--file="+out, "--dbname="+dsn).CombinedOutput(); err != nil {
+		t.Fatalf("pg_dump: %v\n%s", err, b)
+	}
+	return out
+}
+
+// pgRestore replaces the database of dsn with the dump.
+func pgRestore(t *testing.T, srv *pgtest.Server, dsn, dump string) {
+	t.Helper()
+	if b, err := exec.Command(srv.Bin("pg_restore"), "--clean", "--if-exists", "--single-transaction", "--dbname="+dsn, dump).CombinedOutput(); err != nil {
+		t.Fatalf("pg_restore: %v\n%s", err, b)
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/tls"
 	"errors"
 	"flag"
@@ -307,10 +306,7 @@ func (p *Program) Close() error {
 // nodes share the database, this node drops the keys other nodes' forgets
 // destroy and records itself in table nodes; it serves only once recorded.
 func (p *Program) follow(ctx context.Context) error {
-	host, _ := os.Hostname()
-	var r [4]byte
-	rand.Read(r[:])
-	id := fmt.Sprintf("%s-%d-%x", host, os.Getpid(), r)
+	id := p.node.ID
 	fctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	p.stopFollow, p.followDone = stop, make(chan struct{})
 	ready := make(chan struct{})

@@ -13,6 +13,7 @@ package node
 import (
 	"context"
 	"crypto/ed25519"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -37,6 +38,7 @@ const (
 	DBFile     = "shredd.db"
 	RootFile   = "root.key"
 	SecretFile = "subject.key"
+	NodeIDFile = "node.id" // this data directory's part of the node ids in table nodes
 	TokenFile  = "admin.token"
 	LockFile   = "lock"
 	LedgerFile = "forgets.ledger"
@@ -67,6 +69,9 @@ func (c *Config) LedgerPath() string {
 
 // Node is an open data directory: the stack shredd serve serves.
 type Node struct {
+	// ID names this process in table nodes: the data directory's id
+	// (node.id) and a random part of this start's own.
+	ID             string
 	DB             *storage.DB
 	Root           keystore.RootStore
 	Keys           *keystore.Store
@@ -175,7 +180,15 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 		return err
 	}
 	n.onClose(func() { n.DB.Close() })
-	if err := checkShared(ctx, n.DB, n.Root); err != nil {
+	dirID, _, err := readOrCreate(filepath.Join(c.DataDir, NodeIDFile), func() []byte {
+		return []byte(hex.EncodeToString(randomBytes(8)) + "\n")
+	})
+	if err != nil {
+		return fmt.Errorf("node id: %w", err)
+	}
+	prefix := strings.TrimSpace(string(dirID)) + "-"
+	n.ID = prefix + hex.EncodeToString(randomBytes(4))
+	if err := checkShared(ctx, n.DB, n.Root, prefix); err != nil {
 		return err
 	}
 	journal, attKey, err := openJournal(ctx, c.DataDir, n.DB, c.Logger)
@@ -261,7 +274,9 @@ func checkRoot(ctx context.Context, keys *keystore.Store, rootDown bool, log *sl
 // checkShared refuses a local root file on a database another live node
 // uses: every node needs the same root, and an epoch would rotate one
 // node's file only. Many nodes share a Vault root store.
-func checkShared(ctx context.Context, db *storage.DB, root keystore.RootStore) error {
+// A node of this data directory's own (self, the ids' prefix), started
+// before and not yet gone from the table after a crash, is not another.
+func checkShared(ctx context.Context, db *storage.DB, root keystore.RootStore, self string) error {
 	if !db.Shared() || root.Kind() != "local" {
 		return nil
 	}
@@ -269,8 +284,10 @@ func checkShared(ctx context.Context, db *storage.DB, root keystore.RootStore) e
 	if err != nil {
 		return err
 	}
-	if len(live) > 0 {
-		return fmt.Errorf("another shredd node (%s) uses this database: many nodes need one shared root store (--root vault), not each a local root file", live[0])
+	for _, id := range live {
+		if !strings.HasPrefix(id, self) {
+			return fmt.Errorf("another shredd node (%s) uses this database: many nodes need one shared root store (--root vault), not each a local root file", id)
+		}
 	}
 	return nil
 }

@@ -34,6 +34,7 @@ const DefaultBin = "/usr/lib/postgresql/15/bin"
 // Server is a running PostgreSQL server.
 type Server struct {
 	Port int
+	bin  string
 	dir  string
 	cmd  *exec.Cmd
 	log  *bytes.Buffer
@@ -89,7 +90,7 @@ func Start() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{dir: dir, log: &bytes.Buffer{}}
+	s := &Server{bin: bin, dir: dir, log: &bytes.Buffer{}}
 	if os.Geteuid() == 0 {
 		name := os.Getenv("SHREDD_PG_USER")
 		if name == "" {
@@ -192,6 +193,10 @@ func (s *Server) waitReady(d time.Duration) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// Bin is the path of the PostgreSQL program name (pg_dump, pg_restore)
+// beside the server's.
+func (s *Server) Bin(name string) string { return filepath.Join(s.bin, name) }
 
 // DSN is the connection string of database db on the server.
 func (s *Server) DSN(db string) string {
