@@ -65,7 +65,8 @@ type benchConfig struct {
 	RawPayload int
 	Batch      int
 	Subjects   int
-	URL        string
+	URL        string   // --url as given
+	URLs       []string // --url's nodes: clients spread round-robin over them
 	Token      string
 	ServeSelf  bool
 	ShreddBin  string
@@ -92,7 +93,7 @@ func parseBench(args []string, stderr io.Writer, getenv func(string) string) (*b
 	fl.IntVar(&c.RawPayload, "raw-payload", 1<<20, "plaintext bytes of raw and raw-decrypt")
 	fl.IntVar(&c.Batch, "batch", 100, "items per batch")
 	fl.IntVar(&c.Subjects, "subjects", 1000, "subjects: encrypt and decrypt use the lower half ("+benchSubject(0)+" ...), forget the upper half from the top")
-	fl.StringVar(&c.URL, "url", "", "shredd to drive (default: start one, --serve-self)")
+	fl.StringVar(&c.URL, "url", "", "shredd to drive (default: start one, --serve-self); several nodes of one cluster, comma-separated: clients spread round-robin over them")
 	tokenFile := fl.String("token-file", "", "file holding the bearer token for --url (needs admin, or encrypt, decrypt and forget scopes and the kinds registered)")
 	fl.BoolVar(&c.ServeSelf, "serve-self", false, "start `shredd serve` (--shredd-bin) on 127.0.0.1 with --data-dir, or a temporary data directory")
 	fl.StringVar(&c.ShreddBin, "shredd-bin", getenv("SHREDD_BIN"), "the shredd binary of --serve-self (SHREDD_BIN); default: build ./cmd/shredd with the go command into a temporary directory")
@@ -136,8 +137,18 @@ func parseBench(args []string, stderr io.Writer, getenv func(string) string) (*b
 			fmt.Fprintln(stderr, "shredd-bench: --url and --serve-self exclude each other")
 			return nil, errors.New("bad flags")
 		}
-		if !isLoopbackURL(c.URL) {
-			fmt.Fprintln(stderr, "shredd-bench: --url must be on the loopback interface: the tool sends load")
+		for _, u := range strings.Split(c.URL, ",") {
+			if u = strings.TrimRight(strings.TrimSpace(u), "/"); u == "" {
+				continue
+			}
+			if !isLoopbackURL(u) {
+				fmt.Fprintln(stderr, "shredd-bench: --url must be on the loopback interface: the tool sends load")
+				return nil, errors.New("bad url")
+			}
+			c.URLs = append(c.URLs, u)
+		}
+		if len(c.URLs) == 0 || len(c.URLs) > 64 {
+			fmt.Fprintln(stderr, "shredd-bench: --url needs 1 to 64 addresses")
 			return nil, errors.New("bad url")
 		}
 		if *tokenFile == "" {
@@ -176,7 +187,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 	if len(args) > 0 {
 		switch args[0] {
 		case "fill":
-			return fillCmd(ctx, args[1:], stdout, stderr)
+			return fillCmd(ctx, args[1:], stdout, stderr, getenv)
 		case "noop-server":
 			return noopCmd(ctx, args[1:], stdout, stderr)
 		}
@@ -227,6 +238,7 @@ type reportConfig struct {
 	Batch      int      `json:"batch"`
 	Subjects   int      `json:"subjects"`
 	ServeSelf  bool     `json:"serve_self"`
+	Nodes      int      `json:"nodes"` // shredd nodes driven (--url's addresses)
 	DataDir    string   `json:"data_dir,omitempty"`
 }
 
@@ -249,6 +261,9 @@ type benchResult struct {
 	P99ms     float64 `json:"p99_ms"`
 	P999ms    float64 `json:"p999_ms"`
 	MaxMs     float64 `json:"max_ms"`
+	// NodeRequests counts the answered requests per shredd node, in --url's
+	// order, when there are several.
+	NodeRequests []int64 `json:"node_requests,omitempty"`
 }
 
 // aeadResult is the raw AES-256-GCM throughput of this machine, sealing
@@ -333,10 +348,26 @@ func machine() machineInfo {
 type benchTarget struct {
 	name    string
 	dataDir string // --serve-self
-	url     string
+	url     string // the server, or the first of nodes
 	token   string // bearer token (shredd, noop) or X-Vault-Token (vault)
-	proc    *exec.Cmd
-	done    chan struct{}
+	// nodes are the servers load spreads its clients over, each with a
+	// keep-alive client of its own (shredd); none: url with the shared one.
+	nodes []benchNode
+	proc  *exec.Cmd
+	done  chan struct{}
+}
+
+// benchNode is one node of a target and its keep-alive HTTP client.
+type benchNode struct {
+	url string
+	hc  *http.Client
+}
+
+// newHTTPClient is a keep-alive client for clients concurrent requests.
+func newHTTPClient(clients int) *http.Client {
+	tr := &http.Transport{MaxIdleConns: 2 * clients, MaxIdleConnsPerHost: 2 * clients, IdleConnTimeout: time.Minute,
+		DisableCompression: true, DialContext: (&net.Dialer{Timeout: 5 * time.Second}).DialContext}
+	return &http.Client{Transport: tr, Timeout: 2 * time.Minute}
 }
 
 func (t *benchTarget) stop() {
@@ -643,7 +674,7 @@ type workload struct {
 func (c *benchConfig) run(ctx context.Context, stderr io.Writer) (*benchReport, error) {
 	rep := &benchReport{Machine: machine(), Ratios: []benchRatio{},
 		Config: reportConfig{Ops: c.Ops, Clients: c.Clients, DurationS: c.Duration.Seconds(), Payload: c.Payload, RawPayload: c.RawPayload,
-			Batch: c.Batch, Subjects: c.Subjects, ServeSelf: c.ServeSelf, DataDir: c.DataDir}}
+			Batch: c.Batch, Subjects: c.Subjects, ServeSelf: c.ServeSelf, Nodes: max(1, len(c.URLs)), DataDir: c.DataDir}}
 	logf := func(format string, a ...any) { fmt.Fprintf(stderr, "shredd-bench: "+format+"\n", a...) }
 
 	var sh *benchTarget
@@ -676,7 +707,17 @@ func (c *benchConfig) run(ctx context.Context, stderr io.Writer) (*benchReport, 
 		defer sh.stop()
 		logf("shredd serving %s at %s", dir, sh.url)
 	} else {
-		sh = &benchTarget{name: targetShredd, url: strings.TrimRight(c.URL, "/"), token: c.Token}
+		sh = &benchTarget{name: targetShredd, url: c.URLs[0], token: c.Token}
+	}
+	// One keep-alive client per shredd node.
+	urls := c.URLs
+	if len(urls) == 0 {
+		urls = []string{sh.url}
+	}
+	for _, u := range urls {
+		nc := newHTTPClient(c.Clients)
+		defer nc.CloseIdleConnections()
+		sh.nodes = append(sh.nodes, benchNode{url: u, hc: nc})
 	}
 	var vt, nt *benchTarget
 	var err error
@@ -702,10 +743,8 @@ func (c *benchConfig) run(ctx context.Context, stderr io.Writer) (*benchReport, 
 		defer nt.stop()
 	}
 
-	tr := &http.Transport{MaxIdleConns: 2 * c.Clients, MaxIdleConnsPerHost: 2 * c.Clients, IdleConnTimeout: time.Minute,
-		DisableCompression: true, DialContext: (&net.Dialer{Timeout: 5 * time.Second}).DialContext}
-	defer tr.CloseIdleConnections()
-	hc := &http.Client{Transport: tr, Timeout: 2 * time.Minute}
+	hc := newHTTPClient(c.Clients)
+	defer hc.CloseIdleConnections()
 
 	d, err := prepare(ctx, c, hc, sh, vt)
 	if err != nil {
@@ -808,8 +847,8 @@ func (rep *benchReport) ratios() {
 
 func (rep *benchReport) print(w io.Writer) {
 	fmt.Fprintf(w, "machine: %d cores, %s, %s\n", rep.Machine.NumCPU, rep.Machine.CPU, rep.Machine.GoVersion)
-	fmt.Fprintf(w, "clients %d, payload %d B (raw %d B), batch %d, subjects %d\n\n", rep.Config.Clients, rep.Config.Payload,
-		rep.Config.RawPayload, rep.Config.Batch, rep.Config.Subjects)
+	fmt.Fprintf(w, "clients %d, payload %d B (raw %d B), batch %d, subjects %d, shredd nodes %d\n\n", rep.Config.Clients, rep.Config.Payload,
+		rep.Config.RawPayload, rep.Config.Batch, rep.Config.Subjects, rep.Config.Nodes)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "target\top\trequests\titems\terrors\treq/s\titems/s\tMB/s\tp50 ms\tp99 ms\tp999 ms\t")
 	for _, r := range rep.Results {
@@ -1091,6 +1130,10 @@ func (c *benchConfig) load(ctx context.Context, hc *http.Client, t *benchTarget,
 	var issued, items, errs, bytesDone atomic.Int64
 	var firstErr atomic.Value
 	lat := make([][]time.Duration, c.Clients)
+	nodes := t.nodes
+	if len(nodes) == 0 {
+		nodes = []benchNode{{url: t.url, hc: hc}}
+	}
 	ctx, cancel := context.WithTimeout(ctx, c.Duration)
 	defer cancel()
 	start := time.Now()
@@ -1101,9 +1144,10 @@ func (c *benchConfig) load(ctx context.Context, hc *http.Client, t *benchTarget,
 			defer wg.Done()
 			rng := mrand.New(mrand.NewPCG(uint64(i), uint64(start.UnixNano())))
 			buf := make([]byte, 0, 64<<10)
+			nd := nodes[i%len(nodes)] // round-robin: client i stays on node i mod n
 			for ctx.Err() == nil && issued.Add(1) <= c.MaxOps {
 				cl := w.next(rng)
-				req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url+cl.path, bytes.NewReader(cl.body))
+				req, err := http.NewRequestWithContext(ctx, http.MethodPost, nd.url+cl.path, bytes.NewReader(cl.body))
 				if err != nil {
 					errs.Add(1)
 					continue
@@ -1114,7 +1158,7 @@ func (c *benchConfig) load(ctx context.Context, hc *http.Client, t *benchTarget,
 					req.Header.Set(h[0], h[1])
 				}
 				t0 := time.Now()
-				resp, err := hc.Do(req)
+				resp, err := nd.hc.Do(req)
 				if err != nil {
 					if ctx.Err() == nil {
 						errs.Add(1)
@@ -1187,6 +1231,12 @@ func (c *benchConfig) load(ctx context.Context, hc *http.Client, t *benchTarget,
 	}
 	if s, ok := firstErr.Load().(string); ok {
 		r.ErrorKind = s
+	}
+	if len(nodes) > 1 {
+		r.NodeRequests = make([]int64, len(nodes))
+		for i, l := range lat {
+			r.NodeRequests[i%len(nodes)] += int64(len(l))
+		}
 	}
 	return r
 }

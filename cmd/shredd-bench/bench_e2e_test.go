@@ -19,10 +19,12 @@ import (
 	"github.com/shredd/shredd/internal/node"
 	"github.com/shredd/shredd/internal/testbin"
 	"github.com/shredd/shredd/internal/vaulttest"
+	"github.com/shredd/shredd/storage/postgres/pgtest"
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	pgtest.Cleanup()
 	testbin.Cleanup()
 	os.Exit(code)
 }
@@ -79,14 +81,14 @@ type server struct {
 	client      *http.Client
 }
 
-// startServer starts `shredd serve` on dir and waits for its "listening"
-// log line; at the end of the test it checks the server's output for data
-// races.
-func startServer(t *testing.T, dir string) *server {
+// startServer starts `shredd serve` on dir (with more flags, and env in
+// its environment) and waits for its "listening" log line; at the end of
+// the test it checks the server's output for data races.
+func startServer(t *testing.T, dir string, env []string, args ...string) *server {
 	t.Helper()
 	_, bin := binaries(t)
-	cmd := exec.Command(bin, "serve", "--data-dir", dir, "--addr", "127.0.0.1:0", "--buckets", "16", "--epoch-interval", "1h")
-	cmd.Env = cleanEnv()
+	cmd := exec.Command(bin, append([]string{"serve", "--data-dir", dir, "--addr", "127.0.0.1:0", "--buckets", "16", "--epoch-interval", "1h"}, args...)...)
+	cmd.Env = append(cleanEnv(), env...)
 	if testbin.Race && os.Getenv("GORACE") == "" {
 		cmd.Env = append(cmd.Env, "GORACE=atexit_sleep_ms=50")
 	}
@@ -265,7 +267,7 @@ func TestBenchFill(t *testing.T) {
 	if !strings.Contains(string(out), "filled") {
 		t.Fatalf("fill said %s", out)
 	}
-	s := startServer(t, dir)
+	s := startServer(t, dir, nil)
 	defer s.stop(t)
 	subj := benchSubject(999) // the upper half: the load tool's encrypts use the lower one
 	b64 := base64.StdEncoding.EncodeToString
@@ -327,4 +329,114 @@ func TestBenchFill(t *testing.T) {
 	if len(rep.Results) != 1 || rep.Results[0].Op != opVerify || rep.Results[0].Requests != 2 || rep.Results[0].Errors != 0 {
 		t.Fatalf("verify: %+v", rep.Results)
 	}
+}
+
+// TestBenchCluster fills a PostgreSQL database (fill --store, its bucket
+// keys under a Vault Transit root) and drives two real nodes on it, which
+// share the fill's secrets as the nodes of a cluster do, with one run of
+// the load tool given both in --url: every operation runs without errors,
+// the clients are spread over both nodes (the report's count per node, and
+// each node's own request counter), and the filled subjects are served.
+func TestBenchCluster(t *testing.T) {
+	dsn := pgtest.Shared(t).NewDatabase(t)
+	v := vaulttest.Dev(t)
+	venv := []string{"VAULT_TOKEN=" + v.RootToken, "VAULT_ADDR=", "VAULT_NAMESPACE=", "VAULT_CACERT="}
+	vargs := []string{"--root", "vault", "--vault-addr", v.Addr, "--vault-key", "bench-cluster"}
+	first := filepath.Join(t.TempDir(), "a")
+	out := runBench(t, venv, append([]string{"fill", "--dir", first, "--store", dsn, "--subjects", "300", "--artifacts", "2000",
+		"--buckets", "16"}, vargs...)...)
+	if !strings.Contains(string(out), "filled the --store database: 300 subjects, 2000 artifacts") || strings.Contains(string(out), "postgres://") {
+		t.Fatalf("fill said %s", out)
+	}
+	if _, err := os.Stat(filepath.Join(first, node.DBFile)); err == nil {
+		t.Fatalf("fill --store created a SQLite database in %s", first)
+	}
+	a := startServer(t, first, venv, append([]string{"--store", dsn}, vargs...)...)
+	defer a.stop(t)
+	second := filepath.Join(t.TempDir(), "b")
+	if err := os.Mkdir(second, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{node.SecretFile, node.AttestationKeyFile, node.AttestationPubFile, node.LogKeyFile, node.LogVKeyFile, node.TokenFile} {
+		b, err := os.ReadFile(filepath.Join(first, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(second, f), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := startServer(t, second, venv, append([]string{"--store", dsn}, vargs...)...)
+	defer b.stop(t)
+
+	// A filled subject, seen through the second node: its lineage is there.
+	var p struct {
+		Counts struct {
+			Total int `json:"total"`
+		} `json:"counts"`
+	}
+	b.expect(t, http.StatusOK, http.MethodPost, "/v1/forget", map[string]any{"subject": benchSubject(299), "dry_run": true}, &p)
+	if p.Counts.Total < 2 {
+		t.Fatalf("the dry run of a filled subject on node b finds %d artifacts", p.Counts.Total)
+	}
+
+	tok := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tok, []byte(a.token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ops := []string{opEncrypt, opDecrypt, opBatch, opForget}
+	var rep benchReport
+	out = runBench(t, nil, "--url", a.base+","+b.base+"/", "--token-file", tok, "--ops", strings.Join(ops, ","),
+		"--duration", "300ms", "--clients", "4", "--subjects", "300", "--batch", "10", "--noop=false", "--json")
+	dec := json.NewDecoder(bytes.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rep); err != nil {
+		t.Fatalf("the report is not the documented JSON: %v\n%s", err, out)
+	}
+	if rep.Config.Nodes != 2 || len(rep.Results) != len(ops) {
+		t.Fatalf("config %+v, %d results", rep.Config, len(rep.Results))
+	}
+	for i, r := range rep.Results {
+		if r.Op != ops[i] || r.Requests < 2 || r.Errors != 0 || r.ErrorKind != "" {
+			t.Errorf("%s: %d requests, %d errors (%s)", r.Op, r.Requests, r.Errors, r.ErrorKind)
+		}
+		if len(r.NodeRequests) != 2 || r.NodeRequests[0] < 1 || r.NodeRequests[1] < 1 || r.NodeRequests[0]+r.NodeRequests[1] != r.Requests {
+			t.Errorf("%s: requests per node %v of %d", r.Op, r.NodeRequests, r.Requests)
+		}
+	}
+	// Each node counted load of its own (its /metrics, by route and status).
+	for _, s := range []*server{a, b} {
+		m := s.metrics(t)
+		for _, want := range []string{`route="/v1/encrypt",method="POST",code="200"`, `route="/v1/decrypt",method="POST",code="200"`,
+			`route="/v1/forget",method="POST",code="202"`} {
+			if !strings.Contains(m, want) {
+				t.Errorf("node %s served no %s:\n%s", s.base, want, m)
+			}
+		}
+	}
+
+	// Several --url addresses must all be on loopback.
+	bench, _ := binaries(t)
+	cmd := exec.Command(bench, "--url", a.base+",http://192.0.2.1:8080", "--token-file", tok)
+	cmd.Env = cleanEnv()
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "loopback") {
+		t.Errorf("a non-loopback node in --url: %v %s", err, out)
+	}
+}
+
+// metrics returns the server's /metrics text.
+func (s *server) metrics(t *testing.T) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, s.base+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	resp, err := s.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("metrics: %s %s", resp.Status, b)
+	}
+	return string(b)
 }

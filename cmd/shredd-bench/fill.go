@@ -16,6 +16,7 @@ import (
 	"github.com/shredd/shredd/internal/node"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
+	"github.com/shredd/shredd/keystore/vault"
 	"github.com/shredd/shredd/sealing"
 	"github.com/shredd/shredd/storage"
 )
@@ -34,6 +35,9 @@ var benchKinds = []string{"episodic", "embedding", "summary"}
 // fillConfig is a parsed `shredd-bench fill`.
 type fillConfig struct {
 	Dir       string
+	Store     string // "": SQLite in Dir; or a postgres:// URL (node.Config.Store)
+	Root      string // local or vault
+	Vault     vault.Config
 	Subjects  int
 	Artifacts int
 	Heavy     int
@@ -43,11 +47,18 @@ type fillConfig struct {
 	Chunk     int
 }
 
-func parseFill(args []string, stderr io.Writer) (*fillConfig, error) {
+func parseFill(args []string, stderr io.Writer, getenv func(string) string) (*fillConfig, error) {
 	c := &fillConfig{}
 	fl := flag.NewFlagSet("shredd-bench fill", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	fl.StringVar(&c.Dir, "dir", "", "data directory to fill (created; no server may be using it)")
+	fl.StringVar(&c.Dir, "dir", "", "data directory to fill (created; no server may be using it); with --store, it holds the node's secrets only")
+	fl.StringVar(&c.Store, "store", "", "the database, as shredd serve --store: a postgres:// URL (no server may be using it); default SQLite in --dir")
+	// The root store of the nodes that will serve the fill: the bucket keys
+	// are wrapped under it. Same flags and defaults as shredd serve.
+	fl.StringVar(&c.Root, "root", "local", "root store, as shredd serve --root: local (a root key file in --dir) or vault (a Vault Transit key; a token in VAULT_TOKEN)")
+	fl.StringVar(&c.Vault.Address, "vault-addr", getenv("VAULT_ADDR"), "Vault address of --root vault (VAULT_ADDR)")
+	fl.StringVar(&c.Vault.Mount, "vault-transit-mount", "transit", "Transit mount path of --root vault")
+	fl.StringVar(&c.Vault.Key, "vault-key", "shredd-root", "Transit key name of the root, as shredd serve --vault-key")
 	fl.IntVar(&c.Subjects, "subjects", 1000, "subjects to create ("+benchSubject(0)+" ...)")
 	fl.IntVar(&c.Artifacts, "artifacts", 10000, "artifacts to register: records, embeddings of records, summaries of records, aggregates over subjects")
 	fl.IntVar(&c.Heavy, "heavy", 0, "artifacts of one more subject, "+benchHeavySubject+" (for the erasure verification benchmark)")
@@ -62,12 +73,28 @@ func parseFill(args []string, stderr io.Writer) (*fillConfig, error) {
 		fmt.Fprintln(stderr, "shredd-bench fill: needs --dir, --subjects >= 1, --artifacts >= 0, --heavy >= 0, --buckets >= 1 and no arguments")
 		return nil, errors.New("bad flags")
 	}
+	if c.Store != "" && !node.IsPostgres(c.Store) {
+		fmt.Fprintln(stderr, "shredd-bench fill: --store must be a postgres:// or postgresql:// URL")
+		return nil, errors.New("bad store")
+	}
+	switch c.Root {
+	case "local":
+	case "vault":
+		c.Vault.Token = getenv("VAULT_TOKEN")
+		if c.Vault.Address == "" || c.Vault.Token == "" {
+			fmt.Fprintln(stderr, "shredd-bench fill: --root vault needs --vault-addr (VAULT_ADDR) and VAULT_TOKEN")
+			return nil, errors.New("incomplete vault config")
+		}
+	default:
+		fmt.Fprintf(stderr, "shredd-bench fill: --root must be local or vault, not %q\n", c.Root)
+		return nil, errors.New("bad root")
+	}
 	return c, nil
 }
 
 // fillCmd runs `shredd-bench fill`.
-func fillCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	c, err := parseFill(args, stderr)
+func fillCmd(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	c, err := parseFill(args, stderr, getenv)
 	if err != nil {
 		return 2
 	}
@@ -92,7 +119,7 @@ func (c *fillConfig) run(ctx context.Context, stdout io.Writer) error {
 	start := time.Now()
 	// The same stack as serve, with the same transparency log: every
 	// created key is logged.
-	n, err := node.OpenBulk(ctx, node.Config{DataDir: c.Dir, OpenRoot: localRoot, Buckets: c.Buckets})
+	n, err := node.OpenBulk(ctx, node.Config{DataDir: c.Dir, Store: c.Store, OpenRoot: c.openRoot, Buckets: c.Buckets})
 	if err != nil {
 		return err
 	}
@@ -166,7 +193,11 @@ func (c *fillConfig) run(ctx context.Context, stdout io.Writer) error {
 	if err := db.Sync(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "filled %s: %d subjects, %d artifacts, %d of them of %s, in %s\n", c.Dir, c.Subjects, total, c.Heavy,
+	where := c.Dir
+	if c.Store != "" {
+		where = "the --store database" // its URL may hold a password
+	}
+	fmt.Fprintf(stdout, "filled %s: %d subjects, %d artifacts, %d of them of %s, in %s\n", where, c.Subjects, total, c.Heavy,
 		benchHeavySubject, time.Since(start).Round(time.Second))
 	return nil
 }
@@ -258,9 +289,20 @@ func (g *fillGen) heavy(sid envelope.SID) sealing.BulkArtifact {
 	return a
 }
 
-// localRoot opens the local root file of a data directory to fill
-// (node.RootOpener): the fill works on the embedded default.
-func localRoot(_ context.Context, dir string, _ *slog.Logger) (node.Root, error) {
+// openRoot opens the root store of the fill (node.RootOpener): the local
+// root file of the data directory, or the Vault Transit key that the nodes
+// serving the fill share (--root vault), which must answer.
+func (c *fillConfig) openRoot(ctx context.Context, dir string, _ *slog.Logger) (node.Root, error) {
+	if c.Root == "vault" {
+		vs, err := vault.New(c.Vault)
+		if err != nil {
+			return node.Root{}, err
+		}
+		if err := vs.Check(ctx); err != nil {
+			return node.Root{}, fmt.Errorf("vault root store: %w", err)
+		}
+		return node.Root{Store: vs}, nil
+	}
 	ls, err := local.OpenBeside(filepath.Join(dir, node.RootFile), filepath.Join(dir, node.DBFile))
 	if err != nil {
 		return node.Root{}, err
