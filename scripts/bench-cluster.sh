@@ -1,0 +1,240 @@
+#!/usr/bin/env bash
+# Measures shredd on 1, 2 and 3 nodes sharing one PostgreSQL and one Vault,
+# side by side with the SQLite default (one node, its local root file), and
+# the forget -> committed latency at a million subjects on PostgreSQL
+# (docs/performance.md, "Many nodes on PostgreSQL").
+#
+# Everything runs on this machine, in a temporary directory: a PostgreSQL 15
+# server (Debian's binaries, as the user postgres when run as root), a Vault
+# dev server (.cache/bin/vault, scripts/vault-build.sh) with Transit, and
+# shredd and shredd-bench built from this checkout. The configurations
+# alternate (sqlite, pg1, pg2, pg3, then the reverse order, ...) so that each
+# meets the same machine; each run gets a fresh database (or data directory)
+# and a fresh Vault key. The load tool and every server share the cores.
+#
+#   scripts/bench-cluster.sh                      # everything, about 45 min on 2 cores
+#   ROUNDS=1 DURATION=2s SCALE_SUBJECTS=20000 SCALE_ARTIFACTS=20000 scripts/bench-cluster.sh   # a quick try
+#
+# Settings (environment): ROUNDS (3), DURATION per operation (8s), CLIENTS
+# (32), OPS (encrypt,decrypt,batch,forget), SCALE (1: also the run at
+# scale; 0: skip it), SCALE_SUBJECTS (1000000), SCALE_ARTIFACTS (1000000),
+# SCALE_DURATION (20s), SCALE_ROUNDS (2), RESULTS (a directory to keep the
+# JSON reports and logs in; default inside the temporary directory, removed
+# at the end), SHREDD_PG_BIN, SHREDD_VAULT_BIN.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-8s}
+CLIENTS=${CLIENTS:-32}
+OPS=${OPS:-encrypt,decrypt,batch,forget}
+SCALE=${SCALE:-1}
+SCALE_SUBJECTS=${SCALE_SUBJECTS:-1000000}
+SCALE_ARTIFACTS=${SCALE_ARTIFACTS:-1000000}
+SCALE_DURATION=${SCALE_DURATION:-20s}
+SCALE_ROUNDS=${SCALE_ROUNDS:-2}
+PG_BIN=${SHREDD_PG_BIN:-/usr/lib/postgresql/15/bin}
+VAULT_BIN=${SHREDD_VAULT_BIN:-$top/.cache/bin/vault}
+
+for tool in jq curl python3; do
+  if ! command -v "$tool" >/dev/null; then
+    echo "bench-cluster: installing $tool from Debian" >&2
+    apt-get install -y -q "$tool" >/dev/null
+  fi
+done
+[ -x "$PG_BIN/postgres" ] || { echo "bench-cluster: no PostgreSQL in $PG_BIN (apt-get install postgresql-15)" >&2; exit 1; }
+[ -x "$VAULT_BIN" ] || "$top/scripts/vault-build.sh"
+
+work=$(mktemp -d /tmp/shredd-bench-cluster-XXXXXX)
+chmod 755 "$work"
+RESULTS=${RESULTS:-$work/results}
+mkdir -p "$RESULTS" "$work/bin"
+pids=()   # every process this script started, stopped by id at the end
+pg_pid=""
+
+log() { echo "bench-cluster: $*" >&2; }
+
+cleanup() {
+  set +e
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+  if [ -n "$pg_pid" ]; then kill -INT "$pg_pid" 2>/dev/null; wait "$pg_pid" 2>/dev/null; fi
+  rm -rf "$work/pg" "$work/nodes" "$work/scale" "$work/bin"
+  case "$RESULTS" in "$work"/*) rm -rf "$work" ;; *) rmdir "$work" 2>/dev/null ;; esac
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# --- build -----------------------------------------------------------------
+log "building shredd and shredd-bench from $(git -C "$top" rev-parse --short HEAD)"
+(cd "$top" && go build -o "$work/bin/shredd" ./cmd/shredd && go build -o "$work/bin/shredd-bench" ./cmd/shredd-bench)
+shredd="$work/bin/shredd"
+bench="$work/bin/shredd-bench"
+
+# --- PostgreSQL ------------------------------------------------------------
+# The settings of storage/postgres/pgtest (durable commits: fsync and
+# synchronous_commit on), with a larger shared_buffers for the scale run.
+mkdir -p "$work/pg"
+as_pg=()
+if [ "$(id -u)" = 0 ]; then
+  chown postgres: "$work/pg"
+  as_pg=(runuser -u postgres --)
+fi
+"${as_pg[@]}" "$PG_BIN/initdb" -D "$work/pg/data" -U shredd -A trust -E UTF8 --no-locale >/dev/null
+pg_port=$(free_port)
+"${as_pg[@]}" "$PG_BIN/postgres" -D "$work/pg/data" -p "$pg_port" -k "$work/pg" -c listen_addresses=127.0.0.1 \
+  -c max_connections=200 -c shared_buffers=256MB -c fsync=on -c synchronous_commit=on >"$work/pg/log" 2>&1 &
+pg_pid=$!
+for _ in $(seq 300); do
+  "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$pg_port" && break
+  sleep 0.1
+done
+"$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$pg_port" || { cat "$work/pg/log" >&2; exit 1; }
+psql() { "$PG_BIN/psql" -q -X -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$pg_port" -U shredd "$@"; }
+dsn() { echo "postgres://shredd@127.0.0.1:$pg_port/$1?sslmode=disable"; }
+log "PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}') on 127.0.0.1:$pg_port"
+
+# --- Vault -----------------------------------------------------------------
+vault_port=$(free_port)
+vault_addr="http://127.0.0.1:$vault_port"
+VAULT_DISABLE_MLOCK=true HOME="$work" "$VAULT_BIN" server -dev -dev-root-token-id=root \
+  -dev-listen-address="127.0.0.1:$vault_port" -log-level=error >"$work/vault.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 300); do
+  curl -fs "$vault_addr/v1/sys/health" >/dev/null && break
+  sleep 0.1
+done
+curl -fsS -H "X-Vault-Token: root" -X POST -d '{"type":"transit"}' "$vault_addr/v1/sys/mounts/transit"
+log "$("$VAULT_BIN" version) dev server on $vault_addr"
+export VAULT_TOKEN=root   # read by shredd serve and shredd-bench fill (--root vault)
+
+# --- shredd nodes ----------------------------------------------------------
+node_pids=()
+node_urls=()
+# start_node DIR DSN KEY: shredd serve on DSN with the Vault key KEY; waits
+# for its "listening" line and appends its URL to node_urls.
+start_node() {
+  local dir=$1 db=$2 key=$3
+  mkdir -p "$dir" && chmod 700 "$dir"
+  "$shredd" serve --data-dir "$dir" --addr 127.0.0.1:0 --store "$db" --root vault --vault-addr "$vault_addr" \
+    --vault-key "$key" >"$dir.log" 2>&1 &
+  local pid=$!
+  pids+=("$pid")
+  node_pids+=("$pid")
+  local addr=""
+  for _ in $(seq 600); do
+    addr=$(jq -r 'select(.msg=="listening") | .addr' "$dir.log" 2>/dev/null | head -1 || true)
+    [ -n "$addr" ] && break
+    kill -0 "$pid" 2>/dev/null || { tail -20 "$dir.log" >&2; return 1; }
+    sleep 0.1
+  done
+  [ -n "$addr" ] || { log "node $dir did not listen"; tail -20 "$dir.log" >&2; return 1; }
+  node_urls+=("http://$addr")
+}
+# start_cluster N NAME: N nodes on the database NAME (created when missing)
+# and the Vault key bench-NAME; the first node's secrets are copied to the
+# others, as an operator distributes them.
+start_cluster() {
+  local n=$1 name=$2 first="$work/nodes/$2-1"
+  node_pids=() node_urls=()
+  psql -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname='$name'" | grep -q 1 || psql -d postgres -c "CREATE DATABASE $name"
+  start_node "$first" "$(dsn "$name")" "bench-$name"
+  for i in $(seq 2 "$n"); do
+    local dir="$work/nodes/$name-$i"
+    mkdir -p "$dir" && chmod 700 "$dir"
+    for f in subject.key attestation.key attestation.pub log.key log.vkey admin.token; do
+      cp -p "$first/$f" "$dir/$f"
+    done
+    start_node "$dir" "$(dsn "$name")" "bench-$name"
+  done
+}
+stop_cluster() {
+  local p
+  for p in "${node_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${node_pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  node_pids=() node_urls=()
+}
+urls() { local IFS=,; echo "${node_urls[*]}"; }
+
+# --- side by side: SQLite, 1, 2, 3 nodes on PostgreSQL -----------------------
+configs=(sqlite pg1 pg2 pg3)
+run=0
+for round in $(seq "$ROUNDS"); do
+  order=("${configs[@]}")
+  if [ $((round % 2)) = 0 ]; then order=(pg3 pg2 pg1 sqlite); fi
+  for cfg in "${order[@]}"; do
+    run=$((run + 1))
+    out="$RESULTS/side-$round-$cfg.json"
+    log "round $round: $cfg"
+    common=(--ops "$OPS" --clients "$CLIENTS" --duration "$DURATION" --noop=false --json)
+    if [ "$cfg" = sqlite ]; then
+      "$bench" --serve-self --shredd-bin "$shredd" "${common[@]}" >"$out" 2>"$RESULTS/side-$round-$cfg.log"
+    else
+      n=${cfg#pg}
+      name="side_${round}_$cfg"
+      start_cluster "$n" "$name"
+      "$bench" --url "$(urls)" --token-file "$work/nodes/$name-1/admin.token" "${common[@]}" >"$out" 2>"$RESULTS/side-$round-$cfg.log"
+      stop_cluster
+      psql -d postgres -c "DROP DATABASE $name WITH (FORCE)"
+    fi
+    jq -r --arg c "$cfg" '.results[] | "  \($c) \(.op): \(.items_per_s|floor) items/s, p99 \(.p99_ms) ms, errors \(.errors)"' "$out" >&2
+  done
+done
+
+# The table: per operation and configuration, the median of the rounds and
+# their range.
+echo
+echo "## Side by side: $OPS, $CLIENTS clients, $DURATION per operation, $ROUNDS rounds (median, min-max)"
+echo
+echo "| op | configuration | items/s | p50 ms | p99 ms | errors | requests per node (last round) |"
+echo "|---|---|--:|--:|--:|--:|---|"
+jq -rs '
+  def med: sort | if length % 2 == 1 then .[length/2|floor] else (.[length/2-1] + .[length/2]) / 2 end;
+  def fmt(f; k): (map(f) | "\(med|.*k|round/k) (\(min|.*k|round/k)-\(max|.*k|round/k))");
+  [ .[] | .config as $c | .results[] | . + {cfg: (if $c.serve_self then "SQLite, 1 node" else "PostgreSQL, \($c.nodes) node" + (if $c.nodes > 1 then "s" else "" end) end)} ]
+  | group_by(.op) | .[] | group_by(.cfg) | .[]
+  | "| \(.[0].op) | \(.[0].cfg) | \(fmt(.items_per_s; 1)) | \(fmt(.p50_ms; 10)) | \(fmt(.p99_ms; 10)) | \(map(.errors)|add) | \(.[-1].node_requests // [.[-1].requests] | map(tostring) | join(", ")) |"
+' "$RESULTS"/side-*.json
+echo
+
+# --- at scale: forget -> committed at SCALE_SUBJECTS subjects -----------------
+if [ "$SCALE" = 1 ]; then
+  log "filling PostgreSQL: $SCALE_SUBJECTS subjects, $SCALE_ARTIFACTS artifacts"
+  psql -d postgres -c "CREATE DATABASE scale"
+  mkdir -p "$work/nodes"
+  start=$(date +%s)
+  "$bench" fill --dir "$work/nodes/scale-1" --store "$(dsn scale)" --root vault --vault-addr "$vault_addr" --vault-key bench-scale \
+    --subjects "$SCALE_SUBJECTS" --artifacts "$SCALE_ARTIFACTS" --chunk 200000 >"$RESULTS/fill.log" 2>&1 || { tail "$RESULTS/fill.log" >&2; exit 1; }
+  fill_s=$(( $(date +%s) - start ))
+  db_size=$(psql -d scale -tAc "SELECT pg_size_pretty(pg_database_size('scale'))")
+  log "filled in ${fill_s}s ($db_size)"
+  echo "## Forget -> committed at $SCALE_SUBJECTS subjects, $SCALE_ARTIFACTS artifacts on PostgreSQL"
+  echo
+  echo "fill: ${fill_s} s, database $db_size ($(tail -1 "$RESULTS/fill.log"))"
+  echo
+  echo "| nodes | clients | run | forgets/s | p50 ms | p99 ms | p99.9 ms | errors |"
+  echo "|--:|--:|--:|--:|--:|--:|--:|--:|"
+  # Each run forgets subjects no run forgot before: the top of --subjects
+  # moves down a tenth of them per run (a run forgets far fewer).
+  top_s=$SCALE_SUBJECTS
+  step=$((SCALE_SUBJECTS / 10))
+  for round in $(seq "$SCALE_ROUNDS"); do
+    for n in 1 3; do
+      for c in 1 4; do
+        out="$RESULTS/scale-$round-n$n-c$c.json"
+        start_cluster "$n" scale
+        "$bench" --url "$(urls)" --token-file "$work/nodes/scale-1/admin.token" --ops forget --clients "$c" \
+          --duration "$SCALE_DURATION" --subjects "$top_s" --noop=false --json >"$out" 2>"${out%.json}.log"
+        stop_cluster
+        top_s=$((top_s - step))
+        jq -r --arg n "$n" --arg c "$c" --arg r "$round" '.results[] | "| \($n) | \($c) | \($r) | \(.items_per_s|floor) | \(.p50_ms) | \(.p99_ms) | \(.p999_ms) | \(.errors) |"' "$out"
+      done
+    done
+  done
+  backlog=$(psql -d scale -tAc "SELECT count(*) || ' forgets, ' || count(*) FILTER (WHERE rekeyed_at IS NULL) || ' of them waiting for their bucket re-key' FROM forgets")
+  echo
+  echo "after the runs: $backlog"
+fi
+echo
+echo "machine: $(nproc) cores, $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo), $(go version | awk '{print $3}'), commit $(git -C "$top" rev-parse --short HEAD); results in $RESULTS"
