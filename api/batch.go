@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/shredd/shredd"
+	"github.com/shredd/shredd/storage"
 )
 
 // MaxBatch bounds the items of one batch_input.
@@ -180,8 +181,9 @@ func (s *Server) itemFailure(r *http.Request, i int, err error) itemFailure {
 
 // describe maps an error to what a client may learn of it, as fail does: a
 // problemError's own status and code, else the first match in errorMap
-// (with the error text as detail only when safeDetail allows it), else 500
-// internal without detail.
+// (with the error text as detail only when safeDetail allows it), else 503
+// backend_unavailable when the database did not answer, else 500 internal
+// without detail.
 func describe(err error) itemError {
 	var pe *problemError
 	if errors.As(err, &pe) {
@@ -195,6 +197,11 @@ func describe(err error) itemError {
 			}
 			return e
 		}
+	}
+	// The database did not answer (down, unreachable, its write lock not
+	// granted in time): fail closed, as for the key backend.
+	if storage.Unavailable(err) {
+		return itemError{Status: http.StatusServiceUnavailable, Code: "backend_unavailable", Title: "The database is unavailable; the request was not carried out"}
 	}
 	return itemError{Status: http.StatusInternalServerError, Code: "internal", Title: "Internal error"}
 }

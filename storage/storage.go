@@ -19,6 +19,35 @@ import (
 	"time"
 )
 
+// ErrUnavailable means the database did not answer in time or could not
+// be reached: the request was not carried out, and may be tried again.
+// Unavailable recognises it and the engines' own forms of it.
+var ErrUnavailable = errors.New("database unavailable")
+
+// Unavailable reports whether err says the database is unavailable (as
+// opposed to refusing the statement): ErrUnavailable, a deadline passed, a
+// broken connection, or what an engine registered (RegisterUnavailable).
+func Unavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) {
+		return true
+	}
+	for _, f := range unavailable {
+		if f(err) {
+			return true
+		}
+	}
+	return false
+}
+
+var unavailable []func(error) bool
+
+// RegisterUnavailable adds an engine's test for errors that say its
+// database is unavailable; backends call it from init.
+func RegisterUnavailable(f func(error) bool) { unavailable = append(unavailable, f) }
+
 // ErrSchemaTooNew means the database was migrated by a newer release of
 // shredd than this one: opening it could misread what that release wrote.
 var ErrSchemaTooNew = errors.New("database schema newer than this release")
@@ -50,6 +79,11 @@ type Engine interface {
 	// lost (the listener reconnected), and is called once first, when the
 	// listener starts. Engines without other processes return at once.
 	Listen(ctx context.Context, channel string, fn func(payload string, lost bool)) error
+	// OpTimeout bounds each call of the DB that comes with no deadline of
+	// its own (a transaction from its start to its end), so that a database
+	// that stops answering fails the call instead of holding it; 0 for
+	// none (SQLite: a local file, and its write gate has its own bound).
+	OpTimeout() time.Duration
 	// Checkpoint folds the engine's write-ahead log into the database
 	// without blocking readers or writers, where the engine has such a
 	// log that it does not fold by itself. Errors may be left to the next
@@ -94,16 +128,40 @@ type DB struct {
 	eng        Engine
 	rebind     func(string) string // nil: queries go as written
 	lockedExec bool
+	timeout    time.Duration
 }
 
 // New wraps db, opened and migrated by a backend, with the backend's engine.
 // Only backends call it.
 func New(db *sql.DB, eng Engine) *DB {
-	d := &DB{db: db, eng: eng, lockedExec: eng.LockedExec()}
+	d := &DB{db: db, eng: eng, lockedExec: eng.LockedExec(), timeout: eng.OpTimeout()}
 	if eng.Rebind("?") != "?" {
 		d.rebind = eng.Rebind
 	}
 	return d
+}
+
+// bound gives ctx the DB's OpTimeout when it has no deadline; cancel
+// releases it.
+func (d *DB) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d.timeout <= 0 {
+		return ctx, func() {}
+	}
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, d.timeout)
+}
+
+// boundRows is bound for a call whose result outlives it (rows read
+// later): the deadline is released after it passed, not before (so that a
+// call that runs out sees DeadlineExceeded, not Canceled).
+func (d *DB) boundRows(ctx context.Context) context.Context {
+	ctx, cancel := d.bound(ctx)
+	if d.timeout > 0 {
+		time.AfterFunc(d.timeout+time.Second, cancel)
+	}
+	return ctx
 }
 
 func (d *DB) q(query string) string {
@@ -121,6 +179,8 @@ func (d *DB) Engine() Engine { return d.eng }
 // own transaction).
 func (d *DB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if !d.lockedExec {
+		ctx, cancel := d.bound(ctx)
+		defer cancel()
 		return d.db.ExecContext(ctx, d.q(query), args...)
 	}
 	tx, err := d.BeginTx(ctx, nil)
@@ -139,12 +199,12 @@ func (d *DB) ExecContext(ctx context.Context, query string, args ...any) (sql.Re
 // (INSERT ... RETURNING) belongs in a transaction: outside one it would
 // not queue behind the write lock.
 func (d *DB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return d.db.QueryContext(ctx, d.q(query), args...)
+	return d.db.QueryContext(d.boundRows(ctx), d.q(query), args...)
 }
 
 // QueryRowContext runs a query of at most one row outside a transaction.
 func (d *DB) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	return d.db.QueryRowContext(ctx, d.q(query), args...)
+	return d.db.QueryRowContext(d.boundRows(ctx), d.q(query), args...)
 }
 
 // BeginTx starts a transaction. A transaction that may write must say so
@@ -152,15 +212,18 @@ func (d *DB) QueryRowContext(ctx context.Context, query string, args ...any) *sq
 // its start (SQLite: BEGIN IMMEDIATE behind the process's write gate), so
 // concurrent writers queue instead of failing at commit.
 func (d *DB) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) {
+	ctx, cancel := d.bound(ctx)
 	tx, err := d.db.BeginTx(ctx, opts)
 	if err != nil {
+		cancel()
 		return nil, err
 	}
 	if err := d.eng.Begin(ctx, tx); err != nil {
 		tx.Rollback()
+		cancel()
 		return nil, err
 	}
-	return &Tx{tx: tx, d: d}, nil
+	return &Tx{tx: tx, d: d, cancel: cancel}, nil
 }
 
 // Bulk runs fn in one transaction on a connection of its own tuned with o
@@ -255,8 +318,9 @@ func (d *DB) Close() error { return d.db.Close() }
 
 // Tx is a transaction of a DB.
 type Tx struct {
-	tx *sql.Tx
-	d  *DB
+	tx     *sql.Tx
+	d      *DB
+	cancel context.CancelFunc // releases the transaction's deadline; nil for none
 }
 
 // ExecContext runs a statement in the transaction.
@@ -281,8 +345,22 @@ func (t *Tx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error
 }
 
 // Commit commits the transaction.
-func (t *Tx) Commit() error { return t.tx.Commit() }
+func (t *Tx) Commit() error {
+	err := t.tx.Commit()
+	t.release()
+	return err
+}
 
 // Rollback rolls the transaction back; after a Commit it does nothing
 // (it returns sql.ErrTxDone), so it can be deferred.
-func (t *Tx) Rollback() error { return t.tx.Rollback() }
+func (t *Tx) Rollback() error {
+	err := t.tx.Rollback()
+	t.release()
+	return err
+}
+
+func (t *Tx) release() {
+	if t.cancel != nil {
+		t.cancel()
+	}
+}

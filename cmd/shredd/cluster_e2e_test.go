@@ -399,3 +399,59 @@ func pgRestore(t *testing.T, srv *pgtest.Server, dsn, dump string) {
 		t.Fatalf("pg_restore: %v\n%s", err, b)
 	}
 }
+
+// TestPostgresDown: a node whose PostgreSQL stops fails closed — 503 on
+// writes, reads of keys and readiness — and serves again, without a
+// restart, once the database is back.
+func TestPostgresDown(t *testing.T) {
+	srv, err := pgtest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	dsn := srv.NewDatabase(t)
+	a := startServer(t, t.TempDir(), serverOpts{Args: []string{"--store", dsn, "--cache-ttl", "1m"}})
+	a.putKinds(t, "episodic")
+	rec := a.seal(t, sealReq{Subject: "alice@example.com", Kind: "episodic"}, "alice", "c")
+	a.open(t, rec) // alice's key is cached now
+
+	// Each call fails after the store's bound (postgres.OpTimeout); a
+	// decrypt of the subject being forgotten waits for the forget's own.
+	a.client.Timeout = 3 * postgres.OpTimeout
+	srv.Pause(t)
+	var wg sync.WaitGroup
+	for _, c := range []struct {
+		method, path string
+		body         any
+	}{
+		{http.MethodPost, "/v1/encrypt", sealReq{Subject: "bob@example.com", Kind: "episodic", Plaintext: b64("b"), Context: b64("c")}},
+		{http.MethodPost, "/v1/decrypt", decryptReq(rec)},
+		{http.MethodPost, "/v1/forget", map[string]string{"subject": "alice@example.com"}},
+		{http.MethodGet, "/readyz", nil},
+	} {
+		wg.Go(func() {
+			r, err := a.call(c.method, c.path, c.body)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if r.Status != http.StatusServiceUnavailable {
+				t.Errorf("%s %s with PostgreSQL down: %d %s, want 503", c.method, c.path, r.Status, r.Body)
+			}
+		})
+	}
+	wg.Wait()
+	srv.Resume(t)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r, err := a.call(http.MethodPost, "/v1/decrypt", decryptReq(rec))
+		if err == nil && r.Status == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the node did not serve again once PostgreSQL was back: %v %d %s", err, r.Status, r.Body)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	a.seal(t, sealReq{Subject: "bob@example.com", Kind: "episodic"}, "bob", "c")
+}

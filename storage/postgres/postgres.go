@@ -12,12 +12,14 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"embed"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // PostgreSQL driver, database/sql interface
 
 	"github.com/shredd/shredd/storage"
@@ -244,6 +246,27 @@ func (e *engine) listenOnce(ctx context.Context, channel string, fn func(string,
 		}
 		fn(n.Payload, false)
 	}
+}
+
+// OpTimeout bounds each call without a deadline of its own: a server that
+// stops answering fails requests with 503 instead of holding them. It is
+// above LockTimeout, so that a wait for the write lock fails first, with
+// its own error.
+const OpTimeout = 15 * time.Second
+
+func (e *engine) OpTimeout() time.Duration { return OpTimeout }
+
+func init() {
+	storage.RegisterUnavailable(func(err error) bool {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) {
+			// connection exceptions, shutdowns, too many connections, and
+			// the write lock's timeout (lock_not_available)
+			return strings.HasPrefix(pe.Code, "08") || strings.HasPrefix(pe.Code, "57P") || strings.HasPrefix(pe.Code, "53") || pe.Code == "55P03"
+		}
+		var ce *pgconn.ConnectError
+		return errors.As(err, &ce) || pgconn.Timeout(err) || pgconn.SafeToRetry(err)
+	})
 }
 
 // Checkpoint does nothing: PostgreSQL checkpoints by itself.

@@ -8,6 +8,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -145,6 +146,14 @@ func checkpointTruncate(ctx context.Context, db *sql.DB) error {
 	}
 }
 
+func init() {
+	// The write gate's and SQLite's own lock timeouts: busy, not broken.
+	storage.RegisterUnavailable(func(err error) bool {
+		var se sqlite3.Error
+		return errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)
+	})
+}
+
 // engine is the storage.Engine of SQLite.
 type engine struct{ db *sql.DB }
 
@@ -169,6 +178,10 @@ func (e *engine) Notify(context.Context, *sql.Tx, string, string) error { return
 
 // Listen returns at once: no other process shares the file.
 func (e *engine) Listen(context.Context, string, func(string, bool)) error { return nil }
+
+// OpTimeout is 0: the file is local, and the write gate bounds the wait
+// for the write lock (10 s).
+func (e *engine) OpTimeout() time.Duration { return 0 }
 
 // Checkpoint is a PASSIVE checkpoint of the WAL.
 func (e *engine) Checkpoint(ctx context.Context) error { return checkpointPassive(ctx, e.db) }

@@ -230,6 +230,47 @@ func (s *Server) NewDatabase(t testing.TB) string {
 	return s.DSN(name)
 }
 
+// Pause stops the server's processes (SIGSTOP to the postmaster and each
+// of its children, which PostgreSQL puts in sessions of their own): its
+// port stays bound and connections hang, as with a server that stopped
+// answering; Resume lets them go on.
+func (s *Server) Pause(t testing.TB) {
+	t.Helper()
+	s.signalAll(t, syscall.SIGSTOP)
+}
+
+// Resume continues a paused server.
+func (s *Server) Resume(t testing.TB) {
+	t.Helper()
+	s.signalAll(t, syscall.SIGCONT)
+}
+
+func (s *Server) signalAll(t testing.TB, sig syscall.Signal) {
+	pids := []int{s.cmd.Process.Pid}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so read after ')'.
+		i := bytes.LastIndexByte(b, ')')
+		fields := strings.Fields(string(b[i+1:]))
+		if len(fields) < 2 {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(fields[1]); ppid == s.cmd.Process.Pid {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+			pids = append(pids, pid)
+		}
+	}
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+			t.Fatal(err)
+		}
+	}
+}
+
 // Stop stops the server (fast shutdown) and removes its directory.
 func (s *Server) Stop() {
 	if s.cmd != nil && s.cmd.Process != nil && s.cmd.ProcessState == nil {
