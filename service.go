@@ -72,6 +72,11 @@ type Eraser interface {
 	// RegisterHolder records a holder's Ed25519 key (ErrConflict for
 	// another key of a known holder) and reports whether it is new.
 	RegisterHolder(ctx context.Context, id string, pub []byte) (Holder, bool, error)
+	// ListHolders answers a page of registered holders (HolderQuery) with
+	// their pending purge work, last ack and latest inventory, and a
+	// cursor for the next page; a malformed limit or cursor gives
+	// ErrInvalid.
+	ListHolders(ctx context.Context, q HolderQuery) (HolderPage, error)
 	// Purges lists the purge work of a holder.
 	Purges(ctx context.Context, holder string) ([]Purge, error)
 	// Ack records a holder's signed purge ack (ErrSignature when it does

@@ -1,0 +1,131 @@
+package erasure
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/shredd/shredd"
+)
+
+// ListHolders answers one page of registered holders, by id ascending,
+// after q.Cursor (keyset pagination), each with its pending purge work,
+// the time of its latest signed ack and its latest inventory report. Three
+// queries whatever the page size: the page (with the inventories), then
+// the pending work and the latest acks of the page's id range, grouped by
+// holder. The pending work is Purges' count in SQL: per open forget
+// (committed, not erased), the holder's plaintext-held artifacts of the
+// subject's lineage that no ack of that forget covers.
+// TestListHoldersAgreesWithPurges checks the two against each other.
+// A malformed cursor or limit is ErrInvalid.
+func (s *Service) ListHolders(ctx context.Context, q shredd.HolderQuery) (shredd.HolderPage, error) {
+	if q.Limit < 0 || q.Limit > shredd.MaxHolderPage {
+		return shredd.HolderPage{}, fmt.Errorf("erasure: list holders: limit over %d: %w", shredd.MaxHolderPage, shredd.ErrInvalid)
+	}
+	if q.Only != "" && !shredd.ValidHolder(q.Only) {
+		return shredd.HolderPage{}, fmt.Errorf("erasure: list holders: holder id: %w", shredd.ErrInvalid)
+	}
+	limit := q.Limit
+	if limit == 0 {
+		limit = shredd.MaxHolderPage
+	}
+	// Always two parameters: ?1 the cursor's holder, ?2 the only holder
+	// (NULL: none). The casts type them where a NULL alone says nothing
+	// (PostgreSQL must know a parameter's type).
+	args := []any{nil, nil}
+	if q.Cursor != "" {
+		after, err := shredd.ParseHolderCursor(q.Cursor)
+		if err != nil {
+			return shredd.HolderPage{}, fmt.Errorf("erasure: list holders: %w", err)
+		}
+		args[0] = after
+	}
+	if q.Only != "" {
+		args[1] = q.Only
+	}
+	// One row more than the page says whether there is a next one. Ids
+	// compare in the database's collation both in the filter and in the
+	// order, so the pages follow each other whatever it is.
+	rows, err := s.db.QueryContext(ctx, `SELECT h.id, h.created_at, i.reported_at, i.items, i.unknown_artifacts, i.unknown_kinds
+		FROM holders h LEFT JOIN inventories i ON i.holder = h.id
+		WHERE (CAST(?1 AS TEXT) IS NULL OR h.id > ?1) AND (CAST(?2 AS TEXT) IS NULL OR h.id = ?2)
+		ORDER BY h.id LIMIT `+fmt.Sprint(limit+1), args...)
+	if err != nil {
+		return shredd.HolderPage{}, fmt.Errorf("erasure: list holders: %w", err)
+	}
+	page := shredd.HolderPage{Holders: []shredd.HolderStatus{}}
+	for rows.Next() {
+		var h shredd.HolderStatus
+		var created int64
+		var reported, items, unknownArts, unknownKinds sql.NullInt64
+		if err := rows.Scan(&h.ID, &created, &reported, &items, &unknownArts, &unknownKinds); err != nil {
+			rows.Close()
+			return shredd.HolderPage{}, fmt.Errorf("erasure: list holders: %w", err)
+		}
+		h.CreatedAt = ts0(created)
+		if reported.Valid {
+			h.Inventory = &shredd.InventoryStatus{ReportedAt: ts0(reported.Int64), Items: int(items.Int64),
+				UnknownArtifacts: int(unknownArts.Int64), UnknownKinds: int(unknownKinds.Int64)}
+		}
+		page.Holders = append(page.Holders, h)
+	}
+	if err := rows.Err(); err != nil {
+		rows.Close()
+		return shredd.HolderPage{}, fmt.Errorf("erasure: list holders: %w", err)
+	}
+	rows.Close()
+	if len(page.Holders) > limit {
+		page.Holders = page.Holders[:limit]
+		page.Next = shredd.HolderCursor(page.Holders[limit-1].ID)
+	}
+	if len(page.Holders) == 0 {
+		return page, nil
+	}
+	first, last := page.Holders[0].ID, page.Holders[len(page.Holders)-1].ID
+	at := make(map[string]*shredd.HolderStatus, len(page.Holders))
+	for i := range page.Holders {
+		at[page.Holders[i].ID] = &page.Holders[i]
+	}
+	err = s.eachHolderRow(ctx, `SELECT a.holder, count(*), count(DISTINCT f.id)
+		FROM forgets f JOIN lineage l ON l.sid = f.sid JOIN artifacts a ON a.id = l.artifact
+		WHERE f.committed_at IS NOT NULL AND f.erased_at IS NULL AND NOT a.sealed AND a.holder >= ? AND a.holder <= ?
+			AND NOT EXISTS (SELECT 1 FROM acked k WHERE k.forget = f.id AND k.artifact = a.id)
+		GROUP BY a.holder`, first, last, func(h *shredd.HolderStatus, a, b int64) {
+		h.PendingArtifacts, h.PendingForgets = int(a), int(b)
+	}, at)
+	if err != nil {
+		return shredd.HolderPage{}, err
+	}
+	err = s.eachHolderRow(ctx, `SELECT holder, max(received_at), 0 FROM holder_acks WHERE holder >= ? AND holder <= ? GROUP BY holder`,
+		first, last, func(h *shredd.HolderStatus, received, _ int64) { h.LastAck = ts0(received) }, at)
+	if err != nil {
+		return shredd.HolderPage{}, err
+	}
+	return page, nil
+}
+
+// eachHolderRow runs a query of rows (holder, a, b) over the holders from
+// first to last and calls set for those of the page (at); holders of
+// artifacts or acks who are not on the page (or not registered) are
+// skipped.
+func (s *Service) eachHolderRow(ctx context.Context, query, first, last string, set func(h *shredd.HolderStatus, a, b int64), at map[string]*shredd.HolderStatus) error {
+	rows, err := s.db.QueryContext(ctx, query, first, last)
+	if err != nil {
+		return fmt.Errorf("erasure: list holders: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var a, b int64
+		if err := rows.Scan(&id, &a, &b); err != nil {
+			return fmt.Errorf("erasure: list holders: %w", err)
+		}
+		if h := at[id]; h != nil {
+			set(h, a, b)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("erasure: list holders: %w", err)
+	}
+	return nil
+}
