@@ -135,6 +135,7 @@ func (s *Server) Handler() http.Handler {
 		r.With(s.require(ScopeAudit)).Get("/log/consistency", s.logConsistency)
 		r.With(s.require(ScopeRegister)).Post("/forgets/{id}/acks", s.ack)
 		r.With(s.require(ScopeAdmin)).Post("/holders", s.registerHolder)
+		r.With(s.require(ScopeRegister, ScopeAudit)).Get("/holders", s.listHolders)
 		r.With(s.require(ScopeRegister, ScopeAudit)).Get("/holders/{id}/purges", s.purges)
 		r.With(s.require(ScopeRegister)).Post("/holders/{id}/inventory", s.inventory)
 		r.With(s.require(ScopeAdmin)).Post("/epoch", s.epoch)
