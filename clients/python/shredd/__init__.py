@@ -21,8 +21,9 @@ from .errors import (APIError, Conflict, Error, Forbidden, InternalError, Invali
                      TooLarge, TransportError, Unauthorized, Unavailable, UnknownKind, UnknownParent,
                      UnsupportedMediaType, WrongHolder)
 from .types import (AckResult, Artifact, Condition, Decrypted, DecryptResult, Encrypted, EncryptResult, Epoch,
-                    Forget, ForgetPage, Health, Holder, InventoryItem, InventoryReport, Kind, Lease, Preview, PreviewArtifact,
-                    PreviewCounts, PurgeWork, RawDecrypted, RawEncrypted, Ready)
+                    Forget, ForgetPage, Health, Holder, HolderPage, HolderStatus, InventoryItem, InventoryReport,
+                    InventoryStatus, Kind, Lease, Preview, PreviewArtifact, PreviewCounts, PurgeWork, RawDecrypted,
+                    RawEncrypted, Ready)
 
 __version__ = "0.1.0"
 
@@ -34,6 +35,7 @@ __all__ = [
     "NotErased", "NotLogged", "Shredded", "TooLarge", "UnsupportedMediaType", "InvalidEnvelope", "Unavailable",
     "NoLog", "InternalError",
     "AckResult", "Artifact", "Condition", "Decrypted", "DecryptResult", "Encrypted", "EncryptResult", "Epoch",
-    "Forget", "ForgetPage", "Health", "Holder", "InventoryItem", "InventoryReport", "Kind", "Lease", "Preview",
+    "Forget", "ForgetPage", "Health", "Holder", "HolderPage", "HolderStatus", "InventoryItem", "InventoryReport",
+    "InventoryStatus", "Kind", "Lease", "Preview",
     "PreviewArtifact", "PreviewCounts", "PurgeWork", "RawDecrypted", "RawEncrypted", "Ready",
 ]

@@ -390,6 +390,30 @@ class Holders(_Part):
                        idempotent=True)
         return t.Holder.from_json(r.json()), r.status == 201
 
+    def page(self, limit: Optional[int] = None, cursor: Optional[str] = None) -> t.HolderPage:
+        """page returns one page of the registered holders, by id, each
+        with its pending purge work, last ack and latest inventory: at most
+        limit (1 to 1,000; default 1,000), after cursor (the ``next`` of
+        the page before). A holder-bound token sees its own holder only."""
+        q = {"limit": limit, "cursor": cursor or None}
+        return t.HolderPage.from_json(self._call("GET", "/v1/holders", idempotent=True, query=q).json())
+
+    def list(self) -> List[t.HolderStatus]:
+        """list returns the first page of holders (at most 1,000), by id;
+        iterate walks them all."""
+        return self.page().holders
+
+    def iterate(self, limit: int = 1000) -> Iterator[t.HolderStatus]:
+        """iterate yields every registered holder, by id, a page of limit
+        at a time."""
+        cursor: Optional[str] = None
+        while True:
+            p = self.page(limit, cursor)
+            yield from p.holders
+            if not p.next:
+                return
+            cursor = p.next
+
     def purges(self, holder: str) -> List[t.PurgeWork]:
         """purges returns the holder's purge work: per open forget, its
         artifacts still to purge and acknowledge."""

@@ -16,6 +16,7 @@ __all__ = [
     "Health", "Ready", "Kind", "Encrypted", "Lease", "Decrypted", "RawEncrypted", "RawDecrypted",
     "Artifact", "Condition", "Forget", "ForgetPage", "PreviewArtifact", "PreviewCounts", "Preview", "Epoch",
     "Holder", "PurgeWork", "AckResult", "InventoryItem", "InventoryReport", "EncryptResult", "DecryptResult",
+    "HolderStatus", "HolderPage", "InventoryStatus",
     "STATES",
 ]
 
@@ -394,6 +395,60 @@ class InventoryReport:
         """clean is true when the inventory holds only registered artifacts
         and kinds, and contradicts no ack."""
         return not (self.unknown_artifacts or self.unknown_kinds or self.contradicted_acks)
+
+
+@dataclass(frozen=True)
+class InventoryStatus:
+    """InventoryStatus is what shredd kept of a holder's latest inventory:
+    ``unknown_artifacts`` counts the artifacts never registered for it and
+    those it acked as purged but still listed; a report that is not
+    ``clean`` blocks every open forget."""
+    reported_at: datetime
+    items: int
+    unknown_artifacts: int
+    unknown_kinds: int
+    clean: bool
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "InventoryStatus":
+        return cls(reported_at=_t(d.get("reported_at")), items=int(d["items"]),
+                   unknown_artifacts=int(d["unknown_artifacts"]), unknown_kinds=int(d["unknown_kinds"]),
+                   clean=bool(d["clean"]))
+
+
+@dataclass(frozen=True)
+class HolderStatus:
+    """HolderStatus is a registered holder as GET /v1/holders shows it:
+    ``pending_artifacts`` counts what ``holders.purges`` lists for it (one
+    per artifact and open forget), ``pending_forgets`` the open forgets
+    they belong to; ``last_ack_at`` is when its latest signed ack arrived
+    and ``inventory`` its latest report (None: never)."""
+    holder: str
+    created_at: datetime
+    pending_artifacts: int
+    pending_forgets: int
+    last_ack_at: Optional[datetime]
+    inventory: Optional[InventoryStatus]
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "HolderStatus":
+        inv = d.get("inventory")
+        return cls(holder=d["holder"], created_at=_t(d.get("created_at")),
+                   pending_artifacts=int(d["pending_artifacts"]), pending_forgets=int(d["pending_forgets"]),
+                   last_ack_at=parse_time(d.get("last_ack_at")),
+                   inventory=InventoryStatus.from_json(inv) if inv else None)
+
+
+@dataclass(frozen=True)
+class HolderPage:
+    """HolderPage is one page of GET /v1/holders, by holder id; ``next``
+    is the cursor of the following page ("" on the last)."""
+    holders: List[HolderStatus]
+    next: str
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "HolderPage":
+        return cls(holders=[HolderStatus.from_json(h) for h in d.get("holders") or []], next=d.get("next", "") or "")
 
 
 def ids(xs: Optional[Sequence[str]]) -> List[str]:

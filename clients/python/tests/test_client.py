@@ -434,6 +434,56 @@ class HoldersTest(Base):
         self.assertEqual(v.holder_acks[0]["holder"], hid)
         self.assertEqual(sorted(a for ack in v.holder_acks for a in ack["artifacts"]), sorted([v1.artifact, v2.artifact]))
 
+    def test_list_holders(self) -> None:
+        # The server is shared with the other tests: these holders, with
+        # this process's id, are checked among the others.
+        hids = ["list-%d-%s" % (os.getpid(), x) for x in ("a", "b", "c")]
+        kits = {h: HolderKit(self.c, h, HolderKit.generate_key()) for h in hids}
+        for k in kits.values():
+            k.register()
+        s = fresh("listed")
+        rec = self.c.sealing.encrypt("episodic", b"r", subject=s)
+        v = kits[hids[0]].register_artifact("embedding", parents=[rec.artifact])
+        self.c.forgets.forget(s)
+
+        def mine(hs: list) -> dict:
+            return {h.holder: h for h in hs if h.holder in hids}
+        walked = [h.holder for h in self.c.holders.iterate(limit=2)]
+        self.assertEqual(len(walked), len(set(walked)))
+        self.assertEqual([h for h in walked if h in hids], hids)
+        p = self.c.holders.page(limit=1)
+        self.assertEqual(len(p.holders), 1)
+        self.assertTrue(p.next)
+        got = mine(self.c.holders.list())
+        self.assertEqual(set(got), set(hids))
+        a = got[hids[0]]
+        self.assertEqual((a.pending_artifacts, a.pending_forgets, a.last_ack_at, a.inventory), (1, 1, None, None))
+        self.assertEqual(len(self.c.holders.purges(hids[0])[0].artifacts), a.pending_artifacts)
+        self.assertEqual(got[hids[1]].pending_artifacts, 0)
+        # The kit purges and acks; then a report that blocks.
+        out = kits[hids[0]].purge(lambda w: None)
+        self.assertEqual(out[0].ack.closed, [v.artifact])
+        kits[hids[1]].report_inventory([("0" * 32, "embedding")])
+        got = mine(self.c.holders.list())
+        a, b = got[hids[0]], got[hids[1]]
+        self.assertEqual((a.pending_artifacts, a.pending_forgets), (0, 0))
+        self.assertIsNotNone(a.last_ack_at)
+        self.assertLess(abs(time.time() - a.last_ack_at.timestamp()), 60)
+        self.assertIsNotNone(b.inventory)
+        self.assertEqual((b.inventory.items, b.inventory.unknown_artifacts, b.inventory.clean), (1, 1, False))
+        kits[hids[1]].report_inventory([])  # unblock the shared server's forgets
+        self.assertTrue(mine(self.c.holders.list())[hids[1]].inventory.clean)
+        # A holder-bound token sees its own holder only; no scope, no list.
+        own = shredd.Client(SRV.url, SRV.token("own-" + hids[2], ["register"], holder=hids[2]))
+        self.assertEqual([h.holder for h in own.holders.list()], [hids[2]])
+        with self.assertRaises(shredd.Forbidden):
+            shredd.Client(SRV.url, SRV.token("enc-" + hids[2], ["encrypt"])).holders.list()
+        with self.assertRaises(shredd.InvalidRequest) as cm:
+            self.c.holders.page(limit=1001)
+        self.assertEqual(cm.exception.code, "invalid_request")
+        with self.assertRaises(shredd.InvalidRequest):
+            self.c.holders.page(cursor="!")
+
     def test_inventory_blocks(self) -> None:
         hid = "cache-%d" % os.getpid()
         kit = HolderKit(self.c, hid, HolderKit.generate_key())
