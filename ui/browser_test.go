@@ -396,6 +396,19 @@ func TestOperatorViews(t *testing.T) {
 		waitFor(t, ctx, row+` && `+row+`.dataset.state === 'committed'`, 15*time.Second)
 		waitFor(t, ctx, `document.querySelector('.count[data-state=committed] .n').textContent === '2'`, 15*time.Second)
 		screenshot(t, ctx, "forgets-committed")
+		// The holders (GET /v1/holders): ann-index-1 owes its vector of
+		// alice's forget, and has never acked; its row opens the work.
+		run(t, ctx, chromedp.Navigate(s.base+"/ui/#/holders"), chromedp.WaitVisible(chromedp.ID("view-holders")))
+		ann := `document.querySelector('#holders-table tr[data-holder="ann-index-1"]')`
+		waitFor(t, ctx, ann+` && `+ann+`.dataset.pending === '1'`, 10*time.Second)
+		if got := eval[string](t, ctx, ann+`.innerText`); !strings.Contains(got, "1 artifact in 1 forget") || !strings.Contains(got, "never") {
+			t.Errorf("ann-index-1 before its ack: %q", got)
+		}
+		run(t, ctx, chromedp.Click(chromedp.CSS(`#holders-table a[href="#/holders/ann-index-1"]`)))
+		waitFor(t, ctx, fmt.Sprintf(`document.querySelector('#purges a[href="#/forget/%s"]') !== null`, w.alice), 10*time.Second)
+		noOverflow(t, ctx, "holders")
+		screenshot(t, ctx, "holders-pending")
+		run(t, ctx, chromedp.Navigate(s.base+"/ui/#/forgets"), chromedp.WaitVisible(chromedp.ID("view-forgets")))
 	})
 	row := fmt.Sprintf(`document.querySelector('tr[data-forget="%s"]')`, w.alice)
 	waitFor(t, ctx, row+` && `+row+`.dataset.state === 'erased'`, 15*time.Second)
@@ -421,11 +434,42 @@ func TestOperatorViews(t *testing.T) {
 	noOverflow(t, ctx, "forget")
 	screenshot(t, ctx, "forget")
 
-	// Holders and the log.
-	run(t, ctx, chromedp.Navigate(s.base+"/ui/#/holders"), chromedp.WaitVisible(chromedp.ID("view-holders")),
-		chromedp.SetValue(chromedp.ID("holder-id"), "ann-index-1"), chromedp.Click(chromedp.CSS(`#holder-form button`)))
+	// Holders and the log: ann-index-1 acked (its last ack shown) and
+	// reports a clean inventory; prompt-cache, registered since, never
+	// acked and reports one that would block.
+	s.call("POST", "/v1/holders/ann-index-1/inventory", map[string]any{"artifacts": []any{}}, nil)
+	pub, _, _ := ed25519.GenerateKey(rand.Reader)
+	s.call("POST", "/v1/holders", map[string]string{"holder": "prompt-cache", "public_key": b64(pub)}, nil)
+	s.call("POST", "/v1/holders/prompt-cache/inventory", map[string]any{"artifacts": []map[string]string{{"id": "00000000000000000000000000000000", "kind": "embedding"}}}, nil)
+	run(t, ctx, chromedp.Navigate(s.base+"/ui/#/holders/ann-index-1"), chromedp.WaitVisible(chromedp.ID("view-holders")))
 	waitFor(t, ctx, `document.getElementById('holder-result').textContent.includes('owes no purge')`, 10*time.Second)
+	waitFor(t, ctx, `document.querySelectorAll('#holders-table tr[data-holder]').length === 2`, 10*time.Second)
+	rows := eval[[]string](t, ctx, `[...document.querySelectorAll('#holders-table tr[data-holder]')].map(r => r.dataset.holder + ' | ' + r.dataset.pending + ' | ' + r.querySelector('.last-ack').textContent + ' | ' + r.querySelector('.inventory').textContent)`)
+	var apiPage struct {
+		Holders []struct {
+			Holder    string     `json:"holder"`
+			LastAckAt *time.Time `json:"last_ack_at"`
+		} `json:"holders"`
+	}
+	s.call("GET", "/v1/holders", nil, &apiPage)
+	if len(rows) != 2 || len(apiPage.Holders) != 2 || apiPage.Holders[0].LastAckAt == nil ||
+		rows[0] != "ann-index-1 | 0 | "+apiPage.Holders[0].LastAckAt.UTC().Format("2006-01-02 15:04:05Z")+" | clean 0 items, "+eval[string](t, ctx, `document.querySelector('#holders-table tr[data-holder="ann-index-1"] .inventory .muted').textContent.split(', ')[1]`) ||
+		!strings.HasPrefix(rows[1], "prompt-cache | 0 | never | blocks forgets 1 item, 1 unknown artifact, 0 unknown kinds, ") {
+		t.Errorf("the holders' rows: %q, the API's: %+v", rows, apiPage)
+	}
+	noOverflow(t, ctx, "holders")
 	screenshot(t, ctx, "holders")
+	// Pages of 25: 27 holders make two.
+	for i := range 25 {
+		pub, _, _ := ed25519.GenerateKey(rand.Reader)
+		s.call("POST", "/v1/holders", map[string]string{"holder": fmt.Sprintf("worker-%02d", i), "public_key": b64(pub)}, nil)
+	}
+	run(t, ctx, chromedp.Click(chromedp.ID("holders-refresh")))
+	waitFor(t, ctx, `document.querySelectorAll('#holders-table tr[data-holder]').length === 25 && !document.getElementById('holders-next').disabled`, 10*time.Second)
+	run(t, ctx, chromedp.Click(chromedp.ID("holders-next")))
+	waitFor(t, ctx, `[...document.querySelectorAll('#holders-table tr[data-holder]')].map(r => r.dataset.holder).join(' ') === 'worker-23 worker-24' && document.getElementById('holders-next').disabled`, 10*time.Second)
+	run(t, ctx, chromedp.Click(chromedp.ID("holders-prev")))
+	waitFor(t, ctx, `document.querySelector('#holders-table tr[data-holder]').dataset.holder === 'ann-index-1' && document.getElementById('holders-prev').disabled`, 10*time.Second)
 	run(t, ctx, chromedp.Navigate(s.base+"/ui/#/log"), chromedp.WaitVisible(chromedp.ID("view-log")))
 	waitFor(t, ctx, `document.getElementById('tree-size') !== null && document.getElementById('log-key').textContent.length > 0`, 10*time.Second)
 	screenshot(t, ctx, "log")
@@ -442,6 +486,10 @@ func TestOperatorViews(t *testing.T) {
 	waitFor(t, phone, `document.getElementById('forget-state').textContent === 'erased'`, 10*time.Second)
 	noOverflow(t, phone, "forget at phone width")
 	screenshot(t, phone, "phone-forget")
+	run(t, phone, chromedp.Navigate(s.base+"/ui/#/holders/ann-index-1"), chromedp.WaitVisible(chromedp.ID("view-holders")))
+	waitFor(t, phone, `document.querySelectorAll('#holders-table tr[data-holder]').length === 25 && document.getElementById('holder-result').textContent.includes('owes no purge')`, 10*time.Second)
+	noOverflow(t, phone, "holders at phone width")
+	screenshot(t, phone, "phone-holders")
 }
 
 // ---- the verifier: one table for the browser and shredd verify ----

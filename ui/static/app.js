@@ -61,7 +61,7 @@
     if (!token()) { show('signin'); return; }
     switch (view) {
       case 'forget': show('forget'); loadForget(arg); break;
-      case 'holders': show('holders'); break;
+      case 'holders': show('holders'); showHolders(arg); timer = setInterval(() => { if (!document.hidden) loadHolders(true); }, 3000); break;
       case 'log': show('log'); loadLog(); break;
       default: show('forgets'); loadForgets(); timer = setInterval(() => { if (!document.hidden) loadForgets(true); }, 3000);
     }
@@ -184,18 +184,61 @@
   $('get-export').addEventListener('click', async () => { try { download(await get('forgets/' + current.forget + '/export', 'blob'), 'shredd-export-' + current.forget + '.tar.gz'); } catch (e) { showError($('owing'), e); } });
 
   // ---- holders ----
-  $('holder-form').addEventListener('submit', async (ev) => {
-    ev.preventDefault();
-    const id = $('holder-id').value.trim();
+  const holders = { cursors: [''], page: 0, open: '' };
+  const plural = (n, one, many) => n + ' ' + (n === 1 ? one : many);
+  async function loadHolders(quiet) {
+    const q = new URLSearchParams({ limit: String(PAGE) });
+    if (holders.cursors[holders.page]) q.set('cursor', holders.cursors[holders.page]);
+    let res;
+    try { res = await get('holders?' + q.toString()); } catch (e) {
+      if (e.status === 401) { route(); return; }
+      if (!quiet) showError($('holders-table').tBodies[0], e);
+      return;
+    }
+    const body = $('holders-table').tBodies[0];
+    body.replaceChildren(...res.holders.map((h) => {
+      const inv = h.inventory;
+      return el('tr', { 'data-holder': h.holder, 'data-pending': String(h.pending_artifacts) },
+        el('td', {}, el('a', { href: '#/holders/' + encodeURIComponent(h.holder), class: 'mono', text: h.holder })),
+        el('td', {}, h.pending_artifacts > 0
+          ? el('span', { class: 'badge status-pending', text: plural(h.pending_artifacts, 'artifact', 'artifacts') + ' in ' + plural(h.pending_forgets, 'forget', 'forgets') })
+          : el('span', { class: 'badge status-ok', text: 'none' })),
+        el('td', { class: 'last-ack', text: h.last_ack_at ? stamp(h.last_ack_at) : 'never' }),
+        el('td', { class: 'inventory' }, inv
+          ? el('span', { class: 'badge ' + (inv.clean ? 'status-ok' : 'status-failed'), text: inv.clean ? 'clean' : 'blocks forgets' })
+          : el('span', { class: 'muted', text: 'never reported' }),
+        inv ? el('span', { class: 'muted', text: ' ' + plural(inv.items, 'item', 'items') + (inv.clean ? '' : ', ' + plural(inv.unknown_artifacts, 'unknown artifact', 'unknown artifacts') + ', ' + plural(inv.unknown_kinds, 'unknown kind', 'unknown kinds')) + ', ' + stamp(inv.reported_at) }) : ''),
+        el('td', { text: stamp(h.created_at) }));
+    }));
+    if (res.holders.length === 0) body.replaceChildren(el('tr', {}, el('td', { colspan: '5', class: 'muted', text: 'No holder is registered.' })));
+    holders.cursors[holders.page + 1] = res.next || null;
+    $('holders-prev').disabled = holders.page === 0;
+    $('holders-next').disabled = !res.next;
+    $('holders-page').textContent = 'page ' + (holders.page + 1);
+    $('holders-updated').textContent = 'updated ' + new Date().toLocaleTimeString();
+  }
+  async function loadPurges(id) {
     const out = $('holder-result');
+    $('holder-title').hidden = false;
+    $('holder-name').textContent = id;
     try {
       const res = await get('holders/' + encodeURIComponent(id) + '/purges');
       if (res.purges.length === 0) { out.replaceChildren(el('p', { text: id + ' owes no purge: every plaintext-held artifact of an open forget is acked.' })); return; }
       out.replaceChildren(el('div', { class: 'table-wrap' }, el('table', { id: 'purges' }, el('thead', {}, el('tr', {}, el('th', { text: 'Forget' }), el('th', { text: 'Artifacts to purge and ack' }))),
         el('tbody', {}, ...res.purges.map((p) => el('tr', {}, el('td', {}, el('a', { href: '#/forget/' + p.forget, class: 'mono', text: p.forget })),
           el('td', { class: 'mono', text: p.artifacts.length + ': ' + p.artifacts.join(' ') })))))));
-    } catch (e) { showError(out, e.status === 404 ? new Error('No holder ' + id + ' is registered.') : e); }
-  });
+    } catch (e) { if (e.status === 401) route(); else showError(out, e.status === 404 ? new Error('No holder ' + id + ' is registered.') : e); }
+  }
+  function showHolders(arg) {
+    let id = '';
+    try { id = arg ? decodeURIComponent(arg) : ''; } catch (e) { id = ''; }
+    if (id !== holders.open) { holders.open = id; $('holder-result').replaceChildren(); $('holder-title').hidden = true; }
+    loadHolders();
+    if (id) loadPurges(id);
+  }
+  $('holders-refresh').addEventListener('click', () => { loadHolders(); if (holders.open) loadPurges(holders.open); });
+  $('holders-next').addEventListener('click', () => { if (holders.cursors[holders.page + 1]) { holders.page++; loadHolders(); } });
+  $('holders-prev').addEventListener('click', () => { if (holders.page > 0) { holders.page--; loadHolders(); } });
 
   // ---- the log ----
   let checkpoint = '';
