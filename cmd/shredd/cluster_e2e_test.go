@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/mod/sumdb/note"
-
 	"github.com/shredd/shredd/internal/node"
 	"github.com/shredd/shredd/storage/postgres"
 	"github.com/shredd/shredd/storage/postgres/pgtest"
@@ -314,14 +312,7 @@ func (s *server) checkpoint(t *testing.T) checkpointView {
 // verifier key: both signatures, and the proof from one root to the other.
 func (s *server) checkConsistency(t *testing.T, old, new checkpointView, vkeyFile string) {
 	t.Helper()
-	vkey, err := os.ReadFile(vkeyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := note.NewVerifier(strings.TrimSpace(string(vkey)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := logVerifier(t, vkeyFile)
 	oc, err := translog.OpenCheckpoint(old.text, v)
 	if err != nil {
 		t.Fatal(err)
