@@ -18,7 +18,8 @@
 # Settings (environment): ROUNDS (3), DURATION per operation (8s), CLIENTS
 # (32), OPS (encrypt,decrypt,batch,forget), SCALE (1: also the run at
 # scale; 0: skip it), SCALE_SUBJECTS (1000000), SCALE_ARTIFACTS (1000000),
-# SCALE_DURATION (20s), SCALE_ROUNDS (2), RESULTS (a directory to keep the
+# SCALE_DURATION (20s), SCALE_ROUNDS (2), SIDE (1; 0: skip the side by
+# side runs), RESULTS (a directory to keep the
 # JSON reports and logs in; default inside the temporary directory, removed
 # at the end), SHREDD_PG_BIN, SHREDD_VAULT_BIN.
 set -euo pipefail
@@ -36,7 +37,7 @@ SCALE_ROUNDS=${SCALE_ROUNDS:-2}
 PG_BIN=${SHREDD_PG_BIN:-/usr/lib/postgresql/15/bin}
 VAULT_BIN=${SHREDD_VAULT_BIN:-$top/.cache/bin/vault}
 
-for tool in jq curl python3; do
+for tool in jq curl python3 bc; do
   if ! command -v "$tool" >/dev/null; then
     echo "bench-cluster: installing $tool from Debian" >&2
     apt-get install -y -q "$tool" >/dev/null
@@ -110,26 +111,31 @@ log "$("$VAULT_BIN" version) dev server on $vault_addr"
 export VAULT_TOKEN=root   # read by shredd serve and shredd-bench fill (--root vault)
 
 # --- shredd nodes ----------------------------------------------------------
+mkdir -p "$RESULTS/logs"
 node_pids=()
 node_urls=()
 # start_node DIR DSN KEY: shredd serve on DSN with the Vault key KEY; waits
-# for its "listening" line and appends its URL to node_urls.
+# (up to 10 minutes) for its "listening" line, appends its URL to node_urls
+# and logs how long it took. Its log is kept in $RESULTS/logs.
 start_node() {
-  local dir=$1 db=$2 key=$3
+  local dir=$1 db=$2 key=$3 t0
+  local nlog="$RESULTS/logs/$(basename "$dir")-$(date +%H%M%S).log"
   mkdir -p "$dir" && chmod 700 "$dir"
+  t0=$(date +%s.%N)
   "$shredd" serve --data-dir "$dir" --addr 127.0.0.1:0 --store "$db" --root vault --vault-addr "$vault_addr" \
-    --vault-key "$key" >"$dir.log" 2>&1 &
+    --vault-key "$key" >"$nlog" 2>&1 &
   local pid=$!
   pids+=("$pid")
   node_pids+=("$pid")
   local addr=""
-  for _ in $(seq 600); do
-    addr=$(jq -r 'select(.msg=="listening") | .addr' "$dir.log" 2>/dev/null | head -1 || true)
+  for _ in $(seq 6000); do
+    addr=$(jq -r 'select(.msg=="listening") | .addr' "$nlog" 2>/dev/null | head -1 || true)
     [ -n "$addr" ] && break
-    kill -0 "$pid" 2>/dev/null || { tail -20 "$dir.log" >&2; return 1; }
+    kill -0 "$pid" 2>/dev/null || { tail -20 "$nlog" >&2; return 1; }
     sleep 0.1
   done
-  [ -n "$addr" ] || { log "node $dir did not listen"; tail -20 "$dir.log" >&2; return 1; }
+  [ -n "$addr" ] || { log "node $dir did not listen"; tail -20 "$nlog" >&2; return 1; }
+  log "node $(basename "$dir") listening after $(echo "$(date +%s.%N) - $t0" | bc)s"
   node_urls+=("http://$addr")
 }
 # start_cluster N NAME: N nodes on the database NAME (created when missing)
@@ -156,10 +162,33 @@ stop_cluster() {
   node_pids=() node_urls=()
 }
 urls() { local IFS=,; echo "${node_urls[*]}"; }
+# watch_db NAME OUT: until stopped, every half second, how many of the
+# database's sessions wait for the cluster-wide write lock (an advisory
+# lock) and how many run a statement; and the commits of the database.
+watch_db() {
+  local name=$1 out=$2
+  psql -d postgres -tAc "SELECT 'commits_before ' || xact_commit FROM pg_stat_database WHERE datname='$name'" >"$out"
+  while :; do
+    psql -d postgres -tAc "SELECT 'sample ' || count(*) FILTER (WHERE wait_event='advisory') || ' ' || count(*) FILTER (WHERE state='active')
+      FROM pg_stat_activity WHERE datname='$name'" >>"$out" 2>/dev/null || true
+    sleep 0.5
+  done
+}
+# watched NAME OUT: stops the watch_db of the last background job and
+# prints what it saw: the mean sessions waiting for the write lock and the
+# mean active ones, "waiting/active", then the commits.
+watched() {
+  local name=$1 out=$2
+  kill "$watch_pid" 2>/dev/null; wait "$watch_pid" 2>/dev/null || true
+  psql -d postgres -tAc "SELECT 'commits_after ' || xact_commit FROM pg_stat_database WHERE datname='$name'" >>"$out"
+  awk '/^sample/ {n++; w+=$2; a+=$3} /^commits_before/ {b=$2} /^commits_after/ {c=$2}
+    END {if (n) printf "%.1f/%.1f %d\n", w/n, a/n, c-b}' "$out"
+}
 
 # --- side by side: SQLite, 1, 2, 3 nodes on PostgreSQL -----------------------
 configs=(sqlite pg1 pg2 pg3)
 run=0
+[ "${SIDE:-1}" = 1 ] || ROUNDS=0
 for round in $(seq "$ROUNDS"); do
   order=("${configs[@]}")
   if [ $((round % 2)) = 0 ]; then order=(pg3 pg2 pg1 sqlite); fi
@@ -174,7 +203,10 @@ for round in $(seq "$ROUNDS"); do
       n=${cfg#pg}
       name="side_${round}_$cfg"
       start_cluster "$n" "$name"
+      watch_db "$name" "$RESULTS/side-$round-$cfg.locks" &
+      watch_pid=$!; pids+=("$watch_pid")
       "$bench" --url "$(urls)" --token-file "$work/nodes/$name-1/admin.token" "${common[@]}" >"$out" 2>"$RESULTS/side-$round-$cfg.log"
+      watched "$name" "$RESULTS/side-$round-$cfg.locks" | sed "s/^/$cfg round $round: sessions waiting for the write lock\/active, commits: /" | tee -a "$RESULTS/locks.txt" >&2
       stop_cluster
       psql -d postgres -c "DROP DATABASE $name WITH (FORCE)"
     fi
@@ -184,6 +216,7 @@ done
 
 # The table: per operation and configuration, the median of the rounds and
 # their range.
+if [ "$ROUNDS" -gt 0 ]; then
 echo
 echo "## Side by side: $OPS, $CLIENTS clients, $DURATION per operation, $ROUNDS rounds (median, min-max)"
 echo
@@ -197,6 +230,7 @@ jq -rs '
   | "| \(.[0].op) | \(.[0].cfg) | \(fmt(.items_per_s; 1)) | \(fmt(.p50_ms; 10)) | \(fmt(.p99_ms; 10)) | \(map(.errors)|add) | \(.[-1].node_requests // [.[-1].requests] | map(tostring) | join(", ")) |"
 ' "$RESULTS"/side-*.json
 echo
+fi
 
 # --- at scale: forget -> committed at SCALE_SUBJECTS subjects -----------------
 if [ "$SCALE" = 1 ]; then
@@ -213,8 +247,8 @@ if [ "$SCALE" = 1 ]; then
   echo
   echo "fill: ${fill_s} s, database $db_size ($(tail -1 "$RESULTS/fill.log"))"
   echo
-  echo "| nodes | clients | run | forgets/s | p50 ms | p99 ms | p99.9 ms | errors |"
-  echo "|--:|--:|--:|--:|--:|--:|--:|--:|"
+  echo "| nodes | clients | run | forgets/s | p50 ms | p99 ms | p99.9 ms | errors | sessions waiting for the write lock / active |"
+  echo "|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
   # Each run forgets subjects no run forgot before: the top of --subjects
   # moves down a tenth of them per run (a run forgets far fewer).
   top_s=$SCALE_SUBJECTS
@@ -224,11 +258,15 @@ if [ "$SCALE" = 1 ]; then
       for c in 1 4; do
         out="$RESULTS/scale-$round-n$n-c$c.json"
         start_cluster "$n" scale
+        watch_db scale "${out%.json}.locks" &
+        watch_pid=$!; pids+=("$watch_pid")
         "$bench" --url "$(urls)" --token-file "$work/nodes/scale-1/admin.token" --ops forget --clients "$c" \
           --duration "$SCALE_DURATION" --subjects "$top_s" --noop=false --json >"$out" 2>"${out%.json}.log"
+        lk=$(watched scale "${out%.json}.locks")
         stop_cluster
         top_s=$((top_s - step))
-        jq -r --arg n "$n" --arg c "$c" --arg r "$round" '.results[] | "| \($n) | \($c) | \($r) | \(.items_per_s|floor) | \(.p50_ms) | \(.p99_ms) | \(.p999_ms) | \(.errors) |"' "$out"
+        jq -r --arg n "$n" --arg c "$c" --arg r "$round" --arg lk "${lk%% *}" \
+          '.results[] | "| \($n) | \($c) | \($r) | \(.items_per_s|floor) | \(.p50_ms) | \(.p99_ms) | \(.p999_ms) | \(.errors) | \($lk) |"' "$out"
       done
     done
   done
@@ -237,4 +275,8 @@ if [ "$SCALE" = 1 ]; then
   echo "after the runs: $backlog"
 fi
 echo
+if [ -s "$RESULTS/locks.txt" ]; then
+  echo "PostgreSQL runs, in order, the sessions waiting for the cluster-wide write lock:"
+  sed 's/^/  /' "$RESULTS/locks.txt"
+fi
 echo "machine: $(nproc) cores, $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo), $(go version | awk '{print $3}'), commit $(git -C "$top" rev-parse --short HEAD); results in $RESULTS"
