@@ -289,11 +289,22 @@ func (s *Service) Reconcile(ctx context.Context) error {
 	return s.reconcileLocked(ctx)
 }
 
+// recoverWait bounds Recover's wait for the cluster's work lock.
+const recoverWait = 5 * time.Second
+
 // Recover commits the forgets a crash left requested (written, key not yet
 // destroyed): what must hold before serving. The rest of Reconcile (bucket
 // re-keys, shredded states) is background work that can take long after a
 // burst of forgets, so serve leaves it to Run and starts at once.
 func (s *Service) Recover(ctx context.Context) error {
+	if s.db.Shared() {
+		// Another node may hold the work lock for a long re-key pass; its
+		// reconciliation commits requested forgets too, and so will this
+		// node's background work: do not hold up the start for it.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, recoverWait)
+		defer cancel()
+	}
 	unlock, err := s.lockWork(ctx)
 	if err != nil {
 		return err

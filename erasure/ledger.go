@@ -302,11 +302,12 @@ func (s *Service) ReconcileLedger(ctx context.Context) (LedgerReport, error) {
 	if l == nil {
 		return rep, nil
 	}
-	unlock, err := s.lockWork(ctx)
-	if err != nil {
-		return rep, err
-	}
-	defer unlock()
+	// This node's work waits; other nodes' only when a forget must be
+	// committed again (below): a node joining a cluster whose work lock
+	// another node holds for a long re-key pass must not wait for it to
+	// find its ledger in step.
+	s.workMu.Lock()
+	defer s.workMu.Unlock()
 	l.mu.Lock()
 	entries, err := l.read()
 	l.mu.Unlock()
@@ -343,11 +344,22 @@ func (s *Service) ReconcileLedger(ctx context.Context) (LedgerReport, error) {
 		return rep, fmt.Errorf("erasure: forget ledger: %w", err)
 	}
 	inLedger := map[shredd.ID]bool{}
+	var release func()
+	defer func() {
+		if release != nil {
+			release()
+		}
+	}()
 	for _, e := range entries {
 		id, _ := shredd.ParseID(e.Forget)
 		inLedger[id] = true
 		if have[id] {
 			continue
+		}
+		if release == nil {
+			if release, err = s.db.Exclusive(ctx, "erasure.work"); err != nil {
+				return rep, fmt.Errorf("erasure: forget ledger: %w: %w", shredd.ErrUnavailable, err)
+			}
 		}
 		var sid envelope.SID
 		b, _ := hex.DecodeString(e.SID)
