@@ -68,7 +68,9 @@ trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # --- build -----------------------------------------------------------------
-log "building shredd and shredd-bench from $(git -C "$top" rev-parse --short HEAD)"
+rev=$(git -C "$top" rev-parse --short HEAD)
+[ -z "$(git -C "$top" status --porcelain -- '*.go' go.mod go.sum)" ] || rev="$rev+changes"
+log "building shredd and shredd-bench from $rev"
 (cd "$top" && go build -o "$work/bin/shredd" ./cmd/shredd && go build -o "$work/bin/shredd-bench" ./cmd/shredd-bench)
 shredd="$work/bin/shredd"
 bench="$work/bin/shredd-bench"
@@ -279,4 +281,4 @@ if [ -s "$RESULTS/locks.txt" ]; then
   echo "PostgreSQL runs, in order, the sessions waiting for the cluster-wide write lock:"
   sed 's/^/  /' "$RESULTS/locks.txt"
 fi
-echo "machine: $(nproc) cores, $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo), $(go version | awk '{print $3}'), commit $(git -C "$top" rev-parse --short HEAD); results in $RESULTS"
+echo "machine: $(nproc) cores, $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo), $(go version | awk '{print $3}'), built from $rev; results in $RESULTS"
