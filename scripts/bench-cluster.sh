@@ -51,7 +51,7 @@ chmod 755 "$work"
 RESULTS=${RESULTS:-$work/results}
 mkdir -p "$RESULTS" "$work/bin"
 pids=()   # every process this script started, stopped by id at the end
-pg_pid=""
+pg_up=""
 
 log() { echo "bench-cluster: $*" >&2; }
 
@@ -59,11 +59,12 @@ cleanup() {
   set +e
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-  if [ -n "$pg_pid" ]; then kill -INT "$pg_pid" 2>/dev/null; wait "$pg_pid" 2>/dev/null; fi
-  rm -rf "$work/pg" "$work/nodes" "$work/scale" "$work/bin"
-  case "$RESULTS" in "$work"/*) rm -rf "$work" ;; *) rmdir "$work" 2>/dev/null ;; esac
+  if [ -n "$pg_up" ]; then "${as_pg[@]}" "$PG_BIN/pg_ctl" -D "$work/pg/data" -m fast -w -t 60 stop >/dev/null; fi
+  rm -rf "$work"   # RESULTS too when it is inside
 }
+as_pg=()
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
@@ -79,21 +80,16 @@ bench="$work/bin/shredd-bench"
 # The settings of storage/postgres/pgtest (durable commits: fsync and
 # synchronous_commit on), with a larger shared_buffers for the scale run.
 mkdir -p "$work/pg"
-as_pg=()
 if [ "$(id -u)" = 0 ]; then
   chown postgres: "$work/pg"
   as_pg=(runuser -u postgres --)
 fi
 "${as_pg[@]}" "$PG_BIN/initdb" -D "$work/pg/data" -U shredd -A trust -E UTF8 --no-locale >/dev/null
 pg_port=$(free_port)
-"${as_pg[@]}" "$PG_BIN/postgres" -D "$work/pg/data" -p "$pg_port" -k "$work/pg" -c listen_addresses=127.0.0.1 \
-  -c max_connections=200 -c shared_buffers=256MB -c fsync=on -c synchronous_commit=on >"$work/pg/log" 2>&1 &
-pg_pid=$!
-for _ in $(seq 300); do
-  "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$pg_port" && break
-  sleep 0.1
-done
-"$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$pg_port" || { cat "$work/pg/log" >&2; exit 1; }
+pg_up=1
+"${as_pg[@]}" "$PG_BIN/pg_ctl" -D "$work/pg/data" -l "$work/pg/log" -w -t 60 start \
+  -o "-p $pg_port -k $work/pg -c listen_addresses=127.0.0.1 -c max_connections=200 -c shared_buffers=256MB -c fsync=on -c synchronous_commit=on" \
+  >/dev/null || { cat "$work/pg/log" >&2; exit 1; }
 psql() { "$PG_BIN/psql" -q -X -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$pg_port" -U shredd "$@"; }
 dsn() { echo "postgres://shredd@127.0.0.1:$pg_port/$1?sslmode=disable"; }
 log "PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}') on 127.0.0.1:$pg_port"
