@@ -237,6 +237,7 @@ func (s *Server) NewDatabase(t testing.TB) string {
 func (s *Server) Pause(t testing.TB) {
 	t.Helper()
 	s.signalAll(t, syscall.SIGSTOP)
+	t.Cleanup(func() { s.signalAll(t, syscall.SIGCONT) }) // a failed test must not leave it stopped
 }
 
 // Resume continues a paused server.
