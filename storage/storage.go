@@ -2,7 +2,7 @@
 // engine: a DB and its transactions, over which every package runs its
 // queries, written once with ? placeholders in the SQL every backend accepts.
 //
-// A backend is one package below this one (storage/sqlite today) that opens
+// A backend is one package below this one (storage/sqlite, storage/postgres) that opens
 // its engine, brings the schema to this release's version with its
 // embedded, numbered migrations, and hands the result to New with an
 // Engine: the few things that differ between engines (placeholders, how
@@ -57,8 +57,11 @@ type Engine interface {
 	// Name names the engine ("sqlite").
 	Name() string
 	// Rebind turns a query written with ? placeholders into the engine's
-	// own; nil when the engine takes ? as it is.
+	// own (the query as written when the engine takes ?).
 	Rebind(query string) string
+	// Shared reports whether other processes may use the database at the
+	// same time (and so Exclusive, Notify and Listen reach them).
+	Shared() bool
 	// Begin runs at the start of every transaction, before its first
 	// statement: it takes the engine's write lock where the engine needs a
 	// statement for that (SQLite takes it with BEGIN IMMEDIATE).
@@ -278,9 +281,9 @@ func (d *DB) Listen(ctx context.Context, channel string, fn func(payload string,
 	return d.eng.Listen(ctx, channel, fn)
 }
 
-// Shared reports whether other processes may share the database (and so
-// Exclusive, Notify and Listen reach them): false for SQLite.
-func (d *DB) Shared() bool { return d.eng.Name() != "sqlite" }
+// Shared reports whether other processes may share the database
+// (Engine.Shared): false for SQLite.
+func (d *DB) Shared() bool { return d.eng.Shared() }
 
 // Checkpoint folds the engine's write-ahead log into the database in the
 // background of writers (Engine.Checkpoint).

@@ -122,6 +122,9 @@ func (e *engine) Name() string { return "postgres" }
 
 func (e *engine) Rebind(q string) string { return rebind(q) }
 
+// Shared is true: many nodes use one database.
+func (e *engine) Shared() bool { return true }
+
 // rebind numbers the ? placeholders of q ($1, $2, ...) and turns the
 // numbered ones (?3) into $3, leaving those in quoted strings and
 // identifiers alone.

@@ -159,6 +159,9 @@ type engine struct{ db *sql.DB }
 
 func (e *engine) Name() string { return "sqlite" }
 
+// Shared is false: one process owns the file (the data directory's lock).
+func (e *engine) Shared() bool { return false }
+
 // Rebind leaves queries as written: SQLite takes ? placeholders.
 func (e *engine) Rebind(q string) string { return q }
 
