@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -65,12 +64,12 @@ func (s *Store) Follow(ctx context.Context, node string, log *slog.Logger, ready
 			// a full purge, lookups read the tombstones. Later ones arrive
 			// as notifications (the listener is already registered).
 			var seq0 sql.NullInt64
-			if err := s.db.QueryRowContext(ctx, `SELECT max(seq) FROM evictions`).Scan(&seq0); err != nil {
-				s.PurgeAll()
+			err := s.db.QueryRowContext(ctx, `SELECT max(seq) FROM evictions`).Scan(&seq0)
+			s.PurgeAll() // after the read: what seq0 covers is a tombstone by now
+			if err != nil {
 				log.Warn("key cache follower: cannot read the evictions; purged the whole cache", "error", err.Error())
 				return
 			}
-			s.PurgeAll()
 			mu.Lock()
 			through = max(through, seq0.Int64)
 			mu.Unlock()
@@ -193,16 +192,6 @@ func maxTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
-}
-
-// PruneNodes deletes the rows of nodes silent for longer than age (they
-// stopped or died; their cache TTL has long passed).
-func (s *Store) PruneNodes(ctx context.Context, age time.Duration) error {
-	_, err := s.db.ExecContext(ctx, `DELETE FROM nodes WHERE heartbeat_at < ?`, s.now().Add(-age).UnixNano())
-	if err != nil && !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("keystore: prune nodes: %w", err)
-	}
-	return nil
 }
 
 // LiveNodes returns the nodes recorded in table nodes of db with a
