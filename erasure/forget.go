@@ -468,8 +468,17 @@ func (s *Service) Run(ctx context.Context, interval time.Duration, log *slog.Log
 			err = s.verifyAll(ctx)
 		}
 		if err == nil {
+			due := s.opts.Now().Sub(lastEpoch) >= interval
+			if due && s.db.Shared() {
+				// Another node may have run the epoch: one per interval
+				// for the cluster, not one per node.
+				if e, lerr := s.keys.LastEpoch(ctx); lerr == nil && e.StartedAt.After(lastEpoch) {
+					lastEpoch = e.StartedAt
+					due = s.opts.Now().Sub(lastEpoch) >= interval
+				}
+			}
 			var need bool
-			need, err = s.needEpoch(ctx, s.opts.Now().Sub(lastEpoch) >= interval)
+			need, err = s.needEpoch(ctx, due)
 			if err == nil && need {
 				start := s.opts.Now()
 				var e shredd.Epoch
