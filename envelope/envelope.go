@@ -328,12 +328,24 @@ func (e *Envelope) headerBytes() ([]byte, error) {
 // and the info binds the key to this exact header, so a header changed in
 // any byte derives an unrelated key as well as failing the AAD check.
 func artifactAEAD(hdr []byte, h *Header, keys []SubjectKey) (cipher.AEAD, error) {
-	ikm, err := lineageIKM(h.Lineage, keys)
+	key, err := deriveKey(hdr, h, keys)
 	if err != nil {
 		return nil, err
 	}
-	// Best effort: the HMAC and AES states inside the libraries keep copies
-	// that cannot be cleared from here.
+	defer clear(key[:])
+	return newAEAD(key[:]), nil
+}
+
+// deriveKey derives the artifact key K_a of header hdr (the encoding of h)
+// from keys. The caller clears it after use.
+func deriveKey(hdr []byte, h *Header, keys []SubjectKey) ([KeySize]byte, error) {
+	var key [KeySize]byte
+	ikm, err := lineageIKM(h.Lineage, keys)
+	if err != nil {
+		return key, err
+	}
+	// Best effort: the HMAC states inside the libraries keep copies that
+	// cannot be cleared from here.
 	defer clear(ikm)
 	prk := hkdf.Extract(sha256.New, ikm, h.Salt[:])
 	defer clear(prk)
@@ -342,16 +354,19 @@ func artifactAEAD(hdr []byte, h *Header, keys []SubjectKey) (cipher.AEAD, error)
 	info = append(info, LabelArtifactKey...)
 	info = append(info, 0)
 	info = append(info, hdr...)
-	var key [KeySize]byte
-	defer clear(key[:])
 	if _, err := io.ReadFull(hkdf.Expand(sha256.New, prk, info), key[:]); err != nil {
 		panic("envelope: hkdf: " + err.Error()) // 32 bytes never exceed HKDF's limit
 	}
+	return key, nil
+}
 
-	// Why AES-256-GCM: AES-NI and carry-less multiply make it the fastest
-	// AEAD on servers, and the key is used for one message only (fresh salt
-	// per artifact), which removes GCM's nonce-collision and data limits.
-	block, err := aes.NewCipher(key[:])
+// newAEAD returns the AES-256-GCM instance of a KeySize-byte artifact key.
+//
+// Why AES-256-GCM: AES-NI and carry-less multiply make it the fastest AEAD
+// on servers, and the key is used for one message only (fresh salt per
+// artifact), which removes GCM's nonce-collision and data limits.
+func newAEAD(key []byte) cipher.AEAD {
+	block, err := aes.NewCipher(key)
 	if err != nil {
 		panic("envelope: aes: " + err.Error()) // key is always 32 bytes
 	}
@@ -359,7 +374,7 @@ func artifactAEAD(hdr []byte, h *Header, keys []SubjectKey) (cipher.AEAD, error)
 	if err != nil {
 		panic("envelope: gcm: " + err.Error())
 	}
-	return aead, nil
+	return aead
 }
 
 // lineageIKM checks that keys hold exactly one key of KeySize bytes for each

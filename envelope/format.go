@@ -42,74 +42,10 @@ func Parse(b []byte) (*Envelope, error) {
 	if len(b) > maxEnvelopeSize {
 		return nil, fmt.Errorf("envelope: parse: %w: %w: %d bytes, at most %d", ErrMalformed, ErrTooLarge, len(b), maxEnvelopeSize)
 	}
-	truncated := func(field string) error {
-		return fmt.Errorf("envelope: parse: %w: truncated at %s", ErrMalformed, field)
-	}
 	s := cryptobyte.String(b)
-	var m []byte
-	if !s.ReadBytes(&m, len(magic)) {
-		return nil, truncated("magic")
-	}
-	if string(m) != magic {
-		return nil, fmt.Errorf("envelope: parse: %w: bad magic", ErrMalformed)
-	}
-	var version, alg uint8
-	if !s.ReadUint8(&version) {
-		return nil, truncated("version")
-	}
-	if version != Version1 {
-		return nil, fmt.Errorf("envelope: parse: %w: version %d", ErrUnsupported, version)
-	}
-	if !s.ReadUint8(&alg) {
-		return nil, truncated("algorithm")
-	}
-	if alg != AlgAES256GCM {
-		return nil, fmt.Errorf("envelope: parse: %w: algorithm %d", ErrUnsupported, alg)
-	}
-
-	var h Header
-	if !s.CopyBytes(h.Artifact[:]) {
-		return nil, truncated("artifact")
-	}
-	var kind cryptobyte.String
-	if !s.ReadUint8LengthPrefixed(&kind) {
-		return nil, truncated("kind")
-	}
-	if p := kindProblem(string(kind)); p != "" {
-		return nil, fmt.Errorf("envelope: parse: %w: %s", ErrMalformed, p)
-	}
-	h.Kind = string(kind)
-
-	var count uint16
-	if !s.ReadUint16(&count) {
-		return nil, truncated("lineage count")
-	}
-	switch {
-	case count == 0:
-		return nil, fmt.Errorf("envelope: parse: %w: empty lineage", ErrMalformed)
-	case count > MaxLineage:
-		return nil, fmt.Errorf("envelope: parse: %w: %w: %d refs, at most %d", ErrMalformed, ErrLineageTooLarge, count, MaxLineage)
-	}
-	h.Lineage = make([]Ref, count)
-	for i := range h.Lineage {
-		r := &h.Lineage[i]
-		if !s.CopyBytes(r.SID[:]) || !s.ReadUint32(&r.Gen) {
-			return nil, truncated("lineage")
-		}
-		if i > 0 {
-			switch c := compareRefs(h.Lineage[i-1], *r); {
-			case c == 0:
-				return nil, fmt.Errorf("envelope: parse: %w: lineage refs %d and %d have the same subject", ErrMalformed, i-1, i)
-			case c > 0:
-				return nil, fmt.Errorf("envelope: parse: %w: lineage not sorted at ref %d", ErrMalformed, i)
-			}
-		}
-	}
-	if !s.CopyBytes(h.Salt[:]) {
-		return nil, truncated("salt")
-	}
-	if !s.CopyBytes(h.Nonce[:]) {
-		return nil, truncated("nonce")
+	h, err := readHeader(&s)
+	if err != nil {
+		return nil, fmt.Errorf("envelope: parse: %w", err)
 	}
 
 	switch {
@@ -121,6 +57,80 @@ func Parse(b []byte) (*Envelope, error) {
 	n := len(b) - len(s) // header length
 	buf := bytes.Clone(b)
 	return &Envelope{Header: h, Ciphertext: buf[n:], raw: buf[:n:n]}, nil
+}
+
+// readHeader reads a canonical version 1 header from the front of s: magic
+// to nonce. Its errors are Parse's, without the "envelope: parse" prefix.
+func readHeader(s *cryptobyte.String) (Header, error) {
+	truncated := func(field string) error {
+		return fmt.Errorf("%w: truncated at %s", ErrMalformed, field)
+	}
+	var m []byte
+	var h Header
+	if !s.ReadBytes(&m, len(magic)) {
+		return Header{}, truncated("magic")
+	}
+	if string(m) != magic {
+		return Header{}, fmt.Errorf("%w: bad magic", ErrMalformed)
+	}
+	var version, alg uint8
+	if !s.ReadUint8(&version) {
+		return Header{}, truncated("version")
+	}
+	if version != Version1 {
+		return Header{}, fmt.Errorf("%w: version %d", ErrUnsupported, version)
+	}
+	if !s.ReadUint8(&alg) {
+		return Header{}, truncated("algorithm")
+	}
+	if alg != AlgAES256GCM {
+		return Header{}, fmt.Errorf("%w: algorithm %d", ErrUnsupported, alg)
+	}
+
+	if !s.CopyBytes(h.Artifact[:]) {
+		return Header{}, truncated("artifact")
+	}
+	var kind cryptobyte.String
+	if !s.ReadUint8LengthPrefixed(&kind) {
+		return Header{}, truncated("kind")
+	}
+	if p := kindProblem(string(kind)); p != "" {
+		return Header{}, fmt.Errorf("%w: %s", ErrMalformed, p)
+	}
+	h.Kind = string(kind)
+
+	var count uint16
+	if !s.ReadUint16(&count) {
+		return Header{}, truncated("lineage count")
+	}
+	switch {
+	case count == 0:
+		return Header{}, fmt.Errorf("%w: empty lineage", ErrMalformed)
+	case count > MaxLineage:
+		return Header{}, fmt.Errorf("%w: %w: %d refs, at most %d", ErrMalformed, ErrLineageTooLarge, count, MaxLineage)
+	}
+	h.Lineage = make([]Ref, count)
+	for i := range h.Lineage {
+		r := &h.Lineage[i]
+		if !s.CopyBytes(r.SID[:]) || !s.ReadUint32(&r.Gen) {
+			return Header{}, truncated("lineage")
+		}
+		if i > 0 {
+			switch c := compareRefs(h.Lineage[i-1], *r); {
+			case c == 0:
+				return Header{}, fmt.Errorf("%w: lineage refs %d and %d have the same subject", ErrMalformed, i-1, i)
+			case c > 0:
+				return Header{}, fmt.Errorf("%w: lineage not sorted at ref %d", ErrMalformed, i)
+			}
+		}
+	}
+	if !s.CopyBytes(h.Salt[:]) {
+		return Header{}, truncated("salt")
+	}
+	if !s.CopyBytes(h.Nonce[:]) {
+		return Header{}, truncated("nonce")
+	}
+	return h, nil
 }
 
 // Marshal returns the binary form of e: the encoding of e.Header followed by

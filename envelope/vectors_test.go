@@ -19,14 +19,17 @@ const vectorDir = "testdata/vectors"
 
 // testVector is one parsed vector file (docs/envelope.md, "Test vectors").
 type testVector struct {
-	name      string
-	expect    string
-	kind      string
-	lineage   []envelope.Ref
-	keys      [][]byte
-	context   []byte
-	plaintext []byte
-	text      string
+	name    string
+	expect  string
+	kind    string
+	lineage []envelope.Ref
+	keys    [][]byte
+	context []byte
+	// artifactKey is set for a client-sealed vector: the data key that
+	// sealed it with the envelope's header bytes.
+	artifactKey []byte
+	plaintext   []byte
+	text        string
 }
 
 // subjectKeys pairs keys[i] with lineage[i], as the format defines.
@@ -51,7 +54,7 @@ func parseVector(name string, data []byte) (*testVector, error) {
 		return nil, errors.New("body is not exactly one line")
 	}
 	v.text = text
-	order := []string{"expect", "kind", "lineage", "keys", "context", "plaintext", "comment"}
+	order := []string{"expect", "kind", "lineage", "keys", "context", "artifact_key", "plaintext", "comment"}
 	pos := 0
 	seen := make(map[string]bool)
 	for _, line := range strings.Split(head, "\n") {
@@ -106,6 +109,10 @@ func parseVector(name string, data []byte) (*testVector, error) {
 			if v.context, err = hex.DecodeString(val); err != nil {
 				return nil, fmt.Errorf("context: %v", err)
 			}
+		case "artifact_key":
+			if v.artifactKey, err = hex.DecodeString(val); err != nil || len(v.artifactKey) != envelope.KeySize {
+				return nil, fmt.Errorf("artifact_key: not %d bytes of hex", envelope.KeySize)
+			}
 		case "plaintext":
 			if v.plaintext, err = hex.DecodeString(val); err != nil {
 				return nil, fmt.Errorf("plaintext: %v", err)
@@ -113,6 +120,9 @@ func parseVector(name string, data []byte) (*testVector, error) {
 		}
 	}
 	hasPlaintext := seen["plaintext"]
+	if v.artifactKey != nil && v.expect != "success" {
+		return nil, errors.New("artifact_key given for a failure")
+	}
 	switch v.expect {
 	case "success":
 		if !hasPlaintext {
@@ -218,6 +228,9 @@ func TestVectors(t *testing.T) {
 				}) {
 					t.Errorf("header lineage not in canonical order")
 				}
+				if v.artifactKey != nil {
+					checkClientSealed(t, v, e, keys)
+				}
 			case "open failure":
 				// Keys that cover the header's lineage exactly reach the
 				// AEAD and must fail authentication; any other set of keys
@@ -232,6 +245,31 @@ func TestVectors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkClientSealed checks a client-sealed vector: the data key derived
+// from the parsed header and the subject keys is the vector's, and sealing
+// with it (header bytes, key, plaintext, context) gives the vector's bytes.
+func checkClientSealed(t *testing.T, v *testVector, e *envelope.Envelope, keys []envelope.SubjectKey) {
+	t.Helper()
+	dk, err := envelope.NewDataKey(e.Header, keys)
+	if err != nil {
+		t.Fatalf("NewDataKey: %v", err)
+	}
+	if !bytes.Equal(dk.Key, v.artifactKey) {
+		t.Errorf("NewDataKey: key %x, want %x", dk.Key, v.artifactKey)
+	}
+	raw := e.Marshal()
+	if !bytes.Equal(dk.Header, raw[:len(dk.Header)]) {
+		t.Errorf("NewDataKey: header bytes differ from the envelope's")
+	}
+	b, err := envelope.SealWithKey(nil, envelope.DataKey{Header: raw[:len(dk.Header)], Key: v.artifactKey}, v.plaintext, v.context)
+	if err != nil {
+		t.Fatalf("SealWithKey: %v", err)
+	}
+	if !bytes.Equal(b, raw) {
+		t.Errorf("SealWithKey does not give the vector's envelope")
 	}
 }
 
@@ -263,6 +301,7 @@ func TestVectorsCoverage(t *testing.T) {
 		"lineage_unsorted":        "parse failure",
 		"lineage_duplicate_sid":   "parse failure",
 		"text_padding":            "parse failure",
+		"client_sealed_single":    "success",
 	}
 	for name, expect := range required {
 		v, ok := byName[name]

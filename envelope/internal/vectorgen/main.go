@@ -131,12 +131,15 @@ type vector struct {
 	// lineage lists the refs whose keys are given, in the order a caller
 	// would list them (not necessarily canonical); keys[i] is the key of
 	// lineage[i], and keys may be shorter than lineage.
-	lineage   []envelope.Ref
-	keys      [][]byte
-	context   []byte
-	plaintext []byte // written for success only
-	comments  []string
-	text      string
+	lineage []envelope.Ref
+	keys    [][]byte
+	context []byte
+	// artifactKey is the data key of a client-sealed vector: the envelope
+	// is SealWithKey of its header bytes, this key, plaintext and context.
+	artifactKey []byte
+	plaintext   []byte // written for success only
+	comments    []string
+	text        string
 }
 
 // render returns the vector file: header lines, a blank line, the text form
@@ -164,6 +167,9 @@ func (v *vector) render() []byte {
 	}
 	if len(v.context) > 0 {
 		line("context", hex.EncodeToString(v.context))
+	}
+	if len(v.artifactKey) > 0 {
+		line("artifact_key", hex.EncodeToString(v.artifactKey))
 	}
 	if v.expect == success {
 		line("plaintext", hex.EncodeToString(v.plaintext))
@@ -222,6 +228,25 @@ func sealed(seed, kind string, lineage []envelope.Ref, keys [][]byte, plaintext,
 		sk[i] = envelope.SubjectKey{Ref: lineage[i], Key: keys[i]}
 	}
 	return must(envelope.Seal(h, sk, plaintext, context))
+}
+
+// dataKeySealed makes the data key of a vector (NewDataKey) and seals with
+// it (SealWithKey), and checks that the envelope is the one Seal gives.
+func dataKeySealed(seed, kind string, lineage []envelope.Ref, keys [][]byte, plaintext, context []byte) (envelope.DataKey, string) {
+	r := testkeys.Rand("envelope/v1/vectors/" + seed)
+	var artifact envelope.ArtifactID
+	must(io.ReadFull(r, artifact[:]))
+	h := must(envelope.NewHeader(r, artifact, kind, lineage))
+	sk := make([]envelope.SubjectKey, len(lineage))
+	for i := range lineage {
+		sk[i] = envelope.SubjectKey{Ref: lineage[i], Key: keys[i]}
+	}
+	dk := must(envelope.NewDataKey(h, sk))
+	b := must(envelope.SealWithKey(nil, dk, plaintext, context))
+	if want := must(envelope.Seal(h, sk, plaintext, context)).Marshal(); !bytes.Equal(b, want) {
+		panic("client-sealed envelope " + seed + " differs from Seal's")
+	}
+	return dk, envelope.Prefix + base64.RawURLEncoding.EncodeToString(b)
 }
 
 // keysOf returns the test keys of test subjects idx.
@@ -371,6 +396,23 @@ func vectors() []vector {
 	successOf("lineage_max", "embedding-index", refsOf(maxIdx...), keysOf(maxIdx...),
 		[]byte("an index built from 1024 subjects"), nil,
 		"the largest lineage, 1024 subjects, listed in subject index order (not canonical)")
+
+	// Client-sealed: the key service hands the writer the header bytes and
+	// the artifact key (POST /v1/datakey); the writer seals with them. The
+	// envelope is the one Seal makes with the same header and subject keys.
+	clientSealed := func(name, kind string, lineage []envelope.Ref, keys [][]byte, pt, ctx []byte, comments ...string) {
+		dk, e := dataKeySealed(name, kind, lineage, keys, pt, ctx)
+		add(vector{name: name, expect: success, kind: kind, lineage: lineage, keys: keys,
+			context: ctx, artifactKey: dk.Key, plaintext: pt, comments: comments, text: e})
+	}
+	clientSealed("client_sealed_single", "episodic", refsOf(12), keysOf(12),
+		[]byte("Sealed by the writer with a data key."), []byte("tenant=acme;record=7"),
+		"client-side sealing: artifact_key is K_a of this header (section 3);",
+		"AES-256-GCM with it, the header's nonce and the AAD of section 4 gives this envelope")
+	cs := unsorted(13, 14, 15)
+	clientSealed("client_sealed_aggregate_3", "summary", refsOf(cs...), keysOf(cs...),
+		stream("client_sealed_aggregate_3", 300), nil,
+		"client-side sealing over three subjects, no context: the data key needs every subject key")
 
 	// Open failures: the envelope parses, opening it must fail.
 	openFail := func(name, kind string, lineage []envelope.Ref, keys [][]byte, ctx []byte, text string, comments ...string) {
