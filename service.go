@@ -25,6 +25,10 @@ type Sealer interface {
 	// EncryptBinary is Encrypt with the binary envelope appended to dst;
 	// it returns the artifact id, the extended dst and the lineage size.
 	EncryptBinary(ctx context.Context, src Source, plaintext, context, dst []byte) (ID, []byte, int, error)
+	// DataKey registers a new artifact of src, as Encrypt does, and returns
+	// its envelope header and artifact key, for the caller to seal one
+	// plaintext itself (client-side sealing).
+	DataKey(ctx context.Context, src Source) (DataKey, error)
 	// DecryptFor opens a text envelope for holder and records a lease.
 	// A ciphertext that is no valid envelope, or that does not open, gives
 	// ErrEnvelope.

@@ -126,6 +126,18 @@ type Sealed struct {
 	Lineage    int    // number of subjects in the lineage
 }
 
+// DataKey is the result of a data key request: a registered artifact that
+// the writer seals itself. Header is the envelope's header bytes and Key its
+// artifact key (envelope.DataKey); envelope.SealWithKey with them gives the
+// envelope. Key is as sensitive as the plaintext it seals and seals one
+// plaintext only; clear it after use.
+type DataKey struct {
+	Artifact ID
+	Header   []byte
+	Key      []byte
+	Lineage  int // number of subjects in the lineage
+}
+
 // Opened is the result of Decrypt.
 type Opened struct {
 	Artifact  ID

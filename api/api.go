@@ -118,6 +118,7 @@ func (s *Server) Handler() http.Handler {
 		r.With(s.require(ScopeEncrypt)).Post("/encrypt", s.encrypt)
 		r.With(s.require(ScopeDecrypt)).Post("/decrypt", s.decrypt)
 		r.With(s.require(ScopeEncrypt)).Post("/encrypt/raw", s.encryptRaw)
+		r.With(s.require(ScopeEncrypt)).Post("/datakey", s.dataKey)
 		r.With(s.require(ScopeDecrypt)).Post("/decrypt/raw", s.decryptRaw)
 		r.With(s.require(ScopeDecrypt)).Post("/leases/{id}/release", s.releaseLease)
 		r.With(s.require(ScopeRegister)).Post("/artifacts", s.registerArtifact)

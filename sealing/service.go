@@ -663,6 +663,33 @@ func (s *Service) sealTo(ctx context.Context, dst []byte, src shredd.Source, pla
 	})
 }
 
+// DataKey registers a new sealed artifact of src, with the checks of
+// Encrypt (the barrier, the kind, forgotten parents), and returns its
+// envelope header and artifact key: the caller seals one plaintext with them
+// (envelope.SealWithKey) and gets the envelope Encrypt would have made. The
+// key is returned only once the registration committed. It opens only this
+// artifact's envelope: the subject keys never leave the service.
+func (s *Service) DataKey(ctx context.Context, src shredd.Source) (shredd.DataKey, error) {
+	var out shredd.DataKey
+	err := s.withLineage(ctx, src, func(id shredd.ID, p *plan, keys []envelope.SubjectKey, refs []envelope.Ref) error {
+		h, err := envelope.NewHeader(s.opts.Rand, envelope.ArtifactID(id), p.kind, refs)
+		if err != nil {
+			return fmt.Errorf("sealing: data key: %w: %w", shredd.ErrInvalid, err)
+		}
+		dk, err := envelope.NewDataKey(h, keys)
+		if err != nil {
+			return fmt.Errorf("sealing: data key: %w", err)
+		}
+		if _, err := s.record(ctx, id, p, refs, true); err != nil {
+			dk.Clear()
+			return err
+		}
+		out = shredd.DataKey{Artifact: id, Header: dk.Header, Key: dk.Key, Lineage: len(refs)}
+		return nil
+	})
+	return out, err
+}
+
 // Register records a plaintext-held artifact: one that lives outside
 // shredd (an in-memory ANN vector, a cached prompt) and that its holder must
 // purge when a subject of its lineage is forgotten.

@@ -1,0 +1,165 @@
+package client
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"runtime"
+	"sync"
+
+	"github.com/shredd/shredd/envelope"
+)
+
+// Client-side sealing: POST /v1/datakey registers each artifact and answers
+// its envelope header and artifact key; the client seals the plaintext
+// itself, so the plaintext never crosses the network. The artifact key is
+// as secret as the plaintext: the client clears it once it has sealed.
+
+// SealResult is an artifact sealed on the client: Envelope is the binary
+// envelope (what DecryptRaw opens), Ciphertext its text form (what Decrypt
+// opens). Err is set when the item failed: nothing was sealed then.
+type SealResult struct {
+	Artifact    string
+	Envelope    []byte
+	LineageSize int
+	Err         *Error
+}
+
+// Ciphertext returns the text form of the envelope ("shredd:v1:...").
+func (r SealResult) Ciphertext() string {
+	if r.Envelope == nil {
+		return ""
+	}
+	return envelope.Prefix + base64.RawURLEncoding.EncodeToString(r.Envelope)
+}
+
+// dataKeyWire is one item of POST /v1/datakey: an encrypt without the
+// plaintext and context, which stay on the client.
+type dataKeyWire struct {
+	Subjects []string `json:"subjects,omitempty"`
+	Parents  []string `json:"parents,omitempty"`
+	Leases   []string `json:"leases,omitempty"`
+	Kind     string   `json:"kind"`
+	Holder   string   `json:"holder,omitempty"`
+}
+
+func (r EncryptRequest) dataKeyWire() dataKeyWire {
+	return dataKeyWire{Subjects: r.Subjects, Parents: r.Parents, Leases: r.Leases, Kind: r.Kind, Holder: r.Holder}
+}
+
+// dataKeyAnswer is the server's answer for one item: key material.
+type dataKeyAnswer struct {
+	Artifact    string `json:"artifact"`
+	Header      []byte `json:"header"`
+	Key         []byte `json:"key"`
+	LineageSize int    `json:"lineage_size"`
+	Err         *Error `json:"error,omitempty"`
+}
+
+// Seal seals one artifact on the client (see SealMany). The error is the
+// item's or the call's.
+func (c *Client) Seal(ctx context.Context, req EncryptRequest) (SealResult, error) {
+	if err := checkSealable(req); err != nil {
+		return SealResult{}, fmt.Errorf("shredd: POST /v1/datakey: %w", err)
+	}
+	var a dataKeyAnswer
+	if _, _, err := c.call(ctx, http.MethodPost, "/v1/datakey", req.dataKeyWire(), &a); err != nil {
+		return SealResult{}, err
+	}
+	r, err := sealItem(&a, req)
+	if err != nil {
+		return SealResult{}, fmt.Errorf("shredd: POST /v1/datakey: %w", err)
+	}
+	return r, nil
+}
+
+// SealMany seals up to MaxBatch artifacts on the client: one POST
+// /v1/datakey batch registers them all (with the checks of Encrypt: the
+// forget barrier, the kind, forgotten parents), then each plaintext is
+// sealed here, on every core, with its artifact's key, which is then
+// cleared. The envelopes are exactly those Encrypt would answer, and
+// Decrypt opens them. It returns one result per request, in order; an item
+// that failed has Err set, and the others took effect (registrations are
+// not rolled back). The error is for the call as a whole.
+func (c *Client) SealMany(ctx context.Context, reqs []EncryptRequest) ([]SealResult, error) {
+	in := struct {
+		BatchInput []dataKeyWire `json:"batch_input"`
+	}{make([]dataKeyWire, len(reqs))}
+	for i, r := range reqs {
+		if err := checkSealable(r); err != nil {
+			return nil, fmt.Errorf("shredd: POST /v1/datakey (item %d): %w", i, err)
+		}
+		in.BatchInput[i] = r.dataKeyWire()
+	}
+	var out struct {
+		BatchResults []dataKeyAnswer `json:"batch_results"`
+	}
+	_, hdr, err := c.call(ctx, http.MethodPost, "/v1/datakey", in, &out)
+	defer func() {
+		for i := range out.BatchResults {
+			clear(out.BatchResults[i].Key)
+		}
+	}()
+	if err != nil {
+		return nil, err
+	}
+	if len(out.BatchResults) != len(reqs) {
+		return nil, fmt.Errorf("shredd: POST /v1/datakey: %d results for %d items", len(out.BatchResults), len(reqs))
+	}
+	res := make([]SealResult, len(reqs))
+	errs := make([]error, len(reqs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(reqs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				a := &out.BatchResults[i]
+				if a.Err != nil {
+					itemError(a.Err, "POST /v1/datakey", i, hdr)
+					res[i] = SealResult{Err: a.Err}
+					continue
+				}
+				res[i], errs[i] = sealItem(a, reqs[i])
+			}
+		}()
+	}
+	for i := range reqs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			// The server answered a data key this client cannot use: a
+			// fault of the call, not of the item.
+			return nil, fmt.Errorf("shredd: POST /v1/datakey (item %d): %w", i, err)
+		}
+	}
+	return res, nil
+}
+
+// checkSealable refuses, before anything is registered, a plaintext or
+// context the envelope cannot hold.
+func checkSealable(r EncryptRequest) error {
+	if len(r.Plaintext) > envelope.MaxPlaintext {
+		return fmt.Errorf("plaintext of %d bytes, at most %d: %w", len(r.Plaintext), envelope.MaxPlaintext, envelope.ErrTooLarge)
+	}
+	if len(r.Context) > envelope.MaxContext {
+		return fmt.Errorf("context of %d bytes, at most %d: %w", len(r.Context), envelope.MaxContext, envelope.ErrTooLarge)
+	}
+	return nil
+}
+
+// sealItem seals req's plaintext with the data key of a and clears the key.
+func sealItem(a *dataKeyAnswer, req EncryptRequest) (SealResult, error) {
+	dk := envelope.DataKey{Header: a.Header, Key: a.Key}
+	defer dk.Clear()
+	b, err := envelope.SealWithKey(nil, dk, req.Plaintext, req.Context)
+	if err != nil {
+		return SealResult{}, err
+	}
+	return SealResult{Artifact: a.Artifact, Envelope: b, LineageSize: a.LineageSize}, nil
+}

@@ -1,0 +1,112 @@
+package client_test
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/shredd/shredd/api/client"
+	"github.com/shredd/shredd/envelope"
+)
+
+// SealMany registers through POST /v1/datakey and seals on the client: the
+// envelopes open through the server like Encrypt's, derivatives inherit
+// their parents' lineage, failed items say why, and a forget refuses both
+// the old envelopes and new data keys.
+func TestSealMany(t *testing.T) {
+	s := newServer(t)
+	c := s.client("")
+	ctx := t.Context()
+	setupKinds(t, c, "episodic", "summary")
+	rec, err := c.Encrypt(ctx, client.EncryptRequest{Subjects: []string{"dana@example.com"}, Kind: "episodic", Plaintext: []byte("parent")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := bytes.Repeat([]byte{7}, 1<<20)
+	reqs := []client.EncryptRequest{
+		{Subjects: []string{"alice@example.com"}, Kind: "episodic", Plaintext: []byte("a"), Context: []byte("ctx-a")},
+		{Subjects: []string{"bob@example.com"}, Kind: "notes", Plaintext: []byte("b")},
+		{Subjects: []string{"carol@example.com"}, Parents: []string{rec.Artifact}, Kind: "summary", Plaintext: big},
+		{Subjects: []string{"erin@example.com"}, Kind: "episodic"},
+	}
+	res, err := c.SealMany(ctx, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 4 || res[0].Err != nil || res[2].Err != nil || res[3].Err != nil {
+		t.Fatalf("SealMany: %+v", res)
+	}
+	if e := res[1].Err; e == nil || e.Status != 400 || e.Code != "unknown_kind" || !strings.Contains(e.Op, "item 1") || res[1].Envelope != nil {
+		t.Fatalf("item 1: %+v", res[1])
+	}
+	if res[2].LineageSize != 2 {
+		t.Fatalf("derivative lineage %d, want 2", res[2].LineageSize)
+	}
+	for _, i := range []int{0, 2, 3} {
+		e, err := envelope.ParseText(res[i].Ciphertext())
+		if err != nil {
+			t.Fatalf("item %d: %v", i, err)
+		}
+		if got := e.Header.Artifact; envelopeID(got) != res[i].Artifact {
+			t.Fatalf("item %d: envelope of artifact %x, answered %s", i, got, res[i].Artifact)
+		}
+		out, err := c.Decrypt(ctx, client.DecryptRequest{Ciphertext: res[i].Ciphertext(), Context: reqs[i].Context})
+		if err != nil {
+			t.Fatalf("decrypt item %d: %v", i, err)
+		}
+		if !bytes.Equal(out.Plaintext, reqs[i].Plaintext) || out.Artifact != res[i].Artifact {
+			t.Fatalf("decrypt item %d: artifact %s, %d bytes", i, out.Artifact, len(out.Plaintext))
+		}
+	}
+	raw, err := c.DecryptRaw(ctx, res[2].Envelope, nil, "")
+	if err != nil || !bytes.Equal(raw.Plaintext, big) {
+		t.Fatalf("DecryptRaw of a client-sealed envelope: %v", err)
+	}
+	// The context is bound on the client: without it, no plaintext.
+	if _, err := c.Decrypt(ctx, client.DecryptRequest{Ciphertext: res[0].Ciphertext()}); err == nil {
+		t.Fatal("opened without its context")
+	}
+
+	// Forgetting the parent's subject erases the client-sealed derivative,
+	// and the server hands out no data key for a forgotten subject.
+	if _, err := c.Forget(ctx, "dana@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Decrypt(ctx, client.DecryptRequest{Ciphertext: res[2].Ciphertext()}); !client.IsShredded(err) {
+		t.Fatalf("decrypt after the parent's forget: %v, want 410", err)
+	}
+	if _, err := c.Forget(ctx, "alice@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Seal(ctx, client.EncryptRequest{Parents: []string{res[0].Artifact}, Kind: "summary"}); !client.IsShredded(err) {
+		t.Fatalf("Seal of a forgotten parent: %v, want 410", err)
+	}
+	one, err := c.Seal(ctx, client.EncryptRequest{Subjects: []string{"frank@example.com"}, Kind: "episodic", Plaintext: []byte("f")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := c.Decrypt(ctx, client.DecryptRequest{Ciphertext: one.Ciphertext()}); err != nil || string(out.Plaintext) != "f" {
+		t.Fatalf("Seal then Decrypt: %v", err)
+	}
+
+	// Scopes: a decrypt-only token gets no data key.
+	dec := s.client(s.token("decrypt"))
+	if _, err := dec.Seal(ctx, client.EncryptRequest{Subjects: []string{"x@example.com"}, Kind: "episodic"}); !client.IsForbidden(err) {
+		t.Fatalf("Seal with a decrypt token: %v, want 403", err)
+	}
+	// Limits are checked before anything is registered.
+	if _, err := c.SealMany(ctx, []client.EncryptRequest{{Subjects: []string{"x@example.com"}, Kind: "episodic", Context: make([]byte, envelope.MaxContext+1)}}); !errors.Is(err, envelope.ErrTooLarge) {
+		t.Fatalf("SealMany with an oversized context: %v", err)
+	}
+}
+
+func envelopeID(a envelope.ArtifactID) string {
+	const hexdigits = "0123456789abcdef"
+	var b strings.Builder
+	for _, x := range a {
+		b.WriteByte(hexdigits[x>>4])
+		b.WriteByte(hexdigits[x&15])
+	}
+	return b.String()
+}

@@ -1,0 +1,57 @@
+package api
+
+import (
+	"context"
+	"encoding/base64"
+	"net/http"
+)
+
+// dataKeyRequest is one data key request: the body of POST /v1/datakey or
+// an item of its batch_input. It names the artifact's source as an encrypt
+// does, without a plaintext: the client seals the plaintext itself.
+type dataKeyRequest struct {
+	Subject  string   `json:"subject,omitempty"`
+	Subjects []string `json:"subjects,omitempty"`
+	Parents  []string `json:"parents,omitempty"`
+	Leases   []string `json:"leases,omitempty"`
+	Kind     string   `json:"kind"`
+	Holder   string   `json:"holder,omitempty"`
+}
+
+// dataKeyResponse carries the artifact key: as secret as a plaintext.
+type dataKeyResponse struct {
+	Artifact    string `json:"artifact"`
+	Header      string `json:"header"` // standard base64 of the envelope header bytes
+	Key         string `json:"key"`    // standard base64 of the artifact key
+	LineageSize int    `json:"lineage_size"`
+}
+
+// dataKey serves POST /v1/datakey: client-side sealing. The answer holds
+// key material, so it must not be stored by caches on the way.
+func (s *Server) dataKey(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	serveCall(s, w, r, s.dataKeyItem)
+}
+
+// dataKeyItem validates and runs one data key request, alone or in a batch.
+func (s *Server) dataKeyItem(ctx context.Context, req *dataKeyRequest) (dataKeyResponse, error) {
+	holder, err := actAs(ctx, req.Holder)
+	if err != nil {
+		return dataKeyResponse{}, err
+	}
+	src, err := sourceBody{Subject: req.Subject, Subjects: req.Subjects, Parents: req.Parents, Leases: req.Leases, Kind: req.Kind, Holder: holder}.source()
+	if err != nil {
+		return dataKeyResponse{}, err
+	}
+	dk, err := s.svc.DataKey(ctx, src)
+	if err != nil {
+		return dataKeyResponse{}, err
+	}
+	defer clear(dk.Key)
+	return dataKeyResponse{
+		Artifact:    dk.Artifact.String(),
+		Header:      base64.StdEncoding.EncodeToString(dk.Header),
+		Key:         base64.StdEncoding.EncodeToString(dk.Key),
+		LineageSize: dk.Lineage,
+	}, nil
+}
