@@ -25,6 +25,12 @@ type Sealer interface {
 	// EncryptBinary is Encrypt with the binary envelope appended to dst;
 	// it returns the artifact id, the extended dst and the lineage size.
 	EncryptBinary(ctx context.Context, src Source, plaintext, context, dst []byte) (ID, []byte, int, error)
+	// EncryptMany is Encrypt of many items at once, their registrations
+	// committed together; one result or error per item, in order.
+	EncryptMany(ctx context.Context, in []SealInput) ([]Sealed, []error)
+	// DataKeys is DataKey of many sources at once; one result or error per
+	// item, in order.
+	DataKeys(ctx context.Context, srcs []Source) ([]DataKey, []error)
 	// DataKey registers a new artifact of src, as Encrypt does, and returns
 	// its envelope header and artifact key, for the caller to seal one
 	// plaintext itself (client-side sealing).

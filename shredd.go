@@ -138,6 +138,14 @@ type DataKey struct {
 	Lineage  int // number of subjects in the lineage
 }
 
+// SealInput is one item of a batch encrypt: the artifact's source, its
+// plaintext and its context.
+type SealInput struct {
+	Source    Source
+	Plaintext []byte
+	Context   []byte
+}
+
 // Opened is the result of Decrypt.
 type Opened struct {
 	Artifact  ID

@@ -98,6 +98,15 @@ func decodeCall[Req any](body []byte, single *Req) ([]*Req, error) {
 // serveCall answers a route that takes a single request or a batch_input
 // of them, running each through run.
 func serveCall[Req, Resp any](s *Server, w http.ResponseWriter, r *http.Request, run func(context.Context, *Req) (Resp, error)) {
+	serveCallMany(s, w, r, run, nil)
+}
+
+// serveCallMany is serveCall with a batch runner: many runs every item of
+// a batch_input at once (the service's batch path, whose registrations
+// share commits) and returns one result or error per item. With many nil,
+// the items run through run, concurrently.
+func serveCallMany[Req, Resp any](s *Server, w http.ResponseWriter, r *http.Request, run func(context.Context, *Req) (Resp, error),
+	many func(context.Context, []*Req) ([]Resp, []error)) {
 	body, err := s.readBody(r)
 	if err != nil {
 		s.fail(w, r, err)
@@ -107,6 +116,19 @@ func serveCall[Req, Resp any](s *Server, w http.ResponseWriter, r *http.Request,
 	items, err := decodeCall(body, &req)
 	if err != nil {
 		s.fail(w, r, err)
+		return
+	}
+	if items != nil && many != nil {
+		out, errs := many(r.Context(), items)
+		results := make([]any, len(items))
+		for i := range items {
+			if errs[i] != nil {
+				results[i] = s.itemFailure(r, i, errs[i])
+			} else {
+				results[i] = out[i]
+			}
+		}
+		writeJSON(w, http.StatusOK, batchResponse{BatchResults: results})
 		return
 	}
 	if items != nil {

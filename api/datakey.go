@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/base64"
 	"net/http"
+
+	"github.com/shredd/shredd"
 )
 
 // dataKeyRequest is one data key request: the body of POST /v1/datakey or
@@ -30,16 +32,58 @@ type dataKeyResponse struct {
 // key material, so it must not be stored by caches on the way.
 func (s *Server) dataKey(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	serveCall(s, w, r, s.dataKeyItem)
+	serveCallMany(s, w, r, s.dataKeyItem, s.dataKeyMany)
+}
+
+// dataKeyMany runs the items of a data key batch through the service's
+// batch path: their registrations are committed together.
+func (s *Server) dataKeyMany(ctx context.Context, reqs []*dataKeyRequest) ([]dataKeyResponse, []error) {
+	out := make([]dataKeyResponse, len(reqs))
+	errs := make([]error, len(reqs))
+	srcs := make([]shredd.Source, 0, len(reqs))
+	idx := make([]int, 0, len(reqs))
+	for i, req := range reqs {
+		src, err := req.source(ctx)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		srcs = append(srcs, src)
+		idx = append(idx, i)
+	}
+	dks, derrs := s.svc.DataKeys(ctx, srcs)
+	for j, i := range idx {
+		if errs[i] = derrs[j]; errs[i] == nil {
+			out[i] = dataKeyAnswer(dks[j])
+		}
+	}
+	return out, errs
+}
+
+// source validates a data key request.
+func (req *dataKeyRequest) source(ctx context.Context) (shredd.Source, error) {
+	holder, err := actAs(ctx, req.Holder)
+	if err != nil {
+		return shredd.Source{}, err
+	}
+	return sourceBody{Subject: req.Subject, Subjects: req.Subjects, Parents: req.Parents, Leases: req.Leases, Kind: req.Kind, Holder: holder}.source()
+}
+
+// dataKeyAnswer encodes a data key and clears the service's copy of the
+// key: the answer's base64 is the only one left.
+func dataKeyAnswer(dk shredd.DataKey) dataKeyResponse {
+	defer clear(dk.Key)
+	return dataKeyResponse{
+		Artifact:    dk.Artifact.String(),
+		Header:      base64.StdEncoding.EncodeToString(dk.Header),
+		Key:         base64.StdEncoding.EncodeToString(dk.Key),
+		LineageSize: dk.Lineage,
+	}
 }
 
 // dataKeyItem validates and runs one data key request, alone or in a batch.
 func (s *Server) dataKeyItem(ctx context.Context, req *dataKeyRequest) (dataKeyResponse, error) {
-	holder, err := actAs(ctx, req.Holder)
-	if err != nil {
-		return dataKeyResponse{}, err
-	}
-	src, err := sourceBody{Subject: req.Subject, Subjects: req.Subjects, Parents: req.Parents, Leases: req.Leases, Kind: req.Kind, Holder: holder}.source()
+	src, err := req.source(ctx)
 	if err != nil {
 		return dataKeyResponse{}, err
 	}
@@ -47,11 +91,5 @@ func (s *Server) dataKeyItem(ctx context.Context, req *dataKeyRequest) (dataKeyR
 	if err != nil {
 		return dataKeyResponse{}, err
 	}
-	defer clear(dk.Key)
-	return dataKeyResponse{
-		Artifact:    dk.Artifact.String(),
-		Header:      base64.StdEncoding.EncodeToString(dk.Header),
-		Key:         base64.StdEncoding.EncodeToString(dk.Key),
-		LineageSize: dk.Lineage,
-	}, nil
+	return dataKeyAnswer(dk), nil
 }

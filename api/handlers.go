@@ -105,28 +105,71 @@ type encryptResponse struct {
 	LineageSize int    `json:"lineage_size"`
 }
 
-func (s *Server) encrypt(w http.ResponseWriter, r *http.Request) { serveCall(s, w, r, s.encryptItem) }
+func (s *Server) encrypt(w http.ResponseWriter, r *http.Request) {
+	serveCallMany(s, w, r, s.encryptItem, s.encryptMany)
+}
 
-// encryptItem validates and runs one encrypt request, alone or in a batch.
-func (s *Server) encryptItem(ctx context.Context, req *encryptRequest) (encryptResponse, error) {
+// sealInput validates one encrypt request into the service's input. The
+// caller clears the plaintext after use.
+func (req *encryptRequest) sealInput(ctx context.Context) (shredd.SealInput, error) {
 	holder, err := actAs(ctx, req.Holder)
 	if err != nil {
-		return encryptResponse{}, err
+		return shredd.SealInput{}, err
 	}
 	src, err := sourceBody{Subject: req.Subject, Subjects: req.Subjects, Parents: req.Parents, Leases: req.Leases, Kind: req.Kind, Holder: holder}.source()
 	if err != nil {
-		return encryptResponse{}, err
+		return shredd.SealInput{}, err
 	}
 	pt, err := b64("plaintext", req.Plaintext)
 	if err != nil {
-		return encryptResponse{}, err
+		return shredd.SealInput{}, err
 	}
-	defer clear(pt)
 	aad, err := b64("context", req.Context)
+	if err != nil {
+		clear(pt)
+		return shredd.SealInput{}, err
+	}
+	return shredd.SealInput{Source: src, Plaintext: pt, Context: aad}, nil
+}
+
+// encryptMany runs the items of an encrypt batch through the service's
+// batch path: their registrations are committed together.
+func (s *Server) encryptMany(ctx context.Context, reqs []*encryptRequest) ([]encryptResponse, []error) {
+	out := make([]encryptResponse, len(reqs))
+	errs := make([]error, len(reqs))
+	in := make([]shredd.SealInput, 0, len(reqs))
+	idx := make([]int, 0, len(reqs))
+	for i, req := range reqs {
+		it, err := req.sealInput(ctx)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		in = append(in, it)
+		idx = append(idx, i)
+	}
+	defer func() {
+		for _, it := range in {
+			clear(it.Plaintext)
+		}
+	}()
+	sealed, serrs := s.svc.EncryptMany(ctx, in)
+	for j, i := range idx {
+		if errs[i] = serrs[j]; errs[i] == nil {
+			out[i] = encryptResponse{Artifact: sealed[j].Artifact.String(), Ciphertext: sealed[j].Ciphertext, LineageSize: sealed[j].Lineage}
+		}
+	}
+	return out, errs
+}
+
+// encryptItem validates and runs one encrypt request.
+func (s *Server) encryptItem(ctx context.Context, req *encryptRequest) (encryptResponse, error) {
+	in, err := req.sealInput(ctx)
 	if err != nil {
 		return encryptResponse{}, err
 	}
-	out, err := s.svc.Encrypt(ctx, src, pt, aad)
+	defer clear(in.Plaintext)
+	out, err := s.svc.Encrypt(ctx, in.Source, in.Plaintext, in.Context)
 	if err != nil {
 		return encryptResponse{}, err
 	}

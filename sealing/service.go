@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -203,7 +204,10 @@ type plan struct {
 	sids    []envelope.SID          // sorted
 }
 
-func (s *Service) resolve(ctx context.Context, src shredd.Source) (*plan, error) {
+// resolve validates src and resolves its lineage. known holds the lineages
+// of parents read beforehand (a batch's, parentsOf); other parents are read
+// from the database.
+func (s *Service) resolve(ctx context.Context, src shredd.Source, known map[shredd.ID][]envelope.Ref) (*plan, error) {
 	if !shredd.ValidKind(src.Kind) {
 		return nil, fmt.Errorf("sealing: kind name: %w", shredd.ErrInvalid)
 	}
@@ -215,11 +219,8 @@ func (s *Service) resolve(ctx context.Context, src shredd.Source) (*plan, error)
 	}
 	for _, lid := range src.Leases {
 		l, err := s.GetLease(ctx, lid)
-		if errors.Is(err, shredd.ErrNotFound) {
-			return nil, fmt.Errorf("sealing: lease %s: %w", lid, shredd.ErrUnknownParent)
-		}
 		if err != nil {
-			return nil, err
+			return nil, leaseErr(lid, err)
 		}
 		src.Parents = append(src.Parents, l.Artifact)
 	}
@@ -248,31 +249,20 @@ func (s *Service) resolve(ctx context.Context, src shredd.Source) (*plan, error)
 		}
 		seen[par] = true
 		p.parents = append(p.parents, par)
-		rows, err := s.db.QueryContext(ctx, `SELECT l.sid, l.gen FROM artifacts a JOIN lineage l ON l.artifact = a.id WHERE a.id = ?`, par[:])
-		if err != nil {
-			return nil, fmt.Errorf("sealing: parent: %w", err)
-		}
-		n := 0
-		for rows.Next() {
-			var b []byte
-			var gen uint32
-			if err := rows.Scan(&b, &gen); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("sealing: parent: %w", err)
+		refs, ok := known[par]
+		if !ok {
+			var err error
+			if refs, err = s.parentRefs(ctx, par); err != nil {
+				return nil, err
 			}
-			var sid envelope.SID
-			copy(sid[:], b)
-			if g, ok := p.lineage[sid]; ok && g != gen {
-				rows.Close()
+		}
+		for _, r := range refs {
+			if g, ok := p.lineage[r.SID]; ok && g != r.Gen {
 				return nil, fmt.Errorf("sealing: parents carry two generations of one subject: %w", shredd.ErrShredded)
 			}
-			p.lineage[sid] = gen
-			n++
+			p.lineage[r.SID] = r.Gen
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("sealing: parent: %w", err)
-		}
+		n := len(refs)
 		if n == 0 {
 			return nil, fmt.Errorf("sealing: parent %s: %w", par, shredd.ErrUnknownParent)
 		}
@@ -292,6 +282,68 @@ func (s *Service) resolve(ctx context.Context, src shredd.Source) (*plan, error)
 	}
 	slices.SortFunc(p.sids, func(a, b envelope.SID) int { return bytes.Compare(a[:], b[:]) })
 	return p, nil
+}
+
+// leaseErr maps the error of reading a source's lease: an unknown lease is
+// an unknown parent.
+func leaseErr(lid shredd.ID, err error) error {
+	if errors.Is(err, shredd.ErrNotFound) {
+		return fmt.Errorf("sealing: lease %s: %w", lid, shredd.ErrUnknownParent)
+	}
+	return err
+}
+
+// parentRefs reads the lineage of one parent artifact; an artifact never
+// registered has none, ErrUnknownParent.
+func (s *Service) parentRefs(ctx context.Context, par shredd.ID) ([]envelope.Ref, error) {
+	m, err := s.parentsOf(ctx, []shredd.ID{par})
+	if err != nil {
+		return nil, err
+	}
+	return m[par], nil
+}
+
+// maxParentQuery bounds the ids of one parentsOf query.
+const maxParentQuery = 256
+
+// parentsOf reads the lineages of parent artifacts, a few queries for many
+// parents. A parent never registered is absent from the map. The lineage
+// rows of an artifact are written with it, in one transaction: an artifact
+// has rows exactly when it is registered.
+func (s *Service) parentsOf(ctx context.Context, ids []shredd.ID) (map[shredd.ID][]envelope.Ref, error) {
+	out := make(map[shredd.ID][]envelope.Ref, len(ids))
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), maxParentQuery)]
+		ids = ids[len(chunk):]
+		args := make([]any, len(chunk))
+		for i := range chunk {
+			args[i] = chunk[i][:]
+		}
+		q := `SELECT artifact, sid, gen FROM lineage WHERE artifact IN (?` + strings.Repeat(`, ?`, len(chunk)-1) + `)`
+		rows, err := s.db.QueryContext(ctx, q, args...)
+		if err != nil {
+			return nil, fmt.Errorf("sealing: parent: %w", err)
+		}
+		for rows.Next() {
+			var a, sid []byte
+			var gen uint32
+			if err := rows.Scan(&a, &sid, &gen); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("sealing: parent: %w", err)
+			}
+			var id shredd.ID
+			var r envelope.Ref
+			copy(id[:], a)
+			copy(r.SID[:], sid)
+			r.Gen = gen
+			out[id] = append(out[id], r)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("sealing: parent: %w", err)
+		}
+	}
+	return out, nil
 }
 
 // keys fetches every subject key of the plan: the current key of a direct
@@ -713,7 +765,7 @@ func (s *Service) Register(ctx context.Context, src shredd.Source) (shredd.Artif
 // subjects, fetches their keys and a new artifact id, and runs fn with them
 // under the locks: the common part of Encrypt and Register.
 func (s *Service) withLineage(ctx context.Context, src shredd.Source, fn func(shredd.ID, *plan, []envelope.SubjectKey, []envelope.Ref) error) error {
-	p, err := s.resolve(ctx, src)
+	p, err := s.resolve(ctx, src, nil)
 	if err != nil {
 		return err
 	}

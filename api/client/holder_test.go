@@ -456,14 +456,17 @@ func TestLogCalls(t *testing.T) {
 
 // TestClientImports: the client stays light for the memory writers that
 // link it: outside the standard library it imports only attest (which
-// itself imports only the standard library), never SQLite or the key tree.
+// itself imports only the standard library) and envelope, the format it
+// seals to on the client (with golang.org/x/crypto's hkdf and cryptobyte),
+// never SQLite or the key tree.
 func TestClientImports(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
 	got := strings.Fields(string(out))
-	want := []string{"github.com/shredd/shredd/api/client", "github.com/shredd/shredd/attest"}
+	want := []string{"github.com/shredd/shredd/api/client", "github.com/shredd/shredd/attest", "github.com/shredd/shredd/envelope",
+		"golang.org/x/crypto/cryptobyte", "golang.org/x/crypto/cryptobyte/asn1", "golang.org/x/crypto/hkdf"}
 	slices.Sort(got)
 	if !slices.Equal(got, want) {
 		t.Fatalf("api/client depends on %v, want only %v", got, want)

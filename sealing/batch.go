@@ -1,0 +1,188 @@
+package sealing
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"slices"
+
+	"github.com/shredd/shredd"
+	"github.com/shredd/shredd/envelope"
+)
+
+// The batch paths: many registrations in one call. They do what the single
+// calls do, item by item, with the per-call costs paid once: the parents'
+// lineages read in a few queries, the barrier read locks taken once for
+// every subject of the batch, and the registrations queued together, so
+// that they share group commits without one goroutine each.
+
+// maxBatch bounds the items of one batch call.
+const maxBatch = 1000
+
+// EncryptMany seals and registers many artifacts: Encrypt for each item,
+// with one result or error per item, in order. An item's error does not
+// affect the others; an item is answered only once its registration
+// committed.
+func (s *Service) EncryptMany(ctx context.Context, in []shredd.SealInput) ([]shredd.Sealed, []error) {
+	out := make([]shredd.Sealed, len(in))
+	srcs := make([]shredd.Source, len(in))
+	pre := make([]error, len(in))
+	for i, it := range in {
+		srcs[i] = it.Source
+		switch {
+		case len(it.Plaintext) > envelope.MaxPlaintext:
+			pre[i] = fmt.Errorf("sealing: plaintext of %d bytes: %w", len(it.Plaintext), shredd.ErrTooLarge)
+		case len(it.Context) > envelope.MaxContext:
+			pre[i] = fmt.Errorf("sealing: context of %d bytes, at most %d: %w", len(it.Context), envelope.MaxContext, shredd.ErrTooLarge)
+		}
+	}
+	errs := s.withLineageMany(ctx, srcs, pre, func(i int, id shredd.ID, p *plan, keys []envelope.SubjectKey, refs []envelope.Ref) (func(), error) {
+		h, err := envelope.NewHeader(s.opts.Rand, envelope.ArtifactID(id), p.kind, refs)
+		if err != nil {
+			return nil, fmt.Errorf("sealing: encrypt: %w: %w", shredd.ErrInvalid, err)
+		}
+		b, err := envelope.AppendSeal(nil, h, keys, in[i].Plaintext, in[i].Context)
+		if err != nil {
+			return nil, fmt.Errorf("sealing: encrypt: %w", err)
+		}
+		return func() {
+			out[i] = shredd.Sealed{Artifact: id, Ciphertext: envelope.Prefix + base64.RawURLEncoding.EncodeToString(b), Lineage: len(refs)}
+		}, nil
+	})
+	return out, errs
+}
+
+// DataKeys registers many sealed artifacts and returns their data keys:
+// DataKey for each source, with one result or error per item, in order.
+// A key is returned only once its registration committed.
+func (s *Service) DataKeys(ctx context.Context, srcs []shredd.Source) ([]shredd.DataKey, []error) {
+	out := make([]shredd.DataKey, len(srcs))
+	errs := s.withLineageMany(ctx, srcs, nil, func(i int, id shredd.ID, p *plan, keys []envelope.SubjectKey, refs []envelope.Ref) (func(), error) {
+		h, err := envelope.NewHeader(s.opts.Rand, envelope.ArtifactID(id), p.kind, refs)
+		if err != nil {
+			return nil, fmt.Errorf("sealing: data key: %w: %w", shredd.ErrInvalid, err)
+		}
+		dk, err := envelope.NewDataKey(h, keys)
+		if err != nil {
+			return nil, fmt.Errorf("sealing: data key: %w", err)
+		}
+		return func() { out[i] = shredd.DataKey{Artifact: id, Header: dk.Header, Key: dk.Key, Lineage: len(refs)} }, nil
+	})
+	return out, errs
+}
+
+// withLineageMany is withLineage for a batch. pre holds errors known
+// before (nil: none); those items are skipped. For each other item it
+// resolves the lineage, fetches the keys and a new id, and runs prepare
+// under the barrier read locks of every subject of the batch; the items
+// prepare accepted are registered together, and the commit function it
+// returned runs once an item's registration committed. It returns each
+// item's error.
+func (s *Service) withLineageMany(ctx context.Context, srcs []shredd.Source, pre []error,
+	prepare func(i int, id shredd.ID, p *plan, keys []envelope.SubjectKey, refs []envelope.Ref) (func(), error)) []error {
+	errs := make([]error, len(srcs))
+	if pre != nil {
+		copy(errs, pre)
+	}
+	if len(srcs) > maxBatch {
+		for i := range errs {
+			errs[i] = fmt.Errorf("sealing: batch of %d items, at most %d: %w", len(srcs), maxBatch, shredd.ErrTooLarge)
+		}
+		return errs
+	}
+	// Leases name their artifacts: resolve them first, then read every
+	// parent's lineage at once.
+	srcs = slices.Clone(srcs)
+	var parents []shredd.ID
+	for i := range srcs {
+		if errs[i] == nil && len(srcs[i].Leases) > 0 {
+			errs[i] = s.leaseParents(ctx, &srcs[i])
+		}
+		if errs[i] == nil {
+			parents = append(parents, srcs[i].Parents...)
+		}
+	}
+	slices.SortFunc(parents, func(a, b shredd.ID) int { return slices.Compare(a[:], b[:]) })
+	parents = slices.Compact(parents)
+	known, err := s.parentsOf(ctx, parents)
+	if err != nil {
+		known = nil // each item reads its own, and fails alone
+	}
+	plans := make([]*plan, len(srcs))
+	var sids []envelope.SID
+	for i, src := range srcs {
+		if errs[i] != nil {
+			continue
+		}
+		if plans[i], errs[i] = s.resolve(ctx, src, known); errs[i] == nil {
+			sids = append(sids, plans[i].sids...)
+		}
+	}
+	unlock := s.barrier.RLock(sids)
+	defer unlock()
+	reqs := make([]recordReq, 0, len(srcs))
+	idx := make([]int, 0, len(srcs))
+	commits := make([]func(), len(srcs))
+	now := s.opts.Now()
+	for i, p := range plans {
+		if errs[i] != nil {
+			continue
+		}
+		keys, err := s.planKeys(ctx, p)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		refs := make([]envelope.Ref, len(keys))
+		for j, k := range keys {
+			refs[j] = k.Ref
+		}
+		id, err := s.newID()
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		if commits[i], errs[i] = prepare(i, id, p, keys, refs); errs[i] != nil {
+			continue
+		}
+		reqs = append(reqs, recordReq{id: id, p: p, refs: refs, sealed: true, now: now, done: make(chan error, 1)})
+		idx = append(idx, i)
+	}
+	// Queue every registration, then wait for each: once queued, a
+	// registration is written or refused by the writer, and the barrier
+	// locks must cover it until then, whatever ctx does.
+	queued := 0
+	for ; queued < len(reqs); queued++ {
+		if err := enqueue(ctx, s, s.recordQ, reqs[queued]); err != nil {
+			for _, i := range idx[queued:] {
+				errs[i] = fmt.Errorf("sealing: record: %w", err)
+			}
+			break
+		}
+	}
+	for j := range reqs[:queued] {
+		i := idx[j]
+		if errs[i] = <-reqs[j].done; errs[i] == nil {
+			commits[i]()
+		}
+	}
+	return errs
+}
+
+// leaseParents adds the artifacts of src's leases to its parents, and
+// clears its leases.
+func (s *Service) leaseParents(ctx context.Context, src *shredd.Source) error {
+	if len(src.Leases) > MaxParents {
+		return fmt.Errorf("sealing: %d leases, at most %d: %w", len(src.Leases), MaxParents, shredd.ErrTooLarge)
+	}
+	parents := slices.Clone(src.Parents)
+	for _, lid := range src.Leases {
+		l, err := s.GetLease(ctx, lid)
+		if err != nil {
+			return leaseErr(lid, err)
+		}
+		parents = append(parents, l.Artifact)
+	}
+	src.Parents, src.Leases = parents, nil
+	return nil
+}
