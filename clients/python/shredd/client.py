@@ -9,7 +9,7 @@
 
 ==============  ==========================================================
 ``kinds``       :class:`Kinds`: list and register artifact kinds
-``sealing``     :class:`Sealing`: encrypt/decrypt, JSON and raw routes, batches, derivatives
+``sealing``     :class:`Sealing`: encrypt/decrypt, JSON and raw routes, batches, derivatives, client-side sealing
 ``leases``      :class:`Leases`: release; decrypt as a context manager that releases
 ``artifacts``   :class:`Artifacts`: register plaintext-held artifacts, look one up
 ``forgets``     :class:`Forgets`: forget, dry run, status, verify, attestation, export
@@ -25,9 +25,10 @@ import time
 from contextlib import contextmanager
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
+from . import _seal
 from . import types as t
 from ._http import DEFAULT_MAX_RESPONSE, DEFAULT_RETRIES, DEFAULT_TIMEOUT, DEFAULT_URL, Headers, Response, Transport
-from .errors import error_from_item
+from .errors import Error, error_from_item
 
 __all__ = ["Client", "Kinds", "Sealing", "Leases", "Artifacts", "Forgets", "Holders", "Log", "MAX_BATCH"]
 
@@ -94,12 +95,12 @@ def _path(segment: str) -> str:
     return urllib.parse.quote(segment, safe="")
 
 
-def _encrypt_wire(kind: str, plaintext: bytes, subject: Optional[str], subjects: Optional[Sequence[str]],
-                  parents: Optional[Sequence[str]], leases: Optional[Sequence[str]], context: Optional[bytes],
-                  holder: Optional[str]) -> Dict[str, Any]:
-    if not isinstance(plaintext, (bytes, bytearray, memoryview)):
-        raise TypeError("shredd: plaintext must be bytes (encode text first)")
-    w: Dict[str, Any] = {"kind": kind, "plaintext": t.b64(bytes(plaintext))}
+def _source_wire(kind: str, subject: Optional[str], subjects: Optional[Sequence[str]],
+                 parents: Optional[Sequence[str]], leases: Optional[Sequence[str]],
+                 holder: Optional[str]) -> Dict[str, Any]:
+    # What an artifact is made of: the fields of an encrypt request but its
+    # plaintext and context (the whole request of POST /v1/datakey).
+    w: Dict[str, Any] = {"kind": kind}
     subs = _subjects(subject, subjects)
     if subs:
         w["subjects"] = subs
@@ -107,18 +108,47 @@ def _encrypt_wire(kind: str, plaintext: bytes, subject: Optional[str], subjects:
         w["parents"] = list(parents)
     if leases:
         w["leases"] = list(leases)
-    if context:
-        w["context"] = t.b64(bytes(context))
     if holder:
         w["holder"] = holder
     return w
 
 
+def _encrypt_wire(kind: str, plaintext: bytes, subject: Optional[str], subjects: Optional[Sequence[str]],
+                  parents: Optional[Sequence[str]], leases: Optional[Sequence[str]], context: Optional[bytes],
+                  holder: Optional[str]) -> Dict[str, Any]:
+    if not isinstance(plaintext, (bytes, bytearray, memoryview)):
+        raise TypeError("shredd: plaintext must be bytes (encode text first)")
+    w = _source_wire(kind, subject, subjects, parents, leases, holder)
+    w["plaintext"] = t.b64(bytes(plaintext))
+    if context:
+        w["context"] = t.b64(bytes(context))
+    return w
+
+
+def _seal_answer(d: Mapping[str, Any], plaintext: Any, context: Optional[Any], op: str) -> t.Sealed:
+    """_seal_answer seals plaintext with the data key of one answer of POST
+    /v1/datakey and overwrites the key's bytearray, sealed or not."""
+    key = bytearray(t.unb64(d["key"]))
+    try:
+        header = t.unb64(d["header"])
+        try:
+            artifact, count, _ = _seal.parse_header(header)
+        except ValueError as e:
+            raise Error("shredd: %s: the server answered a header this client cannot seal with: %s" % (op, e)) from None
+        if artifact != d["artifact"] or count != int(d["lineage_size"]):
+            raise Error("shredd: %s: the header is not that of the artifact answered" % op)
+        env = _seal.seal(header, key, plaintext, context)
+    finally:
+        _seal.zero(key)
+    return t.Sealed(envelope=env, artifact=d["artifact"], lineage_size=int(d["lineage_size"]))
+
+
 class Sealing(_Part):
     """Sealing encrypts and decrypts artifacts (``POST /v1/encrypt``,
-    ``/v1/decrypt``, their batches and their raw-body routes). None of
-    these calls is retried: an encrypt lost in transit may have registered
-    its artifact, and a decrypt issues a lease."""
+    ``/v1/decrypt``, their batches and their raw-body routes) and seals
+    them on the client (``POST /v1/datakey``). None of these calls is
+    retried: an encrypt lost in transit may have registered its artifact,
+    and a decrypt issues a lease."""
 
     def encrypt(self, kind: str, plaintext: bytes, *, subject: Optional[str] = None,
                 subjects: Optional[Sequence[str]] = None, parents: Optional[Sequence[str]] = None,
@@ -170,6 +200,69 @@ class Sealing(_Part):
                                                                  r.header("X-Request-Id"))))
             else:
                 out.append(t.EncryptResult(value=t.Encrypted.from_json(res)))
+        return out
+
+    def seal(self, kind: str, plaintext: bytes, *, subject: Optional[str] = None,
+             subjects: Optional[Sequence[str]] = None, parents: Optional[Sequence[str]] = None,
+             leases: Optional[Sequence[str]] = None, context: Optional[bytes] = None,
+             holder: Optional[str] = None) -> t.Sealed:
+        """seal is encrypt with the plaintext sealed here, on the client:
+        the keywords and the errors are encrypt's, and the plaintext and
+        context never leave this process. See seal_many."""
+        _seal.aesgcm()  # before anything is registered
+        _seal.check_sizes(plaintext, context)
+        r = self._call("POST", "/v1/datakey", _source_wire(kind, subject, subjects, parents, leases, holder))
+        return _seal_answer(r.json(), plaintext, context, "POST /v1/datakey")
+
+    def seal_many(self, items: Sequence[Mapping[str, Any]]) -> List[t.SealResult]:
+        """seal_many seals up to MAX_BATCH artifacts on the client. Items
+        are the dicts of encrypt_batch (``kind``, ``plaintext``,
+        ``subject``/``subjects``, ``parents``, ``leases``, ``context``,
+        ``holder``). One POST /v1/datakey batch registers every artifact,
+        with the checks of encrypt (the forget barrier, the kind, forgotten
+        parents), and answers for each its envelope header and artifact
+        key; each plaintext is then sealed here (AES-256-GCM, from the
+        ``cryptography`` package) into exactly the envelope encrypt would
+        have answered, which decrypt opens. The plaintexts and contexts
+        never cross the network.
+
+        One result per item, in order: a failed item has ``error`` set (it
+        was not registered), every other item was registered and sealed.
+        Plaintexts over 64 MiB and contexts over 4,096 bytes raise
+        ValueError before anything is sent. A header the client cannot
+        seal with raises shredd.Error for the whole call.
+
+        An artifact key is as secret as the plaintext it seals, and seals
+        one plaintext only. Each key is held in a bytearray that is
+        overwritten once its plaintext is sealed (or the call fails), but
+        Python cannot promise that no other copy exists: the response body
+        and its decoded JSON hold the key in base64, as immutable objects
+        that are freed, not wiped, and ``cryptography`` may copy the key
+        internally. A writer that must bound where key material can linger
+        should seal in a short-lived process. The writer drops its
+        plaintext too: a forget cannot reach a copy the writer kept."""
+        if not items:
+            raise ValueError("shredd: an empty batch")
+        _seal.aesgcm()  # before anything is registered
+        wire = []
+        for i, it in enumerate(items):
+            try:
+                _seal.check_sizes(it.get("plaintext", b""), it.get("context"))
+            except (TypeError, ValueError) as e:
+                raise type(e)("%s (item %d)" % (e, i)) from None
+            wire.append(_source_wire(it["kind"], it.get("subject"), it.get("subjects"), it.get("parents"),
+                                     it.get("leases"), it.get("holder")))
+        r = self._call("POST", "/v1/datakey", {"batch_input": wire})
+        results = r.json()["batch_results"]
+        if len(results) != len(items):
+            raise Error("shredd: POST /v1/datakey: %d results for %d items" % (len(results), len(items)))
+        out: List[t.SealResult] = []
+        for i, (it, res) in enumerate(zip(items, results)):
+            op = "POST /v1/datakey item %d" % i
+            if "error" in res:
+                out.append(t.SealResult(error=error_from_item(res["error"], op, r.header("X-Request-Id"))))
+            else:
+                out.append(t.SealResult(value=_seal_answer(res, it.get("plaintext", b""), it.get("context"), op)))
         return out
 
     def decrypt_batch(self, items: Sequence[Union[str, Mapping[str, Any]]]) -> List[t.DecryptResult]:

@@ -16,7 +16,7 @@ __all__ = [
     "Health", "Ready", "Kind", "Encrypted", "Lease", "Decrypted", "RawEncrypted", "RawDecrypted",
     "Artifact", "Condition", "Forget", "ForgetPage", "PreviewArtifact", "PreviewCounts", "Preview", "Epoch",
     "Holder", "PurgeWork", "AckResult", "InventoryItem", "InventoryReport", "EncryptResult", "DecryptResult",
-    "HolderStatus", "HolderPage", "InventoryStatus",
+    "HolderStatus", "HolderPage", "InventoryStatus", "Sealed", "SealResult",
     "STATES",
 ]
 
@@ -182,6 +182,42 @@ class RawEncrypted:
     def ciphertext(self) -> str:
         """ciphertext is the envelope in the text form of the JSON routes."""
         return "shredd:v1:" + base64.urlsafe_b64encode(self.envelope).decode("ascii").rstrip("=")
+
+
+@dataclass(frozen=True)
+class Sealed:
+    """Sealed is an artifact sealed on the client (Sealing.seal,
+    Sealing.seal_many): the binary envelope, the same bytes the server
+    would have sealed, its artifact id and the number of subjects of its
+    lineage."""
+    envelope: bytes = field(repr=False)
+    artifact: str
+    lineage_size: int
+
+    @property
+    def ciphertext(self) -> str:
+        """ciphertext is the envelope in the text form (``shredd:v1:``):
+        what decrypt opens."""
+        return "shredd:v1:" + base64.urlsafe_b64encode(self.envelope).decode("ascii").rstrip("=")
+
+
+@dataclass(frozen=True)
+class SealResult:
+    """SealResult is one item of Sealing.seal_many (see EncryptResult): a
+    failed item was not registered and nothing was sealed for it."""
+    value: Optional[Sealed] = None
+    error: Optional[APIError] = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def unwrap(self) -> Sealed:
+        """unwrap returns the value or raises the item's error."""
+        if self.error is not None:
+            raise self.error
+        assert self.value is not None
+        return self.value
 
 
 @dataclass(frozen=True)
