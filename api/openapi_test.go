@@ -71,6 +71,8 @@ var walkthrough = []struct{ op, example string }{
 	{"logProof", "first"},
 	{"logConsistency", "since_first"},
 	{"metrics", "scrape"},
+	{"dataKey", "record"},
+	{"dataKey", "batch"},
 }
 
 // idKeys are the response fields whose values differ from run to run and
@@ -83,7 +85,8 @@ var idKeys = map[string]bool{"artifact": true, "ciphertext": true, "forget": tru
 // still checks their type and format).
 var volatileKeys = map[string]bool{"created_at": true, "requested_at": true, "committed_at": true, "rekeyed_at": true,
 	"shredded_at": true, "deadline": true, "started_at": true, "finished_at": true, "request_id": true,
-	"issued_at": true, "expires_at": true, "released_at": true, "commitment_salt": true}
+	"issued_at": true, "expires_at": true, "released_at": true, "commitment_salt": true,
+	"header": true, "key": true}
 
 var httpMethods = []string{"get", "put", "post", "delete", "patch", "head", "options", "trace"}
 
