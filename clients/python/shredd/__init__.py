@@ -23,7 +23,7 @@ from .errors import (APIError, Conflict, Error, Forbidden, InternalError, Invali
 from .types import (AckResult, Artifact, Condition, Decrypted, DecryptResult, Encrypted, EncryptResult, Epoch,
                     Forget, ForgetPage, Health, Holder, HolderPage, HolderStatus, InventoryItem, InventoryReport,
                     InventoryStatus, Kind, Lease, Preview, PreviewArtifact, PreviewCounts, PurgeWork, RawDecrypted,
-                    RawEncrypted, Ready)
+                    RawEncrypted, Ready, Sealed, SealResult)
 
 __version__ = "0.1.0"
 
@@ -37,5 +37,5 @@ __all__ = [
     "AckResult", "Artifact", "Condition", "Decrypted", "DecryptResult", "Encrypted", "EncryptResult", "Epoch",
     "Forget", "ForgetPage", "Health", "Holder", "HolderPage", "HolderStatus", "InventoryItem", "InventoryReport",
     "InventoryStatus", "Kind", "Lease", "Preview",
-    "PreviewArtifact", "PreviewCounts", "PurgeWork", "RawDecrypted", "RawEncrypted", "Ready",
+    "PreviewArtifact", "PreviewCounts", "PurgeWork", "RawDecrypted", "RawEncrypted", "Ready", "Sealed", "SealResult",
 ]
