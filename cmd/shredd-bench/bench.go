@@ -30,6 +30,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/shredd/shredd/api/client"
 	"github.com/shredd/shredd/internal/netaddr"
 	"github.com/shredd/shredd/internal/node"
 )
@@ -44,9 +45,16 @@ const (
 	opRaw        = "raw"         // POST /v1/encrypt/raw
 	opRawDecrypt = "raw-decrypt" // POST /v1/decrypt/raw
 	opVerify     = "verify"      // forget the heavy subject, then time POST /v1/forgets/{id}/verify
+	// Client-side sealing through the Go client (POST /v1/datakey, then
+	// AES-GCM on the client): one --payload item per call (Seal), --batch
+	// items per call (SealMany), one --raw-payload item per call. Vault and
+	// the no-op handler get their encrypt, batch and raw calls.
+	opSeal      = "seal"
+	opSealBatch = "seal-batch"
+	opSealRaw   = "seal-raw"
 )
 
-var benchOps = []string{opEncrypt, opDecrypt, opBatch, opForget, opMixed, opRaw, opRawDecrypt, opVerify}
+var benchOps = []string{opEncrypt, opDecrypt, opBatch, opForget, opMixed, opRaw, opRawDecrypt, opVerify, opSeal, opSealBatch, opSealRaw}
 
 // Targets of `shredd-bench`.
 const (
@@ -90,7 +98,7 @@ func parseBench(args []string, stderr io.Writer, getenv func(string) string) (*b
 	fl.DurationVar(&c.Duration, "duration", 10*time.Second, "duration of each operation against each target")
 	fl.Int64Var(&c.MaxOps, "max-ops", 10_000_000, "at most this many requests per operation and target")
 	fl.IntVar(&c.Payload, "payload", 1024, "plaintext bytes of encrypt, decrypt, batch and mixed")
-	fl.IntVar(&c.RawPayload, "raw-payload", 1<<20, "plaintext bytes of raw and raw-decrypt")
+	fl.IntVar(&c.RawPayload, "raw-payload", 1<<20, "plaintext bytes of raw, raw-decrypt and seal-raw")
 	fl.IntVar(&c.Batch, "batch", 100, "items per batch")
 	fl.IntVar(&c.Subjects, "subjects", 1000, "subjects: encrypt and decrypt use the lower half ("+benchSubject(0)+" ...), forget the upper half from the top")
 	fl.StringVar(&c.URL, "url", "", "shredd to drive (default: start one, --serve-self); several nodes of one cluster, comma-separated: clients spread round-robin over them")
@@ -661,6 +669,9 @@ type call struct {
 	items int // batch items
 	bytes int // plaintext bytes
 	want  int // expected status
+	// seal, when set, replaces the HTTP call: it runs the Go client's
+	// client-side sealing and returns the items that failed.
+	seal func(ctx context.Context, gc *client.Client) (failed int, err error)
 }
 
 // workload makes the calls of one operation against one target; next is
@@ -777,7 +788,7 @@ func (c *benchConfig) run(ctx context.Context, stderr io.Writer) (*benchReport, 
 			rep.Results = append(rep.Results, r)
 			continue
 		}
-		if op == opRaw || op == opRawDecrypt {
+		if (op == opRaw || op == opRawDecrypt || op == opSealRaw) && rep.AEAD == nil {
 			a := aeadBaseline(c.RawPayload, min(c.Duration, 3*time.Second))
 			rep.AEAD = &a
 			logf("aead: AES-256-GCM seal of %d bytes on %d cores: %.0f MB/s", a.Payload, a.Workers, a.MBPerS)
@@ -839,7 +850,7 @@ func (rep *benchReport) ratios() {
 				rep.Ratios = append(rep.Ratios, benchRatio{Op: r.Op, Baseline: b.Target, Ratio: r.ItemsPerS / b.ItemsPerS})
 			}
 		}
-		if (r.Op == opRaw || r.Op == opRawDecrypt) && rep.AEAD != nil && rep.AEAD.MBPerS > 0 {
+		if (r.Op == opRaw || r.Op == opRawDecrypt || r.Op == opSealRaw) && rep.AEAD != nil && rep.AEAD.MBPerS > 0 {
 			rep.Ratios = append(rep.Ratios, benchRatio{Op: r.Op, Baseline: "aead", Ratio: r.MBPerS / rep.AEAD.MBPerS})
 		}
 	}
@@ -1046,6 +1057,20 @@ func (d *benchData) workload(c *benchConfig, target, op string) *workload {
 	pick := func(calls []call) *workload {
 		return &workload{next: func(rng *mrand.Rand) call { return calls[rng.IntN(len(calls))] }}
 	}
+	switch op { // the baselines of client-side sealing are the server-side calls
+	case opSeal:
+		if target != targetShredd {
+			op = opEncrypt
+		}
+	case opSealBatch:
+		if target != targetShredd {
+			op = opBatch
+		}
+	case opSealRaw:
+		if target != targetShredd {
+			op = opRaw
+		}
+	}
 	switch target {
 	case targetVault:
 		switch op {
@@ -1117,6 +1142,36 @@ func (d *benchData) workload(c *benchConfig, target, op string) *workload {
 				hdr: [][2]string{{"Shredd-Kind", "episodic"}, {"Shredd-Subject", benchSubject(s)}}})
 		}
 		return pick(calls)
+	case opSeal, opSealBatch, opSealRaw:
+		pt, size := d.pt, 1
+		switch op {
+		case opSealBatch:
+			size = c.Batch
+		case opSealRaw:
+			pt = d.rawPT
+		}
+		var calls []call
+		for i := range 16 {
+			reqs := make([]client.EncryptRequest, size)
+			for j := range reqs {
+				reqs[j] = client.EncryptRequest{Subjects: []string{benchSubject(d.pool[(i*size+j)%len(d.pool)])}, Kind: "episodic", Plaintext: pt}
+			}
+			calls = append(calls, call{items: size, bytes: size * len(pt), want: 200, seal: func(ctx context.Context, gc *client.Client) (int, error) {
+				if size == 1 {
+					_, err := gc.Seal(ctx, reqs[0])
+					return 0, err
+				}
+				res, err := gc.SealMany(ctx, reqs)
+				failed := 0
+				for _, r := range res {
+					if r.Err != nil {
+						failed++
+					}
+				}
+				return failed, err
+			}})
+		}
+		return pick(calls)
 	case opRawDecrypt:
 		return pick([]call{{path: "/v1/decrypt/raw", body: d.rawEnv, ctype: "application/octet-stream", items: 1, bytes: c.RawPayload, want: 200,
 			hdr: [][2]string{{"Shredd-Holder", "bench"}}}})
@@ -1145,8 +1200,42 @@ func (c *benchConfig) load(ctx context.Context, hc *http.Client, t *benchTarget,
 			rng := mrand.New(mrand.NewPCG(uint64(i), uint64(start.UnixNano())))
 			buf := make([]byte, 0, 64<<10)
 			nd := nodes[i%len(nodes)] // round-robin: client i stays on node i mod n
+			var gc *client.Client
 			for ctx.Err() == nil && issued.Add(1) <= c.MaxOps {
 				cl := w.next(rng)
+				if cl.seal != nil {
+					if gc == nil {
+						var err error
+						if gc, err = client.New(nd.url, t.token, client.WithHTTPClient(nd.hc)); err != nil {
+							errs.Add(1)
+							firstErr.CompareAndSwap(nil, "client")
+							continue
+						}
+					}
+					t0 := time.Now()
+					failed, err := cl.seal(ctx, gc)
+					el := time.Since(t0)
+					if err != nil {
+						if ctx.Err() == nil {
+							errs.Add(1)
+							kind := "seal"
+							if e, ok := client.AsError(err); ok {
+								kind = e.Code
+							}
+							firstErr.CompareAndSwap(nil, kind)
+						}
+						continue
+					}
+					if failed > 0 {
+						errs.Add(int64(failed))
+						firstErr.CompareAndSwap(nil, "batch item failed")
+					}
+					lat[i] = append(lat[i], el)
+					ok := int64(cl.items - failed)
+					items.Add(ok)
+					bytesDone.Add(ok * int64(cl.bytes/max(cl.items, 1)))
+					continue
+				}
 				req, err := http.NewRequestWithContext(ctx, http.MethodPost, nd.url+cl.path, bytes.NewReader(cl.body))
 				if err != nil {
 					errs.Add(1)
@@ -1220,10 +1309,10 @@ func (c *benchConfig) load(ctx context.Context, hc *http.Client, t *benchTarget,
 		Requests: int64(len(all)), Items: items.Load(), Errors: errs.Load(),
 		OpsPerS: float64(len(all)) / el, ItemsPerS: float64(items.Load()) / el, MBPerS: float64(bytesDone.Load()) / el / 1e6,
 		P50ms: q(0.50), P99ms: q(0.99), P999ms: q(0.999), MaxMs: q(1)}
-	if op == opBatch {
+	if op == opBatch || op == opSealBatch {
 		r.Batch = c.Batch
 	}
-	if op == opRaw || op == opRawDecrypt {
+	if op == opRaw || op == opRawDecrypt || op == opSealRaw {
 		r.Payload = c.RawPayload
 	}
 	if op == opForget {

@@ -188,7 +188,7 @@ func (s *server) expect(t *testing.T, want int, method, path string, body, out a
 // it, without errors, and the ratios are there. No timing is asserted.
 func TestBench(t *testing.T) {
 	v := vaulttest.Dev(t)
-	ops := []string{opEncrypt, opDecrypt, opBatch, opForget, opMixed, opRaw, opRawDecrypt}
+	ops := []string{opEncrypt, opDecrypt, opBatch, opForget, opMixed, opRaw, opRawDecrypt, opSeal, opSealBatch, opSealRaw}
 	out := runBench(t, []string{"VAULT_ADDR=" + v.Addr, "VAULT_TOKEN=" + v.RootToken},
 		"--ops", strings.Join(ops, ","), "--duration", "300ms", "--clients", "4", "--subjects", "200",
 		"--batch", "10", "--raw-payload", "65536", "--json")
@@ -215,7 +215,8 @@ func TestBench(t *testing.T) {
 	for _, op := range ops {
 		want = append(want, targetShredd+"/"+op, targetNoop+"/"+op)
 	}
-	want = append(want, targetVault+"/"+opEncrypt, targetVault+"/"+opDecrypt, targetVault+"/"+opBatch)
+	want = append(want, targetVault+"/"+opEncrypt, targetVault+"/"+opDecrypt, targetVault+"/"+opBatch,
+		targetVault+"/"+opSeal, targetVault+"/"+opSealBatch) // client-side sealing against Vault's encrypts
 	for _, k := range want {
 		if _, ok := got[k]; !ok {
 			t.Errorf("no result for %s", k)
@@ -224,8 +225,10 @@ func TestBench(t *testing.T) {
 	if len(got) != len(want) {
 		t.Errorf("%d results, want %d: %v", len(got), len(want), rep.Results)
 	}
-	if b := got[targetShredd+"/"+opBatch]; b.Items != 10*b.Requests || b.Batch != 10 {
-		t.Errorf("batch: %d items in %d requests of %d", b.Items, b.Requests, b.Batch)
+	for _, op := range []string{opBatch, opSealBatch} {
+		if b := got[targetShredd+"/"+op]; b.Items != 10*b.Requests || b.Batch != 10 {
+			t.Errorf("%s: %d items in %d requests of %d", op, b.Items, b.Requests, b.Batch)
+		}
 	}
 	if rep.Fsync == nil || rep.Fsync.Samples < 1 || rep.Fsync.CeilingPerS <= 0 {
 		t.Errorf("fsync baseline %+v", rep.Fsync)
@@ -240,7 +243,8 @@ func TestBench(t *testing.T) {
 		}
 		ratios[r.Op+"/"+r.Baseline] = true
 	}
-	for _, k := range []string{"encrypt/vault", "encrypt/noop", "decrypt/vault", "batch/vault", "forget/noop", "raw/aead", "raw-decrypt/aead"} {
+	for _, k := range []string{"encrypt/vault", "encrypt/noop", "decrypt/vault", "batch/vault", "forget/noop", "raw/aead", "raw-decrypt/aead",
+		"seal/vault", "seal/noop", "seal-batch/vault", "seal-raw/aead"} {
 		if !ratios[k] {
 			t.Errorf("no ratio %s: %v", k, rep.Ratios)
 		}
