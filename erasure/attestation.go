@@ -145,6 +145,9 @@ func (s *Service) keyEvidence(ctx context.Context, r forgetRow, k *attest.KeyEvi
 // closed, and the holders' acks; it returns the number of collateral
 // aggregates (artifacts that also carry other subjects).
 func (s *Service) lineageArtifacts(ctx context.Context, r forgetRow, p *attest.Predicate) (int, error) {
+	if err := s.Settle(ctx); err != nil { // the lineage by subject
+		return 0, fmt.Errorf("erasure: attestation: %w", err)
+	}
 	rows, err := s.db.QueryContext(ctx, `SELECT a.id, a.kind, a.holder, a.sealed,
 			(SELECT count(*) - 1 FROM lineage o WHERE o.artifact = l.artifact),
 			(SELECT h.signature FROM acked k JOIN holder_acks h ON h.id = k.ack WHERE k.forget = ? AND k.artifact = a.id)

@@ -29,6 +29,9 @@ const reportedState = `CASE
 // its own rows, not those before it); only the forgets of the page are
 // evaluated in full. A malformed cursor, limit or state is ErrInvalid.
 func (s *Service) ListForgets(ctx context.Context, q shredd.ForgetQuery) (shredd.ForgetPage, error) {
+	if err := s.Settle(ctx); err != nil { // the states read the lineage by subject
+		return shredd.ForgetPage{}, fmt.Errorf("erasure: list forgets: %w", err)
+	}
 	switch q.State {
 	case "", shredd.StateRequested, shredd.StateCommitted, shredd.StateShredded, shredd.StateErased, shredd.StateBlocked, shredd.StateOverdue:
 	default:

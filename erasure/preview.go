@@ -24,6 +24,9 @@ func (s *Service) Preview(ctx context.Context, subject string) (shredd.Preview, 
 	}
 	sid := s.hasher.SID(subject)
 	var p shredd.Preview
+	if err := s.Settle(ctx); err != nil { // the lineage by subject and the children by parent
+		return shredd.Preview{}, fmt.Errorf("erasure: preview: %w", err)
+	}
 	st, _, err := s.keys.State(ctx, sid)
 	if err != nil {
 		return shredd.Preview{}, fmt.Errorf("erasure: preview: %w", err)

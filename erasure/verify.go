@@ -20,6 +20,11 @@ import (
 // verification evaluates the five conditions of a committed forget. It reads
 // the registry and the key tree and writes nothing.
 func (s *Service) verification(ctx context.Context, r forgetRow) ([]shredd.Condition, bool, error) {
+	// Every registration committed before the forget's barrier is in the
+	// lineage by subject once settled.
+	if err := s.Settle(ctx); err != nil {
+		return nil, false, fmt.Errorf("erasure: verify: %w", err)
+	}
 	now := s.opts.Now()
 	var out []shredd.Condition
 	allOK := true

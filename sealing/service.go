@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -42,7 +43,8 @@ type Service struct {
 	hasher *Hasher
 	opts   Options
 
-	barrier Barrier
+	barrier  Barrier
+	settleMu settler
 
 	leaseQ    chan leaseReq
 	recordQ   chan recordReq
@@ -69,6 +71,7 @@ func New(ctx context.Context, db *storage.DB, keys *keystore.Store, hasher *Hash
 	go svc.leaseWriter()
 	go svc.recordWriter()
 	go svc.checkpointer()
+	go svc.settleLoop()
 	return svc, nil
 }
 
@@ -303,6 +306,20 @@ func (s *Service) parentRefs(ctx context.Context, par shredd.ID) ([]envelope.Ref
 	return m[par], nil
 }
 
+// placeholders returns "?1, ?2, ..., ?n": numbered, so that a statement can
+// use the same arguments twice.
+func placeholders(n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("?")
+		b.WriteString(strconv.Itoa(i + 1))
+	}
+	return b.String()
+}
+
 // maxParentQuery bounds the ids of one parentsOf query.
 const maxParentQuery = 256
 
@@ -319,7 +336,10 @@ func (s *Service) parentsOf(ctx context.Context, ids []shredd.ID) (map[shredd.ID
 		for i := range chunk {
 			args[i] = chunk[i][:]
 		}
-		q := `SELECT artifact, sid, gen FROM lineage WHERE artifact IN (?` + strings.Repeat(`, ?`, len(chunk)-1) + `)`
+		// One statement reads both tables: one snapshot, so that an
+		// artifact moving from one to the other (Settle) is read once.
+		in := placeholders(len(chunk))
+		q := `SELECT artifact, sid, gen FROM lineage WHERE artifact IN (` + in + `) UNION ALL SELECT artifact, sid, gen FROM lineage_staged WHERE artifact IN (` + in + `)`
 		rows, err := s.db.QueryContext(ctx, q, args...)
 		if err != nil {
 			return nil, fmt.Errorf("sealing: parent: %w", err)
@@ -551,7 +571,7 @@ func (s *Service) writeGroup(batch []recordReq, kinds map[string]bool) ([]error,
 		if errs[i] = s.checkRecord(ctx, st, kinds, live, r); errs[i] != nil {
 			continue
 		}
-		if err := insertRecord(ctx, st, r.id, r.p.kind, r.p.holder, r.sealed, r.now, r.p.parents, r.refs, func(sid envelope.SID) bool { return r.p.direct[sid] }); err != nil {
+		if err := insertRecord(ctx, st, r.id, r.p.kind, r.p.holder, r.sealed, r.now, r.p.parents, r.refs, func(sid envelope.SID) bool { return r.p.direct[sid] }, true); err != nil {
 			return nil, err
 		}
 	}
@@ -635,21 +655,26 @@ func (s *Service) checkRecord(ctx context.Context, st *txStmts, known map[string
 	return nil
 }
 
-// insertRecord writes the rows of one artifact.
+// insertRecord writes the rows of one artifact. staged writes its lineage
+// and parents into the staging tables (a registration: appends, settled
+// later), else straight into lineage and artifact_parents (a bulk import).
 func insertRecord(ctx context.Context, st *txStmts, id shredd.ID, kind, holder string, sealed bool, now time.Time, parents []shredd.ID,
-	refs []envelope.Ref, direct func(envelope.SID) bool) error {
+	refs []envelope.Ref, direct func(envelope.SID) bool, staged bool) error {
+	insParent, insLineage := `INSERT INTO artifact_parents(artifact, parent) VALUES (?, ?)`, `INSERT INTO lineage(artifact, sid, gen, direct) VALUES (?, ?, ?, ?)`
+	if staged {
+		insParent, insLineage = `INSERT INTO parents_staged(artifact, parent) VALUES (?, ?)`, `INSERT INTO lineage_staged(artifact, sid, gen, direct) VALUES (?, ?, ?, ?)`
+	}
 	if _, err := st.ExecContext(ctx, `INSERT INTO artifacts(id, kind, holder, sealed, created_at) VALUES (?, ?, ?, ?, ?)`,
 		id[:], kind, holder, sealed, now.UnixNano()); err != nil {
 		return fmt.Errorf("sealing: record: %w", err)
 	}
 	for _, par := range parents {
-		if _, err := st.ExecContext(ctx, `INSERT INTO artifact_parents(artifact, parent) VALUES (?, ?)`, id[:], par[:]); err != nil {
+		if _, err := st.ExecContext(ctx, insParent, id[:], par[:]); err != nil {
 			return fmt.Errorf("sealing: record: %w", err)
 		}
 	}
 	for _, ref := range refs {
-		if _, err := st.ExecContext(ctx, `INSERT INTO lineage(sid, artifact, gen, direct) VALUES (?, ?, ?, ?)`,
-			ref.SID[:], id[:], ref.Gen, direct(ref.SID)); err != nil {
+		if _, err := st.ExecContext(ctx, insLineage, id[:], ref.SID[:], ref.Gen, direct(ref.SID)); err != nil {
 			return fmt.Errorf("sealing: record: %w", err)
 		}
 	}
@@ -857,7 +882,10 @@ func (s *Service) GetArtifact(ctx context.Context, id shredd.ID) (shredd.Artifac
 		return shredd.Artifact{}, fmt.Errorf("sealing: artifact: %w", err)
 	}
 	a.CreatedAt = time.Unix(0, created).UTC()
-	rows, err := s.db.QueryContext(ctx, `SELECT parent FROM artifact_parents WHERE artifact=? ORDER BY parent`, id[:])
+	// Each statement reads the table and its staging table in one
+	// snapshot (Settle moves whole artifacts between them).
+	rows, err := s.db.QueryContext(ctx, `SELECT parent FROM artifact_parents WHERE artifact=?1 UNION ALL
+		SELECT parent FROM parents_staged WHERE artifact=?1 ORDER BY 1`, id[:])
 	if err != nil {
 		return shredd.Artifact{}, fmt.Errorf("sealing: artifact: %w", err)
 	}
@@ -872,7 +900,8 @@ func (s *Service) GetArtifact(ctx context.Context, id shredd.ID) (shredd.Artifac
 		a.Parents = append(a.Parents, p)
 	}
 	rows.Close()
-	rows, err = s.db.QueryContext(ctx, `SELECT sid, gen FROM lineage WHERE artifact=? ORDER BY sid`, id[:])
+	rows, err = s.db.QueryContext(ctx, `SELECT sid, gen FROM lineage WHERE artifact=?1 UNION ALL
+		SELECT sid, gen FROM lineage_staged WHERE artifact=?1 ORDER BY 1`, id[:])
 	if err != nil {
 		return shredd.Artifact{}, fmt.Errorf("sealing: artifact: %w", err)
 	}

@@ -1,0 +1,122 @@
+package sealing
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Staged lineage. A registration writes its artifact's lineage and parent
+// rows into lineage_staged and parents_staged, keyed by artifact id: its
+// ids are time-ordered, so a group commit appends to a few pages. The
+// tables keyed by subject (lineage) and by parent (artifact_parents'
+// index) would take one page per row, scattered over the table, which
+// bounded group commits at a fraction of the disk's sequential speed.
+// Settle moves the staged rows there later, many at once, in key order.
+//
+// Readers by artifact (parentsOf, GetArtifact) read both tables in one
+// statement. Readers by subject or by parent (package erasure: preview,
+// forget, verification, attestation, holders' purge work) call Settle
+// first: every registration committed before that call is then in the
+// tables they read. A registration committed after a forget's barrier
+// cannot carry the forgotten subject, so a reader after the barrier that
+// settles first sees the whole lineage of the forget.
+
+// settleChunk bounds the artifacts Settle moves in one transaction, so that
+// the write lock is never held long.
+const settleChunk = 4096
+
+// settleInterval is how often the background settler moves staged rows.
+const settleInterval = time.Second
+
+// settler serialises Settle calls: one mover at a time is enough.
+type settler struct{ mu sync.Mutex }
+
+// Settle moves every staged lineage and parent row into lineage and
+// artifact_parents, a chunk of whole artifacts per transaction, and returns
+// once none that was committed before the call is left. It is cheap when
+// nothing is staged: one read.
+func (s *Service) Settle(ctx context.Context) error {
+	s.settleMu.mu.Lock()
+	defer s.settleMu.mu.Unlock()
+	// The newest artifact staged now bounds the work: registrations
+	// committed later wait for the next call.
+	var limit []byte
+	switch err := s.db.QueryRowContext(ctx, `SELECT artifact FROM lineage_staged ORDER BY artifact DESC LIMIT 1`).Scan(&limit); {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return fmt.Errorf("sealing: settle: %w", err)
+	}
+	for {
+		more, err := s.settleChunk(ctx, limit)
+		if err != nil || !more {
+			return err
+		}
+	}
+}
+
+// settleChunk moves the staged rows of the oldest settleChunk artifacts up
+// to limit in one transaction, and reports whether rows up to limit are
+// left. An artifact's rows move together.
+func (s *Service) settleChunk(ctx context.Context, limit []byte) (bool, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("sealing: settle: %w", err)
+	}
+	defer tx.Rollback()
+	// The upper bound of the chunk: the settleChunk-th artifact, or the
+	// last when fewer are staged. Writers are serialised, so the statements
+	// below see the same staged rows.
+	var bound []byte
+	err = tx.QueryRowContext(ctx, `SELECT artifact FROM (SELECT DISTINCT artifact FROM lineage_staged WHERE artifact <= ? ORDER BY artifact LIMIT ?) c
+		ORDER BY artifact DESC LIMIT 1`, limit, settleChunk).Scan(&bound)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("sealing: settle: %w", err)
+	}
+	stmts := []string{
+		`INSERT INTO lineage(sid, artifact, gen, direct) SELECT sid, artifact, gen, direct FROM lineage_staged WHERE artifact <= ? ORDER BY sid, artifact`,
+		`DELETE FROM lineage_staged WHERE artifact <= ?`,
+		`INSERT INTO artifact_parents(artifact, parent) SELECT artifact, parent FROM parents_staged WHERE artifact <= ? ORDER BY artifact, parent`,
+		`DELETE FROM parents_staged WHERE artifact <= ?`,
+	}
+	for _, q := range stmts {
+		if _, err := tx.ExecContext(ctx, q, bound); err != nil {
+			return false, fmt.Errorf("sealing: settle: %w", err)
+		}
+	}
+	var more int
+	switch err := tx.QueryRowContext(ctx, `SELECT 1 FROM lineage_staged WHERE artifact <= ? LIMIT 1`, limit).Scan(&more); {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return false, fmt.Errorf("sealing: settle: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("sealing: settle: %w", err)
+	}
+	return more == 1, nil
+}
+
+// settleLoop settles in the background every settleInterval, until Close.
+// Errors are left to the next round: staged rows are already durable, and
+// readers settle again before they read.
+func (s *Service) settleLoop() {
+	t := time.NewTicker(settleInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_ = s.Settle(ctx)
+		cancel()
+	}
+}
