@@ -116,6 +116,14 @@ type BulkOptions struct {
 	// directory that nothing serves yet, which a crash may leave torn;
 	// DB.Sync makes it durable afterwards.
 	NoSync bool
+	// Relaxed commits without waiting for the disk, in order: a crash of
+	// the machine may lose the transaction, and then every one committed
+	// after it too, but never leaves the database torn, and the next
+	// durable commit of any connection makes it durable. For work that
+	// resumes from whatever it committed (a bucket re-key's chunks):
+	// SQLite's synchronous=NORMAL in WAL mode, PostgreSQL's
+	// synchronous_commit=off.
+	Relaxed bool
 }
 
 // A Querier is a *DB or a *Tx: what a read or a single write needs.
