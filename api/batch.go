@@ -143,6 +143,34 @@ func serveCallMany[Req, Resp any](s *Server, w http.ResponseWriter, r *http.Requ
 	writeJSON(w, http.StatusOK, out)
 }
 
+// runValid is the batch runner of a route whose service takes a whole
+// batch: it validates each request with check, runs the valid ones through
+// run at once, and answers each request in order: its validation error, or
+// run's result or error for it.
+func runValid[Req, In, Out, Resp any](reqs []*Req, check func(*Req) (In, error), run func([]In) ([]Out, []error),
+	answer func(Out) Resp) ([]Resp, []error) {
+	out := make([]Resp, len(reqs))
+	errs := make([]error, len(reqs))
+	in := make([]In, 0, len(reqs))
+	idx := make([]int, 0, len(reqs))
+	for i, req := range reqs {
+		v, err := check(req)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		in = append(in, v)
+		idx = append(idx, i)
+	}
+	res, rerrs := run(in)
+	for j, i := range idx {
+		if errs[i] = rerrs[j]; errs[i] == nil {
+			out[i] = answer(res[j])
+		}
+	}
+	return out, errs
+}
+
 // batchWorkers bounds the items of one batch that run at once.
 const batchWorkers = 64
 

@@ -38,26 +38,10 @@ func (s *Server) dataKey(w http.ResponseWriter, r *http.Request) {
 // dataKeyMany runs the items of a data key batch through the service's
 // batch path: their registrations are committed together.
 func (s *Server) dataKeyMany(ctx context.Context, reqs []*dataKeyRequest) ([]dataKeyResponse, []error) {
-	out := make([]dataKeyResponse, len(reqs))
-	errs := make([]error, len(reqs))
-	srcs := make([]shredd.Source, 0, len(reqs))
-	idx := make([]int, 0, len(reqs))
-	for i, req := range reqs {
-		src, err := req.source(ctx)
-		if err != nil {
-			errs[i] = err
-			continue
-		}
-		srcs = append(srcs, src)
-		idx = append(idx, i)
-	}
-	dks, derrs := s.svc.DataKeys(ctx, srcs)
-	for j, i := range idx {
-		if errs[i] = derrs[j]; errs[i] == nil {
-			out[i] = dataKeyAnswer(dks[j])
-		}
-	}
-	return out, errs
+	return runValid(reqs,
+		func(req *dataKeyRequest) (shredd.Source, error) { return req.source(ctx) },
+		func(srcs []shredd.Source) ([]shredd.DataKey, []error) { return s.svc.DataKeys(ctx, srcs) },
+		dataKeyAnswer)
 }
 
 // source validates a data key request.

@@ -135,31 +135,19 @@ func (req *encryptRequest) sealInput(ctx context.Context) (shredd.SealInput, err
 // encryptMany runs the items of an encrypt batch through the service's
 // batch path: their registrations are committed together.
 func (s *Server) encryptMany(ctx context.Context, reqs []*encryptRequest) ([]encryptResponse, []error) {
-	out := make([]encryptResponse, len(reqs))
-	errs := make([]error, len(reqs))
-	in := make([]shredd.SealInput, 0, len(reqs))
-	idx := make([]int, 0, len(reqs))
-	for i, req := range reqs {
-		it, err := req.sealInput(ctx)
-		if err != nil {
-			errs[i] = err
-			continue
-		}
-		in = append(in, it)
-		idx = append(idx, i)
-	}
-	defer func() {
-		for _, it := range in {
-			clear(it.Plaintext)
-		}
-	}()
-	sealed, serrs := s.svc.EncryptMany(ctx, in)
-	for j, i := range idx {
-		if errs[i] = serrs[j]; errs[i] == nil {
-			out[i] = encryptResponse{Artifact: sealed[j].Artifact.String(), Ciphertext: sealed[j].Ciphertext, LineageSize: sealed[j].Lineage}
-		}
-	}
-	return out, errs
+	return runValid(reqs,
+		func(req *encryptRequest) (shredd.SealInput, error) { return req.sealInput(ctx) },
+		func(in []shredd.SealInput) ([]shredd.Sealed, []error) {
+			defer func() {
+				for _, it := range in {
+					clear(it.Plaintext)
+				}
+			}()
+			return s.svc.EncryptMany(ctx, in)
+		},
+		func(o shredd.Sealed) encryptResponse {
+			return encryptResponse{Artifact: o.Artifact.String(), Ciphertext: o.Ciphertext, LineageSize: o.Lineage}
+		})
 }
 
 // encryptItem validates and runs one encrypt request.

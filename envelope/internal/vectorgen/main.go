@@ -219,6 +219,13 @@ func check(ok bool, msg string) {
 // sealed seals plaintext for a lineage, with salt, nonce and artifact id
 // from testkeys.Rand(seed). keys[i] is the key of lineage[i].
 func sealed(seed, kind string, lineage []envelope.Ref, keys [][]byte, plaintext, context []byte) *envelope.Envelope {
+	h, sk := vectorHeader(seed, kind, lineage, keys)
+	return must(envelope.Seal(h, sk, plaintext, context))
+}
+
+// vectorHeader makes the header of a vector (its artifact id, salt and nonce
+// from the vector's seed) and pairs keys with lineage.
+func vectorHeader(seed, kind string, lineage []envelope.Ref, keys [][]byte) (envelope.Header, []envelope.SubjectKey) {
 	r := testkeys.Rand("envelope/v1/vectors/" + seed)
 	var artifact envelope.ArtifactID
 	must(io.ReadFull(r, artifact[:]))
@@ -227,20 +234,13 @@ func sealed(seed, kind string, lineage []envelope.Ref, keys [][]byte, plaintext,
 	for i := range lineage {
 		sk[i] = envelope.SubjectKey{Ref: lineage[i], Key: keys[i]}
 	}
-	return must(envelope.Seal(h, sk, plaintext, context))
+	return h, sk
 }
 
 // dataKeySealed makes the data key of a vector (NewDataKey) and seals with
 // it (SealWithKey), and checks that the envelope is the one Seal gives.
 func dataKeySealed(seed, kind string, lineage []envelope.Ref, keys [][]byte, plaintext, context []byte) (envelope.DataKey, string) {
-	r := testkeys.Rand("envelope/v1/vectors/" + seed)
-	var artifact envelope.ArtifactID
-	must(io.ReadFull(r, artifact[:]))
-	h := must(envelope.NewHeader(r, artifact, kind, lineage))
-	sk := make([]envelope.SubjectKey, len(lineage))
-	for i := range lineage {
-		sk[i] = envelope.SubjectKey{Ref: lineage[i], Key: keys[i]}
-	}
+	h, sk := vectorHeader(seed, kind, lineage, keys)
 	dk := must(envelope.NewDataKey(h, sk))
 	b := must(envelope.SealWithKey(nil, dk, plaintext, context))
 	if want := must(envelope.Seal(h, sk, plaintext, context)).Marshal(); !bytes.Equal(b, want) {
