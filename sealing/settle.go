@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/shredd/shredd/storage"
 )
 
 // Staged lineage. A registration writes its artifact's lineage and parent
@@ -26,8 +28,11 @@ import (
 // settles first sees the whole lineage of the forget.
 
 // settleChunk bounds the artifacts Settle moves in one transaction, so that
-// the write lock is never held long.
-const settleChunk = 4096
+// the write lock is held about as long as by a group commit: at scale each
+// row may read a page from the disk. The chunks commit relaxed
+// (storage.BulkOptions): a chunk lost in a crash of the machine leaves its
+// rows staged, to be moved again.
+const settleChunk = 256
 
 // settleInterval is how often the background settler moves staged rows.
 const settleInterval = time.Second
@@ -63,16 +68,28 @@ func (s *Service) Settle(ctx context.Context) error {
 // to limit in one transaction, and reports whether rows up to limit are
 // left. An artifact's rows move together.
 func (s *Service) settleChunk(ctx context.Context, limit []byte) (bool, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
+	var more bool
+	var inner error
+	err := s.db.Bulk(ctx, storage.BulkOptions{Relaxed: true}, func(tx *storage.Tx) error {
+		more, inner = settleIn(ctx, tx, limit)
+		return inner
+	})
+	if inner != nil {
+		return false, inner
+	}
 	if err != nil {
 		return false, fmt.Errorf("sealing: settle: %w", err)
 	}
-	defer tx.Rollback()
+	return more, nil
+}
+
+// settleIn is settleChunk's transaction.
+func settleIn(ctx context.Context, tx *storage.Tx, limit []byte) (bool, error) {
 	// The upper bound of the chunk: the settleChunk-th artifact, or the
 	// last when fewer are staged. Writers are serialised, so the statements
 	// below see the same staged rows.
 	var bound []byte
-	err = tx.QueryRowContext(ctx, `SELECT artifact FROM (SELECT DISTINCT artifact FROM lineage_staged WHERE artifact <= ? ORDER BY artifact LIMIT ?) c
+	err := tx.QueryRowContext(ctx, `SELECT artifact FROM (SELECT DISTINCT artifact FROM lineage_staged WHERE artifact <= ? ORDER BY artifact LIMIT ?) c
 		ORDER BY artifact DESC LIMIT 1`, limit, settleChunk).Scan(&bound)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
@@ -95,9 +112,6 @@ func (s *Service) settleChunk(ctx context.Context, limit []byte) (bool, error) {
 	switch err := tx.QueryRowContext(ctx, `SELECT 1 FROM lineage_staged WHERE artifact <= ? LIMIT 1`, limit).Scan(&more); {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
-		return false, fmt.Errorf("sealing: settle: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
 		return false, fmt.Errorf("sealing: settle: %w", err)
 	}
 	return more == 1, nil
