@@ -90,7 +90,7 @@ func (s *Service) bulkImport(ctx context.Context, tx *storage.Tx, arts []BulkArt
 			}
 			return false
 		}
-		if err := insertRecord(ctx, st, a.ID, a.Kind, a.Holder, a.Sealed, s.opts.Now(), a.Parents, a.Lineage, direct, false); err != nil {
+		if err := insertRecord(ctx, st, a.ID, a.Kind, a.Holder, a.Sealed, s.opts.Now(), a.Parents, a.Lineage, direct); err != nil {
 			return err
 		}
 	}
