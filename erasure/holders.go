@@ -73,12 +73,9 @@ func AckPayload(forget shredd.ID, holder string, artifacts []shredd.ID) []byte {
 }
 
 // heldBy returns the plaintext-held artifacts of a forget's lineage held by
-// holder ("" for every holder), by holder.
+// holder ("" for every holder), by holder: settled or staged (lineage_all).
 func (s *Service) heldBy(ctx context.Context, r forgetRow, holder string) (map[string][]shredd.ID, error) {
-	if err := s.Settle(ctx); err != nil { // the lineage by subject
-		return nil, fmt.Errorf("erasure: held by: %w", err)
-	}
-	q := `SELECT a.id, a.holder FROM lineage l JOIN artifacts a ON a.id = l.artifact WHERE l.sid = ? AND NOT a.sealed`
+	q := `SELECT a.id, a.holder FROM lineage_all l JOIN artifacts a ON a.id = l.artifact WHERE l.sid = ? AND NOT a.sealed`
 	args := []any{r.sid[:]}
 	if holder != "" {
 		q += ` AND a.holder = ?`
