@@ -11,9 +11,10 @@ import (
 )
 
 // Registrations stage their lineage (sealing.Service.Settle); every reader
-// by subject settles first, so a forget made right after registrations, with
-// nothing settled in between, still sees each of them: the preview counts
-// them and the holder is asked to purge the plaintext-held one.
+// by subject settles first or reads the staged rows too (lineage_all), so a
+// forget made right after registrations, with nothing settled in between,
+// still sees each of them: the preview counts them and the holder is asked
+// to purge the plaintext-held one.
 func TestStagedLineageIsRead(t *testing.T) {
 	ctx := context.Background()
 	s := shreddtest.NewService(t)

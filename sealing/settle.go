@@ -20,12 +20,14 @@ import (
 // Settle moves the staged rows there later, many at once, in key order.
 //
 // Readers by artifact (parentsOf, GetArtifact) read both tables in one
-// statement. Readers by subject or by parent (package erasure: preview,
-// forget, verification, attestation, holders' purge work) call Settle
-// first: every registration committed before that call is then in the
-// tables they read. A registration committed after a forget's barrier
-// cannot carry the forgotten subject, so a reader after the barrier that
-// settles first sees the whole lineage of the forget.
+// statement. Readers by subject or by parent in package erasure either read
+// the view lineage_all (both tables: a forget's verification, the holders'
+// purge work and acks, so that a forget's answer never waits for a settle)
+// or call Settle first (the preview, the lists, the attestation): every
+// registration committed before that call is then in the tables they read.
+// A registration committed after a forget's barrier cannot carry the
+// forgotten subject, so a reader after the barrier sees the whole lineage
+// of the forget.
 
 // settleChunk bounds the artifacts Settle moves in one transaction, so that
 // the write lock is held about as long as by a group commit: at scale each
