@@ -434,6 +434,20 @@ type subjectRow struct {
 	wrapped   []byte
 }
 
+// liveAt returns nil when the subject's key of generation gen is live,
+// ErrShredded when it was destroyed (the subject forgotten, or an older
+// generation), ErrNotFound when it never existed (generation 0, one above
+// the newest, or a subject never seen).
+func (r subjectRow) liveAt(gen uint32) error {
+	switch {
+	case r.state == SubjectUnknown || gen == 0 || gen > r.gen:
+		return ErrNotFound
+	case r.state == SubjectForgotten || gen < r.gen:
+		return ErrShredded
+	}
+	return nil
+}
+
 func (s *Store) row(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }, sid envelope.SID) (subjectRow, error) {
@@ -509,11 +523,8 @@ func (s *Store) KeyAt(ctx context.Context, ref envelope.Ref) (envelope.SubjectKe
 	if err != nil {
 		return envelope.SubjectKey{}, err
 	}
-	switch {
-	case r.state == SubjectUnknown || ref.Gen == 0 || ref.Gen > r.gen:
-		return envelope.SubjectKey{}, fmt.Errorf("keystore: key: %w", ErrNotFound)
-	case r.state == SubjectForgotten || ref.Gen < r.gen:
-		return envelope.SubjectKey{}, fmt.Errorf("keystore: key: %w", ErrShredded)
+	if err := r.liveAt(ref.Gen); err != nil {
+		return envelope.SubjectKey{}, fmt.Errorf("keystore: key: %w", err)
 	}
 	k, err := s.open(ctx, ref.SID, r)
 	if err != nil {
@@ -749,11 +760,8 @@ func (s *Store) CheckLive(ctx context.Context, q interface {
 		if err != nil {
 			return err
 		}
-		switch {
-		case r.state == SubjectUnknown || ref.Gen == 0 || ref.Gen > r.gen:
-			return fmt.Errorf("keystore: check: %w", ErrNotFound)
-		case r.state == SubjectForgotten || ref.Gen < r.gen:
-			return fmt.Errorf("keystore: check: %w", ErrShredded)
+		if err := r.liveAt(ref.Gen); err != nil {
+			return fmt.Errorf("keystore: check: %w", err)
 		}
 	}
 	return nil
@@ -801,12 +809,8 @@ func (s *Store) CheckLiveMany(ctx context.Context, q interface {
 			return nil, fmt.Errorf("keystore: check: %w", err)
 		}
 		for _, ref := range chunk {
-			r, ok := found[ref.SID]
-			switch {
-			case !ok || ref.Gen == 0 || ref.Gen > r.gen:
-				out[ref] = fmt.Errorf("keystore: check: %w", ErrNotFound)
-			case r.state == SubjectForgotten || ref.Gen < r.gen:
-				out[ref] = fmt.Errorf("keystore: check: %w", ErrShredded)
+			if err := found[ref.SID].liveAt(ref.Gen); err != nil { // absent: SubjectUnknown
+				out[ref] = fmt.Errorf("keystore: check: %w", err)
 			}
 		}
 	}
