@@ -29,12 +29,7 @@ func (s *Service) EncryptMany(ctx context.Context, in []shredd.SealInput) ([]shr
 	pre := make([]error, len(in))
 	for i, it := range in {
 		srcs[i] = it.Source
-		switch {
-		case len(it.Plaintext) > envelope.MaxPlaintext:
-			pre[i] = fmt.Errorf("sealing: plaintext of %d bytes: %w", len(it.Plaintext), shredd.ErrTooLarge)
-		case len(it.Context) > envelope.MaxContext:
-			pre[i] = fmt.Errorf("sealing: context of %d bytes, at most %d: %w", len(it.Context), envelope.MaxContext, shredd.ErrTooLarge)
-		}
+		pre[i] = checkSealable(it.Plaintext, it.Context)
 	}
 	errs := s.withLineageMany(ctx, srcs, pre, func(i int, id shredd.ID, p *plan, keys []envelope.SubjectKey, refs []envelope.Ref) (func(), error) {
 		h, err := envelope.NewHeader(s.opts.Rand, envelope.ArtifactID(id), p.kind, refs)
@@ -57,17 +52,24 @@ func (s *Service) EncryptMany(ctx context.Context, in []shredd.SealInput) ([]shr
 // A key is returned only once its registration committed.
 func (s *Service) DataKeys(ctx context.Context, srcs []shredd.Source) ([]shredd.DataKey, []error) {
 	out := make([]shredd.DataKey, len(srcs))
+	dks := make([]envelope.DataKey, len(srcs))
 	errs := s.withLineageMany(ctx, srcs, nil, func(i int, id shredd.ID, p *plan, keys []envelope.SubjectKey, refs []envelope.Ref) (func(), error) {
 		h, err := envelope.NewHeader(s.opts.Rand, envelope.ArtifactID(id), p.kind, refs)
 		if err != nil {
 			return nil, fmt.Errorf("sealing: data key: %w: %w", shredd.ErrInvalid, err)
 		}
-		dk, err := envelope.NewDataKey(h, keys)
-		if err != nil {
+		if dks[i], err = envelope.NewDataKey(h, keys); err != nil {
 			return nil, fmt.Errorf("sealing: data key: %w", err)
 		}
-		return func() { out[i] = shredd.DataKey{Artifact: id, Header: dk.Header, Key: dk.Key, Lineage: len(refs)} }, nil
+		return func() {
+			out[i] = shredd.DataKey{Artifact: id, Header: dks[i].Header, Key: dks[i].Key, Lineage: len(refs)}
+		}, nil
 	})
+	for i, err := range errs {
+		if err != nil {
+			dks[i].Clear() // derived, but its registration failed: never answered
+		}
+	}
 	return out, errs
 }
 
@@ -128,16 +130,7 @@ func (s *Service) withLineageMany(ctx context.Context, srcs []shredd.Source, pre
 		if errs[i] != nil {
 			continue
 		}
-		keys, err := s.planKeys(ctx, p)
-		if err != nil {
-			errs[i] = err
-			continue
-		}
-		refs := make([]envelope.Ref, len(keys))
-		for j, k := range keys {
-			refs[j] = k.Ref
-		}
-		id, err := s.newID()
+		keys, refs, id, err := s.keysAndID(ctx, p)
 		if err != nil {
 			errs[i] = err
 			continue

@@ -44,7 +44,7 @@ type Service struct {
 	opts   Options
 
 	barrier  Barrier
-	settleMu settler
+	settleMu sync.Mutex // one Settle at a time
 
 	leaseQ    chan leaseReq
 	recordQ   chan recordReq
@@ -265,8 +265,7 @@ func (s *Service) resolve(ctx context.Context, src shredd.Source, known map[shre
 			}
 			p.lineage[r.SID] = r.Gen
 		}
-		n := len(refs)
-		if n == 0 {
+		if len(refs) == 0 {
 			return nil, fmt.Errorf("sealing: parent %s: %w", par, shredd.ErrUnknownParent)
 		}
 	}
@@ -760,18 +759,18 @@ func valuesSQL(prefix string, cols, n int) string {
 // lineage and parents straight into lineage and artifact_parents.
 func insertRecord(ctx context.Context, st *txStmts, id shredd.ID, kind, holder string, sealed bool, now time.Time, parents []shredd.ID,
 	refs []envelope.Ref, direct func(envelope.SID) bool) error {
-	insParent, insLineage := `INSERT INTO artifact_parents(artifact, parent) VALUES (?, ?)`, `INSERT INTO lineage(artifact, sid, gen, direct) VALUES (?, ?, ?, ?)`
 	if _, err := st.ExecContext(ctx, `INSERT INTO artifacts(id, kind, holder, sealed, created_at) VALUES (?, ?, ?, ?, ?)`,
 		id[:], kind, holder, sealed, now.UnixNano()); err != nil {
 		return fmt.Errorf("sealing: record: %w", err)
 	}
 	for _, par := range parents {
-		if _, err := st.ExecContext(ctx, insParent, id[:], par[:]); err != nil {
+		if _, err := st.ExecContext(ctx, `INSERT INTO artifact_parents(artifact, parent) VALUES (?, ?)`, id[:], par[:]); err != nil {
 			return fmt.Errorf("sealing: record: %w", err)
 		}
 	}
 	for _, ref := range refs {
-		if _, err := st.ExecContext(ctx, insLineage, id[:], ref.SID[:], ref.Gen, direct(ref.SID)); err != nil {
+		if _, err := st.ExecContext(ctx, `INSERT INTO lineage(artifact, sid, gen, direct) VALUES (?, ?, ?, ?)`,
+			id[:], ref.SID[:], ref.Gen, direct(ref.SID)); err != nil {
 			return fmt.Errorf("sealing: record: %w", err)
 		}
 	}
@@ -809,13 +808,22 @@ func (s *Service) seal(ctx context.Context, src shredd.Source, plaintext, contex
 	return s.sealTo(ctx, nil, src, plaintext, context, done)
 }
 
-// sealTo is seal appending the envelope to dst.
-func (s *Service) sealTo(ctx context.Context, dst []byte, src shredd.Source, plaintext, context []byte, done func(shredd.ID, []byte, int)) error {
+// checkSealable refuses a plaintext or context the envelope cannot hold,
+// before anything is registered.
+func checkSealable(plaintext, context []byte) error {
 	if len(plaintext) > envelope.MaxPlaintext {
 		return fmt.Errorf("sealing: plaintext of %d bytes: %w", len(plaintext), shredd.ErrTooLarge)
 	}
 	if len(context) > envelope.MaxContext {
 		return fmt.Errorf("sealing: context of %d bytes, at most %d: %w", len(context), envelope.MaxContext, shredd.ErrTooLarge)
+	}
+	return nil
+}
+
+// sealTo is seal appending the envelope to dst.
+func (s *Service) sealTo(ctx context.Context, dst []byte, src shredd.Source, plaintext, context []byte, done func(shredd.ID, []byte, int)) error {
+	if err := checkSealable(plaintext, context); err != nil {
+		return err
 	}
 	return s.withLineage(ctx, src, func(id shredd.ID, p *plan, keys []envelope.SubjectKey, refs []envelope.Ref) error {
 		h, err := envelope.NewHeader(s.opts.Rand, envelope.ArtifactID(id), p.kind, refs)
@@ -844,24 +852,8 @@ func (s *Service) sealTo(ctx context.Context, dst []byte, src shredd.Source, pla
 // key is returned only once the registration committed. It opens only this
 // artifact's envelope: the subject keys never leave the service.
 func (s *Service) DataKey(ctx context.Context, src shredd.Source) (shredd.DataKey, error) {
-	var out shredd.DataKey
-	err := s.withLineage(ctx, src, func(id shredd.ID, p *plan, keys []envelope.SubjectKey, refs []envelope.Ref) error {
-		h, err := envelope.NewHeader(s.opts.Rand, envelope.ArtifactID(id), p.kind, refs)
-		if err != nil {
-			return fmt.Errorf("sealing: data key: %w: %w", shredd.ErrInvalid, err)
-		}
-		dk, err := envelope.NewDataKey(h, keys)
-		if err != nil {
-			return fmt.Errorf("sealing: data key: %w", err)
-		}
-		if _, err := s.record(ctx, id, p, refs, true); err != nil {
-			dk.Clear()
-			return err
-		}
-		out = shredd.DataKey{Artifact: id, Header: dk.Header, Key: dk.Key, Lineage: len(refs)}
-		return nil
-	})
-	return out, err
+	out, errs := s.DataKeys(ctx, []shredd.Source{src})
+	return out[0], errs[0]
 }
 
 // Register records a plaintext-held artifact: one that lives outside
@@ -893,19 +885,26 @@ func (s *Service) withLineage(ctx context.Context, src shredd.Source, fn func(sh
 	}
 	unlock := s.barrier.RLock(p.sids)
 	defer unlock()
-	keys, err := s.planKeys(ctx, p)
+	keys, refs, id, err := s.keysAndID(ctx, p)
 	if err != nil {
 		return err
+	}
+	return fn(id, p, keys, refs)
+}
+
+// keysAndID fetches the keys of a resolved plan (planKeys), their refs,
+// and a new artifact id. Called under the barrier read locks.
+func (s *Service) keysAndID(ctx context.Context, p *plan) ([]envelope.SubjectKey, []envelope.Ref, shredd.ID, error) {
+	keys, err := s.planKeys(ctx, p)
+	if err != nil {
+		return nil, nil, shredd.ID{}, err
 	}
 	refs := make([]envelope.Ref, len(keys))
 	for i, k := range keys {
 		refs[i] = k.Ref
 	}
 	id, err := s.newID()
-	if err != nil {
-		return err
-	}
-	return fn(id, p, keys, refs)
+	return keys, refs, id, err
 }
 
 // Decrypt opens a ciphertext for no named holder; see DecryptFor.

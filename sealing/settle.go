@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/shredd/shredd/storage"
@@ -39,16 +38,13 @@ const settleChunk = 256
 // settleInterval is how often the background settler moves staged rows.
 const settleInterval = time.Second
 
-// settler serialises Settle calls: one mover at a time is enough.
-type settler struct{ mu sync.Mutex }
-
 // Settle moves every staged lineage and parent row into lineage and
 // artifact_parents, a chunk of whole artifacts per transaction, and returns
 // once none that was committed before the call is left. It is cheap when
 // nothing is staged: one read.
 func (s *Service) Settle(ctx context.Context) error {
-	s.settleMu.mu.Lock()
-	defer s.settleMu.mu.Unlock()
+	s.settleMu.Lock()
+	defer s.settleMu.Unlock()
 	// The newest artifact staged now bounds the work: registrations
 	// committed later wait for the next call.
 	var limit []byte
