@@ -8,18 +8,6 @@ import (
 	"github.com/shredd/shredd"
 )
 
-// dataKeyRequest is one data key request: the body of POST /v1/datakey or
-// an item of its batch_input. It names the artifact's source as an encrypt
-// does, without a plaintext: the client seals the plaintext itself.
-type dataKeyRequest struct {
-	Subject  string   `json:"subject,omitempty"`
-	Subjects []string `json:"subjects,omitempty"`
-	Parents  []string `json:"parents,omitempty"`
-	Leases   []string `json:"leases,omitempty"`
-	Kind     string   `json:"kind"`
-	Holder   string   `json:"holder,omitempty"`
-}
-
 // dataKeyResponse carries the artifact key: as secret as a plaintext.
 type dataKeyResponse struct {
 	Artifact    string `json:"artifact"`
@@ -28,8 +16,10 @@ type dataKeyResponse struct {
 	LineageSize int    `json:"lineage_size"`
 }
 
-// dataKey serves POST /v1/datakey: client-side sealing. The answer holds
-// key material, so it must not be stored by caches on the way.
+// dataKey serves POST /v1/datakey: client-side sealing. A request (or an
+// item of its batch_input) is a sourceBody: an encrypt without the
+// plaintext, which the client seals itself. The answer holds key material,
+// so it must not be stored by caches on the way.
 func (s *Server) dataKey(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	serveCallMany(s, w, r, s.dataKeyItem, s.dataKeyMany)
@@ -37,20 +27,11 @@ func (s *Server) dataKey(w http.ResponseWriter, r *http.Request) {
 
 // dataKeyMany runs the items of a data key batch through the service's
 // batch path: their registrations are committed together.
-func (s *Server) dataKeyMany(ctx context.Context, reqs []*dataKeyRequest) ([]dataKeyResponse, []error) {
+func (s *Server) dataKeyMany(ctx context.Context, reqs []*sourceBody) ([]dataKeyResponse, []error) {
 	return runValid(reqs,
-		func(req *dataKeyRequest) (shredd.Source, error) { return req.source(ctx) },
+		func(req *sourceBody) (shredd.Source, error) { return req.forToken(ctx) },
 		func(srcs []shredd.Source) ([]shredd.DataKey, []error) { return s.svc.DataKeys(ctx, srcs) },
 		dataKeyAnswer)
-}
-
-// source validates a data key request.
-func (req *dataKeyRequest) source(ctx context.Context) (shredd.Source, error) {
-	holder, err := actAs(ctx, req.Holder)
-	if err != nil {
-		return shredd.Source{}, err
-	}
-	return sourceBody{Subject: req.Subject, Subjects: req.Subjects, Parents: req.Parents, Leases: req.Leases, Kind: req.Kind, Holder: holder}.source()
 }
 
 // dataKeyAnswer encodes a data key and clears the service's copy of the
@@ -66,8 +47,8 @@ func dataKeyAnswer(dk shredd.DataKey) dataKeyResponse {
 }
 
 // dataKeyItem validates and runs one data key request, alone or in a batch.
-func (s *Server) dataKeyItem(ctx context.Context, req *dataKeyRequest) (dataKeyResponse, error) {
-	src, err := req.source(ctx)
+func (s *Server) dataKeyItem(ctx context.Context, req *sourceBody) (dataKeyResponse, error) {
+	src, err := req.forToken(ctx)
 	if err != nil {
 		return dataKeyResponse{}, err
 	}

@@ -64,6 +64,17 @@ type sourceBody struct {
 	Holder   string   `json:"holder,omitempty"`
 }
 
+// forToken is source for the request's token: a holder-bound token acts as
+// its own holder (actAs), and may name no other.
+func (b sourceBody) forToken(ctx context.Context) (shredd.Source, error) {
+	holder, err := actAs(ctx, b.Holder)
+	if err != nil {
+		return shredd.Source{}, err
+	}
+	b.Holder = holder
+	return b.source()
+}
+
 func (b sourceBody) source() (shredd.Source, error) {
 	src := shredd.Source{Kind: b.Kind, Holder: b.Holder, Subjects: b.Subjects}
 	if b.Subject != "" {
@@ -112,11 +123,7 @@ func (s *Server) encrypt(w http.ResponseWriter, r *http.Request) {
 // sealInput validates one encrypt request into the service's input. The
 // caller clears the plaintext after use.
 func (req *encryptRequest) sealInput(ctx context.Context) (shredd.SealInput, error) {
-	holder, err := actAs(ctx, req.Holder)
-	if err != nil {
-		return shredd.SealInput{}, err
-	}
-	src, err := sourceBody{Subject: req.Subject, Subjects: req.Subjects, Parents: req.Parents, Leases: req.Leases, Kind: req.Kind, Holder: holder}.source()
+	src, err := sourceBody{Subject: req.Subject, Subjects: req.Subjects, Parents: req.Parents, Leases: req.Leases, Kind: req.Kind, Holder: req.Holder}.forToken(ctx)
 	if err != nil {
 		return shredd.SealInput{}, err
 	}
@@ -262,13 +269,7 @@ func (s *Server) registerArtifact(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	holder, err := actAs(r.Context(), req.Holder)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	req.Holder = holder
-	src, err := req.source()
+	src, err := req.forToken(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return
