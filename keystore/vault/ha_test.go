@@ -100,18 +100,7 @@ func TestClusterConformance(t *testing.T) {
 	a := c.Active()
 	addrs := deadAddr(t) + "," + clusterAddrs(append(c.Standbys(), a)...)
 	roottest.Run(t, func(t *testing.T) (keystore.RootStore, func() keystore.RootStore) {
-		cfg := vault.Config{Address: addrs, Token: c.RootToken, Key: newKeyName()}
-		s, err := vault.Open(ctx, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s, func() keystore.RootStore {
-			r, err := vault.Open(ctx, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return r
-		}
+		return openReopen(t, ctx, vault.Config{Address: addrs, Token: c.RootToken, Key: newKeyName()})
 	})
 }
 

@@ -47,21 +47,23 @@ func TestConformance(t *testing.T) {
 				if mode != "root-token" {
 					token = policyToken(t, srv, key)
 				}
-				cfg := vault.Config{Address: srv.Addr, Token: token, Key: key}
-				s, err := vault.Open(ctx, cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return s, func() keystore.RootStore {
-					r, err := vault.Open(ctx, cfg)
-					if err != nil {
-						t.Fatal(err)
-					}
-					return r
-				}
+				return openReopen(t, ctx, vault.Config{Address: srv.Addr, Token: token, Key: key})
 			})
 		})
 	}
+}
+
+// openReopen opens a store of cfg, and returns it with a function that
+// opens it again (a restart), for roottest.Run.
+func openReopen(t *testing.T, ctx context.Context, cfg vault.Config) (keystore.RootStore, func() keystore.RootStore) {
+	open := func() keystore.RootStore {
+		s, err := vault.Open(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	return open(), open
 }
 
 func TestPolicyDeniesOtherKeys(t *testing.T) {
