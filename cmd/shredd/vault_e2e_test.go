@@ -84,7 +84,13 @@ func readTransitKey(t *testing.T, srv *vaulttest.Server, mount, key string) tran
 	if err != nil || sec == nil {
 		t.Fatalf("read transit key %s/%s: %v (%v)", mount, key, err, sec)
 	}
-	d := sec.Data
+	return transitKeyOf(t, sec.Data)
+}
+
+// transitKeyOf reads a Transit key from the data of Vault's answer to a
+// read of transit/keys/NAME.
+func transitKeyOf(t *testing.T, d map[string]any) transitKey {
+	t.Helper()
 	k := transitKey{Latest: numOf(d["latest_version"]), MinAvailable: numOf(d["min_available_version"]),
 		MinDecryption: numOf(d["min_decryption_version"]), MinEncryption: numOf(d["min_encryption_version"])}
 	k.Exportable, _ = d["exportable"].(bool)

@@ -11,8 +11,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -56,19 +54,7 @@ func clusterKey(t *testing.T, c *vaulttest.Cluster, key string) transitKey {
 	if err != nil || sec == nil {
 		t.Fatalf("read transit key %s: %v", key, err)
 	}
-	d := sec.Data
-	k := transitKey{Latest: numOf(d["latest_version"]), MinAvailable: numOf(d["min_available_version"]),
-		MinDecryption: numOf(d["min_decryption_version"]), MinEncryption: numOf(d["min_encryption_version"])}
-	ring, _ := d["keys"].(map[string]any)
-	for v := range ring {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			t.Fatalf("transit key ring entry %q", v)
-		}
-		k.Versions = append(k.Versions, n)
-	}
-	sort.Ints(k.Versions)
-	return k
+	return transitKeyOf(t, sec.Data)
 }
 
 // statusCounts counts the answers of one kind of request.
