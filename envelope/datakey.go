@@ -74,11 +74,8 @@ func ParseHeader(b []byte) (Header, error) {
 // right one: the envelope would then fail to open. Each data key seals one
 // plaintext only.
 func SealWithKey(dst []byte, dk DataKey, plaintext, context []byte) ([]byte, error) {
-	if len(plaintext) > MaxPlaintext {
-		return dst, fmt.Errorf("envelope: seal with key: %w: plaintext is %d bytes, at most %d", ErrTooLarge, len(plaintext), MaxPlaintext)
-	}
-	if len(context) > MaxContext {
-		return dst, fmt.Errorf("envelope: seal with key: %w: context is %d bytes, at most %d", ErrTooLarge, len(context), MaxContext)
+	if err := CheckSizes(plaintext, context); err != nil {
+		return dst, fmt.Errorf("envelope: seal with key: %w", err)
 	}
 	if len(dk.Key) != KeySize {
 		return dst, fmt.Errorf("envelope: seal with key: %w: key is %d bytes, want %d", ErrInvalid, len(dk.Key), KeySize)

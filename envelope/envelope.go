@@ -232,11 +232,8 @@ func AppendSeal(dst []byte, h Header, keys []SubjectKey, plaintext, context []by
 // appendSeal appends header and ciphertext to dst and returns them with the
 // header's length.
 func appendSeal(dst []byte, h *Header, keys []SubjectKey, plaintext, context []byte) ([]byte, int, error) {
-	if len(plaintext) > MaxPlaintext {
-		return dst, 0, fmt.Errorf("envelope: seal: %w: plaintext is %d bytes, at most %d", ErrTooLarge, len(plaintext), MaxPlaintext)
-	}
-	if len(context) > MaxContext {
-		return dst, 0, fmt.Errorf("envelope: seal: %w: context is %d bytes, at most %d", ErrTooLarge, len(context), MaxContext)
+	if err := CheckSizes(plaintext, context); err != nil {
+		return dst, 0, fmt.Errorf("envelope: seal: %w", err)
 	}
 	if err := validateHeader(h); err != nil {
 		return dst, 0, fmt.Errorf("envelope: seal: %w", err)
@@ -255,6 +252,19 @@ func appendSeal(dst []byte, h *Header, keys []SubjectKey, plaintext, context []b
 	}
 	dst = aead.Seal(dst, h.Nonce[:], plaintext, additionalData(hdr, context))
 	return dst, hs, nil
+}
+
+// CheckSizes returns an error wrapping ErrTooLarge for a plaintext over
+// MaxPlaintext or a context over MaxContext: what Seal and SealWithKey
+// refuse, for a caller to check before it asks for a data key.
+func CheckSizes(plaintext, context []byte) error {
+	if len(plaintext) > MaxPlaintext {
+		return fmt.Errorf("%w: plaintext is %d bytes, at most %d", ErrTooLarge, len(plaintext), MaxPlaintext)
+	}
+	if len(context) > MaxContext {
+		return fmt.Errorf("%w: context is %d bytes, at most %d", ErrTooLarge, len(context), MaxContext)
+	}
+	return nil
 }
 
 // Open authenticates and decrypts e with keys and context, and returns the

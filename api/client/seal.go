@@ -60,7 +60,7 @@ type dataKeyAnswer struct {
 // Seal seals one artifact on the client (see SealMany). The error is the
 // item's or the call's.
 func (c *Client) Seal(ctx context.Context, req EncryptRequest) (SealResult, error) {
-	if err := checkSealable(req); err != nil {
+	if err := envelope.CheckSizes(req.Plaintext, req.Context); err != nil {
 		return SealResult{}, fmt.Errorf("shredd: POST /v1/datakey: %w", err)
 	}
 	var a dataKeyAnswer
@@ -87,7 +87,7 @@ func (c *Client) SealMany(ctx context.Context, reqs []EncryptRequest) ([]SealRes
 		BatchInput []dataKeyWire `json:"batch_input"`
 	}{make([]dataKeyWire, len(reqs))}
 	for i, r := range reqs {
-		if err := checkSealable(r); err != nil {
+		if err := envelope.CheckSizes(r.Plaintext, r.Context); err != nil {
 			return nil, fmt.Errorf("shredd: POST /v1/datakey (item %d): %w", i, err)
 		}
 		in.BatchInput[i] = r.dataKeyWire()
@@ -139,18 +139,6 @@ func (c *Client) SealMany(ctx context.Context, reqs []EncryptRequest) ([]SealRes
 		}
 	}
 	return res, nil
-}
-
-// checkSealable refuses, before anything is registered, a plaintext or
-// context the envelope cannot hold.
-func checkSealable(r EncryptRequest) error {
-	if len(r.Plaintext) > envelope.MaxPlaintext {
-		return fmt.Errorf("plaintext of %d bytes, at most %d: %w", len(r.Plaintext), envelope.MaxPlaintext, envelope.ErrTooLarge)
-	}
-	if len(r.Context) > envelope.MaxContext {
-		return fmt.Errorf("context of %d bytes, at most %d: %w", len(r.Context), envelope.MaxContext, envelope.ErrTooLarge)
-	}
-	return nil
 }
 
 // sealItem seals req's plaintext with the data key of a and clears the key.
