@@ -44,3 +44,11 @@ var (
 	// forgets happened.
 	ErrLedger = errors.New("forget ledger unusable")
 )
+
+// Integrity errors: what shredd read back or opened is not what it wrote.
+var (
+	// ErrIntegrity means a value shredd stored does not authenticate or read
+	// back as written (a sealed salt that does not open, say): shredd
+	// refuses rather than answer from it.
+	ErrIntegrity = errors.New("integrity check failed")
+)

@@ -358,7 +358,7 @@ type forgetResponse struct {
 	RekeyedAt    *time.Time `json:"rekeyed_at,omitempty"`
 	ShreddedAt   *time.Time `json:"shredded_at,omitempty"`
 	ErasedAt     *time.Time `json:"erased_at,omitempty"`
-	// CommitmentSalt (hex) is in the answer of the forget call that created
+	// CommitmentSalt (hex) is in the answer of a forget call (the first or a repeated one) and
 	// the forget, only: with the subject id it checks the attestation's
 	// subject commitment. shredd does not keep it.
 	CommitmentSalt string             `json:"commitment_salt,omitempty"`

@@ -137,6 +137,10 @@ const (
 	// under a key shredd registered; not that it kept no copy. Required
 	// when there are holder acks.
 	ResidualHolderTrust = "holder_trust"
+	// ResidualNoKeyIssued: no key was ever issued for the subject, so none
+	// was destroyed; the claim rests on the tombstone that refuses the
+	// subject from the forget on. Present exactly when that is so.
+	ResidualNoKeyIssued = "no_key_issued"
 )
 
 // maxID bounds identifiers (forget, artifact, holder, kind) in bytes.

@@ -81,6 +81,10 @@ func (s *Service) signAttestation(ctx context.Context, r forgetRow, conds []shre
 		return attest.Envelope{}, "", err
 	}
 	p.Residuals = append(p.Residuals, attest.Residual{Kind: attest.ResidualRootStoreSnapshots, Description: s.snapshotResidual()})
+	if r.gen.Valid && r.gen.Int64 == 0 {
+		p.Residuals = append(p.Residuals, attest.Residual{Kind: attest.ResidualNoKeyIssued,
+			Description: "no key was ever issued for this subject: nothing was sealed under a key of its own, and none was destroyed; the tombstone written by the forget refuses every later encrypt, decrypt or registration of the subject"})
+	}
 	if collateral > 0 {
 		p.Residuals = append(p.Residuals, attest.Residual{Kind: attest.ResidualCollateralAggregates,
 			Description: fmt.Sprintf("%d aggregates of the lineage also carried other subjects; they are unreadable for those subjects too and must be rebuilt by their holders", collateral)})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/shredd/shredd"
@@ -25,14 +26,15 @@ type forgetRow struct {
 	gen, barrier, rekeyMarker, epoch     sql.NullInt64
 	requested, deadline                  int64
 	committed, rekeyed, shredded, erased sql.NullInt64
+	stall                                sql.NullString // why a read-back keeps it where it is
 }
 
-const forgetCols = `SELECT id, sid, state, gen, barrier, rekey_marker, epoch, requested_at, deadline, committed_at, rekeyed_at, shredded_at, erased_at FROM forgets`
+const forgetCols = `SELECT id, sid, state, gen, barrier, rekey_marker, epoch, requested_at, deadline, committed_at, rekeyed_at, shredded_at, erased_at, stall_reason FROM forgets`
 
 func scanForget(sc interface{ Scan(...any) error }) (forgetRow, error) {
 	var r forgetRow
 	var id, sid []byte
-	err := sc.Scan(&id, &sid, &r.state, &r.gen, &r.barrier, &r.rekeyMarker, &r.epoch, &r.requested, &r.deadline, &r.committed, &r.rekeyed, &r.shredded, &r.erased)
+	err := sc.Scan(&id, &sid, &r.state, &r.gen, &r.barrier, &r.rekeyMarker, &r.epoch, &r.requested, &r.deadline, &r.committed, &r.rekeyed, &r.shredded, &r.erased, &r.stall)
 	copy(r.id[:], id)
 	copy(r.sid[:], sid)
 	return r, err
@@ -74,9 +76,15 @@ func (s *Service) view(ctx context.Context, r forgetRow) (shredd.Forget, error) 
 		}
 		f.Conditions = append(f.Conditions, c)
 	}
-	cond("key_destroyed", r.committed.Valid,
-		"the subject key was deleted and the barrier is in place: every later encrypt, decrypt or registration of the subject is refused",
-		"the forget has not committed yet")
+	notYet := "the forget has not committed yet"
+	if !r.committed.Valid && r.stall.Valid {
+		notYet = r.stall.String
+	}
+	destroyed := "the subject key was deleted and the barrier is in place: every later encrypt, decrypt or registration of the subject is refused"
+	if r.committed.Valid && r.gen.Int64 == 0 {
+		destroyed = "no key was ever issued for this subject: nothing was sealed under it, and the tombstone in its place refuses every later encrypt, decrypt or registration of the subject"
+	}
+	cond("key_destroyed", r.committed.Valid, destroyed, notYet)
 	if s.keys.PerSubject() {
 		cond("subject_key_deleted", r.rekeyed.Valid,
 			"the subject's own Transit key was deleted in Vault: every copy of its wrapped keys, backups included, is unreadable",
@@ -85,9 +93,13 @@ func (s *Service) view(ctx context.Context, r forgetRow) (shredd.Forget, error) 
 		cond("bucket_rekeyed", r.rekeyed.Valid,
 			"the subject's bucket key was replaced and its live keys rewrapped",
 			"waiting for the subject's bucket key to be replaced")
+		waitEpoch := "waiting for a root epoch to rotate the root key and destroy the versions that could open pre-forget backups"
+		if r.committed.Valid && !r.shredded.Valid && r.stall.Valid {
+			waitEpoch = r.stall.String
+		}
 		cond("epoch_rotated", r.shredded.Valid,
 			fmt.Sprintf("root epoch %d rotated the root key and destroyed the older versions", r.epoch.Int64),
-			"waiting for a root epoch to rotate the root key and destroy the versions that could open pre-forget backups")
+			waitEpoch)
 	}
 	var v []shredd.Condition
 	var err error
@@ -98,6 +110,15 @@ func (s *Service) view(ctx context.Context, r forgetRow) (shredd.Forget, error) 
 	}
 	if err != nil {
 		return shredd.Forget{}, err
+	}
+	if r.stall.Valid && r.shredded.Valid && !r.erased.Valid {
+		// The read-back before signing disagreed: whatever the conditions
+		// say now, the forget is not erased until it reads back.
+		for i := range v {
+			if v[i].Name == shredd.CondReadPathConverged {
+				v[i].Status, v[i].Reason = "pending", r.stall.String
+			}
+		}
 	}
 	f.Verification = v
 	blocked := false
@@ -128,16 +149,27 @@ func (s *Service) Forget(ctx context.Context, subject string) (shredd.Forget, er
 	sid := s.hasher.SID(subject)
 	defer s.barrier.Lock(sid)()
 	if r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE sid=? ORDER BY requested_at DESC LIMIT 1`, sid[:])); err == nil {
+		// A repeated forget (the first answer lost on its way): the same
+		// forget, with the salt the first answer carried, for this caller
+		// names the subject again.
+		var f shredd.Forget
 		if r.state == shredd.StateRequested { // a commit that failed or crashed: finish it now
-			if err := s.commit(ctx, r.id, sid, nil); err != nil {
+			if err := s.commit(ctx, r.id, sid, nil); err != nil && !errors.Is(err, errStalled) {
 				return shredd.Forget{}, err
 			}
-			return s.GetForget(ctx, r.id)
+			if f, err = s.GetForget(ctx, r.id); err != nil {
+				return shredd.Forget{}, err
+			}
+		} else {
+			if err := s.ledgerAppend(ctx, r.id); err != nil { // an earlier answer failed there
+				return shredd.Forget{}, err
+			}
+			if f, err = s.view(ctx, r); err != nil {
+				return shredd.Forget{}, err
+			}
 		}
-		if err := s.ledgerAppend(ctx, r.id); err != nil { // an earlier answer failed there
-			return shredd.Forget{}, err
-		}
-		return s.view(ctx, r)
+		f.Salt, err = s.storedSalt(ctx, subject, r.id)
+		return f, err
 	} else if !errors.Is(err, sql.ErrNoRows) {
 		return shredd.Forget{}, fmt.Errorf("erasure: forget: %w", err)
 	}
@@ -147,8 +179,8 @@ func (s *Service) Forget(ctx context.Context, subject string) (shredd.Forget, er
 	}
 	now := s.opts.Now()
 	salt := s.subjectSalt(ctx, sid)
-	req := &forgetRequest{at: now, commitment: attest.Commit(subject, salt)}
-	if err := s.commit(ctx, id, sid, req); err != nil {
+	req := &forgetRequest{at: now, commitment: attest.Commit(subject, salt), saltSealed: s.hasher.SealSalt(subject, id[:], salt)}
+	if err := s.commit(ctx, id, sid, req); err != nil && !errors.Is(err, errStalled) {
 		return shredd.Forget{}, err
 	}
 	s.Kick()
@@ -162,7 +194,44 @@ func (s *Service) Forget(ctx context.Context, subject string) (shredd.Forget, er
 type forgetRequest struct {
 	at         time.Time
 	commitment string
+	saltSealed []byte    // the commitment's salt, sealed (sealing.Hasher.SealSalt); nil for none
 	deadline   time.Time // zero: at + Options.Deadline
+}
+
+// errStalled is commit's answer when the subject key's deletion did not
+// read back: the forget stays requested with the reason (stall_reason),
+// and is answered as it is rather than as committed.
+var errStalled = errors.New("erasure: forget stalled: a read-back disagrees")
+
+// storedSalt opens the commitment salt stored with forget id, sealed for
+// subject; nil for a forget of a release that kept none.
+func (s *Service) storedSalt(ctx context.Context, subject string, id shredd.ID) ([]byte, error) {
+	var sealed []byte
+	if err := s.db.QueryRowContext(ctx, `SELECT salt_sealed FROM forgets WHERE id=?`, id[:]).Scan(&sealed); err != nil {
+		return nil, fmt.Errorf("erasure: forget: %w", err)
+	}
+	if sealed == nil {
+		return nil, nil
+	}
+	salt, err := s.hasher.OpenSalt(subject, id[:], sealed)
+	if err != nil {
+		return nil, fmt.Errorf("erasure: forget %s: the stored commitment salt does not open: %w", id, shredd.ErrIntegrity)
+	}
+	return salt, nil
+}
+
+// stall records why forget id stays where it is: a read-back found a fact
+// its next state asserts untrue. The reason is shown as the pending
+// condition's, until a later attempt succeeds.
+func (s *Service) stall(ctx context.Context, id shredd.ID, why error) error {
+	if _, err := s.db.ExecContext(ctx, `UPDATE forgets SET stall_reason=? WHERE id=?`, stallReason(why), id[:]); err != nil {
+		return fmt.Errorf("erasure: forget: %w", err)
+	}
+	return nil
+}
+
+func stallReason(err error) string {
+	return "stalled: " + strings.TrimPrefix(err.Error(), "keystore: ") + "; shredd claims nothing it cannot read back (docs/operations.md, \"Read-backs\")"
 }
 
 // commit destroys the subject key and moves the forget to committed in one
@@ -177,20 +246,53 @@ func (s *Service) commit(ctx context.Context, id shredd.ID, sid envelope.SID, re
 		return fmt.Errorf("erasure: forget: %w", err)
 	}
 	defer tx.Rollback()
-	if req != nil {
+	insert := func(tx *storage.Tx) error {
+		if req == nil {
+			return nil
+		}
 		if req.deadline.IsZero() {
 			req.deadline = req.at.Add(s.opts.Deadline)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO forgets(id, sid, state, requested_at, deadline, commitment) VALUES (?, ?, ?, ?, ?, ?)`,
-			id[:], sid[:], shredd.StateRequested, req.at.UnixNano(), req.deadline.UnixNano(), nullString(req.commitment)); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO forgets(id, sid, state, requested_at, deadline, commitment, salt_sealed) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			id[:], sid[:], shredd.StateRequested, req.at.UnixNano(), req.deadline.UnixNano(), nullString(req.commitment), req.saltSealed); err != nil {
 			return fmt.Errorf("erasure: forget: %w", err)
 		}
+		return nil
+	}
+	if err := insert(tx); err != nil {
+		return err
 	}
 	gen, err := s.keys.ForgetTx(ctx, tx, sid)
 	if err != nil {
 		return fmt.Errorf("erasure: forget: %w", err)
 	}
-	res, err := tx.ExecContext(ctx, `UPDATE forgets SET state=?, gen=?, committed_at=?,
+	// Read back before claiming: the key must be gone from where it lives
+	// (a planted trigger or a fault that ignores the deletion makes the
+	// forget stall, requested, with the reason; never committed).
+	if rb := s.keys.KeyGoneTx(ctx, tx, sid); rb != nil {
+		if !errors.Is(rb, keystore.ErrReadBack) {
+			return fmt.Errorf("erasure: forget: %w", rb)
+		}
+		tx.Rollback()
+		// The request stays, requested, with the reason: Recover tries
+		// it again, and its view says why it is not committed.
+		stx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("erasure: forget: %w", err)
+		}
+		defer stx.Rollback()
+		if err := insert(stx); err != nil {
+			return err
+		}
+		if _, err := stx.ExecContext(ctx, `UPDATE forgets SET stall_reason=? WHERE id=?`, stallReason(rb), id[:]); err != nil {
+			return fmt.Errorf("erasure: forget: %w", err)
+		}
+		if err := stx.Commit(); err != nil {
+			return fmt.Errorf("erasure: forget: %w", err)
+		}
+		return fmt.Errorf("%w: %w", errStalled, rb)
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE forgets SET state=?, gen=?, committed_at=?, stall_reason=NULL,
 		barrier=(SELECT coalesce(max(seq), 0) FROM artifacts) WHERE id=? AND state=?`,
 		shredd.StateCommitted, gen, s.opts.Now().UnixNano(), id[:], shredd.StateRequested)
 	if err != nil {
@@ -324,7 +426,7 @@ func (s *Service) commitRequested(ctx context.Context) error {
 		unlock := s.barrier.Lock(r.sid)
 		err := s.commit(ctx, r.id, r.sid, nil)
 		unlock()
-		if err != nil {
+		if err != nil && !errors.Is(err, errStalled) { // a stalled forget holds up no other
 			return err
 		}
 	}
@@ -347,6 +449,15 @@ func (s *Service) reconcileLocked(ctx context.Context) error {
 			// The subject's own key is destroyed in Vault: shredded at once.
 			if err := s.keys.DestroySubject(ctx, r.sid); err != nil {
 				return mapKeyErr(err)
+			}
+			if rb := s.keys.CheckShredded(ctx, r.sid, shredd.Epoch{}, keystore.Versions{}); rb != nil {
+				if !errors.Is(rb, keystore.ErrReadBack) {
+					return mapKeyErr(rb)
+				}
+				if err := s.stall(ctx, r.id, rb); err != nil {
+					return err
+				}
+				continue
 			}
 			now := s.opts.Now().UnixNano()
 			if _, err := s.db.ExecContext(ctx, `UPDATE forgets SET rekeyed_at=?, shredded_at=?, state=? WHERE id=? AND state=?`,
@@ -388,6 +499,7 @@ func (s *Service) advanceShredded(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var root *keystore.Versions // the root store's own report, asked once for the pass
 	for _, r := range pending {
 		e, err := s.keys.EpochAfter(ctx, r.rekeyMarker.Int64)
 		if errors.Is(err, keystore.ErrNotFound) {
@@ -396,7 +508,25 @@ func (s *Service) advanceShredded(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if _, err := s.db.ExecContext(ctx, `UPDATE forgets SET state=?, shredded_at=?, epoch=? WHERE id=? AND state=?`,
+		if root == nil {
+			v, err := s.keys.RootVersions(ctx)
+			if err != nil {
+				return mapKeyErr(err)
+			}
+			root = &v
+		}
+		// Read back before claiming shredded: the key row, the bucket's
+		// re-wrap and the root store's trim, each from where it lives.
+		if rb := s.keys.CheckShredded(ctx, r.sid, e, *root); rb != nil {
+			if !errors.Is(rb, keystore.ErrReadBack) {
+				return mapKeyErr(rb)
+			}
+			if err := s.stall(ctx, r.id, rb); err != nil {
+				return err
+			}
+			continue
+		}
+		if _, err := s.db.ExecContext(ctx, `UPDATE forgets SET state=?, shredded_at=?, epoch=?, stall_reason=NULL WHERE id=? AND state=?`,
 			shredd.StateShredded, e.FinishedAt.UnixNano(), e.ID, r.id[:], shredd.StateCommitted); err != nil {
 			return fmt.Errorf("erasure: reconcile: %w", err)
 		}

@@ -241,6 +241,15 @@ func (s *Service) verifyRow(ctx context.Context, r forgetRow) error {
 	if err != nil || !ok {
 		return err
 	}
+	// Read back, afresh, the facts the attestation asserts about the keys
+	// (the tombstone, the bucket's re-wrap, the root store's trim) right
+	// before signing: a disagreement stalls the forget with the reason.
+	if rb := s.readBackKeys(ctx, r); rb != nil {
+		if !errors.Is(rb, keystore.ErrReadBack) {
+			return mapKeyErr(rb)
+		}
+		return s.stall(ctx, r.id, rb)
+	}
 	// The verification that proved the erasure is kept with it: the view and
 	// the attestation of an erased forget show that evidence, not a later
 	// recomputation (a later inventory of another holder must not unsay it).
@@ -282,6 +291,23 @@ func (s *Service) verifyRow(ctx context.Context, r forgetRow) error {
 	}
 	crashpoint.Hit("forget:erased") // erased, its attestation logged
 	return nil
+}
+
+// readBackKeys reads back what a shredded forget asserts of the keys, the
+// root store asked now (keystore.Store.CheckShredded).
+func (s *Service) readBackKeys(ctx context.Context, r forgetRow) error {
+	if s.keys.PerSubject() {
+		return s.keys.CheckShredded(ctx, r.sid, shredd.Epoch{}, keystore.Versions{})
+	}
+	e, err := s.keys.EpochByID(ctx, r.epoch.Int64)
+	if err != nil {
+		return fmt.Errorf("erasure: verify: the forget's epoch: %w", err)
+	}
+	v, err := s.keys.RootVersions(ctx)
+	if err != nil {
+		return err
+	}
+	return s.keys.CheckShredded(ctx, r.sid, e, v)
 }
 
 // proofOf returns the verification stored when the forget was erased.

@@ -172,9 +172,16 @@ func (s *Store) rewrapBuckets(ctx context.Context, to int) error {
 				tx.Rollback()
 				return fmt.Errorf("keystore: epoch: rewrap gave version %d below %d", w.Version, to)
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE buckets SET root_version=?, wrapped=? WHERE id=?`, w.Version, w.Blob, ids[i]); err != nil {
+			res, err := tx.ExecContext(ctx, `UPDATE buckets SET root_version=?, wrapped=? WHERE id=?`, w.Version, w.Blob, ids[i])
+			if err != nil {
 				tx.Rollback()
 				return fmt.Errorf("keystore: epoch: %w", err)
+			}
+			// Read back: a database that skips the update (a planted
+			// trigger) would otherwise send this loop round for ever.
+			if n, err := res.RowsAffected(); err != nil || n != 1 {
+				tx.Rollback()
+				return fmt.Errorf("keystore: epoch: %w: the database did not apply the re-wrap of bucket %d's key", ErrReadBack, ids[i])
 			}
 		}
 		if err := tx.Commit(); err != nil {

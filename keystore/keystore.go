@@ -37,6 +37,11 @@ var (
 	// ErrInvalid means invalid arguments (such as trimming above the latest
 	// version).
 	ErrInvalid = errors.New("invalid argument")
+	// ErrReadBack means a fact a forget's state asserts (the subject key
+	// deleted, the bucket re-wrapped, the root versions destroyed) was read
+	// back from where it lives and found untrue: a trigger, a fault or a
+	// bug. The forget stays where it is, with the reason.
+	ErrReadBack = errors.New("read back disagrees")
 )
 
 // Wrapped is a key wrapped under one root key version.

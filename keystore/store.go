@@ -967,9 +967,13 @@ func (s *Store) rekeyLocked(ctx context.Context, b int) (int64, error) {
 	if _, _, err := rewrapIn(ctx, tx, b, oldGen, old, nk, nil, -1); err != nil {
 		return 0, err
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE buckets SET gen=?, root_version=?, wrapped=?, next_wrapped=NULL, next_version=NULL WHERE id=?`,
-		oldGen+1, nextVersion.Int64, nextBlob, b); err != nil {
+	res, err := tx.ExecContext(ctx, `UPDATE buckets SET gen=?, root_version=?, wrapped=?, next_wrapped=NULL, next_version=NULL WHERE id=?`,
+		oldGen+1, nextVersion.Int64, nextBlob, b)
+	if err != nil {
 		return 0, fmt.Errorf("keystore: rekey: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return 0, fmt.Errorf("keystore: rekey: %w: the database did not apply bucket %d's new key", ErrReadBack, b)
 	}
 	var marker int64
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM epochs`).Scan(&marker); err != nil {

@@ -15,7 +15,10 @@
 package sealing
 
 import (
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
 
@@ -33,6 +36,10 @@ const (
 
 // LabelSID is the domain-separation label of the keyed subject hash.
 const LabelSID = "shredd/v1/sid"
+
+// LabelForgetSalt is the domain-separation label of the key that seals a
+// forget's commitment salt (Hasher.SealSalt).
+const LabelForgetSalt = "shredd/v1/forget-salt"
 
 // ValidKind reports whether name is a well-formed kind name
 // (shredd.ValidKind).
@@ -53,6 +60,47 @@ func NewHasher(secret []byte) (*Hasher, error) {
 		return nil, fmt.Errorf("sealing: subject secret of %d bytes, want >= 32: %w", len(secret), shredd.ErrInvalid)
 	}
 	return &Hasher{key: append([]byte(nil), secret...)}, nil
+}
+
+// saltAEAD is the AEAD that seals the commitment salt of a forget of
+// subject: AES-256-GCM under HMAC-SHA256(secret, label ‖ 0 ‖ subject), so
+// that only whoever holds the secret and names the raw subject id again
+// (the caller of a repeated forget) can open it.
+func (h *Hasher) saltAEAD(subject string) cipher.AEAD {
+	m := hmac.New(sha256.New, h.key)
+	m.Write([]byte(LabelForgetSalt))
+	m.Write([]byte{0})
+	m.Write([]byte(subject))
+	k := m.Sum(nil)
+	defer clear(k)
+	b, err := aes.NewCipher(k)
+	if err != nil {
+		panic(err) // a 32-byte key always makes a cipher
+	}
+	a, err := cipher.NewGCM(b)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+// SealSalt seals a forget's commitment salt for subject, bound to the
+// forget's id: the database keeps it so that a repeated forget returns
+// the salt the first answer carried.
+func (h *Hasher) SealSalt(subject string, forget []byte, salt []byte) []byte {
+	nonce := make([]byte, 12)
+	if _, err := rand.Read(nonce); err != nil {
+		panic(err)
+	}
+	return h.saltAEAD(subject).Seal(nonce, nonce, salt, forget)
+}
+
+// OpenSalt opens a salt SealSalt sealed for subject and forget.
+func (h *Hasher) OpenSalt(subject string, forget []byte, sealed []byte) ([]byte, error) {
+	if len(sealed) < 12 {
+		return nil, fmt.Errorf("sealing: sealed salt too short: %w", shredd.ErrInvalid)
+	}
+	return h.saltAEAD(subject).Open(nil, sealed[:12], sealed[12:], forget)
 }
 
 // SID returns the keyed hash of a raw subject id.

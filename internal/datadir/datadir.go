@@ -98,6 +98,21 @@ func (m Mode) check(path string, fi fs.FileInfo) error {
 	return nil
 }
 
+// Check checks, without opening it or following a symlink, that path is a
+// regular file with the permissions of m (a symlink, a FIFO, a device or
+// loose permissions give ErrUnsafe with the fix). A missing file gives an
+// error wrapping fs.ErrNotExist.
+func Check(path string, m Mode) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return fmt.Errorf("%s: %w: a symlink; replace it with the file itself", path, ErrUnsafe)
+	}
+	return m.check(path, fi)
+}
+
 // open opens path without following a symlink and without blocking on a
 // FIFO, and checks what it opened.
 func open(path string, flag int, m Mode) (*os.File, error) {

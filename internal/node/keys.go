@@ -162,77 +162,67 @@ const (
 // verifier key file without its private key, a pair that does not match,
 // and a private key file others can read.
 func loadOrCreateLogKey(dir string) (note.Signer, string, bool, error) {
+	signer, vkey, err := readLogKey(dir)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return signer, vkey, false, err
+	}
+	keyPath, vkeyPath := filepath.Join(dir, LogKeyFile), filepath.Join(dir, LogVKeyFile)
+	s, v, err := translog.GenerateKey("shredd/" + hex.EncodeToString(randomBytes(8)))
+	if err != nil {
+		return nil, "", false, err
+	}
+	if err := writeExclusive(keyPath, []byte(s+"\n"), 0o600); err != nil {
+		return nil, "", false, err
+	}
+	if err := writeExclusive(vkeyPath, []byte(v+"\n"), 0o644); err != nil {
+		return nil, "", false, err
+	}
+	signer, vkey, err = readLogKey(dir)
+	return signer, vkey, err == nil, err
+}
+
+// readLogKey reads the log's key pair from dir, creating nothing: a
+// missing private key (with no verifier key either) is fs.ErrNotExist.
+func readLogKey(dir string) (note.Signer, string, error) {
 	keyPath, vkeyPath := filepath.Join(dir, LogKeyFile), filepath.Join(dir, LogVKeyFile)
 	skey, err := datadir.Read(keyPath, datadir.Secret, maxKeyFile)
-	created := false
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if _, err := os.Lstat(vkeyPath); err == nil {
-			return nil, "", false, fmt.Errorf("log key: %s exists without %s: restore the private key", vkeyPath, keyPath)
+			return nil, "", fmt.Errorf("log key: %s exists without %s: restore the private key from where you keep it (docs/operations.md, \"What each file is for\")", vkeyPath, keyPath)
 		}
-		s, v, err := translog.GenerateKey("shredd/" + hex.EncodeToString(randomBytes(8)))
-		if err != nil {
-			return nil, "", false, err
-		}
-		if err := writeExclusive(keyPath, []byte(s+"\n"), 0o600); err != nil {
-			return nil, "", false, err
-		}
-		if err := writeExclusive(vkeyPath, []byte(v+"\n"), 0o644); err != nil {
-			return nil, "", false, err
-		}
-		skey, created = []byte(s), true
+		return nil, "", err
 	case err != nil:
-		return nil, "", false, fmt.Errorf("log key: %w", err)
+		return nil, "", fmt.Errorf("log key: %w", err)
 	}
 	signer, err := note.NewSigner(strings.TrimSpace(string(skey)))
 	if err != nil {
-		return nil, "", false, fmt.Errorf("log key: %s: %w", keyPath, err)
+		return nil, "", fmt.Errorf("log key: %s: %w", keyPath, err)
 	}
 	vb, err := datadir.Read(vkeyPath, datadir.Public, maxKeyFile)
 	if err != nil {
-		return nil, "", false, fmt.Errorf("log key: %w", err)
+		return nil, "", fmt.Errorf("log key: %w", err)
 	}
 	vkey := strings.TrimSpace(string(vb))
 	v, err := note.NewVerifier(vkey)
 	if err != nil {
-		return nil, "", false, fmt.Errorf("log key: %s: %w", vkeyPath, err)
+		return nil, "", fmt.Errorf("log key: %s: %w", vkeyPath, err)
 	}
 	if v.Name() != signer.Name() || v.KeyHash() != signer.KeyHash() {
-		return nil, "", false, fmt.Errorf("log key: %s is not the verifier key of %s", vkeyPath, keyPath)
+		return nil, "", fmt.Errorf("log key: %s is not the verifier key of %s", vkeyPath, keyPath)
 	}
-	return signer, vkey, created, nil
+	return signer, vkey, nil
 }
 
-// openJournal loads (creating on first use) the data directory's
-// attestation key and log key, opens the transparency log in db and
-// returns the journal that the key tree and the service log through, with
-// the attestation key. log, when set, is told about keys it created.
-func openJournal(ctx context.Context, dir string, db *storage.DB, log *slog.Logger) (*journal.Journal, ed25519.PrivateKey, error) {
-	attKey, created, err := LoadOrCreateAttestationKey(dir)
+// openJournal opens the transparency log in db with the data directory's
+// log key and returns the journal that the key tree and the service log
+// through, signing attestations with the attestation key.
+func openJournal(ctx context.Context, sec *secrets, db *storage.DB) (*journal.Journal, error) {
+	tl, err := translog.Open(ctx, db, sec.log)
 	if err != nil {
-		return nil, nil, fmt.Errorf("attestation key: %w", err)
+		return nil, err
 	}
-	if created && log != nil {
-		log.Info("created the attestation signing key; give its public half to whoever verifies attestations",
-			"public_key", filepath.Join(dir, AttestationPubFile))
-	}
-	signer, vkey, created, err := loadOrCreateLogKey(dir)
-	if err != nil {
-		return nil, nil, err
-	}
-	if created && log != nil {
-		log.Info("created the transparency log key; give its verifier key to regulators and log monitors",
-			"verifier_key", filepath.Join(dir, LogVKeyFile), "origin", signer.Name())
-	}
-	tl, err := translog.Open(ctx, db, signer)
-	if err != nil {
-		return nil, nil, err
-	}
-	j, err := journal.New(tl, vkey, attKey, nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	return j, attKey, nil
+	return journal.New(tl, sec.logVKey, sec.att, nil)
 }
 
 // bootstrapAdminToken gives a new installation its first token: an admin

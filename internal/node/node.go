@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -157,11 +158,14 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 	if err := n.lockDir(c.DataDir); err != nil {
 		return err
 	}
-	secret, _, err := readOrCreate(filepath.Join(c.DataDir, SecretFile), func() []byte { return randomBytes(32) })
+	// The secrets first, and nothing written until it is decided whether
+	// the data directory may make the missing ones: never next to state
+	// that needs the old ones (docs/operations.md, "What each file is for").
+	sec, err := n.openSecrets(ctx, c, log)
 	if err != nil {
-		return fmt.Errorf("subject secret: %w", err)
+		return err
 	}
-	if n.Hasher, err = sealing.NewHasher(secret); err != nil {
+	if n.Hasher, err = sealing.NewHasher(sec.subject); err != nil {
 		return err
 	}
 	if c.OpenRoot == nil {
@@ -176,10 +180,15 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 	if root.Close != nil {
 		n.onClose(root.Close)
 	}
-	if n.DB, err = openStore(ctx, c.DataDir, c.Store); err != nil {
+	if n.DB == nil {
+		if n.DB, err = openStore(ctx, c.DataDir, c.Store); err != nil {
+			return err
+		}
+		n.onClose(func() { n.DB.Close() })
+	}
+	if err := pinSecrets(ctx, n.DB, c.DataDir, sec.pins(n.Root)); err != nil {
 		return err
 	}
-	n.onClose(func() { n.DB.Close() })
 	dirID, _, err := readOrCreate(filepath.Join(c.DataDir, NodeIDFile), func() []byte {
 		return []byte(hex.EncodeToString(randomBytes(8)) + "\n")
 	})
@@ -191,11 +200,12 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 	if err := checkShared(ctx, n.DB, n.Root, prefix); err != nil {
 		return err
 	}
-	journal, attKey, err := openJournal(ctx, c.DataDir, n.DB, c.Logger)
+	journal, err := openJournal(ctx, sec, n.DB)
 	if err != nil {
 		return err
 	}
-	n.AttestationKey = attKey
+	secret := sec.subject
+	n.AttestationKey = sec.att
 	if full {
 		if n.ledger, err = erasure.OpenLedger(c.LedgerPath(), erasure.LedgerKey(secret)); err != nil {
 			return err
@@ -220,6 +230,66 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 		return nil
 	}
 	return n.prepare(ctx, c.DataDir, log)
+}
+
+// openSecrets reads the data directory's secrets and decides, before
+// anything is written, whether the missing ones may be made: only in a data
+// directory with no state that needs them (no SQLite database, an empty
+// forget ledger and, with PostgreSQL, a database with no pins, subjects
+// or forgets). With PostgreSQL the database is opened here (n.DB), to ask
+// it. The admin token file, when present, must be safe too.
+func (n *Node) openSecrets(ctx context.Context, c Config, log *slog.Logger) (*secrets, error) {
+	if err := datadir.Check(filepath.Join(c.DataDir, TokenFile), datadir.Secret); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("admin token: %w", err)
+	}
+	state, err := localState(c)
+	if err != nil {
+		return nil, err
+	}
+	sec, err := readSecrets(c.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	missing := sec.missing()
+	if len(missing) == 0 {
+		// The public half of the attestation key is checked against the
+		// private one (or written again when it is missing).
+		if _, _, err := LoadOrCreateAttestationKey(c.DataDir); err != nil {
+			return nil, err
+		}
+		return sec, nil
+	}
+	where := "the data directory " + c.DataDir
+	if !state && c.Store != "" {
+		if n.DB, err = openStore(ctx, c.DataDir, c.Store); err != nil {
+			return nil, err
+		}
+		n.onClose(func() { n.DB.Close() })
+		if state, err = dbState(ctx, n.DB); err != nil {
+			return nil, err
+		}
+		where = "the database"
+	}
+	if state {
+		return nil, refuseMissing(c.DataDir, missing, where)
+	}
+	if err := sec.create(c.DataDir); err != nil {
+		return nil, err
+	}
+	for _, f := range sec.created {
+		switch f {
+		case AttestationKeyFile:
+			log.Info("created the attestation signing key; give its public half to whoever verifies attestations",
+				"public_key", filepath.Join(c.DataDir, AttestationPubFile))
+		case LogKeyFile:
+			log.Info("created the transparency log key; give its verifier key to regulators and log monitors",
+				"verifier_key", filepath.Join(c.DataDir, LogVKeyFile), "origin", sec.log.Name())
+		case SecretFile:
+			log.Info("created the subject secret; keep a copy apart from the database backups: without it no subject id maps to its key",
+				"path", filepath.Join(c.DataDir, SecretFile))
+		}
+	}
+	return sec, nil
 }
 
 // lockDir prepares the data directory and takes its lock: one process per

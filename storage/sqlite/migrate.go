@@ -15,6 +15,7 @@ var migrationFiles embed.FS
 // goSteps are the Go halves of migrations, by version.
 var goSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{
 	1: legacyUpgrade,
+	5: integrityColumns,
 }
 
 // SchemaVersion is the schema version this release migrates databases to:
@@ -51,10 +52,26 @@ func migrate(ctx context.Context, db *sql.DB) error {
 // created, and may keep subjects in the layout keyed by sid alone. Both are
 // brought to the baseline; on a new database it changes nothing.
 func legacyUpgrade(ctx context.Context, tx *sql.Tx) error {
-	for _, c := range [][3]string{
+	if err := addColumns(ctx, tx, [][3]string{
 		{"forgets", "erased_at", "INTEGER"}, {"forgets", "commitment", "TEXT"}, {"forgets", "proof", "BLOB"}, {"forgets", "attestation", "BLOB"},
 		{"buckets", "next_wrapped", "BLOB"}, {"buckets", "next_version", "INTEGER"},
-	} {
+	}); err != nil {
+		return err
+	}
+	return clusterSubjects(ctx, tx)
+}
+
+// integrityColumns is the Go half of migration 5: the forgets' stall
+// reason and sealed salt, added where missing (SQLite has no ADD COLUMN IF
+// NOT EXISTS, and a database whose migrations table was lost runs every
+// migration again).
+func integrityColumns(ctx context.Context, tx *sql.Tx) error {
+	return addColumns(ctx, tx, [][3]string{{"forgets", "stall_reason", "TEXT"}, {"forgets", "salt_sealed", "BLOB"}})
+}
+
+// addColumns adds each column {table, name, type} its table lacks.
+func addColumns(ctx context.Context, tx *sql.Tx, cols [][3]string) error {
+	for _, c := range cols {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info(?) WHERE name=?`, c[0], c[1]).Scan(&n); err != nil {
 			return err
@@ -65,7 +82,7 @@ func legacyUpgrade(ctx context.Context, tx *sql.Tx) error {
 			}
 		}
 	}
-	return clusterSubjects(ctx, tx)
+	return nil
 }
 
 // clusterSubjects rebuilds a subjects table keyed by sid alone (releases

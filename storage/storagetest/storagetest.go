@@ -34,6 +34,8 @@ var Tables = []string{
 	"tokens",
 	// keystore, many nodes
 	"nodes", "evictions",
+	// node: the pinned secrets
+	"secrets",
 }
 
 // Backend opens the databases of one backend for the suite.

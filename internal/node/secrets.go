@@ -1,0 +1,252 @@
+package node
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/shredd/shredd/internal/datadir"
+	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/storage"
+)
+
+// LabelFingerprint is the domain-separation label of the secrets'
+// fingerprints (Fingerprint).
+const LabelFingerprint = "shredd/v1/fingerprint"
+
+// Fingerprint returns the pinned fingerprint of the secret called name
+// (subject.key, attestation.key, log.key, root): the first 16 bytes of
+// SHA-256 over the label, the name and the content, in hex. It names a
+// secret without revealing it (the content of subject.key is 32 random
+// bytes; a public key's fingerprint reveals only the public key).
+func Fingerprint(name string, content []byte) string {
+	h := sha256.New()
+	h.Write([]byte(LabelFingerprint))
+	h.Write([]byte{0})
+	h.Write([]byte(name))
+	h.Write([]byte{0})
+	h.Write(content)
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// secrets are the data directory's secrets the data depends on, as read at
+// start-up: subject.key (every sid is its keyed hash, and the forget
+// ledger's MAC key derives from it), the attestation key and the
+// transparency log's key.
+type secrets struct {
+	subject []byte
+	att     ed25519.PrivateKey
+	log     note.Signer
+	logVKey string
+	created []string // the files this start created (a new data directory)
+}
+
+// missing lists the secret files of dir that do not exist.
+func (s *secrets) missing() []string {
+	var m []string
+	if s.subject == nil {
+		m = append(m, SecretFile)
+	}
+	if s.att == nil {
+		m = append(m, AttestationKeyFile)
+	}
+	if s.log == nil {
+		m = append(m, LogKeyFile)
+	}
+	return m
+}
+
+// readSecrets reads the secrets of dir, creating none: a missing file
+// leaves its field nil; an unsafe or damaged one is an error.
+func readSecrets(dir string) (*secrets, error) {
+	s := &secrets{}
+	b, err := datadir.Read(filepath.Join(dir, SecretFile), datadir.Secret, 64<<10)
+	switch {
+	case err == nil:
+		s.subject = b
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("subject secret: %w", err)
+	}
+	key, err := readAttestationKey(filepath.Join(dir, AttestationKeyFile))
+	switch {
+	case err == nil:
+		s.att = key
+	case errors.Is(err, fs.ErrNotExist):
+		if _, err := os.Lstat(filepath.Join(dir, AttestationPubFile)); err == nil {
+			return nil, fmt.Errorf("attestation key: %s exists without %s: restore the private key from where you keep it (docs/operations.md, \"What each file is for\")",
+				filepath.Join(dir, AttestationPubFile), filepath.Join(dir, AttestationKeyFile))
+		}
+	default:
+		return nil, err
+	}
+	signer, vkey, err := readLogKey(dir)
+	switch {
+	case err == nil:
+		s.log, s.logVKey = signer, vkey
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, err
+	}
+	return s, nil
+}
+
+// create makes the secrets of a new data directory that do not exist yet
+// (a key pair made by shredd keygen before the first start is kept).
+func (s *secrets) create(dir string) error {
+	if s.subject == nil {
+		s.subject = randomBytes(32)
+		if err := datadir.Create(filepath.Join(dir, SecretFile), s.subject, datadir.Secret); err != nil {
+			return fmt.Errorf("subject secret: %w", err)
+		}
+		s.created = append(s.created, SecretFile)
+	}
+	if s.att == nil {
+		key, _, err := LoadOrCreateAttestationKey(dir)
+		if err != nil {
+			return fmt.Errorf("attestation key: %w", err)
+		}
+		s.att = key
+		s.created = append(s.created, AttestationKeyFile)
+	} else if _, _, err := LoadOrCreateAttestationKey(dir); err != nil { // the public half, checked or written again
+		return fmt.Errorf("attestation key: %w", err)
+	}
+	if s.log == nil {
+		signer, vkey, _, err := loadOrCreateLogKey(dir)
+		if err != nil {
+			return err
+		}
+		s.log, s.logVKey = signer, vkey
+		s.created = append(s.created, LogKeyFile)
+	}
+	return nil
+}
+
+// localState reports whether the data directory already holds state that
+// needs its secrets: the SQLite database (when the store is SQLite) or a
+// forget ledger with content. A database file that is a symlink, not a
+// regular file, or readable by others is refused here, before anything is
+// opened.
+func localState(c Config) (bool, error) {
+	state := false
+	if c.Store == "" {
+		for _, name := range []string{DBFile, DBFile + "-wal", DBFile + "-shm"} {
+			err := datadir.Check(filepath.Join(c.DataDir, name), datadir.Secret)
+			switch {
+			case err == nil:
+				state = state || name == DBFile
+			case errors.Is(err, fs.ErrNotExist):
+			default:
+				return false, fmt.Errorf("database: %w", err)
+			}
+		}
+	}
+	fi, err := os.Lstat(c.LedgerPath())
+	switch {
+	case err == nil:
+		state = state || fi.Size() > 0
+	case !errors.Is(err, fs.ErrNotExist):
+		return false, fmt.Errorf("forget ledger: %w", err)
+	}
+	return state, nil
+}
+
+// dbState reports whether an open database holds state that needs the
+// secrets: pinned fingerprints, subjects or forgets.
+func dbState(ctx context.Context, db *storage.DB) (bool, error) {
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM secrets) + (SELECT count(*) FROM subjects) + (SELECT count(*) FROM forgets)`).Scan(&n); err != nil {
+		return false, fmt.Errorf("database: %w", err)
+	}
+	return n > 0, nil
+}
+
+// refuseMissing is the refused start of a data directory whose state needs
+// secrets that are gone: nothing has been written, and a new secret would
+// silently orphan the data (every subject id would hash to a new sid with
+// no key, and forgets would be attested while the old ciphertexts open).
+func refuseMissing(dir string, missing []string, where string) error {
+	paths := make([]string, len(missing))
+	for i, m := range missing {
+		paths[i] = filepath.Join(dir, m)
+	}
+	return fmt.Errorf("%s missing, but %s holds data that needs %s: nothing was written, and no new secret is made next to existing data (it would open none of it, and forgets of old subjects would be attested while their data still opens). Restore %s from where you keep the data directory's secrets (docs/operations.md, \"What each file is for\")",
+		strings.Join(paths, ", "), where, plural(len(missing), "it", "them"), plural(len(missing), "it", "them"))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// pins are the fingerprints a data directory's secrets are pinned to.
+func (s *secrets) pins(root keystore.RootStore) map[string]string {
+	pub := s.att.Public().(ed25519.PublicKey)
+	return map[string]string{
+		SecretFile:         Fingerprint(SecretFile, s.subject),
+		AttestationKeyFile: Fingerprint(AttestationKeyFile, pub),
+		LogKeyFile:         Fingerprint(LogKeyFile, []byte(s.logVKey)),
+		"root":             Fingerprint("root", []byte(root.Kind()+"\x00"+root.Describe().Name)),
+	}
+}
+
+// pinSecrets compares the secrets with the fingerprints the database pins
+// and pins those it lacks (a new database, or one from a release before
+// the pins). A secret that differs from its pin is a refused start that
+// names the file and the fix.
+func pinSecrets(ctx context.Context, db *storage.DB, dir string, want map[string]string) error {
+	rows, err := db.QueryContext(ctx, `SELECT name, fingerprint FROM secrets`)
+	if err != nil {
+		return fmt.Errorf("database: pinned secrets: %w", err)
+	}
+	have := map[string]string{}
+	for rows.Next() {
+		var name, fp string
+		if err := rows.Scan(&name, &fp); err != nil {
+			rows.Close()
+			return fmt.Errorf("database: pinned secrets: %w", err)
+		}
+		have[name] = fp
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("database: pinned secrets: %w", err)
+	}
+	for _, name := range []string{SecretFile, AttestationKeyFile, LogKeyFile, "root"} {
+		pinned, ok := have[name]
+		if !ok || pinned == want[name] {
+			continue
+		}
+		what := filepath.Join(dir, name)
+		if name == "root" {
+			what = "the root store (--root and its key name)"
+		}
+		return fmt.Errorf("%s is not the one this database was made with (fingerprint %s, the database pins %s): nothing was written. Put back the %s that goes with this database, or point the server at the database that goes with it (docs/operations.md, \"What each file is for\")",
+			what, want[name], pinned, name)
+	}
+	now := time.Now().UnixNano()
+	return db.Bulk(ctx, storage.BulkOptions{}, func(tx *storage.Tx) error {
+		for _, name := range []string{SecretFile, AttestationKeyFile, LogKeyFile, "root"} {
+			if _, ok := have[name]; ok {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO secrets(name, fingerprint, pinned_at) VALUES (?, ?, ?)`, name, want[name], now); err != nil {
+				return fmt.Errorf("database: pin secrets: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+var _ = sql.ErrNoRows
