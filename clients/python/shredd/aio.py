@@ -23,7 +23,7 @@ import asyncio
 import functools
 from contextlib import asynccontextmanager
 import ssl
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Optional, TypeVar, Union
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Optional, TypeVar, Union, cast
 
 from . import types as t
 from ._http import DEFAULT_MAX_RESPONSE, DEFAULT_RETRIES, DEFAULT_TIMEOUT, DEFAULT_URL
@@ -44,10 +44,12 @@ def _aio(f: "Callable[Concatenate[_S, _P], _R]") -> "Callable[Concatenate[Any, _
     """_aio makes a coroutine method of the synchronous method f: it runs
     f on the part's synchronous twin in a worker thread."""
 
+    g: Callable[..., Any] = f
+
     @functools.wraps(f)
-    async def call(self: Any, *args: Any, **kw: Any) -> Any:
-        return await asyncio.to_thread(f, self._sync, *args, **kw)
-    return call
+    async def call(self: Any, /, *args: Any, **kw: Any) -> Any:
+        return await asyncio.to_thread(g, self._sync, *args, **kw)
+    return cast("Callable[Concatenate[Any, _P], Awaitable[_R]]", call)
 
 
 class AsyncKinds:

@@ -14,11 +14,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 import _server  # noqa: E402
 import _wire  # noqa: E402
 
-try:
-    import shredd  # installed (scripts/test-python.sh tests the installed package)
-except ImportError:  # pragma: no cover - from a checkout
-    sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
-    import shredd
+import _client  # noqa: E402,F401  (the package under test: installed, or the checkout's)
+import shredd  # noqa: E402
 
 SRV: _server.Server
 
@@ -91,7 +88,7 @@ class AsyncClientTest(unittest.IsolatedAsyncioTestCase):
         s = fresh("async-err")
         with self.assertRaises(shredd.InvalidInput) as cm:
             await self.c.sealing.encrypt_batch([{"kind": "episodic", "plaintext": b"x", "subject": s,
-                                                 "parent": ["0" * 32]}])  # type: ignore[typeddict-unknown-key]
+                                                 "parent": ["0" * 32]}])  # type: ignore[typeddict-item]
         self.assertIn("'parents'", str(cm.exception))
         self.assertEqual((await self.c.forgets.preview(s)).counts.total, 0)
         with self.assertRaises(shredd.InvalidInput):

@@ -20,7 +20,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
+import _client  # noqa: E402,F401  (the package under test: installed, or the checkout's)
 
 import shredd  # noqa: E402
 import shredd.errors as errs  # noqa: E402

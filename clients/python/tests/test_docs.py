@@ -12,7 +12,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
+import _client  # noqa: E402,F401  (the package under test: installed, or the checkout's)
 import _server  # noqa: E402
 
 DOC = os.path.join(_server.REPO, "docs", "clients.md")
@@ -26,7 +26,7 @@ class DocsTest(unittest.TestCase):
     def test_python_snippets(self) -> None:
         with open(DOC, encoding="utf-8") as f:
             text = f.read()
-        section = text.split("\n## Python", 1)[1].split("\n## Go", 1)[0]
+        section = text.split("\n## Python\n", 1)[1].split("\n## ", 1)[0]   # up to the next language
         blocks = python_blocks(section)
         self.assertGreaterEqual(len(blocks), 8)
         self.assertEqual(len(blocks), len(python_blocks(text)), "python blocks outside the Python section")

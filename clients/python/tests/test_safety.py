@@ -27,11 +27,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 import _server  # noqa: E402
 import _wire  # noqa: E402
 
-try:
-    import shredd  # installed (scripts/test-python.sh tests the installed package)
-except ImportError:  # pragma: no cover - from a checkout
-    sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
-    import shredd
+import _client  # noqa: E402,F401  (the package under test: installed, or the checkout's)
+import shredd  # noqa: E402
 
 SRV: _server.Server
 
