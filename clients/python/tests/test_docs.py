@@ -55,6 +55,9 @@ class DocsTest(unittest.TestCase):
         self.assertIn("AckResult(closed=[", printed)
         self.assertIn("404 not_found", printed)
         self.assertIn("invalid_token", printed)
+        self.assertIn("item 0: unknown key 'parent' (did you mean 'parents'?)", printed)
+        self.assertIn("b'Hana likes jazz.'\nasync shredded", printed)
+        self.assertIsNotNone(ns["kept"].lease.issued_at)
         self.assertEqual(ns["f"].state, "erased")
         self.assertEqual(set(ns["report"].conditions.values()), {"ok"})
 
