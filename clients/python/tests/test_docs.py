@@ -4,6 +4,7 @@ that works, not prose that once did."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import os
@@ -60,6 +61,29 @@ class DocsTest(unittest.TestCase):
         self.assertIsNotNone(ns["kept"].lease.issued_at)
         self.assertEqual(ns["f"].state, "erased")
         self.assertEqual(set(ns["report"].conditions.values()), {"ok"})
+
+    def test_readme_snippets(self) -> None:
+        """The ```python blocks of clients/python/README.md, against a live
+        server at the address and with the token file they name."""
+        with open(os.path.join(_server.REPO, "clients", "python", "README.md"), encoding="utf-8") as f:
+            blocks = python_blocks(f.read())
+        self.assertEqual(len(blocks), 2)
+        srv = _server.Server()
+        ns: dict = {"__name__": "readme"}
+        out = io.StringIO()
+        try:
+            token_file = os.path.join(srv.dir, "admin.token")
+            for i, b in enumerate(blocks):
+                self.assertIn('"http://127.0.0.1:7750"', b)
+                b = b.replace('"http://127.0.0.1:7750"', repr(srv.url)).replace('"shredd-data/admin.token"',
+                                                                               repr(token_file))
+                with contextlib.redirect_stdout(out):
+                    exec(compile(b, "clients/python/README.md python block %d" % i, "exec"), ns)
+            with contextlib.redirect_stdout(out):
+                asyncio.run(ns["main"](srv.admin_token))
+        finally:
+            srv.stop()
+        self.assertEqual(out.getvalue(), "erased\nb'Bob likes jazz.'\n")
 
 
 if __name__ == "__main__":
