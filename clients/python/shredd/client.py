@@ -21,6 +21,8 @@
 from __future__ import annotations
 
 import difflib
+import functools
+import inspect
 import json
 import ssl
 import sys
@@ -35,7 +37,10 @@ from .errors import Error, InvalidInput, WaitTimeout, error_from_item
 
 __all__ = ["Client", "Kinds", "Sealing", "Leases", "Artifacts", "Forgets", "Holders", "Log", "MAX_BATCH"]
 
-#: The most items one batch may hold.
+_T = TypeVar("_T")
+
+#: The most items one request of a batch holds (the server's limit); the
+#: batch calls send longer lists in parts.
 MAX_BATCH = 1000
 
 _JSON = "application/json"
@@ -119,7 +124,41 @@ def _chunks(n: int) -> List[Tuple[int, int]]:
     return [(i, min(i + MAX_BATCH, n)) for i in range(0, n, MAX_BATCH)]
 
 
+def _checked(f: Callable[..., _T]) -> Callable[..., _T]:
+    """_checked makes a public method refuse arguments it does not take
+    (a misspelt keyword: ``contxt=``) with InvalidInput, naming the
+    keyword meant, before its body runs; Python would raise a bare
+    TypeError."""
+    sig = inspect.signature(f)
+    names = [n for n, p in sig.parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+    @functools.wraps(f)
+    def call(*args: Any, **kw: Any) -> _T:
+        try:
+            sig.bind(*args, **kw)
+        except TypeError as e:
+            hint = ""
+            for k in kw:
+                if k not in sig.parameters:
+                    near = difflib.get_close_matches(k, names, n=1)
+                    hint = " (did you mean %r?)" % near[0] if near else ""
+                    break
+            raise InvalidInput("shredd: %s: %s%s" % (f.__qualname__, e, hint)) from None
+        return f(*args, **kw)
+    return call
+
+
+def _check_methods(cls: Any) -> None:
+    for name, v in list(vars(cls).items()):
+        if not name.startswith("_") and inspect.isfunction(v):
+            setattr(cls, name, _checked(v))
+
+
 class _Part:
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        _check_methods(cls)
+
     def __init__(self, client: "Client") -> None:
         self._c = client
 
@@ -267,7 +306,9 @@ class Sealing(_Part):
         plaintext and drops it. A worker that keeps the plaintext (a
         summarizer that loads rows now and writes a derivative later)
         passes ``hold=True`` and releases the lease itself
-        (Leases.release), or decrypts through Leases.open."""
+        (Leases.release), or decrypts through Leases.open. When that
+        release fails, its error is raised and the plaintext is not
+        returned (the lease then ends at its TTL)."""
         d = t.Decrypted.from_json(self._call("POST", "/v1/decrypt", _decrypt_wire(ciphertext, context, holder)).json())
         if hold:
             return d
@@ -848,3 +889,6 @@ class Client:
         rotates the root, destroys the older root versions; the forgets it
         completes become shredded. Not retried."""
         return t.Epoch.from_json(self.transport.request("POST", "/v1/epoch").json())
+
+
+_check_methods(Client)

@@ -122,7 +122,7 @@ class AsyncClientTest(unittest.IsolatedAsyncioTestCase):
                 await c.kinds.list()
             self.assertIsInstance(cm.exception, TimeoutError)
         finally:
-            ln.close()
+            await asyncio.to_thread(ln.close)
 
     async def test_every_method_is_mirrored(self) -> None:
         sync = shredd.Client(SRV.url, SRV.admin_token)

@@ -239,6 +239,52 @@ class BatchLimitTest(Base):
         assert err is not None
         self.assertIn("item 1000", str(err))
 
+    def test_a_later_part_that_fails_keeps_the_earlier_results(self) -> None:
+        # A server that takes bodies up to 128 KiB: the first part (1,000
+        # empty plaintexts) fits, the second (one 100 KB plaintext) does
+        # not and is refused as a whole (413).
+        srv = _server.Server("--max-body", "131072")
+        try:
+            c = shredd.Client(srv.url, srv.admin_token, timeout=30)
+            c.kinds.ensure("episodic")
+            s = fresh("parts")
+            items: List[shredd.EncryptItem] = [{"kind": "episodic", "plaintext": b"", "subject": s}
+                                               for _ in range(shredd.MAX_BATCH)]
+            items += [{"kind": "episodic", "plaintext": bytes(100_000), "subject": s},
+                      {"kind": "episodic", "plaintext": b"never sent", "subject": s}]
+            res = c.sealing.encrypt_batch(items)
+            self.assertEqual(len(res), len(items))
+            self.assertTrue(all(r.ok for r in res[:shredd.MAX_BATCH]))
+            for r in res[shredd.MAX_BATCH:]:
+                self.assertIsInstance(r.error, shredd.TooLarge)
+            self.assertIs(res[-1].error, res[-2].error)
+            # The first part took effect: its 1,000 artifacts are registered.
+            self.assertEqual(c.forgets.preview(s).counts.direct, shredd.MAX_BATCH)
+            self.assertEqual(c.sealing.decrypt(res[0].unwrap().ciphertext).plaintext, b"")
+            # A first part refused as a whole raises: nothing took effect.
+            with self.assertRaises(shredd.TooLarge):
+                c.sealing.encrypt_batch(items[shredd.MAX_BATCH:])
+        finally:
+            srv.stop()
+
+
+class KeywordTest(Base):
+    def test_misspelt_keywords(self) -> None:
+        s = fresh("kw")
+        for fn, says in (
+            (lambda: self.c.sealing.encrypt("episodic", b"x", subject=s, contxt=b"c"), "'context'"),
+            (lambda: self.c.sealing.seal("episodic", b"x", subject=s, parent=["0" * 32]), "'parents'"),
+            (lambda: self.c.sealing.decrypt("shredd:v1:AAAA", hodl=True), "'hold'"),
+            (lambda: self.c.forgets.wait("0" * 32, timout=1), "'timeout'"),
+            (lambda: self.c.artifacts.register("episodic", "h", subjects=[s], leasse=[]), "'leases'"),
+        ):
+            with self.subTest(says):
+                with self.assertRaises(shredd.InvalidInput) as cm:
+                    fn()
+                self.assertIn("did you mean %s?" % says, str(cm.exception))
+                self.assertIsInstance(cm.exception, TypeError)
+        self.nothing_registered(s)
+
 
 if __name__ == "__main__":
     unittest.main()
