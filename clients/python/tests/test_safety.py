@@ -103,6 +103,14 @@ class ItemKeysTest(Base):
                     with self.assertRaises(shredd.Shredded):
                         self.c.sealing.decrypt(ct)
 
+    def test_key_sets_are_the_typed_items(self) -> None:
+        # The run-time check and the TypedDicts mypy checks name the same keys.
+        from shredd import types as st
+        self.assertEqual(st.ENCRYPT_ITEM_KEYS, set(st.EncryptItem.__annotations__))
+        self.assertEqual(st.DECRYPT_ITEM_KEYS, set(st.DecryptItem.__annotations__))
+        self.assertEqual(set(st.EncryptItem.__required_keys__), {"kind", "plaintext"})  # type: ignore[attr-defined]
+        self.assertEqual(set(st.DecryptItem.__required_keys__), {"ciphertext"})  # type: ignore[attr-defined]
+
     def test_bad_values_are_shredd_errors(self) -> None:
         s = fresh("values")
         rec = self.c.sealing.encrypt("episodic", b"r", subject=s)
