@@ -21,7 +21,7 @@ import math
 import re
 import sqlite3
 from collections import Counter
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import shredd
 from shredd.holder import HolderKit
@@ -58,7 +58,8 @@ class EpisodicStore:
         return sealed.artifact
 
     def rows(self, user: Optional[str] = None) -> List[Tuple[str, str]]:
-        q, a = "SELECT artifact, ciphertext FROM episodes", ()
+        q = "SELECT artifact, ciphertext FROM episodes"
+        a: Tuple[str, ...] = ()
         if user is not None:
             q, a = q + " WHERE user = ?", (user,)
         return list(self.db.execute(q + " ORDER BY seq", a))
@@ -85,11 +86,13 @@ class Summarizer:
         return "%d memories; topics: %s; latest: %s" % (len(texts), ", ".join(top), texts[-1] if texts else "-")
 
     def load(self, rows: Sequence[Tuple[str, str]]) -> Tuple[List[str], List[shredd.Lease]]:
-        """load decrypts rows as the summarizer, keeping the leases (a worker
-        that loaded data and will write a derivative later)."""
-        texts, leases = [], []
+        """load decrypts rows as the summarizer, holding the leases (a worker
+        that loaded data and will write a derivative later): a forget of a
+        subject of those rows waits until write releases them."""
+        texts: List[str] = []
+        leases: List[shredd.Lease] = []
         for _, ct in rows:
-            d = self.c.sealing.decrypt(ct, context=b"app=agent-memory", holder=self.HOLDER)
+            d = self.c.sealing.decrypt(ct, context=b"app=agent-memory", holder=self.HOLDER, hold=True)
             texts.append(d.plaintext.decode("utf-8"))
             leases.append(d.lease)
         return texts, leases
@@ -127,6 +130,7 @@ class EmbeddingIndex:
 
     def __init__(self, path: str, client: shredd.Client, key: object) -> None:
         self.kit = HolderKit(client, self.HOLDER, key)
+        self.reembeds = 0  # calls of reembed, refused or not
         self.db = sqlite3.connect(path)
         self.db.execute("CREATE TABLE IF NOT EXISTS vectors (artifact TEXT PRIMARY KEY, record TEXT NOT NULL, "
                         "vector TEXT NOT NULL)")
@@ -147,6 +151,20 @@ class EmbeddingIndex:
         self.db.execute("INSERT INTO vectors VALUES (?, ?, ?)", (art.artifact, record, json.dumps(self.embed(text))))
         self.db.commit()
         return art.artifact
+
+    def reembed(self, record: str, read: Callable[[str], str]) -> str:
+        """reembed rebuilds the vector of record from its text, as after a
+        change of embedding model: read(record) opens the text through
+        shredd (Shredded once the record's lineage is forgotten: nothing
+        is kept), then add registers and stores the new vector."""
+        self.reembeds += 1
+        return self.add(record, read(record))
+
+    def vectors_of(self, records: Sequence[str]) -> List[str]:
+        """vectors_of returns the vector artifacts of records, by id."""
+        marks = ",".join("?" * len(records))
+        return sorted(a for (a,) in self.db.execute("SELECT artifact FROM vectors WHERE record IN (%s)" % marks,
+                                                      tuple(records)))
 
     def search(self, query: str, k: int = 3) -> List[Tuple[float, str]]:
         q = self.embed(query)

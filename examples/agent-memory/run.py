@@ -16,6 +16,7 @@ within seconds. Exit status 0 only when every expectation held.
 from __future__ import annotations
 
 import argparse
+import base64
 import io
 import json
 import os
@@ -162,29 +163,35 @@ def replay(srv: Server, work: str) -> None:
         recs.setdefault(user, []).append(a)
         index.add(a, text)
         say("  episodic %s  %-18s %s" % (short(a), user, text))
+    expect(index.count() == len(MEMORIES), "a vector per memory")
     say("  index: %d plaintext vectors, each registered as a plaintext-held artifact of %s"
         % (index.count(), EmbeddingIndex.HOLDER))
     prof = summ.roll("alice-profile", ALICE)
     team = summ.roll("team-digest")
     say("  summary %s  alice-profile: %s" % (short(prof), summ.read("alice-profile")))
     say("  summary %s  team-digest (both users: an aggregate): %s" % (short(team), summ.read("team-digest")))
-    say("  replica: copied %d ciphertexts" % replica.sync(store))
+    copied = replica.sync(store)
+    expect(copied == len(MEMORIES), "the replica copies every row")
+    say("  replica: copied %d ciphertexts" % copied)
     hits = index.search("green tea morning")
     expect(hits[0][1] == recs[ALICE][0], "the index finds Alice's tea memory")
     say("  search 'green tea morning' -> record %s (score %.2f)" % (short(hits[0][1]), hits[0][0]))
 
     say("\n2. a summarizer worker loads Alice's rows (3 leases) to roll her profile again ...")
     texts, leases = summ.load(store.rows(ALICE))
-    expect(len(leases) == 3, "three leases")
+    expect(len(leases) == 3 and all(l.released_at is None for l in leases), "three leases, held")
+    alice_vectors = index.vectors_of(recs[ALICE])
+    expect(len(alice_vectors) == 3, "the index holds a vector per Alice record")
 
     say("\n3. dry run of forget(alice)")
     pv = dpo.forgets.preview(ALICE)
     c = pv.counts
     say("  would make unreadable: %d artifacts: %d direct, %d derived, %d collateral, %d plaintext-held"
         % (c.total, c.direct, c.derived, c.collateral, c.plaintext_held))
-    for a in pv.artifacts:
-        if a.collateral:
-            say("  collateral: %s %s also carries %d other subject(s): rebuild it for them" % (a.kind, short(a.artifact), a.other_subjects))
+    for pa in pv.artifacts:
+        if pa.collateral:
+            say("  collateral: %s %s also carries %d other subject(s): rebuild it for them"
+                % (pa.kind, short(pa.artifact), pa.other_subjects))
     expect(c.direct == 3 and c.plaintext_held == 3 and c.collateral >= 1, "the dry run lists the cascade")
 
     say("\n4. forget(alice)")
@@ -199,8 +206,13 @@ def replay(srv: Server, work: str) -> None:
     refused("summary: alice-profile (derivative)", lambda: summ.read("alice-profile"))
     refused("aggregate: team-digest (collateral)", lambda: summ.read("team-digest"))
     refused("summarizer: re-derivation from old leases", lambda: summ.write("alice-profile-2", texts, leases))
-    refused("index: re-embed from the replica's copy", lambda: index.add(recs[ALICE][1], replica.read(recs[ALICE][1])))
+    held = index.count()
+    refused("index: re-embed from the replica's copy", lambda: index.reembed(recs[ALICE][1], replica.read))
     refused("index: new vector of Alice's record", lambda: index.add(recs[ALICE][2], "Lisbon in May"))
+    expect(index.reembeds == 1, "the index's re-embed ran")
+    expect(index.count() == held and index.vectors_of(recs[ALICE]) == alice_vectors,
+           "neither the re-embed nor the new vector kept a vector")
+    say("  index: re-embed ran once and was refused; still %d vectors, none added" % index.count())
     hits = index.search("green tea morning")
     expect(hits[0][1] == recs[ALICE][0], "the plaintext vector is still there before the purge")
     st = dpo.forgets.verify(f.id)
@@ -212,14 +224,21 @@ def replay(srv: Server, work: str) -> None:
 
     say("\n6. the index takes its purge work, deletes the vectors and signs the ack")
     outcomes = index.kit.purge(index.purge)
-    expect(len(outcomes) == 1 and outcomes[0].ack is not None and not outcomes[0].ack.missing, "one signed ack closes the index's artifacts")
+    expect(len(outcomes) == 1 and outcomes[0].forget == f.id, "purge work for this forget, once")
     o = outcomes[0]
+    ack = o.ack
+    if ack is None:
+        raise Failed("the index's ack was not accepted: %s" % o.error)
+    expect(sorted(o.purged) == alice_vectors, "the index purged exactly Alice's 3 vectors")
+    expect(sorted(ack.closed) == alice_vectors and ack.missing == [], "the ack closed exactly those 3, none missing")
     say("  purge work for forget %s: %d vectors deleted; ack closed %d, missing %d"
-        % (short(o.forget), len(o.purged), len(o.ack.closed), len(o.ack.missing)))
+        % (short(o.forget), len(o.purged), len(ack.closed), len(ack.missing)))
     inv = index.inventory()
     expect(inv.clean and inv.items == 2, "the index's inventory is clean (Bob's 2 vectors)")
-    say("  inventory: %d vectors held, all registered; search 'green tea morning' -> %s"
-        % (inv.items, short(index.search("green tea morning")[0][1])))
+    hits = index.search("green tea morning")
+    expect(all(h[1] in recs[BOB] for h in hits), "the index no longer answers with Alice's vectors")
+    say("  inventory: %d vectors held, all registered; search 'green tea morning' -> %s (Bob's)"
+        % (inv.items, short(hits[0][1])))
 
     say("\n7. epoch, then verification")
     e = admin.epoch()
@@ -234,8 +253,17 @@ def replay(srv: Server, work: str) -> None:
     pub_path = os.path.join(srv.dir, "attestation.pub")
     with open(pub_path, "rb") as fh:
         v = sv.verify_attestation(att, fh.read(), subject=ALICE, salt=salt, forget=f.id)
+    ok = sum(1 for s in v.conditions.values() if s == "ok")
+    expect(ok == 5, "five conditions ok")
+    acks = v.holder_acks
+    expect(len(acks) == 1 and acks[0]["holder"] == EmbeddingIndex.HOLDER, "one holder ack, the index's")
+    expect(base64.b64decode(acks[0]["public_key"]) == index.kit.public_key,
+           "the ack in the attestation is signed with the key the index registered")
+    expect(sorted(acks[0]["artifacts"]) == alice_vectors, "the attested ack names Alice's 3 vectors")
     say("  python: signature ok (key %s...), claim ok, %d/5 conditions ok, %d holder ack(s) verified, commitment opens"
-        % (v.key_id[:16], sum(1 for s in v.conditions.values() if s == "ok"), len(v.holder_acks)))
+        % (v.key_id[:16], ok, len(acks)))
+    say("  holder ack: %s, key %s... (the index's), %d vectors" % (acks[0]["holder"], index.kit.public_key.hex()[:16],
+                                                                 len(acks[0]["artifacts"])))
     att_path = os.path.join(work, "alice.dsse.json")
     subj_path, salt_path = os.path.join(work, "subject"), os.path.join(work, "salt")
     for p, b in ((att_path, att), (subj_path, ALICE.encode()), (salt_path, salt.encode())):
@@ -249,8 +277,12 @@ def replay(srv: Server, work: str) -> None:
     exp = dpo.forgets.export(f.id)
     vkey = admin.log.key()
     n = 0
+    files: Dict[str, bytes] = {}
     with tarfile.open(fileobj=io.BytesIO(exp), mode="r:gz") as tf:
-        files = {m.name.split("/", 1)[1]: tf.extractfile(m).read() for m in tf.getmembers() if m.isfile()}
+        for m in tf.getmembers():
+            fh2 = tf.extractfile(m) if m.isfile() else None
+            if fh2 is not None:
+                files[m.name.split("/", 1)[1]] = fh2.read()
     for name in sorted(files):
         if name.startswith("entry-") and name.endswith(".json"):
             sv.check_inclusion(files[name], files[name[:-5] + ".tlog-proof"], vkey)
@@ -264,7 +296,9 @@ def replay(srv: Server, work: str) -> None:
     alive = [(a, ct) for a, ct in store.rows() if a in recs[BOB]]
     texts, leases = summ.load(alive)
     team2 = summ.write("team-digest", texts, leases)
-    say("  summary %s team-digest rebuilt: %s" % (short(team2), summ.read("team-digest")))
+    digest = summ.read("team-digest")
+    expect(digest.startswith("2 memories;") and "alice" not in digest, "the rebuilt aggregate is Bob's alone")
+    say("  summary %s team-digest rebuilt: %s" % (short(team2), digest))
     say("\nOK: every way back to Alice's data is closed, and the attestation says so.")
 
 

@@ -2,7 +2,7 @@
 service for AI-agent memory stores (docs/clients.md, docs/api.md).
 
     import shredd
-    c = shredd.Client("http://127.0.0.1:7750", token)
+    c = shredd.Client("http://127.0.0.1:7750", token)   # or shredd.AsyncClient(...) under asyncio
     sealed = c.sealing.encrypt("episodic", b"Alice prefers green tea.", subject="alice@example.com")
     try:
         c.sealing.decrypt(sealed.ciphertext)
@@ -16,11 +16,13 @@ optional ``cryptography`` package; importing shredd does not.
 
 from ._http import DEFAULT_URL, Response
 from .client import MAX_BATCH, Artifacts, Client, Forgets, Holders, Kinds, Leases, Log, Sealing
-from .errors import (APIError, Conflict, Error, Forbidden, InternalError, InvalidEnvelope, InvalidRequest,
+from .aio import AsyncClient
+from .errors import (APIError, Conflict, Error, Forbidden, InternalError, InvalidEnvelope, InvalidInput, InvalidRequest,
                      InvalidSignature, MethodNotAllowed, NoLog, NotErased, NotFound, NotLogged, Shredded, Timeout,
                      TooLarge, TransportError, Unauthorized, Unavailable, UnknownKind, UnknownParent,
-                     UnsupportedMediaType, WrongHolder)
-from .types import (AckResult, Artifact, Condition, Decrypted, DecryptResult, Encrypted, EncryptResult, Epoch,
+                     UnsupportedMediaType, WaitTimeout, WrongHolder)
+from .types import (AckResult, Artifact, Condition, Decrypted, DecryptItem, DecryptResult, Encrypted, EncryptItem,
+                    EncryptResult, Epoch,
                     Forget, ForgetPage, Health, Holder, HolderPage, HolderStatus, InventoryItem, InventoryReport,
                     InventoryStatus, Kind, Lease, Preview, PreviewArtifact, PreviewCounts, PurgeWork, RawDecrypted,
                     RawEncrypted, Ready, Sealed, SealResult)
@@ -28,12 +30,13 @@ from .types import (AckResult, Artifact, Condition, Decrypted, DecryptResult, En
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "Kinds", "Sealing", "Leases", "Artifacts", "Forgets", "Holders", "Log", "MAX_BATCH", "DEFAULT_URL",
+    "Client", "AsyncClient", "Kinds", "Sealing", "Leases", "Artifacts", "Forgets", "Holders", "Log", "MAX_BATCH", "DEFAULT_URL",
     "Response",
-    "Error", "TransportError", "Timeout", "APIError", "InvalidRequest", "UnknownKind", "UnknownParent",
+    "Error", "InvalidInput", "TransportError", "Timeout", "WaitTimeout", "APIError", "InvalidRequest", "UnknownKind", "UnknownParent",
     "InvalidSignature", "Unauthorized", "Forbidden", "WrongHolder", "NotFound", "MethodNotAllowed", "Conflict",
     "NotErased", "NotLogged", "Shredded", "TooLarge", "UnsupportedMediaType", "InvalidEnvelope", "Unavailable",
     "NoLog", "InternalError",
+    "EncryptItem", "DecryptItem",
     "AckResult", "Artifact", "Condition", "Decrypted", "DecryptResult", "Encrypted", "EncryptResult", "Epoch",
     "Forget", "ForgetPage", "Health", "Holder", "HolderPage", "HolderStatus", "InventoryItem", "InventoryReport",
     "InventoryStatus", "Kind", "Lease", "Preview",

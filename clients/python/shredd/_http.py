@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from email.message import Message
 from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
 
-from .errors import APIError, Timeout, TransportError, error_from_problem
+from .errors import APIError, InvalidInput, Timeout, TransportError, error_from_problem
 
 DEFAULT_URL = "http://127.0.0.1:7750"
 DEFAULT_TIMEOUT = 60.0
@@ -61,13 +61,13 @@ class Transport:
                  max_response: int = DEFAULT_MAX_RESPONSE) -> None:
         u = urllib.parse.urlsplit(base_url)
         if u.scheme not in ("http", "https") or not u.hostname or u.query or u.fragment:
-            raise ValueError("shredd: base URL %r: want http(s)://host[:port][/prefix]" % base_url)
+            raise InvalidInput("shredd: base URL %r: want http(s)://host[:port][/prefix]" % base_url)
         if u.username is not None or u.password is not None:
-            raise ValueError("shredd: the base URL must not hold credentials: pass the token")
+            raise InvalidInput("shredd: the base URL must not hold credentials: pass the token")
         if retries < 0 or timeout <= 0 or max_response <= 0 or backoff < 0:
-            raise ValueError("shredd: retries and backoff must be >= 0, timeout and max_response > 0")
+            raise InvalidInput("shredd: retries and backoff must be >= 0, timeout and max_response > 0")
         if cafile and u.scheme != "https":
-            raise ValueError("shredd: cafile needs an https URL")
+            raise InvalidInput("shredd: cafile needs an https URL")
         self.base = base_url.rstrip("/")
         self._https = u.scheme == "https"
         self._host = u.hostname
@@ -96,7 +96,10 @@ class Transport:
         if query:
             q = {k: str(v) for k, v in query.items() if v is not None}
             if q:
-                target += "?" + urllib.parse.urlencode(q)
+                try:
+                    target += "?" + urllib.parse.urlencode(q)
+                except UnicodeEncodeError:
+                    raise InvalidInput("shredd: a query parameter is not valid Unicode text (a lone surrogate?)") from None
         op = "%s %s" % (method, path)
         attempts = 1 + (self.retries if idempotent else 0)
         for attempt in range(attempts):
@@ -132,18 +135,25 @@ class Transport:
             lines.append(("Content-Length", "0"))
         if headers is not None:
             lines.extend(headers.items() if isinstance(headers, Mapping) else headers)
+        encoded: List[Tuple[str, bytes]] = []
         for k, v in lines:
+            if not isinstance(v, str):
+                raise InvalidInput("shredd: header %s: a string, not %s" % (k, type(v).__name__))
             if any(c in v for c in "\r\n\x00"):
                 # http.client refuses them too; say which header, not the value.
-                raise ValueError("shredd: header %s holds a control character" % k)
-        conn = self._connection(t)
-        try:
-            conn.putrequest(method, target, skip_accept_encoding=True)
-            for k, v in lines:
+                raise InvalidInput("shredd: header %s holds a control character" % k)
+            try:
                 # One line per value, in UTF-8 as the server reads it: given a
                 # str, http.client would encode it as Latin-1 (and fail on
                 # most non-ASCII subject ids). It takes bytes as they are.
-                conn.putheader(k, v.encode("utf-8"))  # type: ignore[arg-type]
+                encoded.append((k, v.encode("utf-8")))
+            except UnicodeEncodeError:
+                raise InvalidInput("shredd: header %s is not valid Unicode text (a lone surrogate?)" % k) from None
+        conn = self._connection(t)
+        try:
+            conn.putrequest(method, target, skip_accept_encoding=True)
+            for k, b in encoded:
+                conn.putheader(k, b)  # type: ignore[arg-type]
             try:
                 conn.endheaders(body)
             except (BrokenPipeError, ConnectionResetError):

@@ -20,44 +20,145 @@
 
 from __future__ import annotations
 
+import difflib
+import functools
+import inspect
+import json
 import ssl
+import sys
 import time
 from contextlib import contextmanager
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
 
 from . import _seal
 from . import types as t
 from ._http import DEFAULT_MAX_RESPONSE, DEFAULT_RETRIES, DEFAULT_TIMEOUT, DEFAULT_URL, Headers, Response, Transport
-from .errors import Error, error_from_item
+from .errors import Error, InvalidInput, WaitTimeout, error_from_item
 
 __all__ = ["Client", "Kinds", "Sealing", "Leases", "Artifacts", "Forgets", "Holders", "Log", "MAX_BATCH"]
 
-#: The most items one batch may hold.
+_T = TypeVar("_T")
+
+#: The most items one request of a batch holds (the server's limit); the
+#: batch calls send longer lists in parts.
 MAX_BATCH = 1000
 
 _JSON = "application/json"
 _OCTETS = "application/octet-stream"
 
 
+_BytesLike = Union[bytes, bytearray, memoryview]
+
+
 def _json_body(d: Mapping[str, Any]) -> bytes:
-    import json
-    return json.dumps(d, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    try:
+        return json.dumps(d, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput("shredd: a string of the request is not valid Unicode text (a lone surrogate?)") from None
+    except (TypeError, ValueError) as e:
+        raise InvalidInput("shredd: a value of the request cannot be sent as JSON: %s" % e) from None
 
 
-def _subjects(subject: Optional[str], subjects: Optional[Sequence[str]]) -> List[str]:
-    out = [subject] if subject is not None else []
-    if isinstance(subjects, str):
-        raise TypeError("shredd: subjects is a list of subject ids, not one string: use subject=")
-    return out + list(subjects or [])
-
-
-def _check_id(what: str, v: str) -> str:
-    if not isinstance(v, str) or len(v) != 32 or any(c not in "0123456789abcdef" for c in v):
-        raise ValueError("shredd: %s ids are 32 lower-case hex digits" % what)
+def _str(what: str, v: Any) -> str:
+    """_str checks that v is a string the API can carry (UTF-8)."""
+    if not isinstance(v, str):
+        raise InvalidInput("shredd: %s must be a string, not %s" % (what, type(v).__name__))
+    try:
+        v.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput("shredd: %s is not valid Unicode text (a lone surrogate?)" % what) from None
     return v
 
 
+def _strs(what: str, v: Any) -> List[str]:
+    """_strs checks a list of strings (None: none). One string is refused:
+    list("abc") would send three one-letter ids."""
+    if v is None:
+        return []
+    if isinstance(v, (str, bytes, bytearray)):
+        raise InvalidInput("shredd: %s is a list of ids, not one %s" % (what, type(v).__name__))
+    try:
+        xs = list(v)
+    except TypeError:
+        raise InvalidInput("shredd: %s is a list of ids, not %s" % (what, type(v).__name__)) from None
+    return [_str(what, x) for x in xs]
+
+
+def _bytes(what: str, v: Any) -> bytes:
+    if not isinstance(v, (bytes, bytearray, memoryview)):
+        raise InvalidInput("shredd: %s must be bytes (encode text first), not %s" % (what, type(v).__name__))
+    return bytes(v)
+
+
+def _subjects(subject: Optional[str], subjects: Optional[Sequence[str]]) -> List[str]:
+    out = [_str("subject", subject)] if subject is not None else []
+    if isinstance(subjects, str):
+        raise InvalidInput("shredd: subjects is a list of subject ids, not one string: use subject=")
+    return out + _strs("subjects", subjects)
+
+
+def _check_id(what: str, v: Any) -> str:
+    if not isinstance(v, str) or len(v) != 32 or any(c not in "0123456789abcdef" for c in v):
+        raise InvalidInput("shredd: %s ids are 32 lower-case hex digits" % what)
+    return v
+
+
+def _check_item(it: Any, i: int, op: str, allowed: "frozenset[str]", required: Sequence[str]) -> Mapping[str, Any]:
+    """_check_item refuses a batch item that is not a mapping, lacks a
+    required key or holds a key the API does not know (with the closest
+    known key: ``parent`` is ``parents``), before anything is sent."""
+    if not isinstance(it, Mapping):
+        raise InvalidInput("shredd: %s item %d: a dict, not %s" % (op, i, type(it).__name__))
+    for k in it:
+        if k not in allowed:
+            near = difflib.get_close_matches(str(k), sorted(allowed), n=1)
+            raise InvalidInput("shredd: %s item %d: unknown key %r%s (known: %s)" % (
+                op, i, k, " (did you mean %r?)" % near[0] if near else "", ", ".join(sorted(allowed))))
+    for k in required:
+        if k not in it:
+            raise InvalidInput("shredd: %s item %d: no %r" % (op, i, k))
+    return it
+
+
+def _chunks(n: int) -> List[Tuple[int, int]]:
+    return [(i, min(i + MAX_BATCH, n)) for i in range(0, n, MAX_BATCH)]
+
+
+def _checked(f: Callable[..., _T]) -> Callable[..., _T]:
+    """_checked makes a public method refuse arguments it does not take
+    (a misspelt keyword: ``contxt=``) with InvalidInput, naming the
+    keyword meant, before its body runs; Python would raise a bare
+    TypeError."""
+    sig = inspect.signature(f)
+    names = [n for n, p in sig.parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+    @functools.wraps(f)
+    def call(*args: Any, **kw: Any) -> _T:
+        try:
+            sig.bind(*args, **kw)
+        except TypeError as e:
+            hint = ""
+            for k in kw:
+                if k not in sig.parameters:
+                    near = difflib.get_close_matches(k, names, n=1)
+                    hint = " (did you mean %r?)" % near[0] if near else ""
+                    break
+            raise InvalidInput("shredd: %s: %s%s" % (f.__qualname__, e, hint)) from None
+        return f(*args, **kw)
+    return call
+
+
+def _check_methods(cls: Any) -> None:
+    for name, v in list(vars(cls).items()):
+        if not name.startswith("_") and inspect.isfunction(v):
+            setattr(cls, name, _checked(v))
+
+
 class _Part:
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        _check_methods(cls)
+
     def __init__(self, client: "Client") -> None:
         self._c = client
 
@@ -92,7 +193,7 @@ class Kinds(_Part):
 
 def _path(segment: str) -> str:
     import urllib.parse
-    return urllib.parse.quote(segment, safe="")
+    return urllib.parse.quote(_str("a path segment", segment), safe="")
 
 
 def _source_wire(kind: str, subject: Optional[str], subjects: Optional[Sequence[str]],
@@ -100,28 +201,47 @@ def _source_wire(kind: str, subject: Optional[str], subjects: Optional[Sequence[
                  holder: Optional[str]) -> Dict[str, Any]:
     # What an artifact is made of: the fields of an encrypt request but its
     # plaintext and context (the whole request of POST /v1/datakey).
-    w: Dict[str, Any] = {"kind": kind}
+    w: Dict[str, Any] = {"kind": _str("kind", kind)}
     subs = _subjects(subject, subjects)
     if subs:
         w["subjects"] = subs
-    if parents:
-        w["parents"] = list(parents)
-    if leases:
-        w["leases"] = list(leases)
+    ps = [_check_id("parent", p) for p in _strs("parents", parents)]
+    if ps:
+        w["parents"] = ps
+    ls = [_check_id("lease", x) for x in _strs("leases", leases)]
+    if ls:
+        w["leases"] = ls
     if holder:
-        w["holder"] = holder
+        w["holder"] = _str("holder", holder)
     return w
 
 
-def _encrypt_wire(kind: str, plaintext: bytes, subject: Optional[str], subjects: Optional[Sequence[str]],
-                  parents: Optional[Sequence[str]], leases: Optional[Sequence[str]], context: Optional[bytes],
+def _encrypt_wire(kind: str, plaintext: _BytesLike, subject: Optional[str], subjects: Optional[Sequence[str]],
+                  parents: Optional[Sequence[str]], leases: Optional[Sequence[str]], context: Optional[_BytesLike],
                   holder: Optional[str]) -> Dict[str, Any]:
-    if not isinstance(plaintext, (bytes, bytearray, memoryview)):
-        raise TypeError("shredd: plaintext must be bytes (encode text first)")
+    pt = _bytes("plaintext", plaintext)
     w = _source_wire(kind, subject, subjects, parents, leases, holder)
-    w["plaintext"] = t.b64(bytes(plaintext))
-    if context:
-        w["context"] = t.b64(bytes(context))
+    w["plaintext"] = t.b64(pt)
+    if context is not None:
+        ctx = _bytes("context", context)
+        if ctx:
+            w["context"] = t.b64(ctx)
+    return w
+
+
+def _item_wire(it: Mapping[str, Any]) -> Dict[str, Any]:
+    return _encrypt_wire(it["kind"], it["plaintext"], it.get("subject"), it.get("subjects"), it.get("parents"),
+                         it.get("leases"), it.get("context"), it.get("holder"))
+
+
+def _decrypt_wire(ciphertext: str, context: Optional[_BytesLike], holder: Optional[str]) -> Dict[str, Any]:
+    w: Dict[str, Any] = {"ciphertext": _str("ciphertext", ciphertext)}
+    if context is not None:
+        ctx = _bytes("context", context)
+        if ctx:
+            w["context"] = t.b64(ctx)
+    if holder:
+        w["holder"] = _str("holder", holder)
     return w
 
 
@@ -143,6 +263,9 @@ def _seal_answer(d: Mapping[str, Any], plaintext: Any, context: Optional[Any], o
     return t.Sealed(envelope=env, artifact=d["artifact"], lineage_size=int(d["lineage_size"]))
 
 
+_R = TypeVar("_R")
+
+
 class Sealing(_Part):
     """Sealing encrypts and decrypts artifacts (``POST /v1/encrypt``,
     ``/v1/decrypt``, their batches and their raw-body routes) and seals
@@ -150,9 +273,9 @@ class Sealing(_Part):
     retried: an encrypt lost in transit may have registered its artifact,
     and a decrypt issues a lease."""
 
-    def encrypt(self, kind: str, plaintext: bytes, *, subject: Optional[str] = None,
+    def encrypt(self, kind: str, plaintext: _BytesLike, *, subject: Optional[str] = None,
                 subjects: Optional[Sequence[str]] = None, parents: Optional[Sequence[str]] = None,
-                leases: Optional[Sequence[str]] = None, context: Optional[bytes] = None,
+                leases: Optional[Sequence[str]] = None, context: Optional[_BytesLike] = None,
                 holder: Optional[str] = None) -> t.Encrypted:
         """encrypt seals a new artifact of a registered kind about the
         given subjects and/or derived from parents (their lineage is
@@ -161,76 +284,111 @@ class Sealing(_Part):
         w = _encrypt_wire(kind, plaintext, subject, subjects, parents, leases, context, holder)
         return t.Encrypted.from_json(self._call("POST", "/v1/encrypt", w).json())
 
-    def derive(self, kind: str, plaintext: bytes, parents: Sequence[str], *, context: Optional[bytes] = None,
-               holder: Optional[str] = None, leases: Optional[Sequence[str]] = None) -> t.Encrypted:
+    def derive(self, kind: str, plaintext: _BytesLike, parents: Sequence[str], *,
+               context: Optional[_BytesLike] = None, holder: Optional[str] = None,
+               leases: Optional[Sequence[str]] = None) -> t.Encrypted:
         """derive seals a derivative (a summary, a profile) of the parent
         artifacts: its lineage is the union of theirs, so forgetting any
         subject of any parent makes it unreadable too."""
-        if not parents:
-            raise ValueError("shredd: derive needs at least one parent")
+        if not _strs("parents", parents):
+            raise InvalidInput("shredd: derive needs at least one parent")
         return self.encrypt(kind, plaintext, parents=parents, leases=leases, context=context, holder=holder)
 
-    def decrypt(self, ciphertext: str, *, context: Optional[bytes] = None, holder: Optional[str] = None) -> t.Decrypted:
+    def decrypt(self, ciphertext: str, *, context: Optional[_BytesLike] = None, holder: Optional[str] = None,
+                hold: bool = False) -> t.Decrypted:
         """decrypt opens a ``shredd:v1:`` ciphertext; raises Shredded when a
-        subject of its lineage was forgotten. The answer carries a lease:
-        release it (Leases.release, or decrypt through Leases.open) once
-        the plaintext is dropped."""
-        w: Dict[str, Any] = {"ciphertext": ciphertext}
-        if context:
-            w["context"] = t.b64(bytes(context))
-        if holder:
-            w["holder"] = holder
-        return t.Decrypted.from_json(self._call("POST", "/v1/decrypt", w).json())
+        subject of its lineage was forgotten.
 
-    def encrypt_batch(self, items: Sequence[Mapping[str, Any]]) -> List[t.EncryptResult]:
-        """encrypt_batch seals up to MAX_BATCH artifacts in one call. Each
-        item is a dict of encrypt's keyword arguments (``kind``,
-        ``plaintext``, ``subject``/``subjects``, ``parents``, ``leases``,
-        ``context``, ``holder``). One result per item, in order; a failed
-        item has ``error`` set and every other item took effect."""
-        if not items:
-            raise ValueError("shredd: an empty batch")
-        wire = [_encrypt_wire(it["kind"], it["plaintext"], it.get("subject"), it.get("subjects"), it.get("parents"),
-                              it.get("leases"), it.get("context"), it.get("holder")) for it in items]
-        r = self._call("POST", "/v1/encrypt", {"batch_input": wire})
-        out: List[t.EncryptResult] = []
-        for i, res in enumerate(r.json()["batch_results"]):
-            if "error" in res:
-                out.append(t.EncryptResult(error=error_from_item(res["error"], "POST /v1/encrypt item %d" % i,
-                                                                 r.header("X-Request-Id"))))
-            else:
-                out.append(t.EncryptResult(value=t.Encrypted.from_json(res)))
+        Every decrypt issues a lease, and a forget of a subject of the
+        lineage waits for the leases issued before it. By default the
+        client releases the lease as soon as the answer is read (the
+        returned ``lease`` has ``released_at``): the caller uses the
+        plaintext and drops it. A worker that keeps the plaintext (a
+        summarizer that loads rows now and writes a derivative later)
+        passes ``hold=True`` and releases the lease itself
+        (Leases.release), or decrypts through Leases.open. When that
+        release fails, its error is raised and the plaintext is not
+        returned (the lease then ends at its TTL)."""
+        d = t.Decrypted.from_json(self._call("POST", "/v1/decrypt", _decrypt_wire(ciphertext, context, holder)).json())
+        if hold:
+            return d
+        return t.Decrypted(plaintext=d.plaintext, artifact=d.artifact, kind=d.kind,
+                           lease=self._c.leases.release(d.lease))
+
+    def _batched(self, path: str, wire: List[Dict[str, Any]], op: str,
+                 one: Callable[[int, Dict[str, Any], str], _R], failed: Callable[[Error], _R]) -> List[_R]:
+        # Sends wire in parts of MAX_BATCH items. When the first part fails
+        # as a whole nothing took effect and its exception is raised; when a
+        # later one does, the earlier parts took effect: their results are
+        # kept, and each item of the failed part and of the parts not sent
+        # gets that exception.
+        out: List[_R] = []
+        for lo, hi in _chunks(len(wire)):
+            try:
+                r = self._call("POST", path, {"batch_input": wire[lo:hi]})
+                results = r.json()["batch_results"]
+                if len(results) != hi - lo:
+                    raise Error("shredd: %s: %d results for %d items" % (op, len(results), hi - lo))
+            except Error as e:
+                if lo == 0:
+                    raise
+                out.extend(failed(e) for _ in range(lo, len(wire)))
+                return out
+            rid = r.header("X-Request-Id")
+            for j, res in enumerate(results):
+                out.append(one(lo + j, res, rid))
         return out
 
-    def seal(self, kind: str, plaintext: bytes, *, subject: Optional[str] = None,
+    def encrypt_batch(self, items: Sequence[t.EncryptItem]) -> List[t.EncryptResult]:
+        """encrypt_batch seals many artifacts, MAX_BATCH per request. Each
+        item is an EncryptItem: a dict of encrypt's keyword arguments
+        (``kind``, ``plaintext``, ``subject``/``subjects``, ``parents``,
+        ``leases``, ``context``, ``holder``); any other key raises
+        InvalidInput before anything is sent. One result per item, in
+        order; a failed item has ``error`` set and every other item took
+        effect."""
+        if not items:
+            raise InvalidInput("shredd: an empty batch")
+        op = "POST /v1/encrypt"
+        wire = [_item_wire(_check_item(it, i, op, t.ENCRYPT_ITEM_KEYS, ("kind", "plaintext")))
+                for i, it in enumerate(items)]
+
+        def one(i: int, res: Dict[str, Any], rid: str) -> t.EncryptResult:
+            if "error" in res:
+                return t.EncryptResult(error=error_from_item(res["error"], "%s item %d" % (op, i), rid))
+            return t.EncryptResult(value=t.Encrypted.from_json(res))
+        return self._batched("/v1/encrypt", wire, op, one, lambda e: t.EncryptResult(error=e))
+
+    def seal(self, kind: str, plaintext: _BytesLike, *, subject: Optional[str] = None,
              subjects: Optional[Sequence[str]] = None, parents: Optional[Sequence[str]] = None,
-             leases: Optional[Sequence[str]] = None, context: Optional[bytes] = None,
+             leases: Optional[Sequence[str]] = None, context: Optional[_BytesLike] = None,
              holder: Optional[str] = None) -> t.Sealed:
         """seal is encrypt with the plaintext sealed here, on the client:
         the keywords and the errors are encrypt's, and the plaintext and
         context never leave this process. See seal_many."""
         _seal.aesgcm()  # before anything is registered
-        _seal.check_sizes(plaintext, context)
+        _check_sizes(plaintext, context, "")
         r = self._call("POST", "/v1/datakey", _source_wire(kind, subject, subjects, parents, leases, holder))
         return _seal_answer(r.json(), plaintext, context, "POST /v1/datakey")
 
-    def seal_many(self, items: Sequence[Mapping[str, Any]]) -> List[t.SealResult]:
-        """seal_many seals up to MAX_BATCH artifacts on the client. Items
-        are the dicts of encrypt_batch (``kind``, ``plaintext``,
-        ``subject``/``subjects``, ``parents``, ``leases``, ``context``,
-        ``holder``). One POST /v1/datakey batch registers every artifact,
-        with the checks of encrypt (the forget barrier, the kind, forgotten
-        parents), and answers for each its envelope header and artifact
-        key; each plaintext is then sealed here (AES-256-GCM, from the
-        ``cryptography`` package) into exactly the envelope encrypt would
-        have answered, which decrypt opens. The plaintexts and contexts
-        never cross the network.
+    def seal_many(self, items: Sequence[t.EncryptItem]) -> List[t.SealResult]:
+        """seal_many seals many artifacts on the client, MAX_BATCH per
+        request. Items are the EncryptItems of encrypt_batch (``kind``,
+        ``plaintext``, ``subject``/``subjects``, ``parents``, ``leases``,
+        ``context``, ``holder``; any other key raises InvalidInput before
+        anything is sent). A POST /v1/datakey batch registers the
+        artifacts, with the checks of encrypt (the forget barrier, the
+        kind, forgotten parents), and answers for each its envelope header
+        and artifact key; each plaintext is then sealed here (AES-256-GCM,
+        from the ``cryptography`` package) into exactly the envelope
+        encrypt would have answered, which decrypt opens. The plaintexts
+        and contexts never cross the network.
 
         One result per item, in order: a failed item has ``error`` set (it
         was not registered), every other item was registered and sealed.
         Plaintexts over 64 MiB and contexts over 4,096 bytes raise
-        ValueError before anything is sent. A header the client cannot
-        seal with raises shredd.Error for the whole call.
+        InvalidInput (a ValueError) before anything is sent. A header the
+        client cannot seal with raises shredd.Error for the whole call.
 
         An artifact key is as secret as the plaintext it seals, and seals
         one plaintext only. Each key is held in a bytearray that is
@@ -242,91 +400,120 @@ class Sealing(_Part):
         should seal in a short-lived process. The writer drops its
         plaintext too: a forget cannot reach a copy the writer kept."""
         if not items:
-            raise ValueError("shredd: an empty batch")
+            raise InvalidInput("shredd: an empty batch")
         _seal.aesgcm()  # before anything is registered
+        op = "POST /v1/datakey"
         wire = []
         for i, it in enumerate(items):
-            try:
-                _seal.check_sizes(it.get("plaintext", b""), it.get("context"))
-            except (TypeError, ValueError) as e:
-                raise type(e)("%s (item %d)" % (e, i)) from None
+            _check_item(it, i, op, t.ENCRYPT_ITEM_KEYS, ("kind", "plaintext"))
+            _check_sizes(it["plaintext"], it.get("context"), " (item %d)" % i)
             wire.append(_source_wire(it["kind"], it.get("subject"), it.get("subjects"), it.get("parents"),
                                      it.get("leases"), it.get("holder")))
-        r = self._call("POST", "/v1/datakey", {"batch_input": wire})
-        results = r.json()["batch_results"]
-        if len(results) != len(items):
-            raise Error("shredd: POST /v1/datakey: %d results for %d items" % (len(results), len(items)))
-        out: List[t.SealResult] = []
-        for i, (it, res) in enumerate(zip(items, results)):
-            op = "POST /v1/datakey item %d" % i
-            if "error" in res:
-                out.append(t.SealResult(error=error_from_item(res["error"], op, r.header("X-Request-Id"))))
-            else:
-                out.append(t.SealResult(value=_seal_answer(res, it.get("plaintext", b""), it.get("context"), op)))
-        return out
 
-    def decrypt_batch(self, items: Sequence[Union[str, Mapping[str, Any]]]) -> List[t.DecryptResult]:
-        """decrypt_batch opens up to MAX_BATCH ciphertexts (each a string,
-        or a dict with ``ciphertext``, ``context``, ``holder``). One result
-        per item, in order."""
+        def one(i: int, res: Dict[str, Any], rid: str) -> t.SealResult:
+            if "error" in res:
+                return t.SealResult(error=error_from_item(res["error"], "%s item %d" % (op, i), rid))
+            it = items[i]
+            return t.SealResult(value=_seal_answer(res, it["plaintext"], it.get("context"), "%s item %d" % (op, i)))
+        return self._batched("/v1/datakey", wire, op, one, lambda e: t.SealResult(error=e))
+
+    def decrypt_batch(self, items: Sequence[Union[str, t.DecryptItem]], *, hold: bool = False) -> List[t.DecryptResult]:
+        """decrypt_batch opens many ciphertexts, MAX_BATCH per request
+        (each a string, or a DecryptItem: a dict with ``ciphertext``,
+        ``context``, ``holder``; any other key raises InvalidInput before
+        anything is sent). One result per item, in order. The leases are
+        released as decrypt releases them (one call per item), unless
+        ``hold``."""
         if not items:
-            raise ValueError("shredd: an empty batch")
+            raise InvalidInput("shredd: an empty batch")
+        op = "POST /v1/decrypt"
         wire = []
-        for it in items:
-            d: Dict[str, Any] = {"ciphertext": it} if isinstance(it, str) else dict(it)
-            w: Dict[str, Any] = {"ciphertext": d["ciphertext"]}
-            if d.get("context"):
-                w["context"] = t.b64(bytes(d["context"]))
-            if d.get("holder"):
-                w["holder"] = d["holder"]
-            wire.append(w)
-        r = self._call("POST", "/v1/decrypt", {"batch_input": wire})
-        out: List[t.DecryptResult] = []
-        for i, res in enumerate(r.json()["batch_results"]):
-            if "error" in res:
-                out.append(t.DecryptResult(error=error_from_item(res["error"], "POST /v1/decrypt item %d" % i,
-                                                                 r.header("X-Request-Id"))))
+        for i, it in enumerate(items):
+            if isinstance(it, str):
+                wire.append(_decrypt_wire(it, None, None))
             else:
-                out.append(t.DecryptResult(value=t.Decrypted.from_json(res)))
-        return out
+                d = _check_item(it, i, op, t.DECRYPT_ITEM_KEYS, ("ciphertext",))
+                wire.append(_decrypt_wire(d["ciphertext"], d.get("context"), d.get("holder")))
 
-    def encrypt_raw(self, kind: str, plaintext: bytes, *, subject: Optional[str] = None,
+        def one(i: int, res: Dict[str, Any], rid: str) -> t.DecryptResult:
+            if "error" in res:
+                return t.DecryptResult(error=error_from_item(res["error"], "%s item %d" % (op, i), rid))
+            return t.DecryptResult(value=t.Decrypted.from_json(res))
+        out = self._batched("/v1/decrypt", wire, op, one, lambda e: t.DecryptResult(error=e))
+        if hold:
+            return out
+        done: List[t.DecryptResult] = []
+        for r in out:
+            v = r.value
+            if v is not None:
+                r = t.DecryptResult(value=t.Decrypted(plaintext=v.plaintext, artifact=v.artifact, kind=v.kind,
+                                                      lease=self._c.leases.release(v.lease)))
+            done.append(r)
+        return done
+
+    def encrypt_raw(self, kind: str, plaintext: _BytesLike, *, subject: Optional[str] = None,
                     subjects: Optional[Sequence[str]] = None, parents: Optional[Sequence[str]] = None,
-                    leases: Optional[Sequence[str]] = None, context: Optional[bytes] = None,
+                    leases: Optional[Sequence[str]] = None, context: Optional[_BytesLike] = None,
                     holder: Optional[str] = None) -> t.RawEncrypted:
         """encrypt_raw seals a large plaintext through POST /v1/encrypt/raw
         (bytes on the wire, no base64; up to 64 MiB) and returns the binary
         envelope. Subject ids travel in request headers: one with CR, LF or
         NUL, or with leading or trailing blanks, needs encrypt."""
-        h: List[Tuple[str, str]] = [("Shredd-Kind", kind)]
+        body = _bytes("plaintext", plaintext)
+        h: List[Tuple[str, str]] = [("Shredd-Kind", _str("kind", kind))]
         h += [("Shredd-Subject", s) for s in _subjects(subject, subjects)]
-        h += [("Shredd-Parent", _check_id("parent", p)) for p in parents or []]
-        h += [("Shredd-Lease", _check_id("lease", x)) for x in leases or []]
-        if context:
-            h.append(("Shredd-Context", t.b64(bytes(context))))
+        h += [("Shredd-Parent", _check_id("parent", p)) for p in _strs("parents", parents)]
+        h += [("Shredd-Lease", _check_id("lease", x)) for x in _strs("leases", leases)]
+        if context is not None and len(context):
+            h.append(("Shredd-Context", t.b64(_bytes("context", context))))
         if holder:
-            h.append(("Shredd-Holder", holder))
-        r = self._c.request("POST", "/v1/encrypt/raw", body=bytes(plaintext), content_type=_OCTETS, headers=h)
+            h.append(("Shredd-Holder", _str("holder", holder)))
+        r = self._c.request("POST", "/v1/encrypt/raw", body=body, content_type=_OCTETS, headers=h)
         return t.RawEncrypted(envelope=r.body, artifact=r.header("Shredd-Artifact"),
                               lineage_size=int(r.header("Shredd-Lineage-Size") or 0))
 
-    def decrypt_raw(self, envelope: bytes, *, context: Optional[bytes] = None,
-                    holder: Optional[str] = None) -> t.RawDecrypted:
-        """decrypt_raw opens a binary envelope through POST /v1/decrypt/raw."""
+    def decrypt_raw(self, envelope: _BytesLike, *, context: Optional[_BytesLike] = None,
+                    holder: Optional[str] = None, hold: bool = False) -> t.RawDecrypted:
+        """decrypt_raw opens a binary envelope through POST /v1/decrypt/raw;
+        its lease is released as decrypt releases it, unless ``hold``."""
+        body = _bytes("envelope", envelope)
         h: List[Tuple[str, str]] = []
-        if context:
-            h.append(("Shredd-Context", t.b64(bytes(context))))
+        if context is not None and len(context):
+            h.append(("Shredd-Context", t.b64(_bytes("context", context))))
         if holder:
-            h.append(("Shredd-Holder", holder))
-        r = self._c.request("POST", "/v1/decrypt/raw", body=bytes(envelope), content_type=_OCTETS, headers=h)
-        return t.RawDecrypted(plaintext=r.body, artifact=r.header("Shredd-Artifact"), kind=r.header("Shredd-Kind"),
-                              lease_id=r.header("Shredd-Lease"), lease_expires=t.parse_time(r.header("Shredd-Lease-Expires")))
+            h.append(("Shredd-Holder", _str("holder", holder)))
+        r = self._c.request("POST", "/v1/decrypt/raw", body=body, content_type=_OCTETS, headers=h)
+        d = t.RawDecrypted(plaintext=r.body, artifact=r.header("Shredd-Artifact"), kind=r.header("Shredd-Kind"),
+                           lease_id=r.header("Shredd-Lease"), lease_expires=t.parse_time(r.header("Shredd-Lease-Expires")))
+        if hold:
+            return d
+        rel = self._c.leases.release(d.lease_id)
+        return t.RawDecrypted(plaintext=d.plaintext, artifact=d.artifact, kind=d.kind, lease_id=d.lease_id,
+                              lease_expires=d.lease_expires, released_at=rel.released_at)
+
+
+def _check_sizes(plaintext: Any, context: Any, where: str) -> None:
+    try:
+        _seal.check_sizes(plaintext, context)
+    except (TypeError, ValueError) as e:
+        raise InvalidInput("%s%s" % (e, where)) from None
+
+
+def _note(e: BaseException, note: str) -> None:
+    # PEP 678 notes (Python 3.11+) show under the traceback; earlier
+    # Pythons keep the text on the exception only.
+    add = getattr(e, "add_note", None)
+    if add is not None:
+        add(note)
+    else:
+        e.__dict__.setdefault("__notes__", []).append(note)
 
 
 class Leases(_Part):
     """Leases: every decrypt issues one; a forget waits for the leases
     issued before its barrier, so release them as soon as the plaintext
-    is dropped."""
+    is dropped. Sealing.decrypt releases its lease itself unless asked to
+    hold it."""
 
     def release(self, lease: Union[str, t.Lease]) -> t.Lease:
         """release ends a lease early (idempotent: releasing again changes
@@ -335,29 +522,50 @@ class Leases(_Part):
         return t.Lease.from_json(self._call("POST", "/v1/leases/%s/release" % _check_id("lease", lid),
                                             idempotent=True).json())
 
+    def _release_after(self, lease: Union[str, t.Lease], failed: Optional[BaseException]) -> None:
+        # The block's own exception wins: a failed release is added to it
+        # as a note (the lease then ends at its TTL), never raised instead.
+        if failed is None:
+            self.release(lease)
+            return
+        try:
+            self.release(lease)
+        except Error as e:
+            lid = lease.id if isinstance(lease, t.Lease) else lease
+            _note(failed, "shredd: lease %s was not released (it ends at its TTL): %s" % (lid, e))
+
     @contextmanager
-    def open(self, ciphertext: str, *, context: Optional[bytes] = None,
+    def open(self, ciphertext: str, *, context: Optional[_BytesLike] = None,
              holder: Optional[str] = None) -> Iterator[t.Decrypted]:
-        """open decrypts and releases the lease when the block ends, also
-        on an exception:
+        """open decrypts, holding the lease, and releases it when the block
+        ends, also on an exception:
 
             with c.leases.open(ct, holder="summarizer-1") as d:
                 summary = summarize(d.plaintext)
-        """
-        d = self._c.sealing.decrypt(ciphertext, context=context, holder=holder)
+
+        When the block raises and the release fails too, the block's
+        exception is raised, with the release's failure as a note."""
+        d = self._c.sealing.decrypt(ciphertext, context=context, holder=holder, hold=True)
         try:
             yield d
-        finally:
-            self.release(d.lease)
+        except BaseException as e:
+            self._release_after(d.lease, e)
+            raise
+        self._release_after(d.lease, None)
 
     @contextmanager
     def held(self, lease: Union[str, t.Lease]) -> Iterator[Union[str, t.Lease]]:
         """held releases a lease the caller already has when the block
-        ends (a lease of decrypt_raw, or of a batch item)."""
+        ends (a lease of decrypt_raw or decrypt_batch with hold=True); as
+        open, it never masks the block's exception."""
+        if not isinstance(lease, t.Lease):
+            _check_id("lease", lease)
         try:
             yield lease
-        finally:
-            self.release(lease)
+        except BaseException as e:
+            self._release_after(lease, e)
+            raise
+        self._release_after(lease, None)
 
 
 class Artifacts(_Part):
@@ -371,15 +579,8 @@ class Artifacts(_Part):
         """register records a plaintext-held artifact of holder; raises
         Shredded when its lineage holds a forgotten subject."""
         if not holder:
-            raise ValueError("shredd: a plaintext-held artifact needs its holder")
-        w: Dict[str, Any] = {"kind": kind, "holder": holder}
-        subs = _subjects(subject, subjects)
-        if subs:
-            w["subjects"] = subs
-        if parents:
-            w["parents"] = list(parents)
-        if leases:
-            w["leases"] = list(leases)
+            raise InvalidInput("shredd: a plaintext-held artifact needs its holder")
+        w = _source_wire(kind, subject, subjects, parents, leases, holder)
         return t.Artifact.from_json(self._call("POST", "/v1/artifacts", w).json())
 
     def get(self, artifact: str) -> t.Artifact:
@@ -398,12 +599,13 @@ class Forgets(_Part):
         the pending-erasure token. Idempotent: forgetting the same subject
         again returns the same forget, so the call is retried; only the
         answer of the call that created it holds ``commitment_salt``."""
-        return t.Forget.from_json(self._call("POST", "/v1/forget", {"subject": subject}, idempotent=True).json())
+        return t.Forget.from_json(self._call("POST", "/v1/forget", {"subject": _str("subject", subject)},
+                                             idempotent=True).json())
 
     def preview(self, subject: str) -> t.Preview:
         """preview is the dry run of forget: what it would make unreadable,
         collateral included. It changes nothing."""
-        return t.Preview.from_json(self._call("POST", "/v1/forget", {"subject": subject, "dry_run": True},
+        return t.Preview.from_json(self._call("POST", "/v1/forget", {"subject": _str("subject", subject), "dry_run": True},
                                               idempotent=True).json())
 
     def get(self, forget: str) -> t.Forget:
@@ -443,19 +645,24 @@ class Forgets(_Part):
     def wait(self, forget: str, state: str = "erased", *, timeout: float = 60.0, interval: float = 0.25,
              verify: bool = True) -> t.Forget:
         """wait polls the forget (verifying it when ``verify``) until it
-        reaches state, and returns it; TimeoutError otherwise, naming the
-        conditions still pending."""
+        reaches state, and returns it. After timeout seconds it raises
+        WaitTimeout (a shredd.Error and a TimeoutError) naming the
+        conditions still pending with the server's reasons: a lease that
+        keeps the forget waiting is named there, with its holder."""
         if state not in t.STATES:
-            raise ValueError("shredd: unknown state %r" % state)
+            raise InvalidInput("shredd: unknown state %r" % state)
+        _check_id("forget", forget)
         deadline = time.monotonic() + timeout
         while True:
             f = self.verify(forget) if verify else self.get(forget)
             if f.state == state:
                 return f
             if time.monotonic() >= deadline:
-                pending = [c.name for c in f.conditions + f.verification if c.status != "ok"]
-                raise TimeoutError("shredd: forget %s is %s after %gs, not %s; pending: %s"
-                                   % (forget, f.state, timeout, state, ", ".join(pending) or "none"))
+                pending = [c for c in f.conditions + f.verification if c.status != "ok"]
+                said = "; ".join("%s (%s)" % (c.name, c.reason) if c.reason else c.name for c in pending)
+                raise WaitTimeout("shredd: forget %s is %s after %gs, not %s; pending: %s"
+                                  % (forget, f.state, timeout, state, said or "none"),
+                                  forget=f, state=state, pending=pending)
             time.sleep(interval)
 
     def attestation(self, forget: str) -> bytes:
@@ -479,7 +686,8 @@ class Holders(_Part):
         """register records a holder and its raw 32-byte Ed25519 public key
         (admin); returns it and whether it is new. The same key again is
         fine; another key raises Conflict."""
-        r = self._call("POST", "/v1/holders", {"holder": holder, "public_key": t.b64(bytes(public_key))},
+        r = self._call("POST", "/v1/holders", {"holder": _str("holder", holder),
+                                               "public_key": t.b64(_bytes("public_key", public_key))},
                        idempotent=True)
         return t.Holder.from_json(r.json()), r.status == 201
 
@@ -519,7 +727,8 @@ class Holders(_Part):
         call is retried (Ed25519 signatures are deterministic); another ack
         naming an artifact an earlier ack closed raises Conflict."""
         r = self._call("POST", "/v1/forgets/%s/acks" % _check_id("forget", forget),
-                       {"holder": holder, "artifacts": list(artifacts), "signature": t.b64(bytes(signature))},
+                       {"holder": _str("holder", holder), "artifacts": _strs("artifacts", artifacts),
+                        "signature": t.b64(_bytes("signature", signature))},
                        idempotent=True)
         d = r.json()
         return t.AckResult(closed=list(d["closed"]), missing=list(d["missing"]))
@@ -529,9 +738,15 @@ class Holders(_Part):
         pairs. Anything shredd never registered for it, or acked as purged,
         blocks every open forget until a clean inventory."""
         arts = []
-        for it in items:
-            i, k = (it.id, it.kind) if isinstance(it, t.InventoryItem) else it
-            arts.append({"id": i, "kind": k})
+        for n, it in enumerate(items):
+            if isinstance(it, t.InventoryItem):
+                i, k = it.id, it.kind
+            elif isinstance(it, tuple) and len(it) == 2:
+                i, k = it
+            else:
+                raise InvalidInput("shredd: inventory item %d: an InventoryItem or an (id, kind) pair, not %s"
+                                   % (n, type(it).__name__))
+            arts.append({"id": _str("artifact", i), "kind": _str("kind", k)})
         d = self._call("POST", "/v1/holders/%s/inventory" % _path(holder), {"artifacts": arts}, idempotent=True).json()
         return t.InventoryReport(items=int(d["items"]), unknown_artifacts=list(d["unknown_artifacts"]),
                                  unknown_kinds=list(d["unknown_kinds"]), contradicted_acks=list(d["contradicted_acks"]))
@@ -571,7 +786,7 @@ class Log(_Part):
         """tile returns a tile in the C2SP tlog-tiles layout, by its path
         under /v1/log/ (``tile/0/000``, ``tile/entries/000.p/5``)."""
         if not path.startswith("tile/"):
-            raise ValueError("shredd: tile paths start with tile/")
+            raise InvalidInput("shredd: tile paths start with tile/")
         return self._text("/v1/log/" + path)
 
     def entries(self, n: int = 0, width: Optional[int] = None) -> List[bytes]:
@@ -589,7 +804,7 @@ class Log(_Part):
 
 def _nonneg(what: str, v: int) -> int:
     if not isinstance(v, int) or v < 0:
-        raise ValueError("shredd: %s must be a non-negative integer" % what)
+        raise InvalidInput("shredd: %s must be a non-negative integer" % what)
     return v
 
 
@@ -674,3 +889,6 @@ class Client:
         rotates the root, destroys the older root versions; the forgets it
         completes become shredded. Not retried."""
         return t.Epoch.from_json(self.transport.request("POST", "/v1/epoch").json())
+
+
+_check_methods(Client)

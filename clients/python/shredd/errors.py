@@ -11,12 +11,14 @@ instead of comparing status numbers. A failure to reach the server at all
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Mapping, Optional, Type
+from typing import Any, Dict, List, Mapping, Optional, Type
 
 __all__ = [
     "Error",
+    "InvalidInput",
     "TransportError",
     "Timeout",
+    "WaitTimeout",
     "APIError",
     "InvalidRequest",
     "UnknownKind",
@@ -45,6 +47,15 @@ class Error(Exception):
     """Error is the base of every exception the client raises."""
 
 
+class InvalidInput(Error, ValueError, TypeError):
+    """InvalidInput: the client refused an argument before anything was
+    sent: an unknown or misspelt key of a batch item, a value of the wrong
+    type (text where bytes are due, one string where a list of ids is),
+    a string that is not valid Unicode (a lone surrogate), an id of the
+    wrong shape. It is also a ValueError and a TypeError, so code written
+    against either keeps working."""
+
+
 class TransportError(Error):
     """TransportError: the server could not be reached or did not answer
     (connection refused or reset, TLS failure, a body over the client's
@@ -56,8 +67,24 @@ class TransportError(Error):
         self.reason = reason
 
 
-class Timeout(TransportError):
-    """Timeout: the server did not answer within the client's timeout."""
+class Timeout(TransportError, TimeoutError):
+    """Timeout: the server did not answer within the client's timeout.
+    It is also the builtin TimeoutError."""
+
+
+class WaitTimeout(Error, TimeoutError):
+    """WaitTimeout: Forgets.wait gave up before the forget reached the
+    state it waited for. ``forget`` is the forget as last seen, ``pending``
+    its conditions that do not hold, each with the server's reason (a
+    lease still live is named there, with its holder). It is also the
+    builtin TimeoutError; it is not a TransportError: the server answered
+    every poll."""
+
+    def __init__(self, message: str, forget: Any = None, state: str = "", pending: Optional[List[Any]] = None) -> None:
+        super().__init__(message)
+        self.forget = forget
+        self.state = state
+        self.pending = list(pending or [])
 
 
 class APIError(Error):

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
 from . import types as t
-from .errors import APIError, Error
+from .errors import APIError, Error, InvalidInput
 from .verify import ack_message
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -70,7 +70,7 @@ class HolderKit:
         if isinstance(private_key, (bytes, bytearray)):
             private_key = ed25519.Ed25519PrivateKey.from_private_bytes(bytes(private_key))
         if not isinstance(private_key, ed25519.Ed25519PrivateKey):
-            raise TypeError("shredd: the holder key is an Ed25519 private key (or its 32-byte seed)")
+            raise InvalidInput("shredd: the holder key is an Ed25519 private key (or its 32-byte seed)")
         self.client = client
         self.holder = holder
         self._key = private_key
@@ -138,6 +138,8 @@ class HolderKit:
     def ack(self, forget: str, artifacts: Sequence[str]) -> t.AckResult:
         """ack signs and sends the ack that this holder purged artifacts for
         forget."""
+        if isinstance(artifacts, str):
+            raise InvalidInput("shredd: artifacts is a list of artifact ids, not one string")
         ids = sorted(set(artifacts))
         return self.client.holders.ack(forget, self.holder, ids, self.sign_ack(forget, ids))
 

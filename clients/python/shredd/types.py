@@ -8,15 +8,16 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, TypedDict, Union
 
-from .errors import APIError
+from .errors import Error
 
 __all__ = [
     "Health", "Ready", "Kind", "Encrypted", "Lease", "Decrypted", "RawEncrypted", "RawDecrypted",
     "Artifact", "Condition", "Forget", "ForgetPage", "PreviewArtifact", "PreviewCounts", "Preview", "Epoch",
     "Holder", "PurgeWork", "AckResult", "InventoryItem", "InventoryReport", "EncryptResult", "DecryptResult",
     "HolderStatus", "HolderPage", "InventoryStatus", "Sealed", "SealResult",
+    "EncryptItem", "DecryptItem", "ENCRYPT_ITEM_KEYS", "DECRYPT_ITEM_KEYS",
     "STATES",
 ]
 
@@ -54,6 +55,43 @@ def b64(b: bytes) -> str:
 def unb64(s: str) -> bytes:
     """unb64 decodes the API's standard padded base64."""
     return base64.b64decode(s, validate=True)
+
+
+class _EncryptItemRequired(TypedDict):
+    kind: str
+    plaintext: bytes
+
+
+class EncryptItem(_EncryptItemRequired, total=False):
+    """EncryptItem is one item of Sealing.encrypt_batch and seal_many: the
+    keyword arguments of encrypt, ``kind`` and ``plaintext`` required.
+    Any other key (``parent``, ``contxt``) raises InvalidInput before
+    anything is sent: a misspelt lineage key must not seal an artifact
+    without its parents."""
+    subject: str
+    subjects: Sequence[str]
+    parents: Sequence[str]
+    leases: Sequence[str]
+    context: Union[bytes, bytearray, memoryview]
+    holder: str
+
+
+class _DecryptItemRequired(TypedDict):
+    ciphertext: str
+
+
+class DecryptItem(_DecryptItemRequired, total=False):
+    """DecryptItem is one item of Sealing.decrypt_batch given as a dict
+    (a bare string is the ciphertext alone); other keys raise
+    InvalidInput before anything is sent."""
+    context: Union[bytes, bytearray, memoryview]
+    holder: str
+
+
+#: The keys an EncryptItem may hold.
+ENCRYPT_ITEM_KEYS = frozenset(("kind", "plaintext", "subject", "subjects", "parents", "leases", "context", "holder"))
+#: The keys a DecryptItem may hold.
+DECRYPT_ITEM_KEYS = frozenset(("ciphertext", "context", "holder"))
 
 
 @dataclass(frozen=True)
@@ -135,10 +173,13 @@ class Decrypted:
 @dataclass(frozen=True)
 class EncryptResult:
     """EncryptResult is one item of an encrypt batch: ``value`` when it
-    succeeded, else ``error`` (the APIError the same item answers alone).
-    Every item that succeeded took effect."""
+    succeeded, else ``error``: the APIError the same item answers alone,
+    or, for the items of a batch over MAX_BATCH whose part of it failed
+    as a whole (a TransportError: it may or may not have taken effect) or
+    was not sent after such a failure, that part's exception. Every item
+    that succeeded took effect."""
     value: Optional[Encrypted] = None
-    error: Optional[APIError] = None
+    error: Optional[Error] = None
 
     @property
     def ok(self) -> bool:
@@ -156,7 +197,7 @@ class EncryptResult:
 class DecryptResult:
     """DecryptResult is one item of a decrypt batch (see EncryptResult)."""
     value: Optional[Decrypted] = None
-    error: Optional[APIError] = None
+    error: Optional[Error] = None
 
     @property
     def ok(self) -> bool:
@@ -206,7 +247,7 @@ class SealResult:
     """SealResult is one item of Sealing.seal_many (see EncryptResult): a
     failed item was not registered and nothing was sealed for it."""
     value: Optional[Sealed] = None
-    error: Optional[APIError] = None
+    error: Optional[Error] = None
 
     @property
     def ok(self) -> bool:
@@ -228,6 +269,7 @@ class RawDecrypted:
     kind: str
     lease_id: str
     lease_expires: Optional[datetime]
+    released_at: Optional[datetime] = None
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ that works, not prose that once did."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import os
@@ -12,7 +13,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
+import _client  # noqa: E402,F401  (the package under test: installed, or the checkout's)
 import _server  # noqa: E402
 
 DOC = os.path.join(_server.REPO, "docs", "clients.md")
@@ -26,7 +27,7 @@ class DocsTest(unittest.TestCase):
     def test_python_snippets(self) -> None:
         with open(DOC, encoding="utf-8") as f:
             text = f.read()
-        section = text.split("\n## Python", 1)[1].split("\n## Go", 1)[0]
+        section = text.split("\n## Python\n", 1)[1].split("\n## ", 1)[0]   # up to the next language
         blocks = python_blocks(section)
         self.assertGreaterEqual(len(blocks), 8)
         self.assertEqual(len(blocks), len(python_blocks(text)), "python blocks outside the Python section")
@@ -55,8 +56,34 @@ class DocsTest(unittest.TestCase):
         self.assertIn("AckResult(closed=[", printed)
         self.assertIn("404 not_found", printed)
         self.assertIn("invalid_token", printed)
+        self.assertIn("item 0: unknown key 'parent' (did you mean 'parents'?)", printed)
+        self.assertIn("b'Hana likes jazz.'\nasync shredded", printed)
+        self.assertIsNotNone(ns["kept"].lease.issued_at)
         self.assertEqual(ns["f"].state, "erased")
         self.assertEqual(set(ns["report"].conditions.values()), {"ok"})
+
+    def test_readme_snippets(self) -> None:
+        """The ```python blocks of clients/python/README.md, against a live
+        server at the address and with the token file they name."""
+        with open(os.path.join(_server.REPO, "clients", "python", "README.md"), encoding="utf-8") as f:
+            blocks = python_blocks(f.read())
+        self.assertEqual(len(blocks), 2)
+        srv = _server.Server()
+        ns: dict = {"__name__": "readme"}
+        out = io.StringIO()
+        try:
+            token_file = os.path.join(srv.dir, "admin.token")
+            for i, b in enumerate(blocks):
+                self.assertIn('"http://127.0.0.1:7750"', b)
+                b = b.replace('"http://127.0.0.1:7750"', repr(srv.url)).replace('"shredd-data/admin.token"',
+                                                                               repr(token_file))
+                with contextlib.redirect_stdout(out):
+                    exec(compile(b, "clients/python/README.md python block %d" % i, "exec"), ns)
+            with contextlib.redirect_stdout(out):
+                asyncio.run(ns["main"](srv.admin_token))
+        finally:
+            srv.stop()
+        self.assertEqual(out.getvalue(), "erased\nb'Bob likes jazz.'\n")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,9 @@ class ExampleTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         out = r.stdout
         for want in ("7. epoch, then verification", "refused: 410 shredded", "cascade_closed pending",
+                     "index: re-embed ran once and was refused; still 5 vectors, none added",
                      "ack closed 3, missing 0", "backups_epoch ok", "5/5 conditions ok, 1 holder ack(s) verified",
+                     "holder ack: ann-index-1, key ", "(the index's), 3 vectors",
                      "shredd verify: VERIFIED", "OK: every way back to Alice's data is closed"):
             self.assertIn(want, out)
         self.assertEqual(out.count("refused: 410 shredded"), 7)

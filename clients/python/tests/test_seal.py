@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional
 from unittest import mock
 
 sys.path.insert(0, os.path.dirname(__file__))
-sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
+import _client  # noqa: E402,F401  (the package under test: installed, or the checkout's)
 
 import shredd  # noqa: E402
 import shredd._seal as seal  # noqa: E402

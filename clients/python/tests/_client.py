@@ -1,0 +1,20 @@
+"""Puts the shredd package under test on the import path: the installed one
+when $SHREDD_TEST_INSTALLED is 1 (scripts/test-python.sh installs the
+package into a virtual environment and tests that), else this checkout's
+(``python3 -m unittest`` from clients/python/tests, no install needed)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+CHECKOUT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+INSTALLED = os.environ.get("SHREDD_TEST_INSTALLED") == "1"
+
+if not INSTALLED and CHECKOUT not in sys.path:
+    sys.path.insert(0, CHECKOUT)
+
+import shredd  # noqa: E402
+
+if INSTALLED and os.path.abspath(shredd.__file__).startswith(CHECKOUT + os.sep):
+    raise RuntimeError("SHREDD_TEST_INSTALLED=1 but shredd comes from the checkout: %s" % shredd.__file__)
