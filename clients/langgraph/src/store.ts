@@ -15,8 +15,13 @@ const SEALED = "__shredd_sealed__";
 const te = new TextEncoder();
 const td = new TextDecoder();
 
-/** SubjectsOfItem names the subjects of a memory from its namespace and key (e.g. `(ns) => [ns[0]]`). */
-export type SubjectsOfItem = (namespace: readonly string[], key: string) => readonly string[] | Promise<readonly string[]>;
+/**
+ * SubjectsOfItem names the subjects of a memory from its namespace, key and
+ * value (e.g. `(ns) => [ns[1]]`; a memory drawn from a group conversation
+ * names every participant, so that forgetting any one of them erases it).
+ */
+export type SubjectsOfItem = (namespace: readonly string[], key: string, value: Readonly<Record<string, unknown>>) =>
+  readonly string[] | Promise<readonly string[]>;
 
 /** StoreIndex configures the vector index: the embeddings and the value fields to embed (default: the whole value as JSON). */
 export interface StoreIndex {
@@ -130,8 +135,8 @@ export class ShreddStore extends BaseStore {
     return out;
   }
 
-  async #subjectsOf(ns: readonly string[], key: string): Promise<string[]> {
-    const s = await this.#subjects(ns, key);
+  async #subjectsOf(ns: readonly string[], key: string, value: Record<string, unknown>): Promise<string[]> {
+    const s = await this.#subjects(ns, key, value);
     if (!Array.isArray(s) || s.length === 0 || s.some((x) => typeof x !== "string" || x === "")) {
       throw new InvalidArgument("ShreddStore: the subjects function named no subject for this item");
     }
@@ -145,7 +150,7 @@ export class ShreddStore extends BaseStore {
       await this.inner.delete(op.namespace, op.key);
       return;
     }
-    const subjects = await this.#subjectsOf(op.namespace, op.key);
+    const subjects = await this.#subjectsOf(op.namespace, op.key, op.value);
     const plaintext = te.encode(JSON.stringify(op.value));
     const sealed = await this.#c.sealing.seal({ kind: this.#valueKind, subjects, plaintext, context: context(op.namespace, op.key) });
     plaintext.fill(0);
