@@ -43,5 +43,6 @@ echo "go test (SQLite and the PostgreSQL conformance suite): $((SECONDS - start)
 # The service's own suites once more, every stack on PostgreSQL.
 SHREDD_TEST_STORE=postgres go test -race -count=1 -timeout 20m ./sealing/ ./erasure/ ./api/ ./api/client/
 echo "go test on PostgreSQL: $((SECONDS - start)) s" >&2
+./scripts/test-typescript.sh
 ./scripts/test-python.sh
 echo "the whole suite: $((SECONDS - start)) s" >&2

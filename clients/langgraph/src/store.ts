@@ -1,0 +1,235 @@
+/**
+ * ShreddStore: a LangGraph.js BaseStore whose values are sealed through
+ * shredd and whose vector index keeps its embeddings, which are plaintext
+ * derived from the values, as registered plaintext-held artifacts that the
+ * holder kit purges, with a signed ack, when their subject is forgotten.
+ */
+import type { EmbeddingsInterface } from "@langchain/core/embeddings";
+import {
+  BaseStore, type GetOperation, type Item, type ListNamespacesOperation, type Operation, type OperationResults,
+  type PutOperation, type SearchItem, type SearchOperation,
+} from "@langchain/langgraph-checkpoint";
+import { type Client, type HolderKit, type PurgeOutcome, InvalidArgument, Shredded } from "@shredd/client";
+
+const SEALED = "__shredd_sealed__";
+const te = new TextEncoder();
+const td = new TextDecoder();
+
+/**
+ * SubjectsOfItem names the subjects of a memory from its namespace, key and
+ * value (e.g. `(ns) => [ns[1]]`; a memory drawn from a group conversation
+ * names every participant, so that forgetting any one of them erases it).
+ */
+export type SubjectsOfItem = (namespace: readonly string[], key: string, value: Readonly<Record<string, unknown>>) =>
+  readonly string[] | Promise<readonly string[]>;
+
+/** StoreIndex configures the vector index: the embeddings and the value fields to embed (default: the whole value as JSON). */
+export interface StoreIndex {
+  readonly embeddings: EmbeddingsInterface;
+  readonly fields?: readonly string[];
+}
+
+/** ShreddStoreOptions; unknown keys are refused. */
+export interface ShreddStoreOptions {
+  readonly client: Client;
+  /** inner keeps the sealed values (an InMemoryStore, a PostgresStore, ...), with no index of its own. */
+  readonly inner: BaseStore;
+  readonly subjects: SubjectsOfItem;
+  /** kit is the holder of the index's embeddings (needed with index). */
+  readonly kit?: HolderKit;
+  readonly index?: StoreIndex;
+  /** valueKind and embeddingKind name the artifacts' kinds (default "langgraph-memory", "langgraph-embedding"). */
+  readonly valueKind?: string;
+  readonly embeddingKind?: string;
+}
+const KEYS = ["client", "inner", "subjects", "kit", "index", "valueKind", "embeddingKind"];
+
+interface Vector {
+  readonly namespace: readonly string[];
+  readonly key: string;
+  readonly artifact: string;
+  readonly vector: readonly number[];
+}
+
+const id = (ns: readonly string[], key: string): string => JSON.stringify([ns, key]);
+
+function context(ns: readonly string[], key: string): Uint8Array {
+  return te.encode("langgraph/store\0" + id(ns, key));
+}
+
+function cosine(a: readonly number[], b: readonly number[]): number {
+  let d = 0, na = 0, nb = 0;
+  for (let i = 0; i < a.length; i++) {
+    d += a[i]! * (b[i] ?? 0);
+    na += a[i]! * a[i]!;
+    nb += (b[i] ?? 0) * (b[i] ?? 0);
+  }
+  return na === 0 || nb === 0 ? 0 : d / Math.sqrt(na * nb);
+}
+
+function matches(value: Record<string, unknown>, filter: Record<string, unknown> | undefined): boolean {
+  return filter === undefined || Object.entries(filter).every(([k, v]) => JSON.stringify(value[k]) === JSON.stringify(v));
+}
+
+/**
+ * ShreddStore seals each value (client-side, one envelope per item, bound
+ * to its namespace and key) under the subjects the application names, and
+ * stores the envelope in the inner store. With an index, it embeds each
+ * value, registers the embedding as a plaintext-held artifact of the
+ * holder (parent: the value's artifact) before it keeps it, and answers
+ * searches from those vectors. purge() runs the holder kit: the
+ * embeddings of a forgotten subject are deleted and acked, so the forget
+ * reaches erased only once the index no longer answers with them.
+ *
+ * After forget(subject): get() of the subject's items throws Shredded
+ * (410); search() leaves them out (their vectors are gone after purge(),
+ * and a listing without a query skips what no longer opens).
+ */
+export class ShreddStore extends BaseStore {
+  readonly inner: BaseStore;
+  readonly #c: Client;
+  readonly #subjects: SubjectsOfItem;
+  readonly #kit: HolderKit | undefined;
+  readonly #index: StoreIndex | undefined;
+  readonly #valueKind: string;
+  readonly #embKind: string;
+  readonly #vectors = new Map<string, Vector>();
+
+  constructor(o: ShreddStoreOptions) {
+    super();
+    for (const k of Object.keys(o)) if (!KEYS.includes(k)) throw new InvalidArgument(`ShreddStore: unknown option "${k}"`);
+    if (o.index !== undefined && o.kit === undefined) throw new InvalidArgument("ShreddStore: an index needs the holder kit of its embeddings");
+    this.inner = o.inner;
+    this.#c = o.client;
+    this.#subjects = o.subjects;
+    this.#kit = o.kit;
+    this.#index = o.index;
+    this.#valueKind = o.valueKind ?? "langgraph-memory";
+    this.#embKind = o.embeddingKind ?? "langgraph-embedding";
+  }
+
+  /** setup registers the kinds and the holder (needs an admin token once). */
+  async setup(): Promise<void> {
+    await this.#c.kinds.ensure(this.#valueKind, this.#embKind);
+    if (this.#kit !== undefined) await this.#kit.register();
+  }
+
+  /** heldArtifacts lists the embeddings the index holds (for the holder's inventory). */
+  heldArtifacts(): { id: string; kind: string }[] {
+    return [...this.#vectors.values()].map((v) => ({ id: v.artifact, kind: this.#embKind }));
+  }
+
+  /**
+   * purge runs one round of the holder kit: for each open forget, deletes
+   * the embeddings it names and signs the ack for them; then reports the
+   * index's inventory.
+   */
+  async purge(): Promise<PurgeOutcome[]> {
+    if (this.#kit === undefined) return [];
+    const out = await this.#kit.purge((work) => {
+      const ids = new Set(work.artifacts);
+      for (const [k, v] of this.#vectors) if (ids.has(v.artifact)) this.#vectors.delete(k);
+      return work.artifacts; // every one named is gone from the index (or never was in it)
+    });
+    await this.#kit.reportInventory(this.heldArtifacts());
+    return out;
+  }
+
+  async #subjectsOf(ns: readonly string[], key: string, value: Record<string, unknown>): Promise<string[]> {
+    const s = await this.#subjects(ns, key, value);
+    if (!Array.isArray(s) || s.length === 0 || s.some((x) => typeof x !== "string" || x === "")) {
+      throw new InvalidArgument("ShreddStore: the subjects function named no subject for this item");
+    }
+    return [...new Set(s)];
+  }
+
+  async #put(op: PutOperation): Promise<void> {
+    const k = id(op.namespace, op.key);
+    if (op.value === null) {
+      this.#vectors.delete(k);
+      await this.inner.delete(op.namespace, op.key);
+      return;
+    }
+    const subjects = await this.#subjectsOf(op.namespace, op.key, op.value);
+    const plaintext = te.encode(JSON.stringify(op.value));
+    const sealed = await this.#c.sealing.seal({ kind: this.#valueKind, subjects, plaintext, context: context(op.namespace, op.key) });
+    plaintext.fill(0);
+    await this.inner.put(op.namespace, op.key, { [SEALED]: sealed.ciphertext }, false);
+    this.#vectors.delete(k);
+    if (this.#index !== undefined && op.index !== false) {
+      const fields = Array.isArray(op.index) ? op.index : this.#index.fields;
+      const text = fields === undefined ? JSON.stringify(op.value) : fields.map((f) => JSON.stringify(op.value![f] ?? null)).join("\n");
+      const [vector] = await this.#index.embeddings.embedDocuments([text]);
+      // Registered before it is kept: a forget between the two finds it.
+      const art = await this.#kit!.registerArtifact({ kind: this.#embKind, parents: [sealed.artifact] });
+      this.#vectors.set(k, { namespace: [...op.namespace], key: op.key, artifact: art.artifact, vector: vector! });
+    }
+  }
+
+  async #open(item: Item, skipShredded: boolean): Promise<Item | undefined> {
+    const ct = item.value[SEALED];
+    if (typeof ct !== "string") throw new InvalidArgument("ShreddStore: the inner store holds a value this store did not seal");
+    let pt: Uint8Array;
+    try {
+      pt = await this.#c.sealing.read({ ciphertext: ct, context: context(item.namespace, item.key) });
+    } catch (e) {
+      if (skipShredded && e instanceof Shredded) return undefined;
+      throw e;
+    }
+    const value = JSON.parse(td.decode(pt)) as Record<string, unknown>;
+    pt.fill(0);
+    return { ...item, value };
+  }
+
+  async #get(op: GetOperation): Promise<Item | null> {
+    const it = await this.inner.get(op.namespace, op.key);
+    return it === null ? null : ((await this.#open(it, false)) ?? null);
+  }
+
+  async #search(op: SearchOperation): Promise<SearchItem[]> {
+    const limit = op.limit ?? 10;
+    const offset = op.offset ?? 0;
+    const prefix = op.namespacePrefix;
+    const inPrefix = (ns: readonly string[]): boolean => prefix.every((p, i) => ns[i] === p);
+    if (op.query !== undefined && this.#index !== undefined) {
+      const q = await this.#index.embeddings.embedQuery(op.query);
+      const scored = [...this.#vectors.values()].filter((v) => inPrefix(v.namespace))
+        .map((v) => ({ v, score: cosine(q, v.vector) })).sort((a, b) => b.score - a.score);
+      const out: SearchItem[] = [];
+      let skipped = 0;
+      for (const { v, score } of scored) {
+        if (out.length >= limit) break;
+        const it = await this.inner.get([...v.namespace], v.key);
+        const opened = it === null ? undefined : await this.#open(it, true);
+        if (opened === undefined || !matches(opened.value, op.filter)) continue;
+        if (skipped++ < offset) continue;
+        out.push({ ...opened, score });
+      }
+      return out;
+    }
+    const out: SearchItem[] = [];
+    let skipped = 0;
+    for (let page = 0; ; page += 100) {
+      const items = await this.inner.search(prefix, { limit: 100, offset: page });
+      for (const it of items) {
+        const opened = await this.#open(it, true);
+        if (opened === undefined || !matches(opened.value, op.filter)) continue;
+        if (skipped++ < offset) continue;
+        out.push(opened);
+        if (out.length >= limit) return out;
+      }
+      if (items.length < 100) return out;
+    }
+  }
+
+  override async batch<Op extends Operation[]>(operations: Op): Promise<OperationResults<Op>> {
+    const results: unknown[] = [];
+    for (const op of operations) {
+      if ("value" in op) results.push(await this.#put(op as PutOperation));
+      else if ("namespacePrefix" in op) results.push(await this.#search(op as SearchOperation));
+      else if ("key" in op) results.push(await this.#get(op as GetOperation));
+      else results.push(await this.inner.batch([op as ListNamespacesOperation]).then((r) => r[0]));
+    }
+    return results as OperationResults<Op>;
+  }
+}
