@@ -551,7 +551,7 @@ func CheckPublicKeyFile(b []byte) ([]byte, error) {
 	}
 	s := string(b)
 	if !strings.HasPrefix(s, pemBegin) {
-		if strings.Contains(s, "-----BEGIN PUBLIC KEY-----") {
+		if strings.Index(s, "-----BEGIN PUBLIC KEY-----") > 0 {
 			return nil, formatError(ReasonKeyLeading, "data before the PEM block")
 		}
 		return nil, formatError(ReasonKeyFormat, "not a PEM PUBLIC KEY")
