@@ -272,7 +272,9 @@ type jsonScan struct {
 	i int
 }
 
-func (s *jsonScan) syntax() error { return formatError(ReasonJSONSyntax, "JSON syntax error at byte %d", s.i) }
+func (s *jsonScan) syntax() error {
+	return formatError(ReasonJSONSyntax, "JSON syntax error at byte %d", s.i)
+}
 
 func (s *jsonScan) ws() {
 	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t' || s.b[s.i] == '\n' || s.b[s.i] == '\r') {

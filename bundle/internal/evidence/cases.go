@@ -1056,7 +1056,10 @@ func (g *gen) logCases() {
 		}
 	})
 	g.scenario("event-two-parts", "a log entry with two parts, signed", "event.format", func(s *scene) {
-		s.events = func(evs []evspec) []evspec { evs[3].ev.Key = &attest.KeyEvent{Subject: strings.Repeat("0", 64), Generation: 1}; return evs }
+		s.events = func(evs []evspec) []evspec {
+			evs[3].ev.Key = &attest.KeyEvent{Subject: strings.Repeat("0", 64), Generation: 1}
+			return evs
+		}
 	})
 	g.scenario("event-kind", "an entry whose file name says key_created but holds a holder_ack", "event.kind", func(s *scene) {
 		s.events = func(evs []evspec) []evspec { return evs }
