@@ -98,21 +98,22 @@ func Verify(b *Bundle, opts Options) (*Report, error) {
 	if pub == nil || vkey == "" {
 		rep.KeysFromExport = true
 	}
-	// The export's key files are read strictly even when the verifier
-	// gives its own keys: no reader has to decide what they mean.
-	ownPub, err := CheckPublicKeyFile(b.AttestationPub)
-	if err != nil {
-		return nil, err
-	}
-	ownVKey, err := CheckLogKeyFile(b.LogKey)
-	if err != nil {
-		return nil, err
-	}
+	// The export's own key files are used (and then read strictly) only
+	// when the verifier gives none: keys are obtained out of band, and a
+	// substituted key in the archive cannot make it verify.
 	if pub == nil {
-		pub = ed25519.PublicKey(ownPub)
+		k, err := CheckPublicKeyFile(b.AttestationPub)
+		if err != nil {
+			return nil, within(FileAttestationPub, err)
+		}
+		pub = ed25519.PublicKey(k)
 	}
 	if vkey == "" {
-		vkey = ownVKey
+		k, err := CheckLogKeyFile(b.LogKey)
+		if err != nil {
+			return nil, within(FileLogKey, err)
+		}
+		vkey = k
 	}
 	verifier, err := note.NewVerifier(vkey)
 	if err != nil {
@@ -122,11 +123,11 @@ func Verify(b *Bundle, opts Options) (*Report, error) {
 	// 1. The attestation.
 	payload, err := openEnvelope(b.Attestation, pub, attest.PayloadType)
 	if err != nil {
-		return nil, err
+		return nil, within(FileAttestation, err)
 	}
 	st, err := parseStatement(payload)
 	if err != nil {
-		return nil, err
+		return nil, within(FileAttestation, err)
 	}
 	pred := st.Predicate
 	if pred.Forget != b.Forget {
@@ -143,7 +144,7 @@ func Verify(b *Bundle, opts Options) (*Report, error) {
 	// 2. The checkpoint, and every entry in it.
 	cp, err := openCheckpoint(b.Checkpoint, verifier, ReasonCheckpointFormat, ReasonCheckpointSignature, ReasonCheckpointOrigin)
 	if err != nil {
-		return nil, err
+		return nil, within(FileCheckpoint, err)
 	}
 	rep.Origin, rep.TreeSize = cp.Origin, cp.Size
 	events := map[string][]*attest.Event{}
@@ -151,7 +152,7 @@ func Verify(b *Bundle, opts Options) (*Report, error) {
 	for _, e := range b.Entries {
 		name := e.EntryName()
 		if err := checkText(e.Proof); err != nil {
-			return nil, err
+			return nil, within(name+".tlog-proof", err)
 		}
 		p, err := translog.ParseProof(e.Proof)
 		if err != nil || p.Index > MaxSafeInteger {
@@ -164,11 +165,11 @@ func Verify(b *Bundle, opts Options) (*Report, error) {
 			return nil, verifyError(ReasonProofCheckpoint, nil, "%s.tlog-proof is against another checkpoint than %s", name, FileCheckpoint)
 		}
 		if p.Index >= cp.Size || tlog.CheckRecord(p.Hashes, cp.Size, cp.Hash, p.Index, tlog.RecordHash(e.Data)) != nil {
-			return nil, verifyError(ReasonProofInclusion, nil, "%s is not in the checkpoint's tree at index %d", name, p.Index)
+			return nil, verifyError(ReasonProofInclusion, nil, "%s: entry %d not in tree %d of the checkpoint", name, p.Index, cp.Size)
 		}
 		ev, err := openEvent(e.Data, pub)
 		if err != nil {
-			return nil, err
+			return nil, within(name+".json", err)
 		}
 		if ev.Event != e.Event {
 			return nil, verifyError(ReasonEventKind, nil, "%s.json holds a %s event", name, ev.Event)
@@ -256,7 +257,7 @@ func Verify(b *Bundle, opts Options) (*Report, error) {
 	if opts.Saved != nil {
 		old, err := openCheckpoint(opts.Saved, verifier, ReasonSavedFormat, ReasonSavedSignature, ReasonSavedOrigin)
 		if err != nil {
-			return nil, err
+			return nil, within("saved checkpoint", err)
 		}
 		cfail := func(reason string, err error, format string, a ...any) (*Report, error) {
 			return nil, verifyError(reason, err, format, a...)
@@ -273,7 +274,7 @@ func Verify(b *Bundle, opts Options) (*Report, error) {
 				return cfail(ReasonConsistencyNone, nil, "no %s in the export: ask for one with since=%d", FileConsistency, old.Size)
 			}
 			if err := checkText(b.Consistency); err != nil {
-				return nil, err
+				return nil, within(FileConsistency, err)
 			}
 			p, err := translog.ParseConsistencyProof(b.Consistency)
 			if err != nil || p.New > MaxSafeInteger {
@@ -398,7 +399,7 @@ func openCheckpoint(signed []byte, v note.Verifier, format, signature, origin st
 		var unverified *note.UnverifiedNoteError
 		var invalid *note.InvalidSignatureError
 		if errors.As(err, &unverified) || errors.As(err, &invalid) {
-			return translog.Checkpoint{}, verifyError(signature, err, "no valid signature by the log key")
+			return translog.Checkpoint{}, verifyError(signature, err, "verification failed: no valid signature by the log key")
 		}
 		return translog.Checkpoint{}, formatError(format, "malformed note: %v", err)
 	}
@@ -407,7 +408,16 @@ func openCheckpoint(signed []byte, v note.Verifier, format, signature, origin st
 		return translog.Checkpoint{}, formatError(format, "malformed checkpoint")
 	}
 	if c.Origin != v.Name() {
-		return translog.Checkpoint{}, verifyError(origin, nil, "origin %q signed by key %q", c.Origin, v.Name())
+		return translog.Checkpoint{}, verifyError(origin, nil, "verification failed: origin %q signed by key %q", c.Origin, v.Name())
 	}
 	return c, nil
+}
+
+// within names the file an error of a reader is about.
+func within(name string, err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		e.msg = name + ": " + e.msg
+	}
+	return err
 }
