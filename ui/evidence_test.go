@@ -353,10 +353,8 @@ func FuzzEvidenceReaders(f *testing.F) {
 			}
 		}
 	}
-	var once sync.Once
-	var h *nodeHarness
+	h := startNode(f)
 	f.Fuzz(func(t *testing.T, op uint8, data []byte) {
-		once.Do(func() { h = startNode(f) })
 		if err := differ(t, h, ops[int(op)%len(ops)], data); err != nil {
 			t.Fatal(err)
 		}

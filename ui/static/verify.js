@@ -287,7 +287,7 @@
   // byte past its end; returns {out, end}.
   function inflateRaw(src, start, maxOut) {
     let pos = start, bitbuf = 0, bitcnt = 0;
-    let out = new Uint8Array(Math.min(Math.max(1024, src.length * 4), maxOut + 1)), n = 0;
+    let out = new Uint8Array(Math.min(Math.max(1024, src.length * 4), maxOut)), n = 0;
     const need = (k) => {
       while (bitcnt < k) {
         if (pos >= src.length) inflateErr();
@@ -295,13 +295,15 @@
       }
     };
     const bits = (k) => { need(k); const v = bitbuf & ((1 << k) - 1); bitbuf >>>= k; bitcnt -= k; return v; };
-    const put = (b) => {
-      if (n === out.length) {
-        if (n > maxOut) refuse('gzip.too-large', 'over ' + maxOut + ' bytes uncompressed');
-        const o = new Uint8Array(Math.min(out.length * 2, maxOut + 1)); o.set(out); out = o;
+    // room makes space for k more bytes; more than maxOut in all is
+    // gzip.too-large (what Go's reader says once it has read maxOut+1).
+    const room = (k) => {
+      if (n + k > maxOut) refuse('gzip.too-large', 'over ' + maxOut + ' bytes uncompressed');
+      if (n + k > out.length) {
+        const o = new Uint8Array(Math.min(Math.max(out.length * 2, n + k), maxOut)); o.set(out.subarray(0, n)); out = o;
       }
-      out[n++] = b;
     };
+    const put = (b) => { room(1); out[n++] = b; };
     const decode = (h) => {
       let code = 0, first = 0, index = 0;
       for (let len = 1; len < 16; len++) {
@@ -323,9 +325,9 @@
         pos += 4;
         if (len !== (~nlen & 0xffff)) inflateErr();
         if (pos + len > src.length) inflateErr();
-        for (let i = 0; i < len; i++) put(src[pos + i]);
-        pos += len;
-        if (n > maxOut) refuse('gzip.too-large', 'over ' + maxOut + ' bytes uncompressed');
+        room(len);
+        out.set(src.subarray(pos, pos + len), n);
+        n += len; pos += len;
         continue;
       }
       let lit, dist;
@@ -363,9 +365,16 @@
         if (ds >= 30) inflateErr();
         const d = DBASE[ds] + bits(DEXT[ds]);
         if (d > n) inflateErr();
-        for (let i = 0; i < len; i++) put(out[n - d]);
+        room(len);
+        // LZ77: the copy repeats with period d. copyWithin from the start
+        // of the period, never overlapping: d bytes, then 2d, 4d...
+        const from = n - d;
+        for (let left = len; left > 0;) {
+          const k = Math.min(n - from, left);
+          out.copyWithin(n, from, from + k);
+          n += k; left -= k;
+        }
       }
-      if (n > maxOut) refuse('gzip.too-large', 'over ' + maxOut + ' bytes uncompressed');
     } while (!last);
     return { out: out.subarray(0, n), end: pos };
   }
