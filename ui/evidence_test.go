@@ -8,6 +8,7 @@ package ui_test
 // in Chromium from file:// in evidence_browser_test.go.
 
 import (
+	"archive/tar"
 	"bufio"
 	"compress/gzip"
 	"bytes"
@@ -15,19 +16,24 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/shredd/shredd/bundle"
 )
 
 const evidenceDir = "../testdata/evidence"
+
+var exportMutants = flag.Int("evidence-mutants", 12, "mutants of each valid corpus export in TestEvidenceDifferentialExport")
 
 // evidenceCase is a case of testdata/evidence/cases.json, its files read.
 type evidenceCase struct {
@@ -380,4 +386,76 @@ func gzipOf(data []byte, level int) []byte {
 	zw.Write(data)
 	zw.Close()
 	return out.Bytes()
+}
+
+// retar rebuilds a ustar archive of members (names and data), the way
+// the export writer lays it out, and compresses it.
+func retar(ms []bundle.Member) []byte {
+	var out bytes.Buffer
+	tw := tar.NewWriter(&out)
+	for _, m := range ms {
+		hdr := &tar.Header{Name: m.Name, Mode: 0o644, Size: int64(len(m.Data)), ModTime: time.Unix(m.Mtime, 0), Typeflag: tar.TypeReg, Format: tar.FormatUSTAR}
+		if m.Dir {
+			hdr.Typeflag, hdr.Size = tar.TypeDir, 0
+		}
+		if tw.WriteHeader(hdr) != nil {
+			return nil
+		}
+		if !m.Dir {
+			tw.Write(m.Data)
+		}
+	}
+	tw.Close()
+	return gzipOf(out.Bytes(), 6)
+}
+
+// TestEvidenceDifferentialExport mutates one file inside valid corpus
+// exports (the archive kept well-formed, so the JSON, signature, proof and
+// cross-checks are reached) and requires the Go reader (bundle.CheckExport,
+// the code of shredd verify) and the page to give the same verdict and
+// reason code on each mutant.
+func TestEvidenceDifferentialExport(t *testing.T) {
+	h := startNode(t)
+	r := rand.New(rand.NewPCG(24, 25))
+	n, bad := 0, 0
+	for _, c := range readEvidence(t) {
+		if c.Verdict != "verified" {
+			continue
+		}
+		tr, err := bundle.Gunzip(c.export)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms, err := bundle.Untar(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := 0; k < *exportMutants; k++ {
+			mut := slices.Clone(ms)
+			i := r.IntN(len(mut))
+			if mut[i].Dir {
+				continue
+			}
+			mut[i].Data = mutate(r, mut[i].Data)
+			m := c
+			if m.export = retar(mut); m.export == nil {
+				continue
+			}
+			opts := bundle.Options{Saved: m.saved}
+			if m.Subject != nil {
+				opts.Subject = *m.Subject
+				opts.Salt, _ = hex.DecodeString(*m.Salt)
+			}
+			_, gerr := bundle.CheckExport(m.export, m.key, m.logKey, opts)
+			a := h.ask(t, m.request())
+			n++
+			if bundle.Reason(gerr) != a.Code || (gerr == nil) != a.Verified {
+				bad++
+				if bad <= 20 {
+					t.Errorf("%s with %s mutated: Go says %s (%v), the page %s (%s: %s)", c.Name, mut[i].Name, bundle.Reason(gerr), gerr, a.Code, a.Failed, a.Detail)
+				}
+			}
+		}
+	}
+	t.Logf("%d mutants, %d disagreements", n, bad)
 }
