@@ -10,8 +10,8 @@ package ui_test
 import (
 	"archive/tar"
 	"bufio"
-	"compress/gzip"
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"

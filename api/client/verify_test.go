@@ -22,8 +22,8 @@ func TestVerifyExportCorpus(t *testing.T) {
 	var m struct {
 		Cases []struct {
 			Name, About, Export, Key, Verdict, Reason string
-			LogKey                                   string  `json:"log_key"`
-			Subject, Salt, Saved                     *string `json:",omitempty"`
+			LogKey                                    string  `json:"log_key"`
+			Subject, Salt, Saved                      *string `json:",omitempty"`
 		}
 	}
 	if err := json.Unmarshal(data, &m); err != nil {
