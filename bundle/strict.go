@@ -89,7 +89,7 @@ type Member struct {
 // directories only, no PAX or GNU header, octal numeric fields, unsigned
 // checksum, no NUL inside a name, no absolute path or "..", no name twice,
 // two zero blocks at the end followed by zero bytes only. Sizes above
-// MaxFileSize are refused before the data is read.
+// MaxFileSize, and more than MaxFiles members, are refused.
 func Untar(t []byte) ([]Member, error) {
 	var out []Member
 	seen := map[string]bool{}
@@ -173,6 +173,9 @@ func Untar(t []byte) ([]Member, error) {
 			return nil, formatError(ReasonTarDuplicate, "a name twice")
 		}
 		seen[name] = true
+		if len(out) == MaxFiles {
+			return nil, formatError(ReasonFileSize, "more than %d members", MaxFiles)
+		}
 		out = append(out, Member{Name: name, Dir: typ == '5', Mtime: nums[4], Data: t[off+512 : end]})
 		off = end + (512-int(size)%512)%512
 	}

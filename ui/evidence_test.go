@@ -342,6 +342,19 @@ func TestEvidenceDifferential(t *testing.T) {
 			}
 		}
 	}
+	// More members than bundle.MaxFiles: refused by both, with one code.
+	var many bytes.Buffer
+	tw := tar.NewWriter(&many)
+	for i := 0; i <= bundle.MaxFiles; i++ {
+		tw.WriteHeader(&tar.Header{Name: fmt.Sprintf("d/%05d", i), Mode: 0o644, Typeflag: tar.TypeReg, Format: tar.FormatUSTAR})
+	}
+	tw.Close()
+	if code, _ := goStrict("untar", many.Bytes()); code != bundle.ReasonFileSize {
+		t.Errorf("a tar of %d members: %s, want %s", bundle.MaxFiles+1, code, bundle.ReasonFileSize)
+	}
+	if err := differ(t, h, "untar", many.Bytes()); err != nil {
+		t.Error(err)
+	}
 	t.Logf("%d inputs, %d disagreements", n, bad)
 }
 

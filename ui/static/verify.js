@@ -472,6 +472,7 @@
       if (end + pad > t.length) refuse('tar.truncated', 'tar data cut');
       if (seen.has(name)) refuse('tar.duplicate', 'a name twice');
       seen.add(name);
+      if (out.length === C.maxFiles) refuse('bundle.size', 'more than ' + C.maxFiles + ' members');
       out.push({ name, dir: typ === '5', data: t.subarray(off + 512, end) });
       off = end + pad;
     }

@@ -564,6 +564,8 @@ def untar_strict(t: bytes) -> List[TarMember]:
         if name in seen:
             raise _refuse("tar.duplicate", "a name twice")
         seen.add(name)
+        if len(out) == 10000:
+            raise _refuse("bundle.size", "more than 10000 members")
         out.append(TarMember(name=name, is_dir=typ == b"5", data=t[off + 512:end]))
         off = end + pad
 
