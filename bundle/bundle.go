@@ -20,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -127,7 +126,7 @@ func (b *Bundle) Write(w io.Writer) error {
 	tw := tar.NewWriter(zw)
 	put := func(name string, data []byte) error {
 		hdr := &tar.Header{Name: b.Dir() + "/" + name, Mode: 0o644, Size: int64(len(data)), ModTime: b.Created.Truncate(time.Second),
-			Typeflag: tar.TypeReg, Format: tar.FormatPAX}
+			Typeflag: tar.TypeReg, Format: tar.FormatUSTAR}
 		if err := tw.WriteHeader(hdr); err != nil {
 			return err
 		}
@@ -182,118 +181,103 @@ func (b *Bundle) sortedEntries() []Entry {
 	return es
 }
 
-// Read parses an export archive. Every file must be one Write makes, under
-// one top directory shredd-export-<forget id>, each at most once and within
-// the size limits; README.txt and check-inclusion.py are read but not
-// trusted (Verify does not look at them). The error wraps ErrFormat.
+// Read parses an export archive strictly (docs/transparency.md, "Reading
+// an export strictly"): one gzip member, a POSIX ustar archive (Gunzip,
+// Untar), every file in the one top directory shredd-export-<forget id>
+// (which may also appear as a directory member), each a name Write makes,
+// every file Write always makes present, each entry with both its files.
+// README.txt and check-inclusion.py are read but not trusted (Verify does
+// not look at them). The error is an *Error wrapping ErrFormat.
 func Read(r io.Reader) (*Bundle, error) {
-	bad := func(format string, a ...any) (*Bundle, error) {
-		return nil, fmt.Errorf("bundle: %s: %w", fmt.Sprintf(format, a...), ErrFormat)
-	}
-	zr, err := gzip.NewReader(io.LimitReader(r, MaxTotalSize))
+	data, err := io.ReadAll(io.LimitReader(r, MaxTotalSize+1))
 	if err != nil {
-		return bad("not a gzip archive: %v", err)
+		return nil, fmt.Errorf("bundle: read: %v: %w", err, ErrFormat)
 	}
-	tr := tar.NewReader(zr)
+	if len(data) > MaxTotalSize {
+		return nil, formatError(ReasonGzipTooLarge, "over %d bytes", MaxTotalSize)
+	}
+	return ReadBytes(data)
+}
+
+// ReadBytes is Read of an export held in memory.
+func ReadBytes(data []byte) (*Bundle, error) {
+	tarData, err := Gunzip(data)
+	if err != nil {
+		return nil, err
+	}
+	members, err := Untar(tarData)
+	if err != nil {
+		return nil, err
+	}
 	b := &Bundle{}
-	seen := map[string]bool{}
+	files := map[string][]byte{}
 	entries := map[string]*Entry{}
 	var total int64
-	for {
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return bad("not a tar archive: %v", err)
-		}
+	for _, m := range members {
 		// Everything is in the one top directory shredd-export-<forget id>;
 		// a directory member may only be that one: tar xzf, which the
 		// README tells regulators to run, would create any other.
-		isDir := hdr.Typeflag == tar.TypeDir
-		dir, name := path.Split(strings.TrimSuffix(hdr.Name, "/"))
-		if isDir {
-			dir, name = name, ""
-		}
-		forget, ok := strings.CutPrefix(strings.TrimSuffix(dir, "/"), "shredd-export-")
-		if !ok || !forgetRe.MatchString(forget) || (b.Forget != "" && forget != b.Forget) {
-			return bad("%q is not in one shredd-export-<forget id> directory", hdr.Name)
+		dir, name, _ := strings.Cut(m.Name, "/")
+		forget, ok := strings.CutPrefix(dir, "shredd-export-")
+		if !ok || !forgetRe.MatchString(forget) || (b.Forget != "" && forget != b.Forget) ||
+			strings.Contains(name, "/") || (m.Dir && name != "") || (!m.Dir && name == "") {
+			return nil, formatError(ReasonLayout, "%q is not a file of one shredd-export-<forget id> directory", m.Name)
 		}
 		b.Forget = forget
-		if isDir {
+		if m.Dir {
 			continue
 		}
-		if hdr.Typeflag != tar.TypeReg {
-			return bad("%q is not a regular file", hdr.Name)
-		}
-		if len(seen) == MaxFiles {
-			return bad("more than %d files", MaxFiles)
-		}
-		if seen[name] {
-			return bad("%s appears twice", name)
-		}
-		seen[name] = true
-		if hdr.Size < 0 || hdr.Size > MaxFileSize {
-			return bad("%s is over %d bytes", name, MaxFileSize)
-		}
-		if total += hdr.Size; total > MaxTotalSize {
-			return bad("over %d bytes in all", MaxTotalSize)
-		}
-		data, err := io.ReadAll(io.LimitReader(tr, hdr.Size))
-		if err != nil || int64(len(data)) != hdr.Size {
-			return bad("%s is truncated", name)
-		}
+		data := m.Data
+		total += int64(len(data))
 		switch name {
-		case FileReadme, FileCheckInclusion:
-		case FileAttestation:
-			b.Attestation = data
-		case FileAttestationPub:
-			b.AttestationPub = data
-		case FileLogKey:
-			b.LogKey = data
-		case FileCheckpoint:
-			b.Checkpoint = data
-		case FileConsistency:
-			b.Consistency = data
+		case FileReadme, FileCheckInclusion, FileAttestation, FileAttestationPub, FileLogKey, FileCheckpoint, FileConsistency:
+			files[name] = data
 		default:
-			m := entryRe.FindStringSubmatch(name)
-			if m == nil {
-				return bad("unknown file %s", name)
+			em := entryRe.FindStringSubmatch(name)
+			if em == nil {
+				return nil, formatError(ReasonUnknownFile, "unknown file %s", name)
 			}
 			if len(data) > MaxEntrySize {
-				return bad("%s is over %d bytes", name, MaxEntrySize)
+				return nil, formatError(ReasonFileSize, "%s is over %d bytes", name, MaxEntrySize)
 			}
-			idx, _ := strconv.ParseInt(m[1], 10, 64)
+			idx, err := strconv.ParseInt(em[1], 10, 64)
+			if err != nil || idx > MaxSafeInteger {
+				return nil, formatError(ReasonUnknownFile, "unknown file %s", name)
+			}
 			base := strings.TrimSuffix(strings.TrimSuffix(name, ".json"), ".tlog-proof")
 			e := entries[base]
 			if e == nil {
-				e = &Entry{Index: idx, Event: m[2]}
+				e = &Entry{Index: idx, Event: em[2]}
 				entries[base] = e
 			}
-			if m[3] == "json" {
+			if em[3] == "json" {
 				e.Data = data
 			} else {
 				e.Proof = data
 			}
 		}
-		if b.Created.IsZero() || hdr.ModTime.After(b.Created) {
-			b.Created = hdr.ModTime
+		if t := time.Unix(m.Mtime, 0).UTC(); b.Created.IsZero() || t.After(b.Created) {
+			b.Created = t
 		}
 	}
-	for _, f := range []struct {
-		name string
-		data []byte
-	}{{FileAttestation, b.Attestation}, {FileAttestationPub, b.AttestationPub}, {FileLogKey, b.LogKey}, {FileCheckpoint, b.Checkpoint}} {
-		if f.data == nil {
-			return bad("%s is missing", f.name)
+	if total > MaxTotalSize {
+		return nil, formatError(ReasonFileSize, "over %d bytes in all", MaxTotalSize)
+	}
+	for _, f := range []string{FileReadme, FileAttestation, FileAttestationPub, FileLogKey, FileCheckpoint, FileCheckInclusion} {
+		if files[f] == nil {
+			return nil, formatError(ReasonMissingFile, "%s is missing", f)
 		}
 	}
-	for base, e := range entries {
-		if e.Data == nil || e.Proof == nil {
-			return bad("%s needs both its .json and its .tlog-proof", base)
-		}
+	b.Attestation, b.AttestationPub, b.LogKey, b.Checkpoint, b.Consistency =
+		files[FileAttestation], files[FileAttestationPub], files[FileLogKey], files[FileCheckpoint], files[FileConsistency]
+	for _, e := range entries {
 		b.Entries = append(b.Entries, *e)
 	}
 	b.Entries = b.sortedEntries()
+	for _, e := range b.Entries {
+		if e.Data == nil || e.Proof == nil {
+			return nil, formatError(ReasonMissingFile, "%s needs both its .json and its .tlog-proof", e.EntryName())
+		}
+	}
 	return b, nil
 }

@@ -3,11 +3,15 @@ package bundle
 import (
 	"bytes"
 	"crypto/ed25519"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
 	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/translog"
@@ -44,95 +48,142 @@ type Report struct {
 	Consistent     string // with the saved checkpoint: "" when none was given
 }
 
-// Verify checks an export offline: the attestation's signature and
-// content (attest.Open); the log checkpoint's signature by the log key;
-// every entry's inclusion proof against that one checkpoint and every
-// entry's signature by the service key; that the entries are those of this
-// forget — forget committed, erasure attested with the attestation's exact
-// SHA-256, the key created (when the forget names one), each holder ack of
-// the attestation, the epoch of the key evidence — in log order; the
-// subject commitment when a subject and salt are given; and consistency
-// with a saved checkpoint when one is given. The error wraps ErrVerify (or
-// ErrFormat), with the failing check's own error.
-func Verify(b *Bundle, opts Options) (*Report, error) {
-	fail := func(format string, a ...any) (*Report, error) {
-		return nil, fmt.Errorf("bundle: "+format+": %w", append(a, ErrVerify)...)
+// CheckExport is the whole of `shredd verify EXPORT.tar.gz`: the key files
+// the verifier gives, read strictly (CheckPublicKeyFile, CheckLogKeyFile;
+// nil for none, then the export's own are used), then Read and Verify.
+// opts' AttestationKey and LogKey are ignored. The error is an *Error:
+// Reason names the first rule of the spec the input breaks.
+func CheckExport(export, keyFile, logKeyFile []byte, opts Options) (*Report, error) {
+	opts.AttestationKey, opts.LogKey = nil, ""
+	if keyFile != nil {
+		k, err := CheckPublicKeyFile(keyFile)
+		if err != nil {
+			return nil, err
+		}
+		opts.AttestationKey = ed25519.PublicKey(k)
 	}
+	if logKeyFile != nil {
+		k, err := CheckLogKeyFile(logKeyFile)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := note.NewVerifier(k); err != nil {
+			return nil, formatError(ReasonLogKey, "not a signed-note verifier key")
+		}
+		opts.LogKey = k
+	}
+	b, err := ReadBytes(export)
+	if err != nil {
+		return nil, err
+	}
+	return Verify(b, opts)
+}
+
+// Verify checks an export offline, in the order of the spec: the export's
+// own key files; the attestation's JSON, envelope, signature and content
+// (attest.Open); the subject commitment when a subject and salt are given;
+// the log checkpoint's signature by the log key; every entry's inclusion
+// proof against that one checkpoint and every entry's signature by the
+// service key; that the entries are those of this forget — forget
+// committed, erasure attested with the attestation's exact SHA-256, the
+// key created (when the forget names one), each holder ack of the
+// attestation, the epoch of the key evidence — in log order; and
+// consistency with a saved checkpoint when one is given. The error is an
+// *Error wrapping ErrVerify (or ErrFormat), with the failing check's own
+// error.
+func Verify(b *Bundle, opts Options) (*Report, error) {
 	rep := &Report{Forget: b.Forget}
 	pub := opts.AttestationKey
 	vkey := strings.TrimSpace(opts.LogKey)
 	if pub == nil || vkey == "" {
 		rep.KeysFromExport = true
 	}
+	// The export's own key files are used (and then read strictly) only
+	// when the verifier gives none: keys are obtained out of band, and a
+	// substituted key in the archive cannot make it verify.
 	if pub == nil {
-		p, err := attest.ParsePublicKey(b.AttestationPub)
+		k, err := CheckPublicKeyFile(b.AttestationPub)
 		if err != nil {
-			return fail("%s: %v", FileAttestationPub, err)
+			return nil, within(FileAttestationPub, err)
 		}
-		pub = p
+		pub = ed25519.PublicKey(k)
 	}
 	if vkey == "" {
-		vkey = strings.TrimSpace(string(b.LogKey))
+		k, err := CheckLogKeyFile(b.LogKey)
+		if err != nil {
+			return nil, within(FileLogKey, err)
+		}
+		vkey = k
 	}
 	verifier, err := note.NewVerifier(vkey)
 	if err != nil {
-		return fail("log key: %v", err)
+		return nil, formatError(ReasonLogKey, "log key: %v", err)
 	}
 
 	// 1. The attestation.
-	st, err := attest.Open(b.Attestation, pub)
+	payload, err := openEnvelope(b.Attestation, pub, attest.PayloadType)
 	if err != nil {
-		return fail("%s: %w", FileAttestation, err)
+		return nil, within(FileAttestation, err)
+	}
+	st, err := parseStatement(payload)
+	if err != nil {
+		return nil, within(FileAttestation, err)
 	}
 	pred := st.Predicate
 	if pred.Forget != b.Forget {
-		return fail("%s is about forget %s, the export about %s", FileAttestation, pred.Forget, b.Forget)
+		return nil, verifyError(ReasonStatementForget, nil, "%s is about forget %s, the export about %s", FileAttestation, pred.Forget, b.Forget)
 	}
 	rep.Commitment = st.Commitment()
 	if opts.Subject != "" || opts.Salt != nil {
 		if err := st.CheckSubject(opts.Subject, opts.Salt); err != nil {
-			return fail("subject: %w", err)
+			return nil, verifyError(ReasonSubject, err, "subject")
 		}
 		rep.SubjectChecked = true
 	}
 
 	// 2. The checkpoint, and every entry in it.
-	cp, err := translog.OpenCheckpoint(b.Checkpoint, verifier)
+	cp, err := openCheckpoint(b.Checkpoint, verifier, ReasonCheckpointFormat, ReasonCheckpointSignature, ReasonCheckpointOrigin)
 	if err != nil {
-		return fail("%s: %w", FileCheckpoint, err)
+		return nil, within(FileCheckpoint, err)
 	}
 	rep.Origin, rep.TreeSize = cp.Origin, cp.Size
 	events := map[string][]*attest.Event{}
 	index := map[*attest.Event]int64{}
 	for _, e := range b.Entries {
 		name := e.EntryName()
+		if err := checkText(e.Proof); err != nil {
+			return nil, within(name+".tlog-proof", err)
+		}
 		p, err := translog.ParseProof(e.Proof)
-		if err != nil {
-			return fail("%s.tlog-proof: %w", name, err)
+		if err != nil || p.Index > MaxSafeInteger {
+			return nil, formatError(ReasonProofFormat, "%s.tlog-proof is malformed", name)
 		}
 		if p.Index != e.Index {
-			return fail("%s.tlog-proof proves index %d", name, p.Index)
+			return nil, verifyError(ReasonProofIndex, nil, "%s.tlog-proof proves index %d", name, p.Index)
 		}
 		if !bytes.Equal(p.Checkpoint, b.Checkpoint) {
-			return fail("%s.tlog-proof is against another checkpoint than %s", name, FileCheckpoint)
+			return nil, verifyError(ReasonProofCheckpoint, nil, "%s.tlog-proof is against another checkpoint than %s", name, FileCheckpoint)
 		}
-		if _, err := translog.CheckProof(e.Proof, e.Data, verifier); err != nil {
-			return fail("%s: %w", name, err)
+		if p.Index >= cp.Size || tlog.CheckRecord(p.Hashes, cp.Size, cp.Hash, p.Index, tlog.RecordHash(e.Data)) != nil {
+			return nil, verifyError(ReasonProofInclusion, nil, "%s: entry %d not in tree %d of the checkpoint", name, p.Index, cp.Size)
 		}
-		ev, err := attest.OpenEvent(e.Data, pub)
+		ev, err := openEvent(e.Data, pub)
 		if err != nil {
-			return fail("%s.json: %w", name, err)
+			return nil, within(name+".json", err)
 		}
 		if ev.Event != e.Event {
-			return fail("%s.json holds a %s event", name, ev.Event)
+			return nil, verifyError(ReasonEventKind, nil, "%s.json holds a %s event", name, ev.Event)
 		}
 		events[ev.Event] = append(events[ev.Event], ev)
 		index[ev] = e.Index
 		rep.Entries = append(rep.Entries, name)
 	}
+	fail := func(format string, a ...any) (*Report, error) {
+		return nil, verifyError(ReasonEntries, nil, format, a...)
+	}
 	one := func(kind string) (*attest.Event, error) {
 		if n := len(events[kind]); n != 1 {
-			return nil, fmt.Errorf("bundle: %d %s entries, want 1: %w", n, kind, ErrVerify)
+			return nil, verifyError(ReasonEntries, nil, "%d %s entries, want 1", n, kind)
 		}
 		return events[kind][0], nil
 	}
@@ -204,33 +255,169 @@ func Verify(b *Bundle, opts Options) (*Report, error) {
 
 	// 4. A saved checkpoint: the export's log extends it.
 	if opts.Saved != nil {
-		old, err := translog.OpenCheckpoint(opts.Saved, verifier)
+		old, err := openCheckpoint(opts.Saved, verifier, ReasonSavedFormat, ReasonSavedSignature, ReasonSavedOrigin)
 		if err != nil {
-			return fail("saved checkpoint: %w", err)
+			return nil, within("saved checkpoint", err)
+		}
+		cfail := func(reason string, err error, format string, a ...any) (*Report, error) {
+			return nil, verifyError(reason, err, format, a...)
 		}
 		switch {
 		case old.Size > cp.Size:
-			return fail("the saved checkpoint (size %d) is newer than the export's (size %d): ask for a new export with since=%d", old.Size, cp.Size, old.Size)
+			return cfail(ReasonConsistencyNewer, nil, "the saved checkpoint (size %d) is newer than the export's (size %d): ask for a new export with since=%d", old.Size, cp.Size, old.Size)
 		case old.Size == cp.Size:
 			if old.Hash != cp.Hash {
-				return fail("the saved checkpoint and the export's have the same size %d and different trees: the log was forked or rewritten", cp.Size)
+				return cfail(ReasonConsistencyFork, nil, "the saved checkpoint and the export's have the same size %d and different trees: the log was forked or rewritten", cp.Size)
 			}
 		default:
 			if b.Consistency == nil {
-				return fail("no %s in the export: ask for one with since=%d", FileConsistency, old.Size)
+				return cfail(ReasonConsistencyNone, nil, "no %s in the export: ask for one with since=%d", FileConsistency, old.Size)
+			}
+			if err := checkText(b.Consistency); err != nil {
+				return nil, within(FileConsistency, err)
 			}
 			p, err := translog.ParseConsistencyProof(b.Consistency)
-			if err != nil {
-				return fail("%s: %w", FileConsistency, err)
+			if err != nil || p.New > MaxSafeInteger {
+				return nil, formatError(ReasonConsistencyFormat, "%s is malformed", FileConsistency)
 			}
 			if p.Old != old.Size || p.New != cp.Size {
-				return fail("%s goes from size %d to %d, not from the saved %d to the export's %d", FileConsistency, p.Old, p.New, old.Size, cp.Size)
+				return cfail(ReasonConsistencyRange, nil, "%s goes from size %d to %d, not from the saved %d to the export's %d", FileConsistency, p.Old, p.New, old.Size, cp.Size)
 			}
 			if err := translog.CheckConsistency(old, cp, p.Hashes); err != nil {
-				return fail("the export's log does not extend the saved checkpoint (rewritten or forked): %w", err)
+				return cfail(ReasonConsistencyFork, err, "the export's log does not extend the saved checkpoint (rewritten or forked)")
 			}
 		}
 		rep.Consistent = fmt.Sprintf("extends the saved checkpoint of size %d", old.Size)
 	}
 	return rep, nil
+}
+
+// openEnvelope reads a DSSE envelope strictly: CheckJSON, then the
+// canonical form (json.schema), then attest's envelope checks.
+func openEnvelope(data []byte, pub ed25519.PublicKey, payloadType string) ([]byte, error) {
+	if err := CheckJSON(data); err != nil {
+		return nil, err
+	}
+	var env attest.Envelope
+	if err := decodeStrict(data, &env); err != nil {
+		return nil, formatError(ReasonJSONSchema, "envelope: %v", err)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, data); err != nil {
+		return nil, formatError(ReasonJSONSyntax, "envelope: %v", err)
+	}
+	if canon, err := json.Marshal(&env); err != nil || !bytes.Equal(canon, compact.Bytes()) {
+		return nil, formatError(ReasonJSONSchema, "envelope is not in canonical form")
+	}
+	if env.PayloadType != payloadType || len(env.Signatures) != 1 {
+		return nil, formatError(ReasonEnvelopeFormat, "envelope: payload type or number of signatures")
+	}
+	sig := env.Signatures[0]
+	if sig.KeyID != attest.KeyID(pub) || !ed25519.Verify(pub, attest.PAE(env.PayloadType, env.Payload), sig.Sig) {
+		return nil, verifyError(ReasonEnvelopeSignature, nil, "the envelope is not signed by the key (key id %s)", attest.KeyID(pub))
+	}
+	return env.Payload, nil
+}
+
+// parseStatement is attest.ParseStatement with the spec's reason codes.
+func parseStatement(payload []byte) (*attest.Statement, error) {
+	if err := CheckJSON(payload); err != nil {
+		return nil, err
+	}
+	var s attest.Statement
+	if err := decodeStrict(payload, &s); err != nil {
+		return nil, formatError(ReasonJSONSchema, "statement: %v", err)
+	}
+	if canon, err := s.Marshal(); err != nil || !bytes.Equal(canon, payload) {
+		return nil, formatError(ReasonJSONSchema, "statement is not in canonical form")
+	}
+	if err := s.Validate(); err != nil {
+		reason := ReasonStatementFormat
+		for _, c := range []struct {
+			err    error
+			reason string
+		}{
+			{attest.ErrClaim, ReasonStatementClaim}, {attest.ErrCondition, ReasonStatementConditions},
+			{attest.ErrTimeline, ReasonStatementTimeline}, {attest.ErrKeyEvidence, ReasonStatementKeyEvidence},
+			{attest.ErrAck, ReasonStatementAcks}, {attest.ErrResidual, ReasonStatementResiduals},
+		} {
+			if errors.Is(err, c.err) {
+				reason = c.reason
+			}
+		}
+		return nil, verifyError(reason, err, "%s", FileAttestation)
+	}
+	return &s, nil
+}
+
+// openEvent is attest.OpenEvent with the spec's reason codes.
+func openEvent(entry []byte, pub ed25519.PublicKey) (*attest.Event, error) {
+	payload, err := openEnvelope(entry, pub, attest.EventPayloadType)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckJSON(payload); err != nil {
+		return nil, err
+	}
+	var ev attest.Event
+	if err := decodeStrict(payload, &ev); err != nil {
+		return nil, formatError(ReasonJSONSchema, "event: %v", err)
+	}
+	if canon, err := json.Marshal(&ev); err != nil || !bytes.Equal(canon, payload) {
+		return nil, formatError(ReasonJSONSchema, "event is not in canonical form")
+	}
+	if err := ev.Validate(); err != nil {
+		return nil, verifyError(ReasonEventFormat, err, "event")
+	}
+	return &ev, nil
+}
+
+// decodeStrict decodes exactly one JSON value into v, refusing unknown
+// fields and trailing data.
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("data after the JSON value")
+	}
+	return nil
+}
+
+// openCheckpoint is translog.OpenCheckpoint with the spec's reason codes
+// (the three given): a malformed note or checkpoint, no valid signature by
+// the log key, another origin than the key's name. Tree sizes above
+// MaxSafeInteger are malformed.
+func openCheckpoint(signed []byte, v note.Verifier, format, signature, origin string) (translog.Checkpoint, error) {
+	if err := checkText(signed); err != nil {
+		return translog.Checkpoint{}, err
+	}
+	n, err := note.Open(signed, note.VerifierList(v))
+	if err != nil {
+		var unverified *note.UnverifiedNoteError
+		var invalid *note.InvalidSignatureError
+		if errors.As(err, &unverified) || errors.As(err, &invalid) {
+			return translog.Checkpoint{}, verifyError(signature, err, "verification failed: no valid signature by the log key")
+		}
+		return translog.Checkpoint{}, formatError(format, "malformed note: %v", err)
+	}
+	c, err := translog.ParseCheckpoint([]byte(n.Text))
+	if err != nil || c.Size > MaxSafeInteger {
+		return translog.Checkpoint{}, formatError(format, "malformed checkpoint")
+	}
+	if c.Origin != v.Name() {
+		return translog.Checkpoint{}, verifyError(origin, nil, "verification failed: origin %q signed by key %q", c.Origin, v.Name())
+	}
+	return c, nil
+}
+
+// within names the file an error of a reader is about.
+func within(name string, err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		e.msg = name + ": " + e.msg
+	}
+	return err
 }

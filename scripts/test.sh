@@ -34,7 +34,7 @@ export SHREDD_PG_BIN=${SHREDD_PG_BIN:-/usr/lib/postgresql/15/bin}
 if [ ! -x "$SHREDD_PG_BIN/postgres" ]; then
   apt_install postgresql-15
 fi
-./scripts/test-browser.sh
+./scripts/test-browser.sh && ./scripts/test-node.sh
 ./scripts/vault-build.sh
 export SHREDD_VAULT_BIN="$PWD/.cache/bin/vault"
 go vet ./...

@@ -47,7 +47,10 @@ func verifyCmd(args []string, stdout, stderr io.Writer) int {
 	if *keyPath == "" {
 		return usage("--key is required")
 	}
-	export := isGzip(files[0])
+	// An export is a gzip file; a file given with --log-key or
+	// --checkpoint is read as an export whatever its first bytes, so that
+	// a broken archive is refused as one (docs/transparency.md).
+	export := isGzip(files[0]) || *logKeyPath != "" || *savedPath != ""
 	subj, err := flagOrFile("subject", *subject, *subjectFile)
 	if err != nil && !(export && *subject == "" && *subjectFile == "") {
 		return usage("%v", err)
@@ -212,7 +215,8 @@ func shortHex(hex string) string {
 }
 
 // flagOrFile returns the value of --name, or the content of --name-file
-// (without its trailing newline); exactly one must be given.
+// without one final line feed (so that a subject id ending in a line break
+// can be given: write it with one more); exactly one must be given.
 func flagOrFile(name, value, file string) (string, error) {
 	switch {
 	case value != "" && file != "":
@@ -222,7 +226,7 @@ func flagOrFile(name, value, file string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("--%s-file: %v", name, err)
 		}
-		return strings.TrimRight(string(b), "\r\n"), nil
+		return strings.TrimSuffix(string(b), "\n"), nil
 	case value == "":
 		return "", fmt.Errorf("--%s (or --%s-file) is required", name, name)
 	}

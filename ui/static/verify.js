@@ -16,7 +16,8 @@
   'use strict';
 
   const utf8 = new TextEncoder();
-  const strictUTF8 = new TextDecoder('utf-8', { fatal: true });
+  // ignoreBOM: a BOM is kept as U+FEFF, never stripped (the spec refuses it).
+  const strictUTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
   // Constants of the formats (attest, translog, bundle).
   const C = {
@@ -48,9 +49,9 @@
   // it mirrors (format, signature, claim, condition, timeline, key
   // evidence, ack, residual, key).
   class FormatError extends Error {
-    constructor(kind, message) { super(message); this.kind = kind; }
+    constructor(kind, message, code) { super(message); this.kind = kind; this.code = code; }
   }
-  const bad = (kind, msg) => { throw new FormatError(kind, msg); };
+  const bad = (kind, msg, code) => { throw new FormatError(kind, msg, code); };
 
   // ---- bytes ----
   const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
@@ -182,14 +183,29 @@
   const goObj = (v) => { if (v !== null && v !== undefined && !isObj(v)) bad('format', 'an object field holds another type'); return v || {}; };
   // RFC 3339 time as Go's time.Time marshals it (RFC3339Nano); parseTime
   // returns {ns: BigInt since 1970 UTC, utc: bool, canon: the Go spelling}.
+  const isLeap = (y) => (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0;
+  // daysFromCivil: days since 1970-01-01 of a proleptic Gregorian date,
+  // for every year 0000-9999 (Date.UTC reads years 0-99 as 1900-1999).
+  function daysFromCivil(y, m, d) {
+    y -= m <= 2 ? 1 : 0;
+    const era = Math.floor(y / 400), yoe = y - era * 400;
+    const doy = Math.floor((153 * (m + (m > 2 ? -3 : 9)) + 2) / 5) + d - 1;
+    return era * 146097 + yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy - 719468;
+  }
+  // Go's zero time.Time, 0001-01-01T00:00:00Z, in ns since 1970.
+  const GO_ZERO_NS = -62135596800n * 1000000000n;
+  // RFC 3339 time as Go's time.Time marshals it (RFC3339Nano); parseTime
+  // returns {ns: BigInt since 1970 UTC, utc: bool, zero: Go's IsZero,
+  // canon: the Go spelling}.
   function parseTime(v) {
-    if (v === null || v === undefined) return { ns: null, utc: true, zero: true, canon: '"0001-01-01T00:00:00Z"' };
+    if (v === null || v === undefined) return { ns: GO_ZERO_NS, utc: true, zero: true, canon: '"0001-01-01T00:00:00Z"' };
     if (typeof v !== 'string') bad('format', 'a time field holds another type');
     const m = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/.exec(v);
     if (!m) bad('format', 'a time is not RFC 3339');
     const [Y, Mo, D, h, mi, s] = m.slice(1, 7).map(Number);
-    const dim = new Date(Date.UTC(Y, Mo, 0)).getUTCDate();
-    if (Mo < 1 || Mo > 12 || D < 1 || D > dim || h > 23 || mi > 59 || s > 59) bad('format', 'a time is out of range');
+    if (Mo < 1 || Mo > 12) bad('format', 'a time is out of range');
+    const dim = [31, isLeap(Y) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][Mo - 1];
+    if (D < 1 || D > dim || h > 23 || mi > 59 || s > 59) bad('format', 'a time is out of range');
     let frac = (m[7] || '').slice(1);
     const zone = m[8];
     let off = 0;
@@ -198,11 +214,11 @@
       if (oh > 23 || om > 59) bad('format', 'a time zone is out of range');
       off = (zone[0] === '-' ? -1 : 1) * (oh * 60 + om) * 60;
     }
-    const secs = BigInt(Date.UTC(Y, Mo - 1, D, h, mi, s) / 1000) - BigInt(off);
+    const secs = BigInt(daysFromCivil(Y, Mo, D)) * 86400n + BigInt(h * 3600 + mi * 60 + s) - BigInt(off);
     const ns = secs * 1000000000n + BigInt((frac || '0').padEnd(9, '0'));
     frac = frac.replace(/0+$/, '');
     const canon = '"' + v.slice(0, 19).replace('t', 'T') + (frac ? '.' + frac : '') + (off === 0 ? 'Z' : zone) + '"';
-    return { ns, utc: zone === 'Z' || zone === 'z' || off === 0, offset: off, zero: false, canon };
+    return { ns, utc: zone === 'Z' || zone === 'z' || off === 0, offset: off, zero: ns === GO_ZERO_NS, canon };
   }
   // compact is encoding/json.Compact: the text without insignificant
   // whitespace, string contents untouched.
@@ -216,11 +232,383 @@
     }
     return out;
   }
+  // parseJSON reads JSON after checkJSON: JSON.parse then sees no
+  // duplicate key, no integer it cannot hold exactly, nothing it would
+  // read otherwise than Go.
   function parseJSON(bytes, what) {
-    const s = text(bytes);
-    if (s === null) bad('format', what + ' is not UTF-8');
-    try { return { value: JSON.parse(s), text: s }; } catch (e) { bad('format', what + ' is not JSON'); }
+    const s = checkJSON(bytes);
+    try { return { value: JSON.parse(s), text: s }; } catch (e) { refuse('json.syntax', what + ' is not JSON'); }
   }
+  // ---- the strict reader (docs/transparency.md, "Reading an export
+  // strictly"): the same rules, in the same order, with the same reason
+  // codes as bundle/strict.go, so that the page and `shredd verify` never
+  // disagree on which bytes they read. ----
+  // A refusal: its reason code (the spec's) and why.
+  class Refusal extends FormatError {
+    constructor(code, message) { super('format', message, code); }
+  }
+  const refuse = (code, msg) => { throw new Refusal(code, msg); };
+  const MAX_SAFE = 9007199254740991;
+  const hasBOM = (b) => b.length >= 3 && b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf;
+  const validUTF8 = (b) => text(b) !== null;
+  // checkText: every text file is UTF-8 without a BOM.
+  function checkText(b) {
+    if (hasBOM(b)) refuse('text.bom', 'a UTF-8 BOM');
+    if (!validUTF8(b)) refuse('text.utf8', 'not UTF-8');
+  }
+
+  // -- gzip (RFC 1952), exactly one member --
+  const LBASE = [3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258];
+  const LEXT = [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0];
+  const DBASE = [1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577];
+  const DEXT = [0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13];
+  const CLORDER = [16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15];
+  const inflateErr = () => refuse('gzip.deflate', 'bad or cut deflate data');
+  // huffman builds a canonical decoding table; like Go's compress/flate
+  // it refuses over-subscribed and incomplete codes, but for one code of
+  // length 1; an empty code is built (it fails when used).
+  function huffman(lengths) {
+    const count = new Array(16).fill(0);
+    let max = 0;
+    for (const l of lengths) { if (l) { count[l]++; if (l > max) max = l; } }
+    if (max === 0) return { count, symbol: [] };
+    let code = 0;
+    for (let i = 1; i <= max; i++) code = (code << 1) + count[i];
+    if (code !== (1 << max) && !(code === 1 && max === 1)) return null;
+    const offs = new Array(16).fill(0);
+    for (let i = 1; i < 16; i++) offs[i] = offs[i - 1] + count[i - 1];
+    const symbol = new Array(lengths.length);
+    lengths.forEach((l, s) => { if (l) symbol[offs[l]++] = s; });
+    return { count, symbol };
+  }
+  const FIXED_LIT = huffman(Array.from({ length: 288 }, (_, i) => (i < 144 ? 8 : i < 256 ? 9 : i < 280 ? 7 : 8)));
+  const FIXED_DIST = huffman(new Array(32).fill(5));
+  // inflateRaw decodes one deflate stream from src[start:], reading no
+  // byte past its end; returns {out, end}.
+  function inflateRaw(src, start, maxOut) {
+    let pos = start, bitbuf = 0, bitcnt = 0;
+    let out = new Uint8Array(Math.min(Math.max(1024, src.length * 4), maxOut)), n = 0;
+    const need = (k) => {
+      while (bitcnt < k) {
+        if (pos >= src.length) inflateErr();
+        bitbuf |= src[pos++] << bitcnt; bitcnt += 8;
+      }
+    };
+    const bits = (k) => { need(k); const v = bitbuf & ((1 << k) - 1); bitbuf >>>= k; bitcnt -= k; return v; };
+    // room makes space for k more bytes; more than maxOut in all is
+    // gzip.too-large (what Go's reader says once it has read maxOut+1).
+    const room = (k) => {
+      if (n + k > maxOut) refuse('gzip.too-large', 'over ' + maxOut + ' bytes uncompressed');
+      if (n + k > out.length) {
+        const o = new Uint8Array(Math.min(Math.max(out.length * 2, n + k), maxOut)); o.set(out.subarray(0, n)); out = o;
+      }
+    };
+    const put = (b) => { room(1); out[n++] = b; };
+    const decode = (h) => {
+      let code = 0, first = 0, index = 0;
+      for (let len = 1; len < 16; len++) {
+        code |= bits(1);
+        const c = h.count[len];
+        if (code - c < first) return h.symbol[index + (code - first)];
+        index += c; first += c; first <<= 1; code <<= 1;
+      }
+      return inflateErr();
+    };
+    let last;
+    do {
+      last = bits(1);
+      const type = bits(2);
+      if (type === 0) {
+        bitbuf = 0; bitcnt = 0;
+        if (pos + 4 > src.length) inflateErr();
+        const len = src[pos] | (src[pos + 1] << 8), nlen = src[pos + 2] | (src[pos + 3] << 8);
+        pos += 4;
+        if (len !== (~nlen & 0xffff)) inflateErr();
+        if (pos + len > src.length) inflateErr();
+        room(len);
+        out.set(src.subarray(pos, pos + len), n);
+        n += len; pos += len;
+        continue;
+      }
+      let lit, dist;
+      if (type === 1) { lit = FIXED_LIT; dist = FIXED_DIST; } else if (type === 2) {
+        const nlen = bits(5) + 257, ndist = bits(5) + 1, ncode = bits(4) + 4;
+        if (nlen > 286 || ndist > 30) inflateErr();
+        const cl = new Array(19).fill(0);
+        for (let i = 0; i < ncode; i++) cl[CLORDER[i]] = bits(3);
+        const ch = huffman(cl);
+        if (!ch) inflateErr();
+        const lengths = [];
+        while (lengths.length < nlen + ndist) {
+          const sym = decode(ch);
+          if (sym < 16) { lengths.push(sym); continue; }
+          let rep, v = 0;
+          if (sym === 16) {
+            if (lengths.length === 0) inflateErr();
+            v = lengths[lengths.length - 1]; rep = 3 + bits(2);
+          } else if (sym === 17) rep = 3 + bits(3);
+          else rep = 11 + bits(7);
+          if (lengths.length + rep > nlen + ndist) inflateErr();
+          for (let i = 0; i < rep; i++) lengths.push(v);
+        }
+        lit = huffman(lengths.slice(0, nlen)); dist = huffman(lengths.slice(nlen));
+        if (!lit || !dist) inflateErr();
+      } else inflateErr();
+      for (;;) {
+        let sym = decode(lit);
+        if (sym < 256) { put(sym); continue; }
+        if (sym === 256) break;
+        sym -= 257;
+        if (sym >= 29) inflateErr();
+        const len = LBASE[sym] + bits(LEXT[sym]);
+        const ds = decode(dist);
+        if (ds >= 30) inflateErr();
+        const d = DBASE[ds] + bits(DEXT[ds]);
+        if (d > n) inflateErr();
+        room(len);
+        // LZ77: the copy repeats with period d. copyWithin from the start
+        // of the period, never overlapping: d bytes, then 2d, 4d...
+        const from = n - d;
+        for (let left = len; left > 0;) {
+          const k = Math.min(n - from, left);
+          out.copyWithin(n, from, from + k);
+          n += k; left -= k;
+        }
+      }
+    } while (!last);
+    return { out: out.subarray(0, n), end: pos };
+  }
+  let CRC_TABLE = null;
+  function crc32(b) {
+    if (!CRC_TABLE) {
+      CRC_TABLE = new Int32Array(256);
+      for (let i = 0; i < 256; i++) { let c = i; for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1; CRC_TABLE[i] = c; }
+    }
+    let c = -1;
+    for (let i = 0; i < b.length; i++) c = CRC_TABLE[(c ^ b[i]) & 0xff] ^ (c >>> 8);
+    return (c ^ -1) >>> 0;
+  }
+  const u32 = (b, i) => (b[i] | (b[i + 1] << 8) | (b[i + 2] << 16) | (b[i + 3] << 24)) >>> 0;
+  // gunzipStrict is bundle.Gunzip.
+  function gunzipStrict(b, maxOut) {
+    if (b.length < 2 || b[0] !== 0x1f || b[1] !== 0x8b) refuse('gzip.header', 'not a gzip file');
+    if (b.length < 10) refuse('gzip.truncated', 'gzip header cut');
+    if (b[2] !== 8 || (b[3] & ~0x08) !== 0) refuse('gzip.header', 'gzip method or flags other than deflate and FNAME');
+    let off = 10;
+    if (b[3] & 0x08) {
+      const i = b.indexOf(0, off);
+      if (i < 0) refuse('gzip.truncated', 'gzip file name cut');
+      off = i + 1;
+    }
+    const { out, end } = inflateRaw(b, off, maxOut);
+    const rest = b.subarray(end);
+    if (rest.length < 8) refuse('gzip.truncated', 'gzip trailer cut');
+    if (u32(rest, 0) !== crc32(out)) refuse('gzip.crc', 'gzip CRC-32 does not match');
+    if (u32(rest, 4) !== out.length >>> 0) refuse('gzip.size', 'gzip ISIZE does not match');
+    if (rest.length > 8) {
+      if (rest.length >= 10 && rest[8] === 0x1f && rest[9] === 0x8b) refuse('gzip.multi-member', 'a second gzip member');
+      refuse('gzip.trailing', 'data after the gzip member');
+    }
+    return out;
+  }
+
+  // -- tar: POSIX ustar only (bundle.Untar) --
+  const allZero = (b) => b.every((x) => x === 0);
+  function octalField(f) {
+    let i = 0;
+    while (i < f.length && f[i] >= 0x30 && f[i] <= 0x37) i++;
+    if (i === 0 || i === f.length) return null;
+    for (let j = i; j < f.length; j++) if (f[j] !== 0 && f[j] !== 0x20) return null;
+    return parseInt(String.fromCharCode(...f.subarray(0, i)), 8);
+  }
+  // cField: the bytes before the first NUL; null when bytes other than NUL follow it.
+  function cField(f) {
+    const i = f.indexOf(0);
+    if (i < 0) return f;
+    return allZero(f.subarray(i)) ? f.subarray(0, i) : null;
+  }
+  const bstr = (a) => String.fromCharCode(...a);
+  function untarStrict(t) {
+    const out = [];
+    const seen = new Set();
+    let off = 0;
+    for (;;) {
+      if (off === t.length) refuse('tar.end', 'no end-of-archive blocks');
+      if (off + 512 > t.length) refuse('tar.truncated', 'tar header cut');
+      const h = t.subarray(off, off + 512);
+      if (allZero(h)) {
+        if (off + 1024 > t.length || !allZero(t.subarray(off + 512, off + 1024))) refuse('tar.end', 'one end-of-archive block, not two');
+        if (!allZero(t.subarray(off + 1024))) refuse('tar.trailing', 'data after the end-of-archive blocks');
+        return out;
+      }
+      let sum = 0;
+      for (let i = 0; i < 512; i++) sum += i >= 148 && i < 156 ? 32 : h[i];
+      const chk = octalField(h.subarray(148, 156));
+      if (chk === null || chk !== sum) refuse('tar.checksum', 'tar header checksum');
+      if (bstr(h.subarray(257, 263)) === 'ustar\0' && bstr(h.subarray(263, 265)) === '00') { /* POSIX ustar */ } else if (bstr(h.subarray(257, 265)) === 'ustar  \0') refuse('tar.gnu', 'a GNU tar header');
+      else refuse('tar.magic', 'not a POSIX ustar header');
+      const typ = String.fromCharCode(h[156]);
+      if (typ === '0' || typ === '\0' || typ === '5') { /* a file or a directory */ } else if (typ === 'x' || typ === 'g') refuse('tar.pax', 'a PAX extended header');
+      else if ('LKSDMNV'.includes(typ)) refuse('tar.gnu', 'a GNU extension header');
+      else refuse('tar.type', 'a member that is not a regular file or directory');
+      const nums = [];
+      for (const [a, l] of [[100, 8], [108, 8], [116, 8], [124, 12], [136, 12]]) {
+        const f = h.subarray(a, a + l);
+        if (f[0] & 0x80) refuse('tar.base256', 'a base-256 numeric field');
+        const v = octalField(f);
+        if (v === null) refuse('tar.header', 'a malformed numeric field');
+        nums.push(v);
+      }
+      const size = nums[3];
+      if (!allZero(h.subarray(157, 257))) refuse('tar.header', 'a link name on a file');
+      const nm = cField(h.subarray(0, 100)), px = cField(h.subarray(345, 500));
+      if (nm === null || px === null) refuse('tar.path', 'a NUL inside a name');
+      const nameBytes = px.length ? concat(px, new Uint8Array([0x2f]), nm) : nm;
+      const name = text(nameBytes);
+      if (name === null || name === '' || name[0] === '/' || name.replace(/\/$/, '').split('/').includes('..')) refuse('tar.path', 'an empty, absolute, non-UTF-8 or .. path');
+      if (typ === '5' && size !== 0) refuse('tar.header', 'a directory with data');
+      if (size > C.maxFileSize) refuse('bundle.size', 'a file over ' + C.maxFileSize + ' bytes');
+      const end = off + 512 + size, pad = (512 - (size % 512)) % 512;
+      if (end + pad > t.length) refuse('tar.truncated', 'tar data cut');
+      if (seen.has(name)) refuse('tar.duplicate', 'a name twice');
+      seen.add(name);
+      if (out.length === C.maxFiles) refuse('bundle.size', 'more than ' + C.maxFiles + ' members');
+      out.push({ name, dir: typ === '5', data: t.subarray(off + 512, end) });
+      off = end + pad;
+    }
+  }
+
+  // -- JSON (bundle.CheckJSON) --
+  function checkJSON(b) {
+    if (hasBOM(b)) refuse('json.bom', 'a UTF-8 BOM before JSON');
+    const s = text(b);
+    if (s === null) refuse('json.utf8', 'JSON is not UTF-8');
+    let i = 0;
+    const syntax = () => refuse('json.syntax', 'JSON syntax error at ' + i);
+    const ws = () => { while (i < s.length && (s[i] === ' ' || s[i] === '\t' || s[i] === '\n' || s[i] === '\r')) i++; };
+    const digits = () => { const a = i; while (i < s.length && s[i] >= '0' && s[i] <= '9') i++; return i - a; };
+    const hex4 = () => {
+      if (i + 4 > s.length || !/^[0-9a-fA-F]{4}$/.test(s.slice(i, i + 4))) syntax();
+      const v = parseInt(s.slice(i, i + 4), 16); i += 4; return v;
+    };
+    const str = () => {
+      i++;
+      let out = '';
+      for (;;) {
+        if (i >= s.length) syntax();
+        const c = s[i];
+        if (c === '"') { i++; return out; }
+        if (c.charCodeAt(0) < 0x20) syntax();
+        if (c === '\\') {
+          if (i + 1 >= s.length) syntax();
+          const e = s[i + 1]; i += 2;
+          const simple = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' }[e];
+          if (simple !== undefined) { out += simple; continue; }
+          if (e !== 'u') syntax();
+          let r = hex4();
+          if (r >= 0xdc00 && r <= 0xdfff) refuse('json.utf8', 'a lone surrogate escape');
+          if (r >= 0xd800 && r <= 0xdbff) {
+            if (s[i] !== '\\' || s[i + 1] !== 'u') refuse('json.utf8', 'a lone surrogate escape');
+            i += 2;
+            const lo = hex4();
+            if (lo < 0xdc00 || lo > 0xdfff) refuse('json.utf8', 'a lone surrogate escape');
+            out += String.fromCharCode(r, lo);
+            continue;
+          }
+          out += String.fromCharCode(r);
+          continue;
+        }
+        out += c; i++;
+      }
+    };
+    const value = (depth) => {
+      if (i >= s.length) syntax();
+      const c = s[i];
+      if (c === '{') {
+        if (depth >= 64) syntax();
+        i++; ws();
+        if (s[i] === '}') { i++; return; }
+        const keys = new Set();
+        for (;;) {
+          if (s[i] !== '"') syntax();
+          const k = str();
+          if (keys.has(k)) refuse('json.duplicate-key', 'a duplicate JSON key');
+          keys.add(k);
+          ws();
+          if (s[i] !== ':') syntax();
+          i++; ws();
+          value(depth + 1);
+          ws();
+          if (s[i] === ',') { i++; ws(); continue; }
+          if (s[i] === '}') { i++; return; }
+          syntax();
+        }
+      }
+      if (c === '[') {
+        if (depth >= 64) syntax();
+        i++; ws();
+        if (s[i] === ']') { i++; return; }
+        for (;;) {
+          value(depth + 1);
+          ws();
+          if (s[i] === ',') { i++; ws(); continue; }
+          if (s[i] === ']') { i++; return; }
+          syntax();
+        }
+      }
+      if (c === '"') { str(); return; }
+      for (const w of ['true', 'false', 'null']) if (c === w[0]) { if (s.slice(i, i + w.length) !== w) syntax(); i += w.length; return; }
+      if (c === '-' || (c >= '0' && c <= '9')) {
+        if (s[i] === '-') i++;
+        const ds = i;
+        if (s[i] === '0') i++; else if (digits() === 0) syntax();
+        const intPart = s.slice(ds, i);
+        let frac = false;
+        if (s[i] === '.') { i++; if (digits() === 0) syntax(); frac = true; }
+        if (s[i] === 'e' || s[i] === 'E') { i++; if (s[i] === '+' || s[i] === '-') i++; if (digits() === 0) syntax(); frac = true; }
+        if (frac) refuse('json.number', 'a number that is not an integer');
+        if (intPart.length > 16 || Number(intPart) > MAX_SAFE) refuse('json.number', 'an integer beyond 2^53-1');
+        return;
+      }
+      syntax();
+    };
+    ws();
+    value(0);
+    ws();
+    if (i !== s.length) refuse('json.trailing', 'data after the JSON value');
+    return s;
+  }
+
+  // -- key files (bundle.CheckPublicKeyFile, CheckLogKeyFile) --
+  const PEM_BEGIN = '-----BEGIN PUBLIC KEY-----\n';
+  function checkPublicKeyFile(b) {
+    checkText(b);
+    const s = text(b);
+    if (!s.startsWith(PEM_BEGIN)) {
+      if (s.indexOf('-----BEGIN PUBLIC KEY-----') > 0) refuse('key.leading', 'data before the PEM block');
+      refuse('key.format', 'not a PEM PUBLIC KEY');
+    }
+    const body0 = s.slice(PEM_BEGIN.length);
+    const e = body0.indexOf('-----END PUBLIC KEY-----');
+    if (e < 0 || !body0.slice(0, e).endsWith('\n')) refuse('key.format', 'no PEM end line');
+    const body = body0.slice(0, e), rest = body0.slice(e + '-----END PUBLIC KEY-----'.length);
+    if (rest !== '\n') {
+      if (rest === '') refuse('key.format', 'no newline after the PEM end line');
+      refuse('key.trailing', 'data after the PEM block');
+    }
+    const der = b64decode(body.replace(/\n/g, ''), true);
+    const wrap = (x) => { let o = ''; while (x.length > 64) { o += x.slice(0, 64) + '\n'; x = x.slice(64); } return o + x + '\n'; };
+    if (!der || der.length !== 44 || !equal(der.slice(0, 12), SPKI_ED25519) || wrap(b64encode(der)) !== body) refuse('key.format', 'not an Ed25519 public key in canonical PEM');
+    return der.slice(12);
+  }
+  function checkLogKeyFile(b) {
+    checkText(b);
+    let s = text(b);
+    if (s.endsWith('\n')) s = s.slice(0, -1);
+    if (s === '' || /[\n\r\t ]/.test(s)) refuse('logkey.format', 'not one line');
+    return s;
+  }
+
 
   // ---- DSSE ----
   function pae(type, payload) {
@@ -233,21 +621,21 @@
   async function verifyEnvelope(bytes, pub, payloadType) {
     if (bytes.length > C.maxEnvelope) bad('format', 'envelope over ' + C.maxEnvelope + ' bytes');
     const { value: env, text: src } = parseJSON(bytes, 'the envelope');
-    if (!isObj(env)) bad('format', 'envelope: not a JSON object');
+    if (!isObj(env)) refuse('json.schema', 'envelope: not a JSON object');
     const sigs = env.signatures;
     let canon;
     try {
       canon = '{"payloadType":' + goStr(env.payloadType) + ',"payload":' + goBytes(env.payload) + ',"signatures":' +
         goList(sigs, (s) => { const o = goObj(s); return '{"keyid":' + goStr(o.keyid) + ',"sig":' + goBytes(o.sig) + '}'; }) + '}';
-    } catch (e) { bad('format', 'envelope: ' + e.message); }
-    if (canon !== compact(src)) bad('format', 'envelope is not in canonical form');
-    if (env.payloadType !== payloadType) bad('format', 'payloadType is ' + JSON.stringify(String(env.payloadType).slice(0, 64)) + ', want "' + payloadType + '"');
-    if (!Array.isArray(sigs) || sigs.length !== 1) bad('format', (Array.isArray(sigs) ? sigs.length : 0) + ' signatures, want exactly 1');
+    } catch (e) { if (e instanceof FormatError) refuse('json.schema', 'envelope: ' + e.message); throw e; }
+    if (canon !== compact(src)) refuse('json.schema', 'envelope is not in canonical form');
+    if (env.payloadType !== payloadType) bad('format', 'payloadType is ' + JSON.stringify(String(env.payloadType).slice(0, 64)) + ', want "' + payloadType + '"', 'envelope.format');
+    if (!Array.isArray(sigs) || sigs.length !== 1) bad('format', (Array.isArray(sigs) ? sigs.length : 0) + ' signatures, want exactly 1', 'envelope.format');
     const want = await keyID(pub);
-    if (sigs[0].keyid !== want) bad('signature', 'signed by key id ' + JSON.stringify(String(sigs[0].keyid).slice(0, 64)) + ', not by the given key (key id ' + want + ')');
+    if (sigs[0].keyid !== want) bad('signature', 'signed by key id ' + JSON.stringify(String(sigs[0].keyid).slice(0, 64)) + ', not by the given key (key id ' + want + ')', 'envelope.signature');
     const payload = b64decode(env.payload, false);
     const sig = b64decode(sigs[0].sig, false);
-    if (!(await ed25519Verify(pub, sig, pae(env.payloadType, payload)))) bad('signature', 'the signature does not verify');
+    if (!(await ed25519Verify(pub, sig, pae(env.payloadType, payload)))) bad('signature', 'the signature does not verify', 'envelope.signature');
     return payload;
   }
 
@@ -263,7 +651,10 @@
     if (!der || der.length !== 44 || !equal(der.slice(0, 12), SPKI_ED25519)) bad('key', 'not an Ed25519 public key');
     return der.slice(12);
   }
-  const validNoteName = (n) => n !== '' && !/[\s+]/u.test(n);
+  // validNoteName is golang.org/x/mod/sumdb/note's isValidName: no '+'
+  // and no space as Go's unicode.IsSpace has it (which is not JavaScript's
+  // \s: U+0085 is a space for Go, U+FEFF is not).
+  const validNoteName = (n) => n !== '' && !/[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000+]/.test(n);
   // parseVerifierKey reads a signed-note verifier key
   // "<name>+<hash>+<base64(0x01 || key)>" (golang.org/x/mod/sumdb/note).
   async function parseVerifierKey(vkey) {
@@ -271,12 +662,12 @@
     // Split at the first two '+' only: the base64 key may hold more.
     const i = s.indexOf('+'), j = i < 0 ? -1 : s.indexOf('+', i + 1);
     const parts = i < 0 || j < 0 ? [] : [s.slice(0, i), s.slice(i + 1, j), s.slice(j + 1)];
-    if (parts.length !== 3 || !validNoteName(parts[0]) || !/^[0-9a-f]{8}$/.test(parts[1])) bad('key', 'malformed verifier key');
+    if (parts.length !== 3 || !validNoteName(parts[0]) || !/^[0-9a-fA-F]{8}$/.test(parts[1])) bad('key', 'malformed verifier key');
     const key = b64decode(parts[2], false);
     if (!key || key.length !== 33 || key[0] !== 1) bad('key', 'malformed verifier key');
     const h = await sha256(concat(utf8.encode(parts[0] + '\n'), key));
-    if (hex(h.slice(0, 4)) !== parts[1]) bad('key', 'verifier key hash mismatch');
-    return { name: parts[0], hash: parts[1], pub: key.slice(1) };
+    if (hex(h.slice(0, 4)) !== parts[1].toLowerCase()) bad('key', 'verifier key hash mismatch');
+    return { name: parts[0], hash: parts[1].toLowerCase(), pub: key.slice(1) };
   }
 
   // ---- signed notes and checkpoints (translog) ----
@@ -311,7 +702,8 @@
     if (!verified) bad('verify', 'note has no verifiable signature');
     return noteText;
   }
-  const decimal = (s) => (/^(0|[1-9][0-9]{0,15})$/.test(s) ? Number(s) : null);
+  // decimal: no sign, no leading zero, at most 2^53-1 (the spec's bound).
+  const decimal = (s) => (/^(0|[1-9][0-9]{0,15})$/.test(s) && Number(s) <= MAX_SAFE ? Number(s) : null);
   function parseHash(s) { const b = b64canon(s); return b && b.length === 32 ? b : null; }
   function parseCheckpoint(t) {
     if (!t.endsWith('\n')) bad('format', 'checkpoint: no final newline');
@@ -325,9 +717,23 @@
     return { origin: lines[0], size, hash };
   }
   // openCheckpoint is translog.OpenCheckpoint.
-  async function openCheckpoint(bytes, v) {
-    const c = parseCheckpoint(await openNote(bytes, v));
-    if (c.origin !== v.name) bad('verify', 'origin ' + JSON.stringify(c.origin) + ' signed by key ' + JSON.stringify(v.name));
+  // With codes {format, signature, origin}, it throws Refusals with the
+  // spec's reason codes (bundle.openCheckpoint).
+  async function openCheckpoint(bytes, v, codes) {
+    if (!codes) {
+      const c = parseCheckpoint(await openNote(bytes, v));
+      if (c.origin !== v.name) bad('verify', 'origin ' + JSON.stringify(c.origin) + ' signed by key ' + JSON.stringify(v.name));
+      return c;
+    }
+    checkText(bytes);
+    let noteText;
+    try { noteText = await openNote(bytes, v); } catch (e) {
+      if (e instanceof FormatError) refuse(e.kind === 'verify' ? codes.signature : codes.format, (e.kind === 'verify' ? 'verification failed: ' : '') + e.message);
+      throw e;
+    }
+    let c;
+    try { c = parseCheckpoint(noteText); } catch (e) { if (e instanceof FormatError) refuse(codes.format, 'malformed checkpoint'); throw e; }
+    if (c.origin !== v.name) refuse(codes.origin, 'verification failed: origin ' + JSON.stringify(c.origin) + ' signed by key ' + JSON.stringify(v.name));
     return c;
   }
   // parseProof is translog.ParseProof.
@@ -574,8 +980,8 @@
     const { value: s } = parseJSON(payload, 'the statement');
     if (!isObj(s)) bad('format', 'statement: not a JSON object');
     let canon;
-    try { canon = marshalStatement(s); } catch (e) { if (e instanceof FormatError) bad('format', 'statement: ' + e.message); throw e; }
-    if (!equal(utf8.encode(canon), payload)) bad('format', 'statement is not in canonical form');
+    try { canon = marshalStatement(s); } catch (e) { if (e instanceof FormatError) refuse('json.schema', 'statement: ' + e.message); throw e; }
+    if (!equal(utf8.encode(canon), payload)) refuse('json.schema', 'statement is not in canonical form');
     await validateStatement(s);
     return s;
   }
@@ -606,10 +1012,10 @@
     if (entry.length > C.maxEvent) bad('format', 'event of ' + entry.length + ' bytes, at most ' + C.maxEvent);
     const payload = await verifyEnvelope(entry, pub, C.eventPayloadType);
     const { value: ev } = parseJSON(payload, 'the event');
-    if (!isObj(ev)) bad('format', 'event: not a JSON object');
+    if (!isObj(ev)) refuse('json.schema', 'event: not a JSON object');
     let canon;
-    try { canon = marshalEvent(ev); } catch (e) { if (e instanceof FormatError) bad('format', 'event: ' + e.message); throw e; }
-    if (!equal(utf8.encode(canon), payload)) bad('format', 'event is not in canonical form');
+    try { canon = marshalEvent(ev); } catch (e) { if (e instanceof FormatError) refuse('json.schema', 'event: ' + e.message); throw e; }
+    if (!equal(utf8.encode(canon), payload)) refuse('json.schema', 'event is not in canonical form');
     if (ev._type !== C.eventType) bad('format', 'event _type is ' + JSON.stringify(ev._type));
     const t = parseTime(ev.time);
     if (t.zero || !(ev.time.endsWith('Z'))) bad('format', 'event time must be set, in UTC');
@@ -630,130 +1036,49 @@
     return ev;
   }
 
-  // ---- the export archive (bundle.Read) ----
-  async function gunzip(bytes) {
-    if (typeof DecompressionStream === 'undefined') throw new CheckError('browser', 'this browser has no DecompressionStream');
-    const ds = new DecompressionStream('gzip');
-    const out = [];
-    let total = 0;
-    const writer = ds.writable.getWriter();
-    const reader = ds.readable.getReader();
-    const pump = (async () => {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) return;
-        total += value.length;
-        if (total > C.maxTotal + 64 * 1024 * 1024) throw new Error('over the size limit');
-        out.push(value);
-      }
-    })();
-    writer.write(bytes).catch(() => {});
-    writer.close().catch(() => {});
-    await pump;
-    return concat(...out);
-  }
+  // ---- the export archive (bundle.ReadBytes) ----
   const entryRe = /^entry-(0|[1-9][0-9]{0,18})-([a-z_]{1,32})\.(json|tlog-proof)$/;
   const forgetRe = /^[0-9a-f]{32}$/;
-  function octal(b, what) {
-    const s = text(b).replace(/[\0 ]+$/, '').replace(/^ +/, '');
-    if (!/^[0-7]*$/.test(s)) throw new Error('invalid ' + what);
-    return s === '' ? 0 : parseInt(s, 8);
-  }
-  function cstr(b) { const i = b.indexOf(0); return text(i < 0 ? b : b.slice(0, i)); }
-  // untar reads a tar archive (ustar, with PAX extended headers) into
-  // [{name, type, data}].
-  function untar(t) {
-    const out = [];
-    let off = 0, pax = null;
-    for (;;) {
-      if (off + 512 > t.length) throw new Error('unexpected EOF');
-      const h = t.subarray(off, off + 512);
-      if (h.every((x) => x === 0)) return out;
-      let sum = 0;
-      for (let i = 0; i < 512; i++) sum += i >= 148 && i < 156 ? 32 : h[i];
-      if (octal(h.subarray(148, 156), 'checksum') !== sum) throw new Error('invalid header');
-      const type = String.fromCharCode(h[156] || 48);
-      let name = cstr(h.subarray(0, 100));
-      const magic = cstr(h.subarray(257, 263));
-      if (magic === 'ustar') { const prefix = cstr(h.subarray(345, 500)); if (prefix) name = prefix + '/' + name; }
-      let size = octal(h.subarray(124, 136), 'size');
-      if (pax && pax.size !== undefined) size = pax.size;
-      if (pax && pax.path !== undefined) name = pax.path;
-      off += 512;
-      if (off + size > t.length) throw new Error('unexpected EOF');
-      const data = t.slice(off, off + size);
-      off += Math.ceil(size / 512) * 512;
-      if (type === 'x') {
-        pax = {};
-        const s = text(data);
-        let i = 0;
-        while (i < s.length) {
-          const sp = s.indexOf(' ', i);
-          const n = Number(s.slice(i, sp));
-          const rec = s.slice(sp + 1, i + n - 1);
-          const eq = rec.indexOf('=');
-          const k = rec.slice(0, eq), v = rec.slice(eq + 1);
-          if (k === 'path') pax.path = v;
-          if (k === 'size') pax.size = Number(v);
-          i += n;
-        }
-        continue;
-      }
-      if (type === 'g') continue;
-      pax = null;
-      out.push({ name, type, data, size });
-    }
-  }
-  function splitPath(p) { const i = p.lastIndexOf('/'); return i < 0 ? ['', p] : [p.slice(0, i + 1), p.slice(i + 1)]; }
-  // readBundle is bundle.Read: one top directory shredd-export-<forget>,
-  // regular files only, each once, known names, within the limits.
-  async function readBundle(bytes) {
-    const fail = (msg) => { throw new CheckError('archive', msg); };
-    let tarBytes, members;
-    try { tarBytes = await gunzip(bytes); } catch (e) { if (e instanceof CheckError) throw e; fail('not a gzip archive: ' + e.message); }
-    try { members = untar(tarBytes); } catch (e) { fail('not a tar archive: ' + e.message); }
-    const b = { forget: '', entries: new Map() };
-    const seen = new Set();
+  // readBundle is bundle.ReadBytes: one gzip member, a POSIX ustar
+  // archive, every file in the one top directory shredd-export-<forget>,
+  // known names only, every required file present. It throws Refusals.
+  function readBundle(bytes) {
+    const members = untarStrict(gunzipStrict(bytes, C.maxTotal));
+    const b = { forget: '', entries: new Map(), files: new Map() };
     let total = 0;
     for (const m of members) {
-      const isDir = m.type === '5';
-      let [dir, name] = splitPath(m.name.replace(/\/$/, ''));
-      if (isDir) { dir = name; name = ''; }
-      const d = dir.replace(/\/$/, '');
-      const forget = d.startsWith('shredd-export-') ? d.slice('shredd-export-'.length) : null;
-      if (forget === null || !forgetRe.test(forget) || (b.forget !== '' && forget !== b.forget)) fail(JSON.stringify(m.name) + ' is not in one shredd-export-<forget id> directory');
+      const slash = m.name.indexOf('/');
+      const dir = slash < 0 ? m.name : m.name.slice(0, slash), name = slash < 0 ? '' : m.name.slice(slash + 1);
+      const forget = dir.startsWith('shredd-export-') ? dir.slice('shredd-export-'.length) : null;
+      if (forget === null || !forgetRe.test(forget) || (b.forget !== '' && forget !== b.forget) || name.includes('/') ||
+        (m.dir && name !== '') || (!m.dir && name === '')) refuse('bundle.layout', JSON.stringify(m.name) + ' is not a file of one shredd-export-<forget id> directory');
       b.forget = forget;
-      if (isDir) continue;
-      if (m.type !== '0' && m.type !== '\0') fail(JSON.stringify(m.name) + ' is not a regular file');
-      if (seen.size === C.maxFiles) fail('more than ' + C.maxFiles + ' files');
-      if (seen.has(name)) fail(name + ' appears twice');
-      seen.add(name);
-      if (m.size > C.maxFileSize) fail(name + ' is over ' + C.maxFileSize + ' bytes');
-      if ((total += m.size) > C.maxTotal) fail('over ' + C.maxTotal + ' bytes in all');
-      const data = m.data;
-      switch (name) {
-        case 'README.txt': case 'check-inclusion.py': break;
-        case 'attestation.json': b.attestation = data; break;
-        case 'attestation.pub': b.attestationPub = data; break;
-        case 'log.vkey': b.logKey = data; break;
-        case 'checkpoint': b.checkpoint = data; break;
-        case 'consistency.proof': b.consistency = data; break;
-        default: {
-          const em = entryRe.exec(name);
-          if (!em) fail('unknown file ' + name);
-          if (data.length > C.maxEvent) fail(name + ' is over ' + C.maxEvent + ' bytes');
-          const base = name.replace(/\.(json|tlog-proof)$/, '');
-          let e = b.entries.get(base);
-          if (!e) { e = { index: Number(em[1]), event: em[2], name: base }; b.entries.set(base, e); }
-          if (em[3] === 'json') e.data = data; else e.proof = data;
-        }
+      if (m.dir) continue;
+      total += m.data.length;
+      if (['README.txt', 'check-inclusion.py', 'attestation.json', 'attestation.pub', 'log.vkey', 'checkpoint', 'consistency.proof'].includes(name)) {
+        b.files.set(name, m.data);
+        continue;
       }
+      const em = entryRe.exec(name);
+      if (!em) refuse('bundle.unknown-file', 'unknown file ' + name);
+      if (m.data.length > C.maxEvent) refuse('bundle.size', name + ' is over ' + C.maxEvent + ' bytes');
+      if (em[1].length > 16 || Number(em[1]) > MAX_SAFE) refuse('bundle.unknown-file', 'unknown file ' + name);
+      const base = name.replace(/\.(json|tlog-proof)$/, '');
+      let e = b.entries.get(base);
+      if (!e) { e = { index: Number(em[1]), event: em[2], name: base }; b.entries.set(base, e); }
+      if (em[3] === 'json') e.data = m.data; else e.proof = m.data;
     }
-    for (const [f, v] of [['attestation.json', b.attestation], ['attestation.pub', b.attestationPub], ['log.vkey', b.logKey], ['checkpoint', b.checkpoint]]) {
-      if (!v) fail(f + ' is missing');
+    if (total > C.maxTotal) refuse('bundle.size', 'over ' + C.maxTotal + ' bytes in all');
+    for (const f of ['README.txt', 'attestation.json', 'attestation.pub', 'log.vkey', 'checkpoint', 'check-inclusion.py']) {
+      if (!b.files.has(f)) refuse('bundle.missing-file', f + ' is missing');
     }
-    for (const e of b.entries.values()) if (!e.data || !e.proof) fail(e.name + ' needs both its .json and its .tlog-proof');
-    b.entries = [...b.entries.values()].sort((x, y) => x.index - y.index || (x.event < y.event ? -1 : 1));
+    b.attestation = b.files.get('attestation.json');
+    b.attestationPub = b.files.get('attestation.pub');
+    b.logKey = b.files.get('log.vkey');
+    b.checkpoint = b.files.get('checkpoint');
+    b.consistency = b.files.get('consistency.proof');
+    b.entries = [...b.entries.values()].sort((x, y) => x.index - y.index || (x.event < y.event ? -1 : x.event > y.event ? 1 : 0));
+    for (const e of b.entries) if (!e.data || !e.proof) refuse('bundle.missing-file', e.name + ' needs both its .json and its .tlog-proof');
     return b;
   }
 
@@ -804,90 +1129,121 @@
   }
 
   // verifyExport is `shredd verify EXPORT.tar.gz --key --log-key
-  // [--subject --salt] [--checkpoint]` (bundle.Verify): opts {key (PEM),
-  // logKey, subject, salt (hex), saved (a checkpoint)}.
+  // [--subject --salt] [--checkpoint]` (bundle.CheckExport): opts {key
+  // (PEM), logKey, subject, salt (hex), saved (a checkpoint)}. The
+  // report's code is the spec's reason code ("ok" when verified), the one
+  // `shredd verify` prints for the same inputs.
   async function verifyExport(bytes, opts) {
     const r = report();
-    let pub, v;
-    try { pub = parsePublicKey(toBytes(opts.key) || new Uint8Array()); } catch (e) { r.fail('keys', 'the attestation key: ' + e.message); return finish(r); }
-    try { v = await parseVerifierKey(toBytes(opts.logKey) || ''); } catch (e) { r.fail('keys', 'the log key: ' + e.message); return finish(r); }
-    const subject = opts.subject || '', saltText = String(opts.salt || '').trim();
+    const subject = opts.subject === undefined || opts.subject === null ? '' : String(opts.subject);
+    const saltText = String(opts.salt || '').trim();
     if ((subject === '') !== (saltText === '')) { r.fail('keys', 'give both the subject id and the salt, or neither'); return finish(r); }
     const salt = saltText ? unhex(saltText) : null;
     if (saltText && (!salt || salt.length !== 32)) { r.fail('subject', 'the salt must be the 64 hex digits the forget returned'); return finish(r); }
+    let check = 'keys';
     try {
-      const b = await readBundle(bytes);
+      const pub = within('the attestation key', () => checkPublicKeyFile(toBytes(opts.key) || new Uint8Array()));
+      const vline = within('the log key', () => checkLogKeyFile(toBytes(opts.logKey) || new Uint8Array()));
+      let v;
+      try { v = await parseVerifierKey(vline); } catch (e) { if (e instanceof FormatError) refuse('logkey.format', 'the log key: ' + e.message); throw e; }
+      check = 'archive';
+      const b = readBundle(bytes);
       r.ok('archive', 'shredd-export-' + b.forget + ': ' + b.entries.length + ' log entries');
-      await checkBundle(b, pub, v, { subject, salt, saved: toBytes(opts.saved) }, r);
-      try {
-        if (!equal(parsePublicKey(b.attestationPub), pub)) r.skip('keys', 'the archive\'s attestation.pub is not the key given; the given key was used');
-      } catch (e) { r.skip('keys', 'the archive\'s attestation.pub is not the key given; the given key was used'); }
-      if ((text(b.logKey) || '').trim() !== (text(toBytes(opts.logKey)) || '').trim()) r.skip('keys', 'the archive\'s log.vkey is not the log key given; the given key was used');
+      const step = (c) => { check = c; };
+      await checkBundle(b, pub, v, { subject, salt, saved: toBytes(opts.saved) }, r, step);
+      if (!equal(b.attestationPub, toBytes(opts.key))) r.skip('keys', 'the archive\'s attestation.pub is not the key given; the given key was used');
+      if ((text(b.logKey) || '').trim() !== vline) r.skip('keys', 'the archive\'s log.vkey is not the log key given; the given key was used');
     } catch (e) {
-      if (e instanceof CheckError) r.fail(e.check, e.message);
-      else if (e instanceof FormatError) r.fail('export', e.message);
+      if (e instanceof FormatError && e.code) { r.fail(check, e.message); r.code = e.code; } else if (e instanceof CheckError) r.fail(e.check, e.message);
       else throw e;
     }
     return finish(r);
   }
+  // within names the file a refusal is about.
+  function within(name, f) {
+    try { return f(); } catch (e) { if (e instanceof FormatError) e.message = name + ': ' + e.message; throw e; }
+  }
+  async function withinAsync(name, f) {
+    try { return await f(); } catch (e) { if (e instanceof FormatError) e.message = name + ': ' + e.message; throw e; }
+  }
+  // The codes of attest.Validate's errors.
+  const statementCode = { format: 'statement.format', claim: 'statement.claim', condition: 'statement.conditions', timeline: 'statement.timeline',
+    'key evidence': 'statement.key-evidence', ack: 'statement.acks', residual: 'statement.residuals' };
 
-  async function checkBundle(b, pub, v, opts, r) {
-    const fail = (check, msg) => { throw new CheckError(check, msg); };
-    const wrap = async (check, prefix, f) => {
-      try { return await f(); } catch (e) { if (e instanceof FormatError) fail(check, prefix + e.message); throw e; }
-    };
+  async function checkBundle(b, pub, v, opts, r, step) {
+    const fail = (code, msg) => refuse(code, msg);
     // 1. The attestation.
-    const st = await wrap('attestation', 'attestation.json: ', async () => parseStatement(await verifyEnvelope(b.attestation, pub, C.payloadType)));
+    step('attestation');
+    const st = await withinAsync('attestation.json', async () => {
+      const payload = await verifyEnvelope(b.attestation, pub, C.payloadType);
+      const { value: s } = parseJSON(payload, 'the statement');
+      if (!isObj(s)) refuse('json.schema', 'statement: not a JSON object');
+      let canon;
+      try { canon = marshalStatement(s); } catch (e) { if (e instanceof FormatError) refuse('json.schema', 'statement: ' + e.message); throw e; }
+      if (!equal(utf8.encode(canon), payload)) refuse('json.schema', 'statement is not in canonical form');
+      try { await validateStatement(s); } catch (e) { if (e instanceof FormatError && !e.code) e.code = statementCode[e.kind] || 'statement.format'; throw e; }
+      return s;
+    });
     const pred = st.predicate;
-    if (pred.forget !== b.forget) fail('attestation', 'attestation.json is about forget ' + pred.forget + ', the export about ' + b.forget);
+    if (pred.forget !== b.forget) fail('statement.forget', 'attestation.json is about forget ' + pred.forget + ', the export about ' + b.forget);
     const commit = st.subject[0].digest.sha256;
     r.ok('attestation', 'signed by the service key, claim and conditions valid, forget ' + b.forget);
     if (opts.salt) {
-      if (!(await checkSubject(st, opts.subject, opts.salt))) fail('subject', 'the subject id and salt do not match the statement\'s commitment');
+      step('subject');
+      if (!(await checkSubject(st, opts.subject, opts.salt))) fail('subject.mismatch', 'the subject id and salt do not match the statement\'s commitment');
     }
     // 2. The checkpoint and every entry in it.
-    const cp = await wrap('checkpoint', 'checkpoint: ', () => openCheckpoint(b.checkpoint, v));
+    step('checkpoint');
+    const cp = await withinAsync('checkpoint', () => openCheckpoint(b.checkpoint, v, { format: 'checkpoint.format', signature: 'checkpoint.signature', origin: 'checkpoint.origin' }));
     r.ok('checkpoint', 'signed by the log key, origin ' + cp.origin + ', tree size ' + cp.size);
     const events = {};
     const index = new Map();
     const attSHA = hex(await sha256(b.attestation));
     for (const e of b.entries) {
-      const p = await wrap('entry ' + e.name, e.name + '.tlog-proof: ', async () => parseProof(e.proof));
-      if (p.index !== e.index) fail('entry ' + e.name, e.name + '.tlog-proof proves index ' + p.index);
-      if (!equal(p.checkpoint, b.checkpoint)) fail('entry ' + e.name, e.name + '.tlog-proof is against another checkpoint than checkpoint');
-      await wrap('entry ' + e.name, e.name + ': ', () => checkProof(e.proof, e.data, v));
-      const ev = await wrap('entry ' + e.name, e.name + '.json: ', () => openEvent(e.data, pub));
-      if (ev.event !== e.event) fail('entry ' + e.name, e.name + '.json holds a ' + ev.event + ' event');
+      step('entry ' + e.name);
+      within(e.name + '.tlog-proof', () => checkText(e.proof));
+      let p;
+      try { p = parseProof(e.proof); } catch (x) { if (x instanceof FormatError) fail('proof.format', e.name + '.tlog-proof is malformed'); throw x; }
+      if (p.index !== e.index) fail('proof.index', e.name + '.tlog-proof proves index ' + p.index);
+      if (!equal(p.checkpoint, b.checkpoint)) fail('proof.checkpoint', e.name + '.tlog-proof is against another checkpoint than checkpoint');
+      if (p.index >= cp.size || !(await checkInclusion(p.hashes, cp.size, cp.hash, p.index, await leafHash(e.data)))) {
+        fail('proof.inclusion', e.name + ': entry ' + p.index + ' not in tree ' + cp.size + ' of the checkpoint');
+      }
+      const ev = await withinAsync(e.name + '.json', async () => {
+        try { return await openEvent(e.data, pub); } catch (x) { if (x instanceof FormatError && !x.code) x.code = 'event.format'; throw x; }
+      });
+      if (ev.event !== e.event) fail('event.kind', e.name + '.json holds a ' + ev.event + ' event');
       (events[ev.event] = events[ev.event] || []).push(ev);
       index.set(ev, e.index);
       r.ok('entry ' + e.name, 'signed, included in the checkpoint\'s tree');
     }
+    step('entries');
     const one = (kind) => {
       const n = (events[kind] || []).length;
-      if (n !== 1) fail('entries', n + ' ' + kind + ' entries, want 1');
+      if (n !== 1) fail('entries.mismatch', n + ' ' + kind + ' entries, want 1');
       return events[kind][0];
     };
     // 3. The entries are this forget's.
     const fc = one('forget_committed');
-    if (fc.forget.forget !== b.forget || fc.forget.subject !== commit) fail('entries', 'the forget_committed entry is about another forget or commitment');
+    if (fc.forget.forget !== b.forget || fc.forget.subject !== commit) fail('entries.mismatch', 'the forget_committed entry is about another forget or commitment');
     const ea = one('erasure_attested');
     if (ea.attested.forget !== b.forget || ea.attested.subject !== commit || ea.attested.attestation_sha256 !== attSHA) {
-      fail('entries', 'the erasure_attested entry does not name this attestation (forget, commitment or SHA-256 differ)');
+      fail('entries.mismatch', 'the erasure_attested entry does not name this attestation (forget, commitment or SHA-256 differ)');
     }
-    if (index.get(ea) <= index.get(fc)) fail('entries', 'the attestation was logged before the forget committed');
+    if (index.get(ea) <= index.get(fc)) fail('entries.mismatch', 'the attestation was logged before the forget committed');
     const kc = events.key_created || [];
     const kci = fc.forget.key_created_index;
     let keyLink;
     if (kci < 0 && kc.length === 0) keyLink = 'the subject had no logged key';
-    else if (kci < 0 || kc.length !== 1 || index.get(kc[0]) !== kci) fail('entries', 'the key_created entry is not the one the forget_committed entry names (index ' + kci + ')');
-    else if (kc[0].key.generation !== fc.forget.generation) fail('entries', 'the key_created entry is of generation ' + kc[0].key.generation + ', the forget destroyed ' + fc.forget.generation);
+    else if (kci < 0 || kc.length !== 1 || index.get(kc[0]) !== kci) fail('entries.mismatch', 'the key_created entry is not the one the forget_committed entry names (index ' + kci + ')');
+    else if (kc[0].key.generation !== fc.forget.generation) fail('entries.mismatch', 'the key_created entry is of generation ' + kc[0].key.generation + ', the forget destroyed ' + fc.forget.generation);
     else if (kc[0].key.subject === commit) {
       keyLink = 'same subject commitment, and named by index by the forget';
-      if (index.get(kc[0]) >= index.get(fc)) fail('entries', 'the key was logged as created after its forget');
+      if (index.get(kc[0]) >= index.get(fc)) fail('entries.mismatch', 'the key was logged as created after its forget');
     } else keyLink = 'named by index by the forget (its commitment uses another salt: the key was unreachable when the forget was made)';
-    if (kc.length > 1) fail('entries', 'more than one key_created entry');
+    if (kc.length > 1) fail('entries.mismatch', 'more than one key_created entry');
     const acks = events.holder_ack || [];
-    if (acks.length !== pred.holder_acks.length) fail('entries', acks.length + ' holder_ack entries for the attestation\'s ' + pred.holder_acks.length + ' holder acks');
+    if (acks.length !== pred.holder_acks.length) fail('entries.mismatch', acks.length + ' holder_ack entries for the attestation\'s ' + pred.holder_acks.length + ' holder acks');
     for (const h of pred.holder_acks) {
       const msg = hex(await sha256(ackMessage(b.forget, h.holder, h.artifacts)));
       const found = acks.some((ev) => {
@@ -895,34 +1251,37 @@
         return a.forget === b.forget && a.holder === h.holder && a.public_key === h.public_key && a.artifacts === h.artifacts.length &&
           a.message_sha256 === msg && a.signature === h.signature && index.get(ev) > index.get(fc) && index.get(ev) < index.get(ea);
       });
-      if (!found) fail('entries', 'holder ' + h.holder + '\'s ack is not logged between the forget\'s commit and its attestation');
+      if (!found) fail('entries.mismatch', 'holder ' + h.holder + '\'s ack is not logged between the forget\'s commit and its attestation');
     }
     const ke = pred.key_evidence;
     if (ke.epoch > 0) {
       const ep = one('epoch_completed');
       const same = ep.epoch.retired_versions.length === ke.retired_root_versions.length && ep.epoch.retired_versions.every((x, i) => x === ke.retired_root_versions[i]);
       if (ep.epoch.epoch !== ke.epoch || !same || index.get(ep) <= index.get(fc) || index.get(ep) >= index.get(ea)) {
-        fail('entries', 'the epoch_completed entry is not the attestation\'s epoch ' + ke.epoch + ', logged between the commit and the attestation');
+        fail('entries.mismatch', 'the epoch_completed entry is not the attestation\'s epoch ' + ke.epoch + ', logged between the commit and the attestation');
       }
-    } else if ((events.epoch_completed || []).length !== 0) fail('entries', 'an epoch_completed entry for an attestation without an epoch');
+    } else if ((events.epoch_completed || []).length !== 0) fail('entries.mismatch', 'an epoch_completed entry for an attestation without an epoch');
     r.ok('key', keyLink);
     if (opts.salt) r.ok('subject', 'the subject id and salt open commitment ' + commit.slice(0, 16) + '...');
     else r.skip('subject', 'not checked (no subject id and salt)');
     // 4. A saved checkpoint: the export's log extends it.
     if (opts.saved) {
-      const old = await wrap('consistency', 'saved checkpoint: ', () => openCheckpoint(opts.saved, v));
-      if (old.size > cp.size) fail('consistency', 'the saved checkpoint (size ' + old.size + ') is newer than the export\'s (size ' + cp.size + '): ask for a new export with since=' + old.size);
+      step('consistency');
+      const old = await withinAsync('saved checkpoint', () => openCheckpoint(opts.saved, v, { format: 'saved.format', signature: 'saved.signature', origin: 'saved.origin' }));
+      if (old.size > cp.size) fail('consistency.newer', 'the saved checkpoint (size ' + old.size + ') is newer than the export\'s (size ' + cp.size + '): ask for a new export with since=' + old.size);
       if (old.size === cp.size) {
-        if (!equal(old.hash, cp.hash)) fail('consistency', 'the saved checkpoint and the export\'s have the same size ' + cp.size + ' and different trees: the log was forked or rewritten');
+        if (!equal(old.hash, cp.hash)) fail('consistency.fork', 'the saved checkpoint and the export\'s have the same size ' + cp.size + ' and different trees: the log was forked or rewritten');
       } else {
-        if (!b.consistency) fail('consistency', 'no consistency.proof in the export: ask for one with since=' + old.size);
-        const p = await wrap('consistency', 'consistency.proof: ', async () => parseConsistency(b.consistency));
-        if (p.old !== old.size || p.new !== cp.size) fail('consistency', 'consistency.proof goes from size ' + p.old + ' to ' + p.new + ', not from the saved ' + old.size + ' to the export\'s ' + cp.size);
+        if (!b.consistency) fail('consistency.missing', 'no consistency.proof in the export: ask for one with since=' + old.size);
+        within('consistency.proof', () => checkText(b.consistency));
+        let p;
+        try { p = parseConsistency(b.consistency); } catch (x) { if (x instanceof FormatError) fail('consistency.format', 'consistency.proof is malformed'); throw x; }
+        if (p.old !== old.size || p.new !== cp.size) fail('consistency.range', 'consistency.proof goes from size ' + p.old + ' to ' + p.new + ', not from the saved ' + old.size + ' to the export\'s ' + cp.size);
         let ok;
         if (old.origin !== cp.origin) ok = false;
         else if (old.size === 0) ok = p.hashes.length === 0 && equal(old.hash, await sha256(new Uint8Array()));
         else ok = await checkConsistency(p.hashes, old.size, old.hash, cp.size, cp.hash);
-        if (!ok) fail('consistency', 'the export\'s log does not extend the saved checkpoint (rewritten or forked)');
+        if (!ok) fail('consistency.fork', 'the export\'s log does not extend the saved checkpoint (rewritten or forked)');
       }
       r.ok('consistency', 'the log extends the saved checkpoint of size ' + old.size);
     } else r.skip('consistency', 'not checked (no checkpoint saved earlier)');
@@ -933,6 +1292,8 @@
 
   function finish(r) {
     r.verified = r.failed === '';
+    if (r.verified) r.code = 'ok';
+    else if (!r.code) r.code = r.failed;
     delete r.ok; delete r.skip; delete r.fail;
     return r;
   }
@@ -943,5 +1304,7 @@
     isGzip: (b) => b.length >= 2 && b[0] === 0x1f && b[1] === 0x8b,
     parseCheckpointText: (b) => { const t = text(b) || ''; const i = t.indexOf('\n\n'); return parseCheckpoint(i < 0 ? t : t.slice(0, i + 1)); },
     b64encode, hex,
+    // The strict readers, for the differential tests against bundle.
+    strict: { gunzip: (b) => gunzipStrict(b, C.maxTotal), untar: untarStrict, readBundle, checkJSON, checkPublicKeyFile, checkLogKeyFile },
   };
 })(typeof window !== 'undefined' ? window : globalThis);

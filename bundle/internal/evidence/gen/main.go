@@ -1,0 +1,25 @@
+// Command gen writes the shared corpus of evidence cases to
+// testdata/evidence (run from the repository root):
+//
+//	go run ./bundle/internal/evidence/gen
+//
+// The corpus is append-only: add cases at the end of evidence.Cases,
+// never change a published one.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/shredd/shredd/bundle/internal/evidence"
+)
+
+func main() {
+	dir := flag.String("dir", "testdata/evidence", "where to write the corpus")
+	flag.Parse()
+	if err := evidence.Write(*dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
