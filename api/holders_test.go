@@ -76,3 +76,42 @@ func toJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// TestHolderIDsInPaths: a holder id holds ':' and '@' (legal characters);
+// its purge work and inventory routes answer for it whether the client
+// sends them as they are (Go's url.PathEscape) or percent-encoded
+// (JavaScript's encodeURIComponent, Python's quote(safe="")). The segment
+// is decoded exactly once: a doubly encoded id is invalid, and an encoded
+// '/' or '..' never reaches another route.
+func TestHolderIDsInPaths(t *testing.T) {
+	e := newEnv(t, 0)
+	art, _ := e.setup()
+	pub, _, _ := ed25519.GenerateKey(rand.Reader)
+	const holder = "ops@eu-west:1"
+	if r := e.do("POST", "/v1/holders", `{"holder":"`+holder+`","public_key":"`+base64.StdEncoding.EncodeToString(pub)+`"}`); r.status != 201 {
+		t.Fatalf("register holder: %d %v", r.status, r.body)
+	}
+	vec := str(e.do("POST", "/v1/artifacts", `{"parents":["`+art+`"],"kind":"episodic","holder":"`+holder+`"}`), "artifact")
+	fid := str(e.do("POST", "/v1/forget", `{"subject":"alice@example.com"}`), "forget")
+	for _, path := range []string{"ops@eu-west:1", "ops%40eu-west%3A1", "ops%40eu-west:1", "%6Fps@eu-west%3a1"} {
+		r := e.do("GET", "/v1/holders/"+path+"/purges", "")
+		ps, _ := r.body["purges"].([]any)
+		if r.status != 200 || len(ps) != 1 || !strings.Contains(toJSON(ps), vec) || !strings.Contains(toJSON(ps), fid) {
+			t.Errorf("GET /v1/holders/%s/purges: %d %v", path, r.status, r.body)
+		}
+	}
+	if r := e.do("POST", "/v1/holders/ops%40eu-west%3A1/inventory", `{"artifacts":[{"id":"`+vec+`","kind":"episodic"}]}`); r.status != 200 || r.body["items"] != float64(1) {
+		t.Errorf("inventory by the encoded id: %d %v", r.status, r.body)
+	}
+	for path, want := range map[string]int{
+		"ops%2540eu-west%253A1": 400, // decoded once: "ops%40eu-west%3A1" is no holder id
+		"nobody%40here":         404,
+		"a%2Fb":                 400, // "a/b": not a holder id, never another route
+		"%2E%2E":                400,
+		"ops%2Feu-west%3A1":     400,
+	} {
+		if r := e.do("GET", "/v1/holders/"+path+"/purges", ""); r.status != want {
+			t.Errorf("GET /v1/holders/%s/purges: %d, want %d: %v", path, r.status, want, r.body)
+		}
+	}
+}
