@@ -10,33 +10,22 @@ import (
 	"github.com/shredd/shredd/ui"
 )
 
-// mountUI serves the auditor page (package ui) at /ui/, GET and HEAD only,
-// with no token: its files hold no secret, and every call the page makes
-// goes to /v1 with the token the user signs in with. Every answer under
-// /ui, the redirect, 404 (a path that is not one of its files: the
-// router's no_route problem, like any unknown route) and 405 included,
-// carries the page's security headers (ui.SetHeaders): an error page of
-// the page's origin is no weaker than the page.
+// mountUI serves the auditor page (package ui) at /ui/, GET only, with no
+// token: its files hold no secret, and every call the page makes goes to
+// /v1 with the token the user signs in with. Every answer under /ui, the
+// redirect and a 404 (a path that is not one of its files: the router's
+// no_route problem, like any unknown route) included, carries the page's
+// security headers (ui.SetHeaders), and so does the router's 405 for
+// another method there (uiPath): an error page of the page's origin is no
+// weaker than the page.
 func (s *Server) mountUI(r chi.Router) {
 	h, files := ui.Handler(), ui.Files()
-	allowed := func(w http.ResponseWriter, r *http.Request) bool {
+	r.Get("/ui", func(w http.ResponseWriter, r *http.Request) {
 		ui.SetHeaders(w.Header())
-		if r.Method == http.MethodGet || r.Method == http.MethodHead {
-			return true
-		}
-		w.Header().Set("Allow", "GET, HEAD")
-		s.fail(w, r, &problemError{status: http.StatusMethodNotAllowed, code: "method_not_allowed", title: "Method not allowed"})
-		return false
-	}
-	r.HandleFunc("/ui", func(w http.ResponseWriter, r *http.Request) {
-		if allowed(w, r) {
-			http.Redirect(w, r, ui.Prefix, http.StatusMovedPermanently)
-		}
+		http.Redirect(w, r, ui.Prefix, http.StatusMovedPermanently)
 	})
-	r.HandleFunc(ui.Prefix+"*", func(w http.ResponseWriter, r *http.Request) {
-		if !allowed(w, r) {
-			return
-		}
+	r.Get(ui.Prefix+"*", func(w http.ResponseWriter, r *http.Request) {
+		ui.SetHeaders(w.Header())
 		name := strings.TrimPrefix(r.URL.Path, ui.Prefix)
 		if name == "" {
 			name = "index.html"
@@ -47,4 +36,9 @@ func (s *Server) mountUI(r chi.Router) {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// uiPath reports whether path is the page's (/ui or under /ui/).
+func uiPath(path string) bool {
+	return path == "/ui" || strings.HasPrefix(path, ui.Prefix)
 }
