@@ -115,3 +115,65 @@ func TestHolderIDsInPaths(t *testing.T) {
 		}
 	}
 }
+
+// TestBlockedForgetNamesItsHolders: the verification of a forget names, in
+// a field of its own, the holders it waits on (cascade_closed: those owing
+// an ack) and the holders that block it (closure_intact failed: those whose
+// inventory holds what shredd never registered), ids with ':' and '@'
+// included; the answer stays valid against the document's Forget schema.
+func TestBlockedForgetNamesItsHolders(t *testing.T) {
+	e := newEnv(t, 0)
+	art, _ := e.setup()
+	d := loadOpenAPI(t)
+	schema, err := d.pointer("#/components/schemas/Forget")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := newValidator(d)
+	for _, h := range []string{"ann@idx:1", "cache-2", "clean-3"} {
+		pub, _, _ := ed25519.GenerateKey(rand.Reader)
+		if r := e.do("POST", "/v1/holders", `{"holder":"`+h+`","public_key":"`+base64.StdEncoding.EncodeToString(pub)+`"}`); r.status != 201 {
+			t.Fatalf("register %s: %d %v", h, r.status, r.body)
+		}
+	}
+	e.do("POST", "/v1/artifacts", `{"parents":["`+art+`"],"kind":"episodic","holder":"ann@idx:1"}`)
+	fid := str(e.do("POST", "/v1/forget", `{"subject":"alice@example.com"}`), "forget")
+	cond := func(name string) (status string, holders []string) {
+		t.Helper()
+		r := e.do("GET", "/v1/forgets/"+fid, "")
+		v.check(t, schema, r.body, "GET /v1/forgets/{id}")
+		for _, c := range r.body["verification"].([]any) {
+			c := c.(map[string]any)
+			if c["name"] == name {
+				hs, _ := c["holders"].([]any)
+				for _, h := range hs {
+					holders = append(holders, h.(string))
+				}
+				return c["status"].(string), holders
+			}
+		}
+		t.Fatalf("no condition %s", name)
+		return "", nil
+	}
+	if st, hs := cond("cascade_closed"); st != "pending" || strings.Join(hs, " ") != "ann@idx:1" {
+		t.Errorf("cascade_closed: %s, holders %q, want pending, [ann@idx:1]", st, hs)
+	}
+	if st, hs := cond("closure_intact"); st != "ok" || hs != nil {
+		t.Errorf("closure_intact before any inventory: %s %q", st, hs)
+	}
+	for _, h := range []string{"cache-2", "ann%40idx%3A1", "clean-3"} {
+		items := `[{"id":"ffffffffffffffffffffffffffffffff","kind":"episodic"}]`
+		if h == "clean-3" {
+			items = `[]`
+		}
+		if r := e.do("POST", "/v1/holders/"+h+"/inventory", `{"artifacts":`+items+`}`); r.status != 200 {
+			t.Fatalf("inventory of %s: %d %v", h, r.status, r.body)
+		}
+	}
+	if r := e.do("GET", "/v1/forgets/"+fid, ""); str(r, "state") != "blocked" {
+		t.Fatalf("state %s, want blocked", str(r, "state"))
+	}
+	if st, hs := cond("closure_intact"); st != "failed" || strings.Join(hs, " ") != "ann@idx:1 cache-2" {
+		t.Errorf("closure_intact: %s, holders %q, want failed, [ann@idx:1 cache-2]", st, hs)
+	}
+}
