@@ -287,13 +287,15 @@ func TestPageOperatorDefects(t *testing.T) {
 func cliDetails(out string) (fields map[string]string, lines []string) {
 	fields = map[string]string{}
 	section := ""
-	for _, l := range strings.Split(out, "\n") {
+	_, details, _ := strings.Cut(out, "\n\n") // the checks, then the details
+	details, _, _ = strings.Cut(details, "\n\n")
+	for _, l := range strings.Split(details, "\n") {
 		switch {
 		case l == "conditions" || strings.HasPrefix(l, "residuals"):
 			section = l
 		case strings.HasPrefix(l, "  ") && section != "":
 			lines = append(lines, l)
-		case len(l) > 13 && l[12] == ' ' && !strings.HasPrefix(l, "ok ") && !strings.HasPrefix(l, "FAIL") && !strings.HasPrefix(l, "-  "):
+		case len(l) > 13 && l[12] == ' ':
 			fields[strings.TrimSpace(l[:13])] = l[13:]
 		}
 	}
@@ -402,6 +404,7 @@ func TestVerifierOfflineAndVerdict(t *testing.T) {
 				t.Errorf("an export with its subject: %q", verdict)
 			}
 			if !saved {
+				run(t, ctx, chromedp.ScrollIntoView(chromedp.ID("verdict")))
 				screenshot(t, ctx, fmt.Sprintf("page-verify-export-%d", c.width))
 			}
 

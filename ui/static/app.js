@@ -138,7 +138,7 @@
         loadForget(r.arg); break;
       case 'holders':
         show('holders');
-        if (r.hasArg && !validHolder(r.arg)) {
+        if (r.hasArg && r.arg !== '' && !validHolder(r.arg)) {
           holders.open = '';
           $('holder-title').hidden = true;
           showError($('holder-result'), new Error('Not a holder id (1 to 128 of A-Z a-z 0-9 . _ : @ -, and not "." or ".."): nothing was asked.'));
