@@ -126,6 +126,13 @@ func newPageWorld(t *testing.T, s *server) *pageWorld {
 	return w
 }
 
+// artefact writes a screenshot as a test artefact only: docs/ui/ shows
+// the views of browser_test.go.
+func artefact(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	capture(t, ctx, name, false)
+}
+
 func signIn(t *testing.T, ctx context.Context, s *server) {
 	t.Helper()
 	run(t, ctx, chromedp.Navigate(s.base+"/ui/"), chromedp.WaitVisible(chromedp.ID("view-signin")),
@@ -165,7 +172,7 @@ func TestPageOperatorDefects(t *testing.T) {
 	if want := []string{w.long + " #/holders/" + url.QueryEscape(w.long), w.at + " #/holders/ops%40eu-west%3A1"}; strings.Join(owing, "|") != strings.Join(want, "|") {
 		t.Errorf("owing %q, want %q", owing, want)
 	}
-	screenshot(t, ctx, "page-epoch-pending")
+	artefact(t, ctx, "page-epoch-pending")
 
 	// The purge work of a holder whose id holds '@' and ':', from its link.
 	run(t, ctx, chromedp.Navigate(s.base+"/ui/#/holders"), chromedp.WaitVisible(chromedp.ID("view-holders")))
@@ -227,7 +234,7 @@ func TestPageOperatorDefects(t *testing.T) {
 		t.Errorf("the acks step: %q", note)
 	}
 	noSidewaysScroll(t, ctx, "a blocked forget")
-	screenshot(t, ctx, "page-blocked")
+	artefact(t, ctx, "page-blocked")
 
 	// Every view at 1280 and at 390 px: nothing scrolls sideways.
 	phone := tab(t, 390, 844)
@@ -244,13 +251,13 @@ func TestPageOperatorDefects(t *testing.T) {
 			noSidewaysScroll(t, c.ctx, v.hash)
 		}
 	}
-	screenshot(t, phone, "page-phone-log")
+	artefact(t, phone, "page-phone-log")
 	run(t, phone, chromedp.Navigate(s.base+"/ui/#/holders/"+url.QueryEscape(w.long)))
 	waitFor(t, phone, `document.getElementById('purges') !== null`, 10*time.Second)
-	screenshot(t, phone, "page-phone-holders")
+	artefact(t, phone, "page-phone-holders")
 	run(t, phone, chromedp.Navigate(s.base+"/ui/#/forget/"+w.alice))
 	waitFor(t, phone, `document.getElementById('blocked-by').textContent !== ''`, 10*time.Second)
-	screenshot(t, phone, "page-phone-blocked")
+	artefact(t, phone, "page-phone-blocked")
 
 	// Sign-out: every view's rows leave the document, not just the screen,
 	// and the token is forgotten; no refresh brings anything back.
@@ -384,7 +391,7 @@ func TestVerifierOfflineAndVerdict(t *testing.T) {
 			noSidewaysScroll(t, ctx, "the verdict on an attestation")
 			if c.width == 390 {
 				run(t, ctx, chromedp.ScrollIntoView(chromedp.ID("verify-details")))
-				screenshot(t, ctx, "page-phone-verify-details-"+map[bool]string{true: "saved", false: "served"}[saved])
+				artefact(t, ctx, "page-phone-verify-details-"+map[bool]string{true: "saved", false: "served"}[saved])
 			}
 
 			// An export without a subject: verified, the subject unchecked,
@@ -405,7 +412,7 @@ func TestVerifierOfflineAndVerdict(t *testing.T) {
 			}
 			if !saved {
 				run(t, ctx, chromedp.ScrollIntoView(chromedp.ID("verdict")))
-				screenshot(t, ctx, fmt.Sprintf("page-verify-export-%d", c.width))
+				artefact(t, ctx, fmt.Sprintf("page-verify-export-%d", c.width))
 			}
 
 			// No request left the page while it verified: from disk only
