@@ -172,8 +172,13 @@ type Lease struct {
 // person can read.
 type Condition struct {
 	Name   string `json:"name"`
-	Status string `json:"status"` // "ok" or "pending"
+	Status string `json:"status"` // "ok", "pending" or "failed"
 	Reason string `json:"reason"`
+	// Holders names, sorted, the holders a condition that is not ok waits
+	// on or is broken by: for cascade_closed those owing a signed purge
+	// ack, for closure_intact those whose latest inventory holds what
+	// shredd never registered. Empty otherwise.
+	Holders []string `json:"holders,omitempty"`
 }
 
 // Forget is one erasure request for one subject (never named: only its id).

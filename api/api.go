@@ -27,6 +27,7 @@ import (
 
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/ui"
 )
 
 // DefaultMaxBody bounds a request body: 1 MiB of plaintext in base64 plus
@@ -98,9 +99,16 @@ func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
 	r.Use(s.requestIDs, s.accessLog, s.metrics.Middleware, s.recoverer, s.limitBody)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		if uiPath(r.URL.Path) {
+			ui.SetHeaders(w.Header())
+		}
 		s.fail(w, r, &problemError{status: http.StatusNotFound, code: "no_route", title: "No such route"})
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		if uiPath(r.URL.Path) {
+			ui.SetHeaders(w.Header())
+			w.Header().Set("Allow", "GET")
+		}
 		s.fail(w, r, &problemError{status: http.StatusMethodNotAllowed, code: "method_not_allowed", title: "Method not allowed"})
 	})
 	r.Get("/healthz", s.healthz)

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/base64"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -52,11 +53,26 @@ func (s *Server) registerHolder(w http.ResponseWriter, r *http.Request) {
 // holderParam returns the {id} holder of the path, refusing a holder-bound
 // token of another holder.
 func holderParam(r *http.Request) (string, error) {
-	id := chi.URLParam(r, "id")
-	if !shredd.ValidHolder(id) {
+	id, err := pathSegment(r, "id")
+	if err != nil || !shredd.ValidHolder(id) {
 		return "", badRequest("invalid_id", "holder ids are 1 to 128 of [A-Za-z0-9._:@-]")
 	}
 	return actAs(r.Context(), id)
+}
+
+// pathSegment returns the {name} segment of the path, percent-decoded
+// exactly once. chi routes on r.URL.RawPath when it is set, that is when
+// the client escaped a character Go would not (a holder id's ':' or '@',
+// which JavaScript's encodeURIComponent and Python's quote(safe="")
+// escape), and then its parameter is still escaped; otherwise it routes on
+// the decoded r.URL.Path. Decoding only in the first case decodes once:
+// "ops%40eu%3A1" names "ops@eu:1", and "ops%2540eu" stays "ops%40eu".
+func pathSegment(r *http.Request, name string) (string, error) {
+	v := chi.URLParam(r, name)
+	if r.URL.RawPath == "" {
+		return v, nil
+	}
+	return url.PathUnescape(v)
 }
 
 type purgeJSON struct {

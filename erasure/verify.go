@@ -57,7 +57,7 @@ func (s *Service) verification(ctx context.Context, r forgetRow) ([]shredd.Condi
 		return nil, false, err
 	}
 	var open, nheld int
-	var waiting []string
+	var waiting, owing []string
 	for h, ids := range held {
 		n := 0
 		for _, id := range ids {
@@ -69,12 +69,15 @@ func (s *Service) verification(ctx context.Context, r forgetRow) ([]shredd.Condi
 		if n > 0 {
 			open += n
 			waiting = append(waiting, fmt.Sprintf("%s (%d)", h, n))
+			owing = append(owing, h)
 		}
 	}
 	slices.Sort(waiting)
+	slices.Sort(owing)
 	add(shredd.CondCascadeClosed, open == 0,
 		fmt.Sprintf("all %d artifacts of the lineage are closed: %d sealed under keys that include the destroyed subject key, %d plaintext-held purged with their holders' signed acks", total, total-nheld, nheld),
 		fmt.Sprintf("%d plaintext-held artifacts of the lineage have no signed purge ack from their holders: %s", open, strings.Join(waiting, ", ")))
+	out[len(out)-1].Holders = owing
 
 	// 2. Workers: no lease issued before the barrier on an artifact of the
 	// lineage is still live.
@@ -159,6 +162,7 @@ func (s *Service) verification(ctx context.Context, r forgetRow) ([]shredd.Condi
 	case len(breaks) > 0:
 		add(shredd.CondClosureIntact, false, "", "holders reported artifacts or kinds shredd never registered, so the lineage closure cannot be proven: "+strings.Join(breaks, ", "))
 		out[len(out)-1].Status = "failed"
+		out[len(out)-1].Holders = breaks // by holder, as closureBreaks orders them
 	default:
 		add(shredd.CondClosureIntact, true, "every artifact of the lineage has a registered kind, and no holder reported artifacts shredd never registered", "")
 	}

@@ -145,6 +145,13 @@ func waitFor(t *testing.T, ctx context.Context, expr string, d time.Duration) {
 // with -update-docs.
 func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
+	capture(t, ctx, name, *updateDocs)
+}
+
+// capture writes a PNG of the tab's viewport as a test artefact, and into
+// docs/ui/ when toDocs.
+func capture(t *testing.T, ctx context.Context, name string, toDocs bool) {
+	t.Helper()
 	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
@@ -162,7 +169,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if *updateDocs {
+	if toDocs {
 		if err := os.WriteFile(filepath.Join("..", "docs", "ui", name+".png"), png, 0o644); err != nil {
 			t.Fatal(err)
 		}

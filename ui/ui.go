@@ -40,25 +40,31 @@ func Files() fs.FS {
 	return sub
 }
 
+// SetHeaders sets the headers every answer of the page carries, its
+// files and its errors alike: the Content-Security-Policy above, nosniff,
+// and the headers that keep the page out of frames, caches and referrers.
+func SetHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", ContentSecurityPolicy)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	h.Set("Cross-Origin-Resource-Policy", "same-origin")
+	h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=(), payment=()")
+	h.Set("Cache-Control", "no-cache")
+}
+
 // Handler serves the page under Prefix: GET and HEAD only, with the
-// Content-Security-Policy above and headers that keep the page out of
-// frames, caches and referrers. It sets no cookie: the page keeps its
-// token in the tab's session storage and sends it in an Authorization
-// header, so no request a third-party site triggers carries it.
+// headers of SetHeaders on every answer (404 and 405 included). It sets no
+// cookie: the page keeps its token in the tab's session storage and sends
+// it in an Authorization header, so no request a third-party site triggers
+// carries it.
 func Handler() http.Handler {
 	files := http.StripPrefix(Prefix, http.FileServerFS(Files()))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("Content-Security-Policy", ContentSecurityPolicy)
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("X-Frame-Options", "DENY")
-		h.Set("Referrer-Policy", "no-referrer")
-		h.Set("Cross-Origin-Opener-Policy", "same-origin")
-		h.Set("Cross-Origin-Resource-Policy", "same-origin")
-		h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=(), payment=()")
-		h.Set("Cache-Control", "no-cache")
+		SetHeaders(w.Header())
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			h.Set("Allow", "GET, HEAD")
+			w.Header().Set("Allow", "GET, HEAD")
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}

@@ -85,3 +85,43 @@ func TestNothingFromElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSavedCopyCarriesThePolicy: index.html carries the served header's
+// Content-Security-Policy in a <meta> before anything it loads, so a copy
+// saved and opened from disk is held to the same policy: every directive
+// of the header but frame-ancestors, which a <meta> cannot carry (the
+// browser ignores it there), and nothing else.
+func TestSavedCopyCarriesThePolicy(t *testing.T) {
+	b, err := fs.ReadFile(ui.Files(), "index.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	m := regexp.MustCompile(`<meta http-equiv="Content-Security-Policy" content="([^"]*)">`).FindAllStringSubmatchIndex(page, -1)
+	if len(m) != 1 {
+		t.Fatalf("%d Content-Security-Policy metas in index.html, want 1", len(m))
+	}
+	if first := strings.Index(page, "<link"); first < 0 || m[0][0] > first || m[0][0] > strings.Index(page, "<script") {
+		t.Error("the policy's <meta> must come before any stylesheet or script")
+	}
+	directives := func(policy string) map[string]string {
+		out := map[string]string{}
+		for _, d := range strings.Split(policy, ";") {
+			f := strings.Fields(d)
+			if len(f) > 0 {
+				out[f[0]] = strings.Join(f[1:], " ")
+			}
+		}
+		return out
+	}
+	meta, header := directives(page[m[0][2]:m[0][3]]), directives(ui.ContentSecurityPolicy)
+	delete(header, "frame-ancestors")
+	if len(meta) != len(header) {
+		t.Errorf("the meta's policy has %d directives, the header's %d (without frame-ancestors):\n%v\n%v", len(meta), len(header), meta, header)
+	}
+	for name, v := range header {
+		if meta[name] != v {
+			t.Errorf("%s: the meta says %q, the header %q", name, meta[name], v)
+		}
+	}
+}

@@ -307,12 +307,14 @@ type Artifact struct {
 	CreatedAt   time.Time `json:"created_at"`
 }
 
-// Condition is one requirement of a forget, met ("ok") or not yet
-// ("pending").
+// Condition is one requirement of a forget, met ("ok"), not yet
+// ("pending") or not provable ("failed"), and the holders it waits on or
+// is broken by.
 type Condition struct {
-	Name   string `json:"name"`
-	Status string `json:"status"`
-	Reason string `json:"reason"`
+	Name    string   `json:"name"`
+	Status  string   `json:"status"`
+	Reason  string   `json:"reason"`
+	Holders []string `json:"holders,omitempty"`
 }
 
 // Forget is the pending-erasure token of a forget.
