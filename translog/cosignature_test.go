@@ -61,7 +61,7 @@ func TestCosignatureFormat(t *testing.T) {
 	signed, logV, c := testCheckpoint(t, "example.com/behind-the-sofa", 20852163)
 	s, _, vkey := newWitnessKey(t, "witness.example.com/w1", when)
 
-	parts := strings.Split(vkey, "+")
+	parts := strings.SplitN(vkey, "+", 3)
 	if len(parts) != 3 || parts[0] != "witness.example.com/w1" {
 		t.Fatalf("vkey %q is not name+id+key", vkey)
 	}
@@ -114,6 +114,38 @@ func TestCosignatureFormat(t *testing.T) {
 	}
 }
 
+// TestCosignatureKeyWithPlus: a verifier key whose base64 holds "+" (the
+// separator of its fields) parses: the name and key ID end at the first
+// two. About half of all keys have one.
+func TestCosignatureKeyWithPlus(t *testing.T) {
+	for range 500 {
+		skey, vkey, err := GenerateCosignerKey("w.example/plus")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(strings.SplitN(vkey, "+", 3)[2], "+") {
+			continue
+		}
+		s, err := NewCosigner(skey, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := NewCosignatureVerifier(vkey)
+		if err != nil {
+			t.Fatalf("%s: %v", vkey, err)
+		}
+		if got, _ := CosignerVerifierKey(s); got != vkey {
+			t.Fatalf("CosignerVerifierKey %s, want %s", got, vkey)
+		}
+		sig, _ := s.Sign([]byte("text\n"))
+		if !v.Verify([]byte("text\n"), sig) {
+			t.Fatal("does not verify")
+		}
+		return
+	}
+	t.Fatal("no key of 500 had a plus sign in its base64")
+}
+
 // TestCosignatureVerifierRefuses: a cosignature of another checkpoint,
 // another timestamp, a plain Ed25519 note signature (type 0x01) by the
 // same key, or a timestamp above 2^63-1 does not verify; a verifier key
@@ -148,7 +180,7 @@ func TestCosignatureVerifierRefuses(t *testing.T) {
 	if _, err := NewCosignatureVerifier(logVKey); !errors.Is(err, ErrFormat) {
 		t.Errorf("a type 0x01 key as a witness key: %v", err)
 	}
-	parts := strings.Split(vkey, "+")
+	parts := strings.SplitN(vkey, "+", 3)
 	if _, err := NewCosignatureVerifier("w.example/2+" + parts[1] + "+" + parts[2]); !errors.Is(err, ErrFormat) {
 		t.Errorf("a key id of another name: %v", err)
 	}

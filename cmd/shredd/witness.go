@@ -55,7 +55,7 @@ func witnessVerifiers(args []string) ([]note.Verifier, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--witness %s: %v", a, err)
 		}
-		pub := k[strings.LastIndex(k, "+")+1:]
+		pub := strings.SplitN(k, "+", 3)[2] // the type byte and public key
 		if seen[pub] {
 			return nil, fmt.Errorf("--witness %s: the same public key is given twice; each witness counts once", a)
 		}
