@@ -273,8 +273,12 @@ func CheckCosignatures(signed []byte, log note.Verifier, witnesses []note.Verifi
 		if len(rep.Invalid) > 0 {
 			why = append(why, "an invalid one from "+strings.Join(rep.Invalid, ", "))
 		}
-		return c, rep, fmt.Errorf("translog: checkpoint of tree %d: %w: %d valid of the %d required (%s)",
-			c.Size, ErrWitness, len(rep.Valid), required, strings.Join(why, "; "))
+		detail := ""
+		if len(why) > 0 {
+			detail = " (" + strings.Join(why, "; ") + ")"
+		}
+		return c, rep, fmt.Errorf("translog: checkpoint of tree %d: %w: %d valid of the %d required%s",
+			c.Size, ErrWitness, len(rep.Valid), required, detail)
 	}
 	return c, rep, nil
 }
