@@ -315,7 +315,8 @@ func logSignatureOnly(signed []byte, v note.Verifier) ([]byte, error) {
 }
 
 // keepEvidence writes a refused request beside the state it contradicts,
-// in the evidence directory: both are signed by the log, so together they
+// in the evidence directory (<size held>-<kind>-<16 hex of the request's
+// SHA-256>.txt): both are signed by the log, so together they
 // prove that the log showed two views of itself.
 func (w *Witness) keepEvidence(kind, origin string, latest translog.Checkpoint, seen bool, body []byte) {
 	dir := filepath.Join(w.dir, evidenceDir)
@@ -323,19 +324,25 @@ func (w *Witness) keepEvidence(kind, origin string, latest translog.Checkpoint, 
 		w.log.Error("keep evidence", "error", err.Error())
 		return
 	}
+	// Named by the request's hash: a log retrying the same refused
+	// checkpoint leaves one file.
+	sum := sha256.Sum256(body)
+	name := fmt.Sprintf("%d-%s-%s.txt", latest.Size, kind, hex.EncodeToString(sum[:8]))
+	if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+		return
+	}
 	if ents, err := os.ReadDir(dir); err == nil && len(ents) >= maxEvidence {
 		w.log.Error("evidence directory full: a refused checkpoint is not kept", "dir", dir)
 		return
 	}
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "kind %s\norigin %s\n", kind, origin)
+	fmt.Fprintf(&b, "kind %s\norigin %s\nrefused %s\n", kind, origin, time.Now().UTC().Format(time.RFC3339))
 	if st, err := datadir.Read(w.statePath(origin), datadir.Public, MaxRequest); err == nil && seen {
 		fmt.Fprintf(&b, "\n# the checkpoint this witness cosigned last (size %d)\n", latest.Size)
 		b.Write(st)
 	}
 	b.WriteString("\n# the add-checkpoint request refused\n")
 	b.Write(body)
-	name := fmt.Sprintf("%s-%d-%s.txt", time.Now().UTC().Format("20060102T150405.000000000Z"), latest.Size, kind)
 	if err := datadir.Create(filepath.Join(dir, name), b.Bytes(), datadir.Public); err != nil {
 		w.log.Error("keep evidence", "error", err.Error())
 		return
