@@ -251,9 +251,9 @@ func (w *Witness) addCheckpoint(rw http.ResponseWriter, req *http.Request) {
 			want = empty
 		}
 		if c.Hash != want {
-			w.keepEvidence("split-view", origin, latest, seen, body)
 			w.log.Error("refused a checkpoint: another root for a tree size already cosigned (split view)",
 				"origin", origin, "size", c.Size)
+			w.keepEvidence("split-view", origin, latest, seen, body)
 			http.Error(rw, "a checkpoint of this size with another root hash was cosigned: split view", http.StatusConflict)
 			return
 		}
@@ -268,9 +268,9 @@ func (w *Witness) addCheckpoint(rw http.ResponseWriter, req *http.Request) {
 		}
 	default:
 		if err := tlog.CheckTree(r.proof, c.Size, c.Hash, latest.Size, latest.Hash); err != nil {
-			w.keepEvidence("inconsistent", origin, latest, seen, body)
 			w.log.Error("refused a checkpoint: its consistency proof does not lead from the tree cosigned (fork or bad proof)",
 				"origin", origin, "old_size", latest.Size, "size", c.Size)
+			w.keepEvidence("inconsistent", origin, latest, seen, body)
 			http.Error(rw, "the consistency proof does not verify", http.StatusUnprocessableEntity)
 			return
 		}

@@ -149,9 +149,6 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 	fl.StringVar(&p.ForgetLedger, "forget-ledger", env("forget-ledger", ""), "the forget ledger: every committed forget, outside the database, so that a restored database re-applies later forgets (default DATA_DIR/forgets.ledger; never restore it from a backup)")
 	fl.StringVar(&p.BackupDir, "backup-dir", env("backup-dir", ""), "write a backup of the database here after every root epoch (see shredd backup); empty for none")
 	fl.IntVar(&p.BackupKeep, "backup-keep", int(num("backup-keep", 7)), "how many backups of --backup-dir to keep (the oldest are removed)")
-	if v := env("witness", ""); v != "" {
-		p.Witnesses = strings.Fields(v)
-	}
 	fl.Var(&p.Witnesses, "witness", "URL=VKEY: send each new checkpoint of the log to the C2SP tlog-witness at URL, whose cosignature/v1 verifier key (or a file holding it) is VKEY, and staple its cosignatures (repeat for each witness; SHREDD_WITNESS: space-separated)")
 	witnessInterval := dur("witness-interval", time.Second, "how often the log is looked at for a new checkpoint to send to the witnesses")
 	fl.StringVar(&p.Root, "root", env("root", "local"), "root store: local (a root key file in the data dir) or vault (a Vault Transit key)")
@@ -225,6 +222,9 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 	if p.WitnessInterval = *witnessInterval; p.WitnessInterval <= 0 {
 		fmt.Fprintln(stderr, "shredd serve: --witness-interval must be > 0")
 		return nil, errors.New("bad flag value")
+	}
+	if len(p.Witnesses) == 0 { // the flags win over the environment
+		p.Witnesses = strings.Fields(env("witness", ""))
 	}
 	var err error
 	if p.witnessTargets, err = parseWitnessTargets(p.Witnesses); err != nil {

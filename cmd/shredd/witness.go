@@ -36,6 +36,8 @@ func keyArg(arg string) (string, error) {
 			return "", err
 		}
 		return strings.TrimSpace(string(b)), nil
+	} else if !strings.Contains(arg, "+") {
+		return "", fmt.Errorf("no such file, and not a key: %w", err)
 	}
 	return strings.TrimSpace(arg), nil
 }
@@ -211,13 +213,14 @@ func parseWitnessTargets(args []string) ([]witness.Target, error) {
 	var ts []witness.Target
 	var keys []string
 	for _, a := range args {
+		// The value is not echoed in errors: a URL may hold a password.
 		u, k, ok := strings.Cut(a, "=")
 		if !ok {
-			return nil, fmt.Errorf("--witness %q: want URL=VKEY", a)
+			return nil, fmt.Errorf("--witness (value %d): want URL=VKEY", len(ts)+1)
 		}
 		pu, err := url.Parse(u)
 		if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" || pu.User != nil || pu.RawQuery != "" || pu.Fragment != "" {
-			return nil, fmt.Errorf("--witness %q: want an http:// or https:// URL, with no credentials or query, before the =", a)
+			return nil, fmt.Errorf("--witness (value %d): want an http:// or https:// URL, with no credentials or query, before the =", len(ts)+1)
 		}
 		keys = append(keys, k)
 		ts = append(ts, witness.Target{URL: u})

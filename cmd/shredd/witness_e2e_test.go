@@ -264,9 +264,10 @@ func TestWitnessE2E(t *testing.T) {
 		t.Fatalf("the fork has %d entries, the log %d: the same operations should log as many", bs, size)
 	}
 	limit := time.Now().Add(30 * time.Second)
-	for len(w1.evidence(t)) == 0 || len(w2.evidence(t)) == 0 {
+	logged := func(w *witnessProc) bool { return strings.Contains(w.logs.String(), "split view") }
+	for len(w1.evidence(t)) == 0 || len(w2.evidence(t)) == 0 || !logged(w1) || !logged(w2) || !strings.Contains(b.logs.String(), "split view") {
 		if time.Now().After(limit) {
-			t.Fatalf("no evidence of the split view kept within 30s: w1 %v, w2 %v\n%s", w1.evidence(t), w2.evidence(t), tail(b.logs.String(), 20))
+			t.Fatalf("the split view was not refused, logged (by both witnesses and the fork) and kept as evidence within 30s: w1 %v, w2 %v\n%s", w1.evidence(t), w2.evidence(t), tail(b.logs.String(), 20))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -279,16 +280,10 @@ func TestWitnessE2E(t *testing.T) {
 		if !bytes.Contains(data, noteText(second)) || !bytes.Contains(data, noteText(b.expect(t, http.StatusOK, http.MethodGet, "/v1/log/checkpoint", nil).Body)) {
 			t.Fatalf("witness %s's evidence does not hold both checkpoints of size %d:\n%s", w.name, size, data)
 		}
-		if !strings.Contains(w.logs.String(), "split view") {
-			t.Fatalf("witness %s did not log the split view", w.name)
-		}
 	}
 	forkCP := b.expect(t, http.StatusOK, http.MethodGet, "/v1/log/checkpoint", nil).Body
 	if _, rep, err := translog.CheckCosignatures(forkCP, logKey, []note.Verifier{w1.verifier(t), w2.verifier(t)}, 1); err == nil || len(rep.Valid) != 0 {
 		t.Fatalf("the fork's checkpoint carries cosignatures: %v\n%s", err, forkCP)
-	}
-	if !strings.Contains(b.logs.String(), "split view") {
-		t.Fatalf("the fork's server did not log the witnesses' refusal:\n%s", tail(b.logs.String(), 20))
 	}
 	b.stop()
 
