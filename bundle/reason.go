@@ -80,6 +80,9 @@ const (
 	ReasonCheckpointFormat    = "checkpoint.format"
 	ReasonCheckpointSignature = "checkpoint.signature"
 	ReasonCheckpointOrigin    = "checkpoint.origin"
+	// ReasonCheckpointWitnesses: fewer valid cosignatures of the witnesses
+	// the verifier trusts than it requires (docs/transparency.md §13).
+	ReasonCheckpointWitnesses = "checkpoint.witnesses"
 	ReasonProofFormat         = "proof.format"
 	ReasonProofIndex          = "proof.index"
 	ReasonProofCheckpoint     = "proof.checkpoint"

@@ -33,6 +33,12 @@ type Options struct {
 	// consistency proof in the export from its size), so a rewritten or
 	// forked log is detected.
 	Saved []byte
+	// Witnesses, when set, are the witnesses the verifier trusts
+	// (cosignature/v1 verifiers, translog.NewCosignatureVerifier): the
+	// export's checkpoint must carry valid cosignatures of at least
+	// WitnessesRequired of them (translog.CheckCosignatures).
+	Witnesses         []note.Verifier
+	WitnessesRequired int
 }
 
 // Report is what Verify established.
@@ -46,6 +52,9 @@ type Report struct {
 	Entries        []string
 	SubjectChecked bool
 	Consistent     string // with the saved checkpoint: "" when none was given
+	// Witnessed says which trusted witnesses cosigned the checkpoint; nil
+	// when no witness was given.
+	Witnessed *translog.WitnessReport
 }
 
 // CheckExport is the whole of `shredd verify EXPORT.tar.gz`: the key files
@@ -147,6 +156,11 @@ func Verify(b *Bundle, opts Options) (*Report, error) {
 		return nil, within(FileCheckpoint, err)
 	}
 	rep.Origin, rep.TreeSize = cp.Origin, cp.Size
+	if len(opts.Witnesses) > 0 || opts.WitnessesRequired > 0 {
+		if _, rep.Witnessed, err = translog.CheckCosignatures(b.Checkpoint, verifier, opts.Witnesses, opts.WitnessesRequired); err != nil {
+			return nil, verifyError(ReasonCheckpointWitnesses, err, "%s: %v", FileCheckpoint, err)
+		}
+	}
 	events := map[string][]*attest.Event{}
 	index := map[*attest.Event]int64{}
 	for _, e := range b.Entries {

@@ -1,9 +1,11 @@
 package erasure
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"fmt"
+	"slices"
 
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/attest"
@@ -67,6 +69,11 @@ func (s *Service) Export(ctx context.Context, id shredd.ID, since int64) (*bundl
 	if since < 0 || since > size {
 		return nil, fmt.Errorf("erasure: export: since=%d, the log has %d entries: %w", since, size, shredd.ErrInvalid)
 	}
+	// Prefer the tree the witnesses cosigned, when it holds every entry
+	// of the export: its checkpoint carries their cosignatures.
+	if w, _ := j.Log().WitnessedSize(); w > slices.Max(append(idxs, -1)) && w >= since && w < size {
+		size = w
+	}
 	pub := j.Signer().Public().(ed25519.PublicKey)
 	pem, err := attest.MarshalPublicKey(pub)
 	if err != nil {
@@ -88,12 +95,17 @@ func (s *Service) Export(ctx context.Context, id shredd.ID, since int64) (*bundl
 		if err != nil {
 			return nil, fmt.Errorf("erasure: export: entry %d: %w", i, err)
 		}
+		p, err := translog.ParseProof(proof)
+		if err != nil {
+			return nil, fmt.Errorf("erasure: export: %w", err)
+		}
 		if b.Checkpoint == nil {
-			p, err := translog.ParseProof(proof)
-			if err != nil {
-				return nil, fmt.Errorf("erasure: export: %w", err)
-			}
 			b.Checkpoint = p.Checkpoint
+		} else if !bytes.Equal(p.Checkpoint, b.Checkpoint) {
+			// The same tree, with a witness's cosignature stapled in
+			// between: every proof carries the first checkpoint.
+			p.Checkpoint = b.Checkpoint
+			proof = p.Marshal()
 		}
 		attested = attested || ev.Event == attest.EventErasureAttested
 		b.Entries = append(b.Entries, bundle.Entry{Index: i, Event: ev.Event, Data: data, Proof: proof})

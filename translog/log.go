@@ -25,6 +25,8 @@ type Log struct {
 	mu        sync.Mutex
 	cacheSize int64  // tree size of cached, valid when cached != nil
 	cached    []byte // the last signed checkpoint
+
+	staples staples // witness cosignatures (staple.go)
 }
 
 // Open returns the log kept in db, in the tables log_meta, log_entries and
@@ -276,8 +278,9 @@ func (l *Log) Entry(ctx context.Context, index int64) ([]byte, error) {
 }
 
 // Checkpoint returns the signed checkpoint of the tree at its current
-// size (C2SP tlog-checkpoint, signed as a note). The last one signed is
-// cached, so calls without appends in between cost one query.
+// size (C2SP tlog-checkpoint, signed as a note), followed by the witness
+// cosignatures stapled to that tree ([Log.AddCosignature]). The last one
+// signed is cached, so calls without appends in between cost one query.
 func (l *Log) Checkpoint(ctx context.Context) ([]byte, error) {
 	n, err := l.Size(ctx)
 	if err != nil {
@@ -294,7 +297,7 @@ func (l *Log) checkpointAt(ctx context.Context, n int64) ([]byte, error) {
 	if l.cached != nil && l.cacheSize == n {
 		signed := l.cached
 		l.mu.Unlock()
-		return bytes.Clone(signed), nil
+		return l.staple(bytes.Clone(signed), n), nil
 	}
 	l.mu.Unlock()
 	h, err := tlog.TreeHash(n, &hashReader{ctx: ctx, q: l.db})
@@ -311,7 +314,7 @@ func (l *Log) checkpointAt(ctx context.Context, n int64) ([]byte, error) {
 		l.cached, l.cacheSize = signed, n
 	}
 	l.mu.Unlock()
-	return bytes.Clone(signed), nil
+	return l.staple(bytes.Clone(signed), n), nil
 }
 
 // Prove returns a c2sp.org/tlog-proof@v1 inclusion proof of the entry at

@@ -40,6 +40,7 @@ var commands = []command{
 	{"backup", "[--out FILE | --dir DIR] | list --dir DIR", "an online backup of the database; list backups"},
 	{"restore", "BACKUP", "put a backup in place of the database (server stopped)"},
 	{"verify", "FILE --key PUB.pem --subject ID --salt HEX", "check an attestation or an export offline"},
+	{"witness", "--key FILE --log VKEY --state DIR | keygen", "a witness that cosigns the transparency log's checkpoints (C2SP tlog-witness)"},
 	{"completion", "bash|zsh", "print a shell completion script"},
 	{"version", "", "print the version and the commit"},
 	{"help", "[COMMAND]", "print this help, or a command's"},
@@ -50,6 +51,7 @@ var subcommands = map[string][]string{
 	"token":      {"create", "list", "revoke"},
 	"backup":     {"list"},
 	"completion": {"bash", "zsh"},
+	"witness":    {"keygen"},
 }
 
 func findCommand(name string) (command, bool) {
@@ -134,6 +136,12 @@ func commandHelp(ctx context.Context, cmd string, args []string, w io.Writer, ge
 		code = restoreCmd(ctx, []string{"-h"}, &buf, &buf, getenv)
 	case "verify":
 		code = verifyCmd([]string{"-h"}, &buf, &buf)
+	case "witness":
+		a := []string{"-h"}
+		if sub != "" {
+			a = []string{sub, "-h"}
+		}
+		code = witnessCmd(ctx, a, &buf, &buf)
 	case "completion":
 		fmt.Fprintln(&buf, completionUsage)
 	case "version":

@@ -27,6 +27,7 @@ func isGzip(path string) bool {
 
 type exportArgs struct {
 	key, logKey, saved, subject, salt string
+	witness                           witnessFlags
 }
 
 // verifyExport runs `shredd verify EXPORT.tar.gz`: bundle.Verify with the
@@ -43,6 +44,9 @@ func verifyExport(path string, a exportArgs, stdout io.Writer, usage func(string
 	vkey, err := readLimited(a.logKey)
 	if err != nil {
 		return usage("--log-key: %v", err)
+	}
+	if opts.Witnesses, opts.WitnessesRequired, err = a.witness.verifiers(); err != nil {
+		return usage("%v", err)
 	}
 	if a.saved != "" {
 		if opts.Saved, err = readLimited(a.saved); err != nil {
@@ -95,6 +99,9 @@ func verifyExport(path string, a exportArgs, stdout io.Writer, usage func(string
 	}
 	fmt.Fprintf(&out, "ok    attestation  signed by the service key, claim and conditions valid, forget %s\n", rep.Forget)
 	fmt.Fprintf(&out, "ok    checkpoint   signed by the log key, origin %s, tree size %d\n", rep.Origin, rep.TreeSize)
+	if w := rep.Witnessed; w != nil {
+		fmt.Fprintf(&out, "ok    witnesses    %s\n", witnessSummary(w, opts.WitnessesRequired))
+	}
 	for _, e := range rep.Entries {
 		fmt.Fprintf(&out, "ok    entry        %s: signed, included in the checkpoint's tree\n", e)
 	}

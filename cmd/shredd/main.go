@@ -6,6 +6,7 @@
 //	shredd keygen [--out DIR]  write an attestation key pair
 //	shredd backup|restore ... an online backup of the database; put one back
 //	shredd verify FILE ...   check an erasure attestation offline
+//	shredd witness ...       a C2SP tlog-witness that cosigns a log's checkpoints
 //	shredd completion bash|zsh  a shell completion script
 //	shredd version           print the version and the commit (also --version)
 //
@@ -77,6 +78,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 		return restoreCmd(ctx, args, stdout, stderr, getenv)
 	case "verify":
 		return verifyCmd(args, stdout, stderr)
+	case "witness":
+		return witnessCmd(ctx, args, stdout, stderr)
 	case "completion":
 		return completionCmd(args, stdout, stderr)
 	case "__complete":

@@ -25,6 +25,7 @@ import (
 	"github.com/shredd/shredd/keystore/local"
 	"github.com/shredd/shredd/keystore/vault"
 	"github.com/shredd/shredd/sealing"
+	"github.com/shredd/shredd/witness"
 )
 
 // Program is a parsed `shredd serve`: ParseFlags, then Run, then Close
@@ -45,6 +46,11 @@ type Program struct {
 	DebugAddr     string // loopback address of the pprof listener; "" for none
 	BackupDir     string // where a backup is written after every epoch; "" for none
 	BackupKeep    int    // how many of those backups to keep
+	// Witnesses are the --witness URL=VKEY values: the witnesses each new
+	// checkpoint is sent to (witness.go); WitnessInterval how often the log
+	// is looked at for one.
+	Witnesses       stringList
+	WitnessInterval time.Duration
 
 	// Set by Run, released by Close.
 	node       *node.Node
@@ -57,6 +63,9 @@ type Program struct {
 	stopWork   context.CancelFunc
 	workDone   chan struct{}
 	backupDone chan struct{}
+
+	witnessTargets []witness.Target
+	stopWitness    func()
 }
 
 // serveCmd runs `shredd serve` until ctx ends or the server fails, then
@@ -140,6 +149,8 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 	fl.StringVar(&p.ForgetLedger, "forget-ledger", env("forget-ledger", ""), "the forget ledger: every committed forget, outside the database, so that a restored database re-applies later forgets (default DATA_DIR/forgets.ledger; never restore it from a backup)")
 	fl.StringVar(&p.BackupDir, "backup-dir", env("backup-dir", ""), "write a backup of the database here after every root epoch (see shredd backup); empty for none")
 	fl.IntVar(&p.BackupKeep, "backup-keep", int(num("backup-keep", 7)), "how many backups of --backup-dir to keep (the oldest are removed)")
+	fl.Var(&p.Witnesses, "witness", "URL=VKEY: send each new checkpoint of the log to the C2SP tlog-witness at URL, whose cosignature/v1 verifier key (or a file holding it) is VKEY, and staple its cosignatures (repeat for each witness; SHREDD_WITNESS: space-separated)")
+	witnessInterval := dur("witness-interval", time.Second, "how often the log is looked at for a new checkpoint to send to the witnesses")
 	fl.StringVar(&p.Root, "root", env("root", "local"), "root store: local (a root key file in the data dir) or vault (a Vault Transit key)")
 	fl.StringVar(&p.SubjectKeys, "subject-keys", env("subject-keys", "tree"), "where subject keys live: tree (wrapped under bucket keys, erased by re-key and epoch) or transit (one Vault Transit key per subject, deleted at forget; needs --root vault); fixed when the data dir is created")
 	// Vault settings take Vault's own environment variables as defaults. The
@@ -208,6 +219,18 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 		fmt.Fprintln(stderr, "shredd serve: --store must be a postgres:// or postgresql:// URL, or empty for SQLite in the data directory")
 		return nil, errors.New("bad flag value")
 	}
+	if p.WitnessInterval = *witnessInterval; p.WitnessInterval <= 0 {
+		fmt.Fprintln(stderr, "shredd serve: --witness-interval must be > 0")
+		return nil, errors.New("bad flag value")
+	}
+	if len(p.Witnesses) == 0 { // the flags win over the environment
+		p.Witnesses = strings.Fields(env("witness", ""))
+	}
+	var err error
+	if p.witnessTargets, err = parseWitnessTargets(p.Witnesses); err != nil {
+		fmt.Fprintf(stderr, "shredd serve: %v\n", err)
+		return nil, err
+	}
 	if p.EpochInterval < time.Second || p.CacheTTL < 0 || p.ForgetDeadline <= 0 || p.LeaseTTL <= 0 || p.Buckets < 1 || p.BackupKeep < 1 || p.MaxBody < 1024 || p.MaxRawBody < 1024 {
 		fmt.Fprintln(stderr, "shredd serve: --epoch-interval must be >= 1s, --cache-ttl >= 0, --forget-deadline > 0, --buckets >= 1, --backup-keep >= 1, --max-body and --max-raw-body >= 1024")
 		return nil, errors.New("bad flag value")
@@ -248,6 +271,7 @@ func (p *Program) Run(ctx context.Context) (err error) {
 		return err
 	}
 	p.startWork(ctx, backups)
+	p.startWitnesses(ctx)
 	scheme := "http"
 	if tlsConfig != nil {
 		scheme = "https"
@@ -289,6 +313,7 @@ func (p *Program) Close() error {
 		<-p.workDone
 		<-p.backupDone
 	}
+	p.stopWitnesses()
 	if p.stopFollow != nil {
 		p.stopFollow()
 		<-p.followDone

@@ -27,6 +27,8 @@ func verifyCmd(args []string, stdout, stderr io.Writer) int {
 	saltHex := fl.String("salt", "", "the salt returned by the forget (64 hex digits)")
 	saltFile := fl.String("salt-file", "", "read the salt from this file instead (keeps it off the command line)")
 	logKeyPath := fl.String("log-key", "", "for an export: the transparency log's verifier key ("+node.LogVKeyFile+")")
+	var wf witnessFlags
+	wf.register(fl)
 	savedPath := fl.String("checkpoint", "", "for an export: a checkpoint of the log saved earlier, which the export's log must extend")
 	fl.Usage = func() {
 		fmt.Fprintln(stderr, verifyUsage)
@@ -60,7 +62,10 @@ func verifyCmd(args []string, stdout, stderr io.Writer) int {
 		return usage("%v", err)
 	}
 	if export { // an export's subject and salt are optional
-		return verifyExport(files[0], exportArgs{key: *keyPath, logKey: *logKeyPath, saved: *savedPath, subject: subj, salt: saltText}, stdout, usage)
+		return verifyExport(files[0], exportArgs{key: *keyPath, logKey: *logKeyPath, saved: *savedPath, subject: subj, salt: saltText, witness: wf}, stdout, usage)
+	}
+	if len(wf.keys) > 0 || wf.required >= 0 {
+		return usage("--witness and --witnesses-required apply to an export's checkpoint, not to an attestation file")
 	}
 	salt, err := attest.ParseSalt(strings.TrimSpace(saltText))
 	if err != nil {
@@ -252,10 +257,12 @@ func readAttestation(path string) ([]byte, error) {
 
 const verifyUsage = `usage: shredd verify FILE --key PUB.pem --subject ID --salt HEX
        shredd verify EXPORT.tar.gz --key PUB.pem --log-key LOG.vkey [--subject ID --salt HEX] [--checkpoint SAVED]
+              [--witness VKEY ... [--witnesses-required K]]
        checks an erasure attestation offline: its signature under the service's public key,
        its structure and claim, the five conditions of erasure, and that the subject id and
        salt open its commitment (--subject-file and --salt-file keep them off the command line).
        On a regulator export it also checks the log checkpoint's signature, every entry's
        signature and inclusion proof, that the entries are this forget's, and that the log
-       extends a checkpoint saved earlier.
+       extends a checkpoint saved earlier, and with --witness that the checkpoint carries
+       valid cosignatures of K of the witnesses given (default: all of them).
        exit 0: verified; 1: a check failed (the report says which); 2: usage error or unreadable input`

@@ -1,0 +1,154 @@
+package ui_test
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/shredd/shredd/translog"
+)
+
+// TestWitnessJSAgreesWithGo runs static/witness.js in Chromium, from a
+// file:// page, on cosigned checkpoints made in Go, and requires the
+// verdict and the witnesses found valid, missing and invalid of
+// translog.CheckCosignatures (the check of shredd verify --witness) on
+// every case.
+func TestWitnessJSAgreesWithGo(t *testing.T) {
+	skey, vkey, _ := translog.GenerateKey("shredd/witness-js")
+	signer, _ := note.NewSigner(skey)
+	logKey, _ := note.NewVerifier(vkey)
+	c := translog.Checkpoint{Origin: "shredd/witness-js", Size: 7, Hash: tlog.Hash(sha256.Sum256([]byte("root")))}
+	signed, err := note.Sign(&note.Note{Text: c.String()}, signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	when := time.Unix(1767225600, 0)
+	var vkeys, lines, otherLines []string
+	other := c
+	other.Hash[0] ^= 1
+	for i := range 3 {
+		sk, vk, err := translog.GenerateCosignerKey(fmt.Sprintf("w%d.example/witness", i+1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, _ := translog.NewCosigner(sk, func() time.Time { return when })
+		b, _ := note.Sign(&note.Note{Text: c.String()}, cs)
+		ob, _ := note.Sign(&note.Note{Text: other.String()}, cs)
+		vkeys, lines = append(vkeys, vk), append(lines, string(b[len(c.String())+1:]))
+		otherLines = append(otherLines, string(ob[len(other.String())+1:]))
+	}
+	tampered := func(line string) string {
+		name, b64, _ := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(line, "— "), "\n"), " ")
+		sig, _ := base64.StdEncoding.DecodeString(b64)
+		sig[30] ^= 1
+		return "— " + name + " " + base64.StdEncoding.EncodeToString(sig) + "\n"
+	}
+	base := string(signed)
+	cases := []struct {
+		name     string
+		note     string
+		keys     []string
+		required int
+	}{
+		{"2 of 3, 2 required", base + lines[0] + lines[1], vkeys, 2},
+		{"2 of 3, all required", base + lines[0] + lines[1], vkeys, 3},
+		{"3 of 3", base + lines[0] + lines[1] + lines[2], vkeys, 3},
+		{"none", base, vkeys, 1},
+		{"an invalid one", base + lines[0] + tampered(lines[1]), vkeys, 2},
+		{"invalid then valid line of one witness: the first counts", base + tampered(lines[0]) + lines[0], vkeys[:1], 1},
+		{"one key twice counts once", base + lines[0], []string{vkeys[0], vkeys[0]}, 2},
+		{"unknown witness lines ignored", base + lines[2], vkeys[:2], 1},
+		{"a cosignature of another root", base + lines[0] + otherLines[1], vkeys[:2], 2},
+	}
+	dir := t.TempDir()
+	js, err := os.ReadFile(filepath.Join("static", "witness.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "witness.js"), js)
+	writeFile(t, filepath.Join(dir, "page.html"), []byte(`<!doctype html><meta charset="utf-8"><title>witness</title><script src="witness.js"></script>`))
+	ctx := tab(t, 1280, 800)
+	run(t, ctx, chromedp.Navigate("file://"+filepath.Join(dir, "page.html")))
+	waitFor(t, ctx, `typeof window.ShreddWitness === 'object'`, 10*time.Second)
+
+	type jsResult struct {
+		OK    bool `json:"ok"`
+		Valid []struct {
+			Witness string `json:"witness"`
+			Time    string `json:"time"`
+		} `json:"valid"`
+		Missing []string `json:"missing"`
+		Invalid []string `json:"invalid"`
+		Reason  string   `json:"reason"`
+		Error   string   `json:"error"`
+	}
+	check := func(noteText string, keys []string, required int) jsResult {
+		t.Helper()
+		args, _ := json.Marshal([]any{noteText, keys, required})
+		eval[bool](t, ctx, `window.__r = undefined; ShreddWitness.checkCosignatures(...`+string(args)+`).then(
+			(r) => { window.__r = JSON.stringify(r); }, (e) => { window.__r = JSON.stringify({error: String(e.message)}); }); true`)
+		waitFor(t, ctx, `window.__r !== undefined`, 10*time.Second)
+		var r jsResult
+		if err := json.Unmarshal([]byte(eval[string](t, ctx, `window.__r`)), &r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for _, tc := range cases {
+		var vs []note.Verifier
+		for _, k := range tc.keys {
+			v, err := translog.NewCosignatureVerifier(k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vs = append(vs, v)
+		}
+		_, rep, goErr := translog.CheckCosignatures([]byte(tc.note), logKey, vs, tc.required)
+		if goErr != nil && !errors.Is(goErr, translog.ErrWitness) {
+			t.Fatalf("%s: Go: %v", tc.name, goErr)
+		}
+		r := check(tc.note, tc.keys, tc.required)
+		if r.Error != "" {
+			t.Fatalf("%s: witness.js threw %s", tc.name, r.Error)
+		}
+		var jsValid, goValid []string
+		for _, v := range r.Valid {
+			jsValid = append(jsValid, v.Witness)
+			if v.Time != "2026-01-01T00:00:00Z" {
+				t.Errorf("%s: witness.js time %s", tc.name, v.Time)
+			}
+		}
+		for _, v := range rep.Valid {
+			goValid = append(goValid, v.Witness)
+		}
+		if r.OK != (goErr == nil) || !slices.Equal(jsValid, goValid) || !slices.Equal(r.Missing, rep.Missing) || !slices.Equal(r.Invalid, rep.Invalid) {
+			t.Errorf("%s: witness.js says ok=%v valid %v missing %v invalid %v (%s); Go says %v, valid %v missing %v invalid %v",
+				tc.name, r.OK, jsValid, r.Missing, r.Invalid, r.Reason, goErr, goValid, rep.Missing, rep.Invalid)
+		}
+		if !r.OK && !strings.Contains(goErr.Error(), r.Reason) {
+			t.Errorf("%s: witness.js reason %q is not Go's %q", tc.name, r.Reason, goErr)
+		}
+	}
+	// Keys it must refuse, as translog.NewCosignatureVerifier does.
+	parts := strings.SplitN(vkeys[0], "+", 3)
+	for _, bad := range []string{vkey, "w9.example/witness+" + parts[1] + "+" + parts[2], "not a key"} {
+		if _, err := translog.NewCosignatureVerifier(bad); err == nil {
+			t.Fatalf("Go accepts witness key %q", bad)
+		}
+		if r := check(base+lines[0], []string{bad}, 1); !strings.HasPrefix(r.Error, "witness key:") {
+			t.Errorf("witness.js on key %q: %+v", bad, r)
+		}
+	}
+}
