@@ -8,7 +8,10 @@
 # and stopped by the tests themselves, see internal/vaulttest and
 # storage/postgres/pgtest), a real headless Chromium and the real shredd
 # binary on 127.0.0.1; then the packages built on internal/shreddtest once
-# more on PostgreSQL, and the Python client's tests and example.
+# more on PostgreSQL; then the TypeScript client, the LangGraph.js adapter
+# (with LangGraph's checkpoint-saver conformance suite over an in-memory and
+# a PostgreSQL saver) and its example, from the committed lockfiles (npm ci);
+# and the Python client's tests and example.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
