@@ -44,3 +44,11 @@ var (
 	// forgets happened.
 	ErrLedger = errors.New("forget ledger unusable")
 )
+
+// Errors of the disks shredd writes to.
+var (
+	// ErrDiskFull means a disk shredd must write to is full, over quota or
+	// read-only (ENOSPC, EDQUOT, EROFS): nothing was committed; retry
+	// later (HTTP 503 with Retry-After).
+	ErrDiskFull = errors.New("disk full or read-only")
+)

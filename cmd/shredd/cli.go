@@ -39,6 +39,7 @@ var commands = []command{
 	{"keygen", "[--out DIR]", "write a new attestation key pair"},
 	{"backup", "[--out FILE | --dir DIR] | list --dir DIR", "an online backup of the database; list backups"},
 	{"restore", "BACKUP", "put a backup in place of the database (server stopped)"},
+	{"ledger", "check|repair [--accept-loss]", "what of the forget ledger is damaged; repair it (server stopped)"},
 	{"verify", "FILE --key PUB.pem --subject ID --salt HEX", "check an attestation or an export offline"},
 	{"completion", "bash|zsh", "print a shell completion script"},
 	{"version", "", "print the version and the commit"},
@@ -49,6 +50,7 @@ var commands = []command{
 var subcommands = map[string][]string{
 	"token":      {"create", "list", "revoke"},
 	"backup":     {"list"},
+	"ledger":     {"check", "repair"},
 	"completion": {"bash", "zsh"},
 }
 
@@ -132,6 +134,9 @@ func commandHelp(ctx context.Context, cmd string, args []string, w io.Writer, ge
 		code = backupCmd(ctx, a, &buf, &buf, getenv)
 	case "restore":
 		code = restoreCmd(ctx, []string{"-h"}, &buf, &buf, getenv)
+	case "ledger":
+		fmt.Fprintln(&buf, ledgerUsage)
+		code = exitOK
 	case "verify":
 		code = verifyCmd([]string{"-h"}, &buf, &buf)
 	case "completion":
