@@ -152,6 +152,7 @@ type Ledger struct {
 	lines     uint64             // intact lines in the file
 	size      int64              // bytes of the intact part; writes go here
 	damage    *ledgerScan        // the scan that found a damaged tail, until ReconcileLedger repairs it
+	checked   bool               // ReconcileLedger found the ledger whole, or repaired it: its head may be kept
 	written   uint64             // appends written to f
 	allocated int64              // the file's blocks are reserved up to here
 	pending   int                // reservations not yet used or released
@@ -1241,8 +1242,15 @@ func (s *Service) ReconcileLedger(ctx context.Context) (LedgerReport, error) {
 			return rep, err
 		}
 	}
-	if h, ok := l.Head(); ok && (kept == nil || *kept != h) && keptErr == nil {
-		if err := s.KeepLedgerHead(ctx); err != nil {
+	l.mu.Lock()
+	l.checked = true
+	l.mu.Unlock()
+	if h, ok := l.Head(); ok && keptErr == nil {
+		if kept != nil && *kept == h {
+			l.headMu.Lock()
+			l.kept = kept // in step: the background work has nothing to keep
+			l.headMu.Unlock()
+		} else if err := s.KeepLedgerHead(ctx); err != nil {
 			rep.HeadErr = err
 		}
 	}
@@ -1336,8 +1344,13 @@ func (s *Service) keepLedgerHead(ctx context.Context, always bool) error {
 	}
 	l.headMu.Lock()
 	defer l.headMu.Unlock()
-	h, ok := l.Head()
-	if !ok || !always && l.kept != nil && *l.kept == h {
+	l.mu.Lock()
+	h, ok := l.headLocked()
+	checked := l.checked
+	l.mu.Unlock()
+	// Never the head of a ledger the start-up did not accept: a refused
+	// start must not teach the root a truncated ledger.
+	if !ok || !checked || !always && l.kept != nil && *l.kept == h {
 		return nil
 	}
 	if err := s.keys.Root().KeepLedgerHead(ctx, l.opts.Slot, h); err != nil {

@@ -67,6 +67,9 @@ func newLedgerWorld(t *testing.T) *ledgerWorld {
 	l := openLedger(t, path, erasure.LedgerOptions{})
 	w := &ledgerWorld{root: root}
 	w.b = shreddtest.New(t, shreddtest.Options{Root: root, Kinds: []string{"episodic"}, Erasure: erasure.Options{Ledger: l}})
+	if _, err := w.b.Service.ReconcileLedger(ctx); err != nil {
+		t.Fatal(err)
+	}
 	for _, s := range []string{"alice", "bob", "carol"} {
 		if _, err := w.b.Service.Encrypt(ctx, shredd.Source{Subjects: []string{s}, Kind: "episodic"}, []byte("hi"), nil); err != nil {
 			t.Fatal(err)

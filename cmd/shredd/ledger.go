@@ -72,6 +72,7 @@ func ledgerCmd(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	cfg := p.Config
 	cfg.OpenRoot = p.openRoot
 	cfg.LedgerAcceptLoss = acceptLoss
+	cfg.Buckets = 0 // the tree's own: a repair creates none
 	n, err := node.Open(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "shredd ledger repair:", err)
