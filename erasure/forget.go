@@ -461,6 +461,7 @@ func (s *Service) Run(ctx context.Context, interval time.Duration, log *slog.Log
 		lastEpoch = e.StartedAt
 	}
 	backoff := time.Second
+	var headWarned time.Time
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
@@ -472,8 +473,9 @@ func (s *Service) Run(ctx context.Context, interval time.Duration, log *slog.Log
 		}
 		// The ledger's head moves with every forget: keep it with the root
 		// within a second (docs/operations.md, "The forget ledger").
-		if herr := s.keepLedgerHead(ctx, false); herr != nil && ctx.Err() == nil {
-			log.Warn("forget ledger head", "error", herr.Error())
+		if herr := s.keepLedgerHead(ctx, false); herr != nil && ctx.Err() == nil && time.Since(headWarned) > time.Minute {
+			headWarned = time.Now() // once a minute, not every second
+			log.Warn("the forget ledger's head could not be kept with the root; retrying", "error", herr.Error())
 		}
 		err := s.Reconcile(ctx)
 		if err == nil {
