@@ -35,15 +35,15 @@ func openLedger(t *testing.T, path string, opts erasure.LedgerOptions) *erasure.
 }
 
 // service is a service on b's database, key tree and root, with ledger l:
-// the same data directory started again with another ledger file.
-func service(t *testing.T, b *shreddtest.Stack, l *erasure.Ledger) *erasure.Service {
+// the same data directory started again with another ledger file. close
+// stops its background writers.
+func service(t *testing.T, b *shreddtest.Stack, l *erasure.Ledger) (svc *erasure.Service, close func()) {
 	t.Helper()
 	reg, err := sealing.New(context.Background(), b.DB, b.Keys, b.Hasher, sealing.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(reg.Close)
-	return erasure.New(reg, erasure.Options{Ledger: l})
+	return erasure.New(reg, erasure.Options{Ledger: l}), reg.Close
 }
 
 // ledgerWorld is a stack whose ledger holds the forgets of alice, bob and
@@ -111,7 +111,9 @@ func (w *ledgerWorld) reconcile(t *testing.T, db *shreddtest.Stack, b []byte, op
 		t.Fatal(err)
 	}
 	l := openLedger(t, path, opts)
-	rep, err := service(t, db, l).ReconcileLedger(ctx)
+	svc, done := service(t, db, l)
+	defer done()
+	rep, err := svc.ReconcileLedger(ctx)
 	return l, rep, err
 }
 
@@ -251,7 +253,9 @@ func TestLedgerDamage(t *testing.T) {
 	t.Run("other subject key", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "forgets.ledger")
 		l := openLedger(t, path, erasure.LedgerOptions{Fingerprints: erasure.LedgerFingerprints{SubjectKey: erasure.Fingerprint(erasure.FingerprintSubjectKey, []byte("a"))}})
-		if _, err := service(t, w.b, l).ReconcileLedger(ctx); err != nil {
+		svc, done := service(t, w.b, l)
+		defer done()
+		if _, err := svc.ReconcileLedger(ctx); err != nil {
 			t.Fatal(err)
 		}
 		l.Close()
@@ -272,7 +276,8 @@ func TestLedgerCompaction(t *testing.T) {
 	if err != nil || rep.Repaired != nil {
 		t.Fatalf("%+v, %v", rep, err)
 	}
-	svc := service(t, w.b, l)
+	svc, done := service(t, w.b, l)
+	defer done()
 	if _, err := svc.RunEpoch(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -289,13 +294,17 @@ func TestLedgerCompaction(t *testing.T) {
 	}
 	l.Close()
 	again := openLedger(t, l.Path(), erasure.LedgerOptions{})
-	if rep, err := service(t, w.b, again).ReconcileLedger(ctx); err != nil || rep.Recorded != 0 || rep.Repaired != nil {
+	svc2, done2 := service(t, w.b, again)
+	defer done2()
+	if rep, err := svc2.ReconcileLedger(ctx); err != nil || rep.Recorded != 0 || rep.Repaired != nil {
 		t.Fatalf("a restart after compaction: %+v, %v; want nothing recorded again", rep, err)
 	}
 	again.Close()
 	os.Remove(l.Path())
 	gone := openLedger(t, l.Path(), erasure.LedgerOptions{})
-	rep, err = service(t, w.b, gone).ReconcileLedger(ctx)
+	svc3, done3 := service(t, w.b, gone)
+	defer done3()
+	rep, err = svc3.ReconcileLedger(ctx)
 	if err != nil || rep.Repaired == nil || !rep.Repaired.Replaced {
 		t.Fatalf("a deleted ledger: %+v, %v; want it reported as replaced", rep, err)
 	}
