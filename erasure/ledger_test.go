@@ -3,6 +3,10 @@ package erasure_test
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -337,5 +341,54 @@ func TestLedgerConcurrentForgets(t *testing.T) {
 	l.Close()
 	if again := openLedger(t, path, erasure.LedgerOptions{}); again.Len() != n {
 		t.Fatalf("the reopened ledger holds %d forgets, want %d", again.Len(), n)
+	}
+}
+
+// TestLedgerFirstFormat: a ledger of the first format (no header, no
+// chain) is converted at open, keeping every forget; a changed line of it
+// stops the start.
+func TestLedgerFirstFormat(t *testing.T) {
+	type v1 struct {
+		Forget      string `json:"forget"`
+		SID         string `json:"sid"`
+		Gen         uint32 `json:"gen"`
+		RequestedAt int64  `json:"requested_at"`
+		CommittedAt int64  `json:"committed_at"`
+		Deadline    int64  `json:"deadline"`
+		Commitment  string `json:"commitment,omitempty"`
+		RootVersion int    `json:"root_version"`
+		LogSize     int64  `json:"log_size,omitempty"`
+		MAC         string `json:"mac,omitempty"`
+	}
+	var raw []byte
+	for i := range 3 {
+		e := v1{Forget: strings.Repeat(string(rune('a'+i)), 32), SID: strings.Repeat("0", 64), Gen: 1, RequestedAt: 1, CommittedAt: 2, Deadline: 3, RootVersion: 1}
+		b, _ := json.Marshal(e)
+		m := hmac.New(sha256.New, ledgerKey)
+		m.Write(b)
+		e.MAC = hex.EncodeToString(m.Sum(nil))
+		b, _ = json.Marshal(e)
+		raw = append(append(raw, b...), '\n')
+	}
+	path := filepath.Join(t.TempDir(), "forgets.ledger")
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l := openLedger(t, path, erasure.LedgerOptions{})
+	if h, ok := l.Header(); !ok || h.Format != erasure.LedgerFormat || l.Len() != 3 {
+		t.Fatalf("converted ledger: %+v %v, %d forgets", h, ok, l.Len())
+	}
+	l.Close()
+	if again := openLedger(t, path, erasure.LedgerOptions{}); again.Len() != 3 {
+		t.Fatalf("the converted ledger reopens with %d forgets", again.Len())
+	}
+	ls := bytes.SplitAfter(raw, []byte("\n"))
+	ls[1] = bytes.Replace(ls[1], []byte(`"gen":1`), []byte(`"gen":2`), 1) // the second line
+	bad := bytes.Join(ls, nil)
+	if err := os.WriteFile(path, bad, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := erasure.OpenLedger(path, ledgerKey, erasure.LedgerOptions{}); !errors.Is(err, shredd.ErrLedger) {
+		t.Fatalf("a changed line of the first format: %v, want ErrLedger", err)
 	}
 }
