@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/shredd/shredd/internal/node"
+	"github.com/shredd/shredd/storage/postgres/pgtest"
 )
 
 // ledgerLines returns the ledger file's lines, each with its newline.
@@ -57,10 +58,22 @@ func startRefused(t *testing.T, dir string, o serverOpts, want ...string) string
 
 // TestLedgerTornTailE2E: a torn last line whose forget the database holds
 // is rewritten from the database at the next start, with a warning; the
-// forgotten subjects stay 410.
+// forgotten subjects stay 410. On SQLite and PostgreSQL.
 func TestLedgerTornTailE2E(t *testing.T) {
+	for _, store := range []string{"sqlite", "postgres"} {
+		t.Run(store, func(t *testing.T) {
+			var o serverOpts
+			if store == "postgres" {
+				o.Args = []string{"--store", pgtest.Shared(t).NewDatabase(t)}
+			}
+			testLedgerTornTail(t, o)
+		})
+	}
+}
+
+func testLedgerTornTail(t *testing.T, o serverOpts) {
 	dir := t.TempDir()
-	s := startServer(t, dir, serverOpts{})
+	s := startServer(t, dir, o)
 	s.putKinds(t, "episodic")
 	a := s.seal(t, sealReq{Subject: "alice", Kind: "episodic"}, "alice's record", "")
 	b := s.seal(t, sealReq{Subject: "bob", Kind: "episodic"}, "bob's record", "")
@@ -72,7 +85,7 @@ func TestLedgerTornTailE2E(t *testing.T) {
 	ls := ledgerLines(t, path)
 	writeLedger(t, path, append(ls[:len(ls)-1], ls[len(ls)-1][:40])...) // bob's line torn
 
-	s = startServer(t, dir, serverOpts{})
+	s = startServer(t, dir, o)
 	if !strings.Contains(s.logs.String(), "the forget ledger was not whole and was repaired") {
 		t.Fatalf("no warning of the repair:\n%s", tail(s.logs.String(), 20))
 	}
@@ -90,11 +103,12 @@ func TestLedgerTornTailE2E(t *testing.T) {
 		t.Fatalf("the damaged tail was not kept beside the ledger: %v", m)
 	}
 	// A clean start after the repair says nothing more.
-	s = startServer(t, dir, serverOpts{})
+	s = startServer(t, dir, o)
 	if strings.Contains(s.logs.String(), "was not whole") {
 		t.Fatal("the repaired ledger is reported damaged again")
 	}
 	s.shredded(t, b)
+	s.stop()
 }
 
 // TestLedgerOlderBackupAfterDamageE2E: the ledger's last line is lost
