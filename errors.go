@@ -52,3 +52,11 @@ var (
 	// refuses rather than answer from it.
 	ErrIntegrity = errors.New("integrity check failed")
 )
+
+// Errors of the disks shredd writes to.
+var (
+	// ErrDiskFull means a disk shredd must write to is full, over quota or
+	// read-only (ENOSPC, EDQUOT, EROFS): nothing was committed; retry
+	// later (HTTP 503 with Retry-After).
+	ErrDiskFull = errors.New("disk full or read-only")
+)

@@ -39,6 +39,7 @@ var errorMap = []struct {
 	{shredd.ErrSignature, http.StatusBadRequest, "invalid_signature", "The signature does not verify under the holder's key"},
 	{shredd.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large", "A limit was exceeded"},
 	{shredd.ErrEnvelope, http.StatusUnprocessableEntity, "invalid_envelope", "The ciphertext is not a valid shredd envelope or does not open with this context"},
+	{shredd.ErrDiskFull, http.StatusServiceUnavailable, "disk_full", "A disk shredd writes to is full or read-only; nothing was committed: retry later"},
 	{shredd.ErrUnavailable, http.StatusServiceUnavailable, "backend_unavailable", "The key backend is unavailable; nothing was encrypted or decrypted"},
 	{shredd.ErrNoLog, http.StatusConflict, "not_logged", "The forget's events are not in the transparency log"},
 	{translog.ErrNotFound, http.StatusNotFound, "not_found", "Not found"},
@@ -89,6 +90,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		slog.String("code", p.Code), slog.Int("status", p.Status), slog.String("error", err.Error()))
 	p.Type = "urn:shredd:problem:" + p.Code
 	w.Header().Set("Content-Type", "application/problem+json")
+	if p.Status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "5")
+	}
 	w.WriteHeader(p.Status)
 	_ = json.NewEncoder(w).Encode(p)
 }

@@ -241,6 +241,13 @@ func stallReason(err error) string {
 // earlier releases wrote it in a transaction of its own). Called with the
 // subject's barrier lock held (or at recovery, before serving).
 func (s *Service) commit(ctx context.Context, id shredd.ID, sid envelope.SID, req *forgetRequest) error {
+	// The ledger's room for the line first: a full disk refuses the forget
+	// here, before anything commits (shredd.ErrDiskFull).
+	release, err := s.ledgerReserve()
+	if err != nil {
+		return err
+	}
+	defer release()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("erasure: forget: %w", err)
@@ -584,6 +591,7 @@ func (s *Service) Run(ctx context.Context, interval time.Duration, log *slog.Log
 		lastEpoch = e.StartedAt
 	}
 	backoff := time.Second
+	var headWarned time.Time
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
@@ -592,6 +600,12 @@ func (s *Service) Run(ctx context.Context, interval time.Duration, log *slog.Log
 			return
 		case <-s.kick:
 		case <-tick.C:
+		}
+		// The ledger's head moves with every forget: keep it with the root
+		// within a second (docs/operations.md, "The forget ledger").
+		if herr := s.keepLedgerHead(ctx, false); herr != nil && ctx.Err() == nil && time.Since(headWarned) > time.Minute {
+			headWarned = time.Now() // once a minute, not every second
+			log.Warn("the forget ledger's head could not be kept with the root; retrying", "error", herr.Error())
 		}
 		err := s.Reconcile(ctx)
 		if err == nil {

@@ -3,19 +3,34 @@ package erasure_test
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/internal/shreddtest"
+	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/keystore/local"
+	"github.com/shredd/shredd/sealing"
 )
 
-func openLedger(t *testing.T, path string) *erasure.Ledger {
+const slot = "0123456789abcdef"
+
+var ledgerKey = erasure.LedgerKey(bytes.Repeat([]byte{1}, 32))
+
+func openLedger(t *testing.T, path string, opts erasure.LedgerOptions) *erasure.Ledger {
 	t.Helper()
-	l, err := erasure.OpenLedger(path, erasure.LedgerKey(bytes.Repeat([]byte{1}, 32)))
+	if opts.Slot == "" {
+		opts.Slot = slot
+	}
+	l, err := erasure.OpenLedger(path, ledgerKey, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,87 +38,279 @@ func openLedger(t *testing.T, path string) *erasure.Ledger {
 	return l
 }
 
-// TestLedger: a forget is in the ledger when it is answered; a database
-// that lacks it (a fresh one here, a restored backup in
-// TestRestoreDrill) gets it committed again, with the same id, and refuses
-// the subject; a torn last line is cut; a changed line stops the start;
-// compaction drops entries of destroyed root versions.
-func TestLedger(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "forgets.ledger")
-	l := openLedger(t, path)
-	b := shreddtest.New(t, shreddtest.Options{Kinds: []string{"episodic"}, Erasure: erasure.Options{Ledger: l}})
-	if _, err := b.Service.Encrypt(ctx, shredd.Source{Subjects: []string{"alice"}, Kind: "episodic"}, []byte("hi"), nil); err != nil {
-		t.Fatal(err)
-	}
-	f, err := b.Service.Forget(ctx, "alice")
+// service is a service on b's database, key tree and root, with ledger l:
+// the same data directory started again with another ledger file. close
+// stops its background writers.
+func service(t *testing.T, b *shreddtest.Stack, l *erasure.Ledger) (svc *erasure.Service, close func()) {
+	t.Helper()
+	reg, err := sealing.New(context.Background(), b.DB, b.Keys, b.Hasher, sealing.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Len() != 1 || !l.Has(f.ID) {
-		t.Fatalf("the ledger holds %d forgets after the forget was answered, want it", l.Len())
+	return erasure.New(reg, erasure.Options{Ledger: l}), reg.Close
+}
+
+// ledgerWorld is a stack whose ledger holds the forgets of alice, bob and
+// carol, its head kept with the root.
+type ledgerWorld struct {
+	b    *shreddtest.Stack
+	root keystore.RootStore
+	raw  []byte
+	head keystore.LedgerHead
+	ids  []shredd.ID
+}
+
+func newLedgerWorld(t *testing.T) *ledgerWorld {
+	t.Helper()
+	ctx := context.Background()
+	root, err := local.Open(filepath.Join(t.TempDir(), "root.key"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := b.Service.Forget(ctx, "alice"); err != nil || l.Len() != 1 {
-		t.Fatalf("a second forget of alice: %v, ledger %d lines", err, l.Len())
+	path := filepath.Join(t.TempDir(), "forgets.ledger")
+	l := openLedger(t, path, erasure.LedgerOptions{})
+	w := &ledgerWorld{root: root}
+	w.b = shreddtest.New(t, shreddtest.Options{Root: root, Kinds: []string{"episodic"}, Erasure: erasure.Options{Ledger: l}})
+	if _, err := w.b.Service.ReconcileLedger(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"alice", "bob", "carol"} {
+		if _, err := w.b.Service.Encrypt(ctx, shredd.Source{Subjects: []string{s}, Kind: "episodic"}, []byte("hi"), nil); err != nil {
+			t.Fatal(err)
+		}
+		f, err := w.b.Service.Forget(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.ids = append(w.ids, f.ID)
+	}
+	if err := w.b.Service.KeepLedgerHead(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if w.head, err = root.LedgerHead(ctx, slot); err != nil || w.head.Seq != 3 || w.head.Lines != 3 {
+		t.Fatalf("head kept with the root: %+v, %v", w.head, err)
 	}
 	l.Close()
-	raw, err := os.ReadFile(path)
+	if w.raw, err = os.ReadFile(path); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(w.raw, []byte("alice")) {
+		t.Fatal("the ledger names the raw subject id")
+	}
+	return w
+}
+
+// reconcile starts db's service on a ledger file holding b, with the
+// world's head kept with the root.
+func (w *ledgerWorld) reconcile(t *testing.T, db *shreddtest.Stack, b []byte, opts erasure.LedgerOptions) (*erasure.Ledger, erasure.LedgerReport, error) {
+	t.Helper()
+	ctx := context.Background()
+	if h, err := w.root.LedgerHead(ctx, slot); err != nil || h != w.head {
+		if err := w.root.KeepLedgerHead(ctx, slot, w.head); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "forgets.ledger")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l := openLedger(t, path, opts)
+	svc, done := service(t, db, l)
+	defer done()
+	rep, err := svc.ReconcileLedger(ctx)
+	return l, rep, err
+}
+
+// TestLedgerTruncatedAtEveryOffset: the ledger cut at every byte offset is
+// never a silent loss. With the database that holds the forgets, every
+// start repairs the ledger (reported) and it holds every forget again;
+// with a database restored from before the forgets, every start is
+// refused and changes nothing.
+func TestLedgerTruncatedAtEveryOffset(t *testing.T) {
+	w := newLedgerWorld(t)
+	older := shreddtest.New(t, shreddtest.Options{Root: w.root, Kinds: []string{"episodic"}})
+	for o := 0; o < len(w.raw); o++ {
+		l, rep, err := w.reconcile(t, w.b, w.raw[:o], erasure.LedgerOptions{})
+		if err != nil || rep.Repaired == nil || rep.Repaired.Loss() {
+			t.Fatalf("cut at %d of %d, the database holding every forget: %+v, %v; want a repair that loses nothing", o, len(w.raw), rep, err)
+		}
+		for _, id := range w.ids {
+			if !l.Has(id) {
+				t.Fatalf("cut at %d: forget %s is not in the repaired ledger", o, id)
+			}
+		}
+		if h, _ := l.Head(); h.Lines != 3 {
+			t.Fatalf("cut at %d: the repaired ledger holds %d lines, want 3", o, h.Lines)
+		}
+		l.Close()
+		if o%97 != 0 {
+			continue // the refusals below read the whole file; every 97th is plenty to also reopen
+		}
+		if again := openLedger(t, l.Path(), erasure.LedgerOptions{}); again.Len() != 3 {
+			t.Fatalf("cut at %d: the repaired ledger reopens with %d forgets", o, again.Len())
+		}
+	}
+	for o := 0; o < len(w.raw)-1; o++ {
+		l, rep, err := w.reconcile(t, older, w.raw[:o], erasure.LedgerOptions{})
+		if !errors.Is(err, shredd.ErrLedger) || !strings.Contains(err.Error(), "shredd ledger check") || !strings.Contains(err.Error(), "--accept-loss") {
+			t.Fatalf("cut at %d of %d, an older database: %+v, %v; want a refusal naming shredd ledger check and repair", o, len(w.raw), rep, err)
+		}
+		if got, _ := os.ReadFile(l.Path()); !bytes.Equal(got, w.raw[:o]) {
+			t.Fatalf("cut at %d: the refused start changed the ledger", o)
+		}
+		l.Close()
+	}
+	// The older database is as it was: the refused starts committed nothing.
+	fs, err := older.Service.Forgets(context.Background(), "", 10)
+	if err != nil || len(fs) != 0 {
+		t.Fatalf("the older database after the refused starts: %d forgets, %v", len(fs), err)
+	}
+	// Cut before the last newline only: the last line is whole and
+	// authentic, so its forget is committed again from it, like the others.
+	l, rep, err := w.reconcile(t, older, w.raw[:len(w.raw)-1], erasure.LedgerOptions{})
+	if err != nil || rep.Repaired == nil || rep.Repaired.Loss() || rep.Reapplied != 3 || l.Len() != 3 {
+		t.Fatalf("cut before the last newline, an older database: %+v, %v", rep, err)
+	}
+	if _, err := older.Service.Encrypt(context.Background(), shredd.Source{Subjects: []string{"carol"}, Kind: "episodic"}, []byte("back"), nil); !errors.Is(err, shredd.ErrShredded) {
+		t.Fatalf("encrypt for carol after the repair: %v, want ErrShredded", err)
+	}
+}
+
+// TestLedgerDamage: an altered middle line, reordered lines, a torn last
+// line with and without its forget in the database, a ledger cut at a
+// line's end (seen only through the head kept with the root), and an
+// accepted loss.
+func TestLedgerDamage(t *testing.T) {
+	ctx := context.Background()
+	w := newLedgerWorld(t)
+	lines := bytes.SplitAfter(w.raw, []byte("\n"))
+	lines = lines[:len(lines)-1] // the empty piece after the last newline
+	if len(lines) != 4 {
+		t.Fatalf("%d lines, want a header and 3", len(lines))
+	}
+	join := func(ls ...[]byte) []byte { return bytes.Join(ls, nil) }
+	altered := bytes.Replace(lines[2], []byte(`"gen":`), []byte(`"gen":9`), 1)
+	fresh := func() *shreddtest.Stack {
+		return shreddtest.New(t, shreddtest.Options{Root: w.root, Kinds: []string{"episodic"}})
+	}
+
+	t.Run("altered middle line, database holds it", func(t *testing.T) {
+		l, rep, err := w.reconcile(t, w.b, join(lines[0], lines[1], altered, lines[3]), erasure.LedgerOptions{})
+		if err != nil || rep.Repaired == nil || len(rep.Repaired.Damaged) != 2 || rep.Repaired.Damaged[0].Authentic || !rep.Repaired.Damaged[1].Authentic || l.Len() != 3 {
+			t.Fatalf("%+v, %v", rep.Repaired, err)
+		}
+		if _, err := os.Stat(rep.DamagedFile); err != nil {
+			t.Fatalf("the damaged tail was not kept: %v", err)
+		}
+	})
+	t.Run("altered middle line, older database", func(t *testing.T) {
+		_, rep, err := w.reconcile(t, fresh(), join(lines[0], lines[1], altered, lines[3]), erasure.LedgerOptions{})
+		if !errors.Is(err, shredd.ErrLedger) {
+			t.Fatalf("%+v, %v; want refused", rep, err)
+		}
+	})
+	t.Run("reordered lines, older database", func(t *testing.T) {
+		// Every line is authentic: nothing is lost, the forgets are
+		// committed again from them and the chain rewritten.
+		db := fresh()
+		l, rep, err := w.reconcile(t, db, join(lines[0], lines[1], lines[3], lines[2]), erasure.LedgerOptions{})
+		if err != nil || rep.Repaired == nil || rep.Repaired.Reapply != 2 || rep.Reapplied != 3 || l.Len() != 3 {
+			t.Fatalf("%+v %+v, %v", rep, rep.Repaired, err)
+		}
+		for _, s := range []string{"alice", "bob", "carol"} {
+			if _, err := db.Service.Encrypt(ctx, shredd.Source{Subjects: []string{s}, Kind: "episodic"}, []byte("back"), nil); !errors.Is(err, shredd.ErrShredded) {
+				t.Fatalf("encrypt for %s: %v, want ErrShredded", s, err)
+			}
+		}
+	})
+	torn := join(lines[0], lines[1], lines[2], lines[3][:len(lines[3])/2])
+	t.Run("torn last line, database holds it", func(t *testing.T) {
+		l, rep, err := w.reconcile(t, w.b, torn, erasure.LedgerOptions{})
+		if err != nil || rep.Repaired == nil || rep.Repaired.InDB != 1 || l.Len() != 3 {
+			t.Fatalf("%+v, %v", rep.Repaired, err)
+		}
+	})
+	t.Run("torn last line, older database", func(t *testing.T) {
+		_, rep, err := w.reconcile(t, fresh(), torn, erasure.LedgerOptions{})
+		if !errors.Is(err, shredd.ErrLedger) {
+			t.Fatalf("%+v, %v; want refused", rep, err)
+		}
+	})
+	t.Run("cut at a line's end, older database", func(t *testing.T) {
+		// Only the head kept with the root shows the missing line.
+		_, rep, err := w.reconcile(t, fresh(), join(lines[0], lines[1], lines[2]), erasure.LedgerOptions{})
+		if !errors.Is(err, shredd.ErrLedger) || !strings.Contains(err.Error(), "missing") {
+			t.Fatalf("%+v, %v; want refused for a missing line", rep, err)
+		}
+	})
+	t.Run("accepted loss", func(t *testing.T) {
+		db := fresh()
+		l, rep, err := w.reconcile(t, db, torn, erasure.LedgerOptions{AcceptLoss: true})
+		if err != nil || rep.Repaired == nil || !rep.Repaired.Loss() || l.Len() != 2 || rep.Reapplied != 2 {
+			t.Fatalf("%+v %+v, %v", rep, rep.Repaired, err)
+		}
+		h, _ := l.Head()
+		if kept, err := w.root.LedgerHead(ctx, slot); err != nil || kept != h {
+			t.Fatalf("the head kept after the repair: %+v, %v; want %+v", kept, err, h)
+		}
+	})
+	t.Run("other subject key", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "forgets.ledger")
+		l := openLedger(t, path, erasure.LedgerOptions{Fingerprints: erasure.LedgerFingerprints{SubjectKey: erasure.Fingerprint(erasure.FingerprintSubjectKey, []byte("a"))}})
+		svc, done := service(t, w.b, l)
+		defer done()
+		if _, err := svc.ReconcileLedger(ctx); err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+		_, err := erasure.OpenLedger(path, ledgerKey, erasure.LedgerOptions{Fingerprints: erasure.LedgerFingerprints{SubjectKey: erasure.Fingerprint(erasure.FingerprintSubjectKey, []byte("b"))}})
+		if !errors.Is(err, shredd.ErrLedger) || !strings.Contains(err.Error(), "subject.key") {
+			t.Fatalf("a ledger of another subject key: %v", err)
+		}
+	})
+}
+
+// TestLedgerCompaction: compaction drops a prefix and says so in the
+// header; a restart records nothing again; a deleted ledger is told apart
+// (the head kept with the root names another instance).
+func TestLedgerCompaction(t *testing.T) {
+	ctx := context.Background()
+	w := newLedgerWorld(t)
+	l, rep, err := w.reconcile(t, w.b, w.raw, erasure.LedgerOptions{})
+	if err != nil || rep.Repaired != nil {
+		t.Fatalf("%+v, %v", rep, err)
+	}
+	svc, done := service(t, w.b, l)
+	defer done()
+	if _, err := svc.RunEpoch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	v, err := w.root.Versions(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bytes.Contains(raw, []byte("alice")) {
-		t.Fatal("the ledger names the raw subject id")
+	if n, err := svc.CompactLedger(ctx, v.MinAvailable); err != nil || n != 3 || l.Len() != 0 {
+		t.Fatalf("compaction: dropped %d, %v, %d left", n, err, l.Len())
 	}
-
-	// A write torn by a crash (no newline yet: never answered) is cut off.
-	if err := os.WriteFile(path, append(bytes.Clone(raw), `{"forget":"01`...), 0o600); err != nil {
-		t.Fatal(err)
+	h, _ := l.Header()
+	if h.Compacted == nil || h.Compacted.Lines != 3 || h.Compacted.Seq != 3 {
+		t.Fatalf("the compacted header: %+v", h.Compacted)
 	}
-	l2 := openLedger(t, path)
-	if l2.Len() != 1 {
-		t.Fatalf("after a torn line: %d forgets, want 1", l2.Len())
+	l.Close()
+	again := openLedger(t, l.Path(), erasure.LedgerOptions{})
+	svc2, done2 := service(t, w.b, again)
+	defer done2()
+	if rep, err := svc2.ReconcileLedger(ctx); err != nil || rep.Recorded != 0 || rep.Repaired != nil {
+		t.Fatalf("a restart after compaction: %+v, %v; want nothing recorded again", rep, err)
 	}
-	l2.Close()
-	if got, _ := os.ReadFile(path); !bytes.Equal(got, raw) {
-		t.Fatal("the torn line was not cut off")
-	}
-
-	// Another database (a restore) lacks the forget: committed again.
-	l3 := openLedger(t, path)
-	other := shreddtest.New(t, shreddtest.Options{Kinds: []string{"episodic"}, Erasure: erasure.Options{Ledger: l3}})
-	rep, err := other.Service.ReconcileLedger(ctx)
-	if err != nil || rep.Reapplied != 1 || rep.Recorded != 0 {
-		t.Fatalf("reconcile: %+v, %v; want 1 re-applied", rep, err)
-	}
-	if _, err := other.Service.Encrypt(ctx, shredd.Source{Subjects: []string{"alice"}, Kind: "episodic"}, []byte("back"), nil); !errors.Is(err, shredd.ErrShredded) {
-		t.Fatalf("encrypt for alice after the re-applied forget: %v, want ErrShredded", err)
-	}
-	again, err := other.Service.Forget(ctx, "alice")
-	if err != nil || again.ID != f.ID || !again.Deadline.Equal(f.Deadline) {
-		t.Fatalf("the re-applied forget: %v %v (deadline %v), want %v (%v)", err, again.ID, again.Deadline, f.ID, f.Deadline)
-	}
-	if rep, err := other.Service.ReconcileLedger(ctx); err != nil || rep != (erasure.LedgerReport{}) {
-		t.Fatalf("a second reconcile: %+v, %v; want nothing to do", rep, err)
-	}
-	// Compaction: every entry is under a version below 1000.
-	if n, err := other.Service.CompactLedger(ctx, 1000); err != nil || n != 1 || l3.Len() != 0 {
-		t.Fatalf("compaction: dropped %d, %v, %d left", n, err, l3.Len())
-	}
-	l3.Close()
-
-	// A changed line stops the start.
-	bad := bytes.Replace(raw, []byte(`"gen":`), []byte(`"gen":1`), 1)
-	if err := os.WriteFile(path, bad, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := erasure.OpenLedger(path, erasure.LedgerKey(bytes.Repeat([]byte{1}, 32))); !errors.Is(err, shredd.ErrLedger) {
-		t.Fatalf("a changed ledger line: %v, want ErrLedger", err)
-	}
-	// A ledger others can read or write is refused.
-	os.WriteFile(path, raw, 0o600)
-	os.Chmod(path, 0o644)
-	if _, err := erasure.OpenLedger(path, erasure.LedgerKey(bytes.Repeat([]byte{1}, 32))); !errors.Is(err, shredd.ErrLedger) {
-		t.Fatalf("a ledger of mode 0644: %v, want ErrLedger", err)
+	again.Close()
+	os.Remove(l.Path())
+	gone := openLedger(t, l.Path(), erasure.LedgerOptions{})
+	svc3, done3 := service(t, w.b, gone)
+	defer done3()
+	rep, err = svc3.ReconcileLedger(ctx)
+	if err != nil || rep.Repaired == nil || !rep.Repaired.Replaced {
+		t.Fatalf("a deleted ledger: %+v, %v; want it reported as replaced", rep, err)
 	}
 }
 
@@ -113,7 +320,7 @@ func TestLedger(t *testing.T) {
 func TestLedgerConcurrentForgets(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "forgets.ledger")
-	l := openLedger(t, path)
+	l := openLedger(t, path, erasure.LedgerOptions{})
 	b := shreddtest.New(t, shreddtest.Options{Kinds: []string{"episodic"}, Erasure: erasure.Options{Ledger: l}})
 	const n = 64
 	errs := make(chan error, n)
@@ -132,7 +339,56 @@ func TestLedgerConcurrentForgets(t *testing.T) {
 		}
 	}
 	l.Close()
-	if again := openLedger(t, path); again.Len() != n {
+	if again := openLedger(t, path, erasure.LedgerOptions{}); again.Len() != n {
 		t.Fatalf("the reopened ledger holds %d forgets, want %d", again.Len(), n)
+	}
+}
+
+// TestLedgerFirstFormat: a ledger of the first format (no header, no
+// chain) is converted at open, keeping every forget; a changed line of it
+// stops the start.
+func TestLedgerFirstFormat(t *testing.T) {
+	type v1 struct {
+		Forget      string `json:"forget"`
+		SID         string `json:"sid"`
+		Gen         uint32 `json:"gen"`
+		RequestedAt int64  `json:"requested_at"`
+		CommittedAt int64  `json:"committed_at"`
+		Deadline    int64  `json:"deadline"`
+		Commitment  string `json:"commitment,omitempty"`
+		RootVersion int    `json:"root_version"`
+		LogSize     int64  `json:"log_size,omitempty"`
+		MAC         string `json:"mac,omitempty"`
+	}
+	var raw []byte
+	for i := range 3 {
+		e := v1{Forget: strings.Repeat(string(rune('a'+i)), 32), SID: strings.Repeat("0", 64), Gen: 1, RequestedAt: 1, CommittedAt: 2, Deadline: 3, RootVersion: 1}
+		b, _ := json.Marshal(e)
+		m := hmac.New(sha256.New, ledgerKey)
+		m.Write(b)
+		e.MAC = hex.EncodeToString(m.Sum(nil))
+		b, _ = json.Marshal(e)
+		raw = append(append(raw, b...), '\n')
+	}
+	path := filepath.Join(t.TempDir(), "forgets.ledger")
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l := openLedger(t, path, erasure.LedgerOptions{})
+	if h, ok := l.Header(); !ok || h.Format != erasure.LedgerFormat || l.Len() != 3 {
+		t.Fatalf("converted ledger: %+v %v, %d forgets", h, ok, l.Len())
+	}
+	l.Close()
+	if again := openLedger(t, path, erasure.LedgerOptions{}); again.Len() != 3 {
+		t.Fatalf("the converted ledger reopens with %d forgets", again.Len())
+	}
+	ls := bytes.SplitAfter(raw, []byte("\n"))
+	ls[1] = bytes.Replace(ls[1], []byte(`"gen":1`), []byte(`"gen":2`), 1) // the second line
+	bad := bytes.Join(ls, nil)
+	if err := os.WriteFile(path, bad, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := erasure.OpenLedger(path, ledgerKey, erasure.LedgerOptions{}); !errors.Is(err, shredd.ErrLedger) {
+		t.Fatalf("a changed line of the first format: %v, want ErrLedger", err)
 	}
 }

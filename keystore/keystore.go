@@ -82,6 +82,26 @@ type RootStore interface {
 	// Describe returns the root key's description as last read from the
 	// backend, for the key evidence of attestations; it makes no call.
 	Describe() KeyDescription
+	// LedgerHead returns the head of the forget ledger of slot (a data
+	// directory's id) last kept with the root, or an error wrapping
+	// ErrNotFound when none was kept.
+	LedgerHead(ctx context.Context, slot string) (LedgerHead, error)
+	// KeepLedgerHead durably records h as the head of slot's forget
+	// ledger, replacing the one kept before, before it returns. The root
+	// is where a restore of the database cannot roll it back.
+	KeepLedgerHead(ctx context.Context, slot string, h LedgerHead) error
+}
+
+// LedgerHead is the position of a forget ledger (package erasure), kept
+// with the root so that a ledger rolled back, truncated or replaced is
+// told apart from one that is whole: the ledger's instance, the sequence
+// number and hash of its last line, and how many lines it held then. It
+// holds no key and no subject.
+type LedgerHead struct {
+	Instance string `json:"instance"` // the ledger's random identity, from its header
+	Seq      uint64 `json:"seq"`      // the last line's sequence number (0: the header alone)
+	Hash     string `json:"hash"`     // the last line's hash (hex)
+	Lines    uint64 `json:"lines"`    // lines in the file, compacted ones left out
 }
 
 // KeyDescription is a root key's configuration as its store last knew it,

@@ -39,6 +39,7 @@ var commands = []command{
 	{"keygen", "[--out DIR]", "write a new attestation key pair"},
 	{"backup", "[--out FILE | --dir DIR] | list --dir DIR", "an online backup of the database; list backups"},
 	{"restore", "BACKUP", "put a backup in place of the database (server stopped)"},
+	{"ledger", "check|repair [--accept-loss]", "what of the forget ledger is damaged; repair it (server stopped)"},
 	{"verify", "FILE --key PUB.pem --subject ID --salt HEX", "check an attestation or an export offline"},
 	{"witness", "--key FILE --log VKEY --state DIR | keygen", "a witness that cosigns the transparency log's checkpoints (C2SP tlog-witness)"},
 	{"completion", "bash|zsh", "print a shell completion script"},
@@ -50,6 +51,7 @@ var commands = []command{
 var subcommands = map[string][]string{
 	"token":      {"create", "list", "revoke"},
 	"backup":     {"list"},
+	"ledger":     {"check", "repair"},
 	"completion": {"bash", "zsh"},
 	"witness":    {"keygen"},
 }
@@ -134,6 +136,9 @@ func commandHelp(ctx context.Context, cmd string, args []string, w io.Writer, ge
 		code = backupCmd(ctx, a, &buf, &buf, getenv)
 	case "restore":
 		code = restoreCmd(ctx, []string{"-h"}, &buf, &buf, getenv)
+	case "ledger":
+		fmt.Fprintln(&buf, ledgerUsage)
+		code = exitOK
 	case "verify":
 		code = verifyCmd([]string{"-h"}, &buf, &buf)
 	case "witness":

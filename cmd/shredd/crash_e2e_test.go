@@ -43,6 +43,7 @@ const (
 	driveBackupCLI                    // `shredd backup --dir` of the data directory
 	driveFirstStart                   // the first start of a new data directory
 	driveErase                        // POST /v1/epoch, then the verify that erases mallory's forget (cache TTL 1ns)
+	driveRepair                       // a start that repairs a torn last ledger line (ledger_e2e_test.go)
 )
 
 // crashSteps are every step crashpoint.Hit names in the code (checked by
@@ -57,6 +58,10 @@ var crashSteps = []struct {
 }{
 	{"forget:committed", driveForget, true, false, false},
 	{"ledger:appended", driveForget, true, false, false},
+	{"ledger:created", driveFirstStart, true, false, false},
+	{"ledger:compacted", driveEpoch, true, false, false},
+	{"ledger:headkept", driveEpoch, true, true, false},
+	{"ledger:cut", driveRepair, true, false, false},
 	{"rekey:chunk", driveForget, true, false, false},
 	{"rekey:committed", driveForget, true, false, false},
 	{"forget:rekeyed", driveForget, true, false, false},
@@ -289,6 +294,10 @@ func TestCrashRecovery(t *testing.T) {
 				}
 				if tc.drive == driveFirstStart {
 					testCrashAtFirstStart(t, tc.step, opts)
+					return
+				}
+				if tc.drive == driveRepair {
+					testCrashAtLedgerRepair(t, tc.step, opts)
 					return
 				}
 				testCrashAt(t, tc.step, tc.drive, opts, tc.perSub)

@@ -161,6 +161,7 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 	fl.StringVar(&p.Vault.CACert, "vault-cacert", getenv("VAULT_CACERT"), "PEM file of the CA of Vault's TLS certificate (VAULT_CACERT)")
 	fl.StringVar(&p.Vault.Mount, "vault-transit-mount", env("vault-transit-mount", "transit"), "Transit mount path")
 	fl.StringVar(&p.Vault.Key, "vault-key", env("vault-key", "shredd-root"), "Transit key name of the root (names nothing about subjects)")
+	fl.StringVar(&p.Vault.HeadMount, "vault-kv-mount", env("vault-kv-mount", "secret"), "KV version 2 mount where the forget ledger's head is kept with the root")
 	tokenFile := fl.String("vault-token-file", env("vault-token-file", ""), "file holding the Vault token (default: VAULT_TOKEN)")
 	fl.StringVar(&p.Vault.RoleID, "vault-approle-role-id", env("vault-approle-role-id", ""), "AppRole role id: log in with AppRole instead of a token")
 	secretIDFile := fl.String("vault-approle-secret-id-file", env("vault-approle-secret-id-file", ""), "file holding the AppRole secret id")

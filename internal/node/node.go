@@ -57,6 +57,10 @@ type Config struct {
 	ForgetLedger   string       // the forget ledger's file; "" for forgets.ledger in DataDir
 	Logger         *slog.Logger // nil: nothing is logged
 	AfterEpoch     func()       // called after every completed root epoch (sealing.Options.AfterEpoch)
+	// LedgerAcceptLoss lets the start repair a forget ledger whose damaged
+	// tail the database cannot account for (shredd ledger repair
+	// --accept-loss); without it that start is refused.
+	LedgerAcceptLoss bool
 }
 
 // LedgerPath is the forget ledger's file: ForgetLedger, or forgets.ledger
@@ -207,7 +211,8 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 	secret := sec.subject
 	n.AttestationKey = sec.att
 	if full {
-		if n.ledger, err = erasure.OpenLedger(c.LedgerPath(), erasure.LedgerKey(secret)); err != nil {
+		if n.ledger, err = erasure.OpenLedger(c.LedgerPath(), erasure.LedgerKey(secret), erasure.LedgerOptions{
+			Fingerprints: sec.fingerprints(n.Root), Slot: strings.TrimSpace(string(dirID)), AcceptLoss: c.LedgerAcceptLoss}); err != nil {
 			return err
 		}
 		n.onClose(func() { n.ledger.Close() })
@@ -229,6 +234,7 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 	if !full {
 		return nil
 	}
+	n.onClose(func() { n.keepLedgerHead(log) })
 	return n.prepare(ctx, c.DataDir, log)
 }
 
@@ -372,6 +378,14 @@ func (n *Node) prepare(ctx context.Context, dir string, log *slog.Logger) error 
 	if err != nil {
 		return fmt.Errorf("forget ledger: %w", err)
 	}
+	if c := rep.Repaired; c != nil {
+		log.Warn("the forget ledger was not whole and was repaired: its damaged tail was moved aside and rewritten from the database (docs/operations.md, \"The forget ledger\")",
+			"ledger", c.Path, "verdict", c.Summary(), "damaged_lines", len(c.Damaged), "missing_lines", c.Missing,
+			"in_database", c.InDB, "reapplied_from_line", c.Reapply, "lost", len(c.Lost)+c.LostUnknown, "damaged_file", rep.DamagedFile)
+	}
+	if rep.HeadErr != nil {
+		log.Warn("the forget ledger's head kept with the root could not be read or written: the ledger was checked without it (docs/operations.md, \"The forget ledger\")", "error", rep.HeadErr.Error())
+	}
 	if rep.Reapplied > 0 {
 		log.Warn("the database lacked forgets of the forget ledger (restored from a backup?): committed them again", "reapplied", rep.Reapplied)
 	}
@@ -396,6 +410,16 @@ func (n *Node) prepare(ctx context.Context, dir string, log *slog.Logger) error 
 		log.Warn("recovery incomplete at start-up; the background work retries", "error", err.Error())
 	}
 	return nil
+}
+
+// keepLedgerHead keeps the forget ledger's head with the root at
+// shutdown, so that the next start checks the ledger against all of it.
+func (n *Node) keepLedgerHead(log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.Service.KeepLedgerHead(ctx); err != nil {
+		log.Warn("the forget ledger's head was not kept with the root at shutdown", "error", err.Error())
+	}
 }
 
 func (n *Node) onClose(f func()) { n.closeFuncs = append(n.closeFuncs, f) }

@@ -3,9 +3,7 @@ package node
 import (
 	"context"
 	"crypto/ed25519"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -16,29 +14,11 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/internal/datadir"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/storage"
 )
-
-// LabelFingerprint is the domain-separation label of the secrets'
-// fingerprints (Fingerprint).
-const LabelFingerprint = "shredd/v1/fingerprint"
-
-// Fingerprint returns the pinned fingerprint of the secret called name
-// (subject.key, attestation.key, log.key, root): the first 16 bytes of
-// SHA-256 over the label, the name and the content, in hex. It names a
-// secret without revealing it (the content of subject.key is 32 random
-// bytes; a public key's fingerprint reveals only the public key).
-func Fingerprint(name string, content []byte) string {
-	h := sha256.New()
-	h.Write([]byte(LabelFingerprint))
-	h.Write([]byte{0})
-	h.Write([]byte(name))
-	h.Write([]byte{0})
-	h.Write(content)
-	return hex.EncodeToString(h.Sum(nil)[:16])
-}
 
 // secrets are the data directory's secrets the data depends on, as read at
 // start-up: subject.key (every sid is its keyed hash, and the forget
@@ -190,15 +170,22 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// pins are the fingerprints a data directory's secrets are pinned to.
-func (s *secrets) pins(root keystore.RootStore) map[string]string {
-	pub := s.att.Public().(ed25519.PublicKey)
-	return map[string]string{
-		SecretFile:         Fingerprint(SecretFile, s.subject),
-		AttestationKeyFile: Fingerprint(AttestationKeyFile, pub),
-		LogKeyFile:         Fingerprint(LogKeyFile, []byte(s.logVKey)),
-		"root":             Fingerprint("root", []byte(root.Kind()+"\x00"+root.Describe().Name)),
+// fingerprints are the fingerprints (erasure.Fingerprint) of the secrets
+// the data depends on: pinned in the database (pinSecrets) and in the
+// forget ledger's header.
+func (s *secrets) fingerprints(root keystore.RootStore) erasure.LedgerFingerprints {
+	return erasure.LedgerFingerprints{
+		SubjectKey:     erasure.Fingerprint(erasure.FingerprintSubjectKey, s.subject),
+		Root:           erasure.Fingerprint(erasure.FingerprintRoot, []byte(root.Kind()+"\x00"+root.Describe().Name)),
+		LogKey:         erasure.Fingerprint(erasure.FingerprintLogKey, []byte(s.logVKey)),
+		AttestationKey: erasure.Fingerprint(erasure.FingerprintAttestationKey, s.att.Public().(ed25519.PublicKey)),
 	}
+}
+
+// pins are the fingerprints as the database pins them, by file name.
+func (s *secrets) pins(root keystore.RootStore) map[string]string {
+	f := s.fingerprints(root)
+	return map[string]string{SecretFile: f.SubjectKey, AttestationKeyFile: f.AttestationKey, LogKeyFile: f.LogKey, "root": f.Root}
 }
 
 // pinSecrets compares the secrets with the fingerprints the database pins

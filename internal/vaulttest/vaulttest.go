@@ -249,10 +249,19 @@ func (s *Server) waitUp() {
 	s.t.Fatalf("vault did not come up at %s:\n%s", s.Addr, logs)
 }
 
+// mountTransit mounts the Transit engine at transit/ and, on a persistent
+// server (a dev server has one), a KV version 2 engine at secret/, where
+// shredd keeps its forget ledger's head.
 func (s *Server) mountTransit() {
 	err := s.client(s.RootToken).Sys().Mount("transit", &vaultapi.MountInput{Type: "transit"})
 	if err != nil {
 		s.t.Fatalf("mount transit: %v", err)
+	}
+	if s.persistent {
+		err := s.client(s.RootToken).Sys().Mount("secret", &vaultapi.MountInput{Type: "kv", Options: map[string]string{"version": "2"}})
+		if err != nil {
+			s.t.Fatalf("mount kv: %v", err)
+		}
 	}
 }
 

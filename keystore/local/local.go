@@ -57,6 +57,7 @@ type Store struct {
 	versions map[int][]byte
 	latest   int
 	min      int
+	head     *keystore.LedgerHead // the forget ledger's head kept with the root; nil for none
 }
 
 type fileForm struct {
@@ -64,6 +65,9 @@ type fileForm struct {
 	MinVersion int               `json:"min_version"`
 	Latest     int               `json:"latest"`
 	Versions   map[string]string `json:"versions"`
+	// LedgerHead is the forget ledger's head (keystore.LedgerHead): one
+	// per root file, since a root file serves one data directory.
+	LedgerHead *keystore.LedgerHead `json:"ledger_head,omitempty"`
 }
 
 // maxFileSize bounds the root file: a few thousand versions at most.
@@ -246,14 +250,14 @@ func (s *Store) decode(b []byte) error {
 	if _, ok := s.versions[f.Latest]; !ok {
 		return fmt.Errorf("%w: latest version missing", keystore.ErrCorrupt)
 	}
-	s.latest, s.min = f.Latest, f.MinVersion
+	s.latest, s.min, s.head = f.Latest, f.MinVersion, f.LedgerHead
 	return nil
 }
 
 // encode returns the root file's contents. Called with mu held (or before
 // sharing).
 func (s *Store) encode() []byte {
-	f := fileForm{Format: fileFormat, MinVersion: s.min, Latest: s.latest, Versions: map[string]string{}}
+	f := fileForm{Format: fileFormat, MinVersion: s.min, Latest: s.latest, Versions: map[string]string{}, LedgerHead: s.head}
 	for v, k := range s.versions {
 		f.Versions[strconv.Itoa(v)] = base64.StdEncoding.EncodeToString(k)
 	}
@@ -481,6 +485,52 @@ func (s *Store) Trim(_ context.Context, minVersion int) ([]int, error) {
 		clear(k)
 	}
 	return retired, nil
+}
+
+// LedgerHead returns the forget ledger's head kept in the root file. The
+// slot is not consulted: a root file serves one data directory.
+func (s *Store) LedgerHead(_ context.Context, _ string) (keystore.LedgerHead, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.head == nil {
+		return keystore.LedgerHead{}, fmt.Errorf("local root: ledger head: %w", keystore.ErrNotFound)
+	}
+	return *s.head, nil
+}
+
+// KeepLedgerHead records the forget ledger's head in the root file (a
+// fresh file, fsynced and renamed, as every change of the root: see write).
+func (s *Store) KeepLedgerHead(_ context.Context, _ string, h keystore.LedgerHead) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prev := s.head
+	s.head = &h
+	if err := s.write(false); err != nil {
+		s.head = prev
+		return fmt.Errorf("local root: keep ledger head: %w", err)
+	}
+	return nil
+}
+
+// ReadLedgerHead reads the forget ledger's head kept in the root file at
+// path without opening it as a store: nothing is created or changed (for
+// shredd ledger check). A root file without one gives keystore.ErrNotFound.
+func ReadLedgerHead(path string) (keystore.LedgerHead, error) {
+	b, err := datadir.Read(path, datadir.Secret, maxFileSize)
+	if err != nil {
+		return keystore.LedgerHead{}, fmt.Errorf("local root: %w", err)
+	}
+	var s Store
+	if err := s.decode(b); err != nil {
+		return keystore.LedgerHead{}, fmt.Errorf("local root: %s: %w", path, err)
+	}
+	for _, k := range s.versions {
+		clear(k)
+	}
+	if s.head == nil {
+		return keystore.LedgerHead{}, fmt.Errorf("local root: ledger head: %w", keystore.ErrNotFound)
+	}
+	return *s.head, nil
 }
 
 // Versions reports the latest and oldest available versions.

@@ -212,4 +212,37 @@ func Run(t *testing.T, newStore Factory) {
 			t.Fatalf("reopened versions %+v, want %d/%d", rv, v, v)
 		}
 	})
+
+	t.Run("LedgerHead", func(t *testing.T) {
+		s, reopen := newStore(t)
+		const slot = "0123456789abcdef"
+		if _, err := s.LedgerHead(ctx, slot); !errors.Is(err, keystore.ErrNotFound) {
+			t.Fatalf("ledger head of a new store: %v, want ErrNotFound", err)
+		}
+		h := keystore.LedgerHead{Instance: "00112233445566778899aabbccddeeff", Seq: 7, Hash: "ab12", Lines: 5}
+		if err := s.KeepLedgerHead(ctx, slot, h); err != nil {
+			t.Fatal(err)
+		}
+		h.Seq, h.Hash, h.Lines = 9, "cd34", 7
+		if err := s.KeepLedgerHead(ctx, slot, h); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.LedgerHead(ctx, slot); err != nil || got != h {
+			t.Fatalf("ledger head %+v, %v; want %+v", got, err, h)
+		}
+		// The head lives beside the keys: a rotation and a trim keep it.
+		v, err := s.Rotate(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Trim(ctx, v); err != nil {
+			t.Fatal(err)
+		}
+		if reopen != nil {
+			s = reopen()
+		}
+		if got, err := s.LedgerHead(ctx, slot); err != nil || got != h {
+			t.Fatalf("ledger head after a trim and a reopen: %+v, %v; want %+v", got, err, h)
+		}
+	})
 }

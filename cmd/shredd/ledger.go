@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/shredd/shredd/erasure"
+	"github.com/shredd/shredd/internal/datadir"
+	"github.com/shredd/shredd/internal/node"
+	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/keystore/local"
+	"github.com/shredd/shredd/keystore/vault"
+)
+
+const ledgerUsage = `usage: shredd ledger check [serve flags]                   what of the forget ledger is damaged, and what a repair would lose
+       shredd ledger repair [--accept-loss] [serve flags]   repair it (the server must be stopped)
+The serve flags (--data-dir, --store, --forget-ledger, --root, --vault-*) name the data directory as shredd serve does.
+A repair that would lose a forget the database lacks needs --accept-loss. Exit 0: whole (check) or repaired; 1: damaged, or refused.`
+
+// ledgerCmd runs shredd ledger check|repair on a stopped server's data
+// directory (it takes the data directory's lock).
+func ledgerCmd(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	if len(args) == 0 || args[0] != "check" && args[0] != "repair" {
+		fmt.Fprintln(stderr, ledgerUsage)
+		return exitUsage
+	}
+	sub, rest := args[0], args[1:]
+	acceptLoss := slices.ContainsFunc(rest, func(a string) bool { return a == "--accept-loss" || a == "-accept-loss" })
+	rest = slices.DeleteFunc(slices.Clone(rest), func(a string) bool { return a == "--accept-loss" || a == "-accept-loss" })
+	if acceptLoss && sub != "repair" {
+		fmt.Fprintln(stderr, ledgerUsage)
+		return exitUsage
+	}
+	if helpRequested(rest) {
+		fmt.Fprintln(stdout, ledgerUsage)
+		return exitOK
+	}
+	p, err := ParseFlags(rest, stderr, getenv)
+	if err != nil {
+		return exitUsage
+	}
+	c, err := checkLedger(ctx, p)
+	if err != nil {
+		fmt.Fprintln(stderr, "shredd ledger:", err)
+		return exitFailed
+	}
+	fmt.Fprint(stdout, c.Report())
+	if sub == "check" {
+		if c.Damage() {
+			return exitFailed
+		}
+		return exitOK
+	}
+	if !c.Damage() && c.DBMissing == 0 {
+		fmt.Fprintln(stdout, "nothing to repair")
+		return exitOK
+	}
+	if c.Loss() && !acceptLoss {
+		fmt.Fprintln(stderr, "shredd ledger repair: the repair would lose what the verdict says; restore the ledger file (and the database taken with it) instead, or accept the loss with --accept-loss")
+		return exitFailed
+	}
+	// The repair is the start-up's reconciliation, allowed to drop what
+	// the database cannot account for: the stack opens, repairs and
+	// closes, serving nothing.
+	cfg := p.Config
+	cfg.OpenRoot = p.openRoot
+	cfg.LedgerAcceptLoss = acceptLoss
+	cfg.Buckets = 0 // the tree's own: a repair creates none
+	n, err := node.Open(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "shredd ledger repair:", err)
+		return exitFailed
+	}
+	n.Close()
+	fmt.Fprintf(stdout, "repaired %s: the damaged bytes are kept beside it (%s.damaged-*); start shredd\n", cfg.LedgerPath(), filepath.Base(cfg.LedgerPath()))
+	return exitOK
+}
+
+// checkLedger checks the data directory's ledger with its lock held,
+// changing nothing.
+func checkLedger(ctx context.Context, p *Program) (erasure.LedgerCheck, error) {
+	dir := p.DataDir
+	if _, err := os.Stat(dir); err != nil {
+		return erasure.LedgerCheck{}, err
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, node.LockFile), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return erasure.LedgerCheck{}, err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return erasure.LedgerCheck{}, fmt.Errorf("data dir %s is in use by a running shredd: stop it first", dir)
+	}
+	secret, err := datadir.Read(filepath.Join(dir, node.SecretFile), datadir.Secret, 1<<10)
+	if err != nil {
+		return erasure.LedgerCheck{}, fmt.Errorf("subject secret (the ledger's MAC key derives from it): %w", err)
+	}
+	slot, err := datadir.Read(filepath.Join(dir, node.NodeIDFile), datadir.Public, 1<<10)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return erasure.LedgerCheck{}, err
+	}
+	var kept *keystore.LedgerHead
+	var keptErr error
+	var h keystore.LedgerHead
+	if p.Root == "vault" {
+		var vs *vault.Store
+		if vs, keptErr = vault.New(p.Vault); keptErr == nil {
+			h, keptErr = vs.LedgerHead(ctx, strings.TrimSpace(string(slot)))
+		}
+	} else {
+		h, keptErr = local.ReadLedgerHead(filepath.Join(dir, node.RootFile))
+	}
+	switch {
+	case keptErr == nil:
+		kept = &h
+	case errors.Is(keptErr, keystore.ErrNotFound):
+		keptErr = nil
+	}
+	db, err := node.OpenDB(ctx, dir, p.Store)
+	if err != nil {
+		return erasure.LedgerCheck{}, err
+	}
+	defer db.Close()
+	return erasure.CheckLedger(ctx, db, p.LedgerPath(), erasure.LedgerKey(secret), kept, keptErr)
+}
