@@ -180,6 +180,9 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 		return err
 	}
 	n.onClose(func() { n.DB.Close() })
+	if err := checkSchema(ctx, n.DB); err != nil {
+		return err
+	}
 	dirID, _, err := readOrCreate(filepath.Join(c.DataDir, NodeIDFile), func() []byte {
 		return []byte(hex.EncodeToString(randomBytes(8)) + "\n")
 	})
@@ -269,6 +272,18 @@ func checkRoot(ctx context.Context, keys *keystore.Store, rootDown bool, log *sl
 		return err
 	}
 	return nil
+}
+
+// checkSchema refuses a database whose schema is not exactly what this
+// release's migrations make (storage.DB.CheckSchema): one trigger added
+// outside shredd can keep a destroyed key alive while forgets report it
+// gone, so such a database is never served.
+func checkSchema(ctx context.Context, db *storage.DB) error {
+	err := db.CheckSchema(ctx)
+	if errors.Is(err, storage.ErrSchemaAltered) {
+		return fmt.Errorf("%w; something changed the database outside shredd, and such an object can keep destroyed keys alive: restore the newest backup that shredd restore accepts (docs/operations.md, Backups and restores), or, after reading what the object does, remove it with the engine's own tools", err)
+	}
+	return err
 }
 
 // checkShared refuses a local root file on a database another live node
