@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/shredd/shredd/internal/node"
+	"github.com/shredd/shredd/storage/postgres/pgtest"
 	"github.com/shredd/shredd/storage/sqlite"
 )
 
@@ -388,6 +389,45 @@ func TestRestoreWarnsLostLedger(t *testing.T) {
 	if !strings.Contains(s.logs.String(), `"reapplied":1`) {
 		t.Errorf("the start did not re-apply alice's forget:\n%s", tail(s.logs.String(), 20))
 	}
+	s.shredded(t, alice)
+	s.stop()
+}
+
+// TestPostgresRefusesPlantedTrigger is route 2 on PostgreSQL: a dump
+// restored with a trigger (and its function) that ignores updates of
+// subjects' wrapped keys, here planted in the live database, stops the
+// node's start, naming both objects and the fix; without them it starts.
+func TestPostgresRefusesPlantedTrigger(t *testing.T) {
+	srv := pgtest.Shared(t)
+	dsn := srv.NewDatabase(t)
+	dir := t.TempDir()
+	opts := serverOpts{Args: []string{"--store", dsn}}
+	s := startServer(t, dir, opts)
+	s.putKinds(t, "episodic")
+	alice := s.seal(t, sealReq{Subject: "alice@example.com", Kind: "episodic"}, "alice", "c")
+	s.stop()
+
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{
+		`CREATE FUNCTION keep_keys() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$`,
+		`CREATE TRIGGER keep_keys BEFORE UPDATE OF wrapped ON subjects FOR EACH ROW EXECUTE FUNCTION keep_keys()`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	cli(t, "", nil, nil, "serve", "--data-dir", dir, "--addr", "127.0.0.1:0", "--store", dsn).
+		want(t, 1, "extra trigger keep_keys on subjects", "extra function keep_keys()", "restore the newest backup")
+
+	if _, err := db.Exec(`DROP TRIGGER keep_keys ON subjects; DROP FUNCTION keep_keys()`); err != nil {
+		t.Fatal(err)
+	}
+	s = startServer(t, dir, opts)
+	s.forget(t, "alice@example.com")
 	s.shredded(t, alice)
 	s.stop()
 }
