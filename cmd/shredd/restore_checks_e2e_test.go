@@ -227,6 +227,14 @@ func TestRestoreRefusesAnotherInstance(t *testing.T) {
 	if got := fileSum(t, filepath.Join(f.dir, node.DBFile)); got != before || len(replacedFiles(t, f.dir)) != 0 {
 		t.Fatal("a refused restore changed the live database")
 	}
+	// Put in place by hand, the other instance's database stops the
+	// start, saying what to put back.
+	loseDatabase(t, f.dir)
+	if err := os.WriteFile(filepath.Join(f.dir, node.DBFile), readFile(t, ob), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cli(t, "", nil, nil, "serve", "--data-dir", f.dir, "--addr", "127.0.0.1:0", "--buckets", "4").
+		want(t, 1, "log origin mismatch", "another shredd instance", "put back this instance's database")
 	// The instance's own backup restores, and the server starts on it.
 	cli(t, "", nil, nil, "restore", "--data-dir", f.dir, f.backup).want(t, 0)
 	s := startServer(t, f.dir, serverOpts{Buckets: 4})

@@ -31,6 +31,7 @@ import (
 	"github.com/shredd/shredd/storage"
 	"github.com/shredd/shredd/storage/postgres"
 	"github.com/shredd/shredd/storage/sqlite"
+	"github.com/shredd/shredd/translog"
 )
 
 // Files in the data directory.
@@ -195,6 +196,9 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 		return err
 	}
 	journal, attKey, err := openJournal(ctx, c.DataDir, n.DB, c.Logger)
+	if errors.Is(err, translog.ErrOrigin) {
+		return fmt.Errorf("%w; the database is another shredd instance's than this data directory's log.key: put back this instance's database (shredd restore refuses another instance's backup), or that instance's log.key with its other secrets", err)
+	}
 	if err != nil {
 		return err
 	}
