@@ -104,7 +104,11 @@ func writeBackup(ctx context.Context, db *storage.DB, path, dataDir, ledger, roo
 	if err != nil {
 		return sqlite.Manifest{}, err
 	}
-	return sqlite.Backup(ctx, db, path, sqlite.BackupOptions{RootKind: rootKind, ManifestKey: key, LedgerLines: ledgerLines(ledger)})
+	m, err := sqlite.Backup(ctx, db, path, sqlite.BackupOptions{RootKind: rootKind, ManifestKey: key, LedgerLines: ledgerLines(ledger)})
+	if errors.Is(err, storage.ErrSchemaAltered) {
+		return m, fmt.Errorf("%w; the database was changed outside shredd, so no backup of it is written (restore would refuse it, and shredd serve refuses to start on it): remove the object after reading what it does, or restore the newest backup", err)
+	}
+	return m, err
 }
 
 // manifestKey is the key that authenticates the data directory's backup

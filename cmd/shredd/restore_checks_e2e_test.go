@@ -152,6 +152,12 @@ func TestRestoreRefusesPlantedTrigger(t *testing.T) {
 	execSQL(t, live, keepKeysTrigger)
 	cli(t, "", nil, nil, "serve", "--data-dir", f.dir, "--addr", "127.0.0.1:0", "--buckets", "4").
 		want(t, 1, "extra trigger keep_keys on subjects", "can keep destroyed keys alive", "restore the newest backup")
+	// Nor is a backup of it written.
+	out := filepath.Join(t.TempDir(), "tainted.db")
+	cli(t, "", nil, nil, "backup", "--data-dir", f.dir, "--out", out).want(t, 1, "extra trigger keep_keys on subjects", "no backup of it is written")
+	if left, _ := filepath.Glob(out + "*"); len(left) > 0 {
+		t.Fatalf("the refused backup left %v", left)
+	}
 
 	// The fix the message names works: without the trigger, the start
 	// goes on and a forget destroys alice's key.

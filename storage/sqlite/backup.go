@@ -75,7 +75,9 @@ func Backup(ctx context.Context, sdb *storage.DB, path string, o BackupOptions) 
 	}
 	f.Close()
 	fail := func(err error) (Manifest, error) {
-		os.Remove(tmp)
+		for _, s := range []string{"", "-wal", "-shm", "-journal"} {
+			os.Remove(tmp + s)
+		}
 		return m, fmt.Errorf("storage: backup: %w", err)
 	}
 	if _, err := db.ExecContext(ctx, `VACUUM INTO ?`, tmp); err != nil {
