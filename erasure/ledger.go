@@ -1206,10 +1206,13 @@ func (s *Service) ReconcileLedger(ctx context.Context) (LedgerReport, error) {
 		var sid envelope.SID
 		b, _ := hex.DecodeString(e.SID)
 		copy(sid[:], b)
-		if err := s.reapply(ctx, id, sid, e); err != nil {
+		applied, err := s.reapply(ctx, id, sid, e)
+		if err != nil {
 			return rep, err
 		}
-		rep.Reapplied++
+		if applied {
+			rep.Reapplied++
+		}
 	}
 	if rep.Repaired != nil && len(sc.damaged) > 0 {
 		if rep.DamagedFile, err = l.cut(&sc); err != nil {
@@ -1259,22 +1262,23 @@ func (s *Service) ReconcileLedger(ctx context.Context) (LedgerReport, error) {
 
 // reapply commits a forget of the ledger again in a database that lacks
 // it. A forget of the same subject the database already has (made after
-// the restore) is left as it is: the subject's key is destroyed either way.
-func (s *Service) reapply(ctx context.Context, id shredd.ID, sid envelope.SID, e ledgerLine) error {
+// the restore) is left as it is: the subject's key is destroyed either way,
+// and applied is false (it is not counted as re-applied).
+func (s *Service) reapply(ctx context.Context, id shredd.ID, sid envelope.SID, e ledgerLine) (applied bool, err error) {
 	defer s.barrier.Lock(sid)()
 	var other []byte
-	err := s.db.QueryRowContext(ctx, `SELECT id FROM forgets WHERE sid=? AND state<>? LIMIT 1`, sid[:], shredd.StateRequested).Scan(&other)
+	err = s.db.QueryRowContext(ctx, `SELECT id FROM forgets WHERE sid=? AND state<>? LIMIT 1`, sid[:], shredd.StateRequested).Scan(&other)
 	if err == nil {
-		return nil
+		return false, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("erasure: forget ledger: %w", err)
+		return false, fmt.Errorf("erasure: forget ledger: %w", err)
 	}
 	if _, err := s.db.ExecContext(ctx, `DELETE FROM forgets WHERE id=? AND state=?`, id[:], shredd.StateRequested); err != nil {
-		return fmt.Errorf("erasure: forget ledger: %w", err)
+		return false, fmt.Errorf("erasure: forget ledger: %w", err)
 	}
 	req := &forgetRequest{at: time.Unix(0, e.RequestedAt), commitment: e.Commitment, deadline: time.Unix(0, e.Deadline)}
-	return s.commit(ctx, id, sid, req)
+	return true, s.commit(ctx, id, sid, req)
 }
 
 // keptHead reads the head kept with the root for this ledger: nil and no

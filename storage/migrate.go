@@ -47,6 +47,13 @@ func LoadMigrations(fsys fs.FS, dir string, after map[int]func(context.Context, 
 	return out, nil
 }
 
+// MigrationsTable creates the table in which Migrate records the
+// migrations applied (the same on every engine).
+const MigrationsTable = `CREATE TABLE IF NOT EXISTS migrations (
+		version INTEGER PRIMARY KEY,
+		name TEXT NOT NULL,
+		applied_at BIGINT NOT NULL)`
+
 // Migrate brings db to the newest of all: each migration not yet recorded
 // in the migrations table runs in a transaction of its own, together with
 // its record, so that a crash leaves the schema at one version or the
@@ -59,10 +66,7 @@ func Migrate(ctx context.Context, db *sql.DB, all []Migration, rebind func(strin
 	if rebind == nil {
 		rebind = func(q string) string { return q }
 	}
-	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS migrations (
-		version INTEGER PRIMARY KEY,
-		name TEXT NOT NULL,
-		applied_at BIGINT NOT NULL)`); err != nil {
+	if _, err := db.ExecContext(ctx, MigrationsTable); err != nil {
 		return fmt.Errorf("storage: migrate: %w", err)
 	}
 	var v sql.NullInt64

@@ -105,6 +105,13 @@ type Engine interface {
 	// that restores its settings; the connection is discarded when that
 	// function fails.
 	Bulk(ctx context.Context, conn *sql.Conn, o BulkOptions) (restore func(context.Context) error, err error)
+	// CheckSchema compares the database's schema objects (tables and their
+	// columns, indexes, views, triggers; on engines that have them, rules,
+	// policies and functions) with those a fresh migration to the
+	// database's recorded version makes, and returns nil when they are
+	// the same, or an error wrapping ErrSchemaAltered that names what
+	// differs (CompareSchema). It writes nothing that outlives the call.
+	CheckSchema(ctx context.Context) error
 }
 
 // BulkOptions tunes a bulk load (DB.Bulk). The zero value changes nothing.

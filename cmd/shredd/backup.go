@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,6 +17,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/internal/datadir"
@@ -62,7 +67,7 @@ func (p *Program) afterEpochs(ctx context.Context, kick <-chan struct{}, db *sto
 			continue
 		}
 		path := filepath.Join(p.BackupDir, backupName(time.Now()))
-		info, err := sqlite.Backup(ctx, db, path, rootKind)
+		info, err := writeBackup(ctx, db, path, p.DataDir, p.LedgerPath(), rootKind)
 		if err != nil {
 			log.Error("backup after epoch", "error", err.Error())
 			continue
@@ -91,6 +96,61 @@ func listBackups(dir string) ([]string, error) {
 	return out, nil
 }
 
+// writeBackup writes a backup of db to path with its manifest
+// (sqlite.Backup), authenticated with the key derived from the data
+// directory's subject.key, and the forget ledger's position now.
+func writeBackup(ctx context.Context, db *storage.DB, path, dataDir, ledger, rootKind string) (sqlite.Manifest, error) {
+	key, err := manifestKey(dataDir)
+	if err != nil {
+		return sqlite.Manifest{}, err
+	}
+	m, err := sqlite.Backup(ctx, db, path, sqlite.BackupOptions{RootKind: rootKind, ManifestKey: key, LedgerLines: ledgerLines(ledger)})
+	if errors.Is(err, storage.ErrSchemaAltered) {
+		return m, fmt.Errorf("%w; the database was changed outside shredd, so no backup of it is written (restore would refuse it, and shredd serve refuses to start on it): remove the object after reading what it does, or restore the newest backup", err)
+	}
+	return m, err
+}
+
+// manifestKey is the key that authenticates the data directory's backup
+// manifests (sqlite.ManifestKey of subject.key).
+func manifestKey(dataDir string) ([]byte, error) {
+	path := filepath.Join(dataDir, node.SecretFile)
+	secret, err := datadir.Read(path, datadir.Secret, 64<<10)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s is missing: backup manifests are authenticated with it; put back the data directory's secrets from where you keep them (docs/operations.md), then run the command again", path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return sqlite.ManifestKey(secret), nil
+}
+
+// ledgerLines counts the lines of the forget ledger at path: -1 when it
+// cannot be read (missing), for the manifest and restore's warning.
+func ledgerLines(path string) int64 {
+	f, err := os.Open(path)
+	if err != nil {
+		return -1
+	}
+	defer f.Close()
+	var n int64
+	buf := make([]byte, 64<<10)
+	for {
+		k, err := f.Read(buf)
+		for _, c := range buf[:k] {
+			if c == '\n' {
+				n++
+			}
+		}
+		if err == io.EOF {
+			return n
+		}
+		if err != nil {
+			return -1
+		}
+	}
+}
+
 // removeTorn removes the unfinished copies of backups a crash interrupted
 // in dir.
 func removeTorn(dir string) {
@@ -112,19 +172,24 @@ func pruneBackups(dir string, keep int) error {
 		if err := os.Remove(all[0]); err != nil {
 			return err
 		}
+		if err := os.Remove(all[0] + sqlite.ManifestSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
 		all = all[1:]
 	}
 	return datadir.SyncDir(dir)
 }
 
-const backupUsage = `usage: shredd backup [--data-dir D] [--out FILE | --dir DIR]   an online, consistent backup of the database
+const backupUsage = `usage: shredd backup [--data-dir D] [--out FILE | --dir DIR]   an online, consistent backup of the database, with its manifest FILE.manifest
        shredd backup list --dir DIR    the backups in DIR with their root version and log size
-       shredd restore [--data-dir D] BACKUP   put BACKUP in place of the database (the server must be stopped)`
+       shredd restore [--data-dir D] BACKUP   check BACKUP against its manifest and put it in place of the database (the server must be stopped)`
 
 // backupCmd runs shredd backup: a copy of the data directory's database
 // taken while the server runs (SQLite's VACUUM INTO), with the root version
-// and log size it belongs to recorded in it. The root file, the secrets and
-// the forget ledger are not in it, by design.
+// and log size it belongs to recorded in it, and its authenticated
+// manifest beside it (FILE.manifest: digest, instance, schema version,
+// root version, log size, ledger position), both mode 0600. The root
+// file, the secrets and the forget ledger are not in it, by design.
 func backupCmd(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	if len(args) > 0 && args[0] == "list" {
 		return backupListCmd(ctx, args[1:], stdout, stderr)
@@ -133,7 +198,8 @@ func backupCmd(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	fl.SetOutput(stderr)
 	dataDir := fl.String("data-dir", envOr(getenv, "SHREDD_DATA_DIR", "./shredd-data"), "data directory")
 	store := fl.String("store", getenv("SHREDD_STORE"), "the database, as shredd serve --store (a PostgreSQL database is backed up with pg_dump: docs/scale-out.md)")
-	out := fl.String("out", "", "backup file to write (must not exist)")
+	ledger := fl.String("forget-ledger", getenv("SHREDD_FORGET_LEDGER"), "the forget ledger, as shredd serve --forget-ledger (default DATA_DIR/forgets.ledger): its position is recorded in the manifest")
+	out := fl.String("out", "", "backup file to write (must not exist; its manifest goes to FILE.manifest)")
 	dir := fl.String("dir", "", "directory to write the backup into, under a name with its time")
 	if err := fl.Parse(args); err != nil {
 		return exitUsage
@@ -160,7 +226,10 @@ func backupCmd(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	if _, err := os.Lstat(filepath.Join(*dataDir, node.RootFile)); err != nil {
 		kind = "vault-transit"
 	}
-	info, err := sqlite.Backup(ctx, db, *out, kind)
+	if *ledger == "" {
+		*ledger = filepath.Join(*dataDir, node.LedgerFile)
+	}
+	info, err := writeBackup(ctx, db, *out, *dataDir, *ledger, kind)
 	if err != nil {
 		fmt.Fprintln(stderr, "shredd backup:", err)
 		return exitFailed
@@ -201,16 +270,18 @@ func backupListCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	return exitOK
 }
 
-// restoreCmd runs shredd restore: it checks a backup (integrity, backup
-// record), moves the data directory's database aside (never deleted: it is
-// renamed shredd.db.replaced-<time>) and puts a copy of the backup in its
-// place. The next start checks the backup against the root store (a backup
-// older than the last epoch is refused) and re-applies the forgets of the
-// forget ledger committed after the backup.
+// restoreCmd runs shredd restore: it checks a backup against its
+// manifest and the data directory (restore), moves the data directory's
+// database aside under a name never used before, and puts the checked copy
+// of the backup in its place. The next start checks the backup against the
+// root store (a backup older than the last epoch is refused), checks its
+// schema again, and re-applies the forgets of the forget ledger committed
+// after the backup.
 func restoreCmd(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	fl := flag.NewFlagSet("shredd restore", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	dataDir := fl.String("data-dir", envOr(getenv, "SHREDD_DATA_DIR", "./shredd-data"), "data directory")
+	ledger := fl.String("forget-ledger", getenv("SHREDD_FORGET_LEDGER"), "the forget ledger, as shredd serve --forget-ledger (default DATA_DIR/forgets.ledger): restore warns when it looks lost")
 	if err := fl.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -218,26 +289,32 @@ func restoreCmd(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 		fmt.Fprintln(stderr, backupUsage)
 		return exitUsage
 	}
-	if err := restore(ctx, *dataDir, fl.Arg(0), stdout); err != nil {
+	if *ledger == "" {
+		*ledger = filepath.Join(*dataDir, node.LedgerFile)
+	}
+	if err := restore(ctx, *dataDir, *ledger, fl.Arg(0), stdout, stderr); err != nil {
 		fmt.Fprintln(stderr, "shredd restore:", err)
 		return exitFailed
 	}
 	return exitOK
 }
 
-func restore(ctx context.Context, dir, backup string, stdout io.Writer) error {
-	info, err := sqlite.ReadBackupInfo(ctx, backup)
-	if err != nil {
-		return err
-	}
+// restore puts backup in place of dir's database after these checks, in
+// this order, each refusal naming the check and the fix: the data
+// directory is not in use (its lock, held to the end: two restores at once
+// cannot interleave); the manifest verifies under the data directory's
+// subject.key; the backup is of this instance (the transparency log's
+// origin, from log.key); every byte of the copy matches the manifest's
+// SHA-256 (the check is made on the copy that is put in place, not on the
+// file it was read from); the copy passes SQLite's integrity check and its
+// schema is exactly what the migrations make for its version; and, with
+// the local root store, its root versions were not destroyed by an epoch.
+// The database being replaced is moved, with its WAL, to names created
+// exclusively (time in nanoseconds and a random part): nothing is ever
+// overwritten.
+func restore(ctx context.Context, dir, ledger, backup string, stdout, stderr io.Writer) error {
 	if err := datadir.Prepare(dir); err != nil {
 		return err
-	}
-	// With the local root store the check of the next start can be made
-	// now: a backup older than the last epoch opens no key.
-	if v, err := local.ReadVersions(filepath.Join(dir, node.RootFile)); err == nil && info.MinVersion > 0 && info.MinVersion < v.MinAvailable {
-		return fmt.Errorf("%s is a backup taken before the root's last epoch: its bucket keys need root version %d, which root.key destroyed (its oldest version is %d); it opens no key. Restore a backup taken after the last epoch (shredd backup list --dir DIR)",
-			backup, info.MinVersion, v.MinAvailable)
 	}
 	lock, err := os.OpenFile(filepath.Join(dir, node.LockFile), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
@@ -245,21 +322,126 @@ func restore(ctx context.Context, dir, backup string, stdout io.Writer) error {
 	}
 	defer lock.Close()
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		return fmt.Errorf("data dir %s is in use by a running shredd: stop it first", dir)
+		return fmt.Errorf("data dir %s is in use by a running shredd or another shredd restore: stop the server, or let the other restore finish, then run this one again", dir)
 	}
+	key, err := manifestKey(dir)
+	if err != nil {
+		return err
+	}
+	mb, err := os.ReadFile(backup + sqlite.ManifestSuffix)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("manifest check: %s has no manifest (%s): it was not written by this release's shredd backup, or its manifest was lost; restore a backup that has its manifest (shredd backup list --dir DIR)", backup, filepath.Base(backup)+sqlite.ManifestSuffix)
+	}
+	if err != nil {
+		return err
+	}
+	m, err := sqlite.ParseManifest(mb, key)
+	switch {
+	case errors.Is(err, sqlite.ErrManifestMAC):
+		return fmt.Errorf("manifest check: the manifest of %s does not verify under this data directory's subject.key: it was edited, or the backup belongs to another data directory; restore a backup this data directory's shredd wrote", backup)
+	case err != nil:
+		return fmt.Errorf("manifest check: %s%s: %w; restore a backup whose manifest shredd backup wrote", backup, sqlite.ManifestSuffix, err)
+	}
+	self, err := instanceOf(ctx, dir)
+	if err != nil {
+		return err
+	}
+	if m.Instance != self {
+		return fmt.Errorf("instance check: %s is a backup of another shredd instance (log origin %q), not of this data directory's (%q): restore a backup of this instance, or restore that instance's whole data directory (its secrets with its database) instead", backup, m.Instance, self)
+	}
+	dbPath := filepath.Join(dir, node.DBFile)
+	tmp, err := copyChecked(backup, dbPath, m)
+	if err != nil {
+		return err
+	}
+	defer removeCopy(tmp) // nothing after Commit below: the copy has become the database
+	if _, err := sqlite.ReadBackupInfo(ctx, tmp); err != nil {
+		return fmt.Errorf("integrity check: %w; restore another backup", err)
+	}
+	v, err := sqlite.CheckFileSchema(ctx, tmp)
+	switch {
+	case errors.Is(err, storage.ErrSchemaAltered):
+		return fmt.Errorf("schema check: %s: %w; an object the migrations do not make can keep destroyed keys alive, so it is never restored: restore another backup", backup, err)
+	case errors.Is(err, storage.ErrSchemaTooNew):
+		return fmt.Errorf("schema check: %s: %w; restore it with the release that wrote it, or a newer one", backup, err)
+	case err != nil:
+		return fmt.Errorf("schema check: %s: %w; restore another backup", backup, err)
+	case v != m.SchemaVersion:
+		return fmt.Errorf("schema check: %s is at schema version %d, its manifest says %d; restore another backup", backup, v, m.SchemaVersion)
+	}
+	// With the local root store the check of the next start can be made
+	// now: a backup older than the last epoch opens no key.
+	rootV, rootErr := local.ReadVersions(filepath.Join(dir, node.RootFile))
+	if rootErr == nil && m.MinVersion > 0 && m.MinVersion < rootV.MinAvailable {
+		return fmt.Errorf("%s is a backup taken before the root's last epoch: its bucket keys need root version %d, which root.key destroyed (its oldest version is %d); it opens no key. Restore a backup taken after the last epoch (shredd backup list --dir DIR)",
+			backup, m.MinVersion, rootV.MinAvailable)
+	}
+	warnLedger(stderr, ledger, m, rootErr == nil && rootV.MinAvailable <= m.MinVersion)
+
+	// The database being replaced, with its WAL, is moved aside, not
+	// deleted: the operator decides when it goes.
+	stamp := fmt.Sprintf("%s-%d-%s", time.Now().UTC().Format("20060102T150405Z"), time.Now().UnixNano(), hex.EncodeToString(randBytes(6)))
+	var moved []string
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		from := dbPath + suffix
+		if _, err := os.Lstat(from); errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		to := dbPath + ".replaced-" + stamp + suffix
+		if err := moveExclusive(from, to); err != nil {
+			return fmt.Errorf("moving the replaced database aside: %w; nothing was overwritten (already moved: %s): move those files back before you start shredd", err, strings.Join(moved, ", "))
+		}
+		moved = append(moved, to)
+	}
+	if err := datadir.Commit(tmp, dbPath); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "restored %s (taken %s, instance %s, schema version %d, root version %d, log size %d, %d forgets) into %s\n",
+		backup, m.TakenAt.Format(time.RFC3339), m.Instance, m.SchemaVersion, m.RootVersion, m.LogSize, m.Forgets, dbPath)
+	if len(moved) > 0 {
+		fmt.Fprintf(stdout, "the replaced database was moved to %s\n", strings.Join(moved, ", "))
+	}
+	fmt.Fprintln(stdout, "start shredd: it re-applies the forgets of the forget ledger that the backup lacks, and refuses a backup older than the root's last epoch")
+	return nil
+}
+
+// instanceOf names the instance of the data directory dir: the origin of
+// its transparency log, from the signed-note key log.key (made at the
+// first start, one per data directory; the database records the same
+// origin in log_meta, and a start refuses a database of another).
+func instanceOf(ctx context.Context, dir string) (string, error) {
+	path := filepath.Join(dir, node.LogKeyFile)
+	b, err := datadir.Read(path, datadir.Secret, 64<<10)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("instance check: %s is missing, so this data directory's instance is unknown: put back the data directory's secrets (log.key with subject.key and the others) from where you keep them, then run the restore again", path)
+	}
+	if err != nil {
+		return "", fmt.Errorf("instance check: %w", err)
+	}
+	s, err := note.NewSigner(strings.TrimSpace(string(b)))
+	if err != nil {
+		return "", fmt.Errorf("instance check: %s: %w; put back the log key from where you keep the data directory's secrets", path, err)
+	}
+	return s.Name(), nil
+}
+
+// copyChecked copies backup to a fresh file beside dbPath (created
+// exclusively, mode 0600), fsyncs it, and checks its size and SHA-256
+// against m: the digest covers every byte, so one flipped bit anywhere is
+// refused. It returns the copy's name.
+func copyChecked(backup, dbPath string, m sqlite.Manifest) (string, error) {
 	src, err := os.Open(backup)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer src.Close()
-	dbPath := filepath.Join(dir, node.DBFile)
-	tmp := dbPath + datadir.TempInfix + "restore"
-	os.Remove(tmp)
+	tmp := dbPath + datadir.TempInfix + "restore-" + hex.EncodeToString(randBytes(8))
 	dst, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
-		return err
+		return "", err
 	}
-	_, err = io.Copy(dst, src)
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(dst, h), src)
 	if err == nil {
 		err = dst.Sync()
 	}
@@ -268,32 +450,58 @@ func restore(ctx context.Context, dir, backup string, stdout io.Writer) error {
 	}
 	if err != nil {
 		os.Remove(tmp)
+		return "", err
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); n != m.Size || got != m.SHA256 {
+		os.Remove(tmp)
+		return "", fmt.Errorf("digest check: %s does not match its manifest (%d bytes with SHA-256 %s, the manifest says %d bytes with %s): its bytes changed since shredd wrote it (flipped bits, a truncation or an edit); restore another backup (shredd backup list --dir DIR)",
+			backup, n, got, m.Size, m.SHA256)
+	}
+	return tmp, nil
+}
+
+// removeCopy removes a checked copy that was not put in place, with the
+// files SQLite may have made beside it while checking it.
+func removeCopy(tmp string) {
+	for _, s := range []string{"", "-wal", "-shm", "-journal"} {
+		os.Remove(tmp + s)
+	}
+}
+
+// moveExclusive renames from to to, which must not exist: a hard link
+// (which fails when to exists) then the removal of from. os.Rename would
+// replace an existing to without a word.
+func moveExclusive(from, to string) error {
+	if err := os.Link(from, to); err != nil {
 		return err
 	}
-	// The database being replaced, with its WAL, is moved aside, not
-	// deleted: the operator decides when it goes.
-	stamp := time.Now().UTC().Format("20060102T150405Z")
-	var moved []string
-	for _, suffix := range []string{"", "-wal", "-shm"} {
-		from := dbPath + suffix
-		if _, err := os.Lstat(from); errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		to := dbPath + ".replaced-" + stamp + suffix
-		if err := os.Rename(from, to); err != nil {
-			os.Remove(tmp)
-			return err
-		}
-		moved = append(moved, to)
-	}
-	if err := datadir.Commit(tmp, dbPath); err != nil {
+	if err := os.Remove(from); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "restored %s (taken %s, root version %d, log size %d, %d forgets) into %s\n",
-		backup, info.TakenAt.Format(time.RFC3339), info.RootVersion, info.LogSize, info.Forgets, dbPath)
-	if len(moved) > 0 {
-		fmt.Fprintf(stdout, "the replaced database was moved to %s\n", strings.Join(moved, ", "))
+	return datadir.SyncDir(filepath.Dir(to))
+}
+
+// warnLedger warns when the forget ledger looks lost: missing, or shorter
+// than when the backup was taken while no epoch (noEpoch: with the local
+// root store, none since the backup) can have compacted it. Without it the
+// forgets committed after the backup are not re-applied, and their
+// subjects' data would open again.
+func warnLedger(w io.Writer, ledger string, m sqlite.Manifest, noEpoch bool) {
+	lines := ledgerLines(ledger)
+	switch {
+	case lines < 0:
+		fmt.Fprintf(w, "warning: the forget ledger %s is missing: the forgets committed after this backup (taken %s) cannot be re-applied, and their subjects' data would open again; put the ledger back (it is never part of a backup) before you start shredd, or forget those subjects again at once\n",
+			ledger, m.TakenAt.Format(time.RFC3339))
+	case noEpoch && m.LedgerLines > 0 && lines < m.LedgerLines:
+		fmt.Fprintf(w, "warning: the forget ledger %s has %d lines, fewer than the %d it had when this backup was taken, and no epoch has compacted it since: forgets committed after the backup may be lost and their subjects' data would open again; put the whole ledger back before you start shredd, or forget those subjects again at once\n",
+			ledger, lines, m.LedgerLines)
 	}
-	fmt.Fprintln(stdout, "start shredd: it re-applies the forgets of the forget ledger that the backup lacks, and refuses a backup older than the root's last epoch")
-	return nil
+}
+
+func randBytes(n int) []byte {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return b
 }

@@ -22,7 +22,7 @@ import (
 )
 
 // ledgerLines returns the ledger file's lines, each with its newline.
-func ledgerLines(t *testing.T, path string) [][]byte {
+func ledgerFileLines(t *testing.T, path string) [][]byte {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -82,7 +82,7 @@ func testLedgerTornTail(t *testing.T, o serverOpts) {
 	fb := s.forget(t, "bob")
 	s.stop()
 	path := filepath.Join(dir, node.LedgerFile)
-	ls := ledgerLines(t, path)
+	ls := ledgerFileLines(t, path)
 	writeLedger(t, path, append(ls[:len(ls)-1], ls[len(ls)-1][:40])...) // bob's line torn
 
 	s = startServer(t, dir, o)
@@ -96,7 +96,7 @@ func testLedgerTornTail(t *testing.T, o serverOpts) {
 		t.Fatalf("bob's forget after the repair: %+v", f)
 	}
 	s.stop()
-	if got := ledgerLines(t, path); len(got) != 3 {
+	if got := ledgerFileLines(t, path); len(got) != 3 {
 		t.Fatalf("the repaired ledger has %d lines, want a header and 2", len(got))
 	}
 	if m, _ := filepath.Glob(path + ".damaged-*"); len(m) != 1 {
@@ -132,7 +132,7 @@ func TestLedgerOlderBackupAfterDamageE2E(t *testing.T) {
 			s.forget(t, "bob")
 			s.stop() // the head, with both lines, is kept with the root
 			path := filepath.Join(dir, node.LedgerFile)
-			ls := ledgerLines(t, path)
+			ls := ledgerFileLines(t, path)
 			last := ls[len(ls)-1]
 			if damage == "cut" {
 				writeLedger(t, path, ls[:len(ls)-1]...)
@@ -191,7 +191,7 @@ func testCrashAtLedgerRepair(t *testing.T, step string, opts serverOpts) {
 	s.forget(t, "bob")
 	s.stop()
 	path := filepath.Join(dir, node.LedgerFile)
-	ls := ledgerLines(t, path)
+	ls := ledgerFileLines(t, path)
 	writeLedger(t, path, append(ls[:len(ls)-1], ls[len(ls)-1][:60])...)
 	crash := opts
 	crash.Env = append(append([]string(nil), opts.Env...), "SHREDD_TEST_CRASH_AT="+step)
@@ -203,7 +203,7 @@ func testCrashAtLedgerRepair(t *testing.T, step string, opts serverOpts) {
 	s.shredded(t, b)
 	s.open(t, c)
 	s.stop()
-	if got := ledgerLines(t, path); len(got) != 3 {
+	if got := ledgerFileLines(t, path); len(got) != 3 {
 		t.Fatalf("the ledger after the interrupted repair and a restart has %d lines, want a header and 2", len(got))
 	}
 }

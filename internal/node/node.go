@@ -32,6 +32,7 @@ import (
 	"github.com/shredd/shredd/storage"
 	"github.com/shredd/shredd/storage/postgres"
 	"github.com/shredd/shredd/storage/sqlite"
+	"github.com/shredd/shredd/translog"
 )
 
 // Files in the data directory.
@@ -190,6 +191,11 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 		}
 		n.onClose(func() { n.DB.Close() })
 	}
+	// The schema first (a planted trigger, view or table is refused before
+	// anything is written), then the secrets' pins.
+	if err := checkSchema(ctx, n.DB); err != nil {
+		return err
+	}
 	if err := pinSecrets(ctx, n.DB, c.DataDir, sec.pins(n.Root)); err != nil {
 		return err
 	}
@@ -205,6 +211,9 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 		return err
 	}
 	journal, err := openJournal(ctx, sec, n.DB)
+	if errors.Is(err, translog.ErrOrigin) {
+		return fmt.Errorf("%w; the database is another shredd instance's than this data directory's log.key: put back this instance's database (shredd restore refuses another instance's backup), or that instance's log.key with its other secrets", err)
+	}
 	if err != nil {
 		return err
 	}
@@ -345,6 +354,18 @@ func checkRoot(ctx context.Context, keys *keystore.Store, rootDown bool, log *sl
 		return err
 	}
 	return nil
+}
+
+// checkSchema refuses a database whose schema is not exactly what this
+// release's migrations make (storage.DB.CheckSchema): one trigger added
+// outside shredd can keep a destroyed key alive while forgets report it
+// gone, so such a database is never served.
+func checkSchema(ctx context.Context, db *storage.DB) error {
+	err := db.CheckSchema(ctx)
+	if errors.Is(err, storage.ErrSchemaAltered) {
+		return fmt.Errorf("%w; something changed the database outside shredd, and such an object can keep destroyed keys alive: restore the newest backup that shredd restore accepts (docs/operations.md, Backups and restores), or, after reading what the object does, remove it with the engine's own tools", err)
+	}
+	return err
 }
 
 // checkShared refuses a local root file on a database another live node

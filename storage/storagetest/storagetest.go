@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -48,6 +49,7 @@ type Backend struct {
 // Run runs the conformance suite against b.
 func Run(t *testing.T, b Backend) {
 	t.Run("Schema", func(t *testing.T) { testSchema(t, b) })
+	t.Run("SchemaCheck", func(t *testing.T) { testSchemaCheck(t, b) })
 	t.Run("Values", func(t *testing.T) { testValues(t, b) })
 	t.Run("Transactions", func(t *testing.T) { testTransactions(t, b) })
 	t.Run("ConcurrentWriters", func(t *testing.T) { testConcurrentWriters(t, b) })
@@ -91,6 +93,58 @@ func testSchema(t *testing.T, b Backend) {
 	}
 	if n := count(t, db, `SELECT count(*) FROM migrations`); n != v {
 		t.Fatalf("%d migrations recorded, newest %d: want one row per version", n, v)
+	}
+}
+
+// keepKeysTrigger is route 2 of issue 23 in each engine's dialect: a
+// trigger that silently ignores every update of a subject's wrapped key,
+// so that a forget "destroys" a key that stays.
+var keepKeysTrigger = map[string][]string{
+	"sqlite": {`CREATE TRIGGER keep_keys BEFORE UPDATE OF wrapped ON subjects BEGIN SELECT RAISE(IGNORE); END`},
+	"postgres": {
+		`CREATE FUNCTION keep_keys() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$`,
+		`CREATE TRIGGER keep_keys BEFORE UPDATE OF wrapped ON subjects FOR EACH ROW EXECUTE FUNCTION keep_keys()`,
+	},
+}
+
+// testSchemaCheck: a database just migrated passes DB.CheckSchema, and one
+// object added or changed outside the migrations (the trigger of
+// keepKeysTrigger, an index, a column, a view) fails it with
+// storage.ErrSchemaAltered naming the object.
+func testSchemaCheck(t *testing.T, b Backend) {
+	ctx := context.Background()
+	db := b.Open(t, "schemacheck")
+	if err := db.CheckSchema(ctx); err != nil {
+		t.Fatalf("a freshly migrated database: %v", err)
+	}
+	db.Close()
+	trigger, ok := keepKeysTrigger[db.Engine().Name()]
+	if !ok {
+		t.Fatalf("no trigger for engine %s", db.Engine().Name())
+	}
+	for _, c := range []struct {
+		name  string
+		stmts []string
+		want  string
+	}{
+		{"trigger", trigger, "extra trigger keep_keys on subjects"},
+		{"index", []string{`CREATE INDEX forgets_extra ON forgets(state, sid)`}, "forgets_extra"},
+		{"column", []string{`ALTER TABLE kinds ADD COLUMN note TEXT`}, "kinds"},
+		{"view", []string{`CREATE VIEW subjects_all AS SELECT sid FROM subjects`}, "subjects_all"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			db := b.Open(t, "schemacheck-"+c.name)
+			defer db.Close()
+			for _, q := range c.stmts {
+				if _, err := db.ExecContext(ctx, q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			err := db.CheckSchema(ctx)
+			if !errors.Is(err, storage.ErrSchemaAltered) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("CheckSchema after %s: %v, want ErrSchemaAltered naming %q", c.name, err, c.want)
+			}
+		})
 	}
 }
 
