@@ -122,6 +122,7 @@ func (s *Server) Handler() http.Handler {
 		r.With(s.require(ScopeDecrypt)).Post("/decrypt/raw", s.decryptRaw)
 		r.With(s.require(ScopeDecrypt)).Post("/leases/{id}/release", s.releaseLease)
 		r.With(s.require(ScopeRegister)).Post("/artifacts", s.registerArtifact)
+		r.With(s.require(ScopeAdmin)).Post("/artifacts/reregister", s.reregister)
 		r.With(s.require(ScopeRegister, ScopeAudit)).Get("/artifacts/{id}", s.getArtifact)
 		r.With(s.require(ScopeForget)).Post("/forget", s.forget)
 		r.With(s.require(ScopeForget, ScopeAudit)).Get("/forgets", s.listForgets)
