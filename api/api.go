@@ -51,6 +51,9 @@ type Config struct {
 	// MaxRawBody bounds the bodies of the raw-body routes (POST
 	// /v1/encrypt/raw, /v1/decrypt/raw) in bytes (DefaultMaxRawBody when 0).
 	MaxRawBody int64
+	// Disks are the directories shredd writes to, each probed by GET
+	// /readyz with a small file (a directory named twice is probed once).
+	Disks []Disk
 }
 
 // Server serves the HTTP API.
@@ -63,6 +66,7 @@ type Server struct {
 	attKey  ed25519.PrivateKey
 	maxBody int64
 	maxRaw  int64
+	disks   []diskCheck
 }
 
 // New returns a Server.
@@ -76,6 +80,17 @@ func New(c Config) *Server {
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	}
+	byDir := map[string]*diskProbe{}
+	for _, d := range c.Disks {
+		// The same directory under two names: one probe, reported under
+		// each name.
+		p := byDir[d.Dir]
+		if p == nil {
+			p = &diskProbe{dir: d.Dir, now: time.Now}
+			byDir[d.Dir] = p
+		}
+		s.disks = append(s.disks, diskCheck{name: d.Name, probe: p})
 	}
 	return s
 }
