@@ -39,6 +39,7 @@ var commands = []command{
 	{"keygen", "[--out DIR]", "write a new attestation key pair"},
 	{"backup", "[--out FILE | --dir DIR] | list --dir DIR", "an online backup of the database; list backups"},
 	{"restore", "BACKUP", "put a backup in place of the database (server stopped)"},
+	{"reregister", "[--context STR] [FILE ...]", "register again, from their envelopes, the artifacts a restore lost"},
 	{"verify", "FILE --key PUB.pem --subject ID --salt HEX", "check an attestation or an export offline"},
 	{"completion", "bash|zsh", "print a shell completion script"},
 	{"version", "", "print the version and the commit"},
@@ -132,6 +133,8 @@ func commandHelp(ctx context.Context, cmd string, args []string, w io.Writer, ge
 		code = backupCmd(ctx, a, &buf, &buf, getenv)
 	case "restore":
 		code = restoreCmd(ctx, []string{"-h"}, &buf, &buf, getenv)
+	case "reregister":
+		code = reregisterCmd(ctx, []string{"-h"}, strings.NewReader(""), &buf, &buf, getenv)
 	case "verify":
 		code = verifyCmd([]string{"-h"}, &buf, &buf)
 	case "completion":

@@ -5,6 +5,7 @@
 //	shredd encrypt|decrypt|forget|status ...   call a running server
 //	shredd keygen [--out DIR]  write an attestation key pair
 //	shredd backup|restore ... an online backup of the database; put one back
+//	shredd reregister [FILE...] register again the artifacts a restore lost, from their envelopes
 //	shredd verify FILE ...   check an erasure attestation offline
 //	shredd completion bash|zsh  a shell completion script
 //	shredd version           print the version and the commit (also --version)
@@ -75,6 +76,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 		return backupCmd(ctx, args, stdout, stderr, getenv)
 	case "restore":
 		return restoreCmd(ctx, args, stdout, stderr, getenv)
+	case "reregister":
+		return reregisterCmd(ctx, args, os.Stdin, stdout, stderr, getenv)
 	case "verify":
 		return verifyCmd(args, stdout, stderr)
 	case "completion":
