@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/shredd/shredd/storage"
 )
 
 // readyTimeout bounds each probe of GET /readyz, so that a database whose
@@ -34,7 +36,11 @@ func (s *Server) livez(w http.ResponseWriter, r *http.Request) {
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	var failed []string
 	if err := s.probeDB(r.Context()); err != nil {
-		failed = append(failed, "database: does not accept a write")
+		what := "database: does not accept a write"
+		if storage.DiskFull(err) {
+			what += " (its disk is full or read-only)"
+		}
+		failed = append(failed, what)
 		s.log.LogAttrs(r.Context(), slog.LevelError, "not ready", slog.String("request_id", requestID(r.Context())),
 			slog.String("part", "database"), slog.String("error", err.Error()))
 	}
