@@ -58,6 +58,7 @@ func TestCLIHelp(t *testing.T) {
 		{[]string{"backup"}, []string{"-dir", "-out"}},
 		{[]string{"backup", "list"}, []string{"-dir"}},
 		{[]string{"restore"}, []string{"-data-dir"}},
+		{[]string{"reregister"}, []string{"-context", "-holder", "-addr"}},
 		{[]string{"verify"}, []string{"-key", "-salt"}},
 		{[]string{"completion"}, nil},
 		{[]string{"version"}, nil},
