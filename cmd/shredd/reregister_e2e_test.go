@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/shredd/shredd/storage/postgres/pgtest"
 )
 
 // reregisterOut is one line that shredd reregister prints.
@@ -186,4 +188,38 @@ func TestRestoreLosesRegistrationsFailsClosed(t *testing.T) {
 		t.Fatalf("reregister with a token without the admin scope: %v %d %s", err, r.Status, r.Body)
 	}
 	s.stop()
+}
+
+// TestPostgresRestoreLosesRegistrations is the same repair on a real
+// PostgreSQL (pg_dump, pg_restore): a record sealed after the dump answers
+// 409 unknown_artifact after the restore, shredd reregister registers it
+// again (the group commit's multi-row inserts and batched live checks of a
+// shared database), it decrypts, and a forget makes it 410.
+func TestPostgresRestoreLosesRegistrations(t *testing.T) {
+	srv := pgtest.Shared(t)
+	dsn := srv.NewDatabase(t)
+	dir := t.TempDir()
+	opts := serverOpts{Args: []string{"--store", dsn}}
+	a := startServer(t, dir, opts)
+	a.putKinds(t, "episodic")
+	before := a.seal(t, sealReq{Subject: "alice@example.com", Kind: "episodic"}, "alice before", "c")
+	a.seal(t, sealReq{Subject: "bob", Kind: "episodic"}, "bob before", "c")
+	dump := pgDump(t, srv, dsn)
+	after := a.seal(t, sealReq{Subjects: []string{"alice@example.com", "bob"}, Kind: "episodic"}, "alice and bob after", "c")
+	a.stop()
+
+	pgRestore(t, srv, dsn, dump)
+	b := startServer(t, dir, opts)
+	b.open(t, before)
+	b.expectProblem(t, http.StatusConflict, "unknown_artifact", http.MethodPost, "/v1/decrypt", decryptReq(after))
+	env := []string{"SHREDD_URL=" + b.base, "SHREDD_TOKEN=" + b.token}
+	run := cli(t, "", env, []byte(after.ciphertext+"\n"+before.ciphertext+"\n"), "reregister", "--context", "c").want(t, 0, "1 registered, 1 already known, 0 refused")
+	if got := reregisterLines(t, run.stdout); len(got) != 2 || got[0].Artifact != after.artifact || got[0].Status != "registered" {
+		t.Fatalf("shredd reregister: %s", run.stdout)
+	}
+	b.open(t, after)
+	b.forget(t, "bob")
+	b.shredded(t, after)
+	b.open(t, before)
+	b.stop()
 }
