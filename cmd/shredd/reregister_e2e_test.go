@@ -64,9 +64,25 @@ func tamperArtifactID(t *testing.T, ct string) string {
 // a tampered envelope is refused, and so is the envelope of a subject
 // forgotten after the restore or re-applied from the forget ledger.
 func TestRestoreLosesRegistrationsFailsClosed(t *testing.T) {
-	t.Parallel()
+	for _, root := range []string{"local", "vault"} {
+		t.Run(root, func(t *testing.T) {
+			t.Parallel()
+			restoreLosesRegistrations(t, root)
+		})
+	}
+}
+
+// restoreLosesRegistrations is TestRestoreLosesRegistrationsFailsClosed
+// on one root store.
+func restoreLosesRegistrations(t *testing.T, root string) {
 	dir := t.TempDir()
 	opts := serverOpts{Buckets: 4}
+	var env []string
+	if root == "vault" {
+		opts = vaultOpts(newVault(t), "transit", "shredd-rereg")
+		opts.Buckets = 4
+		env = opts.Env
+	}
 	s := startServer(t, dir, opts)
 	s.putKinds(t, "episodic")
 	// Every subject has a key in the backup: an envelope of a subject whose
@@ -76,7 +92,7 @@ func TestRestoreLosesRegistrationsFailsClosed(t *testing.T) {
 	s.seal(t, sealReq{Subject: "carol", Kind: "episodic"}, "carol before", "ctx")
 	s.seal(t, sealReq{Subject: "dave", Kind: "episodic"}, "dave before", "ctx")
 	backup := filepath.Join(t.TempDir(), "before.db")
-	cli(t, "", nil, nil, "backup", "--data-dir", dir, "--out", backup).want(t, 0)
+	cli(t, "", env, nil, "backup", "--data-dir", dir, "--out", backup).want(t, 0)
 
 	aliceAfter := s.seal(t, sealReq{Subject: "alice@example.com", Kind: "episodic"}, "alice after", "ctx")
 	bobAfter := s.seal(t, sealReq{Subjects: []string{"bob", "alice@example.com"}, Kind: "episodic"}, "bob and alice after", "ctx")
@@ -87,7 +103,7 @@ func TestRestoreLosesRegistrationsFailsClosed(t *testing.T) {
 	s.stop()
 
 	loseDatabase(t, dir)
-	cli(t, "", nil, nil, "restore", "--data-dir", dir, backup).want(t, 0)
+	cli(t, "", env, nil, "restore", "--data-dir", dir, backup).want(t, 0)
 	s = startServer(t, dir, opts)
 	s.open(t, aliceBefore)
 	s.shredded(t, daveAfter)
@@ -114,14 +130,14 @@ func TestRestoreLosesRegistrationsFailsClosed(t *testing.T) {
 	// carol is forgotten after the restore.
 	s.forget(t, "carol")
 
-	env := []string{"SHREDD_URL=" + s.base, "SHREDD_DATA_DIR=" + dir}
+	cenv := []string{"SHREDD_URL=" + s.base, "SHREDD_DATA_DIR=" + dir}
 	file := filepath.Join(t.TempDir(), "envelopes.txt")
 	lines := strings.Join([]string{"# sealed after the backup", aliceAfter.ciphertext, tamperArtifactID(t, bobAfter.ciphertext), "",
 		aliceBefore.ciphertext, carolAfter.ciphertext, daveAfter.ciphertext}, "\n") + "\n"
 	if err := os.WriteFile(file, []byte(lines), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	run := cli(t, "", env, nil, "reregister", "--context", "ctx", file).want(t, 1, "1 registered, 1 already known, 3 refused")
+	run := cli(t, "", cenv, nil, "reregister", "--context", "ctx", file).want(t, 1, "1 registered, 1 already known, 3 refused")
 	got := reregisterLines(t, run.stdout)
 	want := []struct {
 		line, status, code, artifact string
@@ -150,14 +166,14 @@ func TestRestoreLosesRegistrationsFailsClosed(t *testing.T) {
 	// The right envelope from standard input, again with one already done:
 	// idempotent, exit 0.
 	stdin := []byte(bobAfter.ciphertext + "\n" + aliceAfter.ciphertext + "\n")
-	run = cli(t, "", env, stdin, "reregister", "--context", "ctx").want(t, 0, "1 registered, 1 already known, 0 refused")
+	run = cli(t, "", cenv, stdin, "reregister", "--context", "ctx").want(t, 0, "1 registered, 1 already known, 0 refused")
 	if got := reregisterLines(t, run.stdout); len(got) != 2 || got[0].Status != "registered" || got[1].Status != "known" {
 		t.Fatalf("second run: %s", run.stdout)
 	}
 	s.open(t, bobAfter)
 
 	// The wrong context does not open the envelope: nothing is trusted.
-	cli(t, "", env, []byte(aliceAfter.ciphertext+"\n"), "reregister", "--context", "other").want(t, 1, "0 registered, 0 already known, 1 refused")
+	cli(t, "", cenv, []byte(aliceAfter.ciphertext+"\n"), "reregister", "--context", "other").want(t, 1, "0 registered, 0 already known, 1 refused")
 
 	// The dry run of alice's forget lists the artifacts registered again,
 	// and the forget makes them unreadable.
@@ -182,7 +198,7 @@ func TestRestoreLosesRegistrationsFailsClosed(t *testing.T) {
 	s.shredded(t, aliceBefore)
 
 	// Only an admin token may re-register.
-	tok := strings.TrimSpace(string(cli(t, "", nil, nil, "token", "create", "--data-dir", dir, "--name", "writer", "--scopes", "encrypt,decrypt,register").want(t, 0).stdout))
+	tok := strings.TrimSpace(string(cli(t, "", env, nil, "token", "create", "--data-dir", dir, "--name", "writer", "--scopes", "encrypt,decrypt,register").want(t, 0).stdout))
 	r, err := s.callToken(http.MethodPost, "/v1/artifacts/reregister", tok, map[string]string{"ciphertext": aliceAfter.ciphertext})
 	if err != nil || r.Status != http.StatusForbidden {
 		t.Fatalf("reregister with a token without the admin scope: %v %d %s", err, r.Status, r.Body)
