@@ -100,27 +100,41 @@ func notReady(t *testing.T, r reply, part, other string) {
 	}
 }
 
-// TestFullDisks fills, one at a time, the data directory's disk and the
-// forget ledger's (--forget-ledger on a volume of its own), each a real
-// tmpfs: /readyz answers 503 naming the full one (it answered 200 while
+// TestFullDisks makes the backups' volume read-only, then fills, one at a
+// time, the data directory's disk and the forget ledger's (--forget-ledger
+// on a volume of its own), each a real tmpfs: /readyz answers 503 naming
+// the failing one (it answered 200 while
 // every forget failed), encrypts on the full data disk answer 503
 // disk_full with Retry-After, never 500, and all is well again once space
 // is freed.
 func TestFullDisks(t *testing.T) {
 	t.Parallel()
-	dataMnt, ledgerMnt := mountTmpfs(t, "32m"), mountTmpfs(t, "2m")
+	dataMnt, ledgerMnt, backupMnt := mountTmpfs(t, "32m"), mountTmpfs(t, "2m"), mountTmpfs(t, "2m")
 	dir := filepath.Join(dataMnt, "data")
-	s := startServer(t, dir, serverOpts{Buckets: 4, Args: []string{"--forget-ledger", filepath.Join(ledgerMnt, "forgets.ledger")}})
+	s := startServer(t, dir, serverOpts{Buckets: 4, Args: []string{"--forget-ledger", filepath.Join(ledgerMnt, "forgets.ledger"),
+		"--backup-dir", filepath.Join(backupMnt, "backups")}})
 	s.putKinds(t, "episodic")
 	ready := func(r reply) bool { return r.Status == http.StatusOK }
 	var body struct {
 		Disks map[string]string `json:"disks"`
 	}
 	s.waitReady(t, "200", ready).into(t, &body)
-	if body.Disks["data"] != "ok" || body.Disks["ledger"] != "ok" {
-		t.Fatalf("GET /readyz: disks %v, want data and ledger ok", body.Disks)
+	if body.Disks["data"] != "ok" || body.Disks["ledger"] != "ok" || body.Disks["backups"] != "ok" {
+		t.Fatalf("GET /readyz: disks %v, want data, ledger and backups ok", body.Disks)
 	}
 	unready := func(r reply) bool { return r.Status == http.StatusServiceUnavailable }
+
+	// The backups' volume read-only (EROFS): not ready, naming it.
+	remount := func(mode string) {
+		t.Helper()
+		if out, err := exec.Command("mount", "-o", "remount,"+mode, backupMnt).CombinedOutput(); err != nil {
+			t.Fatalf("remount %s %s: %v: %s", mode, backupMnt, err, out)
+		}
+	}
+	remount("ro")
+	notReady(t, s.waitReady(t, "503", unready), "disk backups", "disk data")
+	remount("rw")
+	s.waitReady(t, "200 once the backups' volume is writable again", ready)
 
 	// The ledger's disk full: not ready, naming it.
 	fill := fillDisk(t, ledgerMnt)
