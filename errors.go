@@ -43,6 +43,12 @@ var (
 	// line whose MAC does not verify: shredd stops rather than guess which
 	// forgets happened.
 	ErrLedger = errors.New("forget ledger unusable")
+	// ErrUnknownArtifact means an authentic envelope names an artifact the
+	// registry does not hold: the database is older than the ciphertext (a
+	// restore of a backup taken before it was sealed). shredd refuses to
+	// open it until it is registered again (POST /v1/artifacts/reregister),
+	// so that every readable artifact is one a forget can find.
+	ErrUnknownArtifact = errors.New("artifact not in the registry")
 )
 
 // Integrity errors: what shredd read back or opened is not what it wrote.

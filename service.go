@@ -48,6 +48,14 @@ type Sealer interface {
 	Register(ctx context.Context, src Source) (Artifact, error)
 	// GetArtifact returns a registered artifact.
 	GetArtifact(ctx context.Context, id ID) (Artifact, error)
+	// Reregister registers again the artifacts of authentic envelopes that
+	// the registry lost (a database restored from before they were
+	// sealed), trusting only each envelope's authenticated header; one
+	// result or error per item, in order. An envelope that does not open
+	// with the live keys of its lineage and its context gives ErrEnvelope,
+	// one whose lineage holds a forgotten subject ErrShredded; a known
+	// artifact is answered Known, with nothing written.
+	Reregister(ctx context.Context, in []ReregisterInput) ([]Reregistered, []error)
 }
 
 // Eraser forgets subjects and proves it: the barrier and the key

@@ -146,6 +146,26 @@ type SealInput struct {
 	Context   []byte
 }
 
+// ReregisterInput is one envelope presented to Reregister: its text form
+// (or binary form in Binary), the context it was sealed with, and the
+// holder to record (the envelope does not name one).
+type ReregisterInput struct {
+	Ciphertext string
+	Binary     []byte
+	Context    []byte
+	Holder     string
+}
+
+// Reregistered is the result of one Reregister item: the artifact named by
+// the envelope's authenticated header, and whether the registry already
+// held it (Known: nothing was written).
+type Reregistered struct {
+	Artifact ID
+	Kind     string
+	Lineage  int
+	Known    bool
+}
+
 // Opened is the result of Decrypt.
 type Opened struct {
 	Artifact  ID

@@ -52,6 +52,9 @@ type Config struct {
 	// MaxRawBody bounds the bodies of the raw-body routes (POST
 	// /v1/encrypt/raw, /v1/decrypt/raw) in bytes (DefaultMaxRawBody when 0).
 	MaxRawBody int64
+	// Disks are the directories shredd writes to, each probed by GET
+	// /readyz with a small file (a directory named twice is probed once).
+	Disks []Disk
 }
 
 // Server serves the HTTP API.
@@ -64,6 +67,7 @@ type Server struct {
 	attKey  ed25519.PrivateKey
 	maxBody int64
 	maxRaw  int64
+	disks   []diskCheck
 }
 
 // New returns a Server.
@@ -77,6 +81,17 @@ func New(c Config) *Server {
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	}
+	byDir := map[string]*diskProbe{}
+	for _, d := range c.Disks {
+		// The same directory under two names: one probe, reported under
+		// each name.
+		p := byDir[d.Dir]
+		if p == nil {
+			p = &diskProbe{dir: d.Dir, now: time.Now}
+			byDir[d.Dir] = p
+		}
+		s.disks = append(s.disks, diskCheck{name: d.Name, probe: p})
 	}
 	return s
 }
@@ -130,6 +145,7 @@ func (s *Server) Handler() http.Handler {
 		r.With(s.require(ScopeDecrypt)).Post("/decrypt/raw", s.decryptRaw)
 		r.With(s.require(ScopeDecrypt)).Post("/leases/{id}/release", s.releaseLease)
 		r.With(s.require(ScopeRegister)).Post("/artifacts", s.registerArtifact)
+		r.With(s.require(ScopeAdmin)).Post("/artifacts/reregister", s.reregister)
 		r.With(s.require(ScopeRegister, ScopeAudit)).Get("/artifacts/{id}", s.getArtifact)
 		r.With(s.require(ScopeForget)).Post("/forget", s.forget)
 		r.With(s.require(ScopeForget, ScopeAudit)).Get("/forgets", s.listForgets)

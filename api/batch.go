@@ -241,12 +241,17 @@ func describe(err error) itemError {
 	}
 	for _, m := range errorMap {
 		if errors.Is(err, m.err) {
-			e := itemError{Status: m.status, Code: m.code, Title: m.title}
+			e := itemError{Status: m.status, Code: m.code, Title: m.title, Detail: m.detail}
 			if safeDetail(err) {
 				e.Detail = err.Error()
 			}
 			return e
 		}
+	}
+	// A disk the database writes to is full or read-only, in an error
+	// that did not pass through storage's wrapping (a prepared statement's).
+	if storage.DiskFull(err) {
+		return itemError{Status: http.StatusServiceUnavailable, Code: "disk_full", Title: "A disk shredd writes to is full or read-only: retry later"}
 	}
 	// The database did not answer (down, unreachable, its write lock not
 	// granted in time): fail closed, as for the key backend.

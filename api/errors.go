@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/shredd/shredd"
+	"github.com/shredd/shredd/storage"
 	"github.com/shredd/shredd/translog"
 )
 
@@ -28,24 +29,36 @@ var errorMap = []struct {
 	status int
 	code   string
 	title  string
+	detail string // said when the error's own text may not be (safeDetail)
 }{
-	{shredd.ErrShredded, http.StatusGone, "shredded", "A subject of this data was forgotten: the data is cryptographically erased"},
-	{shredd.ErrUnknownKind, http.StatusBadRequest, "unknown_kind", "The artifact kind is not registered"},
-	{shredd.ErrUnknownParent, http.StatusBadRequest, "unknown_parent", "A parent artifact is not registered"},
-	{shredd.ErrNotFound, http.StatusNotFound, "not_found", "Not found"},
-	{shredd.ErrForbidden, http.StatusForbidden, "wrong_holder", "The token acts for another holder"},
-	{shredd.ErrConflict, http.StatusConflict, "conflict", "The request contradicts what is registered"},
-	{shredd.ErrNotErased, http.StatusConflict, "not_erased", "The forget is not erased: its conditions are not all proven"},
-	{shredd.ErrSignature, http.StatusBadRequest, "invalid_signature", "The signature does not verify under the holder's key"},
-	{shredd.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large", "A limit was exceeded"},
-	{shredd.ErrEnvelope, http.StatusUnprocessableEntity, "invalid_envelope", "The ciphertext is not a valid shredd envelope or does not open with this context"},
-	{shredd.ErrDiskFull, http.StatusServiceUnavailable, "disk_full", "A disk shredd writes to is full or read-only; nothing was committed: retry later"},
-	{shredd.ErrUnavailable, http.StatusServiceUnavailable, "backend_unavailable", "The key backend is unavailable; nothing was encrypted or decrypted"},
-	{shredd.ErrNoLog, http.StatusConflict, "not_logged", "The forget's events are not in the transparency log"},
-	{translog.ErrNotFound, http.StatusNotFound, "not_found", "Not found"},
-	{translog.ErrFormat, http.StatusBadRequest, "invalid_log_request", "The tile path or tree size is invalid"},
-	{shredd.ErrInvalid, http.StatusBadRequest, "invalid_request", "The request is invalid"},
+	{shredd.ErrShredded, http.StatusGone, "shredded", "A subject of this data was forgotten: the data is cryptographically erased", ""},
+	{shredd.ErrUnknownKind, http.StatusBadRequest, "unknown_kind", "The artifact kind is not registered", ""},
+	{shredd.ErrUnknownParent, http.StatusBadRequest, "unknown_parent", "A parent artifact is not registered", ""},
+	// 409, not 422: the envelope is valid and authentic (it opened); it is
+	// the registry's state that conflicts with it, and the same request
+	// succeeds once an operator registered the artifact again. Not 404 or
+	// 410: nothing was erased, and the client must not drop the data.
+	{shredd.ErrUnknownArtifact, http.StatusConflict, "unknown_artifact", "The registry does not know this artifact",
+		"the database is probably older than the ciphertext (restored from a backup taken before it was sealed); " +
+			"an operator can register the artifact again from its envelope: shredd reregister (POST /v1/artifacts/reregister)"},
+	{shredd.ErrNotFound, http.StatusNotFound, "not_found", "Not found", ""},
+	{shredd.ErrForbidden, http.StatusForbidden, "wrong_holder", "The token acts for another holder", ""},
+	{shredd.ErrConflict, http.StatusConflict, "conflict", "The request contradicts what is registered", ""},
+	{shredd.ErrNotErased, http.StatusConflict, "not_erased", "The forget is not erased: its conditions are not all proven", ""},
+	{shredd.ErrSignature, http.StatusBadRequest, "invalid_signature", "The signature does not verify under the holder's key", ""},
+	{shredd.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large", "A limit was exceeded", ""},
+	{shredd.ErrEnvelope, http.StatusUnprocessableEntity, "invalid_envelope", "The ciphertext is not a valid shredd envelope or does not open with this context", ""},
+	{shredd.ErrUnavailable, http.StatusServiceUnavailable, "backend_unavailable", "The key backend is unavailable; nothing was encrypted or decrypted", ""},
+	{shredd.ErrDiskFull, http.StatusServiceUnavailable, "disk_full", "A disk shredd writes to is full or read-only; nothing was committed: retry later", ""},
+	{storage.ErrDiskFull, http.StatusServiceUnavailable, "disk_full", "A disk shredd writes to is full or read-only; nothing was committed: retry later", ""},
+	{shredd.ErrNoLog, http.StatusConflict, "not_logged", "The forget's events are not in the transparency log", ""},
+	{translog.ErrNotFound, http.StatusNotFound, "not_found", "Not found", ""},
+	{translog.ErrFormat, http.StatusBadRequest, "invalid_log_request", "The tile path or tree size is invalid", ""},
+	{shredd.ErrInvalid, http.StatusBadRequest, "invalid_request", "The request is invalid", ""},
 }
+
+// retryAfter is the Retry-After of every 503 answer, in seconds.
+const retryAfter = "5"
 
 // problemError is an error the handlers raise with its own status and code.
 type problemError struct {
@@ -91,7 +104,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	p.Type = "urn:shredd:problem:" + p.Code
 	w.Header().Set("Content-Type", "application/problem+json")
 	if p.Status == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", "5")
+		// Every 503 is worth a retry (a backend back, space freed): say
+		// when.
+		w.Header().Set("Retry-After", retryAfter)
 	}
 	w.WriteHeader(p.Status)
 	_ = json.NewEncoder(w).Encode(p)

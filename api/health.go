@@ -3,10 +3,15 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/shredd/shredd/storage"
 )
 
 // readyTimeout bounds each probe of GET /readyz, so that a database whose
@@ -21,16 +26,34 @@ func (s *Server) livez(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
 }
 
-// readyz answers GET /readyz: 200 only when the database accepts a write
-// and the root store answers, else 503 not_ready naming the parts that
-// failed (their errors go to the log, never to the client). Both parts are
-// probed every time, so that the answer names all that failed.
+// readyz answers GET /readyz: 200 only when the database accepts a write,
+// the root store answers and every disk of Config.Disks takes a file
+// (diskProbe), else 503 not_ready naming the parts that failed (their
+// errors go to the log, never to the client). Every part is probed every
+// time, so that the answer names all that failed; a disk's probe result is
+// reused for diskProbeTTL, so that /readyz cannot be used to hammer the
+// disks.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	var failed []string
 	if err := s.probeDB(r.Context()); err != nil {
-		failed = append(failed, "database: does not accept a write")
+		what := "database: does not accept a write"
+		if storage.DiskFull(err) {
+			what += " (its disk is full or read-only)"
+		}
+		failed = append(failed, what)
 		s.log.LogAttrs(r.Context(), slog.LevelError, "not ready", slog.String("request_id", requestID(r.Context())),
 			slog.String("part", "database"), slog.String("error", err.Error()))
+	}
+	disks := map[string]string{}
+	for _, d := range s.disks {
+		if err := d.probe.run(); err != nil {
+			disks[d.name] = "failed"
+			failed = append(failed, "disk "+d.name+": cannot write a file (full or read-only)")
+			s.log.LogAttrs(r.Context(), slog.LevelError, "not ready", slog.String("request_id", requestID(r.Context())),
+				slog.String("part", "disk "+d.name), slog.String("error", err.Error()))
+			continue
+		}
+		disks[d.name] = "ok"
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	v, err := s.root.Versions(ctx)
@@ -45,7 +68,76 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 			detail: strings.Join(failed, "; ")})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "database": "ok", "root_store": s.root.Kind(), "root_version": v.Latest})
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "database": "ok", "root_store": s.root.Kind(), "root_version": v.Latest,
+		"disks": disks})
+}
+
+// Disk is a directory shredd must be able to write to, probed by GET
+// /readyz under its Name: "data" (the data directory), "ledger" (the
+// forget ledger's directory), "backups" (--backup-dir).
+type Disk struct {
+	Name string
+	Dir  string
+}
+
+// diskCheck is one disk of Config.Disks: its name and its directory's
+// probe.
+type diskCheck struct {
+	name  string
+	probe *diskProbe
+}
+
+// diskProbeTTL is how long a disk's probe result is reused.
+const diskProbeTTL = time.Second
+
+// diskProbe probes one disk: it creates a file in the directory, writes a
+// block to it, fsyncs and removes it. A full disk (ENOSPC, EDQUOT) or a
+// read-only one (EROFS) fails it; a database write alone would not show a
+// full disk while SQLite reuses the pages of its WAL, and the forget
+// ledger or the backups may be on another volume.
+type diskProbe struct {
+	dir string
+	now func() time.Time
+
+	mu  sync.Mutex // one probe at a time; the others wait for its result
+	at  time.Time  // when err was found; zero: never probed
+	err error
+}
+
+// probeBlock is what a probe writes: one block, so that a disk without a
+// free block fails it.
+var probeBlock = make([]byte, 4096)
+
+func (d *diskProbe) run() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if now := d.now(); !d.at.IsZero() && now.Sub(d.at) < diskProbeTTL && now.Sub(d.at) >= 0 {
+		return d.err
+	}
+	d.err = probeDir(d.dir)
+	d.at = d.now()
+	return d.err
+}
+
+// probeDir creates, writes, fsyncs and removes a small file in dir.
+func probeDir(dir string) error {
+	f, err := os.CreateTemp(dir, ".shredd-ready-*")
+	if err != nil {
+		return fmt.Errorf("api: probe disk: %w", err)
+	}
+	name := f.Name()
+	_, werr := f.Write(probeBlock)
+	if werr == nil {
+		werr = f.Sync()
+	}
+	cerr := f.Close()
+	rerr := os.Remove(name)
+	for _, err := range []error{werr, cerr, rerr} {
+		if err != nil {
+			return fmt.Errorf("api: probe disk: %w", err)
+		}
+	}
+	return nil
 }
 
 // errNoDatabase is the probe's error for a Server without a token store.

@@ -4,8 +4,11 @@ import (
 	"context"
 	"net"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shredd/shredd/api"
 	"github.com/shredd/shredd/internal/shreddtest"
@@ -118,5 +121,50 @@ func readOnly(t *testing.T, db *storage.DB) {
 	var n int
 	if err := db.QueryRowContext(context.Background(), `SELECT count(*) FROM tokens`).Scan(&n); err != nil {
 		t.Fatalf("reads fail too: %v", err)
+	}
+}
+
+// TestReadyDisks checks that /readyz probes every disk of Config.Disks with
+// a real file: a directory that cannot take one (here, one that does not
+// exist yet) answers 503 not_ready naming only that disk, with
+// Retry-After; once it can, 200 with every disk ok, and the probes leave
+// no file behind.
+func TestReadyDisks(t *testing.T) {
+	st := shreddtest.New(t, shreddtest.Options{})
+	data, backups := t.TempDir(), t.TempDir()
+	ledger := filepath.Join(t.TempDir(), "ledger")
+	srv := httptest.NewServer(api.New(api.Config{Service: st.Service, Root: st.Root, Tokens: st.Tokens,
+		Disks: []api.Disk{{Name: "data", Dir: data}, {Name: "ledger", Dir: ledger}, {Name: "backups", Dir: backups}}}).Handler())
+	t.Cleanup(srv.Close)
+	e := &env{t: t, srv: srv}
+	r := e.do("GET", "/readyz", "", "Authorization", "")
+	if r.status != 503 || str(r, "code") != "not_ready" || r.header.Get("Retry-After") == "" {
+		t.Fatalf("readyz with a missing ledger directory: %d %v (Retry-After %q)", r.status, r.body, r.header.Get("Retry-After"))
+	}
+	if d := str(r, "detail"); !strings.Contains(d, "disk ledger") || strings.Contains(d, "disk data") || strings.Contains(d, "disk backups") {
+		t.Fatalf("detail %q, want the ledger disk alone", d)
+	}
+	if err := os.Mkdir(ledger, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// The failed probe's result is reused for a second: poll.
+	deadline := time.Now().Add(10 * time.Second)
+	for r.status != 200 {
+		if time.Now().After(deadline) {
+			t.Fatalf("readyz once the ledger directory exists: %d %v", r.status, r.body)
+		}
+		time.Sleep(50 * time.Millisecond)
+		r = e.do("GET", "/readyz", "", "Authorization", "")
+	}
+	disks, _ := r.body["disks"].(map[string]any)
+	for _, n := range []string{"data", "ledger", "backups"} {
+		if disks[n] != "ok" {
+			t.Fatalf("readyz disks %v, want %s ok", disks, n)
+		}
+	}
+	for _, d := range []string{data, ledger, backups} {
+		if left, _ := os.ReadDir(d); len(left) != 0 {
+			t.Fatalf("the probe left %v in %s", left, d)
+		}
 	}
 }

@@ -191,3 +191,38 @@ func BenchmarkRegisterBatch(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecrypt opens 1 KiB records of 256 subjects from many
+// goroutines: the keys come from the cache, the registry is read for the
+// artifact (an unregistered one stays closed), and the leases share group
+// commits (real SQLite, fsync).
+func BenchmarkDecrypt(b *testing.B) {
+	for _, par := range []int{1, 16} {
+		b.Run(fmt.Sprintf("goroutines=%d", par), func(b *testing.B) {
+			s := shreddtest.NewService(b)
+			ctx := context.Background()
+			pt := make([]byte, 1024)
+			var recs []string
+			for i := range 256 {
+				out, err := s.Encrypt(ctx, shredd.Source{Kind: "episodic", Subjects: []string{fmt.Sprint("s", i)}}, pt, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				recs = append(recs, out.Ciphertext)
+			}
+			var n atomic.Int64
+			b.SetParallelism(max(1, par/2))
+			b.SetBytes(1024)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					i := n.Add(1)
+					if _, err := s.Decrypt(ctx, recs[i%256], nil); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}

@@ -957,12 +957,39 @@ func (s *Service) open(ctx context.Context, env *envelope.Envelope, context []by
 		return shredd.Opened{}, fmt.Errorf("sealing: decrypt: %w: %w", shredd.ErrEnvelope, err)
 	}
 	art := shredd.ID(env.Header.Artifact)
+	// The envelope is authentic; the registry must know its artifact too.
+	// One that it does not know was sealed after the backup the database
+	// was restored from: no forget's dry run, cascade or proof can see it,
+	// so it stays closed until it is registered again (Reregister).
+	if err := s.checkRegistered(ctx, art); err != nil {
+		clear(pt)
+		return shredd.Opened{}, err
+	}
 	l, err := s.issueLease(ctx, art, holder, env.Header.Lineage)
 	if err != nil {
 		clear(pt)
 		return shredd.Opened{}, err
 	}
 	return shredd.Opened{Artifact: art, Kind: env.Header.Kind, Plaintext: pt, Lease: l}, nil
+}
+
+// checkRegistered returns an error wrapping shredd.ErrUnknownArtifact when
+// the registry holds no artifact id. Artifacts are never deleted, and an
+// envelope is handed out only once its artifact committed, so the only
+// way to an authentic envelope of an unknown artifact is a database older
+// than the envelope.
+func (s *Service) checkRegistered(ctx context.Context, id shredd.ID) error {
+	var one int
+	err := s.db.QueryRowContext(ctx, `SELECT 1 FROM artifacts WHERE id=?`, id[:]).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("sealing: decrypt: artifact %s: %w: the database is probably older than the ciphertext "+
+			"(restored from a backup taken before it was sealed); an operator can register it again from its envelope "+
+			"(shredd reregister, POST /v1/artifacts/reregister)", id, shredd.ErrUnknownArtifact)
+	}
+	if err != nil {
+		return fmt.Errorf("sealing: decrypt: %w", err)
+	}
+	return nil
 }
 
 // GetArtifact returns a registered artifact.

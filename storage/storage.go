@@ -16,6 +16,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"syscall"
 	"time"
 )
 
@@ -47,6 +48,47 @@ var unavailable []func(error) bool
 // RegisterUnavailable adds an engine's test for errors that say its
 // database is unavailable; backends call it from init.
 func RegisterUnavailable(f func(error) bool) { unavailable = append(unavailable, f) }
+
+// ErrDiskFull means the disk is full or read-only: retry later. It is the
+// database's form of shredd.ErrDiskFull (package storage sits below the
+// root package, which it cannot import); api maps both to 503.
+var ErrDiskFull = errors.New("the disk is full or read-only: retry later")
+
+// DiskFull reports whether err says a disk the database writes to is full
+// or read-only (ErrDiskFull): ENOSPC, EDQUOT or EROFS anywhere in
+// its chain, or what an engine registered (RegisterDiskFull: SQLite's
+// SQLITE_FULL and I/O errors, PostgreSQL's disk_full). Such a write may
+// succeed later, once space is freed: the API answers 503 with
+// Retry-After, not 500.
+func DiskFull(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrDiskFull) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EROFS) {
+		return true
+	}
+	for _, f := range diskFull {
+		if f(err) {
+			return true
+		}
+	}
+	return false
+}
+
+var diskFull []func(error) bool
+
+// RegisterDiskFull adds an engine's test for errors that say its disk is
+// full or read-only; backends call it from init.
+func RegisterDiskFull(f func(error) bool) { diskFull = append(diskFull, f) }
+
+// wrapFull wraps an error that DiskFull recognises in ErrDiskFull,
+// so that callers above test it with errors.Is.
+func wrapFull(err error) error {
+	if err == nil || errors.Is(err, ErrDiskFull) || !DiskFull(err) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrDiskFull, err)
+}
 
 // ErrSchemaTooNew means the database was migrated by a newer release of
 // shredd than this one: opening it could misread what that release wrote.
@@ -199,7 +241,8 @@ func (d *DB) ExecContext(ctx context.Context, query string, args ...any) (sql.Re
 	if !d.lockedExec {
 		ctx, cancel := d.bound(ctx)
 		defer cancel()
-		return d.db.ExecContext(ctx, d.q(query), args...)
+		res, err := d.db.ExecContext(ctx, d.q(query), args...)
+		return res, wrapFull(err)
 	}
 	tx, err := d.BeginTx(ctx, nil)
 	if err != nil {
@@ -234,12 +277,12 @@ func (d *DB) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) {
 	tx, err := d.db.BeginTx(ctx, opts)
 	if err != nil {
 		cancel()
-		return nil, err
+		return nil, wrapFull(err)
 	}
 	if err := d.eng.Begin(ctx, tx); err != nil {
 		tx.Rollback()
 		cancel()
-		return nil, err
+		return nil, wrapFull(err)
 	}
 	return &Tx{tx: tx, d: d, cancel: cancel}, nil
 }
@@ -247,6 +290,7 @@ func (d *DB) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) {
 // Bulk runs fn in one transaction on a connection of its own tuned with o
 // for a bulk load, and commits it when fn returns nil.
 func (d *DB) Bulk(ctx context.Context, o BulkOptions, fn func(*Tx) error) (err error) {
+	defer func() { err = wrapFull(err) }()
 	conn, err := d.db.Conn(ctx)
 	if err != nil {
 		return err
@@ -343,7 +387,8 @@ type Tx struct {
 
 // ExecContext runs a statement in the transaction.
 func (t *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return t.tx.ExecContext(ctx, t.d.q(query), args...)
+	res, err := t.tx.ExecContext(ctx, t.d.q(query), args...)
+	return res, wrapFull(err)
 }
 
 // QueryContext runs a query in the transaction.
@@ -366,7 +411,7 @@ func (t *Tx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error
 func (t *Tx) Commit() error {
 	err := t.tx.Commit()
 	t.release()
-	return err
+	return wrapFull(err)
 }
 
 // Rollback rolls the transaction back; after a Commit it does nothing

@@ -781,3 +781,76 @@ func (c *Client) callRaw(ctx context.Context, path string, h http.Header, body [
 	}
 	return raw, resp.Header, nil
 }
+
+// ReregisterRequest is one envelope to register again after a restore
+// (Reregister): its text form, the context it was sealed with, and the
+// holder to record (optional).
+type ReregisterRequest struct {
+	Ciphertext string
+	Context    []byte
+	Holder     string
+}
+
+type reregisterWire struct {
+	Ciphertext string `json:"ciphertext"`
+	Context    []byte `json:"context,omitempty"`
+	Holder     string `json:"holder,omitempty"`
+}
+
+// Reregistered is the artifact an envelope's authenticated header names,
+// and Status "registered" (written now) or "known" (the registry held it
+// already).
+type Reregistered struct {
+	Artifact    string `json:"artifact"`
+	Kind        string `json:"kind"`
+	LineageSize int    `json:"lineage_size"`
+	Status      string `json:"status"`
+}
+
+// ReregisterResult is the result of one item of Reregister: Err is set
+// when the item was refused (IsShredded(Err) for a lineage that holds a
+// forgotten subject, IsInvalidEnvelope(Err) for an envelope that does not
+// open).
+type ReregisterResult struct {
+	Reregistered
+	Err *Error `json:"error,omitempty"`
+}
+
+// Reregister registers again, in one call of up to MaxBatch envelopes, the
+// artifacts that decrypt answers 409 unknown_artifact for: those sealed
+// after the backup the server's database was restored from (POST
+// /v1/artifacts/reregister, admin scope). The server trusts only each
+// envelope's authenticated header. It returns one result per request, in
+// order; the error is for the call as a whole.
+func (c *Client) Reregister(ctx context.Context, reqs []ReregisterRequest) ([]ReregisterResult, error) {
+	in := struct {
+		BatchInput []reregisterWire `json:"batch_input"`
+	}{make([]reregisterWire, len(reqs))}
+	for i, r := range reqs {
+		in.BatchInput[i] = reregisterWire{Ciphertext: r.Ciphertext, Context: r.Context, Holder: r.Holder}
+	}
+	var out struct {
+		BatchResults []ReregisterResult `json:"batch_results"`
+	}
+	const op = "POST /v1/artifacts/reregister"
+	_, hdr, err := c.call(ctx, http.MethodPost, "/v1/artifacts/reregister", in, &out)
+	if err != nil {
+		return nil, err
+	}
+	if len(out.BatchResults) != len(reqs) {
+		return nil, fmt.Errorf("shredd: %s: %d results for %d items", op, len(out.BatchResults), len(reqs))
+	}
+	for i := range out.BatchResults {
+		itemError(out.BatchResults[i].Err, op, i, hdr)
+	}
+	return out.BatchResults, nil
+}
+
+// IsUnknownArtifact reports whether err is the server's refusal to open a
+// ciphertext whose artifact its registry does not hold (409
+// unknown_artifact): the database is older than the ciphertext, and an
+// operator can register it again (Reregister).
+func IsUnknownArtifact(err error) bool {
+	e, ok := AsError(err)
+	return ok && e.Status == http.StatusConflict && e.Code == "unknown_artifact"
+}

@@ -40,6 +40,7 @@ var commands = []command{
 	{"backup", "[--out FILE | --dir DIR] | list --dir DIR", "an online backup of the database with its manifest; list backups"},
 	{"restore", "BACKUP", "check a backup against its manifest and put it in place of the database (server stopped)"},
 	{"ledger", "check|repair [--accept-loss]", "what of the forget ledger is damaged; repair it (server stopped)"},
+	{"reregister", "[--context STR] [FILE ...]", "register again, from their envelopes, the artifacts a restore lost"},
 	{"verify", "FILE --key PUB.pem --subject ID --salt HEX", "check an attestation or an export offline"},
 	{"witness", "--key FILE --log VKEY --state DIR | keygen", "a witness that cosigns the transparency log's checkpoints (C2SP tlog-witness)"},
 	{"completion", "bash|zsh", "print a shell completion script"},
@@ -139,6 +140,8 @@ func commandHelp(ctx context.Context, cmd string, args []string, w io.Writer, ge
 	case "ledger":
 		fmt.Fprintln(&buf, ledgerUsage)
 		code = exitOK
+	case "reregister":
+		code = reregisterCmd(ctx, []string{"-h"}, strings.NewReader(""), &buf, &buf, getenv)
 	case "verify":
 		code = verifyCmd([]string{"-h"}, &buf, &buf)
 	case "witness":

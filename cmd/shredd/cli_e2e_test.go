@@ -64,6 +64,7 @@ func TestCLIHelp(t *testing.T) {
 		{[]string{"ledger"}, nil},
 		{[]string{"ledger", "check"}, nil},
 		{[]string{"ledger", "repair"}, nil},
+		{[]string{"reregister"}, []string{"-context", "-holder", "-addr"}},
 		{[]string{"completion"}, nil},
 		{[]string{"version"}, nil},
 		{[]string{"help"}, nil},

@@ -6,6 +6,7 @@
 //	shredd keygen [--out DIR]  write an attestation key pair
 //	shredd backup|restore ... an online backup of the database; put one back
 //	shredd ledger check|repair  the forget ledger's damage, and its repair (server stopped)
+//	shredd reregister [FILE...] register again the artifacts a restore lost, from their envelopes
 //	shredd verify FILE ...   check an erasure attestation offline
 //	shredd witness ...       a C2SP tlog-witness that cosigns a log's checkpoints
 //	shredd completion bash|zsh  a shell completion script
@@ -79,6 +80,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 		return restoreCmd(ctx, args, stdout, stderr, getenv)
 	case "ledger":
 		return ledgerCmd(ctx, args, stdout, stderr, getenv)
+	case "reregister":
+		return reregisterCmd(ctx, args, os.Stdin, stdout, stderr, getenv)
 	case "verify":
 		return verifyCmd(args, stdout, stderr)
 	case "witness":

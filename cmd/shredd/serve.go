@@ -19,6 +19,7 @@ import (
 
 	"github.com/shredd/shredd/api"
 	"github.com/shredd/shredd/erasure"
+	"github.com/shredd/shredd/internal/datadir"
 	"github.com/shredd/shredd/internal/netaddr"
 	"github.com/shredd/shredd/internal/node"
 	"github.com/shredd/shredd/keystore"
@@ -375,7 +376,7 @@ func (p *Program) newServer(tlsConfig *tls.Config) *http.Server {
 	metrics := api.NewMetrics(n.Service, n.Keys)
 	metrics.Log = p.Logger
 	h := api.New(api.Config{Service: n.Service, Root: n.Root, Log: p.Logger, Tokens: n.Tokens, Metrics: metrics,
-		AttestationKey: n.AttestationKey, MaxBody: p.MaxBody, MaxRawBody: p.MaxRawBody}).Handler()
+		AttestationKey: n.AttestationKey, MaxBody: p.MaxBody, MaxRawBody: p.MaxRawBody, Disks: p.disks()}).Handler()
 	return &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -386,6 +387,20 @@ func (p *Program) newServer(tlsConfig *tls.Config) *http.Server {
 		ErrorLog:          slog.NewLogLogger(p.Logger.Handler(), slog.LevelWarn),
 		TLSConfig:         tlsConfig,
 	}
+}
+
+// disks are the directories the server writes to, which GET /readyz
+// probes: the data directory, the forget ledger's directory (--forget-ledger
+// may put it on another volume) and --backup-dir when set.
+func (p *Program) disks() []api.Disk {
+	d := []api.Disk{{Name: "data", Dir: p.DataDir}, {Name: "ledger", Dir: filepath.Dir(p.Config.LedgerPath())}}
+	if p.BackupDir != "" {
+		// Made now rather than at the first epoch's backup, so that the
+		// probe finds it; one that cannot be made answers not ready.
+		_ = datadir.Prepare(p.BackupDir)
+		d = append(d, api.Disk{Name: "backups", Dir: p.BackupDir})
+	}
+	return d
 }
 
 // startDebug serves Go's pprof profiles on --debug-addr, when set.

@@ -260,6 +260,12 @@ const OpTimeout = 15 * time.Second
 func (e *engine) OpTimeout() time.Duration { return OpTimeout }
 
 func init() {
+	// disk_full: the server could not extend a file. It also matches
+	// the class 53 test below; this one makes it shredd.ErrDiskFull.
+	storage.RegisterDiskFull(func(err error) bool {
+		var pe *pgconn.PgError
+		return errors.As(err, &pe) && pe.Code == "53100"
+	})
 	storage.RegisterUnavailable(func(err error) bool {
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) {

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/mattn/go-sqlite3" // SQLite driver: the key tree and the registry share one file
@@ -151,6 +152,20 @@ func init() {
 	storage.RegisterUnavailable(func(err error) bool {
 		var se sqlite3.Error
 		return errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)
+	})
+	// A full disk (SQLITE_FULL), a write or sync the OS refused
+	// (SQLITE_IOERR: ENOSPC, EDQUOT or EROFS underneath) or a read-only
+	// file system (SQLITE_READONLY): the write may succeed later.
+	storage.RegisterDiskFull(func(err error) bool {
+		var se sqlite3.Error
+		if !errors.As(err, &se) {
+			return false
+		}
+		switch se.SystemErrno {
+		case syscall.ENOSPC, syscall.EDQUOT, syscall.EROFS:
+			return true
+		}
+		return se.Code == sqlite3.ErrFull || se.Code == sqlite3.ErrIoErr || se.Code == sqlite3.ErrReadonly
 	})
 }
 
