@@ -1,4 +1,8 @@
-package client
+// Package evidence is the Go client's offline verifier of regulator
+// exports (client.Client.Export): the one strict reader of docs/transparency.md
+// (bundle.CheckExport), apart from package client so that the memory
+// writers that link the client do not link the transparency log's code.
+package evidence
 
 import "github.com/shredd/shredd/bundle"
 
@@ -11,7 +15,7 @@ type ExportOptions = bundle.Options
 // ExportReport is what VerifyExport established.
 type ExportReport = bundle.Report
 
-// VerifyExport checks a regulator export (Client.Export) offline, with
+// VerifyExport checks a regulator export (client.Client.Export) offline, with
 // the attestation key file and the log key file obtained from the operator
 // out of band: the same strict reader and the same checks as `shredd
 // verify` (bundle.CheckExport, docs/transparency.md "Reading an export

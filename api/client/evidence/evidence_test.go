@@ -1,4 +1,4 @@
-package client_test
+package evidence_test
 
 import (
 	"encoding/json"
@@ -6,15 +6,15 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/shredd/shredd/api/client"
+	"github.com/shredd/shredd/api/client/evidence"
 	"github.com/shredd/shredd/attest"
 )
 
 // TestVerifyExportCorpus runs every case of the shared corpus
-// (testdata/evidence) through client.VerifyExport: the verdict and the
+// (testdata/evidence) through evidence.VerifyExport: the verdict and the
 // reason code must be the corpus's.
 func TestVerifyExportCorpus(t *testing.T) {
-	dir := "../../testdata/evidence"
+	dir := "../../../testdata/evidence"
 	data, err := os.ReadFile(filepath.Join(dir, "cases.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +40,7 @@ func TestVerifyExportCorpus(t *testing.T) {
 		return b
 	}
 	for _, c := range m.Cases {
-		var opts client.ExportOptions
+		var opts evidence.ExportOptions
 		if c.Subject != nil {
 			opts.Subject = *c.Subject
 			if opts.Salt, err = attest.ParseSalt(*c.Salt); err != nil {
@@ -50,10 +50,10 @@ func TestVerifyExportCorpus(t *testing.T) {
 		if c.Saved != nil {
 			opts.Saved = read(*c.Saved)
 		}
-		_, err := client.VerifyExport(read(c.Export), read(c.Key), read(c.LogKey), opts)
+		_, err := evidence.VerifyExport(read(c.Export), read(c.Key), read(c.LogKey), opts)
 		verdict := map[bool]string{true: "verified", false: "refused"}[err == nil]
-		if verdict != c.Verdict || client.ExportReason(err) != c.Reason {
-			t.Errorf("%s (%s): %s %s, want %s %s (%v)", c.Name, c.About, verdict, client.ExportReason(err), c.Verdict, c.Reason, err)
+		if verdict != c.Verdict || evidence.ExportReason(err) != c.Reason {
+			t.Errorf("%s (%s): %s %s, want %s %s (%v)", c.Name, c.About, verdict, evidence.ExportReason(err), c.Verdict, c.Reason, err)
 		}
 	}
 }
