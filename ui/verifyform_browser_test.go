@@ -200,6 +200,16 @@ func TestVerifyFormWitnesses(t *testing.T) {
 		})
 	}
 
+	// On a phone the witnesses' list fits: nothing scrolls sideways.
+	phone := tab(t, 390, 844)
+	verifyForm(t, phone, page, witnessed, c, map[string]string{"v-witnesses": strings.Join(vkeys, "\n"), "v-witnesses-required": "2"})
+	if eval[int](t, phone, `document.querySelectorAll('#witnesses li[data-witness]').length`) != 3 {
+		t.Error("the phone's verdict lists no witnesses")
+	}
+	noSidewaysScroll(t, phone, "the witnesses of a refused export")
+	run(t, phone, chromedp.ScrollIntoView(chromedp.ID("verdict")))
+	artefact(t, phone, "page-phone-verify-witnesses")
+
 	// Usage errors of the CLI are refusals of the form, before any check.
 	for _, tc := range []struct{ keys, required, want string }{
 		{"", "1", "needs the trusted witnesses' keys"},
