@@ -1,6 +1,6 @@
 // Package ui is shredd's page for auditors and privacy operators, served
 // by shredd itself at /ui/ (docs/ui.md): static files embedded in the
-// binary (HTML, CSS and two scripts, nothing fetched from elsewhere), a
+// binary (HTML, CSS and three scripts, nothing fetched from elsewhere), a
 // read-only client of the /v1 API signed in with an audit token, and an
 // offline verifier of attestations and regulator exports that runs
 // entirely in the browser (static/verify.js: the checks of `shredd

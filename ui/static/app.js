@@ -448,11 +448,13 @@
     ev.preventDefault();
     const verdict = $('verdict');
     verdict.className = 'verdict'; verdict.textContent = 'Checking…'; $('checks').replaceChildren(); $('verify-details').replaceChildren();
+    $('witnesses').replaceChildren(); $('witnesses').hidden = true;
     delete verdict.dataset.verified; delete verdict.dataset.failed; delete verdict.dataset.subject;
     let r;
     try {
       const data = await readFile($('v-file'));
-      const opts = { key: $('v-key').value, logKey: $('v-logkey').value, subject: $('v-subject').value, salt: $('v-salt').value, saved: await readFile($('v-saved')) };
+      const opts = { key: $('v-key').value, logKey: $('v-logkey').value, subject: $('v-subject').value, salt: $('v-salt').value, saved: await readFile($('v-saved')),
+        witnesses: $('v-witnesses').value.split('\n').map((k) => k.trim()).filter((k) => k !== ''), witnessesRequired: $('v-witnesses-required').value };
       r = ShreddVerify.isGzip(data) ? await ShreddVerify.verifyExport(data, opts) : await ShreddVerify.verifyAttestation(data, opts);
     } catch (e) {
       r = { verified: false, failed: 'browser', reason: String(e && e.message), checks: [{ check: 'browser', ok: false, detail: String(e && e.message) }] };
@@ -470,16 +472,37 @@
     else if (r.forget) says = ' forget ' + r.forget + ' is attested erased and every step of it is in log ' + r.origin;
     else says = ' the subject\'s data was ' + (p ? p.claim : 'erased') + ' (forget ' + (p ? p.forget : '?') + ', ' + cliStamp(p && p.timeline && p.timeline.erased) + ')';
     const kids = [el('strong', { text: r.verified ? 'VERIFIED' : 'NOT VERIFIED' }), el('span', { text: says })];
-    // The reason code and the spec section, when the verifier gives them.
-    if (!r.verified && (r.code || r.section)) kids.push(el('span', { class: 'reason-code', text: ' [' + [r.code, r.section].filter(Boolean).join(', ') + ']' }));
+    // The reason code and the section of the spec that defines it
+    // (ShreddVerify.sectionOf).
+    if (!r.verified && r.code) {
+      const section = r.section || ShreddVerify.sectionOf(r.code);
+      kids.push(el('span', { class: 'reason-code', 'data-code': r.code, 'data-section': section, text: ' [' + [r.code, section].filter(Boolean).join(', ') + ']' }));
+    }
     if (r.verified && subjectUnchecked) {
       kids.push(el('p', { class: 'unchecked', text: 'The subject was not checked (no subject id and salt given): this export is shown to be about some subject\'s forget, not about whose.' }));
     }
     verdict.replaceChildren(...kids);
     $('checks').replaceChildren(...checks.map((c) => el('li', { class: c.ok === true ? 'ok' : c.ok === false ? 'bad' : 'skip', 'data-check': c.check },
       el('span', { class: 'mark', text: c.ok === true ? 'ok' : c.ok === false ? 'FAIL' : '–' }), el('span', { class: 'name', text: c.check }), el('span', { class: 'detail', text: c.detail }))));
+    renderWitnesses(r.witnessed);
     renderDetails(r);
   });
+  // renderWitnesses lists each witness given: cosigned (and when), missing
+  // (no cosignature of it on the checkpoint) or invalid (one that does not
+  // verify), and how many were required.
+  function renderWitnesses(w) {
+    const out = $('witnesses');
+    if (!w) { out.replaceChildren(); out.hidden = true; return; }
+    const row = (name, status, cls, detail) => el('li', { class: cls, 'data-witness': name, 'data-status': status },
+      el('span', { class: 'mark', text: status }), el('span', { class: 'name', text: name }), el('span', { class: 'detail', text: detail }));
+    out.replaceChildren(
+      el('li', { class: w.valid.length >= w.required ? 'ok' : 'bad' }, el('span', { class: 'mark', text: w.valid.length + '/' + w.required }),
+        el('span', { class: 'name', text: 'witnesses' }), el('span', { class: 'detail', text: w.valid.length + ' valid cosignatures, ' + w.required + ' required' })),
+      ...w.valid.map((c) => row(c.witness, 'cosigned', 'ok', 'cosigned at ' + c.time)),
+      ...w.missing.map((n) => row(n, 'missing', 'bad', 'no cosignature on the checkpoint')),
+      ...w.invalid.map((n) => row(n, 'invalid', 'bad', 'a cosignature that does not verify')));
+    out.hidden = false;
+  }
 
   route();
 })();

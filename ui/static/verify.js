@@ -11,7 +11,13 @@
 // "checkpoint", "entry entry-3-forget_committed", "entries", "subject",
 // "consistency", "keys"; for an attestation alone the names of `shredd
 // verify`: "envelope", "signature", "statement", "claim", "conditions",
-// "timeline", "key evidence", "holder acks", "residuals", "subject").
+// "timeline", "key evidence", "holder acks", "residuals", "subject"; an
+// export checked with witnesses also "witnesses"). A report that fails
+// carries the spec's reason code (code) and the section of
+// docs/transparency.md that defines it (section, ShreddVerify.sectionOf);
+// an export checked with witnesses (opts.witnesses, opts.witnessesRequired)
+// carries witnessed {required, valid, missing, invalid} once its
+// checkpoint's cosignatures were checked. Witnesses need witness.js.
 (function (global) {
   'use strict';
 
@@ -1097,6 +1103,11 @@
   // opts {key (PEM), subject, salt (hex)}.
   async function verifyAttestation(bytes, opts) {
     const r = report();
+    const given = (x) => x !== undefined && x !== null && String(x).trim() !== '';
+    if (given(opts.witnesses) && (!Array.isArray(opts.witnesses) || opts.witnesses.some(given)) || given(opts.witnessesRequired)) {
+      r.fail('keys', 'witnesses apply to an export\'s checkpoint, not to an attestation file');
+      return finish(r);
+    }
     let pub, salt;
     try { pub = parsePublicKey(toBytes(opts.key) || new Uint8Array()); } catch (e) { r.fail('keys', 'the attestation key: ' + e.message); return finish(r); }
     salt = unhex(String(opts.salt || '').trim());
@@ -1146,11 +1157,13 @@
       const vline = within('the log key', () => checkLogKeyFile(toBytes(opts.logKey) || new Uint8Array()));
       let v;
       try { v = await parseVerifierKey(vline); } catch (e) { if (e instanceof FormatError) refuse('logkey.format', 'the log key: ' + e.message); throw e; }
+      const witnesses = await witnessOpts(opts);
+      if (witnesses.error) { r.fail('keys', witnesses.error); return finish(r); }
       check = 'archive';
       const b = readBundle(bytes);
       r.ok('archive', 'shredd-export-' + b.forget + ': ' + b.entries.length + ' log entries');
       const step = (c) => { check = c; };
-      await checkBundle(b, pub, v, { subject, salt, saved: toBytes(opts.saved) }, r, step);
+      await checkBundle(b, pub, v, { subject, salt, saved: toBytes(opts.saved), witnesses }, r, step);
       if (!equal(b.attestationPub, toBytes(opts.key))) r.skip('keys', 'the archive\'s attestation.pub is not the key given; the given key was used');
       if ((text(b.logKey) || '').trim() !== vline) r.skip('keys', 'the archive\'s log.vkey is not the log key given; the given key was used');
     } catch (e) {
@@ -1158,6 +1171,33 @@
       else throw e;
     }
     return finish(r);
+  }
+  // witnessOpts reads the witnesses of `shredd verify --witness VKEY ...
+  // --witnesses-required K` (cmd/shredd witnessFlags.verifiers): opts
+  // {witnesses (keys, or a text of one key a line), witnessesRequired
+  // (1 to their number; empty: all)}. {keys: [], required: 0} when none
+  // is given; {error} on a malformed key or count, as the CLI's usage
+  // errors.
+  async function witnessOpts(opts) {
+    let keys = opts.witnesses === undefined || opts.witnesses === null ? [] : opts.witnesses;
+    if (typeof keys === 'string') keys = keys.split('\n');
+    keys = keys.map((k) => String(k).trim()).filter((k) => k !== '');
+    const rq = opts.witnessesRequired === undefined || opts.witnessesRequired === null ? '' : String(opts.witnessesRequired).trim();
+    if (keys.length === 0) return rq === '' ? { keys, required: 0 } : { error: 'witnesses required needs the trusted witnesses\' keys' };
+    if (!global.ShreddWitness) return { error: 'witness.js is not loaded: cosignatures cannot be checked' };
+    const seen = new Set();
+    for (const k of keys) {
+      let w;
+      try { w = await global.ShreddWitness.parseWitnessKey(k); } catch (e) { return { error: e.message }; }
+      if (seen.has(w.pub)) return { error: 'witness key ' + w.name + ': the same public key is given twice; each witness counts once' };
+      seen.add(w.pub);
+    }
+    let required = keys.length;
+    if (rq !== '') {
+      required = /^[0-9]+$/.test(rq) ? Number(rq) : NaN;
+      if (!Number.isSafeInteger(required) || required < 1 || required > keys.length) return { error: 'witnesses required ' + rq + ': want 1 to the ' + keys.length + ' witness keys given' };
+    }
+    return { keys, required };
   }
   // within names the file a refusal is about.
   function within(name, f) {
@@ -1196,6 +1236,18 @@
     step('checkpoint');
     const cp = await withinAsync('checkpoint', () => openCheckpoint(b.checkpoint, v, { format: 'checkpoint.format', signature: 'checkpoint.signature', origin: 'checkpoint.origin' }));
     r.ok('checkpoint', 'signed by the log key, origin ' + cp.origin + ', tree size ' + cp.size);
+    if (opts.witnesses && opts.witnesses.keys.length > 0) {
+      // The cosignatures (translog.CheckCosignatures), as `shredd verify
+      // --witness --witnesses-required` checks them.
+      step('witnesses');
+      const w = await global.ShreddWitness.checkCosignatures(b.checkpoint, opts.witnesses.keys, opts.witnesses.required);
+      r.witnessed = { required: opts.witnesses.required, valid: w.valid, missing: w.missing, invalid: w.invalid };
+      if (!w.ok) fail('checkpoint.witnesses', 'checkpoint: ' + w.reason);
+      let line = w.valid.length + ' of ' + opts.witnesses.required + ' required cosignatures valid: ' + w.valid.map((c) => c.witness + ' (' + c.time + ')').join(', ');
+      if (w.missing.length) line += '; none from ' + w.missing.join(', ');
+      if (w.invalid.length) line += '; invalid from ' + w.invalid.join(', ');
+      r.ok('witnesses', line);
+    }
     const events = {};
     const index = new Map();
     const attSHA = hex(await sha256(b.attestation));
@@ -1290,16 +1342,36 @@
     r.statement = st;
   }
 
+  // SECTIONS is where the spec defines each reason code: the rule of
+  // docs/transparency.md §10a ("§10a.2" is its rule 2), or §13 for the
+  // witnesses. The first entry whose code or prefix matches is the one.
+  const SECTIONS = [
+    ['checkpoint.witnesses', '§13'],
+    ['text.', '§10a.1'], ['key.', '§10a.1'], ['logkey.', '§10a.1'],
+    ['gzip.', '§10a.2'], ['tar.', '§10a.3'], ['bundle.', '§10a.4'], ['json.', '§10a.5'],
+    ['envelope.', '§10a.6'], ['statement.', '§10a.6'], ['subject.', '§10a.7'], ['checkpoint.', '§10a.8'],
+    ['proof.', '§10a.9'], ['event.', '§10a.9'], ['entries.', '§10a.10'],
+    ['saved.', '§10a.11'], ['consistency.', '§10a.11'],
+  ];
+  // sectionOf names the spec's section of a reason code, '' for a code of
+  // no section (a check's name, for inputs the verifier could not use).
+  function sectionOf(code) {
+    const c = String(code || '');
+    const hit = SECTIONS.find(([k]) => (k.endsWith('.') ? c.startsWith(k) : c === k));
+    return hit ? 'docs/transparency.md ' + hit[1] : '';
+  }
+
   function finish(r) {
     r.verified = r.failed === '';
     if (r.verified) r.code = 'ok';
     else if (!r.code) r.code = r.failed;
+    r.section = r.verified ? '' : sectionOf(r.code);
     delete r.ok; delete r.skip; delete r.fail;
     return r;
   }
 
   global.ShreddVerify = {
-    verifyExport, verifyAttestation,
+    verifyExport, verifyAttestation, sectionOf,
     // Exposed for the page and its tests.
     isGzip: (b) => b.length >= 2 && b[0] === 0x1f && b[1] === 0x8b,
     parseCheckpointText: (b) => { const t = text(b) || ''; const i = t.indexOf('\n\n'); return parseCheckpoint(i < 0 ? t : t.slice(0, i + 1)); },
