@@ -239,8 +239,10 @@ func TestRestoreRefusesAnotherInstance(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(f.dir, node.DBFile), readFile(t, ob), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// (The secrets' pins in the database catch it first: its subject.key
+	// is not this data directory's.)
 	cli(t, "", nil, nil, "serve", "--data-dir", f.dir, "--addr", "127.0.0.1:0", "--buckets", "4").
-		want(t, 1, "log origin mismatch", "another shredd instance", "put back this instance's database")
+		want(t, 1, "is not the one this database was made with", "Put back the subject.key that goes with this database")
 	// The instance's own backup restores, and the server starts on it.
 	cli(t, "", nil, nil, "restore", "--data-dir", f.dir, f.backup).want(t, 0)
 	s := startServer(t, f.dir, serverOpts{Buckets: 4})

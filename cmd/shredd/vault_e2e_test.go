@@ -678,7 +678,12 @@ func testVaultBackup(t *testing.T) {
 	// wrapped key and her bucket's old key are in it, under a root version
 	// that still exists. This is why a forget is only "committed" until the
 	// epoch.
-	early := startServer(t, copyDir(t, backup), opts)
+	// (As another node: the copy's node.id would name the live node's
+	// ledger head in Vault, and the head check refuses a ledger that lacks
+	// the forget, which is the point of it.)
+	earlyDir := copyDir(t, backup)
+	os.Remove(filepath.Join(earlyDir, node.NodeIDFile))
+	early := startServer(t, earlyDir, opts)
 	for _, rec := range append(slices.Clone(aliceRecs), live...) {
 		early.open(t, rec)
 	}
@@ -702,6 +707,7 @@ func testVaultBackup(t *testing.T) {
 	// everyone (a database backup is restorable only until the next epoch:
 	// --backup-dir takes one after every epoch).
 	restored := copyDir(t, backup)
+	os.Remove(filepath.Join(restored, node.NodeIDFile)) // another node (see early above)
 	args := append([]string{"serve", "--data-dir", restored, "--addr", "127.0.0.1:0", "--buckets", "16"}, opts.Args...)
 	cli(t, "", opts.Env, nil, args...).want(t, 1, "wrapped under root version 1", "backup taken before that epoch")
 

@@ -173,10 +173,18 @@ func plural(n int, one, many string) string {
 // fingerprints are the fingerprints (erasure.Fingerprint) of the secrets
 // the data depends on: pinned in the database (pinSecrets) and in the
 // forget ledger's header.
+//
+// The root's identity is its kind and its key's name, known only once the
+// store has read its key: a Vault root store that did not answer at
+// start-up leaves it empty, and it is then neither compared nor pinned.
 func (s *secrets) fingerprints(root keystore.RootStore) erasure.LedgerFingerprints {
+	var rootFP string
+	if d := root.Describe(); root.Kind() == "local" || d.Name != "" {
+		rootFP = erasure.Fingerprint(erasure.FingerprintRoot, []byte(root.Kind()+"\x00"+d.Name))
+	}
 	return erasure.LedgerFingerprints{
 		SubjectKey:     erasure.Fingerprint(erasure.FingerprintSubjectKey, s.subject),
-		Root:           erasure.Fingerprint(erasure.FingerprintRoot, []byte(root.Kind()+"\x00"+root.Describe().Name)),
+		Root:           rootFP,
 		LogKey:         erasure.Fingerprint(erasure.FingerprintLogKey, []byte(s.logVKey)),
 		AttestationKey: erasure.Fingerprint(erasure.FingerprintAttestationKey, s.att.Public().(ed25519.PublicKey)),
 	}
@@ -212,7 +220,7 @@ func pinSecrets(ctx context.Context, db *storage.DB, dir string, want map[string
 	}
 	for _, name := range []string{SecretFile, AttestationKeyFile, LogKeyFile, "root"} {
 		pinned, ok := have[name]
-		if !ok || pinned == want[name] {
+		if !ok || want[name] == "" || pinned == want[name] {
 			continue
 		}
 		what := filepath.Join(dir, name)
@@ -225,7 +233,7 @@ func pinSecrets(ctx context.Context, db *storage.DB, dir string, want map[string
 	now := time.Now().UnixNano()
 	return db.Bulk(ctx, storage.BulkOptions{}, func(tx *storage.Tx) error {
 		for _, name := range []string{SecretFile, AttestationKeyFile, LogKeyFile, "root"} {
-			if _, ok := have[name]; ok {
+			if _, ok := have[name]; ok || want[name] == "" {
 				continue
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO secrets(name, fingerprint, pinned_at) VALUES (?, ?, ?)`, name, want[name], now); err != nil {

@@ -89,6 +89,12 @@ type Store struct {
 	conf  Config
 	mu    sync.Mutex
 	ready bool
+	// A refused AppRole login is not tried again before loginCooldown:
+	// every call of a store that is not ready logs in, and Vault locks an
+	// AppRole out after a few failed logins (good credentials then fail
+	// too).
+	loginFailed time.Time
+	loginErr    error
 	cfg   KeyConfig
 }
 
@@ -201,9 +207,14 @@ func (s *Store) Check(ctx context.Context) error {
 		return nil
 	}
 	if s.conf.RoleID != "" {
+		if s.loginErr != nil && time.Since(s.loginFailed) < loginCooldown {
+			return s.loginErr
+		}
 		if err := s.appRoleLogin(ctx, s.conf); err != nil {
+			s.loginFailed, s.loginErr = time.Now(), err
 			return err
 		}
+		s.loginErr = nil
 	}
 	_, err := s.readKeyLocked(ctx)
 	if errors.Is(err, keystore.ErrNotFound) {
@@ -218,6 +229,10 @@ func (s *Store) Check(ctx context.Context) error {
 	s.ready = true
 	return nil
 }
+
+// loginCooldown is how long a refused AppRole login is answered again
+// without asking Vault (Check).
+const loginCooldown = 5 * time.Second
 
 func (s *Store) ensure(ctx context.Context) error {
 	s.mu.Lock()
