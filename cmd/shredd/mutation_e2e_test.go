@@ -192,4 +192,3 @@ func mustDo(t *testing.T, s *server, method, path string, body any) reply {
 	}
 	return r
 }
-

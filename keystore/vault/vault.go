@@ -95,7 +95,7 @@ type Store struct {
 	// too).
 	loginFailed time.Time
 	loginErr    error
-	cfg   KeyConfig
+	cfg         KeyConfig
 }
 
 // node is one address of Config.Address: a Vault server, or a node of a
