@@ -222,9 +222,12 @@ func (s *Service) storedSalt(ctx context.Context, subject string, id shredd.ID) 
 
 // stall records why forget id stays where it is: a read-back found a fact
 // its next state asserts untrue. The reason is shown as the pending
-// condition's, until a later attempt succeeds.
-func (s *Service) stall(ctx context.Context, id shredd.ID, why error) error {
-	if _, err := s.db.ExecContext(ctx, `UPDATE forgets SET stall_reason=? WHERE id=?`, stallReason(why), id[:]); err != nil {
+// condition's, until a later attempt succeeds. q is the database, or the
+// transaction that also writes the forget's request.
+func (s *Service) stall(ctx context.Context, q interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}, id shredd.ID, why error) error {
+	if _, err := q.ExecContext(ctx, `UPDATE forgets SET stall_reason=? WHERE id=?`, stallReason(why), id[:]); err != nil {
 		return fmt.Errorf("erasure: forget: %w", err)
 	}
 	return nil
@@ -291,8 +294,8 @@ func (s *Service) commit(ctx context.Context, id shredd.ID, sid envelope.SID, re
 		if err := insert(stx); err != nil {
 			return err
 		}
-		if _, err := stx.ExecContext(ctx, `UPDATE forgets SET stall_reason=? WHERE id=?`, stallReason(rb), id[:]); err != nil {
-			return fmt.Errorf("erasure: forget: %w", err)
+		if err := s.stall(ctx, stx, id, rb); err != nil {
+			return err
 		}
 		if err := stx.Commit(); err != nil {
 			return fmt.Errorf("erasure: forget: %w", err)
@@ -457,11 +460,11 @@ func (s *Service) reconcileLocked(ctx context.Context) error {
 			if err := s.keys.DestroySubject(ctx, r.sid); err != nil {
 				return mapKeyErr(err)
 			}
-			if rb := s.keys.CheckShredded(ctx, r.sid, shredd.Epoch{}, keystore.Versions{}); rb != nil {
+			if rb := s.readBackKeys(ctx, r); rb != nil {
 				if !errors.Is(rb, keystore.ErrReadBack) {
 					return mapKeyErr(rb)
 				}
-				if err := s.stall(ctx, r.id, rb); err != nil {
+				if err := s.stall(ctx, s.db, r.id, rb); err != nil {
 					return err
 				}
 				continue
@@ -528,7 +531,7 @@ func (s *Service) advanceShredded(ctx context.Context) error {
 			if !errors.Is(rb, keystore.ErrReadBack) {
 				return mapKeyErr(rb)
 			}
-			if err := s.stall(ctx, r.id, rb); err != nil {
+			if err := s.stall(ctx, s.db, r.id, rb); err != nil {
 				return err
 			}
 			continue

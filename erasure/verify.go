@@ -252,7 +252,7 @@ func (s *Service) verifyRow(ctx context.Context, r forgetRow) error {
 		if !errors.Is(rb, keystore.ErrReadBack) {
 			return mapKeyErr(rb)
 		}
-		return s.stall(ctx, r.id, rb)
+		return s.stall(ctx, s.db, r.id, rb)
 	}
 	// The verification that proved the erasure is kept with it: the view and
 	// the attestation of an erased forget show that evidence, not a later
