@@ -16,8 +16,8 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/shredd/shredd/api"
-	"github.com/shredd/shredd/internal/shreddtest"
 	"github.com/shredd/shredd/sealing"
+	"github.com/shredd/shredd/testkit/shreddtest"
 )
 
 const token = "shredd_test-token"

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/shredd/shredd/api"
-	"github.com/shredd/shredd/internal/shreddtest"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/vault"
 	"github.com/shredd/shredd/storage"
+	"github.com/shredd/shredd/testkit/shreddtest"
 )
 
 // healthEnv is a server over real SQLite files whose handler probes root (the

@@ -25,11 +25,11 @@ import (
 
 	"github.com/shredd/shredd/api"
 	"github.com/shredd/shredd/erasure"
-	"github.com/shredd/shredd/internal/shreddtest"
-	"github.com/shredd/shredd/internal/vaulttest"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/vault"
 	"github.com/shredd/shredd/sealing"
+	"github.com/shredd/shredd/testkit/shreddtest"
+	"github.com/shredd/shredd/testkit/vaulttest"
 )
 
 // testClock is a clock the tests move forward.

@@ -15,9 +15,9 @@ import (
 	"github.com/shredd/shredd/bundle"
 	"github.com/shredd/shredd/envelope"
 	"github.com/shredd/shredd/erasure"
-	"github.com/shredd/shredd/internal/shreddtest"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/sealing"
+	"github.com/shredd/shredd/testkit/shreddtest"
 	"github.com/shredd/shredd/translog"
 )
 

@@ -15,10 +15,10 @@ import (
 
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/erasure"
-	"github.com/shredd/shredd/internal/shreddtest"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
 	"github.com/shredd/shredd/sealing"
+	"github.com/shredd/shredd/testkit/shreddtest"
 )
 
 const slot = "0123456789abcdef"

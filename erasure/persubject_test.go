@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/shredd/shredd"
-	"github.com/shredd/shredd/internal/shreddtest"
-	"github.com/shredd/shredd/internal/vaulttest"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/vault"
+	"github.com/shredd/shredd/testkit/shreddtest"
+	"github.com/shredd/shredd/testkit/vaulttest"
 )
 
 // TestPerSubjectStory runs the lineage story with one Vault Transit key per

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/shredd/shredd"
-	"github.com/shredd/shredd/internal/shreddtest"
+	"github.com/shredd/shredd/testkit/shreddtest"
 )
 
 // TestPreview checks the dry run: direct, derived by hops, collateral and

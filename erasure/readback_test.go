@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/shredd/shredd"
-	"github.com/shredd/shredd/internal/shreddtest"
 	"github.com/shredd/shredd/storage"
+	"github.com/shredd/shredd/testkit/shreddtest"
 )
 
 // plantIgnore plants, in the live database, a trigger that silently skips

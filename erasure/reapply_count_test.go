@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/shredd/shredd/erasure"
-	"github.com/shredd/shredd/internal/shreddtest"
+	"github.com/shredd/shredd/testkit/shreddtest"
 )
 
 // TestReconcileCountsOnlyReapplied: a ledger forget whose subject the

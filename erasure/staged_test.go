@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/shredd/shredd"
-	"github.com/shredd/shredd/internal/shreddtest"
+	"github.com/shredd/shredd/testkit/shreddtest"
 )
 
 // Registrations stage their lineage (sealing.Service.Settle); every reader

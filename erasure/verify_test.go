@@ -12,8 +12,8 @@ import (
 
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/erasure"
-	"github.com/shredd/shredd/internal/shreddtest"
 	"github.com/shredd/shredd/keystore/local"
+	"github.com/shredd/shredd/testkit/shreddtest"
 )
 
 // onClock returns o with c as the clock of the key tree, the registry and

@@ -23,11 +23,11 @@ import (
 	"time"
 
 	"github.com/shredd/shredd/envelope"
-	"github.com/shredd/shredd/internal/vaulttest"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
 	"github.com/shredd/shredd/keystore/vault"
 	"github.com/shredd/shredd/storage/sqlite"
+	"github.com/shredd/shredd/testkit/vaulttest"
 )
 
 // countingRoot passes every call through to a real root store and counts the

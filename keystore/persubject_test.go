@@ -11,11 +11,11 @@ import (
 
 	vaultapi "github.com/hashicorp/vault/api"
 
-	"github.com/shredd/shredd/internal/vaulttest"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/vault"
 	"github.com/shredd/shredd/storage"
 	"github.com/shredd/shredd/storage/sqlite"
+	"github.com/shredd/shredd/testkit/vaulttest"
 )
 
 func openPerSubject(t *testing.T, dir string, vs *vault.Store) (*keystore.Store, *storage.DB) {

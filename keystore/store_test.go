@@ -14,12 +14,12 @@ import (
 	"time"
 
 	"github.com/shredd/shredd/envelope"
-	"github.com/shredd/shredd/internal/vaulttest"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
 	"github.com/shredd/shredd/keystore/vault"
 	"github.com/shredd/shredd/storage"
 	"github.com/shredd/shredd/storage/sqlite"
+	"github.com/shredd/shredd/testkit/vaulttest"
 )
 
 // rootFunc opens the root store for a data directory.

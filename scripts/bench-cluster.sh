@@ -77,7 +77,7 @@ shredd="$work/bin/shredd"
 bench="$work/bin/shredd-bench"
 
 # --- PostgreSQL ------------------------------------------------------------
-# The settings of storage/postgres/pgtest (durable commits: fsync and
+# The settings of testkit/pgtest (durable commits: fsync and
 # synchronous_commit on), with a larger shared_buffers for the scale run.
 mkdir -p "$work/pg"
 if [ "$(id -u)" = 0 ]; then

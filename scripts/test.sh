@@ -5,9 +5,9 @@
 # is missing (PostgreSQL 15, Chromium, Python's cryptography), then go vet
 # and every package's tests with the race detector, against real SQLite
 # files, a real PostgreSQL server, real Vault servers on 127.0.0.1 (started
-# and stopped by the tests themselves, see internal/vaulttest and
-# storage/postgres/pgtest), a real headless Chromium and the real shredd
-# binary on 127.0.0.1; then the packages built on internal/shreddtest once
+# and stopped by the tests themselves, see testkit/vaulttest and
+# testkit/pgtest), a real headless Chromium and the real shredd
+# binary on 127.0.0.1; then the packages built on testkit/shreddtest once
 # more on PostgreSQL; then the TypeScript client, the LangGraph.js adapter
 # (with LangGraph's checkpoint-saver conformance suite over an in-memory and
 # a PostgreSQL saver) and its example, from the committed lockfiles (npm ci);
@@ -31,7 +31,7 @@ done
 if [ -n "$missing" ]; then
   apt_install openssl jq xxd coreutils python3 zsh
 fi
-# PostgreSQL 15's server binaries (storage/postgres/pgtest starts its own
+# PostgreSQL 15's server binaries (testkit/pgtest starts its own
 # server from them, as the user postgres).
 export SHREDD_PG_BIN=${SHREDD_PG_BIN:-/usr/lib/postgresql/15/bin}
 if [ ! -x "$SHREDD_PG_BIN/postgres" ]; then

@@ -11,7 +11,7 @@ import (
 
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/erasure"
-	"github.com/shredd/shredd/internal/shreddtest"
+	"github.com/shredd/shredd/testkit/shreddtest"
 )
 
 // BenchmarkEncrypt seals 1 KiB records of 256 subjects from many

@@ -9,7 +9,7 @@ import (
 
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/envelope"
-	"github.com/shredd/shredd/internal/shreddtest"
+	"github.com/shredd/shredd/testkit/shreddtest"
 )
 
 // unregister deletes an artifact's rows from the registry of a real

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/shredd/shredd"
-	"github.com/shredd/shredd/internal/shreddtest"
 	"github.com/shredd/shredd/sealing"
+	"github.com/shredd/shredd/testkit/shreddtest"
 )
 
 func TestLineageAndForget(t *testing.T) {

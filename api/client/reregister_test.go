@@ -7,7 +7,7 @@ import (
 
 	"github.com/shredd/shredd/api"
 	"github.com/shredd/shredd/api/client"
-	"github.com/shredd/shredd/internal/shreddtest"
+	"github.com/shredd/shredd/testkit/shreddtest"
 )
 
 // TestReregister checks the client's side of the restore repair against a

@@ -31,8 +31,8 @@ import (
 	"time"
 
 	"github.com/shredd/shredd/api/client"
+	"github.com/shredd/shredd/cmd/shredd/node"
 	"github.com/shredd/shredd/internal/netaddr"
-	"github.com/shredd/shredd/internal/node"
 )
 
 // Operations of `shredd-bench`.

@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shredd/shredd/internal/node"
-	"github.com/shredd/shredd/internal/testbin"
-	"github.com/shredd/shredd/internal/vaulttest"
-	"github.com/shredd/shredd/storage/postgres/pgtest"
+	"github.com/shredd/shredd/cmd/shredd/node"
+	"github.com/shredd/shredd/testkit/pgtest"
+	"github.com/shredd/shredd/testkit/testbin"
+	"github.com/shredd/shredd/testkit/vaulttest"
 )
 
 func TestMain(m *testing.M) {

@@ -19,7 +19,7 @@ import (
 
 	"github.com/shredd/shredd/attest"
 
-	"github.com/shredd/shredd/internal/node"
+	"github.com/shredd/shredd/cmd/shredd/node"
 )
 
 // e2eKey is the fixed, test-only attestation key of these tests.

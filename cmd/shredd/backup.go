@@ -20,9 +20,9 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/shredd/shredd/cmd/shredd/node"
 	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/internal/datadir"
-	"github.com/shredd/shredd/internal/node"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
 	"github.com/shredd/shredd/storage"

@@ -21,7 +21,7 @@ import (
 
 	"github.com/shredd/shredd/api"
 	"github.com/shredd/shredd/api/client"
-	"github.com/shredd/shredd/internal/node"
+	"github.com/shredd/shredd/cmd/shredd/node"
 )
 
 // Exit codes of the client subcommands. A script tells erased data (3) from

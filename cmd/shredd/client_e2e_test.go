@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shredd/shredd/internal/testbin"
+	"github.com/shredd/shredd/testkit/testbin"
 )
 
 // cliRun is one run of a client subcommand of the real binary.

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shredd/shredd/internal/node"
+	"github.com/shredd/shredd/cmd/shredd/node"
 	"github.com/shredd/shredd/storage/postgres"
-	"github.com/shredd/shredd/storage/postgres/pgtest"
+	"github.com/shredd/shredd/testkit/pgtest"
 	"github.com/shredd/shredd/translog"
 )
 

@@ -27,7 +27,7 @@ import (
 
 	"github.com/shredd/shredd/translog"
 
-	"github.com/shredd/shredd/internal/node"
+	"github.com/shredd/shredd/cmd/shredd/node"
 )
 
 // crashDrive is what makes the server reach a step.

@@ -22,8 +22,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shredd/shredd/internal/testbin"
-	"github.com/shredd/shredd/storage/postgres/pgtest"
+	"github.com/shredd/shredd/testkit/pgtest"
+	"github.com/shredd/shredd/testkit/testbin"
 )
 
 // scratchDir holds what outlives one test (the export story's data dir);

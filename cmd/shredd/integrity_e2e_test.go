@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/shredd/shredd/internal/node"
+	"github.com/shredd/shredd/cmd/shredd/node"
 )
 
 // dirState is every file of a data directory (but its lock) with its

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/shredd/shredd/attest"
-	"github.com/shredd/shredd/internal/node"
+	"github.com/shredd/shredd/cmd/shredd/node"
 )
 
 // maxKeyFile bounds what is read from a key file.

@@ -17,8 +17,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/shredd/shredd/internal/node"
-	"github.com/shredd/shredd/storage/postgres/pgtest"
+	"github.com/shredd/shredd/cmd/shredd/node"
+	"github.com/shredd/shredd/testkit/pgtest"
 )
 
 // ledgerLines returns the ledger file's lines, each with its newline.

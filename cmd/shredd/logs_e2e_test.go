@@ -19,7 +19,7 @@ import (
 
 	"github.com/shredd/shredd/sealing"
 
-	"github.com/shredd/shredd/internal/node"
+	"github.com/shredd/shredd/cmd/shredd/node"
 )
 
 // rawCall sends body as it is (not re-encoded) with the given content type

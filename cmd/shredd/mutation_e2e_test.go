@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shredd/shredd/internal/node"
+	"github.com/shredd/shredd/cmd/shredd/node"
 )
 
 // plantSQL runs statements on a stopped data directory's database.

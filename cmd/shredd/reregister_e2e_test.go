@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shredd/shredd/storage/postgres/pgtest"
+	"github.com/shredd/shredd/testkit/pgtest"
 )
 
 // reregisterOut is one line that shredd reregister prints.

@@ -14,9 +14,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/shredd/shredd/internal/node"
-	"github.com/shredd/shredd/storage/postgres/pgtest"
+	"github.com/shredd/shredd/cmd/shredd/node"
 	"github.com/shredd/shredd/storage/sqlite"
+	"github.com/shredd/shredd/testkit/pgtest"
 )
 
 // keepKeysTrigger is route 2 of issue 23: one statement that makes every

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shredd/shredd/internal/node"
+	"github.com/shredd/shredd/cmd/shredd/node"
 )
 
 // waitBackups waits until dir holds n backups and returns them, oldest

@@ -18,10 +18,10 @@ import (
 	"time"
 
 	"github.com/shredd/shredd/api"
+	"github.com/shredd/shredd/cmd/shredd/node"
 	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/internal/datadir"
 	"github.com/shredd/shredd/internal/netaddr"
-	"github.com/shredd/shredd/internal/node"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
 	"github.com/shredd/shredd/keystore/vault"

@@ -33,7 +33,7 @@ import (
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/erasure"
 
-	"github.com/shredd/shredd/internal/node"
+	"github.com/shredd/shredd/cmd/shredd/node"
 )
 
 const (

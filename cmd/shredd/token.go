@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/shredd/shredd/api"
-	"github.com/shredd/shredd/internal/node"
+	"github.com/shredd/shredd/cmd/shredd/node"
 )
 
 // tokenCmd runs `shredd token create|list|revoke`, working on the data

@@ -40,7 +40,7 @@ import (
 	"github.com/shredd/shredd/sealing"
 	"github.com/shredd/shredd/translog"
 
-	"github.com/shredd/shredd/internal/node"
+	"github.com/shredd/shredd/cmd/shredd/node"
 )
 
 // The subjects and data of the export story.

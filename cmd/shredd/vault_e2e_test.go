@@ -23,10 +23,10 @@ import (
 
 	vaultapi "github.com/hashicorp/vault/api"
 
-	"github.com/shredd/shredd/internal/vaulttest"
 	"github.com/shredd/shredd/keystore/vault"
+	"github.com/shredd/shredd/testkit/vaulttest"
 
-	"github.com/shredd/shredd/internal/node"
+	"github.com/shredd/shredd/cmd/shredd/node"
 )
 
 // newVault starts a persistent Vault for one test and shows its log when

@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shredd/shredd/internal/node"
-	"github.com/shredd/shredd/internal/vaulttest"
+	"github.com/shredd/shredd/cmd/shredd/node"
 	"github.com/shredd/shredd/storage/sqlite"
+	"github.com/shredd/shredd/testkit/vaulttest"
 )
 
 // newCluster starts a 3-node Vault cluster and shows its nodes' logs when

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/shredd/shredd/attest"
-	"github.com/shredd/shredd/internal/node"
+	"github.com/shredd/shredd/cmd/shredd/node"
 )
 
 // verifyCmd runs `shredd verify FILE --key PUB.pem --subject ID --salt HEX`:

@@ -23,8 +23,8 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
-	"github.com/shredd/shredd/internal/node"
-	"github.com/shredd/shredd/internal/testbin"
+	"github.com/shredd/shredd/cmd/shredd/node"
+	"github.com/shredd/shredd/testkit/testbin"
 	"github.com/shredd/shredd/translog"
 )
 

@@ -17,9 +17,9 @@ import (
 
 	vaultapi "github.com/hashicorp/vault/api"
 
-	"github.com/shredd/shredd/internal/vaulttest"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/vault"
+	"github.com/shredd/shredd/testkit/vaulttest"
 )
 
 // roundTrip wraps a fresh key and unwraps it again.

@@ -24,11 +24,11 @@ import (
 
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/envelope"
-	"github.com/shredd/shredd/internal/vaulttest"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/roottest"
 	"github.com/shredd/shredd/keystore/vault"
 	"github.com/shredd/shredd/storage/sqlite"
+	"github.com/shredd/shredd/testkit/vaulttest"
 )
 
 // clusterAddrs lists the nodes of c in the given order, comma-separated, as

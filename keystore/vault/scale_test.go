@@ -54,8 +54,8 @@ import (
 	"time"
 
 	"github.com/shredd/shredd/envelope"
-	"github.com/shredd/shredd/internal/vaulttest"
 	"github.com/shredd/shredd/keystore/vault"
+	"github.com/shredd/shredd/testkit/vaulttest"
 )
 
 var (

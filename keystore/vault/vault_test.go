@@ -11,10 +11,10 @@ import (
 
 	vaultapi "github.com/hashicorp/vault/api"
 
-	"github.com/shredd/shredd/internal/vaulttest"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/roottest"
 	"github.com/shredd/shredd/keystore/vault"
+	"github.com/shredd/shredd/testkit/vaulttest"
 )
 
 var keySeq atomic.Int64

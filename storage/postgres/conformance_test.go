@@ -8,8 +8,8 @@ import (
 
 	"github.com/shredd/shredd/storage"
 	"github.com/shredd/shredd/storage/postgres"
-	"github.com/shredd/shredd/storage/postgres/pgtest"
 	"github.com/shredd/shredd/storage/storagetest"
+	"github.com/shredd/shredd/testkit/pgtest"
 )
 
 func TestMain(m *testing.M) {
