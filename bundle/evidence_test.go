@@ -10,7 +10,7 @@ import (
 
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/bundle"
-	"github.com/shredd/shredd/bundle/internal/evidence"
+	"github.com/shredd/shredd/testkit/evidence"
 )
 
 const corpusDir = "../testdata/evidence"
@@ -100,7 +100,7 @@ func TestEvidenceCorpusGenerated(t *testing.T) {
 	for name, want := range files {
 		got, err := os.ReadFile(filepath.Join(corpusDir, filepath.FromSlash(name)))
 		if err != nil {
-			t.Errorf("%s: %v (run go run ./bundle/internal/evidence/gen)", name, err)
+			t.Errorf("%s: %v (run go run ./testkit/evidence/gen)", name, err)
 			continue
 		}
 		if !bytes.Equal(got, want) {

@@ -14,7 +14,7 @@
 // Open, in envelope.go).
 package envelope
 
-//go:generate go run ./internal/vectorgen -out testdata/vectors
+//go:generate go run ../testkit/vectorgen -out testdata/vectors
 
 import (
 	"bytes"

@@ -25,7 +25,7 @@ func TestCommittedVectors(t *testing.T) {
 		generated[f.name] = true
 		got, err := os.ReadFile(filepath.Join(committed, f.name))
 		if err != nil {
-			t.Errorf("%s: %v (a new vector? run: go run ./envelope/internal/vectorgen -out envelope/testdata/vectors)", f.name, err)
+			t.Errorf("%s: %v (a new vector? run: go run ./testkit/vectorgen -out envelope/testdata/vectors)", f.name, err)
 			continue
 		}
 		if !bytes.Equal(got, f.data) {

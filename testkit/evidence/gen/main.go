@@ -1,7 +1,7 @@
 // Command gen writes the shared corpus of evidence cases to
 // testdata/evidence (run from the repository root):
 //
-//	go run ./bundle/internal/evidence/gen
+//	go run ./testkit/evidence/gen
 //
 // The corpus is append-only: add cases at the end of evidence.Cases,
 // never change a published one.
@@ -12,7 +12,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/shredd/shredd/bundle/internal/evidence"
+	"github.com/shredd/shredd/testkit/evidence"
 )
 
 func main() {

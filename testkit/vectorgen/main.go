@@ -1,7 +1,7 @@
 // Command vectorgen writes the known-answer test vectors of the envelope
 // format, version 1 (docs/envelope.md, "Test vectors"):
 //
-//	go run ./envelope/internal/vectorgen -out envelope/testdata/vectors
+//	go run ./testkit/vectorgen -out envelope/testdata/vectors
 //
 // Vectors are append-only: once released, a vector never changes and is
 // never removed. vectorgen writes the vectors that do not exist yet, leaves
