@@ -10,7 +10,7 @@ import (
 )
 
 // committed is the directory of the released vectors, from this package.
-const committed = "../../testdata/vectors"
+const committed = "../../envelope/testdata/vectors"
 
 // TestCommittedVectors checks that the generator reproduces every committed
 // vector byte for byte, and that every committed vector is still generated:
