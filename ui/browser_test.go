@@ -397,8 +397,7 @@ func TestOperatorViews(t *testing.T) {
 		t.Errorf("the token is not (only) in session storage: %s", where)
 	}
 
-	var w *world
-	w = newWorld(t, s, func(w *world) {
+	w := newWorld(t, s, func(w *world) {
 		row := fmt.Sprintf(`document.querySelector('tr[data-forget="%s"]')`, w.alice)
 		waitFor(t, ctx, row+` && `+row+`.dataset.state === 'committed'`, 15*time.Second)
 		waitFor(t, ctx, `document.querySelector('.count[data-state=committed] .n').textContent === '2'`, 15*time.Second)
@@ -642,14 +641,14 @@ func proofHashLines(p []byte) []string {
 
 // verifyCase is one row of the table that drives both verifiers.
 type verifyCase struct {
-	name                     string
-	file                     string // an export (.tar.gz) or an attestation
-	key, logKey, saved       string // files; saved "" for none
-	subject, salt            string
-	verified                 bool
-	cli                      []string // in the output of shredd verify
-	check                    string   // the check the page names as failed
-	attestationOnly, noSaved bool
+	name               string
+	file               string // an export (.tar.gz) or an attestation
+	key, logKey, saved string // files; saved "" for none
+	subject, salt      string
+	verified           bool
+	cli                []string // in the output of shredd verify
+	check              string   // the check the page names as failed
+	attestationOnly    bool
 }
 
 // verifyCases builds the table: the examples of docs/examples, and a copy

@@ -242,7 +242,7 @@ type decryptWire struct {
 }
 
 func (r DecryptRequest) wire() decryptWire {
-	return decryptWire{Ciphertext: r.Ciphertext, Context: r.Context, Holder: r.Holder}
+	return decryptWire(r)
 }
 
 // Lease records that an artifact's plaintext was handed to a holder, until
@@ -827,7 +827,7 @@ func (c *Client) Reregister(ctx context.Context, reqs []ReregisterRequest) ([]Re
 		BatchInput []reregisterWire `json:"batch_input"`
 	}{make([]reregisterWire, len(reqs))}
 	for i, r := range reqs {
-		in.BatchInput[i] = reregisterWire{Ciphertext: r.Ciphertext, Context: r.Context, Holder: r.Holder}
+		in.BatchInput[i] = reregisterWire(r)
 	}
 	var out struct {
 		BatchResults []ReregisterResult `json:"batch_results"`

@@ -144,7 +144,6 @@ type crashWorld struct {
 	forgets     []string // acknowledged forget ids
 	checkpoints [][]byte // signed checkpoints handed out
 	vkey        note.Verifier
-	tokens      int // tokens acknowledged (admin included)
 }
 
 // saveCheckpoint fetches and keeps the current checkpoint.
@@ -519,7 +518,6 @@ func TestCrashSoak(t *testing.T) {
 	s.stop()
 
 	type subj struct {
-		recs      []int // indexes into all
 		forgotten bool
 	}
 	var all []record

@@ -284,8 +284,8 @@ func (g *gen) gzipCases() {
 		return append([]byte{0x1f, 0x8b, 8, 8, 0, 0, 0, 0, 0, 0xff}, "export.tar"...)
 	})
 	add("gzip-reserved-block", "a deflate block of the reserved type 3", "gzip.deflate", func(t, gz []byte) []byte { gz[10] = 0x07; return gz })
-	add("gzip-stored-nlen", "a stored block whose NLEN is not the complement of LEN", "gzip.deflate", func(t, gz []byte) []byte {
-		gz = gzipStored(t, 0)
+	add("gzip-stored-nlen", "a stored block whose NLEN is not the complement of LEN", "gzip.deflate", func(t, _ []byte) []byte {
+		gz := gzipStored(t, 0)
 		gz[13] ^= 1
 		return gz
 	})
