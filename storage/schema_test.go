@@ -2,10 +2,14 @@ package storage_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/shredd/shredd/storage"
+	"github.com/shredd/shredd/storage/storagetest"
 )
 
 // TestNormalizeSQL: statements that differ only in whitespace, comments or
@@ -50,4 +54,28 @@ func TestCompareSchema(t *testing.T) {
 			t.Errorf("%v does not say %q", err, w)
 		}
 	}
+}
+
+// TestBackendsTables: both backends' migrations create the same tables
+// and views (storagetest.Tables), so that the conformance suite checks
+// the same list on each.
+func TestBackendsTables(t *testing.T) {
+	var lists [2][]string
+	for i, b := range []string{"sqlite", "postgres"} {
+		names, err := storagetest.Tables(os.DirFS(filepath.Join(b, "migrations")))
+		if err != nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		lists[i] = names
+	}
+	if a, b := strings.Join(lists[0], " "), strings.Join(lists[1], " "); a != b {
+		t.Fatalf("the backends' migrations create different tables and views:\n\tsqlite:   %s\n\tpostgres: %s", a, b)
+	}
+	// The tables every package of shredd reads or writes are among them.
+	for _, want := range []string{"subjects", "forgets", "lineage_all", "secrets", "readiness"} {
+		if !slices.Contains(lists[0], want) {
+			t.Errorf("the migrations do not create %s (parsed %s)", want, strings.Join(lists[0], " "))
+		}
+	}
+	t.Logf("%d tables and views: %s", len(lists[0]), strings.Join(lists[0], " "))
 }

@@ -25,6 +25,7 @@ func TestConformance(t *testing.T) {
 	var mu sync.Mutex
 	dsns := map[string]string{}
 	storagetest.Run(t, storagetest.Backend{
+		Migrations: postgres.Migrations,
 		Open: func(t *testing.T, name string) *storage.DB {
 			mu.Lock()
 			dsn, ok := dsns[name]

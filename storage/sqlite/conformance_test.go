@@ -13,6 +13,7 @@ import (
 func TestConformance(t *testing.T) {
 	dir := t.TempDir()
 	storagetest.Run(t, storagetest.Backend{
+		Migrations: sqlite.Migrations,
 		Open: func(t *testing.T, name string) *storage.DB {
 			db, err := sqlite.Open(filepath.Join(dir, name+".db"))
 			if err != nil {

@@ -10,7 +10,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -19,28 +22,70 @@ import (
 	"github.com/shredd/shredd/storage"
 )
 
-// Tables are the tables shredd's packages read and write: a backend's
-// migrations create every one.
-var Tables = []string{
-	"migrations", "readiness",
-	// keystore
-	"keystore_meta", "buckets", "subjects", "epochs",
-	// sealing
-	"kinds", "artifacts", "lineage", "leases",
-	// erasure
-	"forgets", "holders", "holder_acks", "acked", "inventories",
-	// journal and translog
-	"subject_log", "forget_log", "epoch_log", "log_entries", "log_meta",
-	// api
-	"tokens",
-	// keystore, many nodes
-	"nodes", "evictions",
-	// node: the pinned secrets
-	"secrets",
+// Tables returns the tables and views that the migrations in fsys (a
+// backend's NNNN_name.sql files, at its top) create and leave, sorted:
+// every CREATE TABLE and CREATE VIEW of the files in order, less those a
+// later DROP removes, with ALTER TABLE ... RENAME TO followed. The table
+// migrations (storage.MigrationsTable) is the migrator's, not theirs. The
+// suite derives its list from the files so that a table or view a new
+// migration adds cannot escape it.
+func Tables(fsys fs.FS) ([]string, error) {
+	files, err := fs.Glob(fsys, "*.sql")
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, errors.New("storagetest: no migration files")
+	}
+	sort.Strings(files)
+	have := map[string]bool{}
+	for _, f := range files {
+		b, err := fs.ReadFile(fsys, f)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range schemaStmt.FindAllStringSubmatch(stripComments(string(b)), -1) {
+			verb, name, to := strings.ToUpper(m[1]), unquote(m[3]), unquote(m[4])
+			switch {
+			case verb == "CREATE":
+				have[name] = true
+			case verb == "DROP":
+				delete(have, name)
+			case to != "": // ALTER TABLE name RENAME TO to
+				if have[name] {
+					delete(have, name)
+					have[to] = true
+				}
+			}
+		}
+	}
+	names := make([]string, 0, len(have))
+	for n := range have {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names, nil
 }
+
+// schemaStmt matches the statements that make or remove a table or view:
+// the verb, the object type, its name and, for a rename, the new name.
+var schemaStmt = regexp.MustCompile(`(?is)\b(CREATE|DROP|ALTER)\s+(?:OR\s+REPLACE\s+)?(?:TEMP\s+|TEMPORARY\s+|UNLOGGED\s+|MATERIALIZED\s+)?(TABLE|VIEW)\s+(?:IF\s+(?:NOT\s+)?EXISTS\s+)?("?[a-z_][a-z0-9_]*"?)(?:\s+RENAME\s+TO\s+("?[a-z_][a-z0-9_]*"?))?`)
+
+// stripComments removes the SQL comments (-- to the end of the line, and
+// /* ... */) of s, so that a comment that names a statement is not one.
+func stripComments(s string) string {
+	s = regexp.MustCompile(`(?s)/\*.*?\*/`).ReplaceAllString(s, " ")
+	return regexp.MustCompile(`--[^\n]*`).ReplaceAllString(s, " ")
+}
+
+func unquote(name string) string { return strings.ToLower(strings.Trim(name, `"`)) }
 
 // Backend opens the databases of one backend for the suite.
 type Backend struct {
+	// Migrations are the backend's migration files (NNNN_name.sql, at the
+	// top of the file system), as it embeds them: the suite's list of
+	// tables and views comes from them (Tables).
+	Migrations fs.FS
 	// Open opens the database called name, creating it empty the first
 	// time; opening the same name again (after Close) opens the same data.
 	Open func(t *testing.T, name string) *storage.DB
@@ -57,6 +102,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("Bulk", func(t *testing.T) { testBulk(t, b) })
 	t.Run("Maintenance", func(t *testing.T) { testMaintenance(t, b) })
 	t.Run("Reopen", func(t *testing.T) { testReopen(t, b) })
+	t.Run("SecretPins", func(t *testing.T) { testSecretPins(t, b) })
 	t.Run("Cluster", func(t *testing.T) { testCluster(t, b) })
 }
 
@@ -81,10 +127,53 @@ func count(t *testing.T, q storage.Querier, query string, args ...any) int64 {
 	return n
 }
 
+// catalog lists the tables and views of the database in each engine's
+// dialect.
+var catalog = map[string]string{
+	"sqlite":   `SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%'`,
+	"postgres": `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()`,
+}
+
+// testSchema: a migrated database has every table and view of the
+// backend's migrations (Tables), and no other but the migrator's own;
+// each answers a query; and the migrations are recorded one row each.
 func testSchema(t *testing.T, b Backend) {
+	if b.Migrations == nil {
+		t.Fatal("the backend gives no migration files (Backend.Migrations)")
+	}
+	tables, err := Tables(b.Migrations)
+	if err != nil {
+		t.Fatal(err)
+	}
 	db := b.Open(t, "schema")
 	defer db.Close()
-	for _, tb := range Tables {
+	q, ok := catalog[db.Engine().Name()]
+	if !ok {
+		t.Fatalf("no catalog query for engine %s", db.Engine().Name())
+	}
+	rows, err := db.QueryContext(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var have []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		have = append(have, n)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(have)
+	want := append([]string{"migrations"}, tables...)
+	sort.Strings(want)
+	if strings.Join(have, " ") != strings.Join(want, " ") {
+		t.Fatalf("the database has the tables and views\n\t%s\nthe migrations create\n\t%s", strings.Join(have, " "), strings.Join(want, " "))
+	}
+	for _, tb := range want {
 		count(t, db, `SELECT count(*) FROM `+tb)
 	}
 	var v int64
@@ -396,6 +485,35 @@ func testReopen(t *testing.T, b Backend) {
 	}
 	if n := count(t, db, `SELECT count(*) FROM migrations`); n != before {
 		t.Fatalf("reopening recorded %d migrations, want the same %d", n, before)
+	}
+}
+
+// testSecretPins: a new database pins nothing; pins come back as they
+// were pinned, and one already pinned is never replaced (the call fails
+// and writes none of its pins).
+func testSecretPins(t *testing.T, b Backend) {
+	ctx := context.Background()
+	db := b.Open(t, "pins")
+	defer db.Close()
+	if pins, err := db.SecretPins(ctx); err != nil || len(pins) != 0 {
+		t.Fatalf("the pins of a new database: %v, %v; want none", pins, err)
+	}
+	if err := db.PinSecrets(ctx, nil, time.Now()); err != nil {
+		t.Fatalf("pinning nothing: %v", err)
+	}
+	want := map[string]string{"subject.key": "fp-subject", "root": "fp-root"}
+	if err := db.PinSecrets(ctx, want, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.PinSecrets(ctx, map[string]string{"log.key": "fp-log", "root": "fp-other"}, time.Now()); err == nil {
+		t.Fatal("a pinned secret was pinned again")
+	}
+	pins, err := db.SecretPins(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(pins) != fmt.Sprint(want) {
+		t.Fatalf("pins %v, want %v", pins, want)
 	}
 }
 

@@ -1,9 +1,11 @@
 // Package shreddtest builds the real shredd service for tests: a root store
 // (a local root file unless one is given), a database (SQLite, or
-// PostgreSQL with SHREDD_TEST_STORE=postgres), the key tree,
-// the registry, optionally a transparency log and its journal, and the API
-// tokens, in a temporary directory, wired as cmd/shredd serve wires them.
-// Everything it opens is closed with t.Cleanup.
+// PostgreSQL with SHREDD_TEST_STORE=postgres), optionally a transparency
+// log and its journal, in a temporary directory, wired into the key tree,
+// the registry and the API tokens by the same function that wires
+// cmd/shredd serve's stack (node.Assemble, which node.Open calls after
+// opening a data directory's parts). Everything it opens is closed with
+// t.Cleanup.
 //
 // It is imported by _test.go files only. Its attestation and log keys are
 // testkeys': public, so nothing they sign proves anything.
@@ -24,6 +26,7 @@ import (
 
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/api"
+	"github.com/shredd/shredd/cmd/shredd/node"
 	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/journal"
 	"github.com/shredd/shredd/keystore"
@@ -79,12 +82,13 @@ type Options struct {
 	// Now, when set, is the clock of the key tree, the registry and the
 	// journal, except where Keystore.Now or Service.Now is set.
 	Now func() time.Time
-	// Keystore is passed to keystore.Open, with Buckets (Buckets when 0),
-	// Now and Journal filled in.
+	// Keystore is node.Options.Keystore, with Buckets (Buckets when 0)
+	// filled in; node.Assemble fills in Now and Journal.
 	Keystore keystore.Options
-	// Service is passed to sealing.New, with Now filled in.
+	// Service is node.Options.Sealing; node.Assemble fills in Now.
 	Service sealing.Options
-	// Erasure is passed to erasure.New, with Now and Journal filled in.
+	// Erasure is node.Options.Erasure, its Ledger node.Parts.Ledger;
+	// node.Assemble fills in Now and Journal.
 	Erasure erasure.Options
 	// Kinds are registered in the registry before New returns.
 	Kinds []string
@@ -92,90 +96,71 @@ type Options struct {
 	AdminToken string
 }
 
-// Stack is a built service and what it is made of.
+// Stack is a built service and what it is made of: node.Stack (the
+// database, the root store, the hasher, the journal, the key tree, the
+// service and the tokens) and what the test needs besides.
 type Stack struct {
+	*node.Stack
 	// Dir is the temporary directory of the root file and the database.
-	Dir     string
-	DB      *storage.DB
-	Root    keystore.RootStore
-	Keys    *keystore.Store
-	Hasher  *sealing.Hasher
-	Service *erasure.Service // the registry and the erasure on it
-	// Log and Journal are nil without Options.Log.
-	Log     *translog.Log
-	Journal *journal.Journal
+	Dir string
+	// Log is the transparency log of the Journal (node.Stack.Journal);
+	// both are nil without Options.Log.
+	Log *translog.Log
 	// LogVKey is the verifier key of Log ("" without Options.Log).
 	LogVKey string
-	// Tokens are the API tokens, in the same database (real clock).
-	Tokens *api.Tokens
 	// AttestationKey signs the journal's events, and the attestations of
 	// an API server given it.
 	AttestationKey ed25519.PrivateKey
 }
 
-// New builds a Stack in t.TempDir(); it fails t on any error.
+// New builds a Stack in t.TempDir(); it fails t on any error. The parts
+// (the root store, the database, the journal) are opened here, and wired
+// by node.Assemble with o mapped onto its options; the tokens keep the
+// real clock.
 func New(t testing.TB, o Options) *Stack {
 	t.Helper()
 	ctx := context.Background()
-	s := &Stack{Dir: t.TempDir(), Root: o.Root, AttestationKey: testkeys.AttestationKey(0)}
+	s := &Stack{Dir: t.TempDir(), AttestationKey: testkeys.AttestationKey(0)}
+	p := node.Parts{Root: o.Root, Ledger: o.Erasure.Ledger}
 	var err error
-	if s.Root == nil {
-		if s.Root, err = local.Open(filepath.Join(s.Dir, "root.key")); err != nil {
+	if p.Root == nil {
+		if p.Root, err = local.Open(filepath.Join(s.Dir, "root.key")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if s.DB, err = OpenDB(t, s.Dir); err != nil {
+	if p.DB, err = OpenDB(t, s.Dir); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.DB.Close() })
+	t.Cleanup(func() { p.DB.Close() })
 	if o.Log {
 		skey, vkey := testkeys.LogKey()
 		signer, err := note.NewSigner(skey)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.Log, err = translog.Open(ctx, s.DB, signer); err != nil {
+		if s.Log, err = translog.Open(ctx, p.DB, signer); err != nil {
 			t.Fatal(err)
 		}
-		if s.Journal, err = journal.New(s.Log, vkey, s.AttestationKey, o.Now); err != nil {
+		if p.Journal, err = journal.New(s.Log, vkey, s.AttestationKey, o.Now); err != nil {
 			t.Fatal(err)
 		}
 		s.LogVKey = vkey
 	}
-	ko, so := o.Keystore, o.Service
+	if p.Hasher, err = sealing.NewHasher(Secret); err != nil {
+		t.Fatal(err)
+	}
+	ko := o.Keystore
 	if ko.Buckets == 0 {
 		ko.Buckets = Buckets
 	}
-	if ko.Now == nil {
-		ko.Now = o.Now
-	}
-	if so.Now == nil {
-		so.Now = o.Now
-	}
-	eo := o.Erasure
-	if eo.Now == nil {
-		eo.Now = o.Now
-	}
-	ko.Journal, eo.Journal = s.Journal, s.Journal
-	if s.Keys, err = keystore.Open(ctx, s.DB, s.Root, ko); err != nil {
+	if s.Stack, err = node.Assemble(ctx, p, node.Options{Keystore: ko, Sealing: o.Service, Erasure: o.Erasure, Now: o.Now, Tokens: true}); err != nil {
 		t.Fatal(err)
 	}
-	if s.Hasher, err = sealing.NewHasher(Secret); err != nil {
-		t.Fatal(err)
-	}
-	reg, err := sealing.New(ctx, s.DB, s.Keys, s.Hasher, so)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(reg.Close)
-	s.Service = erasure.New(reg, eo)
+	t.Cleanup(s.Stack.Close)
 	for _, k := range o.Kinds {
 		if _, _, err := s.Service.PutKind(ctx, k, ""); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if s.Tokens, err = api.OpenTokens(ctx, s.DB, nil); err != nil {
-		t.Fatal(err)
 	}
 	if o.AdminToken != "" {
 		if err := s.Tokens.Import(ctx, "test-admin", []string{api.ScopeAdmin}, sha256.Sum256([]byte(o.AdminToken))); err != nil {

@@ -1,9 +1,21 @@
-// Package node assembles a shredd data directory's stack, as `shredd serve`
-// runs it: the data directory and its lock, the subject secret, the root
-// store (opened by the command's RootOpener), the database, the transparency log's journal, the
-// forget ledger, the key tree, the service and the token store. Open
-// assembles all of it and Close releases it in reverse order; the HTTP
-// server and the background work are cmd/shredd's, on top of a Node.
+// Package node is the composition root of shredd: it assembles a data
+// directory's stack as `shredd serve` runs it, and the test kits build the
+// same stack through the same function:
+//
+//	cmd/shredd      parses the flags into a Config
+//	  → node.Open   opens the data directory's parts: the directory and
+//	                its lock, the secrets, the root store (the command's
+//	                RootOpener), the database and its checks, the
+//	                transparency log's journal, the forget ledger
+//	  → node.Assemble  wires the key tree, the service and the token
+//	                store on those parts
+//	    ← testkit/shreddtest.New, which opens its parts in a test's
+//	      temporary directory instead
+//
+// Open then readies the stack for serving (the root check, the ledger's
+// reconciliation, the first admin token, the recovery) and Close releases
+// it in reverse order; the HTTP server and the background work are
+// cmd/shredd's, on top of a Node.
 //
 // Lighter entry points open less: OpenBulk (what a bulk fill needs, for
 // cmd/shredd-bench) and OpenDB (the database alone, for the commands that
@@ -24,7 +36,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/shredd/shredd/api"
 	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/internal/datadir"
 	"github.com/shredd/shredd/keystore"
@@ -75,15 +86,13 @@ func (c *Config) LedgerPath() string {
 
 // Node is an open data directory: the stack shredd serve serves.
 type Node struct {
+	// Stack is the assembled service (Assemble): the database, the root
+	// store, the hasher and the journal, the key tree, the service, and
+	// the token store (nil from OpenBulk).
+	*Stack
 	// ID names this process in table nodes: the data directory's id
 	// (node.id) and a random part of this start's own.
 	ID             string
-	DB             *storage.DB
-	Root           keystore.RootStore
-	Keys           *keystore.Store
-	Service        *erasure.Service // the registry (sealing) and the erasure on it
-	Hasher         *sealing.Hasher
-	Tokens         *api.Tokens        // nil from OpenBulk
 	AttestationKey ed25519.PrivateKey // signs erasure attestations
 
 	ledger     *erasure.Ledger
@@ -92,11 +101,12 @@ type Node struct {
 
 // Open assembles the data directory's stack as shredd serve runs it, in
 // this order: the directory (created 0700) and its lock, the subject
-// secret, the root store, the database, the journal with the attestation
-// and log keys, the forget ledger, the key tree and its root check, the
-// service, the ledger's reconciliation, the token store with the first
-// admin token, and the recovery of forgets a crash left requested. A
-// Vault root store that does not answer is not an error: the node fails
+// secret, the root store, the database with its schema check and the
+// secrets' pins, the journal with the attestation and log keys, the
+// forget ledger, then Assemble (the key tree, the service, the token
+// store), the key tree's root check, the ledger's reconciliation, the
+// first admin token, and the recovery of forgets a crash left requested.
+// A Vault root store that does not answer is not an error: the node fails
 // closed until it does. On error everything opened so far is released.
 func Open(ctx context.Context, c Config) (*Node, error) {
 	return open(ctx, c, true)
@@ -104,9 +114,10 @@ func Open(ctx context.Context, c Config) (*Node, error) {
 
 // OpenBulk is the lighter entry point of a bulk fill (shredd-bench fill):
 // the directory and its lock, the subject secret, the root store, the
-// database, the journal, the key tree and the service, without the forget
-// ledger, the root check, the token store or the recovery, none of which a
-// fill uses. The server that opens the directory afterwards does those.
+// database, the journal, and Assemble's key tree and service, without the
+// forget ledger, the token store, the root check or the recovery, none of
+// which a fill uses. The server that opens the directory afterwards does
+// those.
 func OpenBulk(ctx context.Context, c Config) (*Node, error) {
 	return open(ctx, c, false)
 }
@@ -146,7 +157,7 @@ func openStore(ctx context.Context, dir, store string) (*storage.DB, error) {
 }
 
 func open(ctx context.Context, c Config, full bool) (*Node, error) {
-	n := &Node{}
+	n := &Node{Stack: &Stack{}} // the parts as they are opened, until Assemble
 	if err := n.assemble(ctx, c, full); err != nil {
 		n.Close()
 		return nil, err
@@ -154,7 +165,9 @@ func open(ctx context.Context, c Config, full bool) (*Node, error) {
 	return n, nil
 }
 
-// assemble opens the stack into n; n.Close releases what it opened.
+// assemble opens the data directory's parts into n, hands them to
+// Assemble and, when full, readies the result for serving; n.Close
+// releases what it opened.
 func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 	log := c.Logger
 	if log == nil {
@@ -226,22 +239,22 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 		}
 		n.onClose(func() { n.ledger.Close() })
 	}
-	if n.Keys, err = keystore.Open(ctx, n.DB, n.Root, keystore.Options{Buckets: c.Buckets, CacheTTL: c.CacheTTL, SubjectKMS: kms, Journal: journal}); err != nil {
-		return err
-	}
-	if full {
-		if err := checkRoot(ctx, n.Keys, rootDown, log); err != nil {
-			return err
-		}
-	}
-	reg, err := sealing.New(ctx, n.DB, n.Keys, n.Hasher, sealing.Options{LeaseTTL: c.LeaseTTL})
+	st, err := Assemble(ctx, Parts{DB: n.DB, Root: n.Root, Hasher: n.Hasher, Journal: journal, Ledger: n.ledger}, Options{
+		Keystore: keystore.Options{Buckets: c.Buckets, CacheTTL: c.CacheTTL, SubjectKMS: kms},
+		Sealing:  sealing.Options{LeaseTTL: c.LeaseTTL},
+		Erasure:  erasure.Options{Deadline: c.ForgetDeadline, AfterEpoch: c.AfterEpoch},
+		Tokens:   full,
+	})
 	if err != nil {
 		return err
 	}
-	n.onClose(reg.Close)
-	n.Service = erasure.New(reg, erasure.Options{Deadline: c.ForgetDeadline, Journal: journal, Ledger: n.ledger, AfterEpoch: c.AfterEpoch})
+	n.Stack = st
+	n.onClose(st.Close)
 	if !full {
 		return nil
+	}
+	if err := checkRoot(ctx, n.Keys, rootDown, log); err != nil {
+		return err
 	}
 	n.onClose(func() { n.keepLedgerHead(log) })
 	return n.prepare(ctx, c.DataDir, log)
@@ -389,9 +402,9 @@ func checkShared(ctx context.Context, db *storage.DB, root keystore.RootStore, s
 	return nil
 }
 
-// prepare readies an opened stack for serving: the forget ledger's
-// reconciliation, the token store with its first admin token, and the
-// recovery of forgets a crash left requested.
+// prepare readies an assembled stack for serving: the forget ledger's
+// reconciliation, the token store's first admin token, and the recovery
+// of forgets a crash left requested.
 func (n *Node) prepare(ctx context.Context, dir string, log *slog.Logger) error {
 	// Forgets the database lacks but the ledger holds (the database was
 	// restored from a backup) are committed again before serving.
@@ -416,9 +429,6 @@ func (n *Node) prepare(ctx context.Context, dir string, log *slog.Logger) error 
 	}
 	if rep.Recorded > 0 {
 		log.Info("recorded committed forgets in the forget ledger", "recorded", rep.Recorded)
-	}
-	if n.Tokens, err = api.OpenTokens(ctx, n.DB, nil); err != nil {
-		return err
 	}
 	if err := bootstrapAdminToken(ctx, n.Tokens, filepath.Join(dir, TokenFile), log); err != nil {
 		return fmt.Errorf("admin token: %w", err)

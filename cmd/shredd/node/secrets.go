@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"crypto/ed25519"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -143,11 +142,24 @@ func localState(c Config) (bool, error) {
 // dbState reports whether an open database holds state that needs the
 // secrets: pinned fingerprints, subjects or forgets.
 func dbState(ctx context.Context, db *storage.DB) (bool, error) {
-	var n int
-	if err := db.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM secrets) + (SELECT count(*) FROM subjects) + (SELECT count(*) FROM forgets)`).Scan(&n); err != nil {
-		return false, fmt.Errorf("database: %w", err)
+	pins, err := db.SecretPins(ctx)
+	if err != nil || len(pins) > 0 {
+		return len(pins) > 0, err
 	}
-	return n > 0, nil
+	subjects, err := keystore.HasSubjects(ctx, db)
+	if err != nil || subjects {
+		return subjects, wrapDB(err)
+	}
+	forgets, err := erasure.HasForgets(ctx, db)
+	return forgets, wrapDB(err)
+}
+
+// wrapDB says that err, when not nil, is the database's.
+func wrapDB(err error) error {
+	if err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	return nil
 }
 
 // refuseMissing is the refused start of a data directory whose state needs
@@ -201,22 +213,9 @@ func (s *secrets) pins(root keystore.RootStore) map[string]string {
 // the pins). A secret that differs from its pin is a refused start that
 // names the file and the fix.
 func pinSecrets(ctx context.Context, db *storage.DB, dir string, want map[string]string) error {
-	rows, err := db.QueryContext(ctx, `SELECT name, fingerprint FROM secrets`)
+	have, err := db.SecretPins(ctx)
 	if err != nil {
-		return fmt.Errorf("database: pinned secrets: %w", err)
-	}
-	have := map[string]string{}
-	for rows.Next() {
-		var name, fp string
-		if err := rows.Scan(&name, &fp); err != nil {
-			rows.Close()
-			return fmt.Errorf("database: pinned secrets: %w", err)
-		}
-		have[name] = fp
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("database: pinned secrets: %w", err)
+		return err
 	}
 	for _, name := range []string{SecretFile, AttestationKeyFile, LogKeyFile, "root"} {
 		pinned, ok := have[name]
@@ -230,18 +229,11 @@ func pinSecrets(ctx context.Context, db *storage.DB, dir string, want map[string
 		return fmt.Errorf("%s is not the one this database was made with (fingerprint %s, the database pins %s): nothing was written. Put back the %s that goes with this database, or point the server at the database that goes with it (docs/operations.md, \"What each file is for\")",
 			what, want[name], pinned, name)
 	}
-	now := time.Now().UnixNano()
-	return db.Bulk(ctx, storage.BulkOptions{}, func(tx *storage.Tx) error {
-		for _, name := range []string{SecretFile, AttestationKeyFile, LogKeyFile, "root"} {
-			if _, ok := have[name]; ok || want[name] == "" {
-				continue
-			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO secrets(name, fingerprint, pinned_at) VALUES (?, ?, ?)`, name, want[name], now); err != nil {
-				return fmt.Errorf("database: pin secrets: %w", err)
-			}
+	missing := map[string]string{}
+	for _, name := range []string{SecretFile, AttestationKeyFile, LogKeyFile, "root"} {
+		if _, ok := have[name]; !ok && want[name] != "" {
+			missing[name] = want[name]
 		}
-		return nil
-	})
+	}
+	return db.PinSecrets(ctx, missing, time.Now())
 }
-
-var _ = sql.ErrNoRows

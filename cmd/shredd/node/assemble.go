@@ -1,0 +1,121 @@
+package node
+
+import (
+	"context"
+	"time"
+
+	"github.com/shredd/shredd/api"
+	"github.com/shredd/shredd/erasure"
+	"github.com/shredd/shredd/journal"
+	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/sealing"
+	"github.com/shredd/shredd/storage"
+)
+
+// Parts are the opened pieces Assemble wires a Stack from. Each caller
+// opens them its own way: Open from the data directory (after its lock,
+// its secrets, the root store's opener and the database's checks), and
+// testkit/shreddtest.New in a test's temporary directory. The caller
+// keeps owning them: Stack.Close closes none.
+type Parts struct {
+	// DB is the database, migrated by its backend.
+	DB *storage.DB
+	// Root is the root store of the key tree.
+	Root keystore.RootStore
+	// Hasher maps subject ids to sids under the subject secret.
+	Hasher *sealing.Hasher
+	// Journal is the transparency log's journal that the key tree and
+	// the erasure log through; nil for none (tests without a log).
+	Journal *journal.Journal
+	// Ledger is the forget ledger; nil for none (a bulk fill, most tests).
+	Ledger *erasure.Ledger
+}
+
+// Options tune what Assemble makes. The zero value is the defaults of
+// each package, without a token store.
+type Options struct {
+	// Keystore is passed to keystore.Open, with Journal set to
+	// Parts.Journal and Now, when nil, to Now.
+	Keystore keystore.Options
+	// Sealing is passed to sealing.New, with Now, when nil, set to Now.
+	Sealing sealing.Options
+	// Erasure is passed to erasure.New, with Journal and Ledger set to
+	// Parts' and Now, when nil, to Now.
+	Erasure erasure.Options
+	// Now, when set, is the clock of the key tree, the registry and the
+	// erasure, where their own options leave theirs nil.
+	Now func() time.Time
+	// Tokens opens the API token store (Stack.Tokens). A bulk fill serves
+	// nothing and goes without.
+	Tokens bool
+}
+
+// Stack is an assembled shredd service: the parts it was made of, and
+// the key tree, the registry with the erasure on it, and the token store
+// that Assemble made on them.
+type Stack struct {
+	DB      *storage.DB
+	Root    keystore.RootStore
+	Hasher  *sealing.Hasher
+	Journal *journal.Journal // nil without a transparency log
+	Keys    *keystore.Store
+	Service *erasure.Service // the registry (sealing) and the erasure on it
+	Tokens  *api.Tokens      // nil without Options.Tokens
+
+	closeFuncs []func()
+}
+
+// Assemble is the composition root of shredd: the one function that
+// wires the service from its opened parts, for the server and the tests
+// alike.
+//
+//	cmd/shredd (flags) → node.Open(Config) → node.Assemble(Parts, Options)
+//	                     testkit/shreddtest.New ↗
+//
+// It opens the key tree on the root store, then the registry, the
+// erasure on it and, with Options.Tokens, the token store. It writes
+// nothing to the database; what a server does before serving (the root
+// check, the forget ledger's reconciliation, the first admin token, the
+// recovery of forgets) is Open's. On error nothing it made is left open.
+func Assemble(ctx context.Context, p Parts, o Options) (*Stack, error) {
+	ko, so, eo := o.Keystore, o.Sealing, o.Erasure
+	ko.Journal, eo.Journal, eo.Ledger = p.Journal, p.Journal, p.Ledger
+	if ko.Now == nil {
+		ko.Now = o.Now
+	}
+	if so.Now == nil {
+		so.Now = o.Now
+	}
+	if eo.Now == nil {
+		eo.Now = o.Now
+	}
+	s := &Stack{DB: p.DB, Root: p.Root, Hasher: p.Hasher, Journal: p.Journal}
+	var err error
+	// The constructors, one each: the key tree, the registry, the erasure
+	// on the registry, the token store.
+	if s.Keys, err = keystore.Open(ctx, p.DB, p.Root, ko); err != nil {
+		return nil, err
+	}
+	reg, err := sealing.New(ctx, p.DB, s.Keys, p.Hasher, so)
+	if err != nil {
+		return nil, err
+	}
+	s.closeFuncs = append(s.closeFuncs, reg.Close)
+	s.Service = erasure.New(reg, eo)
+	if o.Tokens {
+		if s.Tokens, err = api.OpenTokens(ctx, p.DB, nil); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Close stops what Assemble started (the registry's background writers),
+// in reverse order; the parts stay open. A second call does nothing.
+func (s *Stack) Close() {
+	for i := len(s.closeFuncs) - 1; i >= 0; i-- {
+		s.closeFuncs[i]()
+	}
+	s.closeFuncs = nil
+}
