@@ -28,6 +28,7 @@ import (
 	"github.com/shredd/shredd/journal"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
+	"github.com/shredd/shredd/registry"
 	"github.com/shredd/shredd/sealing"
 	"github.com/shredd/shredd/storage"
 	"github.com/shredd/shredd/storage/postgres"
@@ -76,14 +77,17 @@ type Options struct {
 	// its journal (signed with testkeys.AttestationKey) into the key tree
 	// and the registry.
 	Log bool
-	// Now, when set, is the clock of the key tree, the registry and the
-	// journal, except where Keystore.Now or Service.Now is set.
+	// Now, when set, is the clock of the key tree, the registry, the
+	// sealer and the journal, except where Keystore.Now, Registry.Now or
+	// Sealer.Now is set.
 	Now func() time.Time
 	// Keystore is passed to keystore.Open, with Buckets (Buckets when 0),
 	// Now and Journal filled in.
 	Keystore keystore.Options
-	// Service is passed to sealing.New, with Now filled in.
-	Service sealing.Options
+	// Registry is passed to registry.Open, with Now filled in.
+	Registry registry.Options
+	// Sealer is passed to sealing.New, with Now filled in.
+	Sealer sealing.Options
 	// Erasure is passed to erasure.New, with Now and Journal filled in.
 	Erasure erasure.Options
 	// Kinds are registered in the registry before New returns.
@@ -95,12 +99,17 @@ type Options struct {
 // Stack is a built service and what it is made of.
 type Stack struct {
 	// Dir is the temporary directory of the root file and the database.
-	Dir     string
-	DB      *storage.DB
-	Root    keystore.RootStore
-	Keys    *keystore.Store
-	Hasher  *sealing.Hasher
-	Service *erasure.Service // the registry and the erasure on it
+	Dir      string
+	DB       *storage.DB
+	Root     keystore.RootStore
+	Keys     *keystore.Store
+	Hasher   *registry.Hasher
+	Registry *registry.Registry
+	Sealer   *sealing.Sealer
+	Eraser   *erasure.Eraser
+	// Service is Sealer and Eraser joined (shredd.Join): what the API
+	// serves.
+	Service shredd.Service
 	// Log and Journal are nil without Options.Log.
 	Log     *translog.Log
 	Journal *journal.Journal
@@ -142,12 +151,15 @@ func New(t testing.TB, o Options) *Stack {
 		}
 		s.LogVKey = vkey
 	}
-	ko, so := o.Keystore, o.Service
+	ko, ro, so := o.Keystore, o.Registry, o.Sealer
 	if ko.Buckets == 0 {
 		ko.Buckets = Buckets
 	}
 	if ko.Now == nil {
 		ko.Now = o.Now
+	}
+	if ro.Now == nil {
+		ro.Now = o.Now
 	}
 	if so.Now == nil {
 		so.Now = o.Now
@@ -160,17 +172,18 @@ func New(t testing.TB, o Options) *Stack {
 	if s.Keys, err = keystore.Open(ctx, s.DB, s.Root, ko); err != nil {
 		t.Fatal(err)
 	}
-	if s.Hasher, err = sealing.NewHasher(Secret); err != nil {
+	if s.Hasher, err = registry.NewHasher(Secret); err != nil {
 		t.Fatal(err)
 	}
-	reg, err := sealing.New(ctx, s.DB, s.Keys, s.Hasher, so)
-	if err != nil {
+	if s.Registry, err = registry.Open(ctx, s.DB, s.Keys, ro); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(reg.Close)
-	s.Service = erasure.New(reg, eo)
+	t.Cleanup(s.Registry.Close)
+	s.Sealer = sealing.New(s.Registry, s.Keys, s.Hasher, so)
+	s.Eraser = erasure.New(s.DB, s.Registry, s.Keys, s.Hasher, eo)
+	s.Service = shredd.Join(s.Sealer, s.Eraser)
 	for _, k := range o.Kinds {
-		if _, _, err := s.Service.PutKind(ctx, k, ""); err != nil {
+		if _, _, err := s.Registry.PutKind(ctx, k, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -213,11 +226,23 @@ func (c *Clock) Add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c
 // Kinds are the kinds the service tests register (NewService).
 var Kinds = []string{"episodic", "summary", "embedding"}
 
-// NewService is the whole service (the registry and the erasure on it),
-// with Kinds registered.
-func NewService(t testing.TB) *erasure.Service {
+// Service is a Stack's Sealer and Eraser joined, with every method of
+// both (shredd.Service and the rest), and its Registry.
+type Service struct {
+	*sealing.Sealer
+	*erasure.Eraser
+	Registry *registry.Registry
+}
+
+// Both returns the Stack's Sealer, Eraser and Registry as one Service.
+func (s *Stack) Both() *Service {
+	return &Service{Sealer: s.Sealer, Eraser: s.Eraser, Registry: s.Registry}
+}
+
+// NewService is a whole service (Stack.Both), with Kinds registered.
+func NewService(t testing.TB) *Service {
 	t.Helper()
-	return New(t, Options{Kinds: Kinds}).Service
+	return New(t, Options{Kinds: Kinds}).Both()
 }
 
 // Seal encrypts pt for src and fails the test on an error.

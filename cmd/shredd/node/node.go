@@ -24,10 +24,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/api"
 	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/internal/datadir"
 	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/registry"
 	"github.com/shredd/shredd/sealing"
 	"github.com/shredd/shredd/storage"
 	"github.com/shredd/shredd/storage/postgres"
@@ -57,7 +59,7 @@ type Config struct {
 	LeaseTTL       time.Duration
 	ForgetLedger   string       // the forget ledger's file; "" for forgets.ledger in DataDir
 	Logger         *slog.Logger // nil: nothing is logged
-	AfterEpoch     func()       // called after every completed root epoch (sealing.Options.AfterEpoch)
+	AfterEpoch     func()       // called after every completed root epoch (erasure.Options.AfterEpoch)
 	// LedgerAcceptLoss lets the start repair a forget ledger whose damaged
 	// tail the database cannot account for (shredd ledger repair
 	// --accept-loss); without it that start is refused.
@@ -81,8 +83,11 @@ type Node struct {
 	DB             *storage.DB
 	Root           keystore.RootStore
 	Keys           *keystore.Store
-	Service        *erasure.Service // the registry (sealing) and the erasure on it
-	Hasher         *sealing.Hasher
+	Registry       *registry.Registry // artifacts, lineage, kinds, leases and the barrier locks
+	Sealer         *sealing.Sealer
+	Eraser         *erasure.Eraser
+	Service        shredd.Service // Sealer and Eraser joined (shredd.Join): what the API serves
+	Hasher         *registry.Hasher
 	Tokens         *api.Tokens        // nil from OpenBulk
 	AttestationKey ed25519.PrivateKey // signs erasure attestations
 
@@ -170,7 +175,7 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 	if err != nil {
 		return err
 	}
-	if n.Hasher, err = sealing.NewHasher(sec.subject); err != nil {
+	if n.Hasher, err = registry.NewHasher(sec.subject); err != nil {
 		return err
 	}
 	if c.OpenRoot == nil {
@@ -234,12 +239,14 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 			return err
 		}
 	}
-	reg, err := sealing.New(ctx, n.DB, n.Keys, n.Hasher, sealing.Options{LeaseTTL: c.LeaseTTL})
-	if err != nil {
+	if n.Registry, err = registry.Open(ctx, n.DB, n.Keys, registry.Options{LeaseTTL: c.LeaseTTL}); err != nil {
 		return err
 	}
-	n.onClose(reg.Close)
-	n.Service = erasure.New(reg, erasure.Options{Deadline: c.ForgetDeadline, Journal: journal, Ledger: n.ledger, AfterEpoch: c.AfterEpoch})
+	n.onClose(n.Registry.Close)
+	n.Sealer = sealing.New(n.Registry, n.Keys, n.Hasher, sealing.Options{})
+	n.Eraser = erasure.New(n.DB, n.Registry, n.Keys, n.Hasher, erasure.Options{Deadline: c.ForgetDeadline, Journal: journal, Ledger: n.ledger,
+		AfterEpoch: c.AfterEpoch})
+	n.Service = shredd.Join(n.Sealer, n.Eraser)
 	if !full {
 		return nil
 	}
@@ -395,7 +402,7 @@ func checkShared(ctx context.Context, db *storage.DB, root keystore.RootStore, s
 func (n *Node) prepare(ctx context.Context, dir string, log *slog.Logger) error {
 	// Forgets the database lacks but the ledger holds (the database was
 	// restored from a backup) are committed again before serving.
-	rep, err := n.Service.ReconcileLedger(ctx)
+	rep, err := n.Eraser.ReconcileLedger(ctx)
 	if err != nil {
 		return fmt.Errorf("forget ledger: %w", err)
 	}
@@ -425,9 +432,9 @@ func (n *Node) prepare(ctx context.Context, dir string, log *slog.Logger) error 
 	}
 	// Forgets a crash left requested are committed before serving; their
 	// re-keys, and those of forgets committed before the stop, are the
-	// background work's, which starts at once (Service.Run reconciles on
+	// background work's, which starts at once (Eraser.Run reconciles on
 	// its first tick).
-	if err := n.Service.Recover(ctx); err != nil {
+	if err := n.Eraser.Recover(ctx); err != nil {
 		log.Warn("recovery incomplete at start-up; the background work retries", "error", err.Error())
 	}
 	return nil
@@ -438,7 +445,7 @@ func (n *Node) prepare(ctx context.Context, dir string, log *slog.Logger) error 
 func (n *Node) keepLedgerHead(log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := n.Service.KeepLedgerHead(ctx); err != nil {
+	if err := n.Eraser.KeepLedgerHead(ctx); err != nil {
 		log.Warn("the forget ledger's head was not kept with the root at shutdown", "error", err.Error())
 	}
 }
