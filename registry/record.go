@@ -64,7 +64,7 @@ func (s *Registry) Queue(ctx context.Context, reg Registration) (Pending, error)
 // errClosed answers the calls that need a background writer after Close.
 var errClosed = fmt.Errorf("service closed: %w", shredd.ErrUnavailable)
 
-// enqueue hands r to a background writer's queue, unless the service is
+// enqueue hands r to a background writer's queue, unless the registry is
 // closed (errClosed) or ctx ends first. The writers drain their queues after
 // Close, so a request queued is always answered.
 func enqueue[T any](ctx context.Context, s *Registry, q chan<- T, r T) error {
