@@ -115,3 +115,15 @@ type Service interface {
 	Sealer
 	Eraser
 }
+
+// Join returns the Service of a Sealer and an Eraser: every method of
+// each, as it is. The composition root builds the two apart (they share
+// the registry and the key tree, not each other) and joins them for the
+// HTTP layer.
+func Join(s Sealer, e Eraser) Service { return joined{s, e} }
+
+// joined is a Sealer and an Eraser as one Service.
+type joined struct {
+	Sealer
+	Eraser
+}

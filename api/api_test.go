@@ -16,7 +16,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/shredd/shredd/api"
-	"github.com/shredd/shredd/sealing"
+	"github.com/shredd/shredd/registry"
 	"github.com/shredd/shredd/testkit/shreddtest"
 )
 
@@ -27,7 +27,7 @@ type env struct {
 	srv    *httptest.Server
 	log    *bytes.Buffer
 	tokens *api.Tokens
-	hasher *sealing.Hasher
+	hasher *registry.Hasher
 	// attPub verifies attestations and log events; logVerifier the log's
 	// checkpoints, of key logVKey (nil and "" when the server keeps no log).
 	attPub      ed25519.PublicKey

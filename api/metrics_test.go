@@ -27,6 +27,7 @@ import (
 	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/vault"
+	"github.com/shredd/shredd/registry"
 	"github.com/shredd/shredd/sealing"
 	"github.com/shredd/shredd/testkit/shreddtest"
 	"github.com/shredd/shredd/testkit/vaulttest"
@@ -54,7 +55,7 @@ type metricsEnv struct {
 func newMetricsEnv(t *testing.T, root keystore.RootStore, ko keystore.Options) *metricsEnv {
 	t.Helper()
 	clock := &testClock{}
-	st := shreddtest.New(t, shreddtest.Options{Root: root, Keystore: ko, Service: sealing.Options{Now: clock.Now}, Erasure: erasure.Options{Now: clock.Now}, AdminToken: token})
+	st := shreddtest.New(t, shreddtest.Options{Root: root, Keystore: ko, Registry: registry.Options{Now: clock.Now}, Sealer: sealing.Options{Now: clock.Now}, Erasure: erasure.Options{Now: clock.Now}, AdminToken: token})
 	var logs bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
 	m := api.NewMetrics(st.Service, st.Keys)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/attest"
+	"github.com/shredd/shredd/registry"
 )
 
 // Attestation returns the erasure attestation file of an erased forget
@@ -21,7 +22,7 @@ import (
 // digest logged) when the forget was erased, and these exact bytes are
 // returned; otherwise it is signed now by signer. A forget that is not
 // erased gives ErrNotErased.
-func (s *Service) Attestation(ctx context.Context, id shredd.ID, signer ed25519.PrivateKey) ([]byte, error) {
+func (s *Eraser) Attestation(ctx context.Context, id shredd.ID, signer ed25519.PrivateKey) ([]byte, error) {
 	r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE id=?`, id[:]))
 	if err != nil {
 		if _, gerr := s.GetForget(ctx, id); gerr != nil {
@@ -55,7 +56,7 @@ func (s *Service) Attestation(ctx context.Context, id shredd.ID, signer ed25519.
 // signAttestation builds and signs the attestation of forget r, erased
 // (r.erased set) with the verification conds, and returns it with the
 // subject commitment it is about.
-func (s *Service) signAttestation(ctx context.Context, r forgetRow, conds []shredd.Condition, signer ed25519.PrivateKey) (attest.Envelope, string, error) {
+func (s *Eraser) signAttestation(ctx context.Context, r forgetRow, conds []shredd.Condition, signer ed25519.PrivateKey) (attest.Envelope, string, error) {
 	id := r.id
 	var commitment string
 	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(commitment, '') FROM forgets WHERE id=?`, id[:]).Scan(&commitment); err != nil {
@@ -110,14 +111,14 @@ func countHeldAcked(as []attest.Artifact) int {
 	return n
 }
 
-func (s *Service) snapshotResidual() string {
+func (s *Eraser) snapshotResidual() string {
 	if s.keys.Root().Kind() == "local" {
 		return "copies of the local root key file (root.key) taken before the epoch's trim, and old blocks of that file that journaling or copy-on-write storage keeps, can still open database backups taken before the forget; keep no root file copies older than one epoch"
 	}
 	return "Vault snapshots (Raft snapshots or storage backups) taken before the epoch's trim still hold the destroyed root key versions (or the deleted subject key); the erasure's horizon is their retention"
 }
 
-func (s *Service) keyEvidence(ctx context.Context, r forgetRow, k *attest.KeyEvidence) error {
+func (s *Eraser) keyEvidence(ctx context.Context, r forgetRow, k *attest.KeyEvidence) error {
 	root := s.keys.Root()
 	switch {
 	case s.keys.PerSubject():
@@ -148,14 +149,14 @@ func (s *Service) keyEvidence(ctx context.Context, r forgetRow, k *attest.KeyEvi
 // lineageArtifacts lists every artifact of the lineage with how it was
 // closed, and the holders' acks; it returns the number of collateral
 // aggregates (artifacts that also carry other subjects).
-func (s *Service) lineageArtifacts(ctx context.Context, r forgetRow, p *attest.Predicate) (int, error) {
-	if err := s.Settle(ctx); err != nil { // the lineage by subject
+func (s *Eraser) lineageArtifacts(ctx context.Context, r forgetRow, p *attest.Predicate) (int, error) {
+	if err := s.reg.Settle(ctx); err != nil { // the lineage by subject
 		return 0, fmt.Errorf("erasure: attestation: %w", err)
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT a.id, a.kind, a.holder, a.sealed,
-			(SELECT count(*) - 1 FROM lineage o WHERE o.artifact = l.artifact),
+			`+registry.OthersSQL+`,
 			(SELECT h.signature FROM acked k JOIN holder_acks h ON h.id = k.ack WHERE k.forget = ? AND k.artifact = a.id)
-		FROM lineage l JOIN artifacts a ON a.id = l.artifact WHERE l.sid = ? ORDER BY a.seq`, r.id[:], r.sid[:])
+		FROM `+registry.LineageArtifactsSQL+` WHERE l.sid = ? ORDER BY a.seq`, r.id[:], r.sid[:])
 	if err != nil {
 		return 0, fmt.Errorf("erasure: attestation: %w", err)
 	}

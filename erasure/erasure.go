@@ -2,13 +2,21 @@
 // barrier a forget commits, the key destruction it drives (bucket re-key,
 // root epoch), the holders' purges and signed acks, the verification of
 // the five conditions of erasure, the signed attestation, the regulator
-// export and the forget ledger. It implements shredd.Eraser over the
-// registry that package sealing keeps (docs/design.md, "Forget").
+// export and the forget ledger. It implements shredd.Eraser
+// (docs/design.md, "Forget").
+//
+// It owns the tables of forgets, holders, acks and inventories, and reads
+// what depends on a subject through package registry, whose tables it never
+// names in SQL (a statement that joins them with its own takes the
+// registry's SQL fragments). It may import the root package, envelope,
+// keystore, registry, storage, attest, journal, translog and bundle; never
+// sealing.
 //
 // A forget moves requested → committed → shredded → erased. The commit is
-// the barrier: it takes the subject's barrier lock (sealing.Barrier), so
-// that every later encrypt, decrypt or registration whose lineage contains
-// the subject is refused with ErrShredded, also when it races the forget.
+// the barrier: it takes the subject's barrier lock
+// (registry.Registry.LockSubject), so that every later encrypt, decrypt or
+// registration whose lineage contains the subject is refused with
+// ErrShredded, also when it races the forget.
 package erasure
 
 import (
@@ -22,11 +30,11 @@ import (
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/journal"
 	"github.com/shredd/shredd/keystore"
-	"github.com/shredd/shredd/sealing"
+	"github.com/shredd/shredd/registry"
 	"github.com/shredd/shredd/storage"
 )
 
-// Options configures a Service. Zero values take the defaults.
+// Options configures an Eraser. Zero values take the defaults.
 type Options struct {
 	// Deadline is how long after its request a forget must be erased before
 	// it is overdue (default 24h).
@@ -52,31 +60,25 @@ type Options struct {
 // DefaultDeadline is the default verification deadline of a forget.
 const DefaultDeadline = 24 * time.Hour
 
-// Service forgets subjects and proves it, over the database, key tree and
-// barrier of a registry, which it embeds: a Service is the whole of what
-// the HTTP layer serves (shredd.Service), sealing by the registry's
-// methods, erasure by its own.
-type Service struct {
-	*sealing.Service
-
-	db      *storage.DB
-	keys    *keystore.Store
-	hasher  *sealing.Hasher
-	barrier *sealing.Barrier
-	opts    Options
+// Eraser forgets subjects and proves it, over the database (its own
+// tables), the registry (what depends on a subject, and the barrier locks)
+// and the key tree (the keys it destroys).
+type Eraser struct {
+	db     *storage.DB
+	reg    *registry.Registry
+	keys   *keystore.Store
+	hasher *registry.Hasher
+	opts   Options
 
 	workMu sync.Mutex // serialises re-keys and epochs (lockWork)
 	kick   chan struct{}
 }
 
-var (
-	_ shredd.Eraser  = (*Service)(nil)
-	_ shredd.Service = (*Service)(nil)
-)
+var _ shredd.Eraser = (*Eraser)(nil)
 
-// New returns the erasure service of the registry reg (its database, key
-// tree, subject hasher and barrier).
-func New(reg *sealing.Service, opts Options) *Service {
+// New returns the eraser over the database db, the registry reg in it, the
+// key tree keys and the subject hasher.
+func New(db *storage.DB, reg *registry.Registry, keys *keystore.Store, hasher *registry.Hasher, opts Options) *Eraser {
 	if opts.Deadline <= 0 {
 		opts.Deadline = DefaultDeadline
 	}
@@ -86,20 +88,20 @@ func New(reg *sealing.Service, opts Options) *Service {
 	if opts.Rand == nil {
 		opts.Rand = rand.Reader
 	}
-	return &Service{Service: reg, db: reg.DB(), keys: reg.Keys(), hasher: reg.Hasher(), barrier: reg.Barrier(), opts: opts, kick: make(chan struct{}, 1)}
+	return &Eraser{db: db, reg: reg, keys: keys, hasher: hasher, opts: opts, kick: make(chan struct{}, 1)}
 }
 
-func (s *Service) newID() (shredd.ID, error) { return shredd.NewID(s.opts.Now(), s.opts.Rand) }
+func (s *Eraser) newID() (shredd.ID, error) { return shredd.NewID(s.opts.Now(), s.opts.Rand) }
 
-func mapKeyErr(err error) error { return sealing.MapKeyErr(err) }
+func mapKeyErr(err error) error { return registry.MapKeyErr(err) }
 
-func checkSubject(subject string) error { return sealing.CheckSubject(subject) }
+func checkSubject(subject string) error { return registry.CheckSubject(subject) }
 
 // lockWork takes workMu and, where nodes share the database, the
 // cluster-wide lock of the erasure work: reconciliation, re-keys and
 // epochs run on one node at a time, and another node takes over when that
 // one dies (the database releases its lock).
-func (s *Service) lockWork(ctx context.Context) (func(), error) {
+func (s *Eraser) lockWork(ctx context.Context) (func(), error) {
 	s.workMu.Lock()
 	release, err := s.db.Exclusive(ctx, "erasure.work")
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 // of the current tree, the public keys, and, when since > 0, a consistency
 // proof from tree size since to that checkpoint. A forget not erased gives
 // ErrNotErased; since beyond the tree ErrInvalid.
-func (s *Service) Export(ctx context.Context, id shredd.ID, since int64) (*bundle.Bundle, error) {
+func (s *Eraser) Export(ctx context.Context, id shredd.ID, since int64) (*bundle.Bundle, error) {
 	j := s.opts.Journal
 	if j == nil {
 		return nil, fmt.Errorf("erasure: export: %w", shredd.ErrNoLog)
@@ -125,7 +125,7 @@ func (s *Service) Export(ctx context.Context, id shredd.ID, since int64) (*bundl
 
 // TransparencyLog returns the service's transparency log and its note
 // verifier key, or nil when it keeps none.
-func (s *Service) TransparencyLog() (*translog.Log, string) {
+func (s *Eraser) TransparencyLog() (*translog.Log, string) {
 	if s.opts.Journal == nil {
 		return nil, ""
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/shredd/shredd/internal/crashpoint"
 	"github.com/shredd/shredd/journal"
 	"github.com/shredd/shredd/keystore"
-	"github.com/shredd/shredd/sealing"
+	"github.com/shredd/shredd/registry"
 	"github.com/shredd/shredd/storage"
 )
 
@@ -42,7 +42,7 @@ func scanForget(sc interface{ Scan(...any) error }) (forgetRow, error) {
 
 // queryForgets reads the forgets a query selects (forgetCols followed by
 // tail), closing the rows before it returns so callers may write.
-func (s *Service) queryForgets(ctx context.Context, tail string, args ...any) ([]forgetRow, error) {
+func (s *Eraser) queryForgets(ctx context.Context, tail string, args ...any) ([]forgetRow, error) {
 	rows, err := s.db.QueryContext(ctx, forgetCols+tail, args...)
 	if err != nil {
 		return nil, fmt.Errorf("erasure: forgets: %w", err)
@@ -62,9 +62,9 @@ func (s *Service) queryForgets(ctx context.Context, tail string, args ...any) ([
 	return out, nil
 }
 
-func ts(n sql.NullInt64) time.Time { return sealing.Time(n) }
+func ts(n sql.NullInt64) time.Time { return registry.Time(n) }
 
-func (s *Service) view(ctx context.Context, r forgetRow) (shredd.Forget, error) {
+func (s *Eraser) view(ctx context.Context, r forgetRow) (shredd.Forget, error) {
 	f := shredd.Forget{ID: r.id, State: r.state, Barrier: r.barrier.Int64,
 		RequestedAt: time.Unix(0, r.requested).UTC(), Deadline: time.Unix(0, r.deadline).UTC(),
 		CommittedAt: ts(r.committed), RekeyedAt: ts(r.rekeyed), ShreddedAt: ts(r.shredded), ErasedAt: ts(r.erased),
@@ -142,12 +142,12 @@ func (s *Service) view(ctx context.Context, r forgetRow) (shredd.Forget, error) 
 // key (synchronously, before it returns), then leaves the bucket re-key and
 // the root epoch to the background work. Forgetting a subject again returns
 // the same forget.
-func (s *Service) Forget(ctx context.Context, subject string) (shredd.Forget, error) {
+func (s *Eraser) Forget(ctx context.Context, subject string) (shredd.Forget, error) {
 	if err := checkSubject(subject); err != nil {
 		return shredd.Forget{}, err
 	}
 	sid := s.hasher.SID(subject)
-	defer s.barrier.Lock(sid)()
+	defer s.reg.LockSubject(sid)()
 	if r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE sid=? ORDER BY requested_at DESC LIMIT 1`, sid[:])); err == nil {
 		// A repeated forget (the first answer lost on its way): the same
 		// forget, with the salt the first answer carried, for this caller
@@ -194,7 +194,7 @@ func (s *Service) Forget(ctx context.Context, subject string) (shredd.Forget, er
 type forgetRequest struct {
 	at         time.Time
 	commitment string
-	saltSealed []byte    // the commitment's salt, sealed (sealing.Hasher.SealSalt); nil for none
+	saltSealed []byte    // the commitment's salt, sealed (registry.Hasher.SealSalt); nil for none
 	deadline   time.Time // zero: at + Options.Deadline
 }
 
@@ -205,7 +205,7 @@ var errStalled = errors.New("erasure: forget stalled: a read-back disagrees")
 
 // storedSalt opens the commitment salt stored with forget id, sealed for
 // subject; nil for a forget of a release that kept none.
-func (s *Service) storedSalt(ctx context.Context, subject string, id shredd.ID) ([]byte, error) {
+func (s *Eraser) storedSalt(ctx context.Context, subject string, id shredd.ID) ([]byte, error) {
 	var sealed []byte
 	if err := s.db.QueryRowContext(ctx, `SELECT salt_sealed FROM forgets WHERE id=?`, id[:]).Scan(&sealed); err != nil {
 		return nil, fmt.Errorf("erasure: forget: %w", err)
@@ -224,7 +224,7 @@ func (s *Service) storedSalt(ctx context.Context, subject string, id shredd.ID) 
 // its next state asserts untrue. The reason is shown as the pending
 // condition's, until a later attempt succeeds. q is the database, or the
 // transaction that also writes the forget's request.
-func (s *Service) stall(ctx context.Context, q interface {
+func (s *Eraser) stall(ctx context.Context, q interface {
 	ExecContext(context.Context, string, ...any) (sql.Result, error)
 }, id shredd.ID, why error) error {
 	if _, err := q.ExecContext(ctx, `UPDATE forgets SET stall_reason=? WHERE id=?`, stallReason(why), id[:]); err != nil {
@@ -243,7 +243,7 @@ func stallReason(err error) string {
 // one fsync); without, the row is one a crash left requested (data dirs of
 // earlier releases wrote it in a transaction of its own). Called with the
 // subject's barrier lock held (or at recovery, before serving).
-func (s *Service) commit(ctx context.Context, id shredd.ID, sid envelope.SID, req *forgetRequest) error {
+func (s *Eraser) commit(ctx context.Context, id shredd.ID, sid envelope.SID, req *forgetRequest) error {
 	// The ledger's room for the line first: a full disk refuses the forget
 	// here, before anything commits (shredd.ErrDiskFull).
 	release, err := s.ledgerReserve()
@@ -303,7 +303,7 @@ func (s *Service) commit(ctx context.Context, id shredd.ID, sid envelope.SID, re
 		return fmt.Errorf("%w: %w", errStalled, rb)
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE forgets SET state=?, gen=?, committed_at=?, stall_reason=NULL,
-		barrier=(SELECT coalesce(max(seq), 0) FROM artifacts) WHERE id=? AND state=?`,
+		barrier=`+registry.LastSeqSQL+` WHERE id=? AND state=?`,
 		shredd.StateCommitted, gen, s.opts.Now().UnixNano(), id[:], shredd.StateRequested)
 	if err != nil {
 		return fmt.Errorf("erasure: forget: %w", err)
@@ -324,7 +324,7 @@ func (s *Service) commit(ctx context.Context, id shredd.ID, sid envelope.SID, re
 }
 
 // logCommit appends the forget_committed event of forget id in tx.
-func (s *Service) logCommit(ctx context.Context, tx *storage.Tx, id shredd.ID, sid envelope.SID, gen uint32) error {
+func (s *Eraser) logCommit(ctx context.Context, tx *storage.Tx, id shredd.ID, sid envelope.SID, gen uint32) error {
 	var commitment string
 	var barrier int64
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(commitment, ''), barrier FROM forgets WHERE id=?`, id[:]).Scan(&commitment, &barrier); err != nil {
@@ -342,7 +342,7 @@ func (s *Service) logCommit(ctx context.Context, tx *storage.Tx, id shredd.ID, s
 }
 
 // GetForget returns a forget with its conditions.
-func (s *Service) GetForget(ctx context.Context, id shredd.ID) (shredd.Forget, error) {
+func (s *Eraser) GetForget(ctx context.Context, id shredd.ID) (shredd.Forget, error) {
 	r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE id=?`, id[:]))
 	if errors.Is(err, sql.ErrNoRows) {
 		return shredd.Forget{}, fmt.Errorf("erasure: forget %s: %w", id, shredd.ErrNotFound)
@@ -354,7 +354,7 @@ func (s *Service) GetForget(ctx context.Context, id shredd.ID) (shredd.Forget, e
 }
 
 // Forgets lists forgets, newest first, optionally only those in state.
-func (s *Service) Forgets(ctx context.Context, state string, limit int) ([]shredd.Forget, error) {
+func (s *Eraser) Forgets(ctx context.Context, state string, limit int) ([]shredd.Forget, error) {
 	if limit <= 0 || limit > 1000 {
 		limit = 1000
 	}
@@ -381,7 +381,7 @@ func (s *Service) Forgets(ctx context.Context, state string, limit int) ([]shred
 }
 
 // Kick asks the background work to run soon.
-func (s *Service) Kick() {
+func (s *Eraser) Kick() {
 	select {
 	case s.kick <- struct{}{}:
 	default:
@@ -392,7 +392,7 @@ func (s *Service) Kick() {
 // a crash left requested, re-keys the buckets of committed forgets, and marks
 // shredded those an epoch completed after. It is safe to call at any time;
 // the background work (Run) calls it when kicked and every second.
-func (s *Service) Reconcile(ctx context.Context) error {
+func (s *Eraser) Reconcile(ctx context.Context) error {
 	unlock, err := s.lockWork(ctx)
 	if err != nil {
 		return err
@@ -408,7 +408,7 @@ const recoverWait = 5 * time.Second
 // destroyed): what must hold before serving. The rest of Reconcile (bucket
 // re-keys, shredded states) is background work that can take long after a
 // burst of forgets, so serve leaves it to Run and starts at once.
-func (s *Service) Recover(ctx context.Context) error {
+func (s *Eraser) Recover(ctx context.Context) error {
 	if s.db.Shared() {
 		// Another node may hold the work lock for a long re-key pass; its
 		// reconciliation commits requested forgets too, and so will this
@@ -427,13 +427,13 @@ func (s *Service) Recover(ctx context.Context) error {
 
 // commitRequested commits the forgets a crash left between request and
 // commit.
-func (s *Service) commitRequested(ctx context.Context) error {
+func (s *Eraser) commitRequested(ctx context.Context) error {
 	pending, err := s.queryForgets(ctx, ` WHERE state=?`, shredd.StateRequested)
 	if err != nil {
 		return err
 	}
 	for _, r := range pending {
-		unlock := s.barrier.Lock(r.sid)
+		unlock := s.reg.LockSubject(r.sid)
 		err := s.commit(ctx, r.id, r.sid, nil)
 		unlock()
 		if err != nil && !errors.Is(err, errStalled) { // a stalled forget holds up no other
@@ -443,7 +443,7 @@ func (s *Service) commitRequested(ctx context.Context) error {
 	return nil
 }
 
-func (s *Service) reconcileLocked(ctx context.Context) error {
+func (s *Eraser) reconcileLocked(ctx context.Context) error {
 	// 1. Forgets a crash left between request and commit.
 	if err := s.commitRequested(ctx); err != nil {
 		return err
@@ -500,7 +500,7 @@ func (s *Service) reconcileLocked(ctx context.Context) error {
 // the others (most of them, between epochs) wait for the next one, and
 // reading them all on every kick made the background work grow with the
 // number of forgets waiting.
-func (s *Service) advanceShredded(ctx context.Context) error {
+func (s *Eraser) advanceShredded(ctx context.Context) error {
 	last, err := s.keys.LastDoneEpoch(ctx)
 	if err != nil {
 		return mapKeyErr(err)
@@ -546,7 +546,7 @@ func (s *Service) advanceShredded(ctx context.Context) error {
 
 // needEpoch reports whether an epoch should run now: at once when a crash
 // interrupted one, and once due when any forget waits for one.
-func (s *Service) needEpoch(ctx context.Context, due bool) (bool, error) {
+func (s *Eraser) needEpoch(ctx context.Context, due bool) (bool, error) {
 	if interrupted, err := s.keys.Interrupted(ctx); err != nil || interrupted {
 		return interrupted, err
 	}
@@ -562,7 +562,7 @@ func (s *Service) needEpoch(ctx context.Context, due bool) (bool, error) {
 
 // RunEpoch re-keys what is pending, runs a root epoch (or resumes an
 // interrupted one) and marks shredded the forgets it completes.
-func (s *Service) RunEpoch(ctx context.Context) (shredd.Epoch, error) {
+func (s *Eraser) RunEpoch(ctx context.Context) (shredd.Epoch, error) {
 	unlock, err := s.lockWork(ctx)
 	if err != nil {
 		return shredd.Epoch{}, err
@@ -585,7 +585,7 @@ func (s *Service) RunEpoch(ctx context.Context) (shredd.Epoch, error) {
 // every few seconds, and an epoch every interval while forgets wait for one.
 // Failures (such as an unreachable root store) are logged and retried with
 // backoff; they never mark anything shredded.
-func (s *Service) Run(ctx context.Context, interval time.Duration, log *slog.Logger) {
+func (s *Eraser) Run(ctx context.Context, interval time.Duration, log *slog.Logger) {
 	if interval <= 0 {
 		interval = time.Hour
 	}

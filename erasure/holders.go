@@ -21,7 +21,7 @@ const MaxAckArtifacts = 100_000
 // RegisterHolder records a holder and its Ed25519 public key. Registering
 // the same key again is a no-op; another key for a known holder is
 // ErrConflict (keys are not replaced silently: old acks stand on them).
-func (s *Service) RegisterHolder(ctx context.Context, id string, pub []byte) (shredd.Holder, bool, error) {
+func (s *Eraser) RegisterHolder(ctx context.Context, id string, pub []byte) (shredd.Holder, bool, error) {
 	if !shredd.ValidHolder(id) {
 		return shredd.Holder{}, false, fmt.Errorf("erasure: holder id: %w", shredd.ErrInvalid)
 	}
@@ -44,7 +44,7 @@ func (s *Service) RegisterHolder(ctx context.Context, id string, pub []byte) (sh
 }
 
 // GetHolder returns a registered holder.
-func (s *Service) GetHolder(ctx context.Context, id string) (shredd.Holder, error) {
+func (s *Eraser) GetHolder(ctx context.Context, id string) (shredd.Holder, error) {
 	h := shredd.Holder{ID: id}
 	var pub []byte
 	var created int64
@@ -74,34 +74,16 @@ func AckPayload(forget shredd.ID, holder string, artifacts []shredd.ID) []byte {
 
 // heldBy returns the plaintext-held artifacts of a forget's lineage held by
 // holder ("" for every holder), by holder: settled or staged (lineage_all).
-func (s *Service) heldBy(ctx context.Context, r forgetRow, holder string) (map[string][]shredd.ID, error) {
-	q := `SELECT a.id, a.holder FROM lineage_all l JOIN artifacts a ON a.id = l.artifact WHERE l.sid = ? AND NOT a.sealed`
-	args := []any{r.sid[:]}
-	if holder != "" {
-		q += ` AND a.holder = ?`
-		args = append(args, holder)
-	}
-	rows, err := s.db.QueryContext(ctx, q+` ORDER BY a.seq`, args...)
+func (s *Eraser) heldBy(ctx context.Context, r forgetRow, holder string) (map[string][]shredd.ID, error) {
+	out, err := s.reg.HeldBy(ctx, r.sid, holder)
 	if err != nil {
 		return nil, fmt.Errorf("erasure: purges: %w", err)
 	}
-	defer rows.Close()
-	out := map[string][]shredd.ID{}
-	for rows.Next() {
-		var b []byte
-		var h string
-		if err := rows.Scan(&b, &h); err != nil {
-			return nil, fmt.Errorf("erasure: purges: %w", err)
-		}
-		var id shredd.ID
-		copy(id[:], b)
-		out[h] = append(out[h], id)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // ackedSet returns the artifacts of a forget that signed acks cover.
-func (s *Service) ackedSet(ctx context.Context, forget shredd.ID) (map[shredd.ID]bool, error) {
+func (s *Eraser) ackedSet(ctx context.Context, forget shredd.ID) (map[shredd.ID]bool, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT artifact FROM acked WHERE forget=?`, forget[:])
 	if err != nil {
 		return nil, fmt.Errorf("erasure: acks: %w", err)
@@ -122,7 +104,7 @@ func (s *Service) ackedSet(ctx context.Context, forget shredd.ID) (map[shredd.ID
 
 // Purges lists, per open forget, the plaintext-held artifacts holder must
 // still purge and acknowledge.
-func (s *Service) Purges(ctx context.Context, holder string) ([]shredd.Purge, error) {
+func (s *Eraser) Purges(ctx context.Context, holder string) ([]shredd.Purge, error) {
 	if _, err := s.GetHolder(ctx, holder); err != nil {
 		return nil, err
 	}
@@ -161,7 +143,7 @@ func (s *Service) Purges(ctx context.Context, holder string) ([]shredd.Purge, er
 // one signed ack; sending the same ack again is a no-op). An ack that omits
 // some of the holder's artifacts is accepted, and those stay open: Missing
 // lists them. A delete ack alone never closes anything it does not name.
-func (s *Service) Ack(ctx context.Context, forget shredd.ID, holder string, artifacts []shredd.ID, sig []byte) (shredd.AckResult, error) {
+func (s *Eraser) Ack(ctx context.Context, forget shredd.ID, holder string, artifacts []shredd.ID, sig []byte) (shredd.AckResult, error) {
 	if len(artifacts) == 0 || len(artifacts) > MaxAckArtifacts {
 		return shredd.AckResult{}, fmt.Errorf("erasure: an ack names 1 to %d artifacts: %w", MaxAckArtifacts, shredd.ErrInvalid)
 	}
@@ -263,7 +245,7 @@ func (s *Service) Ack(ctx context.Context, forget shredd.ID, holder string, arti
 // open forget: they are blocked until the holder reports a clean inventory.
 // A forget already erased stays erased (its attestation is issued); the
 // report's ContradictedAcks tells the operator.
-func (s *Service) ReportInventory(ctx context.Context, holder string, items []shredd.InventoryItem) (shredd.Inventory, error) {
+func (s *Eraser) ReportInventory(ctx context.Context, holder string, items []shredd.InventoryItem) (shredd.Inventory, error) {
 	if _, err := s.GetHolder(ctx, holder); err != nil {
 		return shredd.Inventory{}, err
 	}
@@ -276,8 +258,7 @@ func (s *Service) ReportInventory(ctx context.Context, holder string, items []sh
 		id, err := shredd.ParseID(it.ID)
 		known := err == nil
 		if known {
-			var h string
-			err := s.db.QueryRowContext(ctx, `SELECT holder FROM artifacts WHERE id=?`, id[:]).Scan(&h)
+			h, err := s.reg.ArtifactHolder(ctx, id)
 			known = err == nil && h == holder
 		}
 		if !known {
@@ -293,10 +274,9 @@ func (s *Service) ReportInventory(ctx context.Context, holder string, items []sh
 			}
 		}
 		if _, seen := kinds[it.Kind]; !seen {
-			var one int
-			err := s.db.QueryRowContext(ctx, `SELECT 1 FROM kinds WHERE name=?`, it.Kind).Scan(&one)
-			kinds[it.Kind] = err == nil
-			if err != nil {
+			ok, err := s.reg.KindRegistered(ctx, it.Kind)
+			kinds[it.Kind] = err == nil && ok
+			if !kinds[it.Kind] {
 				inv.UnknownKind = append(inv.UnknownKind, truncate(it.Kind))
 			}
 		}
@@ -313,7 +293,7 @@ func (s *Service) ReportInventory(ctx context.Context, holder string, items []sh
 
 // closureBreaks lists the holders whose latest inventory holds artifacts or
 // kinds shredd never registered.
-func (s *Service) closureBreaks(ctx context.Context) ([]string, error) {
+func (s *Eraser) closureBreaks(ctx context.Context) ([]string, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT holder FROM inventories WHERE unknown_artifacts > 0 OR unknown_kinds > 0 ORDER BY holder`)
 	if err != nil {
 		return nil, fmt.Errorf("erasure: inventories: %w", err)

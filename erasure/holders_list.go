@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/shredd/shredd"
+	"github.com/shredd/shredd/registry"
 )
 
 // ListHolders answers one page of registered holders, by id ascending,
@@ -18,8 +19,8 @@ import (
 // subject's lineage that no ack of that forget covers.
 // TestListHoldersAgreesWithPurges checks the two against each other.
 // A malformed cursor or limit is ErrInvalid.
-func (s *Service) ListHolders(ctx context.Context, q shredd.HolderQuery) (shredd.HolderPage, error) {
-	if err := s.Settle(ctx); err != nil { // the purge work reads the lineage by subject
+func (s *Eraser) ListHolders(ctx context.Context, q shredd.HolderQuery) (shredd.HolderPage, error) {
+	if err := s.reg.Settle(ctx); err != nil { // the purge work reads the lineage by subject
 		return shredd.HolderPage{}, fmt.Errorf("erasure: list holders: %w", err)
 	}
 	if q.Limit < 0 || q.Limit > shredd.MaxHolderPage {
@@ -90,7 +91,7 @@ func (s *Service) ListHolders(ctx context.Context, q shredd.HolderQuery) (shredd
 		at[page.Holders[i].ID] = &page.Holders[i]
 	}
 	err = s.eachHolderRow(ctx, `SELECT a.holder, count(*), count(DISTINCT f.id)
-		FROM forgets f JOIN lineage l ON l.sid = f.sid JOIN artifacts a ON a.id = l.artifact
+		FROM forgets f `+registry.JoinLineageSQL("f.sid")+`
 		WHERE f.committed_at IS NOT NULL AND f.erased_at IS NULL AND NOT a.sealed AND a.holder >= ? AND a.holder <= ?
 			AND NOT EXISTS (SELECT 1 FROM acked k WHERE k.forget = f.id AND k.artifact = a.id)
 		GROUP BY a.holder`, first, last, func(h *shredd.HolderStatus, a, b int64) {
@@ -111,7 +112,7 @@ func (s *Service) ListHolders(ctx context.Context, q shredd.HolderQuery) (shredd
 // first to last and calls set for those of the page (at); holders of
 // artifacts or acks who are not on the page (or not registered) are
 // skipped.
-func (s *Service) eachHolderRow(ctx context.Context, query, first, last string, set func(h *shredd.HolderStatus, a, b int64), at map[string]*shredd.HolderStatus) error {
+func (s *Eraser) eachHolderRow(ctx context.Context, query, first, last string, set func(h *shredd.HolderStatus, a, b int64), at map[string]*shredd.HolderStatus) error {
 	rows, err := s.db.QueryContext(ctx, query, first, last)
 	if err != nil {
 		return fmt.Errorf("erasure: list holders: %w", err)

@@ -14,7 +14,7 @@ import (
 // attestation and the key's key_created event carry the same commitment;
 // a fresh random salt when the subject has no key or the key cannot be
 // read now (a root store down must not stop a forget).
-func (s *Service) subjectSalt(ctx context.Context, sid envelope.SID) []byte {
+func (s *Eraser) subjectSalt(ctx context.Context, sid envelope.SID) []byte {
 	st, gen, err := s.keys.State(ctx, sid)
 	if err == nil && st == keystore.SubjectLive {
 		if k, err := s.keys.KeyAt(ctx, envelope.Ref{SID: sid, Gen: gen}); err == nil {

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/shredd/shredd"
-	"github.com/shredd/shredd/erasure"
+	"github.com/shredd/shredd/testkit/shreddtest"
 )
 
 // BenchmarkJournal measures what the transparency log adds to the two
@@ -21,7 +21,7 @@ import (
 func BenchmarkJournal(b *testing.B) {
 	for _, log := range []bool{false, true} {
 		name := map[bool]string{false: "log=off", true: "log=on"}[log]
-		newSvc := func(b *testing.B) *erasure.Service {
+		newSvc := func(b *testing.B) *shreddtest.Service {
 			if log {
 				return newJournaled(b).svc
 			}

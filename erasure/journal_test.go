@@ -14,21 +14,20 @@ import (
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/bundle"
 	"github.com/shredd/shredd/envelope"
-	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/keystore"
-	"github.com/shredd/shredd/sealing"
+	"github.com/shredd/shredd/registry"
 	"github.com/shredd/shredd/testkit/shreddtest"
 	"github.com/shredd/shredd/translog"
 )
 
 // journaled is a service with a transparency log, as cmd/shredd wires it.
 type journaled struct {
-	svc    *erasure.Service
+	svc    *shreddtest.Service
 	keys   *keystore.Store
 	log    *translog.Log
 	vkey   string
 	key    ed25519.PrivateKey
-	hasher *sealing.Hasher
+	hasher *registry.Hasher
 	clock  *shreddtest.Clock
 }
 
@@ -36,7 +35,7 @@ func newJournaled(t testing.TB) *journaled {
 	t.Helper()
 	c := shreddtest.NewClock()
 	st := shreddtest.New(t, onClock(c, shreddtest.Options{Log: true, Kinds: []string{"episodic", "summary"}}))
-	return &journaled{svc: st.Service, keys: st.Keys, log: st.Log, vkey: st.LogVKey, key: st.AttestationKey, hasher: st.Hasher, clock: c}
+	return &journaled{svc: st.Both(), keys: st.Keys, log: st.Log, vkey: st.LogVKey, key: st.AttestationKey, hasher: st.Hasher, clock: c}
 }
 
 // entries reads the whole log back as events.

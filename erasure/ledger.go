@@ -762,7 +762,7 @@ func (l *Ledger) appendLines(lines []ledgerLine, force bool) error {
 
 // ledgerReserve reserves the ledger's room for one forget's line before
 // the forget commits (Ledger.reserve); the returned func releases it.
-func (s *Service) ledgerReserve() (func(), error) {
+func (s *Eraser) ledgerReserve() (func(), error) {
 	l := s.opts.Ledger
 	if l == nil {
 		return func() {}, nil
@@ -776,7 +776,7 @@ func (s *Service) ledgerReserve() (func(), error) {
 // ledgerAppend records committed forgets in the ledger, when the service
 // has one; it returns once they are durable (an fsync shared with the
 // forgets appended at the same time).
-func (s *Service) ledgerAppend(ctx context.Context, ids ...shredd.ID) error {
+func (s *Eraser) ledgerAppend(ctx context.Context, ids ...shredd.ID) error {
 	l := s.opts.Ledger
 	if l == nil {
 		return nil
@@ -796,7 +796,7 @@ func (s *Service) ledgerAppend(ctx context.Context, ids ...shredd.ID) error {
 }
 
 // ledgerLines reads the lines of committed forgets from the database.
-func (s *Service) ledgerLines(ctx context.Context, ids []shredd.ID) ([]ledgerLine, error) {
+func (s *Eraser) ledgerLines(ctx context.Context, ids []shredd.ID) ([]ledgerLine, error) {
 	// The newest root version the database's bucket keys were wrapped under
 	// when the forgets committed: a backup taken before them needs that
 	// version or an older one (read from the database, not the root store:
@@ -1128,7 +1128,7 @@ type LedgerReport struct {
 // database; a committed forget missing from the ledger (a crash between
 // the commit and the ledger's fsync) is appended; the head is kept with
 // the root. Without a ledger it does nothing.
-func (s *Service) ReconcileLedger(ctx context.Context) (LedgerReport, error) {
+func (s *Eraser) ReconcileLedger(ctx context.Context) (LedgerReport, error) {
 	var rep LedgerReport
 	l := s.opts.Ledger
 	if l == nil {
@@ -1264,8 +1264,8 @@ func (s *Service) ReconcileLedger(ctx context.Context) (LedgerReport, error) {
 // it. A forget of the same subject the database already has (made after
 // the restore) is left as it is: the subject's key is destroyed either way,
 // and applied is false (it is not counted as re-applied).
-func (s *Service) reapply(ctx context.Context, id shredd.ID, sid envelope.SID, e ledgerLine) (applied bool, err error) {
-	defer s.barrier.Lock(sid)()
+func (s *Eraser) reapply(ctx context.Context, id shredd.ID, sid envelope.SID, e ledgerLine) (applied bool, err error) {
+	defer s.reg.LockSubject(sid)()
 	var other []byte
 	err = s.db.QueryRowContext(ctx, `SELECT id FROM forgets WHERE sid=? AND state<>? LIMIT 1`, sid[:], shredd.StateRequested).Scan(&other)
 	if err == nil {
@@ -1283,7 +1283,7 @@ func (s *Service) reapply(ctx context.Context, id shredd.ID, sid envelope.SID, e
 
 // keptHead reads the head kept with the root for this ledger: nil and no
 // error when none was kept.
-func (s *Service) keptHead(ctx context.Context) (*keystore.LedgerHead, error) {
+func (s *Eraser) keptHead(ctx context.Context) (*keystore.LedgerHead, error) {
 	h, err := s.keys.Root().LedgerHead(ctx, s.opts.Ledger.opts.Slot)
 	switch {
 	case errors.Is(err, keystore.ErrNotFound):
@@ -1337,11 +1337,11 @@ func (l *Ledger) cut(sc *ledgerScan) (string, error) {
 // database cannot roll it back. Called at start-up, after every epoch,
 // before every backup, when the background work finds the head moved, and
 // at shutdown. Without a ledger, or with a damaged one, it does nothing.
-func (s *Service) KeepLedgerHead(ctx context.Context) error {
+func (s *Eraser) KeepLedgerHead(ctx context.Context) error {
 	return s.keepLedgerHead(ctx, true)
 }
 
-func (s *Service) keepLedgerHead(ctx context.Context, always bool) error {
+func (s *Eraser) keepLedgerHead(ctx context.Context, always bool) error {
 	l := s.opts.Ledger
 	if l == nil {
 		return nil
@@ -1372,7 +1372,7 @@ func (s *Service) keepLedgerHead(ctx context.Context, always bool) error {
 // many were dropped and the last one's hash; the file is rewritten through
 // a fresh file and a rename (datadir.Replace). The head is then kept with
 // the root, whether anything was dropped or not (once per epoch).
-func (s *Service) CompactLedger(ctx context.Context, minVersion int) (int, error) {
+func (s *Eraser) CompactLedger(ctx context.Context, minVersion int) (int, error) {
 	l := s.opts.Ledger
 	if l == nil {
 		return 0, nil

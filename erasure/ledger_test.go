@@ -17,6 +17,7 @@ import (
 	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
+	"github.com/shredd/shredd/registry"
 	"github.com/shredd/shredd/sealing"
 	"github.com/shredd/shredd/testkit/shreddtest"
 )
@@ -41,13 +42,14 @@ func openLedger(t *testing.T, path string, opts erasure.LedgerOptions) *erasure.
 // service is a service on b's database, key tree and root, with ledger l:
 // the same data directory started again with another ledger file. close
 // stops its background writers.
-func service(t *testing.T, b *shreddtest.Stack, l *erasure.Ledger) (svc *erasure.Service, close func()) {
+func service(t *testing.T, b *shreddtest.Stack, l *erasure.Ledger) (svc *shreddtest.Service, close func()) {
 	t.Helper()
-	reg, err := sealing.New(context.Background(), b.DB, b.Keys, b.Hasher, sealing.Options{})
+	reg, err := registry.Open(context.Background(), b.DB, b.Keys, registry.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return erasure.New(reg, erasure.Options{Ledger: l}), reg.Close
+	return &shreddtest.Service{Sealer: sealing.New(reg, b.Keys, b.Hasher, sealing.Options{}),
+		Eraser: erasure.New(b.DB, reg, b.Keys, b.Hasher, erasure.Options{Ledger: l}), Registry: reg}, reg.Close
 }
 
 // ledgerWorld is a stack whose ledger holds the forgets of alice, bob and
@@ -71,7 +73,7 @@ func newLedgerWorld(t *testing.T) *ledgerWorld {
 	l := openLedger(t, path, erasure.LedgerOptions{})
 	w := &ledgerWorld{root: root}
 	w.b = shreddtest.New(t, shreddtest.Options{Root: root, Kinds: []string{"episodic"}, Erasure: erasure.Options{Ledger: l}})
-	if _, err := w.b.Service.ReconcileLedger(ctx); err != nil {
+	if _, err := w.b.Eraser.ReconcileLedger(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"alice", "bob", "carol"} {
@@ -84,7 +86,7 @@ func newLedgerWorld(t *testing.T) *ledgerWorld {
 		}
 		w.ids = append(w.ids, f.ID)
 	}
-	if err := w.b.Service.KeepLedgerHead(ctx); err != nil {
+	if err := w.b.Eraser.KeepLedgerHead(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if w.head, err = root.LedgerHead(ctx, slot); err != nil || w.head.Seq != 3 || w.head.Lines != 3 {

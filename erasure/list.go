@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/shredd/shredd"
+	"github.com/shredd/shredd/registry"
 )
 
 // reportedState is the SQL of the state a forget reports (view): erased
@@ -15,12 +16,15 @@ import (
 // failed); overdue past the deadline (?2, now); else the pipeline state.
 // It must stay the SQL twin of view's switch: TestListForgetsStates
 // checks them against each other.
-const reportedState = `CASE
+var reportedState = `CASE
 	WHEN erased_at IS NOT NULL THEN 'erased'
-	WHEN ?1 AND committed_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM lineage l JOIN artifacts a ON a.id = l.artifact
-		LEFT JOIN kinds k ON k.name = a.kind WHERE l.sid = forgets.sid AND k.name IS NULL) THEN 'blocked'
+	WHEN ?1 AND committed_at IS NOT NULL AND NOT EXISTS (` + unregisteredKind + `) THEN 'blocked'
 	WHEN deadline < ?2 THEN 'overdue'
 	ELSE state END`
+
+// unregisteredKind selects the settled artifacts of a forget's subject
+// whose kind is not registered (reportedState).
+var unregisteredKind = registry.UnregisteredKindSQL("forgets.sid")
 
 // ListForgets answers one page of forgets, newest first (request time,
 // then id, both descending), of the reported state q.State when it is
@@ -28,8 +32,8 @@ const reportedState = `CASE
 // order and the page bound run in SQL (keyset pagination: a page costs
 // its own rows, not those before it); only the forgets of the page are
 // evaluated in full. A malformed cursor, limit or state is ErrInvalid.
-func (s *Service) ListForgets(ctx context.Context, q shredd.ForgetQuery) (shredd.ForgetPage, error) {
-	if err := s.Settle(ctx); err != nil { // the states read the lineage by subject
+func (s *Eraser) ListForgets(ctx context.Context, q shredd.ForgetQuery) (shredd.ForgetPage, error) {
+	if err := s.reg.Settle(ctx); err != nil { // the states read the lineage by subject
 		return shredd.ForgetPage{}, fmt.Errorf("erasure: list forgets: %w", err)
 	}
 	switch q.State {
@@ -93,7 +97,7 @@ func (s *Service) ListForgets(ctx context.Context, q shredd.ForgetQuery) (shredd
 }
 
 // countStates counts the forgets by reported state (every state present).
-func (s *Service) countStates(ctx context.Context, blocked bool, now int64) (map[string]int, error) {
+func (s *Eraser) countStates(ctx context.Context, blocked bool, now int64) (map[string]int, error) {
 	counts := map[string]int{shredd.StateRequested: 0, shredd.StateCommitted: 0, shredd.StateShredded: 0,
 		shredd.StateErased: 0, shredd.StateBlocked: 0, shredd.StateOverdue: 0}
 	rows, err := s.db.QueryContext(ctx, `SELECT `+reportedState+`, count(*) FROM forgets GROUP BY 1`, blocked, now)

@@ -26,7 +26,7 @@ func TestPerSubjectStory(t *testing.T) {
 	}
 	st := shreddtest.New(t, shreddtest.Options{Root: vs, Keystore: keystore.Options{Buckets: 4, SubjectKMS: vs.SubjectKeys()},
 		Kinds: []string{"episodic", "summary"}})
-	s, h := st.Service, st.Hasher
+	s, h := st.Both(), st.Hasher
 	rec := shreddtest.Seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "alice record")
 	bob := shreddtest.Seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"bob"}}, "bob record")
 	sum := shreddtest.Seal(t, s, shredd.Source{Kind: "summary", Parents: []shredd.ID{rec.Artifact}, Subjects: []string{"bob"}}, "summary")

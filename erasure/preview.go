@@ -18,13 +18,13 @@ const MaxPreviewArtifacts = 10_000
 // the collateral (aggregates that also carry other subjects and must be
 // rebuilt by their holders), and the plaintext-held artifacts whose holders
 // will have to purge them. It writes nothing.
-func (s *Service) Preview(ctx context.Context, subject string) (shredd.Preview, error) {
+func (s *Eraser) Preview(ctx context.Context, subject string) (shredd.Preview, error) {
 	if err := checkSubject(subject); err != nil {
 		return shredd.Preview{}, err
 	}
 	sid := s.hasher.SID(subject)
 	var p shredd.Preview
-	if err := s.Settle(ctx); err != nil { // the lineage by subject and the children by parent
+	if err := s.reg.Settle(ctx); err != nil { // the lineage by subject and the children by parent
 		return shredd.Preview{}, fmt.Errorf("erasure: preview: %w", err)
 	}
 	st, _, err := s.keys.State(ctx, sid)
@@ -32,36 +32,21 @@ func (s *Service) Preview(ctx context.Context, subject string) (shredd.Preview, 
 		return shredd.Preview{}, fmt.Errorf("erasure: preview: %w", err)
 	}
 	p.AlreadyForgotten = st == keystore.SubjectForgotten
-	rows, err := s.db.QueryContext(ctx, `SELECT a.id, a.seq, a.kind, a.holder, a.sealed, l.direct,
-			(SELECT count(*) - 1 FROM lineage o WHERE o.artifact = l.artifact)
-		FROM lineage l JOIN artifacts a ON a.id = l.artifact WHERE l.sid = ?`, sid[:])
+	deps, err := s.reg.SubjectArtifacts(ctx, sid)
 	if err != nil {
 		return shredd.Preview{}, fmt.Errorf("erasure: preview: %w", err)
 	}
 	byID := map[shredd.ID]*shredd.PreviewArtifact{}
 	seqOf := map[shredd.ID]int64{} // registration order, for the listing
 	var order []shredd.ID
-	for rows.Next() {
-		var a shredd.PreviewArtifact
-		var id []byte
-		var direct bool
-		var seq int64
-		if err := rows.Scan(&id, &seq, &a.Kind, &a.Holder, &a.Sealed, &direct, &a.Others); err != nil {
-			rows.Close()
-			return shredd.Preview{}, fmt.Errorf("erasure: preview: %w", err)
-		}
-		copy(a.ID[:], id)
-		a.Hops = -1
-		if direct {
+	for _, d := range deps {
+		a := shredd.PreviewArtifact{ID: d.ID, Kind: d.Kind, Holder: d.Holder, Sealed: d.Sealed, Others: d.Others, Hops: -1}
+		if d.Direct {
 			a.Hops = 0
 		}
 		byID[a.ID] = &a
-		seqOf[a.ID] = seq
+		seqOf[a.ID] = d.Seq
 		order = append(order, a.ID)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return shredd.Preview{}, fmt.Errorf("erasure: preview: %w", err)
 	}
 	// Hops: breadth-first from the direct artifacts over parent edges,
 	// within the lineage set.
@@ -74,24 +59,16 @@ func (s *Service) Preview(ctx context.Context, subject string) (shredd.Preview, 
 	for hops := 1; len(frontier) > 0; hops++ {
 		var next []shredd.ID
 		for _, parent := range frontier {
-			cr, err := s.db.QueryContext(ctx, `SELECT artifact FROM artifact_parents WHERE parent = ?`, parent[:])
+			children, err := s.reg.Children(ctx, parent)
 			if err != nil {
 				return shredd.Preview{}, fmt.Errorf("erasure: preview: %w", err)
 			}
-			for cr.Next() {
-				var b []byte
-				if err := cr.Scan(&b); err != nil {
-					cr.Close()
-					return shredd.Preview{}, fmt.Errorf("erasure: preview: %w", err)
-				}
-				var child shredd.ID
-				copy(child[:], b)
+			for _, child := range children {
 				if a, ok := byID[child]; ok && a.Hops < 0 {
 					a.Hops = hops
 					next = append(next, child)
 				}
 			}
-			cr.Close()
 		}
 		frontier = next
 	}

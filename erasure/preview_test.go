@@ -88,7 +88,7 @@ func TestLeases(t *testing.T) {
 	if o.Lease.Artifact != rec.Artifact || o.Lease.Holder != "summarizer-1" || !o.Lease.ExpiresAt.After(o.Lease.IssuedAt) {
 		t.Fatalf("lease = %+v", o.Lease)
 	}
-	got, err := s.GetLease(ctx, o.Lease.ID)
+	got, err := s.Registry.GetLease(ctx, o.Lease.ID)
 	if err != nil || got.ID != o.Lease.ID {
 		t.Fatalf("lease not durable: %v", err)
 	}

@@ -53,7 +53,7 @@ func TestReadBackStallsForget(t *testing.T) {
 	ctx := context.Background()
 	c := shreddtest.NewClock()
 	st := shreddtest.New(t, onClock(c, shreddtest.Options{Kinds: []string{"episodic"}}))
-	s := st.Service
+	s := st.Both()
 	rec := shreddtest.Seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "alice record")
 	drop := plantIgnore(t, st.DB, "subjects", "wrapped")
 
@@ -119,7 +119,7 @@ func TestReadBackStallsShredded(t *testing.T) {
 	ctx := context.Background()
 	c := shreddtest.NewClock()
 	st := shreddtest.New(t, onClock(c, shreddtest.Options{Kinds: []string{"episodic"}}))
-	s := st.Service
+	s := st.Both()
 	shreddtest.Seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"bob"}}, "bob record")
 	f, err := s.Forget(ctx, "bob")
 	if err != nil {

@@ -30,7 +30,7 @@ func TestReconcileCountsOnlyReapplied(t *testing.T) {
 	if _, err := b.Service.Forget(ctx, "alice"); err != nil {
 		t.Fatal(err)
 	}
-	svc := erasure.New(b.Service.Service, erasure.Options{Ledger: openLedger(t, path, erasure.LedgerOptions{})})
+	svc := erasure.New(b.DB, b.Registry, b.Keys, b.Hasher, erasure.Options{Ledger: openLedger(t, path, erasure.LedgerOptions{})})
 	rep, err := svc.ReconcileLedger(ctx)
 	if err != nil {
 		t.Fatal(err)

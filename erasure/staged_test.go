@@ -10,7 +10,7 @@ import (
 	"github.com/shredd/shredd/testkit/shreddtest"
 )
 
-// Registrations stage their lineage (sealing.Service.Settle); every reader
+// Registrations stage their lineage (registry.Registry.Settle); every reader
 // by subject settles first or reads the staged rows too (lineage_all), so a
 // forget made right after registrations, with nothing settled in between,
 // still sees each of them: the preview counts them and the holder is asked

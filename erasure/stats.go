@@ -12,7 +12,7 @@ import (
 // and how many are overdue: not erased and past their deadline, as
 // Forget.Overdue says. It is meant for every metrics scrape: two grouped
 // counts over the forgets table.
-func (s *Service) CountForgets(ctx context.Context) (byState map[string]int, overdue int, err error) {
+func (s *Eraser) CountForgets(ctx context.Context) (byState map[string]int, overdue int, err error) {
 	byState = map[string]int{shredd.StateRequested: 0, shredd.StateCommitted: 0, shredd.StateShredded: 0, shredd.StateErased: 0}
 	rows, err := s.db.QueryContext(ctx, `SELECT CASE WHEN erased_at IS NOT NULL THEN ? ELSE state END, count(*) FROM forgets GROUP BY 1`, shredd.StateErased)
 	if err != nil {

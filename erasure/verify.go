@@ -19,9 +19,9 @@ import (
 
 // verification evaluates the five conditions of a committed forget. It reads
 // the registry and the key tree and writes nothing: the lineage by subject
-// through lineage_all, the settled and the staged rows (sealing.Settle), so
+// through lineage_all, the settled and the staged rows (registry.Registry.Settle), so
 // that a forget's answer never waits for a settle.
-func (s *Service) verification(ctx context.Context, r forgetRow) ([]shredd.Condition, bool, error) {
+func (s *Eraser) verification(ctx context.Context, r forgetRow) ([]shredd.Condition, bool, error) {
 	now := s.opts.Now()
 	var out []shredd.Condition
 	allOK := true
@@ -44,8 +44,8 @@ func (s *Service) verification(ctx context.Context, r forgetRow) ([]shredd.Condi
 
 	// 1. Cascade: every artifact of the lineage is sealed (and so now
 	// unreadable), or plaintext-held and named in its holder's signed ack.
-	var total int
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM lineage_all WHERE sid = ?`, r.sid[:]).Scan(&total); err != nil {
+	total, err := s.reg.CountLineage(ctx, r.sid)
+	if err != nil {
 		return nil, false, fmt.Errorf("erasure: verify: %w", err)
 	}
 	held, err := s.heldBy(ctx, r, "")
@@ -84,35 +84,21 @@ func (s *Service) verification(ctx context.Context, r forgetRow) ([]shredd.Condi
 	var live int
 	var until int64
 	var named []string
-	// The lineage's artifacts first (IN), then their leases by index: a
-	// join would let the planner scan every lease for the staged rows.
-	lr, err := s.db.QueryContext(ctx, `SELECT le.id, le.holder, le.expires_at FROM leases le
-		WHERE le.artifact IN (SELECT artifact FROM lineage_all WHERE sid = ?)
-		AND le.issued_at < ? AND le.released_at IS NULL AND le.expires_at > ? ORDER BY le.expires_at`,
-		r.sid[:], committed.UnixNano(), now.UnixNano())
+	leases, err := s.reg.LiveLeases(ctx, r.sid, committed.UnixNano(), now.UnixNano())
 	if err != nil {
 		return nil, false, fmt.Errorf("erasure: verify: %w", err)
 	}
-	for lr.Next() {
-		var idb []byte
-		var holder string
-		var exp int64
-		if err := lr.Scan(&idb, &holder, &exp); err != nil {
-			lr.Close()
-			return nil, false, fmt.Errorf("erasure: verify: %w", err)
-		}
+	for _, l := range leases {
 		live++
-		until = max(until, exp)
+		until = max(until, l.ExpiresAt)
 		if len(named) < 5 {
-			var lid shredd.ID
-			copy(lid[:], idb)
+			holder := l.Holder
 			if holder == "" {
 				holder = "unnamed holder"
 			}
-			named = append(named, fmt.Sprintf("lease %s (%s)", lid, holder))
+			named = append(named, fmt.Sprintf("lease %s (%s)", l.ID, holder))
 		}
 	}
-	lr.Close()
 	if live > len(named) {
 		named = append(named, fmt.Sprintf("and %d more", live-len(named)))
 	}
@@ -147,9 +133,8 @@ func (s *Service) verification(ctx context.Context, r forgetRow) ([]shredd.Condi
 
 	// 4. Closure: every artifact of the lineage has a registered kind, and no
 	// holder reported holding artifacts shredd never registered.
-	var unregistered int
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM lineage_all l JOIN artifacts a ON a.id = l.artifact
-		LEFT JOIN kinds k ON k.name = a.kind WHERE l.sid = ? AND k.name IS NULL`, r.sid[:]).Scan(&unregistered); err != nil {
+	unregistered, err := s.reg.CountUnregisteredKinds(ctx, r.sid)
+	if err != nil {
 		return nil, false, fmt.Errorf("erasure: verify: %w", err)
 	}
 	breaks, err := s.closureBreaks(ctx)
@@ -184,7 +169,7 @@ func (s *Service) verification(ctx context.Context, r forgetRow) ([]shredd.Condi
 // before the forget's epoch are destroyed: its oldest available version
 // must be the epoch's new one or later. With per-subject keys the subject's
 // own key is asked for instead.
-func (s *Service) rootVersionsGone(ctx context.Context, r forgetRow) (bool, string) {
+func (s *Eraser) rootVersionsGone(ctx context.Context, r forgetRow) (bool, string) {
 	if s.keys.PerSubject() {
 		return true, "the subject's own key is deleted"
 	}
@@ -209,7 +194,7 @@ func (s *Service) rootVersionsGone(ctx context.Context, r forgetRow) (bool, stri
 	return true, fmt.Sprintf("the root store reports every version below %d destroyed", e.ToVersion)
 }
 
-func (s *Service) lookupFails(ctx context.Context, r forgetRow) (bool, string) {
+func (s *Eraser) lookupFails(ctx context.Context, r forgetRow) (bool, string) {
 	gen := uint32(r.gen.Int64)
 	if gen == 0 {
 		return true, "the subject never had a key (a tombstone refuses it)"
@@ -226,7 +211,7 @@ func (s *Service) lookupFails(ctx context.Context, r forgetRow) (bool, string) {
 
 // Verify evaluates a forget's conditions now and records it erased when all
 // of them hold.
-func (s *Service) Verify(ctx context.Context, id shredd.ID) (shredd.Forget, error) {
+func (s *Eraser) Verify(ctx context.Context, id shredd.ID) (shredd.Forget, error) {
 	r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE id=?`, id[:]))
 	if err != nil {
 		return s.GetForget(ctx, id) // the same not-found and errors
@@ -237,7 +222,7 @@ func (s *Service) Verify(ctx context.Context, id shredd.ID) (shredd.Forget, erro
 	return s.GetForget(ctx, id)
 }
 
-func (s *Service) verifyRow(ctx context.Context, r forgetRow) error {
+func (s *Eraser) verifyRow(ctx context.Context, r forgetRow) error {
 	if r.erased.Valid || r.state != shredd.StateShredded {
 		return nil
 	}
@@ -299,7 +284,7 @@ func (s *Service) verifyRow(ctx context.Context, r forgetRow) error {
 
 // readBackKeys reads back what a shredded forget asserts of the keys, the
 // root store asked now (keystore.Store.CheckShredded).
-func (s *Service) readBackKeys(ctx context.Context, r forgetRow) error {
+func (s *Eraser) readBackKeys(ctx context.Context, r forgetRow) error {
 	if s.keys.PerSubject() {
 		return s.keys.CheckShredded(ctx, r.sid, shredd.Epoch{}, keystore.Versions{})
 	}
@@ -315,7 +300,7 @@ func (s *Service) readBackKeys(ctx context.Context, r forgetRow) error {
 }
 
 // proofOf returns the verification stored when the forget was erased.
-func (s *Service) proofOf(ctx context.Context, id shredd.ID) ([]shredd.Condition, error) {
+func (s *Eraser) proofOf(ctx context.Context, id shredd.ID) ([]shredd.Condition, error) {
 	var b []byte
 	if err := s.db.QueryRowContext(ctx, `SELECT proof FROM forgets WHERE id=?`, id[:]).Scan(&b); err != nil {
 		return nil, fmt.Errorf("erasure: proof: %w", err)
@@ -328,7 +313,7 @@ func (s *Service) proofOf(ctx context.Context, id shredd.ID) ([]shredd.Condition
 }
 
 // verifyAll verifies every shredded forget not yet erased.
-func (s *Service) verifyAll(ctx context.Context) error {
+func (s *Eraser) verifyAll(ctx context.Context) error {
 	pending, err := s.queryForgets(ctx, ` WHERE state=? AND erased_at IS NULL`, shredd.StateShredded)
 	if err != nil {
 		return err

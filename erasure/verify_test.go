@@ -21,14 +21,14 @@ import (
 func onClock(c *shreddtest.Clock, o shreddtest.Options) shreddtest.Options {
 	o.Now = c.Now
 	o.Keystore.CacheTTL = 30 * time.Second
-	o.Service.LeaseTTL, o.Erasure.Deadline = 5*time.Minute, time.Hour
+	o.Registry.LeaseTTL, o.Erasure.Deadline = 5*time.Minute, time.Hour
 	return o
 }
 
-func newClockedService(t testing.TB) (*erasure.Service, *shreddtest.Clock) {
+func newClockedService(t testing.TB) (*shreddtest.Service, *shreddtest.Clock) {
 	t.Helper()
 	c := shreddtest.NewClock()
-	return shreddtest.New(t, onClock(c, shreddtest.Options{Kinds: []string{"episodic", "summary", "embedding"}})).Service, c
+	return shreddtest.New(t, onClock(c, shreddtest.Options{Kinds: []string{"episodic", "summary", "embedding"}})).Both(), c
 }
 
 func conditions(f shredd.Forget) map[string]shredd.Condition {
@@ -39,7 +39,7 @@ func conditions(f shredd.Forget) map[string]shredd.Condition {
 	return m
 }
 
-func mustVerify(t *testing.T, s *erasure.Service, id shredd.ID) shredd.Forget {
+func mustVerify(t *testing.T, s *shreddtest.Service, id shredd.ID) shredd.Forget {
 	t.Helper()
 	f, err := s.Verify(context.Background(), id)
 	if err != nil {
@@ -180,7 +180,7 @@ func TestReadPathAsksTheRootStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := shreddtest.NewClock()
-	s := shreddtest.New(t, onClock(c, shreddtest.Options{Root: untrimmedRoot{root}, Kinds: []string{"episodic"}})).Service
+	s := shreddtest.New(t, onClock(c, shreddtest.Options{Root: untrimmedRoot{root}, Kinds: []string{"episodic"}})).Both()
 	shreddtest.Seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "alice record")
 	f, err := s.Forget(ctx, "alice")
 	if err != nil {

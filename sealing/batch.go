@@ -8,6 +8,7 @@ import (
 
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/envelope"
+	"github.com/shredd/shredd/registry"
 )
 
 // The batch paths: many registrations in one call. They do what the single
@@ -23,7 +24,7 @@ const maxBatch = 1000
 // with one result or error per item, in order. An item's error does not
 // affect the others; an item is answered only once its registration
 // committed.
-func (s *Service) EncryptMany(ctx context.Context, in []shredd.SealInput) ([]shredd.Sealed, []error) {
+func (s *Sealer) EncryptMany(ctx context.Context, in []shredd.SealInput) ([]shredd.Sealed, []error) {
 	out := make([]shredd.Sealed, len(in))
 	srcs := make([]shredd.Source, len(in))
 	pre := make([]error, len(in))
@@ -50,7 +51,7 @@ func (s *Service) EncryptMany(ctx context.Context, in []shredd.SealInput) ([]shr
 // DataKeys registers many sealed artifacts and returns their data keys:
 // DataKey for each source, with one result or error per item, in order.
 // A key is returned only once its registration committed.
-func (s *Service) DataKeys(ctx context.Context, srcs []shredd.Source) ([]shredd.DataKey, []error) {
+func (s *Sealer) DataKeys(ctx context.Context, srcs []shredd.Source) ([]shredd.DataKey, []error) {
 	out := make([]shredd.DataKey, len(srcs))
 	dks := make([]envelope.DataKey, len(srcs))
 	errs := s.withLineageMany(ctx, srcs, nil, func(i int, id shredd.ID, p *plan, keys []envelope.SubjectKey, refs []envelope.Ref) (func(), error) {
@@ -80,7 +81,7 @@ func (s *Service) DataKeys(ctx context.Context, srcs []shredd.Source) ([]shredd.
 // prepare accepted are registered together, and the commit function it
 // returned runs once an item's registration committed. It returns each
 // item's error.
-func (s *Service) withLineageMany(ctx context.Context, srcs []shredd.Source, pre []error,
+func (s *Sealer) withLineageMany(ctx context.Context, srcs []shredd.Source, pre []error,
 	prepare func(i int, id shredd.ID, p *plan, keys []envelope.SubjectKey, refs []envelope.Ref) (func(), error)) []error {
 	errs := make([]error, len(srcs))
 	if pre != nil {
@@ -106,7 +107,7 @@ func (s *Service) withLineageMany(ctx context.Context, srcs []shredd.Source, pre
 	}
 	slices.SortFunc(parents, func(a, b shredd.ID) int { return slices.Compare(a[:], b[:]) })
 	parents = slices.Compact(parents)
-	known, err := s.parentsOf(ctx, parents)
+	known, err := s.reg.ParentsOf(ctx, parents)
 	if err != nil {
 		known = nil // each item reads its own, and fails alone
 	}
@@ -120,9 +121,9 @@ func (s *Service) withLineageMany(ctx context.Context, srcs []shredd.Source, pre
 			sids = append(sids, plans[i].sids...)
 		}
 	}
-	unlock := s.barrier.RLock(sids)
+	unlock := s.reg.RLockSubjects(sids)
 	defer unlock()
-	reqs := make([]recordReq, 0, len(srcs))
+	reqs := make([]registry.Registration, 0, len(srcs))
 	idx := make([]int, 0, len(srcs))
 	commits := make([]func(), len(srcs))
 	now := s.opts.Now()
@@ -138,24 +139,26 @@ func (s *Service) withLineageMany(ctx context.Context, srcs []shredd.Source, pre
 		if commits[i], errs[i] = prepare(i, id, p, keys, refs); errs[i] != nil {
 			continue
 		}
-		reqs = append(reqs, recordReq{id: id, p: p, refs: refs, sealed: true, now: now, done: make(chan error, 1)})
+		reqs = append(reqs, registration(id, p, refs, true, now))
 		idx = append(idx, i)
 	}
 	// Queue every registration, then wait for each: once queued, a
 	// registration is written or refused by the writer, and the barrier
 	// locks must cover it until then, whatever ctx does.
-	queued := 0
-	for ; queued < len(reqs); queued++ {
-		if err := enqueue(ctx, s, s.recordQ, reqs[queued]); err != nil {
-			for _, i := range idx[queued:] {
+	pending := make([]registry.Pending, 0, len(reqs))
+	for j := range reqs {
+		p, err := s.reg.Queue(ctx, reqs[j])
+		if err != nil {
+			for _, i := range idx[j:] {
 				errs[i] = fmt.Errorf("sealing: record: %w", err)
 			}
 			break
 		}
+		pending = append(pending, p)
 	}
-	for j := range reqs[:queued] {
+	for j := range pending {
 		i := idx[j]
-		if errs[i] = <-reqs[j].done; errs[i] == nil {
+		if errs[i] = pending[j].Wait(); errs[i] == nil {
 			commits[i]()
 		}
 	}
@@ -164,13 +167,13 @@ func (s *Service) withLineageMany(ctx context.Context, srcs []shredd.Source, pre
 
 // leaseParents adds the artifacts of src's leases to its parents, and
 // clears its leases.
-func (s *Service) leaseParents(ctx context.Context, src *shredd.Source) error {
-	if len(src.Leases) > MaxParents {
-		return fmt.Errorf("sealing: %d leases, at most %d: %w", len(src.Leases), MaxParents, shredd.ErrTooLarge)
+func (s *Sealer) leaseParents(ctx context.Context, src *shredd.Source) error {
+	if len(src.Leases) > registry.MaxParents {
+		return fmt.Errorf("sealing: %d leases, at most %d: %w", len(src.Leases), registry.MaxParents, shredd.ErrTooLarge)
 	}
 	parents := slices.Clone(src.Parents)
 	for _, lid := range src.Leases {
-		l, err := s.GetLease(ctx, lid)
+		l, err := s.reg.GetLease(ctx, lid)
 		if err != nil {
 			return leaseErr(lid, err)
 		}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/shredd/shredd"
-	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/testkit/shreddtest"
 )
 
@@ -75,14 +74,14 @@ func BenchmarkRegister(b *testing.B) {
 
 // registerMix draws registrations with the lineage mix of BenchmarkRegister.
 type registerMix struct {
-	s       *erasure.Service
+	s       *shreddtest.Service
 	n       atomic.Int64
 	mu      sync.Mutex
 	records []shredd.ID // a ring of recent records
 	pt      []byte
 }
 
-func newRegisterMix(b *testing.B, s *erasure.Service, subjects int) *registerMix {
+func newRegisterMix(b *testing.B, s *shreddtest.Service, subjects int) *registerMix {
 	m := &registerMix{s: s, pt: make([]byte, 64)}
 	for i := range subjects {
 		out, err := s.Encrypt(context.Background(), shredd.Source{Kind: "episodic", Subjects: []string{fmt.Sprint("s", i)}}, m.pt, nil)

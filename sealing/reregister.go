@@ -9,6 +9,7 @@ import (
 
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/envelope"
+	"github.com/shredd/shredd/registry"
 )
 
 // Reregister registers again the artifacts of envelopes that the registry
@@ -29,7 +30,7 @@ import (
 // registration takes the barrier exactly as Encrypt's does. An artifact the
 // registry holds already is answered Known, with nothing written, so that
 // the call can be repeated.
-func (s *Service) Reregister(ctx context.Context, in []shredd.ReregisterInput) ([]shredd.Reregistered, []error) {
+func (s *Sealer) Reregister(ctx context.Context, in []shredd.ReregisterInput) ([]shredd.Reregistered, []error) {
 	out := make([]shredd.Reregistered, len(in))
 	errs := make([]error, len(in))
 	if len(in) > maxBatch {
@@ -45,10 +46,10 @@ func (s *Service) Reregister(ctx context.Context, in []shredd.ReregisterInput) (
 			sids = append(sids, envs[i].Header.Subjects()...)
 		}
 	}
-	unlock := s.barrier.RLock(sids)
+	unlock := s.reg.RLockSubjects(sids)
 	defer unlock()
 	first := map[shredd.ID]int{} // the first item of each artifact: later ones wait for its answer
-	reqs := make([]recordReq, 0, len(in))
+	reqs := make([]registry.Registration, 0, len(in))
 	idx := make([]int, 0, len(in))
 	now := s.opts.Now()
 	for i, env := range envs {
@@ -73,24 +74,25 @@ func (s *Service) Reregister(ctx context.Context, in []shredd.ReregisterInput) (
 			errs[i] = err
 			continue
 		}
-		reqs = append(reqs, recordReq{id: id, p: headerPlan(h, in[i].Holder), refs: slices.Clone(h.Lineage), sealed: true, now: now,
-			done: make(chan error, 1)})
+		reqs = append(reqs, registration(id, headerPlan(h, in[i].Holder), slices.Clone(h.Lineage), true, now))
 		idx = append(idx, i)
 	}
 	// Queue every registration, then wait for each (withLineageMany): the
 	// barrier locks cover them until they are written or refused.
-	queued := 0
-	for ; queued < len(reqs); queued++ {
-		if err := enqueue(ctx, s, s.recordQ, reqs[queued]); err != nil {
-			for _, i := range idx[queued:] {
+	pending := make([]registry.Pending, 0, len(reqs))
+	for j := range reqs {
+		p, err := s.reg.Queue(ctx, reqs[j])
+		if err != nil {
+			for _, i := range idx[j:] {
 				errs[i] = fmt.Errorf("sealing: reregister: %w", err)
 			}
 			break
 		}
+		pending = append(pending, p)
 	}
-	for j := range reqs[:queued] {
+	for j := range pending {
 		i := idx[j]
-		if errs[i] = <-reqs[j].done; errs[i] != nil && s.checkRegistered(ctx, reqs[j].id) == nil {
+		if errs[i] = pending[j].Wait(); errs[i] != nil && s.checkRegistered(ctx, reqs[j].ID) == nil {
 			// Registered meanwhile by another call: the same outcome.
 			errs[i], out[i].Known = nil, true
 		}
@@ -133,7 +135,7 @@ func parseInput(it shredd.ReregisterInput) (*envelope.Envelope, error) {
 // and clears the plaintext: the header is authentic when the AEAD opens,
 // since the artifact key is derived from the header and the subject keys.
 // Called under the barrier read locks of the lineage.
-func (s *Service) verifyEnvelope(ctx context.Context, env *envelope.Envelope, context []byte) error {
+func (s *Sealer) verifyEnvelope(ctx context.Context, env *envelope.Envelope, context []byte) error {
 	keys := make([]envelope.SubjectKey, 0, len(env.Header.Lineage))
 	for _, ref := range env.Header.Lineage {
 		k, err := s.keys.KeyAt(ctx, ref)

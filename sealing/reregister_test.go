@@ -31,7 +31,7 @@ func unregister(t *testing.T, st *shreddtest.Stack, id shredd.ID) {
 func TestUnknownArtifactFailsClosed(t *testing.T) {
 	ctx := context.Background()
 	st := shreddtest.New(t, shreddtest.Options{Kinds: []string{"episodic"}})
-	s := st.Service
+	s := st.Both()
 	ctxA := []byte("tenant=a")
 	seal := func(subjects ...string) shredd.Sealed {
 		out, err := s.Encrypt(ctx, shredd.Source{Kind: "episodic", Subjects: subjects}, []byte("data"), ctxA)

@@ -1,115 +1,19 @@
-// Package sealing is shredd's sealing side and lineage registry: it
-// seals and opens data under the keys of every subject of its lineage,
-// records every artifact with its kind, holder, direct subjects and parents,
-// issues decrypt leases, and holds the per-subject barrier locks. It
-// implements shredd.Sealer; package erasure forgets over it.
+// Package sealing is shredd's sealing side: it seals and opens data under
+// the keys of every subject of its lineage, issues data keys for
+// client-side sealing, registers plaintext-held artifacts, registers again
+// the artifacts of envelopes a restored database lost, and does each of
+// them for a batch at once. It implements shredd.Sealer.
 //
-// An artifact's lineage is the transitive closure of the subjects over its
-// parents, stored flat so that a forget finds every artifact that depends on
-// a subject in one index lookup. Sealing needs every subject key of the
-// lineage (envelope's AND semantics), so forgetting any one subject makes
-// every derivative and aggregate of it unreadable. A registration holds the
-// read side of its subjects' barrier locks while it checks them live and
-// commits, so nothing registered after a forget's commit carries the
-// subject.
+// It owns no table: it resolves each source's lineage (its subjects' and
+// its parents' subjects), fetches the subject keys from the key tree, and
+// records the artifact, its lineage and the decrypt leases in package
+// registry, under the registry's barrier read locks. It may import the root
+// package, envelope, keystore and registry; never erasure, and it names
+// none of the registry's tables in SQL.
+//
+// Sealing needs every subject key of the lineage (envelope's AND
+// semantics), so forgetting any one subject makes every derivative and
+// aggregate of it unreadable. A registration holds the read side of its
+// subjects' barrier locks while the registry checks them live and commits,
+// so nothing registered after a forget's commit carries the subject.
 package sealing
-
-import (
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
-	"fmt"
-
-	"github.com/shredd/shredd"
-	"github.com/shredd/shredd/envelope"
-)
-
-// Limits enforced on requests, on top of the envelope's own.
-const (
-	MaxSubjects  = envelope.MaxLineage // direct subjects of one artifact
-	MaxParents   = 256                 // parents of one artifact
-	MaxSubjectID = 1024                // bytes of a raw subject id
-	MaxHolderLen = 128
-)
-
-// LabelSID is the domain-separation label of the keyed subject hash.
-const LabelSID = "shredd/v1/sid"
-
-// LabelForgetSalt is the domain-separation label of the key that seals a
-// forget's commitment salt (Hasher.SealSalt).
-const LabelForgetSalt = "shredd/v1/forget-salt"
-
-// ValidKind reports whether name is a well-formed kind name
-// (shredd.ValidKind).
-func ValidKind(name string) bool { return shredd.ValidKind(name) }
-
-// ValidHolder reports whether id is a well-formed holder id
-// (shredd.ValidHolder).
-func ValidHolder(id string) bool { return shredd.ValidHolder(id) }
-
-// Hasher turns raw subject ids into sids: HMAC-SHA256 under a per-installation
-// secret, so that the database, logs and key names never hold the raw id, and
-// nobody without the secret can test a guessed id against a sid.
-type Hasher struct{ key []byte }
-
-// NewHasher returns a Hasher with the given secret (at least 32 bytes).
-func NewHasher(secret []byte) (*Hasher, error) {
-	if len(secret) < 32 {
-		return nil, fmt.Errorf("sealing: subject secret of %d bytes, want >= 32: %w", len(secret), shredd.ErrInvalid)
-	}
-	return &Hasher{key: append([]byte(nil), secret...)}, nil
-}
-
-// saltAEAD is the AEAD that seals the commitment salt of a forget of
-// subject: AES-256-GCM under HMAC-SHA256(secret, label ‖ 0 ‖ subject), so
-// that only whoever holds the secret and names the raw subject id again
-// (the caller of a repeated forget) can open it.
-func (h *Hasher) saltAEAD(subject string) cipher.AEAD {
-	m := hmac.New(sha256.New, h.key)
-	m.Write([]byte(LabelForgetSalt))
-	m.Write([]byte{0})
-	m.Write([]byte(subject))
-	k := m.Sum(nil)
-	defer clear(k)
-	b, err := aes.NewCipher(k)
-	if err != nil {
-		panic(err) // a 32-byte key always makes a cipher
-	}
-	a, err := cipher.NewGCM(b)
-	if err != nil {
-		panic(err)
-	}
-	return a
-}
-
-// SealSalt seals a forget's commitment salt for subject, bound to the
-// forget's id: the database keeps it so that a repeated forget returns
-// the salt the first answer carried.
-func (h *Hasher) SealSalt(subject string, forget []byte, salt []byte) []byte {
-	nonce := make([]byte, 12)
-	if _, err := rand.Read(nonce); err != nil {
-		panic(err)
-	}
-	return h.saltAEAD(subject).Seal(nonce, nonce, salt, forget)
-}
-
-// OpenSalt opens a salt SealSalt sealed for subject and forget.
-func (h *Hasher) OpenSalt(subject string, forget []byte, sealed []byte) ([]byte, error) {
-	if len(sealed) < 12 {
-		return nil, fmt.Errorf("sealing: sealed salt too short: %w", shredd.ErrInvalid)
-	}
-	return h.saltAEAD(subject).Open(nil, sealed[:12], sealed[12:], forget)
-}
-
-// SID returns the keyed hash of a raw subject id.
-func (h *Hasher) SID(subject string) envelope.SID {
-	m := hmac.New(sha256.New, h.key)
-	m.Write([]byte(LabelSID))
-	m.Write([]byte{0})
-	m.Write([]byte(subject))
-	var s envelope.SID
-	copy(s[:], m.Sum(nil))
-	return s
-}

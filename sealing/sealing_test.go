@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/shredd/shredd"
-	"github.com/shredd/shredd/sealing"
+	"github.com/shredd/shredd/registry"
 	"github.com/shredd/shredd/testkit/shreddtest"
 )
 
@@ -119,7 +119,7 @@ func TestRefusals(t *testing.T) {
 		{"unknown parent", shredd.Source{Kind: "summary", Parents: []shredd.ID{{1, 2, 3}}}, shredd.ErrUnknownParent},
 		{"no source", shredd.Source{Kind: "summary"}, shredd.ErrInvalid},
 		{"empty subject", shredd.Source{Kind: "summary", Subjects: []string{""}}, shredd.ErrInvalid},
-		{"too many parents", shredd.Source{Kind: "summary", Parents: make([]shredd.ID, sealing.MaxParents+1)}, shredd.ErrTooLarge},
+		{"too many parents", shredd.Source{Kind: "summary", Parents: make([]shredd.ID, registry.MaxParents+1)}, shredd.ErrTooLarge},
 		{"bad holder", shredd.Source{Kind: "summary", Parents: []shredd.ID{rec.Artifact}, Holder: "a b"}, shredd.ErrInvalid},
 	}
 	for _, c := range cases {
@@ -129,7 +129,7 @@ func TestRefusals(t *testing.T) {
 			}
 		})
 	}
-	many := make([]string, sealing.MaxSubjects+1)
+	many := make([]string, registry.MaxSubjects+1)
 	for i := range many {
 		many[i] = fmt.Sprint("s", i)
 	}
@@ -326,8 +326,8 @@ func TestCallsAfterClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc.Close()
-	svc.Close()
+	svc.Registry.Close()
+	svc.Registry.Close()
 	if _, err := svc.Encrypt(ctx, shredd.Source{Subjects: []string{"alice"}, Kind: "episodic"}, []byte("hi"), nil); !errors.Is(err, shredd.ErrUnavailable) {
 		t.Fatalf("encrypt after Close: %v, want ErrUnavailable", err)
 	}
@@ -348,7 +348,7 @@ func TestCallsAfterClose(t *testing.T) {
 func TestRecoverCommitsRequested(t *testing.T) {
 	ctx := context.Background()
 	b := shreddtest.New(t, shreddtest.Options{Kinds: []string{"episodic"}})
-	sealed, err := b.Service.Encrypt(ctx, shredd.Source{Subjects: []string{"alice"}, Kind: "episodic"}, []byte("hi"), nil)
+	sealed, err := b.Sealer.Encrypt(ctx, shredd.Source{Subjects: []string{"alice"}, Kind: "episodic"}, []byte("hi"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,18 +359,18 @@ func TestRecoverCommitsRequested(t *testing.T) {
 		id[:], sid[:], now.UnixNano(), now.Add(time.Hour).UnixNano()); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Service.Recover(ctx); err != nil {
+	if err := b.Eraser.Recover(ctx); err != nil {
 		t.Fatal(err)
 	}
-	f, err := b.Service.GetForget(ctx, id)
+	f, err := b.Eraser.GetForget(ctx, id)
 	if err != nil || f.State != shredd.StateCommitted {
 		t.Fatalf("after Recover: %+v, %v", f, err)
 	}
-	if _, err := b.Service.Decrypt(ctx, sealed.Ciphertext, nil); !errors.Is(err, shredd.ErrShredded) {
+	if _, err := b.Sealer.Decrypt(ctx, sealed.Ciphertext, nil); !errors.Is(err, shredd.ErrShredded) {
 		t.Fatalf("decrypt after the recovered forget: %v, want ErrShredded", err)
 	}
 	// A forget of the same subject now is that one.
-	again, err := b.Service.Forget(ctx, "alice")
+	again, err := b.Eraser.Forget(ctx, "alice")
 	if err != nil || again.ID != id {
 		t.Fatalf("forget again: %+v, %v", again, err)
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
 	"github.com/shredd/shredd/keystore/vault"
-	"github.com/shredd/shredd/sealing"
+	"github.com/shredd/shredd/registry"
 	"github.com/shredd/shredd/storage"
 )
 
@@ -124,9 +124,9 @@ func (c *fillConfig) run(ctx context.Context, stdout io.Writer) error {
 		return err
 	}
 	defer n.Close()
-	db, keys, svc, hasher := n.DB, n.Keys, n.Service, n.Hasher
+	db, keys, reg, hasher := n.DB, n.Keys, n.Registry, n.Hasher
 	for _, k := range benchKinds {
-		if _, _, err := svc.PutKind(ctx, k, "benchmark data"); err != nil {
+		if _, _, err := reg.PutKind(ctx, k, "benchmark data"); err != nil {
 			return err
 		}
 	}
@@ -159,7 +159,7 @@ func (c *fillConfig) run(ctx context.Context, stdout io.Writer) error {
 	total := c.Artifacts + c.Heavy
 	// A directory filled before (an interrupted fill) counts: fill up to the
 	// total. The heavy subject's artifacts come last.
-	have, err := svc.CountArtifacts(ctx)
+	have, err := reg.CountArtifacts(ctx)
 	if err != nil {
 		return err
 	}
@@ -171,7 +171,7 @@ func (c *fillConfig) run(ctx context.Context, stdout io.Writer) error {
 	g.rng = rand.New(rand.NewPCG(c.Seed, 0x5eed^uint64(have)))
 	for done := int(have); done < total; {
 		n := min(c.Chunk, total-done)
-		batch := make([]sealing.BulkArtifact, n)
+		batch := make([]registry.BulkArtifact, n)
 		for i := range batch {
 			if done+i < c.Artifacts {
 				batch[i] = g.next()
@@ -181,7 +181,7 @@ func (c *fillConfig) run(ctx context.Context, stdout io.Writer) error {
 		}
 		// The import commits without fsync: an interrupted fill is resumed,
 		// and the server that opens the directory afterwards syncs as ever.
-		if err := svc.BulkImport(ctx, batch, storage.BulkOptions{CacheKiB: c.CacheMiB << 10, NoSync: true}); err != nil {
+		if err := reg.BulkImport(ctx, batch, storage.BulkOptions{CacheKiB: c.CacheMiB << 10, NoSync: true}); err != nil {
 			return err
 		}
 		done += n
@@ -229,14 +229,14 @@ func (g *fillGen) id() shredd.ID {
 	return id
 }
 
-func (g *fillGen) record(sid envelope.SID) sealing.BulkArtifact {
-	a := sealing.BulkArtifact{ID: g.id(), Kind: "episodic", Sealed: true, Lineage: []envelope.Ref{{SID: sid, Gen: 1}}, Direct: []bool{true}}
+func (g *fillGen) record(sid envelope.SID) registry.BulkArtifact {
+	a := registry.BulkArtifact{ID: g.id(), Kind: "episodic", Sealed: true, Lineage: []envelope.Ref{{SID: sid, Gen: 1}}, Direct: []bool{true}}
 	g.recent[g.n%len(g.recent)] = fillRec{a.ID, sid}
 	g.n++
 	return a
 }
 
-func (g *fillGen) next() sealing.BulkArtifact {
+func (g *fillGen) next() registry.BulkArtifact {
 	x := g.rng.Float64()
 	if g.n == 0 || x < 0.5 {
 		return g.record(g.sids[g.rng.IntN(len(g.sids))])
@@ -245,10 +245,10 @@ func (g *fillGen) next() sealing.BulkArtifact {
 	switch {
 	case x < 0.8:
 		p := pick()
-		return sealing.BulkArtifact{ID: g.id(), Kind: "embedding", Holder: "ann-index", Sealed: false, Parents: []shredd.ID{p.id},
+		return registry.BulkArtifact{ID: g.id(), Kind: "embedding", Holder: "ann-index", Sealed: false, Parents: []shredd.ID{p.id},
 			Lineage: []envelope.Ref{{SID: p.sid, Gen: 1}}, Direct: []bool{false}}
 	case x < 0.95:
-		a := sealing.BulkArtifact{ID: g.id(), Kind: "summary", Sealed: true}
+		a := registry.BulkArtifact{ID: g.id(), Kind: "summary", Sealed: true}
 		seen := map[envelope.SID]bool{}
 		for range 2 + g.rng.IntN(3) {
 			p := pick()
@@ -262,7 +262,7 @@ func (g *fillGen) next() sealing.BulkArtifact {
 		}
 		return a
 	}
-	a := sealing.BulkArtifact{ID: g.id(), Kind: "summary", Sealed: true}
+	a := registry.BulkArtifact{ID: g.id(), Kind: "summary", Sealed: true}
 	seen := map[envelope.SID]bool{}
 	for range 5 + g.rng.IntN(16) {
 		sid := g.sids[g.rng.IntN(len(g.sids))]
@@ -278,13 +278,13 @@ func (g *fillGen) next() sealing.BulkArtifact {
 
 // heavy generates the artifacts of the heavy subject: records, and
 // embeddings of them.
-func (g *fillGen) heavy(sid envelope.SID) sealing.BulkArtifact {
+func (g *fillGen) heavy(sid envelope.SID) registry.BulkArtifact {
 	if len(g.heavyR) > 0 && g.rng.IntN(2) == 0 {
 		p := g.heavyR[g.rng.IntN(len(g.heavyR))]
-		return sealing.BulkArtifact{ID: g.id(), Kind: "embedding", Holder: "ann-index", Parents: []shredd.ID{p},
+		return registry.BulkArtifact{ID: g.id(), Kind: "embedding", Holder: "ann-index", Parents: []shredd.ID{p},
 			Lineage: []envelope.Ref{{SID: sid, Gen: 1}}, Direct: []bool{false}}
 	}
-	a := sealing.BulkArtifact{ID: g.id(), Kind: "episodic", Sealed: true, Lineage: []envelope.Ref{{SID: sid, Gen: 1}}, Direct: []bool{true}}
+	a := registry.BulkArtifact{ID: g.id(), Kind: "episodic", Sealed: true, Lineage: []envelope.Ref{{SID: sid, Gen: 1}}, Direct: []bool{true}}
 	g.heavyR = append(g.heavyR, a.ID)
 	return a
 }

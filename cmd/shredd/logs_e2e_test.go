@@ -17,7 +17,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shredd/shredd/sealing"
+	"github.com/shredd/shredd/registry"
 
 	"github.com/shredd/shredd/cmd/shredd/node"
 )
@@ -238,7 +238,7 @@ func TestLogsHoldNoData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hasher, err := sealing.NewHasher(secret)
+	hasher, err := registry.NewHasher(secret)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ import (
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
 	"github.com/shredd/shredd/keystore/vault"
-	"github.com/shredd/shredd/sealing"
+	"github.com/shredd/shredd/registry"
 	"github.com/shredd/shredd/witness"
 )
 
@@ -142,7 +142,7 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 	epoch := dur("epoch-interval", time.Hour, "how often a root epoch runs while forgets wait for one")
 	ttl := dur("cache-ttl", keystore.DefaultCacheTTL, "how long unwrapped keys stay cached in memory (part of T_prop)")
 	deadline := dur("forget-deadline", erasure.DefaultDeadline, "time after a forget is requested by which it must be erased, else overdue")
-	leaseTTL := dur("lease-ttl", sealing.DefaultLeaseTTL, "how long a decrypt's lease lasts unless released; a forget waits for leases issued before it")
+	leaseTTL := dur("lease-ttl", registry.DefaultLeaseTTL, "how long a decrypt's lease lasts unless released; a forget waits for leases issued before it")
 	fl.IntVar(&p.Buckets, "buckets", int(num("buckets", keystore.DefaultBuckets)), "number of bucket keys; fixed when the data directory is created")
 	fl.Int64Var(&p.MaxBody, "max-body", num("max-body", api.DefaultMaxBody), "maximum request body in bytes")
 	fl.Int64Var(&p.MaxRawBody, "max-raw-body", num("max-raw-body", api.DefaultMaxRawBody), "maximum request body in bytes of the raw-body routes (POST /v1/encrypt/raw, /v1/decrypt/raw)")
@@ -434,12 +434,12 @@ func (p *Program) startWork(ctx context.Context, backups <-chan struct{}) {
 	p.stopWork, p.workDone, p.backupDone = stop, make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(p.backupDone)
-		p.afterEpochs(workCtx, backups, n.DB, n.Keys, n.Service, n.Root.Kind(), p.Logger)
+		p.afterEpochs(workCtx, backups, n.DB, n.Keys, n.Eraser, n.Root.Kind(), p.Logger)
 	}()
-	n.Service.Kick()
+	n.Eraser.Kick()
 	go func() {
 		defer close(p.workDone)
-		n.Service.Run(workCtx, p.EpochInterval, p.Logger)
+		n.Eraser.Run(workCtx, p.EpochInterval, p.Logger)
 	}()
 }
 

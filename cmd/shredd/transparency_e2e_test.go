@@ -37,7 +37,7 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/shredd/shredd/attest"
-	"github.com/shredd/shredd/sealing"
+	"github.com/shredd/shredd/registry"
 	"github.com/shredd/shredd/translog"
 
 	"github.com/shredd/shredd/cmd/shredd/node"
@@ -225,7 +225,7 @@ func runExportStory(t *testing.T, w *exportWorld) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hasher, err := sealing.NewHasher(secret)
+	hasher, err := registry.NewHasher(secret)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/shredd/shredd/journal"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
+	"github.com/shredd/shredd/registry"
 	"github.com/shredd/shredd/sealing"
 	"github.com/shredd/shredd/storage"
 	"github.com/shredd/shredd/storage/postgres"
@@ -79,14 +80,17 @@ type Options struct {
 	// its journal (signed with testkeys.AttestationKey) into the key tree
 	// and the registry.
 	Log bool
-	// Now, when set, is the clock of the key tree, the registry and the
-	// journal, except where Keystore.Now or Service.Now is set.
+	// Now, when set, is the clock of the key tree, the registry, the
+	// sealer and the journal, except where Keystore.Now, Registry.Now or
+	// Sealer.Now is set.
 	Now func() time.Time
 	// Keystore is node.Options.Keystore, with Buckets (Buckets when 0)
 	// filled in; node.Assemble fills in Now and Journal.
 	Keystore keystore.Options
-	// Service is node.Options.Sealing; node.Assemble fills in Now.
-	Service sealing.Options
+	// Registry is node.Options.Registry; node.Assemble fills in Now.
+	Registry registry.Options
+	// Sealer is node.Options.Sealer; node.Assemble fills in Now.
+	Sealer sealing.Options
 	// Erasure is node.Options.Erasure, its Ledger node.Parts.Ledger;
 	// node.Assemble fills in Now and Journal.
 	Erasure erasure.Options
@@ -146,19 +150,19 @@ func New(t testing.TB, o Options) *Stack {
 		}
 		s.LogVKey = vkey
 	}
-	if p.Hasher, err = sealing.NewHasher(Secret); err != nil {
+	if p.Hasher, err = registry.NewHasher(Secret); err != nil {
 		t.Fatal(err)
 	}
 	ko := o.Keystore
 	if ko.Buckets == 0 {
 		ko.Buckets = Buckets
 	}
-	if s.Stack, err = node.Assemble(ctx, p, node.Options{Keystore: ko, Sealing: o.Service, Erasure: o.Erasure, Now: o.Now, Tokens: true}); err != nil {
+	if s.Stack, err = node.Assemble(ctx, p, node.Options{Keystore: ko, Registry: o.Registry, Sealer: o.Sealer, Erasure: o.Erasure, Now: o.Now, Tokens: true}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Stack.Close)
 	for _, k := range o.Kinds {
-		if _, _, err := s.Service.PutKind(ctx, k, ""); err != nil {
+		if _, _, err := s.Registry.PutKind(ctx, k, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -198,11 +202,23 @@ func (c *Clock) Add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c
 // Kinds are the kinds the service tests register (NewService).
 var Kinds = []string{"episodic", "summary", "embedding"}
 
-// NewService is the whole service (the registry and the erasure on it),
-// with Kinds registered.
-func NewService(t testing.TB) *erasure.Service {
+// Service is a Stack's Sealer and Eraser joined, with every method of
+// both (shredd.Service and the rest), and its Registry.
+type Service struct {
+	*sealing.Sealer
+	*erasure.Eraser
+	Registry *registry.Registry
+}
+
+// Both returns the Stack's Sealer, Eraser and Registry as one Service.
+func (s *Stack) Both() *Service {
+	return &Service{Sealer: s.Sealer, Eraser: s.Eraser, Registry: s.Registry}
+}
+
+// NewService is a whole service (Stack.Both), with Kinds registered.
+func NewService(t testing.TB) *Service {
 	t.Helper()
-	return New(t, Options{Kinds: Kinds}).Service
+	return New(t, Options{Kinds: Kinds}).Both()
 }
 
 // Seal encrypts pt for src and fails the test on an error.

@@ -4,10 +4,12 @@ import (
 	"context"
 	"time"
 
+	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/api"
 	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/journal"
 	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/registry"
 	"github.com/shredd/shredd/sealing"
 	"github.com/shredd/shredd/storage"
 )
@@ -23,7 +25,7 @@ type Parts struct {
 	// Root is the root store of the key tree.
 	Root keystore.RootStore
 	// Hasher maps subject ids to sids under the subject secret.
-	Hasher *sealing.Hasher
+	Hasher *registry.Hasher
 	// Journal is the transparency log's journal that the key tree and
 	// the erasure log through; nil for none (tests without a log).
 	Journal *journal.Journal
@@ -37,8 +39,10 @@ type Options struct {
 	// Keystore is passed to keystore.Open, with Journal set to
 	// Parts.Journal and Now, when nil, to Now.
 	Keystore keystore.Options
-	// Sealing is passed to sealing.New, with Now, when nil, set to Now.
-	Sealing sealing.Options
+	// Registry is passed to registry.Open, with Now, when nil, set to Now.
+	Registry registry.Options
+	// Sealer is passed to sealing.New, with Now, when nil, set to Now.
+	Sealer sealing.Options
 	// Erasure is passed to erasure.New, with Journal and Ledger set to
 	// Parts' and Now, when nil, to Now.
 	Erasure erasure.Options
@@ -51,16 +55,19 @@ type Options struct {
 }
 
 // Stack is an assembled shredd service: the parts it was made of, and
-// the key tree, the registry with the erasure on it, and the token store
-// that Assemble made on them.
+// the key tree, the registry, the sealer and the eraser on them, and the
+// token store that Assemble made.
 type Stack struct {
-	DB      *storage.DB
-	Root    keystore.RootStore
-	Hasher  *sealing.Hasher
-	Journal *journal.Journal // nil without a transparency log
-	Keys    *keystore.Store
-	Service *erasure.Service // the registry (sealing) and the erasure on it
-	Tokens  *api.Tokens      // nil without Options.Tokens
+	DB       *storage.DB
+	Root     keystore.RootStore
+	Hasher   *registry.Hasher
+	Journal  *journal.Journal // nil without a transparency log
+	Keys     *keystore.Store
+	Registry *registry.Registry // artifacts, lineage, kinds, leases and the barrier locks
+	Sealer   *sealing.Sealer
+	Eraser   *erasure.Eraser
+	Service  shredd.Service // Sealer and Eraser joined (shredd.Join): what the API serves
+	Tokens   *api.Tokens    // nil without Options.Tokens
 
 	closeFuncs []func()
 }
@@ -73,15 +80,18 @@ type Stack struct {
 //	                     testkit/shreddtest.New ↗
 //
 // It opens the key tree on the root store, then the registry, the
-// erasure on it and, with Options.Tokens, the token store. It writes
+// sealer and the eraser on both and, with Options.Tokens, the token store. It writes
 // nothing to the database; what a server does before serving (the root
 // check, the forget ledger's reconciliation, the first admin token, the
 // recovery of forgets) is Open's. On error nothing it made is left open.
 func Assemble(ctx context.Context, p Parts, o Options) (*Stack, error) {
-	ko, so, eo := o.Keystore, o.Sealing, o.Erasure
+	ko, ro, so, eo := o.Keystore, o.Registry, o.Sealer, o.Erasure
 	ko.Journal, eo.Journal, eo.Ledger = p.Journal, p.Journal, p.Ledger
 	if ko.Now == nil {
 		ko.Now = o.Now
+	}
+	if ro.Now == nil {
+		ro.Now = o.Now
 	}
 	if so.Now == nil {
 		so.Now = o.Now
@@ -91,17 +101,18 @@ func Assemble(ctx context.Context, p Parts, o Options) (*Stack, error) {
 	}
 	s := &Stack{DB: p.DB, Root: p.Root, Hasher: p.Hasher, Journal: p.Journal}
 	var err error
-	// The constructors, one each: the key tree, the registry, the erasure
-	// on the registry, the token store.
+	// The constructors, one each: the key tree, the registry, the sealer
+	// and the eraser on both, the token store.
 	if s.Keys, err = keystore.Open(ctx, p.DB, p.Root, ko); err != nil {
 		return nil, err
 	}
-	reg, err := sealing.New(ctx, p.DB, s.Keys, p.Hasher, so)
-	if err != nil {
+	if s.Registry, err = registry.Open(ctx, p.DB, s.Keys, ro); err != nil {
 		return nil, err
 	}
-	s.closeFuncs = append(s.closeFuncs, reg.Close)
-	s.Service = erasure.New(reg, eo)
+	s.closeFuncs = append(s.closeFuncs, s.Registry.Close)
+	s.Sealer = sealing.New(s.Registry, s.Keys, p.Hasher, so)
+	s.Eraser = erasure.New(p.DB, s.Registry, s.Keys, p.Hasher, eo)
+	s.Service = shredd.Join(s.Sealer, s.Eraser)
 	if o.Tokens {
 		if s.Tokens, err = api.OpenTokens(ctx, p.DB, nil); err != nil {
 			s.Close()

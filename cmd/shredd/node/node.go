@@ -39,7 +39,7 @@ import (
 	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/internal/datadir"
 	"github.com/shredd/shredd/keystore"
-	"github.com/shredd/shredd/sealing"
+	"github.com/shredd/shredd/registry"
 	"github.com/shredd/shredd/storage"
 	"github.com/shredd/shredd/storage/postgres"
 	"github.com/shredd/shredd/storage/sqlite"
@@ -68,7 +68,7 @@ type Config struct {
 	LeaseTTL       time.Duration
 	ForgetLedger   string       // the forget ledger's file; "" for forgets.ledger in DataDir
 	Logger         *slog.Logger // nil: nothing is logged
-	AfterEpoch     func()       // called after every completed root epoch (sealing.Options.AfterEpoch)
+	AfterEpoch     func()       // called after every completed root epoch (erasure.Options.AfterEpoch)
 	// LedgerAcceptLoss lets the start repair a forget ledger whose damaged
 	// tail the database cannot account for (shredd ledger repair
 	// --accept-loss); without it that start is refused.
@@ -183,7 +183,7 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 	if err != nil {
 		return err
 	}
-	if n.Hasher, err = sealing.NewHasher(sec.subject); err != nil {
+	if n.Hasher, err = registry.NewHasher(sec.subject); err != nil {
 		return err
 	}
 	if c.OpenRoot == nil {
@@ -241,7 +241,7 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 	}
 	st, err := Assemble(ctx, Parts{DB: n.DB, Root: n.Root, Hasher: n.Hasher, Journal: journal, Ledger: n.ledger}, Options{
 		Keystore: keystore.Options{Buckets: c.Buckets, CacheTTL: c.CacheTTL, SubjectKMS: kms},
-		Sealing:  sealing.Options{LeaseTTL: c.LeaseTTL},
+		Registry: registry.Options{LeaseTTL: c.LeaseTTL},
 		Erasure:  erasure.Options{Deadline: c.ForgetDeadline, AfterEpoch: c.AfterEpoch},
 		Tokens:   full,
 	})
@@ -408,7 +408,7 @@ func checkShared(ctx context.Context, db *storage.DB, root keystore.RootStore, s
 func (n *Node) prepare(ctx context.Context, dir string, log *slog.Logger) error {
 	// Forgets the database lacks but the ledger holds (the database was
 	// restored from a backup) are committed again before serving.
-	rep, err := n.Service.ReconcileLedger(ctx)
+	rep, err := n.Eraser.ReconcileLedger(ctx)
 	if err != nil {
 		return fmt.Errorf("forget ledger: %w", err)
 	}
@@ -435,9 +435,9 @@ func (n *Node) prepare(ctx context.Context, dir string, log *slog.Logger) error 
 	}
 	// Forgets a crash left requested are committed before serving; their
 	// re-keys, and those of forgets committed before the stop, are the
-	// background work's, which starts at once (Service.Run reconciles on
+	// background work's, which starts at once (Eraser.Run reconciles on
 	// its first tick).
-	if err := n.Service.Recover(ctx); err != nil {
+	if err := n.Eraser.Recover(ctx); err != nil {
 		log.Warn("recovery incomplete at start-up; the background work retries", "error", err.Error())
 	}
 	return nil
@@ -448,7 +448,7 @@ func (n *Node) prepare(ctx context.Context, dir string, log *slog.Logger) error 
 func (n *Node) keepLedgerHead(log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := n.Service.KeepLedgerHead(ctx); err != nil {
+	if err := n.Eraser.KeepLedgerHead(ctx); err != nil {
 		log.Warn("the forget ledger's head was not kept with the root at shutdown", "error", err.Error())
 	}
 }

@@ -1,4 +1,4 @@
-package sealing
+package registry
 
 import (
 	"context"
@@ -27,7 +27,7 @@ type BulkArtifact struct {
 
 // CountArtifacts returns the number of artifacts registered so far
 // (artifacts are never deleted: the highest registration order).
-func (s *Service) CountArtifacts(ctx context.Context) (int64, error) {
+func (s *Registry) CountArtifacts(ctx context.Context) (int64, error) {
 	var n int64
 	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM artifacts`).Scan(&n); err != nil {
 		return 0, fmt.Errorf("sealing: count artifacts: %w", err)
@@ -41,7 +41,7 @@ func (s *Service) CountArtifacts(ctx context.Context) (int64, error) {
 // check runs inside the transaction, as for a single registration, so a
 // forget committed before is refused); kinds must be registered. The caller
 // vouches for the lineages: they are not recomputed from the parents.
-func (s *Service) BulkImport(ctx context.Context, arts []BulkArtifact, o storage.BulkOptions) error {
+func (s *Registry) BulkImport(ctx context.Context, arts []BulkArtifact, o storage.BulkOptions) error {
 	var inner error // the import's own errors say what failed already
 	err := s.db.Bulk(ctx, o, func(tx *storage.Tx) error {
 		inner = s.bulkImport(ctx, tx, arts)
@@ -53,7 +53,7 @@ func (s *Service) BulkImport(ctx context.Context, arts []BulkArtifact, o storage
 	return err
 }
 
-func (s *Service) bulkImport(ctx context.Context, tx *storage.Tx, arts []BulkArtifact) error {
+func (s *Registry) bulkImport(ctx context.Context, tx *storage.Tx, arts []BulkArtifact) error {
 	st := newTxStmts(tx)
 	defer st.close()
 	live := map[envelope.Ref]bool{}
@@ -77,7 +77,7 @@ func (s *Service) bulkImport(ctx context.Context, tx *storage.Tx, arts []BulkArt
 			if live[r] {
 				continue
 			}
-			if err := s.keys.CheckLive(ctx, st, []envelope.Ref{r}); err != nil {
+			if err := s.live.CheckLive(ctx, st, []envelope.Ref{r}); err != nil {
 				return MapKeyErr(err)
 			}
 			live[r] = true

@@ -1,4 +1,4 @@
-package sealing
+package registry
 
 import (
 	"context"
@@ -42,7 +42,7 @@ const settleInterval = time.Second
 // artifact_parents, a chunk of whole artifacts per transaction, and returns
 // once none that was committed before the call is left. It is cheap when
 // nothing is staged: one read.
-func (s *Service) Settle(ctx context.Context) error {
+func (s *Registry) Settle(ctx context.Context) error {
 	s.settleMu.Lock()
 	defer s.settleMu.Unlock()
 	// The newest artifact staged now bounds the work: registrations
@@ -65,7 +65,7 @@ func (s *Service) Settle(ctx context.Context) error {
 // settleChunk moves the staged rows of the oldest settleChunk artifacts up
 // to limit in one transaction, and reports whether rows up to limit are
 // left. An artifact's rows move together.
-func (s *Service) settleChunk(ctx context.Context, limit []byte) (bool, error) {
+func (s *Registry) settleChunk(ctx context.Context, limit []byte) (bool, error) {
 	var more bool
 	var inner error
 	err := s.db.Bulk(ctx, storage.BulkOptions{Relaxed: true}, func(tx *storage.Tx) error {
@@ -118,7 +118,7 @@ func settleIn(ctx context.Context, tx *storage.Tx, limit []byte) (bool, error) {
 // settleLoop settles in the background every settleInterval, until Close.
 // Errors are left to the next round: staged rows are already durable, and
 // readers settle again before they read.
-func (s *Service) settleLoop() {
+func (s *Registry) settleLoop() {
 	t := time.NewTicker(settleInterval)
 	defer t.Stop()
 	for {

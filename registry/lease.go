@@ -1,4 +1,4 @@
-package sealing
+package registry
 
 import (
 	"context"
@@ -26,7 +26,7 @@ type leaseReq struct {
 // before the plaintext leaves, and one transaction (one fsync) per decrypt
 // would bound decrypts by the disk. Requests that arrive while a commit runs
 // share the next one.
-func (s *Service) leaseWriter() {
+func (s *Registry) leaseWriter() {
 	for first := range s.leaseQ {
 		batch := []leaseReq{first}
 	collect:
@@ -53,7 +53,7 @@ func (s *Service) leaseWriter() {
 	}
 }
 
-func (s *Service) writeLeases(batch []leaseReq) error {
+func (s *Registry) writeLeases(batch []leaseReq) error {
 	ctx := context.Background()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -68,7 +68,7 @@ func (s *Service) writeLeases(batch []leaseReq) error {
 		// the forget's commit (either the forget sees the lease, or the
 		// lease sees the tombstone). One node's barrier locks order it.
 		if s.db.Shared() {
-			if err := s.keys.CheckLive(ctx, tx, r.refs); err != nil {
+			if err := s.live.CheckLive(ctx, tx, r.refs); err != nil {
 				if r.err = MapKeyErr(err); !errors.Is(r.err, shredd.ErrShredded) && !errors.Is(r.err, shredd.ErrEnvelope) {
 					return fmt.Errorf("sealing: lease: %w", err)
 				}
@@ -87,8 +87,11 @@ func (s *Service) writeLeases(batch []leaseReq) error {
 	return nil
 }
 
-// issueLease records a lease durably (group commit) and returns it.
-func (s *Service) issueLease(ctx context.Context, artifact shredd.ID, holder string, refs []envelope.Ref) (shredd.Lease, error) {
+// IssueLease records a lease of artifact for holder durably (group
+// commit) and returns it. refs is the artifact's lineage: where nodes share
+// the database it is checked live in the lease's own transaction. The
+// caller holds the barrier read locks of the lineage.
+func (s *Registry) IssueLease(ctx context.Context, artifact shredd.ID, holder string, refs []envelope.Ref) (shredd.Lease, error) {
 	id, err := s.newID()
 	if err != nil {
 		return shredd.Lease{}, err
@@ -123,7 +126,7 @@ func scanLease(sc interface{ Scan(...any) error }) (shredd.Lease, error) {
 const leaseCols = `SELECT id, artifact, holder, issued_at, expires_at, released_at FROM leases`
 
 // GetLease returns a lease.
-func (s *Service) GetLease(ctx context.Context, id shredd.ID) (shredd.Lease, error) {
+func (s *Registry) GetLease(ctx context.Context, id shredd.ID) (shredd.Lease, error) {
 	l, err := scanLease(s.db.QueryRowContext(ctx, leaseCols+` WHERE id=?`, id[:]))
 	if errors.Is(err, sql.ErrNoRows) {
 		return shredd.Lease{}, fmt.Errorf("sealing: lease %s: %w", id, shredd.ErrNotFound)
@@ -136,7 +139,7 @@ func (s *Service) GetLease(ctx context.Context, id shredd.ID) (shredd.Lease, err
 
 // ReleaseLease ends a lease early: its holder has dropped the plaintext.
 // holder, when not empty, must be the lease's holder (ErrForbidden).
-func (s *Service) ReleaseLease(ctx context.Context, id shredd.ID, holder string) (shredd.Lease, error) {
+func (s *Registry) ReleaseLease(ctx context.Context, id shredd.ID, holder string) (shredd.Lease, error) {
 	l, err := s.GetLease(ctx, id)
 	if err != nil {
 		return shredd.Lease{}, err
@@ -148,27 +151,4 @@ func (s *Service) ReleaseLease(ctx context.Context, id shredd.ID, holder string)
 		return shredd.Lease{}, fmt.Errorf("sealing: release lease: %w", err)
 	}
 	return s.GetLease(ctx, id)
-}
-
-// Close stops the background lease and registration writers once they
-// have answered what was queued. Calls after Close that need a lease or a
-// registration fail with ErrUnavailable.
-func (s *Service) Close() {
-	s.closeOnce.Do(func() {
-		s.closeMu.Lock()
-		defer s.closeMu.Unlock()
-		s.closed = true
-		close(s.leaseQ)
-		close(s.recordQ)
-		close(s.stop)
-	})
-}
-
-// Time is the time of a nullable column of Unix nanoseconds (zero for
-// NULL), as the registry's tables keep times.
-func Time(n sql.NullInt64) time.Time {
-	if !n.Valid {
-		return time.Time{}
-	}
-	return time.Unix(0, n.Int64).UTC()
 }

@@ -1,0 +1,195 @@
+// Package registry is shredd's registry of what exists and what depends on
+// whom: the artifacts with their kind, holder and parents, their lineage
+// (the transitive closure of their subjects over their parents, staged by
+// the group commit and settled later), the kinds, the decrypt leases, the
+// per-subject barrier locks, the subject hasher and the checks of raw
+// subject ids. It owns the tables artifacts, artifact_parents, lineage,
+// lineage_staged, parents_staged (and the view lineage_all over both), kinds
+// and leases: no other package names them in SQL; statements of other
+// packages that join them with their own tables take their SQL fragments
+// from here (LastSeqSQL, LineageArtifactsSQL, JoinLineageSQL, OthersSQL,
+// UnregisteredKindSQL).
+//
+// Package sealing registers artifacts through it (Queue, after resolving
+// their lineage and keys); package erasure reads it for a forget's cascade,
+// verification and proof, and takes its barrier locks to commit a forget.
+// It may import the root package, envelope, storage, keystore (for the key
+// tree's errors only: the liveness check inside a registration's transaction
+// is the Liveness given to Open) and internal/crashpoint; never sealing or
+// erasure.
+//
+// An artifact's lineage is stored flat so that a forget finds every
+// artifact that depends on a subject in one index lookup. A registration
+// holds the read side of its subjects' barrier locks while it checks them
+// live and commits, and a forget holds the write side of its subject's
+// lock while it commits the barrier, so nothing registered after a forget's
+// commit carries the subject.
+package registry
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/shredd/shredd"
+	"github.com/shredd/shredd/envelope"
+	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/storage"
+)
+
+// Options configures a Registry. Zero values take the defaults.
+type Options struct {
+	// Now is the clock (time.Now by default).
+	Now func() time.Time
+	// Rand is the randomness source for lease ids (crypto/rand by
+	// default).
+	Rand io.Reader
+	// LeaseTTL is how long a decrypt's lease lasts (DefaultLeaseTTL).
+	LeaseTTL time.Duration
+}
+
+// Liveness checks, inside a registration's or a lease's transaction, that
+// lineage subjects are live at their generations: the key tree
+// (*keystore.Store) answers it from its tombstones, in the same database.
+type Liveness interface {
+	// CheckLive returns an error when a ref is not live (keystore's
+	// ErrShredded, ErrNotFound, ...), one query per ref.
+	CheckLive(ctx context.Context, q interface {
+		QueryRowContext(context.Context, string, ...any) *sql.Row
+	}, refs []envelope.Ref) error
+	// CheckLiveMany returns the refs that are not live, with their errors,
+	// a query per hundred refs.
+	CheckLiveMany(ctx context.Context, q interface {
+		QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+	}, refs []envelope.Ref) (map[envelope.Ref]error, error)
+}
+
+// Registry is the registry over one database: artifacts, lineage, kinds
+// and leases, written by background group-commit writers, and the barrier
+// locks that order registrations against forgets.
+type Registry struct {
+	db   *storage.DB
+	live Liveness
+	opts Options
+
+	barrier  barrier
+	settleMu sync.Mutex // one Settle at a time
+
+	leaseQ    chan leaseReq
+	recordQ   chan recordReq
+	ckptKick  chan struct{} // a group commit happened: checkpoint soon
+	stop      chan struct{} // closed by Close
+	closeOnce sync.Once
+	closeMu   sync.RWMutex // held shared while queueing a request; Close takes it to close the queues
+	closed    bool
+}
+
+// Open opens the registry in db, whose schema storage made, and starts its
+// background writers, checkpointer and settler (Close stops them). live
+// checks lineage subjects inside the writers' transactions.
+func Open(ctx context.Context, db *storage.DB, live Liveness, opts Options) (*Registry, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Rand == nil {
+		opts.Rand = rand.Reader
+	}
+	if opts.LeaseTTL <= 0 {
+		opts.LeaseTTL = DefaultLeaseTTL
+	}
+	s := &Registry{db: db, live: live, opts: opts, leaseQ: make(chan leaseReq, 1024),
+		recordQ: make(chan recordReq, 1024), ckptKick: make(chan struct{}, 1), stop: make(chan struct{})}
+	go s.leaseWriter()
+	go s.recordWriter()
+	go s.checkpointer()
+	go s.settleLoop()
+	return s, nil
+}
+
+// Close stops the background lease and registration writers once they
+// have answered what was queued. Calls after Close that need a lease or a
+// registration fail with ErrUnavailable.
+func (s *Registry) Close() {
+	s.closeOnce.Do(func() {
+		s.closeMu.Lock()
+		defer s.closeMu.Unlock()
+		s.closed = true
+		close(s.leaseQ)
+		close(s.recordQ)
+		close(s.stop)
+	})
+}
+
+func (s *Registry) newID() (shredd.ID, error) { return shredd.NewID(s.opts.Now(), s.opts.Rand) }
+
+// barrier is the per-subject locks that order registrations against
+// forgets: a registration holds the read side of every subject of its
+// lineage while it checks the subjects are live and commits, and a forget
+// holds the write side of its subject while it commits the barrier, so
+// that nothing registered after a forget's commit can carry the subject.
+// Subjects share 4096 stripes.
+type barrier struct{ stripes [4096]sync.RWMutex }
+
+// stripe returns the barrier lock index of a subject.
+func stripe(sid envelope.SID) int { return int(binary.BigEndian.Uint16(sid[:2]) % 4096) }
+
+// LockSubject takes the write side of sid's barrier lock (a forget's
+// commit) and returns the unlock.
+func (s *Registry) LockSubject(sid envelope.SID) func() {
+	mu := &s.barrier.stripes[stripe(sid)]
+	mu.Lock()
+	return mu.Unlock
+}
+
+// RLockSubjects takes the read side of the barrier locks of every sid (a
+// registration or a decrypt), in ascending order so that concurrent
+// callers cannot deadlock, and returns the unlock.
+func (s *Registry) RLockSubjects(sids []envelope.SID) func() {
+	idx := make([]int, 0, len(sids))
+	for _, sid := range sids {
+		idx = append(idx, stripe(sid))
+	}
+	slices.Sort(idx)
+	idx = slices.Compact(idx)
+	for _, i := range idx {
+		s.barrier.stripes[i].RLock()
+	}
+	return func() {
+		for _, i := range idx {
+			s.barrier.stripes[i].RUnlock()
+		}
+	}
+}
+
+// MapKeyErr turns key tree errors into the domain's errors.
+func MapKeyErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, keystore.ErrShredded), errors.Is(err, keystore.ErrVersionDestroyed):
+		// A key under a destroyed root version (a database restored from
+		// before an epoch) is as erased as a deleted one.
+		return fmt.Errorf("%w: %w", shredd.ErrShredded, err)
+	case errors.Is(err, keystore.ErrNotFound):
+		return fmt.Errorf("%w: subject key not found: %w", shredd.ErrEnvelope, err)
+	case errors.Is(err, keystore.ErrUnavailable):
+		return fmt.Errorf("%w: %w", shredd.ErrUnavailable, err)
+	}
+	return err
+}
+
+// Time is the time of a nullable column of Unix nanoseconds (zero for
+// NULL), as the registry's tables keep times.
+func Time(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return time.Unix(0, n.Int64).UTC()
+}
