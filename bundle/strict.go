@@ -299,75 +299,9 @@ func (s *jsonScan) value(depth int) error {
 	}
 	switch c := s.b[s.i]; {
 	case c == '{':
-		if depth >= maxJSONDepth {
-			return s.syntax()
-		}
-		s.i++
-		s.ws()
-		if s.i < len(s.b) && s.b[s.i] == '}' {
-			s.i++
-			return nil
-		}
-		keys := map[string]bool{}
-		for {
-			if s.i >= len(s.b) || s.b[s.i] != '"' {
-				return s.syntax()
-			}
-			k, err := s.str()
-			if err != nil {
-				return err
-			}
-			if keys[k] {
-				return formatError(ReasonJSONDuplicate, "a duplicate JSON key")
-			}
-			keys[k] = true
-			s.ws()
-			if s.i >= len(s.b) || s.b[s.i] != ':' {
-				return s.syntax()
-			}
-			s.i++
-			s.ws()
-			if err := s.value(depth + 1); err != nil {
-				return err
-			}
-			s.ws()
-			if s.i < len(s.b) && s.b[s.i] == ',' {
-				s.i++
-				s.ws()
-				continue
-			}
-			if s.i < len(s.b) && s.b[s.i] == '}' {
-				s.i++
-				return nil
-			}
-			return s.syntax()
-		}
+		return s.object(depth)
 	case c == '[':
-		if depth >= maxJSONDepth {
-			return s.syntax()
-		}
-		s.i++
-		s.ws()
-		if s.i < len(s.b) && s.b[s.i] == ']' {
-			s.i++
-			return nil
-		}
-		for {
-			if err := s.value(depth + 1); err != nil {
-				return err
-			}
-			s.ws()
-			if s.i < len(s.b) && s.b[s.i] == ',' {
-				s.i++
-				s.ws()
-				continue
-			}
-			if s.i < len(s.b) && s.b[s.i] == ']' {
-				s.i++
-				return nil
-			}
-			return s.syntax()
-		}
+		return s.array(depth)
 	case c == '"':
 		_, err := s.str()
 		return err
@@ -381,6 +315,87 @@ func (s *jsonScan) value(depth int) error {
 		return s.number()
 	}
 	return s.syntax()
+}
+
+// at reports whether the next byte is c.
+func (s *jsonScan) at(c byte) bool {
+	return s.i < len(s.b) && s.b[s.i] == c
+}
+
+// object scans an object, at its '{', refusing duplicate keys.
+func (s *jsonScan) object(depth int) error {
+	if depth >= maxJSONDepth {
+		return s.syntax()
+	}
+	s.i++
+	s.ws()
+	if s.at('}') {
+		s.i++
+		return nil
+	}
+	keys := map[string]bool{}
+	for {
+		if !s.at('"') {
+			return s.syntax()
+		}
+		k, err := s.str()
+		if err != nil {
+			return err
+		}
+		if keys[k] {
+			return formatError(ReasonJSONDuplicate, "a duplicate JSON key")
+		}
+		keys[k] = true
+		s.ws()
+		if !s.at(':') {
+			return s.syntax()
+		}
+		s.i++
+		s.ws()
+		if err := s.value(depth + 1); err != nil {
+			return err
+		}
+		if more, err := s.next('}'); !more {
+			return err
+		}
+	}
+}
+
+// array scans an array, at its '['.
+func (s *jsonScan) array(depth int) error {
+	if depth >= maxJSONDepth {
+		return s.syntax()
+	}
+	s.i++
+	s.ws()
+	if s.at(']') {
+		s.i++
+		return nil
+	}
+	for {
+		if err := s.value(depth + 1); err != nil {
+			return err
+		}
+		if more, err := s.next(']'); !more {
+			return err
+		}
+	}
+}
+
+// next scans what follows a member or element: a ',' (more follow), or
+// the closing byte (none follow, and a nil error), or else a syntax error.
+func (s *jsonScan) next(closing byte) (more bool, err error) {
+	s.ws()
+	if s.at(',') {
+		s.i++
+		s.ws()
+		return true, nil
+	}
+	if s.at(closing) {
+		s.i++
+		return false, nil
+	}
+	return false, s.syntax()
 }
 
 func (s *jsonScan) digits() int {
