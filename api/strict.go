@@ -235,68 +235,15 @@ func (s *scanner) object(sh *shape) error {
 		s.depth--
 		return nil
 	}
-	var (
-		keys [smallObject][]byte
-		n    int
-		big  map[string]bool
-	)
+	var keys keySet
 	for {
-		if s.i >= len(s.b) || s.b[s.i] != '"' {
-			return errSyntax
-		}
-		raw, escaped, err := s.str()
+		key, err := s.key()
 		if err != nil {
-			if err != errSyntax {
-				return anySchema("invalid_utf8", "an object key is not valid UTF-8")
-			}
 			return err
 		}
-		key := raw
-		if escaped {
-			var k string
-			if json.Unmarshal(s.b[s.i-len(raw)-2:s.i], &k) != nil {
-				return errSyntax
-			}
-			key = []byte(k)
-		}
-		// A key twice in one object.
-		dup := false
-		switch {
-		case big != nil:
-			dup = big[string(key)]
-			big[string(key)] = true
-		case n < smallObject:
-			for _, k := range keys[:n] {
-				if string(k) == string(key) {
-					dup = true
-					break
-				}
-			}
-			keys[n] = key
-			n++
-			if n == smallObject {
-				big = make(map[string]bool, 2*smallObject)
-				for _, k := range keys {
-					big[string(k)] = true
-				}
-			}
-		}
-		var child *shape
-		switch {
-		case sh != nil && sh.fields != nil:
-			f, ok := sh.fields[string(key)]
-			if !ok {
-				return s.unknownField(sh, key)
-			}
-			if dup {
-				return anySchema("invalid_json", "field "+strconv.Quote(s.join(string(key)))+" is given twice")
-			}
-			child = f
-		case dup:
-			// A map's keys are the client's: never named.
-			return anySchema("invalid_json", "an object holds the same key twice")
-		case sh != nil && sh.isMap:
-			child = sh.elem
+		child, err := s.member(sh, key, keys.seen(key))
+		if err != nil {
+			return err
 		}
 		s.ws()
 		if s.i >= len(s.b) || s.b[s.i] != ':' {
@@ -312,22 +259,108 @@ func (s *scanner) object(sh *shape) error {
 		if sh != nil && sh.fields != nil {
 			s.path = s.path[:len(s.path)-1]
 		}
-		s.ws()
-		if s.i >= len(s.b) {
-			return errSyntax
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-			s.ws()
-		case '}':
-			s.i++
-			s.depth--
-			return nil
-		default:
-			return errSyntax
+		if done, err := s.endMember(); done || err != nil {
+			return err
 		}
 	}
+}
+
+// key scans an object's key, unescaped.
+func (s *scanner) key() ([]byte, error) {
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return nil, errSyntax
+	}
+	raw, escaped, err := s.str()
+	if err != nil {
+		if err != errSyntax {
+			return nil, anySchema("invalid_utf8", "an object key is not valid UTF-8")
+		}
+		return nil, err
+	}
+	if !escaped {
+		return raw, nil
+	}
+	var k string
+	if json.Unmarshal(s.b[s.i-len(raw)-2:s.i], &k) != nil {
+		return nil, errSyntax
+	}
+	return []byte(k), nil
+}
+
+// keySet is the keys of one object, to find a key given twice.
+type keySet struct {
+	keys [smallObject][]byte
+	n    int
+	big  map[string]bool
+}
+
+// seen adds key and reports whether it was there already.
+func (ks *keySet) seen(key []byte) bool {
+	dup := false
+	switch {
+	case ks.big != nil:
+		dup = ks.big[string(key)]
+		ks.big[string(key)] = true
+	case ks.n < smallObject:
+		for _, k := range ks.keys[:ks.n] {
+			if string(k) == string(key) {
+				dup = true
+				break
+			}
+		}
+		ks.keys[ks.n] = key
+		ks.n++
+		if ks.n == smallObject {
+			ks.big = make(map[string]bool, 2*smallObject)
+			for _, k := range ks.keys {
+				ks.big[string(k)] = true
+			}
+		}
+	}
+	return dup
+}
+
+// member returns the shape of the value of key in an object of shape sh
+// (nil: not checked), refusing an unknown field and a key given twice
+// (dup).
+func (s *scanner) member(sh *shape, key []byte, dup bool) (*shape, error) {
+	switch {
+	case sh != nil && sh.fields != nil:
+		f, ok := sh.fields[string(key)]
+		if !ok {
+			return nil, s.unknownField(sh, key)
+		}
+		if dup {
+			return nil, anySchema("invalid_json", "field "+strconv.Quote(s.join(string(key)))+" is given twice")
+		}
+		return f, nil
+	case dup:
+		// A map's keys are the client's: never named.
+		return nil, anySchema("invalid_json", "an object holds the same key twice")
+	case sh != nil && sh.isMap:
+		return sh.elem, nil
+	}
+	return nil, nil
+}
+
+// endMember scans what follows an object's member: a ',' (more follow) or
+// the closing '}' (done).
+func (s *scanner) endMember() (done bool, err error) {
+	s.ws()
+	if s.i >= len(s.b) {
+		return false, errSyntax
+	}
+	switch s.b[s.i] {
+	case ',':
+		s.i++
+		s.ws()
+		return false, nil
+	case '}':
+		s.i++
+		s.depth--
+		return true, nil
+	}
+	return false, errSyntax
 }
 
 // join is the dotted path of field name under the current value, as

@@ -179,43 +179,77 @@ func (ev *Event) Validate() error {
 	if ev.Time.IsZero() || ev.Time.Location() != time.UTC {
 		return formatErr("event time must be set, in UTC")
 	}
+	if parts := ev.parts(); parts != 1 {
+		return formatErr("event has %d parts, want exactly the one its kind names", parts)
+	}
+	return ev.validatePart()
+}
+
+// parts counts the parts ev carries.
+func (ev *Event) parts() int {
 	parts := 0
 	for _, set := range []bool{ev.Key != nil, ev.Forget != nil, ev.Epoch != nil, ev.Ack != nil, ev.Attested != nil} {
 		if set {
 			parts++
 		}
 	}
-	if parts != 1 {
-		return formatErr("event has %d parts, want exactly the one its kind names", parts)
-	}
+	return parts
+}
+
+// validatePart checks that ev carries the part its kind names, well-formed.
+func (ev *Event) validatePart() error {
 	switch {
 	case ev.Event == EventKeyCreated && ev.Key != nil:
-		if !validCommitment(ev.Key.Subject) || ev.Key.Generation == 0 {
-			return formatErr("key_created: subject must be a commitment and generation >= 1")
-		}
+		return ev.Key.validate()
 	case ev.Event == EventForgetCommitted && ev.Forget != nil:
-		f := ev.Forget
-		if !validID(f.Forget) || !validCommitment(f.Subject) || f.Barrier < 0 || f.KeyCreated < -1 {
-			return formatErr("forget_committed: malformed forget id, commitment, barrier or key_created_index")
-		}
+		return ev.Forget.validate()
 	case ev.Event == EventEpochCompleted && ev.Epoch != nil:
-		e := ev.Epoch
-		if e.Epoch <= 0 || e.ToVersion < e.FromVersion || e.Retired == nil || !validID(e.RootStore) {
-			return formatErr("epoch_completed: malformed epoch, versions or root store")
-		}
+		return ev.Epoch.validate()
 	case ev.Event == EventHolderAck && ev.Ack != nil:
-		a := ev.Ack
-		if !validID(a.Forget) || !validID(a.Holder) || len(a.PublicKey) != ed25519.PublicKeySize ||
-			len(a.Signature) != ed25519.SignatureSize || a.Artifacts <= 0 || !validCommitment(a.MessageSHA256) {
-			return formatErr("holder_ack: malformed forget, holder, key, signature, count or digest")
-		}
+		return ev.Ack.validate()
 	case ev.Event == EventErasureAttested && ev.Attested != nil:
-		a := ev.Attested
-		if !validID(a.Forget) || !validCommitment(a.Subject) || !validCommitment(a.AttestationSHA256) {
-			return formatErr("erasure_attested: malformed forget, commitment or digest")
-		}
-	default:
-		return formatErr("event %s does not carry its part", truncate(ev.Event))
+		return ev.Attested.validate()
+	}
+	return formatErr("event %s does not carry its part", truncate(ev.Event))
+}
+
+// validate checks the part of a key_created event.
+func (k *KeyEvent) validate() error {
+	if !validCommitment(k.Subject) || k.Generation == 0 {
+		return formatErr("key_created: subject must be a commitment and generation >= 1")
+	}
+	return nil
+}
+
+// validate checks the part of a forget_committed event.
+func (f *ForgetEvent) validate() error {
+	if !validID(f.Forget) || !validCommitment(f.Subject) || f.Barrier < 0 || f.KeyCreated < -1 {
+		return formatErr("forget_committed: malformed forget id, commitment, barrier or key_created_index")
+	}
+	return nil
+}
+
+// validate checks the part of a epoch_completed event.
+func (e *EpochEvent) validate() error {
+	if e.Epoch <= 0 || e.ToVersion < e.FromVersion || e.Retired == nil || !validID(e.RootStore) {
+		return formatErr("epoch_completed: malformed epoch, versions or root store")
+	}
+	return nil
+}
+
+// validate checks the part of a holder_ack event.
+func (a *AckEvent) validate() error {
+	if !validID(a.Forget) || !validID(a.Holder) || len(a.PublicKey) != ed25519.PublicKeySize ||
+		len(a.Signature) != ed25519.SignatureSize || a.Artifacts <= 0 || !validCommitment(a.MessageSHA256) {
+		return formatErr("holder_ack: malformed forget, holder, key, signature, count or digest")
+	}
+	return nil
+}
+
+// validate checks the part of a erasure_attested event.
+func (a *AttestedEvent) validate() error {
+	if !validID(a.Forget) || !validCommitment(a.Subject) || !validCommitment(a.AttestationSHA256) {
+		return formatErr("erasure_attested: malformed forget, commitment or digest")
 	}
 	return nil
 }

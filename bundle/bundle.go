@@ -214,16 +214,10 @@ func ReadBytes(data []byte) (*Bundle, error) {
 	entries := map[string]*Entry{}
 	var total int64
 	for _, m := range members {
-		// Everything is in the one top directory shredd-export-<forget id>;
-		// a directory member may only be that one: tar xzf, which the
-		// README tells regulators to run, would create any other.
-		dir, name, _ := strings.Cut(m.Name, "/")
-		forget, ok := strings.CutPrefix(dir, "shredd-export-")
-		if !ok || !forgetRe.MatchString(forget) || (b.Forget != "" && forget != b.Forget) ||
-			strings.Contains(name, "/") || (m.Dir && name != "") || (!m.Dir && name == "") {
-			return nil, formatError(ReasonLayout, "%q is not a file of one shredd-export-<forget id> directory", m.Name)
+		name, err := b.place(m)
+		if err != nil {
+			return nil, err
 		}
-		b.Forget = forget
 		if m.Dir {
 			continue
 		}
@@ -233,27 +227,8 @@ func ReadBytes(data []byte) (*Bundle, error) {
 		case FileReadme, FileCheckInclusion, FileAttestation, FileAttestationPub, FileLogKey, FileCheckpoint, FileConsistency:
 			files[name] = data
 		default:
-			em := entryRe.FindStringSubmatch(name)
-			if em == nil {
-				return nil, formatError(ReasonUnknownFile, "unknown file %s", name)
-			}
-			if len(data) > MaxEntrySize {
-				return nil, formatError(ReasonFileSize, "%s is over %d bytes", name, MaxEntrySize)
-			}
-			idx, err := strconv.ParseInt(em[1], 10, 64)
-			if err != nil || idx > MaxSafeInteger {
-				return nil, formatError(ReasonUnknownFile, "unknown file %s", name)
-			}
-			base := strings.TrimSuffix(strings.TrimSuffix(name, ".json"), ".tlog-proof")
-			e := entries[base]
-			if e == nil {
-				e = &Entry{Index: idx, Event: em[2]}
-				entries[base] = e
-			}
-			if em[3] == "json" {
-				e.Data = data
-			} else {
-				e.Proof = data
+			if err := addEntryFile(entries, name, data); err != nil {
+				return nil, err
 			}
 		}
 		if t := time.Unix(m.Mtime, 0).UTC(); b.Created.IsZero() || t.After(b.Created) {
@@ -280,4 +255,48 @@ func ReadBytes(data []byte) (*Bundle, error) {
 		}
 	}
 	return b, nil
+}
+
+// place checks where member m of the archive is: everything is in the one
+// top directory shredd-export-<forget id> (which sets b.Forget); a
+// directory member may only be that one: tar xzf, which the README tells
+// regulators to run, would create any other. It returns the name of m in
+// that directory ("" for the directory).
+func (b *Bundle) place(m Member) (string, error) {
+	dir, name, _ := strings.Cut(m.Name, "/")
+	forget, ok := strings.CutPrefix(dir, "shredd-export-")
+	if !ok || !forgetRe.MatchString(forget) || (b.Forget != "" && forget != b.Forget) ||
+		strings.Contains(name, "/") || (m.Dir && name != "") || (!m.Dir && name == "") {
+		return "", formatError(ReasonLayout, "%q is not a file of one shredd-export-<forget id> directory", m.Name)
+	}
+	b.Forget = forget
+	return name, nil
+}
+
+// addEntryFile adds the file name (an entry's .json or .tlog-proof) to
+// its entry in entries, by the entry's base name.
+func addEntryFile(entries map[string]*Entry, name string, data []byte) error {
+	em := entryRe.FindStringSubmatch(name)
+	if em == nil {
+		return formatError(ReasonUnknownFile, "unknown file %s", name)
+	}
+	if len(data) > MaxEntrySize {
+		return formatError(ReasonFileSize, "%s is over %d bytes", name, MaxEntrySize)
+	}
+	idx, err := strconv.ParseInt(em[1], 10, 64)
+	if err != nil || idx > MaxSafeInteger {
+		return formatError(ReasonUnknownFile, "unknown file %s", name)
+	}
+	base := strings.TrimSuffix(strings.TrimSuffix(name, ".json"), ".tlog-proof")
+	e := entries[base]
+	if e == nil {
+		e = &Entry{Index: idx, Event: em[2]}
+		entries[base] = e
+	}
+	if em[3] == "json" {
+		e.Data = data
+	} else {
+		e.Proof = data
+	}
+	return nil
 }

@@ -103,61 +103,19 @@ func Untar(t []byte) ([]Member, error) {
 		}
 		h := t[off : off+512]
 		if allZero(h) {
-			if off+1024 > len(t) || !allZero(t[off+512:off+1024]) {
-				return nil, formatError(ReasonTarEnd, "one end-of-archive block, not two")
-			}
-			if !allZero(t[off+1024:]) {
-				return nil, formatError(ReasonTarTrailing, "data after the end-of-archive blocks")
+			if err := tarEnd(t[off:]); err != nil {
+				return nil, err
 			}
 			return out, nil
 		}
-		sum, ok := octalField(h[148:156])
-		if !ok || sum != headerSum(h) {
-			return nil, formatError(ReasonTarChecksum, "tar header checksum")
-		}
-		switch {
-		case string(h[257:263]) == "ustar\x00" && string(h[263:265]) == "00":
-		case string(h[257:265]) == "ustar  \x00":
-			return nil, formatError(ReasonTarGNU, "a GNU tar header")
-		default:
-			return nil, formatError(ReasonTarMagic, "not a POSIX ustar header")
-		}
-		typ := h[156]
-		switch typ {
-		case '0', 0, '5':
-		case 'x', 'g':
-			return nil, formatError(ReasonTarPAX, "a PAX extended header")
-		case 'L', 'K', 'S', 'D', 'M', 'N', 'V':
-			return nil, formatError(ReasonTarGNU, "a GNU extension header")
-		default:
-			return nil, formatError(ReasonTarType, "a member that is not a regular file or directory")
-		}
-		var nums [5]int64
-		for i, f := range [5][2]int{{100, 8}, {108, 8}, {116, 8}, {124, 12}, {136, 12}} {
-			field := h[f[0] : f[0]+f[1]]
-			if field[0]&0x80 != 0 {
-				return nil, formatError(ReasonTarBase256, "a base-256 numeric field")
-			}
-			n, ok := octalField(field)
-			if !ok {
-				return nil, formatError(ReasonTarHeader, "a malformed numeric field")
-			}
-			nums[i] = n
+		typ, nums, err := tarHeader(h)
+		if err != nil {
+			return nil, err
 		}
 		size := nums[3]
-		if !allZero(h[157:257]) {
-			return nil, formatError(ReasonTarHeader, "a link name on a file")
-		}
-		name, ok1 := cField(h[0:100])
-		prefix, ok2 := cField(h[345:500])
-		if !ok1 || !ok2 {
-			return nil, formatError(ReasonTarPath, "a NUL inside a name")
-		}
-		if prefix != "" {
-			name = prefix + "/" + name
-		}
-		if !validPath(name) {
-			return nil, formatError(ReasonTarPath, "an empty, absolute, non-UTF-8 or .. path")
+		name, err := tarName(h)
+		if err != nil {
+			return nil, err
 		}
 		if typ == '5' && size != 0 {
 			return nil, formatError(ReasonTarHeader, "a directory with data")
@@ -179,6 +137,77 @@ func Untar(t []byte) ([]Member, error) {
 		out = append(out, Member{Name: name, Dir: typ == '5', Mtime: nums[4], Data: t[off+512 : end]})
 		off = end + (512-int(size)%512)%512
 	}
+}
+
+// tarEnd checks the end of an archive, t from its first zero block: a
+// second zero block, then zero bytes only.
+func tarEnd(t []byte) error {
+	if 1024 > len(t) || !allZero(t[512:1024]) {
+		return formatError(ReasonTarEnd, "one end-of-archive block, not two")
+	}
+	if !allZero(t[1024:]) {
+		return formatError(ReasonTarTrailing, "data after the end-of-archive blocks")
+	}
+	return nil
+}
+
+// tarHeader checks a member's header h: its checksum, the ustar magic, a
+// regular file or directory, octal numeric fields. It returns the type
+// flag and the numeric fields: mode, uid, gid, size and mtime.
+func tarHeader(h []byte) (typ byte, nums [5]int64, err error) {
+	sum, ok := octalField(h[148:156])
+	if !ok || sum != headerSum(h) {
+		return 0, nums, formatError(ReasonTarChecksum, "tar header checksum")
+	}
+	switch {
+	case string(h[257:263]) == "ustar\x00" && string(h[263:265]) == "00":
+	case string(h[257:265]) == "ustar  \x00":
+		return 0, nums, formatError(ReasonTarGNU, "a GNU tar header")
+	default:
+		return 0, nums, formatError(ReasonTarMagic, "not a POSIX ustar header")
+	}
+	typ = h[156]
+	switch typ {
+	case '0', 0, '5':
+	case 'x', 'g':
+		return 0, nums, formatError(ReasonTarPAX, "a PAX extended header")
+	case 'L', 'K', 'S', 'D', 'M', 'N', 'V':
+		return 0, nums, formatError(ReasonTarGNU, "a GNU extension header")
+	default:
+		return 0, nums, formatError(ReasonTarType, "a member that is not a regular file or directory")
+	}
+	for i, f := range [5][2]int{{100, 8}, {108, 8}, {116, 8}, {124, 12}, {136, 12}} {
+		field := h[f[0] : f[0]+f[1]]
+		if field[0]&0x80 != 0 {
+			return 0, nums, formatError(ReasonTarBase256, "a base-256 numeric field")
+		}
+		n, ok := octalField(field)
+		if !ok {
+			return 0, nums, formatError(ReasonTarHeader, "a malformed numeric field")
+		}
+		nums[i] = n
+	}
+	return typ, nums, nil
+}
+
+// tarName returns the name of the member of header h, its prefix joined:
+// no link name, no NUL inside, a valid path.
+func tarName(h []byte) (string, error) {
+	if !allZero(h[157:257]) {
+		return "", formatError(ReasonTarHeader, "a link name on a file")
+	}
+	name, ok1 := cField(h[0:100])
+	prefix, ok2 := cField(h[345:500])
+	if !ok1 || !ok2 {
+		return "", formatError(ReasonTarPath, "a NUL inside a name")
+	}
+	if prefix != "" {
+		name = prefix + "/" + name
+	}
+	if !validPath(name) {
+		return "", formatError(ReasonTarPath, "an empty, absolute, non-UTF-8 or .. path")
+	}
+	return name, nil
 }
 
 func allZero(b []byte) bool {
@@ -299,75 +328,9 @@ func (s *jsonScan) value(depth int) error {
 	}
 	switch c := s.b[s.i]; {
 	case c == '{':
-		if depth >= maxJSONDepth {
-			return s.syntax()
-		}
-		s.i++
-		s.ws()
-		if s.i < len(s.b) && s.b[s.i] == '}' {
-			s.i++
-			return nil
-		}
-		keys := map[string]bool{}
-		for {
-			if s.i >= len(s.b) || s.b[s.i] != '"' {
-				return s.syntax()
-			}
-			k, err := s.str()
-			if err != nil {
-				return err
-			}
-			if keys[k] {
-				return formatError(ReasonJSONDuplicate, "a duplicate JSON key")
-			}
-			keys[k] = true
-			s.ws()
-			if s.i >= len(s.b) || s.b[s.i] != ':' {
-				return s.syntax()
-			}
-			s.i++
-			s.ws()
-			if err := s.value(depth + 1); err != nil {
-				return err
-			}
-			s.ws()
-			if s.i < len(s.b) && s.b[s.i] == ',' {
-				s.i++
-				s.ws()
-				continue
-			}
-			if s.i < len(s.b) && s.b[s.i] == '}' {
-				s.i++
-				return nil
-			}
-			return s.syntax()
-		}
+		return s.object(depth)
 	case c == '[':
-		if depth >= maxJSONDepth {
-			return s.syntax()
-		}
-		s.i++
-		s.ws()
-		if s.i < len(s.b) && s.b[s.i] == ']' {
-			s.i++
-			return nil
-		}
-		for {
-			if err := s.value(depth + 1); err != nil {
-				return err
-			}
-			s.ws()
-			if s.i < len(s.b) && s.b[s.i] == ',' {
-				s.i++
-				s.ws()
-				continue
-			}
-			if s.i < len(s.b) && s.b[s.i] == ']' {
-				s.i++
-				return nil
-			}
-			return s.syntax()
-		}
+		return s.array(depth)
 	case c == '"':
 		_, err := s.str()
 		return err
@@ -381,6 +344,87 @@ func (s *jsonScan) value(depth int) error {
 		return s.number()
 	}
 	return s.syntax()
+}
+
+// at reports whether the next byte is c.
+func (s *jsonScan) at(c byte) bool {
+	return s.i < len(s.b) && s.b[s.i] == c
+}
+
+// object scans an object, at its '{', refusing duplicate keys.
+func (s *jsonScan) object(depth int) error {
+	if depth >= maxJSONDepth {
+		return s.syntax()
+	}
+	s.i++
+	s.ws()
+	if s.at('}') {
+		s.i++
+		return nil
+	}
+	keys := map[string]bool{}
+	for {
+		if !s.at('"') {
+			return s.syntax()
+		}
+		k, err := s.str()
+		if err != nil {
+			return err
+		}
+		if keys[k] {
+			return formatError(ReasonJSONDuplicate, "a duplicate JSON key")
+		}
+		keys[k] = true
+		s.ws()
+		if !s.at(':') {
+			return s.syntax()
+		}
+		s.i++
+		s.ws()
+		if err := s.value(depth + 1); err != nil {
+			return err
+		}
+		if more, err := s.next('}'); !more {
+			return err
+		}
+	}
+}
+
+// array scans an array, at its '['.
+func (s *jsonScan) array(depth int) error {
+	if depth >= maxJSONDepth {
+		return s.syntax()
+	}
+	s.i++
+	s.ws()
+	if s.at(']') {
+		s.i++
+		return nil
+	}
+	for {
+		if err := s.value(depth + 1); err != nil {
+			return err
+		}
+		if more, err := s.next(']'); !more {
+			return err
+		}
+	}
+}
+
+// next scans what follows a member or element: a ',' (more follow), or
+// the closing byte (none follow, and a nil error), or else a syntax error.
+func (s *jsonScan) next(closing byte) (more bool, err error) {
+	s.ws()
+	if s.at(',') {
+		s.i++
+		s.ws()
+		return true, nil
+	}
+	if s.at(closing) {
+		s.i++
+		return false, nil
+	}
+	return false, s.syntax()
 }
 
 func (s *jsonScan) digits() int {

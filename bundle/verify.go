@@ -102,34 +102,73 @@ func CheckExport(export, keyFile, logKeyFile []byte, opts Options) (*Report, err
 // error.
 func Verify(b *Bundle, opts Options) (*Report, error) {
 	rep := &Report{Forget: b.Forget}
+	pub, verifier, err := verifierKeys(b, opts, rep)
+	if err != nil {
+		return nil, err
+	}
+	// 1. The attestation.
+	pred, err := checkAttestation(b, pub, opts, rep)
+	if err != nil {
+		return nil, err
+	}
+	// 2. The checkpoint, and every entry in it.
+	cp, err := checkCheckpoint(b, verifier, opts, rep)
+	if err != nil {
+		return nil, err
+	}
+	log, err := checkInclusions(b, cp, pub, rep)
+	if err != nil {
+		return nil, err
+	}
+	// 3. The entries are this forget's.
+	if err := checkForgetEntries(b, pred, log, rep); err != nil {
+		return nil, err
+	}
+	// 4. A saved checkpoint: the export's log extends it.
+	if opts.Saved != nil {
+		if err := checkSaved(b, cp, verifier, opts.Saved, rep); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
+}
+
+// verifierKeys returns the attestation key and the log key's verifier:
+// the verifier's when given, else the export's own key files, read
+// strictly. Keys are obtained out of band, so the export's are used only
+// when the verifier gives none (and rep says so): a substituted key in
+// the archive cannot make it verify.
+func verifierKeys(b *Bundle, opts Options, rep *Report) (ed25519.PublicKey, note.Verifier, error) {
 	pub := opts.AttestationKey
 	vkey := strings.TrimSpace(opts.LogKey)
 	if pub == nil || vkey == "" {
 		rep.KeysFromExport = true
 	}
-	// The export's own key files are used (and then read strictly) only
-	// when the verifier gives none: keys are obtained out of band, and a
-	// substituted key in the archive cannot make it verify.
 	if pub == nil {
 		k, err := CheckPublicKeyFile(b.AttestationPub)
 		if err != nil {
-			return nil, within(FileAttestationPub, err)
+			return nil, nil, within(FileAttestationPub, err)
 		}
 		pub = ed25519.PublicKey(k)
 	}
 	if vkey == "" {
 		k, err := CheckLogKeyFile(b.LogKey)
 		if err != nil {
-			return nil, within(FileLogKey, err)
+			return nil, nil, within(FileLogKey, err)
 		}
 		vkey = k
 	}
 	verifier, err := note.NewVerifier(vkey)
 	if err != nil {
-		return nil, formatError(ReasonLogKey, "log key: %v", err)
+		return nil, nil, formatError(ReasonLogKey, "log key: %v", err)
 	}
+	return pub, verifier, nil
+}
 
-	// 1. The attestation.
+// checkAttestation opens the attestation (envelope, signature, statement),
+// checks it is about the export's forget, and opens the subject commitment
+// when opts give a subject or salt. It returns the statement's predicate.
+func checkAttestation(b *Bundle, pub ed25519.PublicKey, opts Options, rep *Report) (*attest.Predicate, error) {
 	payload, err := openEnvelope(b.Attestation, pub, attest.PayloadType)
 	if err != nil {
 		return nil, within(FileAttestation, err)
@@ -138,7 +177,7 @@ func Verify(b *Bundle, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, within(FileAttestation, err)
 	}
-	pred := st.Predicate
+	pred := &st.Predicate
 	if pred.Forget != b.Forget {
 		return nil, verifyError(ReasonStatementForget, nil, "%s is about forget %s, the export about %s", FileAttestation, pred.Forget, b.Forget)
 	}
@@ -149,98 +188,157 @@ func Verify(b *Bundle, opts Options) (*Report, error) {
 		}
 		rep.SubjectChecked = true
 	}
+	return pred, nil
+}
 
-	// 2. The checkpoint, and every entry in it.
+// checkCheckpoint opens the export's checkpoint with the log key and, when
+// opts name witnesses, checks its cosignatures.
+func checkCheckpoint(b *Bundle, verifier note.Verifier, opts Options, rep *Report) (translog.Checkpoint, error) {
 	cp, err := openCheckpoint(b.Checkpoint, verifier, ReasonCheckpointFormat, ReasonCheckpointSignature, ReasonCheckpointOrigin)
 	if err != nil {
-		return nil, within(FileCheckpoint, err)
+		return translog.Checkpoint{}, within(FileCheckpoint, err)
 	}
 	rep.Origin, rep.TreeSize = cp.Origin, cp.Size
 	if len(opts.Witnesses) > 0 || opts.WitnessesRequired > 0 {
 		if _, rep.Witnessed, err = translog.CheckCosignatures(b.Checkpoint, verifier, opts.Witnesses, opts.WitnessesRequired); err != nil {
-			return nil, verifyError(ReasonCheckpointWitnesses, err, "%s: %v", FileCheckpoint, err)
+			return translog.Checkpoint{}, verifyError(ReasonCheckpointWitnesses, err, "%s: %v", FileCheckpoint, err)
 		}
 	}
-	events := map[string][]*attest.Event{}
-	index := map[*attest.Event]int64{}
-	for _, e := range b.Entries {
-		name := e.EntryName()
-		if err := checkText(e.Proof); err != nil {
-			return nil, within(name+".tlog-proof", err)
-		}
-		p, err := translog.ParseProof(e.Proof)
-		if err != nil || p.Index > MaxSafeInteger {
-			return nil, formatError(ReasonProofFormat, "%s.tlog-proof is malformed", name)
-		}
-		if p.Index != e.Index {
-			return nil, verifyError(ReasonProofIndex, nil, "%s.tlog-proof proves index %d", name, p.Index)
-		}
-		if !bytes.Equal(p.Checkpoint, b.Checkpoint) {
-			return nil, verifyError(ReasonProofCheckpoint, nil, "%s.tlog-proof is against another checkpoint than %s", name, FileCheckpoint)
-		}
-		if p.Index >= cp.Size || tlog.CheckRecord(p.Hashes, cp.Size, cp.Hash, p.Index, tlog.RecordHash(e.Data)) != nil {
-			return nil, verifyError(ReasonProofInclusion, nil, "%s: entry %d not in tree %d of the checkpoint", name, p.Index, cp.Size)
-		}
-		ev, err := openEvent(e.Data, pub)
-		if err != nil {
-			return nil, within(name+".json", err)
-		}
-		if ev.Event != e.Event {
-			return nil, verifyError(ReasonEventKind, nil, "%s.json holds a %s event", name, ev.Event)
-		}
-		events[ev.Event] = append(events[ev.Event], ev)
-		index[ev] = e.Index
-		rep.Entries = append(rep.Entries, name)
-	}
-	fail := func(format string, a ...any) (*Report, error) {
-		return nil, verifyError(ReasonEntries, nil, format, a...)
-	}
-	one := func(kind string) (*attest.Event, error) {
-		if n := len(events[kind]); n != 1 {
-			return nil, verifyError(ReasonEntries, nil, "%d %s entries, want 1", n, kind)
-		}
-		return events[kind][0], nil
-	}
+	return cp, nil
+}
 
-	// 3. The entries are this forget's.
-	fc, err := one(attest.EventForgetCommitted)
+// loggedEvents are the export's entries, opened: by kind, in export order,
+// and each one's index in the log.
+type loggedEvents struct {
+	events map[string][]*attest.Event
+	index  map[*attest.Event]int64
+}
+
+// checkInclusions checks every entry of the export, in order
+// (checkEntry), and returns them opened.
+func checkInclusions(b *Bundle, cp translog.Checkpoint, pub ed25519.PublicKey, rep *Report) (*loggedEvents, error) {
+	log := &loggedEvents{events: map[string][]*attest.Event{}, index: map[*attest.Event]int64{}}
+	for i := range b.Entries {
+		e := &b.Entries[i]
+		ev, err := checkEntry(b, e, cp, pub)
+		if err != nil {
+			return nil, err
+		}
+		log.events[ev.Event] = append(log.events[ev.Event], ev)
+		log.index[ev] = e.Index
+		rep.Entries = append(rep.Entries, e.EntryName())
+	}
+	return log, nil
+}
+
+// checkEntry checks one entry: its inclusion proof is well formed, proves
+// the entry's index against the export's checkpoint, and the entry is an
+// event of its kind signed by the service key.
+func checkEntry(b *Bundle, e *Entry, cp translog.Checkpoint, pub ed25519.PublicKey) (*attest.Event, error) {
+	name := e.EntryName()
+	if err := checkText(e.Proof); err != nil {
+		return nil, within(name+".tlog-proof", err)
+	}
+	p, err := translog.ParseProof(e.Proof)
+	if err != nil || p.Index > MaxSafeInteger {
+		return nil, formatError(ReasonProofFormat, "%s.tlog-proof is malformed", name)
+	}
+	if p.Index != e.Index {
+		return nil, verifyError(ReasonProofIndex, nil, "%s.tlog-proof proves index %d", name, p.Index)
+	}
+	if !bytes.Equal(p.Checkpoint, b.Checkpoint) {
+		return nil, verifyError(ReasonProofCheckpoint, nil, "%s.tlog-proof is against another checkpoint than %s", name, FileCheckpoint)
+	}
+	if p.Index >= cp.Size || tlog.CheckRecord(p.Hashes, cp.Size, cp.Hash, p.Index, tlog.RecordHash(e.Data)) != nil {
+		return nil, verifyError(ReasonProofInclusion, nil, "%s: entry %d not in tree %d of the checkpoint", name, p.Index, cp.Size)
+	}
+	ev, err := openEvent(e.Data, pub)
 	if err != nil {
-		return nil, err
+		return nil, within(name+".json", err)
+	}
+	if ev.Event != e.Event {
+		return nil, verifyError(ReasonEventKind, nil, "%s.json holds a %s event", name, ev.Event)
+	}
+	return ev, nil
+}
+
+// entriesError is the error of an entry that is not this forget's.
+func entriesError(format string, a ...any) error {
+	return verifyError(ReasonEntries, nil, format, a...)
+}
+
+// one returns the single entry of the kind, or an error when there are
+// none or several.
+func (l *loggedEvents) one(kind string) (*attest.Event, error) {
+	if n := len(l.events[kind]); n != 1 {
+		return nil, verifyError(ReasonEntries, nil, "%d %s entries, want 1", n, kind)
+	}
+	return l.events[kind][0], nil
+}
+
+// checkForgetEntries checks that the entries are those of this forget, in
+// log order: the forget committed, the erasure attested with the
+// attestation's exact SHA-256 after it, the key created (checkKeyCreated),
+// each holder ack (checkAcks), the epoch of the key evidence (checkEpoch).
+func checkForgetEntries(b *Bundle, pred *attest.Predicate, log *loggedEvents, rep *Report) error {
+	fc, err := log.one(attest.EventForgetCommitted)
+	if err != nil {
+		return err
 	}
 	if fc.Forget.Forget != b.Forget || fc.Forget.Subject != rep.Commitment {
-		return fail("the forget_committed entry is about another forget or commitment")
+		return entriesError("the forget_committed entry is about another forget or commitment")
 	}
-	ea, err := one(attest.EventErasureAttested)
+	ea, err := log.one(attest.EventErasureAttested)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if ea.Attested.Forget != b.Forget || ea.Attested.Subject != rep.Commitment || ea.Attested.AttestationSHA256 != attest.Digest(b.Attestation) {
-		return fail("the erasure_attested entry does not name this attestation (forget, commitment or SHA-256 differ)")
+		return entriesError("the erasure_attested entry does not name this attestation (forget, commitment or SHA-256 differ)")
 	}
-	if index[ea] <= index[fc] {
-		return fail("the attestation was logged before the forget committed")
+	if log.index[ea] <= log.index[fc] {
+		return entriesError("the attestation was logged before the forget committed")
 	}
-	switch kc := events[attest.EventKeyCreated]; {
+	if err := checkKeyCreated(fc, log, rep); err != nil {
+		return err
+	}
+	if err := checkAcks(b, pred, fc, ea, log); err != nil {
+		return err
+	}
+	return checkEpoch(pred, fc, ea, log)
+}
+
+// checkKeyCreated checks the key_created entry is the one the
+// forget_committed entry fc names, of the destroyed generation, and sets
+// how it is tied to the subject (rep.KeyLink).
+func checkKeyCreated(fc *attest.Event, log *loggedEvents, rep *Report) error {
+	switch kc := log.events[attest.EventKeyCreated]; {
 	case fc.Forget.KeyCreated < 0 && len(kc) == 0:
 		rep.KeyLink = "the subject had no logged key"
-	case fc.Forget.KeyCreated < 0 || len(kc) != 1 || index[kc[0]] != fc.Forget.KeyCreated:
-		return fail("the key_created entry is not the one the forget_committed entry names (index %d)", fc.Forget.KeyCreated)
+	case fc.Forget.KeyCreated < 0 || len(kc) != 1 || log.index[kc[0]] != fc.Forget.KeyCreated:
+		return entriesError("the key_created entry is not the one the forget_committed entry names (index %d)", fc.Forget.KeyCreated)
 	case kc[0].Key.Generation != fc.Forget.Generation:
-		return fail("the key_created entry is of generation %d, the forget destroyed %d", kc[0].Key.Generation, fc.Forget.Generation)
+		return entriesError("the key_created entry is of generation %d, the forget destroyed %d", kc[0].Key.Generation, fc.Forget.Generation)
 	case kc[0].Key.Subject == rep.Commitment:
 		rep.KeyLink = "same subject commitment, and named by index by the forget"
-		if index[kc[0]] >= index[fc] {
-			return fail("the key was logged as created after its forget")
+		if log.index[kc[0]] >= log.index[fc] {
+			return entriesError("the key was logged as created after its forget")
 		}
 	default:
 		rep.KeyLink = "named by index by the forget (its commitment uses another salt: the key was unreachable when the forget was made)"
 	}
-	if len(events[attest.EventKeyCreated]) > 1 {
-		return fail("more than one key_created entry")
+	if len(log.events[attest.EventKeyCreated]) > 1 {
+		return entriesError("more than one key_created entry")
 	}
-	acks := events[attest.EventHolderAck]
+	return nil
+}
+
+// checkAcks checks there is one holder_ack entry for each of the
+// attestation's holder acks, logged between the forget's commit fc and
+// its attestation ea.
+func checkAcks(b *Bundle, pred *attest.Predicate, fc, ea *attest.Event, log *loggedEvents) error {
+	acks := log.events[attest.EventHolderAck]
 	if len(acks) != len(pred.HolderAcks) {
-		return fail("%d holder_ack entries for the attestation's %d holder acks", len(acks), len(pred.HolderAcks))
+		return entriesError("%d holder_ack entries for the attestation's %d holder acks", len(acks), len(pred.HolderAcks))
 	}
 	for _, h := range pred.HolderAcks {
 		want := attest.NewAckEvent(b.Forget, h)
@@ -248,62 +346,81 @@ func Verify(b *Bundle, opts Options) (*Report, error) {
 			a := ev.Ack
 			return a.Forget == want.Forget && a.Holder == want.Holder && a.PublicKey.Equal(want.PublicKey) &&
 				a.Artifacts == want.Artifacts && a.MessageSHA256 == want.MessageSHA256 && bytes.Equal(a.Signature, want.Signature) &&
-				index[ev] > index[fc] && index[ev] < index[ea]
+				log.index[ev] > log.index[fc] && log.index[ev] < log.index[ea]
 		})
 		if !found {
-			return fail("holder %s's ack is not logged between the forget's commit and its attestation", h.Holder)
+			return entriesError("holder %s's ack is not logged between the forget's commit and its attestation", h.Holder)
 		}
 	}
-	if ke := pred.KeyEvidence; ke.Epoch > 0 {
-		ep, err := one(attest.EventEpochCompleted)
-		if err != nil {
-			return nil, err
-		}
-		if ep.Epoch.Epoch != ke.Epoch || !slices.Equal(ep.Epoch.Retired, ke.RetiredRootVersions) ||
-			index[ep] <= index[fc] || index[ep] >= index[ea] {
-			return fail("the epoch_completed entry is not the attestation's epoch %d, logged between the commit and the attestation", ke.Epoch)
-		}
-	} else if len(events[attest.EventEpochCompleted]) != 0 {
-		return fail("an epoch_completed entry for an attestation without an epoch")
-	}
+	return nil
+}
 
-	// 4. A saved checkpoint: the export's log extends it.
-	if opts.Saved != nil {
-		old, err := openCheckpoint(opts.Saved, verifier, ReasonSavedFormat, ReasonSavedSignature, ReasonSavedOrigin)
-		if err != nil {
-			return nil, within("saved checkpoint", err)
+// checkEpoch checks the epoch_completed entry is the key evidence's epoch,
+// logged between the forget's commit fc and its attestation ea, or that
+// there is none when the key evidence names no epoch.
+func checkEpoch(pred *attest.Predicate, fc, ea *attest.Event, log *loggedEvents) error {
+	ke := pred.KeyEvidence
+	if ke.Epoch <= 0 {
+		if len(log.events[attest.EventEpochCompleted]) != 0 {
+			return entriesError("an epoch_completed entry for an attestation without an epoch")
 		}
-		cfail := func(reason string, err error, format string, a ...any) (*Report, error) {
-			return nil, verifyError(reason, err, format, a...)
-		}
-		switch {
-		case old.Size > cp.Size:
-			return cfail(ReasonConsistencyNewer, nil, "the saved checkpoint (size %d) is newer than the export's (size %d): ask for a new export with since=%d", old.Size, cp.Size, old.Size)
-		case old.Size == cp.Size:
-			if old.Hash != cp.Hash {
-				return cfail(ReasonConsistencyFork, nil, "the saved checkpoint and the export's have the same size %d and different trees: the log was forked or rewritten", cp.Size)
-			}
-		default:
-			if b.Consistency == nil {
-				return cfail(ReasonConsistencyNone, nil, "no %s in the export: ask for one with since=%d", FileConsistency, old.Size)
-			}
-			if err := checkText(b.Consistency); err != nil {
-				return nil, within(FileConsistency, err)
-			}
-			p, err := translog.ParseConsistencyProof(b.Consistency)
-			if err != nil || p.New > MaxSafeInteger {
-				return nil, formatError(ReasonConsistencyFormat, "%s is malformed", FileConsistency)
-			}
-			if p.Old != old.Size || p.New != cp.Size {
-				return cfail(ReasonConsistencyRange, nil, "%s goes from size %d to %d, not from the saved %d to the export's %d", FileConsistency, p.Old, p.New, old.Size, cp.Size)
-			}
-			if err := translog.CheckConsistency(old, cp, p.Hashes); err != nil {
-				return cfail(ReasonConsistencyFork, err, "the export's log does not extend the saved checkpoint (rewritten or forked)")
-			}
-		}
-		rep.Consistent = fmt.Sprintf("extends the saved checkpoint of size %d", old.Size)
+		return nil
 	}
-	return rep, nil
+	ep, err := log.one(attest.EventEpochCompleted)
+	if err != nil {
+		return err
+	}
+	if ep.Epoch.Epoch != ke.Epoch || !slices.Equal(ep.Epoch.Retired, ke.RetiredRootVersions) ||
+		log.index[ep] <= log.index[fc] || log.index[ep] >= log.index[ea] {
+		return entriesError("the epoch_completed entry is not the attestation's epoch %d, logged between the commit and the attestation", ke.Epoch)
+	}
+	return nil
+}
+
+// checkSaved checks the export's log extends the saved checkpoint: the
+// same tree, or a consistency proof in the export from the saved size to
+// the checkpoint cp.
+func checkSaved(b *Bundle, cp translog.Checkpoint, verifier note.Verifier, saved []byte, rep *Report) error {
+	old, err := openCheckpoint(saved, verifier, ReasonSavedFormat, ReasonSavedSignature, ReasonSavedOrigin)
+	if err != nil {
+		return within("saved checkpoint", err)
+	}
+	switch {
+	case old.Size > cp.Size:
+		return verifyError(ReasonConsistencyNewer, nil, "the saved checkpoint (size %d) is newer than the export's (size %d): ask for a new export with since=%d", old.Size, cp.Size, old.Size)
+	case old.Size == cp.Size:
+		if old.Hash != cp.Hash {
+			return verifyError(ReasonConsistencyFork, nil, "the saved checkpoint and the export's have the same size %d and different trees: the log was forked or rewritten", cp.Size)
+		}
+	default:
+		if err := checkConsistency(b, old, cp); err != nil {
+			return err
+		}
+	}
+	rep.Consistent = fmt.Sprintf("extends the saved checkpoint of size %d", old.Size)
+	return nil
+}
+
+// checkConsistency checks the export's consistency proof goes from the
+// saved checkpoint old to the export's cp, and holds.
+func checkConsistency(b *Bundle, old, cp translog.Checkpoint) error {
+	if b.Consistency == nil {
+		return verifyError(ReasonConsistencyNone, nil, "no %s in the export: ask for one with since=%d", FileConsistency, old.Size)
+	}
+	if err := checkText(b.Consistency); err != nil {
+		return within(FileConsistency, err)
+	}
+	p, err := translog.ParseConsistencyProof(b.Consistency)
+	if err != nil || p.New > MaxSafeInteger {
+		return formatError(ReasonConsistencyFormat, "%s is malformed", FileConsistency)
+	}
+	if p.Old != old.Size || p.New != cp.Size {
+		return verifyError(ReasonConsistencyRange, nil, "%s goes from size %d to %d, not from the saved %d to the export's %d", FileConsistency, p.Old, p.New, old.Size, cp.Size)
+	}
+	if err := translog.CheckConsistency(old, cp, p.Hashes); err != nil {
+		return verifyError(ReasonConsistencyFork, err, "the export's log does not extend the saved checkpoint (rewritten or forked)")
+	}
+	return nil
 }
 
 // openEnvelope reads a DSSE envelope strictly: CheckJSON, then the

@@ -34,6 +34,54 @@ func (s *Eraser) Export(ctx context.Context, id shredd.ID, since int64) (*bundle
 	if err != nil {
 		return nil, fmt.Errorf("erasure: export: %w", err)
 	}
+	idxs, err := s.exportIndexes(ctx, id, &r)
+	if err != nil {
+		return nil, err
+	}
+	size, err := j.Log().Size(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("erasure: export: %w", err)
+	}
+	if since < 0 || since > size {
+		return nil, fmt.Errorf("erasure: export: since=%d, the log has %d entries: %w", since, size, shredd.ErrInvalid)
+	}
+	// Prefer the tree the witnesses cosigned, when it holds every entry
+	// of the export: its checkpoint carries their cosignatures.
+	if w, _ := j.Log().WitnessedSize(); w > slices.Max(append(idxs, -1)) && w >= since && w < size {
+		size = w
+	}
+	pub := j.Signer().Public().(ed25519.PublicKey)
+	pem, err := attest.MarshalPublicKey(pub)
+	if err != nil {
+		return nil, err
+	}
+	b := &bundle.Bundle{Forget: id.String(), Attestation: att, AttestationPub: pem, LogKey: []byte(j.LogKey() + "\n"),
+		Created: ts(r.erased)}
+	attested := false
+	for _, i := range idxs {
+		event, err := addExportEntry(ctx, j, b, pub, i, size)
+		if err != nil {
+			return nil, err
+		}
+		attested = attested || event == attest.EventErasureAttested
+	}
+	if !attested {
+		return nil, fmt.Errorf("erasure: export: forget %s was erased before the transparency log existed: %w", id, shredd.ErrNoLog)
+	}
+	if since > 0 {
+		hashes, err := j.Log().ProveConsistency(ctx, since, size)
+		if err != nil {
+			return nil, fmt.Errorf("erasure: export: %w", err)
+		}
+		b.Consistency = (&translog.ConsistencyProof{Old: since, New: size, Hashes: hashes}).Marshal()
+	}
+	return b, nil
+}
+
+// exportIndexes returns the log indexes of the entries of the forget r
+// (id): those the forget logged (committed, holder acks, attested) in
+// order, then its key's creation and its epoch, when logged.
+func (s *Eraser) exportIndexes(ctx context.Context, id shredd.ID, r *forgetRow) ([]int64, error) {
 	var idxs []int64
 	rows, err := s.db.QueryContext(ctx, `SELECT idx FROM forget_log WHERE forget=? ORDER BY idx`, id[:])
 	if err != nil {
@@ -62,65 +110,39 @@ func (s *Eraser) Export(ctx context.Context, id shredd.ID, since int64) (*bundle
 			idxs = append(idxs, e)
 		}
 	}
-	size, err := j.Log().Size(ctx)
+	return idxs, nil
+}
+
+// addExportEntry adds the log entry i to the export b, with its inclusion
+// proof in the tree of the given size, and returns its event kind. The
+// first entry's proof sets b's checkpoint; every later proof carries it.
+func addExportEntry(ctx context.Context, j *journal.Journal, b *bundle.Bundle, pub ed25519.PublicKey, i, size int64) (string, error) {
+	data, err := j.Log().Entry(ctx, i)
 	if err != nil {
-		return nil, fmt.Errorf("erasure: export: %w", err)
+		return "", fmt.Errorf("erasure: export: entry %d: %w", i, err)
 	}
-	if since < 0 || since > size {
-		return nil, fmt.Errorf("erasure: export: since=%d, the log has %d entries: %w", since, size, shredd.ErrInvalid)
-	}
-	// Prefer the tree the witnesses cosigned, when it holds every entry
-	// of the export: its checkpoint carries their cosignatures.
-	if w, _ := j.Log().WitnessedSize(); w > slices.Max(append(idxs, -1)) && w >= since && w < size {
-		size = w
-	}
-	pub := j.Signer().Public().(ed25519.PublicKey)
-	pem, err := attest.MarshalPublicKey(pub)
+	ev, err := attest.OpenEvent(data, pub)
 	if err != nil {
-		return nil, err
+		return "", fmt.Errorf("erasure: export: entry %d: %w", i, err)
 	}
-	b := &bundle.Bundle{Forget: id.String(), Attestation: att, AttestationPub: pem, LogKey: []byte(j.LogKey() + "\n"),
-		Created: ts(r.erased)}
-	attested := false
-	for _, i := range idxs {
-		data, err := j.Log().Entry(ctx, i)
-		if err != nil {
-			return nil, fmt.Errorf("erasure: export: entry %d: %w", i, err)
-		}
-		ev, err := attest.OpenEvent(data, pub)
-		if err != nil {
-			return nil, fmt.Errorf("erasure: export: entry %d: %w", i, err)
-		}
-		proof, err := j.Log().Prove(ctx, i, size)
-		if err != nil {
-			return nil, fmt.Errorf("erasure: export: entry %d: %w", i, err)
-		}
-		p, err := translog.ParseProof(proof)
-		if err != nil {
-			return nil, fmt.Errorf("erasure: export: %w", err)
-		}
-		if b.Checkpoint == nil {
-			b.Checkpoint = p.Checkpoint
-		} else if !bytes.Equal(p.Checkpoint, b.Checkpoint) {
-			// The same tree, with a witness's cosignature stapled in
-			// between: every proof carries the first checkpoint.
-			p.Checkpoint = b.Checkpoint
-			proof = p.Marshal()
-		}
-		attested = attested || ev.Event == attest.EventErasureAttested
-		b.Entries = append(b.Entries, bundle.Entry{Index: i, Event: ev.Event, Data: data, Proof: proof})
+	proof, err := j.Log().Prove(ctx, i, size)
+	if err != nil {
+		return "", fmt.Errorf("erasure: export: entry %d: %w", i, err)
 	}
-	if !attested {
-		return nil, fmt.Errorf("erasure: export: forget %s was erased before the transparency log existed: %w", id, shredd.ErrNoLog)
+	p, err := translog.ParseProof(proof)
+	if err != nil {
+		return "", fmt.Errorf("erasure: export: %w", err)
 	}
-	if since > 0 {
-		hashes, err := j.Log().ProveConsistency(ctx, since, size)
-		if err != nil {
-			return nil, fmt.Errorf("erasure: export: %w", err)
-		}
-		b.Consistency = (&translog.ConsistencyProof{Old: since, New: size, Hashes: hashes}).Marshal()
+	if b.Checkpoint == nil {
+		b.Checkpoint = p.Checkpoint
+	} else if !bytes.Equal(p.Checkpoint, b.Checkpoint) {
+		// The same tree, with a witness's cosignature stapled in
+		// between: every proof carries the first checkpoint.
+		p.Checkpoint = b.Checkpoint
+		proof = p.Marshal()
 	}
-	return b, nil
+	b.Entries = append(b.Entries, bundle.Entry{Index: i, Event: ev.Event, Data: data, Proof: proof})
+	return ev.Event, nil
 }
 
 // TransparencyLog returns the service's transparency log and its note

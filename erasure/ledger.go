@@ -1140,13 +1140,7 @@ func (s *Eraser) ReconcileLedger(ctx context.Context) (LedgerReport, error) {
 	// find its ledger in step.
 	s.workMu.Lock()
 	defer s.workMu.Unlock()
-	l.mu.Lock()
-	b, err := readAll(l.f)
-	var sc ledgerScan
-	if err == nil {
-		sc, err = l.scan(b)
-	}
-	l.mu.Unlock()
+	sc, err := l.readScan()
 	if err != nil {
 		return rep, err
 	}
@@ -1164,90 +1158,32 @@ func (s *Eraser) ReconcileLedger(ctx context.Context) (LedgerReport, error) {
 		}
 		rep.Repaired = &check
 	}
-	if j := s.opts.Journal; j != nil {
-		size, err := j.Log().Size(ctx)
-		if err != nil {
-			return rep, fmt.Errorf("erasure: forget ledger: %w", err)
-		}
-		for _, e := range sc.lines {
-			rep.LedgerLogSize = max(rep.LedgerLogSize, e.LogSize)
-		}
-		rep.LogSize, rep.LogRewound = size, size < rep.LedgerLogSize
+	if err := s.checkLogSize(ctx, &sc, &rep); err != nil {
+		return rep, err
 	}
-	// The lines to keep: the intact ones, then the authentic lines of the
-	// damaged tail (carried over, in their order).
-	entries := slices.Clone(sc.lines)
-	var carried []ledgerLine
-	l.mu.Lock()
-	for _, d := range sc.damaged {
-		if d.Authentic && !slices.ContainsFunc(entries, func(e ledgerLine) bool { return e.Forget == d.line.Forget }) {
-			entries = append(entries, *d.line)
-			carried = append(carried, *d.line)
-			l.ids[d.id] = true // the commit below must not append it yet
-		}
-	}
-	l.mu.Unlock()
+	entries, carried := l.carryAuthentic(&sc)
 	var release func()
 	defer func() {
 		if release != nil {
 			release()
 		}
 	}()
-	for _, e := range entries {
-		id, _ := shredd.ParseID(e.Forget)
-		if _, ok := db[id]; ok {
-			continue
-		}
-		if release == nil {
-			if release, err = s.db.Exclusive(ctx, "erasure.work"); err != nil {
-				return rep, fmt.Errorf("erasure: forget ledger: %w: %w", shredd.ErrUnavailable, err)
-			}
-		}
-		var sid envelope.SID
-		b, _ := hex.DecodeString(e.SID)
-		copy(sid[:], b)
-		applied, err := s.reapply(ctx, id, sid, e)
-		if err != nil {
-			return rep, err
-		}
-		if applied {
-			rep.Reapplied++
-		}
+	if release, rep.Reapplied, err = s.reapplyAll(ctx, entries, db); err != nil {
+		return rep, err
 	}
 	if rep.Repaired != nil && len(sc.damaged) > 0 {
-		if rep.DamagedFile, err = l.cut(&sc); err != nil {
+		if rep.DamagedFile, err = l.rewriteTail(&sc, carried); err != nil {
 			return rep, err
 		}
-		if err := l.appendLines(carried, true); err != nil {
-			return rep, fmt.Errorf("erasure: forget ledger: %w", err)
-		}
 	}
-	db, err = committedForgets(ctx, s.db)
+	recorded, err := s.recordMissing(ctx, sc.header)
 	if err != nil {
 		return rep, err
 	}
-	var missing []shredd.ID
-	for id, f := range db {
-		if !l.Has(id) && !compacted(sc.header, f) {
-			missing = append(missing, id)
-		}
-	}
-	slices.SortFunc(missing, func(a, b shredd.ID) int { return bytes.Compare(a[:], b[:]) })
-	if err := s.ledgerAppend(ctx, missing...); err != nil {
+	rep.Recorded = recorded
+	if err := l.finishCheck(); err != nil {
 		return rep, err
 	}
-	rep.Recorded = len(missing)
-	if _, ok := l.Header(); !ok {
-		l.mu.Lock()
-		err := l.writeHeaderLocked()
-		l.mu.Unlock()
-		if err != nil {
-			return rep, err
-		}
-	}
-	l.mu.Lock()
-	l.checked = true
-	l.mu.Unlock()
 	if h, ok := l.Head(); ok && keptErr == nil {
 		if kept != nil && *kept == h {
 			l.headMu.Lock()
@@ -1258,6 +1194,136 @@ func (s *Eraser) ReconcileLedger(ctx context.Context) (LedgerReport, error) {
 		}
 	}
 	return rep, nil
+}
+
+// readScan reads the whole ledger file and scans it.
+func (l *Ledger) readScan() (ledgerScan, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b, err := readAll(l.f)
+	if err != nil {
+		return ledgerScan{}, err
+	}
+	return l.scan(b)
+}
+
+// checkLogSize compares, when there is a journal, the size of the
+// database's transparency log with the largest size a line of the ledger
+// recorded (rep's LogSize, LedgerLogSize and LogRewound).
+func (s *Eraser) checkLogSize(ctx context.Context, sc *ledgerScan, rep *LedgerReport) error {
+	j := s.opts.Journal
+	if j == nil {
+		return nil
+	}
+	size, err := j.Log().Size(ctx)
+	if err != nil {
+		return fmt.Errorf("erasure: forget ledger: %w", err)
+	}
+	for _, e := range sc.lines {
+		rep.LedgerLogSize = max(rep.LedgerLogSize, e.LogSize)
+	}
+	rep.LogSize, rep.LogRewound = size, size < rep.LedgerLogSize
+	return nil
+}
+
+// carryAuthentic returns the lines to keep: the intact ones, then the
+// authentic lines of the damaged tail, carried over in their order
+// (carried). A carried line counts as in the ledger already, so that a
+// commit does not append it before the tail is rewritten.
+func (l *Ledger) carryAuthentic(sc *ledgerScan) (entries, carried []ledgerLine) {
+	entries = slices.Clone(sc.lines)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, d := range sc.damaged {
+		if d.Authentic && !slices.ContainsFunc(entries, func(e ledgerLine) bool { return e.Forget == d.line.Forget }) {
+			entries = append(entries, *d.line)
+			carried = append(carried, *d.line)
+			l.ids[d.id] = true // the commit below must not append it yet
+		}
+	}
+	return entries, carried
+}
+
+// reapplyAll commits again each forget of entries that the database
+// (db) lacks, holding the work lock of every node from the first one on.
+// It returns the lock's release (nil when it was not taken; the caller
+// releases it once the ledger is in step) and how many forgets were
+// re-applied.
+func (s *Eraser) reapplyAll(ctx context.Context, entries []ledgerLine, db map[shredd.ID]dbForget) (release func(), reapplied int, err error) {
+	for _, e := range entries {
+		id, _ := shredd.ParseID(e.Forget)
+		if _, ok := db[id]; ok {
+			continue
+		}
+		if release == nil {
+			if release, err = s.db.Exclusive(ctx, "erasure.work"); err != nil {
+				return release, reapplied, fmt.Errorf("erasure: forget ledger: %w: %w", shredd.ErrUnavailable, err)
+			}
+		}
+		var sid envelope.SID
+		b, _ := hex.DecodeString(e.SID)
+		copy(sid[:], b)
+		applied, err := s.reapply(ctx, id, sid, e)
+		if err != nil {
+			return release, reapplied, err
+		}
+		if applied {
+			reapplied++
+		}
+	}
+	return release, reapplied, nil
+}
+
+// rewriteTail moves the damaged tail of sc out of the ledger (cut) and
+// appends the carried lines again. It returns the damaged bytes' file.
+func (l *Ledger) rewriteTail(sc *ledgerScan, carried []ledgerLine) (string, error) {
+	damaged, err := l.cut(sc)
+	if err != nil {
+		return damaged, err
+	}
+	if err := l.appendLines(carried, true); err != nil {
+		return damaged, fmt.Errorf("erasure: forget ledger: %w", err)
+	}
+	return damaged, nil
+}
+
+// recordMissing appends to the ledger, in id order, the committed forgets
+// of the database it lacks (but those a compaction of the ledger, header,
+// dropped), and returns how many.
+func (s *Eraser) recordMissing(ctx context.Context, header *LedgerHeader) (int, error) {
+	l := s.opts.Ledger
+	db, err := committedForgets(ctx, s.db)
+	if err != nil {
+		return 0, err
+	}
+	var missing []shredd.ID
+	for id, f := range db {
+		if !l.Has(id) && !compacted(header, f) {
+			missing = append(missing, id)
+		}
+	}
+	slices.SortFunc(missing, func(a, b shredd.ID) int { return bytes.Compare(a[:], b[:]) })
+	if err := s.ledgerAppend(ctx, missing...); err != nil {
+		return 0, err
+	}
+	return len(missing), nil
+}
+
+// finishCheck writes the ledger's header when it has none, then marks the
+// ledger checked.
+func (l *Ledger) finishCheck() error {
+	if _, ok := l.Header(); !ok {
+		l.mu.Lock()
+		err := l.writeHeaderLocked()
+		l.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	l.mu.Lock()
+	l.checked = true
+	l.mu.Unlock()
+	return nil
 }
 
 // reapply commits a forget of the ledger again in a database that lacks

@@ -115,25 +115,18 @@ func parseBench(args []string, stderr io.Writer, getenv func(string) string) (*b
 		c.ServeArgs = append(c.ServeArgs, v)
 		return nil
 	})
-	if err := fl.Parse(args); err != nil {
+	err := fl.Parse(args)
+	if err != nil {
 		return nil, err
 	}
 	if fl.NArg() > 0 {
 		fmt.Fprintf(stderr, "shredd-bench: unexpected argument %q\n", fl.Arg(0))
 		return nil, errors.New("unexpected argument")
 	}
-	for _, op := range strings.Split(*ops, ",") {
-		if op = strings.TrimSpace(op); op == "" {
-			continue
-		}
-		if !slices.Contains(benchOps, op) {
-			fmt.Fprintf(stderr, "shredd-bench: unknown operation %q (want %s)\n", op, strings.Join(benchOps, ", "))
-			return nil, errors.New("bad op")
-		}
-		c.Ops = append(c.Ops, op)
+	if c.Ops, err = parseOps(*ops, stderr); err != nil {
+		return nil, err
 	}
-	if len(c.Ops) == 0 || c.Clients < 1 || c.Clients > 1024 || c.Duration <= 0 || c.Duration > time.Hour || c.MaxOps < 1 ||
-		c.Payload < 0 || c.Payload > 1<<20 || c.RawPayload < 0 || c.RawPayload > 64<<20 || c.Batch < 1 || c.Batch > 1000 || c.Subjects < 2 {
+	if !c.inRange() {
 		fmt.Fprintln(stderr, "shredd-bench: needs --ops, 1 <= --clients <= 1024, 0 < --duration <= 1h, --max-ops >= 1, --payload <= 1 MiB, --raw-payload <= 64 MiB, 1 <= --batch <= 1000, --subjects >= 2")
 		return nil, errors.New("bad flag value")
 	}
@@ -141,34 +134,9 @@ func parseBench(args []string, stderr io.Writer, getenv func(string) string) (*b
 		c.ServeSelf = true
 	}
 	if c.URL != "" {
-		if c.ServeSelf {
-			fmt.Fprintln(stderr, "shredd-bench: --url and --serve-self exclude each other")
-			return nil, errors.New("bad flags")
-		}
-		for _, u := range strings.Split(c.URL, ",") {
-			if u = strings.TrimRight(strings.TrimSpace(u), "/"); u == "" {
-				continue
-			}
-			if !isLoopbackURL(u) {
-				fmt.Fprintln(stderr, "shredd-bench: --url must be on the loopback interface: the tool sends load")
-				return nil, errors.New("bad url")
-			}
-			c.URLs = append(c.URLs, u)
-		}
-		if len(c.URLs) == 0 || len(c.URLs) > 64 {
-			fmt.Fprintln(stderr, "shredd-bench: --url needs 1 to 64 addresses")
-			return nil, errors.New("bad url")
-		}
-		if *tokenFile == "" {
-			fmt.Fprintln(stderr, "shredd-bench: --url needs --token-file")
-			return nil, errors.New("no token")
-		}
-		b, err := os.ReadFile(*tokenFile)
-		if err != nil {
-			fmt.Fprintln(stderr, "shredd-bench:", err)
+		if err := c.parseURL(*tokenFile, stderr); err != nil {
 			return nil, err
 		}
-		c.Token = strings.TrimSpace(string(b))
 	}
 	if c.VaultBin == "" && getenv("VAULT_ADDR") != "" && getenv("VAULT_TOKEN") != "" {
 		c.VaultAddr, c.VaultToken = getenv("VAULT_ADDR"), getenv("VAULT_TOKEN")
@@ -178,6 +146,64 @@ func parseBench(args []string, stderr io.Writer, getenv func(string) string) (*b
 		}
 	}
 	return c, nil
+}
+
+// parseOps parses --ops: known operations, comma-separated, empty ones
+// skipped.
+func parseOps(ops string, stderr io.Writer) ([]string, error) {
+	var out []string
+	for _, op := range strings.Split(ops, ",") {
+		if op = strings.TrimSpace(op); op == "" {
+			continue
+		}
+		if !slices.Contains(benchOps, op) {
+			fmt.Fprintf(stderr, "shredd-bench: unknown operation %q (want %s)\n", op, strings.Join(benchOps, ", "))
+			return nil, errors.New("bad op")
+		}
+		out = append(out, op)
+	}
+	return out, nil
+}
+
+// inRange reports whether the numeric flags are within their bounds and
+// there is an operation to run.
+func (c *benchConfig) inRange() bool {
+	return len(c.Ops) > 0 && c.Clients >= 1 && c.Clients <= 1024 && c.Duration > 0 && c.Duration <= time.Hour && c.MaxOps >= 1 &&
+		c.Payload >= 0 && c.Payload <= 1<<20 && c.RawPayload >= 0 && c.RawPayload <= 64<<20 && c.Batch >= 1 && c.Batch <= 1000 && c.Subjects >= 2
+}
+
+// parseURL checks --url (loopback addresses, 1 to 64 of them, not with
+// --serve-self) and reads the token of --token-file.
+func (c *benchConfig) parseURL(tokenFile string, stderr io.Writer) error {
+	if c.ServeSelf {
+		fmt.Fprintln(stderr, "shredd-bench: --url and --serve-self exclude each other")
+		return errors.New("bad flags")
+	}
+	for _, u := range strings.Split(c.URL, ",") {
+		if u = strings.TrimRight(strings.TrimSpace(u), "/"); u == "" {
+			continue
+		}
+		if !isLoopbackURL(u) {
+			fmt.Fprintln(stderr, "shredd-bench: --url must be on the loopback interface: the tool sends load")
+			return errors.New("bad url")
+		}
+		c.URLs = append(c.URLs, u)
+	}
+	if len(c.URLs) == 0 || len(c.URLs) > 64 {
+		fmt.Fprintln(stderr, "shredd-bench: --url needs 1 to 64 addresses")
+		return errors.New("bad url")
+	}
+	if tokenFile == "" {
+		fmt.Fprintln(stderr, "shredd-bench: --url needs --token-file")
+		return errors.New("no token")
+	}
+	b, err := os.ReadFile(tokenFile)
+	if err != nil {
+		fmt.Fprintln(stderr, "shredd-bench:", err)
+		return err
+	}
+	c.Token = strings.TrimSpace(string(b))
+	return nil
 }
 
 func isLoopbackURL(s string) bool {
@@ -687,75 +713,27 @@ func (c *benchConfig) run(ctx context.Context, stderr io.Writer) (*benchReport, 
 		Config: reportConfig{Ops: c.Ops, Clients: c.Clients, DurationS: c.Duration.Seconds(), Payload: c.Payload, RawPayload: c.RawPayload,
 			Batch: c.Batch, Subjects: c.Subjects, ServeSelf: c.ServeSelf, Nodes: max(1, len(c.URLs)), DataDir: c.DataDir}}
 	logf := func(format string, a ...any) { fmt.Fprintf(stderr, "shredd-bench: "+format+"\n", a...) }
+	var undo cleanups
+	defer undo.run()
 
-	var sh *benchTarget
-	if c.ServeSelf {
-		dir := c.DataDir
-		if dir == "" {
-			tmp, err := os.MkdirTemp("", "shredd-bench-")
-			if err != nil {
-				return nil, err
-			}
-			defer os.RemoveAll(tmp)
-			dir = tmp
-		}
-		bin := c.ShreddBin
-		if bin == "" {
-			tmp, err := os.MkdirTemp("", "shredd-bench-bin-")
-			if err != nil {
-				return nil, err
-			}
-			defer os.RemoveAll(tmp)
-			if bin, err = buildShredd(ctx, tmp); err != nil {
-				return nil, err
-			}
-			logf("built %s", bin)
-		}
-		var err error
-		if sh, err = startShredd(ctx, bin, dir, c.ServeArgs); err != nil {
-			return nil, err
-		}
-		defer sh.stop()
-		logf("shredd serving %s at %s", dir, sh.url)
-	} else {
-		sh = &benchTarget{name: targetShredd, url: c.URLs[0], token: c.Token}
+	sh, err := c.shreddTarget(ctx, logf, &undo)
+	if err != nil {
+		return nil, err
 	}
-	// One keep-alive client per shredd node.
-	urls := c.URLs
-	if len(urls) == 0 {
-		urls = []string{sh.url}
+	vt, err := c.vaultTarget(ctx, logf, &undo)
+	if err != nil {
+		return nil, err
 	}
-	for _, u := range urls {
-		nc := newHTTPClient(c.Clients)
-		defer nc.CloseIdleConnections()
-		sh.nodes = append(sh.nodes, benchNode{url: u, hc: nc})
-	}
-	var vt, nt *benchTarget
-	var err error
-	switch {
-	case c.VaultBin != "":
-		if vt, err = startVault(ctx, c.VaultBin); err != nil {
-			return nil, err
-		}
-		defer vt.stop()
-		logf("vault dev server at %s", vt.url)
-	case c.VaultAddr != "":
-		vt = &benchTarget{name: targetVault, url: strings.TrimRight(c.VaultAddr, "/"), token: c.VaultToken}
-		hc := &http.Client{Timeout: 10 * time.Second}
-		// Mount Transit and create the key when they are missing; errors
-		// (already mounted, existing key) are fine.
-		_, _ = vt.post(ctx, hc, "/v1/sys/mounts/transit", []byte(`{"type":"transit"}`), nil)
-		_, _ = vt.post(ctx, hc, "/v1/transit/keys/bench", []byte(`{"type":"aes256-gcm96"}`), nil)
-	}
+	var nt *benchTarget
 	if c.Noop {
 		if nt, err = startNoop(ctx); err != nil {
 			return nil, err
 		}
-		defer nt.stop()
+		undo.add(nt.stop)
 	}
 
 	hc := newHTTPClient(c.Clients)
-	defer hc.CloseIdleConnections()
+	undo.add(hc.CloseIdleConnections)
 
 	d, err := prepare(ctx, c, hc, sh, vt)
 	if err != nil {
@@ -768,17 +746,8 @@ func (c *benchConfig) run(ctx context.Context, stderr io.Writer) (*benchReport, 
 		logf("fsync: p50 %.2f ms, p99 %.2f ms: at most %.0f durable commits of one request per client per second",
 			rep.Fsync.P50ms, rep.Fsync.P99ms, rep.Fsync.CeilingPerS)
 	}
-	var rss []rssSample
-	start := time.Now()
-	sampleRSS := func(op string) {
-		if sh.proc == nil {
-			return
-		}
-		if mib, ok := procRSS(sh.proc.Process.Pid); ok {
-			rss = append(rss, rssSample{At: time.Since(start).Seconds(), Op: op, RSSMiB: mib})
-		}
-	}
-	sampleRSS("start")
+	rss := &rssSampler{target: sh, start: time.Now()}
+	rss.sample("start")
 	for _, op := range c.Ops {
 		if op == opVerify {
 			r, err := c.verify(ctx, hc, sh)
@@ -801,30 +770,7 @@ func (c *benchConfig) run(ctx context.Context, stderr io.Writer) (*benchReport, 
 			if w == nil {
 				continue
 			}
-			stopRSS := make(chan struct{})
-			rssDone := make(chan struct{})
-			go func() {
-				defer close(rssDone)
-				if c.RSSEvery <= 0 || t != sh {
-					return
-				}
-				tk := time.NewTicker(c.RSSEvery)
-				defer tk.Stop()
-				for {
-					select {
-					case <-tk.C:
-						sampleRSS(op)
-					case <-stopRSS:
-						return
-					}
-				}
-			}()
-			r := c.load(ctx, hc, t, op, w)
-			close(stopRSS)
-			<-rssDone
-			if t == sh {
-				sampleRSS(op)
-			}
+			r := c.measure(ctx, hc, t, op, w, rss)
 			logf("%-7s %-11s %9.0f items/s %8.1f MB/s  p50 %7.2f ms  p99 %7.2f ms  p999 %7.2f ms  errors %d %s",
 				r.Target, r.Op, r.ItemsPerS, r.MBPerS, r.P50ms, r.P99ms, r.P999ms, r.Errors, r.ErrorKind)
 			rep.Results = append(rep.Results, r)
@@ -833,9 +779,152 @@ func (c *benchConfig) run(ctx context.Context, stderr io.Writer) (*benchReport, 
 			}
 		}
 	}
-	rep.RSS = rss
+	rep.RSS = rss.samples
 	rep.ratios()
 	return rep, nil
+}
+
+// cleanups are what run undoes as it returns, the last added first, as
+// its defers would.
+type cleanups []func()
+
+func (cs *cleanups) add(f func()) { *cs = append(*cs, f) }
+
+func (cs *cleanups) run() {
+	for i := len(*cs) - 1; i >= 0; i-- {
+		(*cs)[i]()
+	}
+}
+
+// shreddTarget returns the shredd to drive: one started (--serve-self) or
+// --url's, with one keep-alive client per node.
+func (c *benchConfig) shreddTarget(ctx context.Context, logf func(string, ...any), undo *cleanups) (*benchTarget, error) {
+	var sh *benchTarget
+	if c.ServeSelf {
+		var err error
+		if sh, err = c.serveSelf(ctx, logf, undo); err != nil {
+			return nil, err
+		}
+	} else {
+		sh = &benchTarget{name: targetShredd, url: c.URLs[0], token: c.Token}
+	}
+	// One keep-alive client per shredd node.
+	urls := c.URLs
+	if len(urls) == 0 {
+		urls = []string{sh.url}
+	}
+	for _, u := range urls {
+		nc := newHTTPClient(c.Clients)
+		undo.add(nc.CloseIdleConnections)
+		sh.nodes = append(sh.nodes, benchNode{url: u, hc: nc})
+	}
+	return sh, nil
+}
+
+// serveSelf starts `shredd serve` on --data-dir (default a temporary
+// directory) with --shredd-bin (default one built into a temporary
+// directory).
+func (c *benchConfig) serveSelf(ctx context.Context, logf func(string, ...any), undo *cleanups) (*benchTarget, error) {
+	dir := c.DataDir
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "shredd-bench-")
+		if err != nil {
+			return nil, err
+		}
+		undo.add(func() { os.RemoveAll(tmp) })
+		dir = tmp
+	}
+	bin := c.ShreddBin
+	if bin == "" {
+		tmp, err := os.MkdirTemp("", "shredd-bench-bin-")
+		if err != nil {
+			return nil, err
+		}
+		undo.add(func() { os.RemoveAll(tmp) })
+		if bin, err = buildShredd(ctx, tmp); err != nil {
+			return nil, err
+		}
+		logf("built %s", bin)
+	}
+	sh, err := startShredd(ctx, bin, dir, c.ServeArgs)
+	if err != nil {
+		return nil, err
+	}
+	undo.add(sh.stop)
+	logf("shredd serving %s at %s", dir, sh.url)
+	return sh, nil
+}
+
+// vaultTarget returns the Vault to compare with: a dev server started
+// (--vault-bin), or VAULT_ADDR's, or nil for none.
+func (c *benchConfig) vaultTarget(ctx context.Context, logf func(string, ...any), undo *cleanups) (*benchTarget, error) {
+	switch {
+	case c.VaultBin != "":
+		vt, err := startVault(ctx, c.VaultBin)
+		if err != nil {
+			return nil, err
+		}
+		undo.add(vt.stop)
+		logf("vault dev server at %s", vt.url)
+		return vt, nil
+	case c.VaultAddr != "":
+		vt := &benchTarget{name: targetVault, url: strings.TrimRight(c.VaultAddr, "/"), token: c.VaultToken}
+		hc := &http.Client{Timeout: 10 * time.Second}
+		// Mount Transit and create the key when they are missing; errors
+		// (already mounted, existing key) are fine.
+		_, _ = vt.post(ctx, hc, "/v1/sys/mounts/transit", []byte(`{"type":"transit"}`), nil)
+		_, _ = vt.post(ctx, hc, "/v1/transit/keys/bench", []byte(`{"type":"aes256-gcm96"}`), nil)
+		return vt, nil
+	}
+	return nil, nil
+}
+
+// rssSampler samples the resident memory of a started shredd (target).
+type rssSampler struct {
+	target  *benchTarget
+	start   time.Time
+	samples []rssSample
+}
+
+// sample records the resident memory now, during op; nothing when the
+// target was not started here.
+func (s *rssSampler) sample(op string) {
+	if s.target.proc == nil {
+		return
+	}
+	if mib, ok := procRSS(s.target.proc.Process.Pid); ok {
+		s.samples = append(s.samples, rssSample{At: time.Since(s.start).Seconds(), Op: op, RSSMiB: mib})
+	}
+}
+
+// measure runs the load of op against t (load), sampling shredd's
+// resident memory every --rss-every meanwhile and once at its end.
+func (c *benchConfig) measure(ctx context.Context, hc *http.Client, t *benchTarget, op string, w *workload, rss *rssSampler) benchResult {
+	stopRSS := make(chan struct{})
+	rssDone := make(chan struct{})
+	go func() {
+		defer close(rssDone)
+		if c.RSSEvery <= 0 || t != rss.target {
+			return
+		}
+		tk := time.NewTicker(c.RSSEvery)
+		defer tk.Stop()
+		for {
+			select {
+			case <-tk.C:
+				rss.sample(op)
+			case <-stopRSS:
+				return
+			}
+		}
+	}()
+	r := c.load(ctx, hc, t, op, w)
+	close(stopRSS)
+	<-rssDone
+	if t == rss.target {
+		rss.sample(op)
+	}
+	return r
 }
 
 // ratios compares shredd with every baseline measured on the same
@@ -1049,72 +1138,70 @@ func prepare(ctx context.Context, c *benchConfig, hc *http.Client, sh, vt *bench
 // target has no such operation (Vault has no forget and no raw body).
 func (d *benchData) workload(c *benchConfig, target, op string) *workload {
 	b64 := base64.StdEncoding.EncodeToString(d.pt)
-	jsonCall := func(path string, body any, items, bytes int, want int) call {
-		b, _ := json.Marshal(body)
-		return call{path: path, body: b, ctype: "application/json", items: items, bytes: bytes, want: want}
-	}
-	// Bodies are built once per pool entry; next picks one at random.
-	pick := func(calls []call) *workload {
-		return &workload{next: func(rng *mrand.Rand) call { return calls[rng.IntN(len(calls))] }}
-	}
-	switch op { // the baselines of client-side sealing are the server-side calls
-	case opSeal:
-		if target != targetShredd {
-			op = opEncrypt
-		}
-	case opSealBatch:
-		if target != targetShredd {
-			op = opBatch
-		}
-	case opSealRaw:
-		if target != targetShredd {
-			op = opRaw
-		}
+	if target != targetShredd {
+		op = baselineOp(op)
 	}
 	switch target {
 	case targetVault:
-		switch op {
-		case opEncrypt:
-			return pick([]call{jsonCall("/v1/transit/encrypt/bench", map[string]string{"plaintext": b64}, 1, c.Payload, 200)})
-		case opDecrypt:
-			var calls []call
-			for _, ct := range d.vaultCT {
-				calls = append(calls, jsonCall("/v1/transit/decrypt/bench", map[string]string{"ciphertext": ct}, 1, c.Payload, 200))
-			}
-			return pick(calls)
-		case opBatch:
-			items := make([]map[string]string, c.Batch)
-			for i := range items {
-				items[i] = map[string]string{"plaintext": b64}
-			}
-			return pick([]call{jsonCall("/v1/transit/encrypt/bench", map[string]any{"batch_input": items}, c.Batch, c.Batch*c.Payload, 200)})
-		}
-		return nil
+		return d.vaultWorkload(c, op, b64)
 	case targetShredd, targetNoop:
-	default:
-		return nil
+		return d.shreddWorkload(c, op, b64)
 	}
-	var enc, dec, batch []call
-	for i, s := range d.pool {
-		enc = append(enc, jsonCall("/v1/encrypt", map[string]string{"subject": benchSubject(s), "kind": "episodic", "plaintext": b64}, 1, c.Payload, 200))
-		dec = append(dec, jsonCall("/v1/decrypt", map[string]string{"ciphertext": d.shreddCT[i], "holder": "bench"}, 1, c.Payload, 200))
+	return nil
+}
+
+// baselineOp returns the operation a baseline runs for op: the baselines
+// of client-side sealing are the server-side calls.
+func baselineOp(op string) string {
+	switch op {
+	case opSeal:
+		return opEncrypt
+	case opSealBatch:
+		return opBatch
+	case opSealRaw:
+		return opRaw
 	}
-	for i := 0; i < 16; i++ {
+	return op
+}
+
+// jsonCall is a call with a JSON body.
+func jsonCall(path string, body any, items, bytes int, want int) call {
+	b, _ := json.Marshal(body)
+	return call{path: path, body: b, ctype: "application/json", items: items, bytes: bytes, want: want}
+}
+
+// pick is a workload of calls built beforehand (a body per pool entry):
+// each next is one of them, at random.
+func pick(calls []call) *workload {
+	return &workload{next: func(rng *mrand.Rand) call { return calls[rng.IntN(len(calls))] }}
+}
+
+// vaultWorkload returns the calls of op against Vault's Transit, or nil.
+func (d *benchData) vaultWorkload(c *benchConfig, op, b64 string) *workload {
+	switch op {
+	case opEncrypt:
+		return pick([]call{jsonCall("/v1/transit/encrypt/bench", map[string]string{"plaintext": b64}, 1, c.Payload, 200)})
+	case opDecrypt:
+		var calls []call
+		for _, ct := range d.vaultCT {
+			calls = append(calls, jsonCall("/v1/transit/decrypt/bench", map[string]string{"ciphertext": ct}, 1, c.Payload, 200))
+		}
+		return pick(calls)
+	case opBatch:
 		items := make([]map[string]string, c.Batch)
-		for j := range items {
-			items[j] = map[string]string{"subject": benchSubject(d.pool[(i*c.Batch+j)%len(d.pool)]), "kind": "episodic", "plaintext": b64}
+		for i := range items {
+			items[i] = map[string]string{"plaintext": b64}
 		}
-		batch = append(batch, jsonCall("/v1/encrypt", map[string]any{"batch_input": items}, c.Batch, c.Batch*c.Payload, 200))
+		return pick([]call{jsonCall("/v1/transit/encrypt/bench", map[string]any{"batch_input": items}, c.Batch, c.Batch*c.Payload, 200)})
 	}
-	forget := func() call {
-		n := d.forgetNext.Add(-1) + 1
-		if n < int64(c.Subjects/2) {
-			// Out of subjects to forget: forgetting one again answers the
-			// same forget.
-			n = int64(d.forgetFrom)
-		}
-		return jsonCall("/v1/forget", map[string]string{"subject": benchSubject(int(n))}, 1, 0, 202)
-	}
+	return nil
+}
+
+// shreddWorkload returns the calls of op against shredd (or the no-op
+// handler, which answers shredd's calls), or nil.
+func (d *benchData) shreddWorkload(c *benchConfig, op, b64 string) *workload {
+	enc, dec, batch := d.jsonCalls(c, b64)
+	forget := func() call { return d.forgetCall(c) }
 	switch op {
 	case opEncrypt:
 		return pick(enc)
@@ -1143,35 +1230,7 @@ func (d *benchData) workload(c *benchConfig, target, op string) *workload {
 		}
 		return pick(calls)
 	case opSeal, opSealBatch, opSealRaw:
-		pt, size := d.pt, 1
-		switch op {
-		case opSealBatch:
-			size = c.Batch
-		case opSealRaw:
-			pt = d.rawPT
-		}
-		var calls []call
-		for i := range 16 {
-			reqs := make([]client.EncryptRequest, size)
-			for j := range reqs {
-				reqs[j] = client.EncryptRequest{Subjects: []string{benchSubject(d.pool[(i*size+j)%len(d.pool)])}, Kind: "episodic", Plaintext: pt}
-			}
-			calls = append(calls, call{items: size, bytes: size * len(pt), want: 200, seal: func(ctx context.Context, gc *client.Client) (int, error) {
-				if size == 1 {
-					_, err := gc.Seal(ctx, reqs[0])
-					return 0, err
-				}
-				res, err := gc.SealMany(ctx, reqs)
-				failed := 0
-				for _, r := range res {
-					if r.Err != nil {
-						failed++
-					}
-				}
-				return failed, err
-			}})
-		}
-		return pick(calls)
+		return d.sealWorkload(c, op)
 	case opRawDecrypt:
 		return pick([]call{{path: "/v1/decrypt/raw", body: d.rawEnv, ctype: "application/octet-stream", items: 1, bytes: c.RawPayload, want: 200,
 			hdr: [][2]string{{"Shredd-Holder", "bench"}}}})
@@ -1179,12 +1238,73 @@ func (d *benchData) workload(c *benchConfig, target, op string) *workload {
 	return nil
 }
 
+// jsonCalls builds shredd's JSON calls: an encrypt and a decrypt per pool
+// entry, and 16 batches of encrypts.
+func (d *benchData) jsonCalls(c *benchConfig, b64 string) (enc, dec, batch []call) {
+	for i, s := range d.pool {
+		enc = append(enc, jsonCall("/v1/encrypt", map[string]string{"subject": benchSubject(s), "kind": "episodic", "plaintext": b64}, 1, c.Payload, 200))
+		dec = append(dec, jsonCall("/v1/decrypt", map[string]string{"ciphertext": d.shreddCT[i], "holder": "bench"}, 1, c.Payload, 200))
+	}
+	for i := 0; i < 16; i++ {
+		items := make([]map[string]string, c.Batch)
+		for j := range items {
+			items[j] = map[string]string{"subject": benchSubject(d.pool[(i*c.Batch+j)%len(d.pool)]), "kind": "episodic", "plaintext": b64}
+		}
+		batch = append(batch, jsonCall("/v1/encrypt", map[string]any{"batch_input": items}, c.Batch, c.Batch*c.Payload, 200))
+	}
+	return enc, dec, batch
+}
+
+// forgetCall is the forget of the next subject of the upper half, from
+// the top.
+func (d *benchData) forgetCall(c *benchConfig) call {
+	n := d.forgetNext.Add(-1) + 1
+	if n < int64(c.Subjects/2) {
+		// Out of subjects to forget: forgetting one again answers the
+		// same forget.
+		n = int64(d.forgetFrom)
+	}
+	return jsonCall("/v1/forget", map[string]string{"subject": benchSubject(int(n))}, 1, 0, 202)
+}
+
+// sealWorkload returns the client-side sealing calls of op (seal,
+// seal-batch, seal-raw): 16 requests, each of one item or a batch.
+func (d *benchData) sealWorkload(c *benchConfig, op string) *workload {
+	pt, size := d.pt, 1
+	switch op {
+	case opSealBatch:
+		size = c.Batch
+	case opSealRaw:
+		pt = d.rawPT
+	}
+	var calls []call
+	for i := range 16 {
+		reqs := make([]client.EncryptRequest, size)
+		for j := range reqs {
+			reqs[j] = client.EncryptRequest{Subjects: []string{benchSubject(d.pool[(i*size+j)%len(d.pool)])}, Kind: "episodic", Plaintext: pt}
+		}
+		calls = append(calls, call{items: size, bytes: size * len(pt), want: 200, seal: func(ctx context.Context, gc *client.Client) (int, error) {
+			if size == 1 {
+				_, err := gc.Seal(ctx, reqs[0])
+				return 0, err
+			}
+			res, err := gc.SealMany(ctx, reqs)
+			failed := 0
+			for _, r := range res {
+				if r.Err != nil {
+					failed++
+				}
+			}
+			return failed, err
+		}})
+	}
+	return pick(calls)
+}
+
 // load runs w against t with c.Clients concurrent clients for c.Duration
 // (or c.MaxOps requests) and measures it.
 func (c *benchConfig) load(ctx context.Context, hc *http.Client, t *benchTarget, op string, w *workload) benchResult {
-	var issued, items, errs, bytesDone atomic.Int64
-	var firstErr atomic.Value
-	lat := make([][]time.Duration, c.Clients)
+	lr := &loadRun{c: c, t: t, w: w, lat: make([][]time.Duration, c.Clients)}
 	nodes := t.nodes
 	if len(nodes) == 0 {
 		nodes = []benchNode{{url: t.url, hc: hc}}
@@ -1197,105 +1317,142 @@ func (c *benchConfig) load(ctx context.Context, hc *http.Client, t *benchTarget,
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rng := mrand.New(mrand.NewPCG(uint64(i), uint64(start.UnixNano())))
-			buf := make([]byte, 0, 64<<10)
-			nd := nodes[i%len(nodes)] // round-robin: client i stays on node i mod n
-			var gc *client.Client
-			for ctx.Err() == nil && issued.Add(1) <= c.MaxOps {
-				cl := w.next(rng)
-				if cl.seal != nil {
-					if gc == nil {
-						var err error
-						if gc, err = client.New(nd.url, t.token, client.WithHTTPClient(nd.hc)); err != nil {
-							errs.Add(1)
-							firstErr.CompareAndSwap(nil, "client")
-							continue
-						}
-					}
-					t0 := time.Now()
-					failed, err := cl.seal(ctx, gc)
-					el := time.Since(t0)
-					if err != nil {
-						if ctx.Err() == nil {
-							errs.Add(1)
-							kind := "seal"
-							if e, ok := client.AsError(err); ok {
-								kind = e.Code
-							}
-							firstErr.CompareAndSwap(nil, kind)
-						}
-						continue
-					}
-					if failed > 0 {
-						errs.Add(int64(failed))
-						firstErr.CompareAndSwap(nil, "batch item failed")
-					}
-					lat[i] = append(lat[i], el)
-					ok := int64(cl.items - failed)
-					items.Add(ok)
-					bytesDone.Add(ok * int64(cl.bytes/max(cl.items, 1)))
-					continue
-				}
-				req, err := http.NewRequestWithContext(ctx, http.MethodPost, nd.url+cl.path, bytes.NewReader(cl.body))
-				if err != nil {
-					errs.Add(1)
-					continue
-				}
-				t.auth(req)
-				req.Header.Set("Content-Type", cl.ctype)
-				for _, h := range cl.hdr {
-					req.Header.Set(h[0], h[1])
-				}
-				t0 := time.Now()
-				resp, err := nd.hc.Do(req)
-				if err != nil {
-					if ctx.Err() == nil {
-						errs.Add(1)
-						firstErr.CompareAndSwap(nil, "transport")
-					}
-					continue
-				}
-				buf = buf[:0]
-				bb := bytes.NewBuffer(buf)
-				_, err = io.Copy(bb, resp.Body)
-				resp.Body.Close()
-				el := time.Since(t0)
-				buf = bb.Bytes()
-				if err != nil {
-					if ctx.Err() == nil {
-						errs.Add(1)
-						firstErr.CompareAndSwap(nil, "reading the response")
-					}
-					continue
-				}
-				want := cl.want
-				if t.name != targetShredd {
-					want = 200 // Vault and the no-op answer 200 (Vault: 204 for none of these)
-				}
-				if resp.StatusCode != want {
-					errs.Add(1)
-					firstErr.CompareAndSwap(nil, resp.Status+" "+problemCode(buf))
-					continue
-				}
-				ok := int64(cl.items)
-				if cl.items > 1 && t.name != targetNoop {
-					failed := int64(bytes.Count(buf, []byte(`"error":`)))
-					if failed > 0 {
-						errs.Add(failed)
-						firstErr.CompareAndSwap(nil, "batch item failed")
-						ok -= failed
-					}
-				}
-				lat[i] = append(lat[i], el)
-				items.Add(ok)
-				bytesDone.Add(ok * int64(cl.bytes/max(cl.items, 1)))
-			}
+			// Round-robin: client i stays on node i mod n.
+			lr.client(ctx, i, nodes[i%len(nodes)], start)
 		}()
 	}
 	wg.Wait()
 	el := time.Since(start).Seconds()
+	return lr.result(op, len(nodes), el)
+}
+
+// loadRun is one load: its counters, shared by its clients, and each
+// client's latencies.
+type loadRun struct {
+	c *benchConfig
+	t *benchTarget
+	w *workload
+
+	issued, items, errs, bytesDone atomic.Int64
+	firstErr                       atomic.Value
+	lat                            [][]time.Duration
+}
+
+// client is client i of the load: it makes calls against node nd until
+// the load's time is up or its requests are issued.
+func (lr *loadRun) client(ctx context.Context, i int, nd benchNode, start time.Time) {
+	rng := mrand.New(mrand.NewPCG(uint64(i), uint64(start.UnixNano())))
+	buf := make([]byte, 0, 64<<10)
+	var gc *client.Client
+	for ctx.Err() == nil && lr.issued.Add(1) <= lr.c.MaxOps {
+		cl := lr.w.next(rng)
+		if cl.seal == nil {
+			buf = lr.post(ctx, i, nd, cl, buf)
+			continue
+		}
+		if gc == nil {
+			var err error
+			if gc, err = client.New(nd.url, lr.t.token, client.WithHTTPClient(nd.hc)); err != nil {
+				lr.fail(1, "client")
+				continue
+			}
+		}
+		lr.seal(ctx, i, gc, cl)
+	}
+}
+
+// fail counts n errors, and names the load's first error kind.
+func (lr *loadRun) fail(n int64, kind string) {
+	lr.errs.Add(n)
+	lr.firstErr.CompareAndSwap(nil, kind)
+}
+
+// done records a call of client i that took el and did ok of its items.
+func (lr *loadRun) done(i int, el time.Duration, ok int64, cl call) {
+	lr.lat[i] = append(lr.lat[i], el)
+	lr.items.Add(ok)
+	lr.bytesDone.Add(ok * int64(cl.bytes/max(cl.items, 1)))
+}
+
+// seal makes the client-side sealing call cl of client i with gc.
+func (lr *loadRun) seal(ctx context.Context, i int, gc *client.Client, cl call) {
+	t0 := time.Now()
+	failed, err := cl.seal(ctx, gc)
+	el := time.Since(t0)
+	if err != nil {
+		if ctx.Err() == nil {
+			kind := "seal"
+			if e, ok := client.AsError(err); ok {
+				kind = e.Code
+			}
+			lr.fail(1, kind)
+		}
+		return
+	}
+	if failed > 0 {
+		lr.fail(int64(failed), "batch item failed")
+	}
+	lr.done(i, el, int64(cl.items-failed), cl)
+}
+
+// post makes the HTTP call cl of client i against node nd, reading the
+// answer into buf, which it returns for the next call.
+func (lr *loadRun) post(ctx context.Context, i int, nd benchNode, cl call, buf []byte) []byte {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, nd.url+cl.path, bytes.NewReader(cl.body))
+	if err != nil {
+		lr.errs.Add(1)
+		return buf
+	}
+	lr.t.auth(req)
+	req.Header.Set("Content-Type", cl.ctype)
+	for _, h := range cl.hdr {
+		req.Header.Set(h[0], h[1])
+	}
+	t0 := time.Now()
+	resp, err := nd.hc.Do(req)
+	if err != nil {
+		if ctx.Err() == nil {
+			lr.fail(1, "transport")
+		}
+		return buf
+	}
+	buf = buf[:0]
+	bb := bytes.NewBuffer(buf)
+	_, err = io.Copy(bb, resp.Body)
+	resp.Body.Close()
+	el := time.Since(t0)
+	buf = bb.Bytes()
+	if err != nil {
+		if ctx.Err() == nil {
+			lr.fail(1, "reading the response")
+		}
+		return buf
+	}
+	want := cl.want
+	if lr.t.name != targetShredd {
+		want = 200 // Vault and the no-op answer 200 (Vault: 204 for none of these)
+	}
+	if resp.StatusCode != want {
+		lr.fail(1, resp.Status+" "+problemCode(buf))
+		return buf
+	}
+	ok := int64(cl.items)
+	if cl.items > 1 && lr.t.name != targetNoop {
+		failed := int64(bytes.Count(buf, []byte(`"error":`)))
+		if failed > 0 {
+			lr.fail(failed, "batch item failed")
+			ok -= failed
+		}
+	}
+	lr.done(i, el, ok, cl)
+	return buf
+}
+
+// result measures the load of op, over nodes nodes, that took el seconds.
+func (lr *loadRun) result(op string, nodes int, el float64) benchResult {
+	c := lr.c
 	var all []time.Duration
-	for _, l := range lat {
+	for _, l := range lr.lat {
 		all = append(all, l...)
 	}
 	slices.Sort(all)
@@ -1305,9 +1462,9 @@ func (c *benchConfig) load(ctx context.Context, hc *http.Client, t *benchTarget,
 		}
 		return float64(all[min(len(all)-1, int(p*float64(len(all))))].Microseconds()) / 1000
 	}
-	r := benchResult{Target: t.name, Op: op, Clients: c.Clients, Payload: c.Payload, DurationS: el,
-		Requests: int64(len(all)), Items: items.Load(), Errors: errs.Load(),
-		OpsPerS: float64(len(all)) / el, ItemsPerS: float64(items.Load()) / el, MBPerS: float64(bytesDone.Load()) / el / 1e6,
+	r := benchResult{Target: lr.t.name, Op: op, Clients: c.Clients, Payload: c.Payload, DurationS: el,
+		Requests: int64(len(all)), Items: lr.items.Load(), Errors: lr.errs.Load(),
+		OpsPerS: float64(len(all)) / el, ItemsPerS: float64(lr.items.Load()) / el, MBPerS: float64(lr.bytesDone.Load()) / el / 1e6,
 		P50ms: q(0.50), P99ms: q(0.99), P999ms: q(0.999), MaxMs: q(1)}
 	if op == opBatch || op == opSealBatch {
 		r.Batch = c.Batch
@@ -1318,13 +1475,13 @@ func (c *benchConfig) load(ctx context.Context, hc *http.Client, t *benchTarget,
 	if op == opForget {
 		r.Payload = 0
 	}
-	if s, ok := firstErr.Load().(string); ok {
+	if s, ok := lr.firstErr.Load().(string); ok {
 		r.ErrorKind = s
 	}
-	if len(nodes) > 1 {
-		r.NodeRequests = make([]int64, len(nodes))
-		for i, l := range lat {
-			r.NodeRequests[i%len(nodes)] += int64(len(l))
+	if nodes > 1 {
+		r.NodeRequests = make([]int64, nodes)
+		for i, l := range lr.lat {
+			r.NodeRequests[i%nodes] += int64(len(l))
 		}
 	}
 	return r

@@ -55,6 +55,7 @@ func (e usageError) Unwrap() error { return e.error }
 // directory ($SHREDD_DATA_DIR or ./shredd-data) when that file exists; never
 // from a flag value, since command lines are visible to other users.
 func clientCmd(ctx context.Context, cmd string, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	r := &clientRun{cmd: cmd, stdin: stdin, stdout: stdout, stderr: stderr}
 	fl := flag.NewFlagSet("shredd "+cmd, flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	defAddr := client.DefaultURL
@@ -65,37 +66,7 @@ func clientCmd(ctx context.Context, cmd string, args []string, stdin io.Reader, 
 	tokenPath := fl.String("token-file", "", "file holding the bearer token (default: SHREDD_TOKEN, else the admin token of ./shredd-data or $SHREDD_DATA_DIR)")
 	caCert := fl.String("cacert", getenv("SHREDD_CACERT"), "PEM file of the CA of the server's TLS certificate (SHREDD_CACERT)")
 	timeout := fl.Duration("timeout", time.Minute, "time limit of the call")
-	var subjects, parents stringList
-	var kind, aad, ciphertext, field string
-	var keepLease, dryRun, yes bool
-	switch cmd {
-	case "encrypt":
-		fl.Var(&subjects, "subject", "a subject the data is about (repeatable)")
-		fl.Var(&parents, "parent", "id of an artifact the data derives from (repeatable)")
-		fl.StringVar(&kind, "kind", "", "the artifact kind, registered (required)")
-		fl.StringVar(&aad, "context", "", "a context bound into the ciphertext, needed again to decrypt")
-	case "decrypt":
-		fl.StringVar(&aad, "context", "", "the context the ciphertext was sealed with")
-		fl.StringVar(&ciphertext, "ciphertext", "", "the ciphertext (default: read from standard input)")
-		fl.BoolVar(&keepLease, "keep-lease", false, "do not release the decrypt's lease; print its id on standard error, for the consumer of the plaintext to release")
-	case "forget":
-		fl.Var(&subjects, "subject", "the subject to forget")
-		fl.BoolVar(&dryRun, "dry-run", false, "change nothing: print what the forget would make unreadable (direct, derived, collateral, plaintext-held)")
-		fl.BoolVar(&yes, "yes", false, "do not ask for confirmation (asked only when standard input is a terminal)")
-	}
-	switch cmd {
-	case "encrypt", "forget", "status":
-		fl.StringVar(&field, "field", "", "print only this field of the JSON answer, a string as it is (vault's -field): encrypt --field ciphertext | shredd decrypt")
-	}
-	var out string
-	var since int64
-	switch cmd {
-	case "attestation", "export", "checkpoint":
-		fl.StringVar(&out, "out", "", "write the file here (default: standard output)")
-	}
-	if cmd == "export" {
-		fl.Int64Var(&since, "since", 0, "add a consistency proof from this tree size (of a checkpoint you saved)")
-	}
+	r.commandFlags(fl)
 	fl.Usage = func() {
 		fmt.Fprintln(stderr, clientUsage)
 		fl.PrintDefaults()
@@ -105,48 +76,16 @@ func clientCmd(ctx context.Context, cmd string, args []string, stdin io.Reader, 
 	if err != nil {
 		return exitUsage
 	}
-	usage := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "shredd %s: %s\n%s\n", cmd, fmt.Sprintf(format, a...), clientUsage)
-		return exitUsage
-	}
-	switch {
-	case (cmd == "status" || cmd == "attestation" || cmd == "export") && len(positional) != 1:
-		return usage("want one forget id")
-	case cmd != "status" && cmd != "attestation" && cmd != "export" && len(positional) != 0:
-		return usage("unexpected argument %q", positional[0])
-	case cmd == "encrypt" && kind == "":
-		return usage("--kind is required")
-	case cmd == "encrypt" && len(subjects) == 0 && len(parents) == 0:
-		return usage("give at least one --subject or --parent")
-	case cmd == "forget" && len(subjects) != 1:
-		return usage("give one --subject")
-	case cmd == "forget" && dryRun && yes:
-		return usage("--dry-run changes nothing: --yes has nothing to confirm")
+	r.positional = positional
+	if problem := r.argsProblem(); problem != "" {
+		return r.usage("%s", problem)
 	}
 	// The field is checked before the call: an encrypt must not register
 	// an artifact whose answer then cannot be printed.
-	if field != "" {
-		var zero any
-		switch {
-		case cmd == "encrypt":
-			zero = client.EncryptResponse{}
-		case cmd == "forget" && dryRun:
-			zero = client.Preview{}
-		default:
-			zero = client.Forget{}
-		}
-		if names := jsonFields(reflect.TypeOf(zero)); !slices.Contains(names, field) {
-			return usage("--field %q: the answer has the fields %s", field, strings.Join(names, ", "))
-		}
+	if problem := r.fieldProblem(); problem != "" {
+		return r.usage("%s", problem)
 	}
-	emit := func(v any) int {
-		if field == "" {
-			return printJSON(stdout, v)
-		}
-		return printField(stdout, stderr, v, field)
-	}
-	c, err := newClient(*addr, *tokenPath, *caCert, getenv)
-	if err != nil {
+	if r.c, err = newClient(*addr, *tokenPath, *caCert, getenv); err != nil {
 		fmt.Fprintf(stderr, "shredd %s: %v\n", cmd, err)
 		if errors.As(err, new(usageError)) {
 			return exitUsage
@@ -155,119 +94,261 @@ func clientCmd(ctx context.Context, cmd string, args []string, stdin io.Reader, 
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	// The client's errors name the call ("shredd: POST /v1/decrypt: 410
-	// shredded: ...").
-	fail := func(err error) int {
-		fmt.Fprintln(stderr, err)
-		if client.IsShredded(err) {
-			return exitShredded
-		}
-		return exitFailed
+	run, ok := clientCommands[cmd]
+	if !ok {
+		run = (*clientRun).status
 	}
-	switch cmd {
+	return run(r, ctx)
+}
+
+// clientRun is one run of a client subcommand: its streams, the flags of
+// the subcommand, its positional arguments, and the client of the server.
+type clientRun struct {
+	cmd            string
+	stdin          io.Reader
+	stdout, stderr io.Writer
+
+	subjects, parents            stringList
+	kind, aad, ciphertext, field string
+	keepLease, dryRun, yes       bool
+	out                          string
+	since                        int64
+	positional                   []string
+	c                            *client.Client
+}
+
+// clientCommands runs each client subcommand once its flags and arguments
+// are checked and its client made.
+var clientCommands = map[string]func(*clientRun, context.Context) int{
+	"encrypt":     (*clientRun).encrypt,
+	"decrypt":     (*clientRun).decrypt,
+	"forget":      (*clientRun).forget,
+	"status":      (*clientRun).status,
+	"attestation": (*clientRun).download,
+	"export":      (*clientRun).download,
+	"checkpoint":  (*clientRun).download,
+}
+
+// commandFlags defines the flags of r's subcommand, beyond the common ones.
+func (r *clientRun) commandFlags(fl *flag.FlagSet) {
+	switch r.cmd {
 	case "encrypt":
-		pt, err := readStdin(stdin)
-		if err != nil {
-			return usage("%v", err)
-		}
-		defer clear(pt)
-		out, err := c.Encrypt(ctx, client.EncryptRequest{Subjects: subjects, Parents: parents, Kind: kind, Plaintext: pt, Context: []byte(aad)})
-		if err != nil {
-			return fail(err)
-		}
-		return emit(out)
+		fl.Var(&r.subjects, "subject", "a subject the data is about (repeatable)")
+		fl.Var(&r.parents, "parent", "id of an artifact the data derives from (repeatable)")
+		fl.StringVar(&r.kind, "kind", "", "the artifact kind, registered (required)")
+		fl.StringVar(&r.aad, "context", "", "a context bound into the ciphertext, needed again to decrypt")
 	case "decrypt":
-		if ciphertext == "" {
-			b, err := readStdin(stdin)
-			if err != nil {
-				return usage("%v", err)
-			}
-			ciphertext, err = ciphertextOf(b)
-			if err != nil {
-				return usage("%v", err)
-			}
-		}
-		if ciphertext == "" {
-			return usage("no ciphertext: give --ciphertext or write it to standard input")
-		}
-		out, err := c.Decrypt(ctx, client.DecryptRequest{Ciphertext: ciphertext, Context: []byte(aad)})
-		if err != nil {
-			return fail(err)
-		}
-		defer clear(out.Plaintext)
-		code := exitOK
-		if _, err := stdout.Write(out.Plaintext); err != nil {
-			fmt.Fprintf(stderr, "shredd decrypt: %v\n", err)
-			code = exitFailed
-		}
-		// The lease says this process holds the plaintext; once it is
-		// written out (or failed to be), the process holds it no more, and a
-		// forget of the subject must not wait out the lease's TTL for it.
-		if keepLease {
-			fmt.Fprintf(stderr, "shredd decrypt: lease %s kept until %s\n", out.Lease.ID, out.Lease.ExpiresAt.UTC().Format(time.RFC3339))
-			return code
-		}
-		if _, err := c.ReleaseLease(ctx, out.Lease.ID); err != nil {
-			// A warning, not a failure: the plaintext was delivered, and a
-			// non-zero status would make a script retry the decrypt (taking
-			// another lease). The lease ends at its expiry anyway.
-			fmt.Fprintf(stderr, "shredd decrypt: warning: lease %s not released, it ends at %s: %v\n",
-				out.Lease.ID, out.Lease.ExpiresAt.UTC().Format(time.RFC3339), err)
-		}
-		return code
+		fl.StringVar(&r.aad, "context", "", "the context the ciphertext was sealed with")
+		fl.StringVar(&r.ciphertext, "ciphertext", "", "the ciphertext (default: read from standard input)")
+		fl.BoolVar(&r.keepLease, "keep-lease", false, "do not release the decrypt's lease; print its id on standard error, for the consumer of the plaintext to release")
 	case "forget":
-		if dryRun {
-			p, err := c.ForgetPreview(ctx, subjects[0])
-			if err != nil {
-				return fail(err)
-			}
-			return emit(p)
-		}
-		if f, ok := stdin.(*os.File); ok && !yes && isTerminal(f) {
-			p, err := c.ForgetPreview(ctx, subjects[0])
-			if err != nil {
-				return fail(err)
-			}
-			if !confirmForget(f, stderr, p) {
-				fmt.Fprintln(stderr, "shredd forget: not confirmed; nothing was forgotten")
-				return exitFailed
-			}
-		}
-		f, err := c.Forget(ctx, subjects[0])
-		if err != nil {
-			return fail(err)
-		}
-		return emit(f)
+		fl.Var(&r.subjects, "subject", "the subject to forget")
+		fl.BoolVar(&r.dryRun, "dry-run", false, "change nothing: print what the forget would make unreadable (direct, derived, collateral, plaintext-held)")
+		fl.BoolVar(&r.yes, "yes", false, "do not ask for confirmation (asked only when standard input is a terminal)")
+	}
+	switch r.cmd {
+	case "encrypt", "forget", "status":
+		fl.StringVar(&r.field, "field", "", "print only this field of the JSON answer, a string as it is (vault's -field): encrypt --field ciphertext | shredd decrypt")
+	}
+	switch r.cmd {
 	case "attestation", "export", "checkpoint":
-		var b []byte
-		switch cmd {
-		case "attestation":
-			b, err = c.Attestation(ctx, positional[0])
-		case "export":
-			b, err = c.Export(ctx, positional[0], since)
-		default:
-			b, err = c.Checkpoint(ctx)
-		}
+		fl.StringVar(&r.out, "out", "", "write the file here (default: standard output)")
+	}
+	if r.cmd == "export" {
+		fl.Int64Var(&r.since, "since", 0, "add a consistency proof from this tree size (of a checkpoint you saved)")
+	}
+}
+
+// argsProblem returns what is wrong with the positional arguments and the
+// required flags of r's subcommand, or "".
+func (r *clientRun) argsProblem() string {
+	cmd := r.cmd
+	takesID := cmd == "status" || cmd == "attestation" || cmd == "export"
+	switch {
+	case takesID && len(r.positional) != 1:
+		return "want one forget id"
+	case !takesID && len(r.positional) != 0:
+		return fmt.Sprintf("unexpected argument %q", r.positional[0])
+	case cmd == "encrypt" && r.kind == "":
+		return "--kind is required"
+	case cmd == "encrypt" && len(r.subjects) == 0 && len(r.parents) == 0:
+		return "give at least one --subject or --parent"
+	case cmd == "forget" && len(r.subjects) != 1:
+		return "give one --subject"
+	case cmd == "forget" && r.dryRun && r.yes:
+		return "--dry-run changes nothing: --yes has nothing to confirm"
+	}
+	return ""
+}
+
+// fieldProblem returns what is wrong with --field, a name the answer of
+// r's subcommand does not have, or "".
+func (r *clientRun) fieldProblem() string {
+	if r.field == "" {
+		return ""
+	}
+	var zero any
+	switch {
+	case r.cmd == "encrypt":
+		zero = client.EncryptResponse{}
+	case r.cmd == "forget" && r.dryRun:
+		zero = client.Preview{}
+	default:
+		zero = client.Forget{}
+	}
+	if names := jsonFields(reflect.TypeOf(zero)); !slices.Contains(names, r.field) {
+		return fmt.Sprintf("--field %q: the answer has the fields %s", r.field, strings.Join(names, ", "))
+	}
+	return ""
+}
+
+// usage prints a usage error of r's subcommand and returns exitUsage.
+func (r *clientRun) usage(format string, a ...any) int {
+	fmt.Fprintf(r.stderr, "shredd %s: %s\n%s\n", r.cmd, fmt.Sprintf(format, a...), clientUsage)
+	return exitUsage
+}
+
+// emit prints an answer: as JSON, or only its --field.
+func (r *clientRun) emit(v any) int {
+	if r.field == "" {
+		return printJSON(r.stdout, v)
+	}
+	return printField(r.stdout, r.stderr, v, r.field)
+}
+
+// fail prints an error of the call and returns its exit status. The
+// client's errors name the call ("shredd: POST /v1/decrypt: 410 shredded:
+// ...").
+func (r *clientRun) fail(err error) int {
+	fmt.Fprintln(r.stderr, err)
+	if client.IsShredded(err) {
+		return exitShredded
+	}
+	return exitFailed
+}
+
+// encrypt runs `shredd encrypt`: the plaintext from standard input.
+func (r *clientRun) encrypt(ctx context.Context) int {
+	pt, err := readStdin(r.stdin)
+	if err != nil {
+		return r.usage("%v", err)
+	}
+	defer clear(pt)
+	out, err := r.c.Encrypt(ctx, client.EncryptRequest{Subjects: r.subjects, Parents: r.parents, Kind: r.kind, Plaintext: pt, Context: []byte(r.aad)})
+	if err != nil {
+		return r.fail(err)
+	}
+	return r.emit(out)
+}
+
+// decrypt runs `shredd decrypt`: the ciphertext from --ciphertext or
+// standard input, the plaintext to standard output, then the lease
+// released unless --keep-lease.
+func (r *clientRun) decrypt(ctx context.Context) int {
+	ciphertext := r.ciphertext
+	if ciphertext == "" {
+		b, err := readStdin(r.stdin)
 		if err != nil {
-			return fail(err)
+			return r.usage("%v", err)
 		}
-		if out != "" {
-			err = os.WriteFile(out, b, 0o644)
-		} else {
-			_, err = stdout.Write(b)
-		}
+		ciphertext, err = ciphertextOf(b)
 		if err != nil {
-			fmt.Fprintf(stderr, "shredd %s: %v\n", cmd, err)
+			return r.usage("%v", err)
+		}
+	}
+	if ciphertext == "" {
+		return r.usage("no ciphertext: give --ciphertext or write it to standard input")
+	}
+	out, err := r.c.Decrypt(ctx, client.DecryptRequest{Ciphertext: ciphertext, Context: []byte(r.aad)})
+	if err != nil {
+		return r.fail(err)
+	}
+	defer clear(out.Plaintext)
+	code := exitOK
+	if _, err := r.stdout.Write(out.Plaintext); err != nil {
+		fmt.Fprintf(r.stderr, "shredd decrypt: %v\n", err)
+		code = exitFailed
+	}
+	// The lease says this process holds the plaintext; once it is
+	// written out (or failed to be), the process holds it no more, and a
+	// forget of the subject must not wait out the lease's TTL for it.
+	if r.keepLease {
+		fmt.Fprintf(r.stderr, "shredd decrypt: lease %s kept until %s\n", out.Lease.ID, out.Lease.ExpiresAt.UTC().Format(time.RFC3339))
+		return code
+	}
+	if _, err := r.c.ReleaseLease(ctx, out.Lease.ID); err != nil {
+		// A warning, not a failure: the plaintext was delivered, and a
+		// non-zero status would make a script retry the decrypt (taking
+		// another lease). The lease ends at its expiry anyway.
+		fmt.Fprintf(r.stderr, "shredd decrypt: warning: lease %s not released, it ends at %s: %v\n",
+			out.Lease.ID, out.Lease.ExpiresAt.UTC().Format(time.RFC3339), err)
+	}
+	return code
+}
+
+// forget runs `shredd forget`: the dry run, or the forget, confirmed on a
+// terminal unless --yes.
+func (r *clientRun) forget(ctx context.Context) int {
+	subject := r.subjects[0]
+	if r.dryRun {
+		p, err := r.c.ForgetPreview(ctx, subject)
+		if err != nil {
+			return r.fail(err)
+		}
+		return r.emit(p)
+	}
+	if f, ok := r.stdin.(*os.File); ok && !r.yes && isTerminal(f) {
+		p, err := r.c.ForgetPreview(ctx, subject)
+		if err != nil {
+			return r.fail(err)
+		}
+		if !confirmForget(f, r.stderr, p) {
+			fmt.Fprintln(r.stderr, "shredd forget: not confirmed; nothing was forgotten")
 			return exitFailed
 		}
-		return exitOK
-	default: // status
-		f, err := c.GetForget(ctx, positional[0])
-		if err != nil {
-			return fail(err)
-		}
-		return emit(f)
 	}
+	f, err := r.c.Forget(ctx, subject)
+	if err != nil {
+		return r.fail(err)
+	}
+	return r.emit(f)
+}
+
+// status runs `shredd status FORGET_ID`.
+func (r *clientRun) status(ctx context.Context) int {
+	f, err := r.c.GetForget(ctx, r.positional[0])
+	if err != nil {
+		return r.fail(err)
+	}
+	return r.emit(f)
+}
+
+// download runs `shredd attestation|export|checkpoint`: the file to --out
+// or standard output.
+func (r *clientRun) download(ctx context.Context) int {
+	var b []byte
+	var err error
+	switch r.cmd {
+	case "attestation":
+		b, err = r.c.Attestation(ctx, r.positional[0])
+	case "export":
+		b, err = r.c.Export(ctx, r.positional[0], r.since)
+	default:
+		b, err = r.c.Checkpoint(ctx)
+	}
+	if err != nil {
+		return r.fail(err)
+	}
+	if r.out != "" {
+		err = os.WriteFile(r.out, b, 0o644)
+	} else {
+		_, err = r.stdout.Write(b)
+	}
+	if err != nil {
+		fmt.Fprintf(r.stderr, "shredd %s: %v\n", r.cmd, err)
+		return exitFailed
+	}
+	return exitOK
 }
 
 // parseInterleaved parses fl from args, where the positional arguments may

@@ -106,103 +106,21 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 	p.Logger = slog.New(slog.NewJSONHandler(stderr, nil))
 	fl := flag.NewFlagSet("shredd serve", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	env := func(name, def string) string {
-		if v := getenv(envName(name)); v != "" {
-			return v
-		}
-		return def
-	}
-	fl.StringVar(&p.DataDir, "data-dir", env("data-dir", "./shredd-data"), "data directory (database, local root key, secrets); created 0700")
-	fl.StringVar(&p.Store, "store", env("store", ""), "the database: empty for SQLite in the data directory, or a postgres:// URL shared by many nodes (docs/scale-out.md); a password in it is better given in PGPASSWORD or ~/.pgpass")
-	fl.StringVar(&p.Addr, "addr", env("addr", "127.0.0.1:7750"), "listen address")
-	fl.StringVar(&p.TLSCert, "tls-cert", env("tls-cert", ""), "PEM certificate (chain) to serve HTTPS; needs --tls-key")
-	fl.StringVar(&p.TLSKey, "tls-key", env("tls-key", ""), "PEM private key of --tls-cert")
-	fl.BoolVar(&p.AllowRemote, "allow-remote-http", env("allow-remote-http", "") == "true", "allow plain HTTP on a non-loopback address (put TLS in front)")
-	// An environment variable that does not parse is refused, as the flag
-	// would be, rather than silently replaced by the default.
-	var envErrs []string
-	dur := func(name string, def time.Duration, usage string) *time.Duration {
-		d := new(time.Duration)
-		v, err := time.ParseDuration(env(name, def.String()))
-		if err != nil {
-			envErrs = append(envErrs, envName(name)+" is not a duration")
-			v = def
-		}
-		fl.DurationVar(d, name, v, usage)
-		return d
-	}
-	num := func(name string, def int64) int64 {
-		v, err := strconv.ParseInt(env(name, strconv.FormatInt(def, 10)), 10, 64)
-		if err != nil {
-			envErrs = append(envErrs, envName(name)+" is not a whole number")
-			return def
-		}
-		return v
-	}
-	epoch := dur("epoch-interval", time.Hour, "how often a root epoch runs while forgets wait for one")
-	ttl := dur("cache-ttl", keystore.DefaultCacheTTL, "how long unwrapped keys stay cached in memory (part of T_prop)")
-	deadline := dur("forget-deadline", erasure.DefaultDeadline, "time after a forget is requested by which it must be erased, else overdue")
-	leaseTTL := dur("lease-ttl", registry.DefaultLeaseTTL, "how long a decrypt's lease lasts unless released; a forget waits for leases issued before it")
-	fl.IntVar(&p.Buckets, "buckets", int(num("buckets", keystore.DefaultBuckets)), "number of bucket keys; fixed when the data directory is created")
-	fl.Int64Var(&p.MaxBody, "max-body", num("max-body", api.DefaultMaxBody), "maximum request body in bytes")
-	fl.Int64Var(&p.MaxRawBody, "max-raw-body", num("max-raw-body", api.DefaultMaxRawBody), "maximum request body in bytes of the raw-body routes (POST /v1/encrypt/raw, /v1/decrypt/raw)")
-	fl.StringVar(&p.DebugAddr, "debug-addr", env("debug-addr", ""), "loopback address to serve Go's pprof profiles on (/debug/pprof/, no token: keep it on loopback); empty for none")
-	fl.StringVar(&p.ForgetLedger, "forget-ledger", env("forget-ledger", ""), "the forget ledger: every committed forget, outside the database, so that a restored database re-applies later forgets (default DATA_DIR/forgets.ledger; never restore it from a backup)")
-	fl.StringVar(&p.BackupDir, "backup-dir", env("backup-dir", ""), "write a backup of the database here after every root epoch (see shredd backup); empty for none")
-	fl.IntVar(&p.BackupKeep, "backup-keep", int(num("backup-keep", 7)), "how many backups of --backup-dir to keep (the oldest are removed)")
-	fl.Var(&p.Witnesses, "witness", "URL=VKEY: send each new checkpoint of the log to the C2SP tlog-witness at URL, whose cosignature/v1 verifier key (or a file holding it) is VKEY, and staple its cosignatures (repeat for each witness; SHREDD_WITNESS: space-separated)")
-	witnessInterval := dur("witness-interval", time.Second, "how often the log is looked at for a new checkpoint to send to the witnesses")
-	fl.StringVar(&p.Root, "root", env("root", "local"), "root store: local (a root key file in the data dir) or vault (a Vault Transit key)")
-	fl.StringVar(&p.SubjectKeys, "subject-keys", env("subject-keys", "tree"), "where subject keys live: tree (wrapped under bucket keys, erased by re-key and epoch) or transit (one Vault Transit key per subject, deleted at forget; needs --root vault); fixed when the data dir is created")
-	// Vault settings take Vault's own environment variables as defaults. The
-	// token is read from VAULT_TOKEN or a file, never from a flag value
-	// (command lines are visible to other users).
-	fl.StringVar(&p.Vault.Address, "vault-addr", getenv("VAULT_ADDR"), "Vault address (VAULT_ADDR); for a Vault cluster, every node's address, comma-separated")
-	fl.StringVar(&p.Vault.Namespace, "vault-namespace", getenv("VAULT_NAMESPACE"), "Vault namespace (VAULT_NAMESPACE)")
-	fl.StringVar(&p.Vault.CACert, "vault-cacert", getenv("VAULT_CACERT"), "PEM file of the CA of Vault's TLS certificate (VAULT_CACERT)")
-	fl.StringVar(&p.Vault.Mount, "vault-transit-mount", env("vault-transit-mount", "transit"), "Transit mount path")
-	fl.StringVar(&p.Vault.Key, "vault-key", env("vault-key", "shredd-root"), "Transit key name of the root (names nothing about subjects)")
-	fl.StringVar(&p.Vault.HeadMount, "vault-kv-mount", env("vault-kv-mount", "secret"), "KV version 2 mount where the forget ledger's head is kept with the root")
-	tokenFile := fl.String("vault-token-file", env("vault-token-file", ""), "file holding the Vault token (default: VAULT_TOKEN)")
-	fl.StringVar(&p.Vault.RoleID, "vault-approle-role-id", env("vault-approle-role-id", ""), "AppRole role id: log in with AppRole instead of a token")
-	secretIDFile := fl.String("vault-approle-secret-id-file", env("vault-approle-secret-id-file", ""), "file holding the AppRole secret id")
-	fl.StringVar(&p.Vault.AppRoleMount, "vault-approle-mount", env("vault-approle-mount", "approle"), "AppRole auth mount path")
+	sf := &serveFlags{fl: fl, getenv: getenv}
+	v := p.defineFlags(sf)
 	if err := fl.Parse(args); err != nil {
 		return nil, err
 	}
-	if len(envErrs) > 0 {
-		fmt.Fprintf(stderr, "shredd serve: %s\n", strings.Join(envErrs, "; "))
+	if len(sf.envErrs) > 0 {
+		fmt.Fprintf(stderr, "shredd serve: %s\n", strings.Join(sf.envErrs, "; "))
 		return nil, errors.New("bad environment variable")
 	}
 	if (p.TLSCert == "") != (p.TLSKey == "") {
 		fmt.Fprintln(stderr, "shredd serve: --tls-cert and --tls-key go together")
 		return nil, errors.New("incomplete tls config")
 	}
-	switch p.Root {
-	case "local":
-	case "vault":
-		p.Vault.Token = getenv("VAULT_TOKEN")
-		for _, f := range []struct {
-			path string
-			dst  *string
-		}{{*tokenFile, &p.Vault.Token}, {*secretIDFile, &p.Vault.SecretID}} {
-			if f.path == "" {
-				continue
-			}
-			b, err := os.ReadFile(f.path)
-			if err != nil {
-				fmt.Fprintf(stderr, "shredd serve: %v\n", err)
-				return nil, err
-			}
-			*f.dst = strings.TrimSpace(string(b))
-		}
-		if p.Vault.Address == "" || (p.Vault.Token == "" && p.Vault.RoleID == "") {
-			fmt.Fprintln(stderr, "shredd serve: --root vault needs --vault-addr (VAULT_ADDR) and a token (VAULT_TOKEN, --vault-token-file) or --vault-approle-role-id")
-			return nil, errors.New("incomplete vault config")
-		}
-	default:
-		fmt.Fprintf(stderr, "shredd serve: --root must be local or vault, not %q\n", p.Root)
-		return nil, errors.New("bad root")
+	if err := p.checkRoot(stderr, getenv, *v.tokenFile, *v.secretIDFile); err != nil {
+		return nil, err
 	}
 	if p.SubjectKeys != "tree" && (p.SubjectKeys != "transit" || p.Root != "vault") {
 		fmt.Fprintln(stderr, "shredd serve: --subject-keys must be tree, or transit together with --root vault")
@@ -216,28 +134,158 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 		fmt.Fprintf(stderr, "shredd serve: unexpected argument %q\n", fl.Arg(0))
 		return nil, errors.New("unexpected argument")
 	}
-	p.EpochInterval, p.CacheTTL, p.ForgetDeadline, p.LeaseTTL = *epoch, *ttl, *deadline, *leaseTTL
+	p.EpochInterval, p.CacheTTL, p.ForgetDeadline, p.LeaseTTL = *v.epoch, *v.ttl, *v.deadline, *v.leaseTTL
 	if p.Store != "" && !node.IsPostgres(p.Store) {
 		fmt.Fprintln(stderr, "shredd serve: --store must be a postgres:// or postgresql:// URL, or empty for SQLite in the data directory")
 		return nil, errors.New("bad flag value")
 	}
-	if p.WitnessInterval = *witnessInterval; p.WitnessInterval <= 0 {
+	if p.WitnessInterval = *v.witnessInterval; p.WitnessInterval <= 0 {
 		fmt.Fprintln(stderr, "shredd serve: --witness-interval must be > 0")
 		return nil, errors.New("bad flag value")
 	}
 	if len(p.Witnesses) == 0 { // the flags win over the environment
-		p.Witnesses = strings.Fields(env("witness", ""))
+		p.Witnesses = strings.Fields(sf.env("witness", ""))
 	}
 	var err error
 	if p.witnessTargets, err = parseWitnessTargets(p.Witnesses); err != nil {
 		fmt.Fprintf(stderr, "shredd serve: %v\n", err)
 		return nil, err
 	}
-	if p.EpochInterval < time.Second || p.CacheTTL < 0 || p.ForgetDeadline <= 0 || p.LeaseTTL <= 0 || p.Buckets < 1 || p.BackupKeep < 1 || p.MaxBody < 1024 || p.MaxRawBody < 1024 {
+	if !p.inRange() {
 		fmt.Fprintln(stderr, "shredd serve: --epoch-interval must be >= 1s, --cache-ttl >= 0, --forget-deadline > 0, --buckets >= 1, --backup-keep >= 1, --max-body and --max-raw-body >= 1024")
 		return nil, errors.New("bad flag value")
 	}
 	return p, nil
+}
+
+// serveFlags defines the flags of shredd serve, each with its environment
+// variable (envName) as its default.
+type serveFlags struct {
+	fl     *flag.FlagSet
+	getenv func(string) string
+	// envErrs are the environment variables that do not parse: they are
+	// refused, as the flag would be, rather than silently replaced by the
+	// default.
+	envErrs []string
+}
+
+// env returns the flag name's environment variable, or def when it is
+// empty.
+func (sf *serveFlags) env(name, def string) string {
+	if v := sf.getenv(envName(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+// dur defines a duration flag.
+func (sf *serveFlags) dur(name string, def time.Duration, usage string) *time.Duration {
+	d := new(time.Duration)
+	v, err := time.ParseDuration(sf.env(name, def.String()))
+	if err != nil {
+		sf.envErrs = append(sf.envErrs, envName(name)+" is not a duration")
+		v = def
+	}
+	sf.fl.DurationVar(d, name, v, usage)
+	return d
+}
+
+// num returns the default of a whole-number flag.
+func (sf *serveFlags) num(name string, def int64) int64 {
+	v, err := strconv.ParseInt(sf.env(name, strconv.FormatInt(def, 10)), 10, 64)
+	if err != nil {
+		sf.envErrs = append(sf.envErrs, envName(name)+" is not a whole number")
+		return def
+	}
+	return v
+}
+
+// serveFlagValues are the flags of shredd serve that ParseFlags checks
+// before they go into the Program, or that name files to read.
+type serveFlagValues struct {
+	epoch, ttl, deadline, leaseTTL, witnessInterval *time.Duration
+	tokenFile, secretIDFile                         *string
+}
+
+// defineFlags defines the flags of shredd serve: into p, or into the
+// values it returns.
+func (p *Program) defineFlags(sf *serveFlags) *serveFlagValues {
+	fl := sf.fl
+	v := &serveFlagValues{}
+	fl.StringVar(&p.DataDir, "data-dir", sf.env("data-dir", "./shredd-data"), "data directory (database, local root key, secrets); created 0700")
+	fl.StringVar(&p.Store, "store", sf.env("store", ""), "the database: empty for SQLite in the data directory, or a postgres:// URL shared by many nodes (docs/scale-out.md); a password in it is better given in PGPASSWORD or ~/.pgpass")
+	fl.StringVar(&p.Addr, "addr", sf.env("addr", "127.0.0.1:7750"), "listen address")
+	fl.StringVar(&p.TLSCert, "tls-cert", sf.env("tls-cert", ""), "PEM certificate (chain) to serve HTTPS; needs --tls-key")
+	fl.StringVar(&p.TLSKey, "tls-key", sf.env("tls-key", ""), "PEM private key of --tls-cert")
+	fl.BoolVar(&p.AllowRemote, "allow-remote-http", sf.env("allow-remote-http", "") == "true", "allow plain HTTP on a non-loopback address (put TLS in front)")
+	v.epoch = sf.dur("epoch-interval", time.Hour, "how often a root epoch runs while forgets wait for one")
+	v.ttl = sf.dur("cache-ttl", keystore.DefaultCacheTTL, "how long unwrapped keys stay cached in memory (part of T_prop)")
+	v.deadline = sf.dur("forget-deadline", erasure.DefaultDeadline, "time after a forget is requested by which it must be erased, else overdue")
+	v.leaseTTL = sf.dur("lease-ttl", registry.DefaultLeaseTTL, "how long a decrypt's lease lasts unless released; a forget waits for leases issued before it")
+	fl.IntVar(&p.Buckets, "buckets", int(sf.num("buckets", keystore.DefaultBuckets)), "number of bucket keys; fixed when the data directory is created")
+	fl.Int64Var(&p.MaxBody, "max-body", sf.num("max-body", api.DefaultMaxBody), "maximum request body in bytes")
+	fl.Int64Var(&p.MaxRawBody, "max-raw-body", sf.num("max-raw-body", api.DefaultMaxRawBody), "maximum request body in bytes of the raw-body routes (POST /v1/encrypt/raw, /v1/decrypt/raw)")
+	fl.StringVar(&p.DebugAddr, "debug-addr", sf.env("debug-addr", ""), "loopback address to serve Go's pprof profiles on (/debug/pprof/, no token: keep it on loopback); empty for none")
+	fl.StringVar(&p.ForgetLedger, "forget-ledger", sf.env("forget-ledger", ""), "the forget ledger: every committed forget, outside the database, so that a restored database re-applies later forgets (default DATA_DIR/forgets.ledger; never restore it from a backup)")
+	fl.StringVar(&p.BackupDir, "backup-dir", sf.env("backup-dir", ""), "write a backup of the database here after every root epoch (see shredd backup); empty for none")
+	fl.IntVar(&p.BackupKeep, "backup-keep", int(sf.num("backup-keep", 7)), "how many backups of --backup-dir to keep (the oldest are removed)")
+	fl.Var(&p.Witnesses, "witness", "URL=VKEY: send each new checkpoint of the log to the C2SP tlog-witness at URL, whose cosignature/v1 verifier key (or a file holding it) is VKEY, and staple its cosignatures (repeat for each witness; SHREDD_WITNESS: space-separated)")
+	v.witnessInterval = sf.dur("witness-interval", time.Second, "how often the log is looked at for a new checkpoint to send to the witnesses")
+	fl.StringVar(&p.Root, "root", sf.env("root", "local"), "root store: local (a root key file in the data dir) or vault (a Vault Transit key)")
+	fl.StringVar(&p.SubjectKeys, "subject-keys", sf.env("subject-keys", "tree"), "where subject keys live: tree (wrapped under bucket keys, erased by re-key and epoch) or transit (one Vault Transit key per subject, deleted at forget; needs --root vault); fixed when the data dir is created")
+	// Vault settings take Vault's own environment variables as defaults. The
+	// token is read from VAULT_TOKEN or a file, never from a flag value
+	// (command lines are visible to other users).
+	fl.StringVar(&p.Vault.Address, "vault-addr", sf.getenv("VAULT_ADDR"), "Vault address (VAULT_ADDR); for a Vault cluster, every node's address, comma-separated")
+	fl.StringVar(&p.Vault.Namespace, "vault-namespace", sf.getenv("VAULT_NAMESPACE"), "Vault namespace (VAULT_NAMESPACE)")
+	fl.StringVar(&p.Vault.CACert, "vault-cacert", sf.getenv("VAULT_CACERT"), "PEM file of the CA of Vault's TLS certificate (VAULT_CACERT)")
+	fl.StringVar(&p.Vault.Mount, "vault-transit-mount", sf.env("vault-transit-mount", "transit"), "Transit mount path")
+	fl.StringVar(&p.Vault.Key, "vault-key", sf.env("vault-key", "shredd-root"), "Transit key name of the root (names nothing about subjects)")
+	fl.StringVar(&p.Vault.HeadMount, "vault-kv-mount", sf.env("vault-kv-mount", "secret"), "KV version 2 mount where the forget ledger's head is kept with the root")
+	v.tokenFile = fl.String("vault-token-file", sf.env("vault-token-file", ""), "file holding the Vault token (default: VAULT_TOKEN)")
+	fl.StringVar(&p.Vault.RoleID, "vault-approle-role-id", sf.env("vault-approle-role-id", ""), "AppRole role id: log in with AppRole instead of a token")
+	v.secretIDFile = fl.String("vault-approle-secret-id-file", sf.env("vault-approle-secret-id-file", ""), "file holding the AppRole secret id")
+	fl.StringVar(&p.Vault.AppRoleMount, "vault-approle-mount", sf.env("vault-approle-mount", "approle"), "AppRole auth mount path")
+	return v
+}
+
+// checkRoot checks the root store's flags; for --root vault it reads the
+// Vault token (VAULT_TOKEN, --vault-token-file) and the AppRole secret id.
+func (p *Program) checkRoot(stderr io.Writer, getenv func(string) string, tokenFile, secretIDFile string) error {
+	switch p.Root {
+	case "local":
+	case "vault":
+		p.Vault.Token = getenv("VAULT_TOKEN")
+		for _, f := range []struct {
+			path string
+			dst  *string
+		}{{tokenFile, &p.Vault.Token}, {secretIDFile, &p.Vault.SecretID}} {
+			if f.path == "" {
+				continue
+			}
+			b, err := os.ReadFile(f.path)
+			if err != nil {
+				fmt.Fprintf(stderr, "shredd serve: %v\n", err)
+				return err
+			}
+			*f.dst = strings.TrimSpace(string(b))
+		}
+		if p.Vault.Address == "" || (p.Vault.Token == "" && p.Vault.RoleID == "") {
+			fmt.Fprintln(stderr, "shredd serve: --root vault needs --vault-addr (VAULT_ADDR) and a token (VAULT_TOKEN, --vault-token-file) or --vault-approle-role-id")
+			return errors.New("incomplete vault config")
+		}
+	default:
+		fmt.Fprintf(stderr, "shredd serve: --root must be local or vault, not %q\n", p.Root)
+		return errors.New("bad root")
+	}
+	return nil
+}
+
+// inRange reports whether the durations and sizes are within their
+// bounds.
+func (p *Program) inRange() bool {
+	return p.EpochInterval >= time.Second && p.CacheTTL >= 0 && p.ForgetDeadline > 0 && p.LeaseTTL > 0 &&
+		p.Buckets >= 1 && p.BackupKeep >= 1 && p.MaxBody >= 1024 && p.MaxRawBody >= 1024
 }
 
 // Run opens the data directory (node.Open) and serves it: the HTTP

@@ -51,198 +51,227 @@ func equalKeys(t *testing.T, got, want [][]byte) {
 
 // Run runs the conformance suite against stores made by newStore.
 func Run(t *testing.T, newStore Factory) {
+	for _, c := range []struct {
+		name string
+		test func(*testing.T, Factory)
+	}{
+		{"WrapUnwrapBatch", testWrapUnwrapBatch},
+		{"WrapIsRandomized", testWrapIsRandomized},
+		{"TamperedBlobFails", testTamperedBlobFails},
+		{"RotateRewrapTrim", testRotateRewrapTrim},
+		{"Durable", testDurable},
+		{"LedgerHead", testLedgerHead},
+	} {
+		t.Run(c.name, func(t *testing.T) { c.test(t, newStore) })
+	}
+}
+
+// testWrapUnwrapBatch checks a batch of keys wraps under the latest version,
+// without the plaintext in the blobs, and unwraps to the same keys.
+func testWrapUnwrapBatch(t *testing.T, newStore Factory) {
 	ctx := context.Background()
+	s, _ := newStore(t)
+	ks := keys(t, 300)
+	ws, err := s.Wrap(ctx, ks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := s.Versions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range ws {
+		if w.Version != v.Latest {
+			t.Fatalf("blob %d wrapped under %d, latest is %d", i, w.Version, v.Latest)
+		}
+		if bytes.Contains(w.Blob, ks[i]) {
+			t.Fatalf("blob %d contains the plaintext key", i)
+		}
+	}
+	got, err := s.Unwrap(ctx, blobs(ws))
+	if err != nil {
+		t.Fatal(err)
+	}
+	equalKeys(t, got, ks)
+}
 
-	t.Run("WrapUnwrapBatch", func(t *testing.T) {
-		s, _ := newStore(t)
-		ks := keys(t, 300)
-		ws, err := s.Wrap(ctx, ks)
-		if err != nil {
-			t.Fatal(err)
-		}
-		v, err := s.Versions(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, w := range ws {
-			if w.Version != v.Latest {
-				t.Fatalf("blob %d wrapped under %d, latest is %d", i, w.Version, v.Latest)
-			}
-			if bytes.Contains(w.Blob, ks[i]) {
-				t.Fatalf("blob %d contains the plaintext key", i)
-			}
-		}
-		got, err := s.Unwrap(ctx, blobs(ws))
-		if err != nil {
-			t.Fatal(err)
-		}
-		equalKeys(t, got, ks)
-	})
+// testWrapIsRandomized checks two wraps of one key give different blobs.
+func testWrapIsRandomized(t *testing.T, newStore Factory) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	k := keys(t, 1)
+	a, err := s.Wrap(ctx, [][]byte{k[0], k[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(a[0].Blob, a[1].Blob) {
+		t.Fatal("two wraps of one key gave the same blob")
+	}
+}
 
-	t.Run("WrapIsRandomized", func(t *testing.T) {
-		s, _ := newStore(t)
-		k := keys(t, 1)
-		a, err := s.Wrap(ctx, [][]byte{k[0], k[0]})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if bytes.Equal(a[0].Blob, a[1].Blob) {
-			t.Fatal("two wraps of one key gave the same blob")
-		}
-	})
+// testTamperedBlobFails checks a tampered blob fails with
+// keystore.ErrCorrupt, and garbage fails.
+func testTamperedBlobFails(t *testing.T, newStore Factory) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	ws, err := s.Wrap(ctx, keys(t, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := append([]byte(nil), ws[0].Blob...)
+	b[len(b)-3] ^= 0x01
+	if _, err := s.Unwrap(ctx, [][]byte{b}); !errors.Is(err, keystore.ErrCorrupt) {
+		t.Fatalf("tampered blob: got %v, want ErrCorrupt", err)
+	}
+	if _, err := s.Unwrap(ctx, [][]byte{[]byte("garbage")}); err == nil {
+		t.Fatal("garbage blob unwrapped")
+	}
+}
 
-	t.Run("TamperedBlobFails", func(t *testing.T) {
-		s, _ := newStore(t)
-		ws, err := s.Wrap(ctx, keys(t, 1))
-		if err != nil {
-			t.Fatal(err)
+// testRotateRewrapTrim checks a rotation makes a new version, a rewrap moves
+// blobs to it, and a trim destroys the versions below it, for good.
+func testRotateRewrapTrim(t *testing.T, newStore Factory) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	v0, err := s.Versions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks := keys(t, 5)
+	old, err := s.Wrap(ctx, ks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1, err := s.Rotate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v1 != v0.Latest+1 {
+		t.Fatalf("rotate gave %d after %d", v1, v0.Latest)
+	}
+	// Old blobs still open before the trim.
+	got, err := s.Unwrap(ctx, blobs(old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	equalKeys(t, got, ks)
+	nw, err := s.Rewrap(ctx, blobs(old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range nw {
+		if w.Version != v1 {
+			t.Fatalf("rewrap gave version %d, want %d", w.Version, v1)
 		}
-		b := append([]byte(nil), ws[0].Blob...)
-		b[len(b)-3] ^= 0x01
-		if _, err := s.Unwrap(ctx, [][]byte{b}); !errors.Is(err, keystore.ErrCorrupt) {
-			t.Fatalf("tampered blob: got %v, want ErrCorrupt", err)
-		}
-		if _, err := s.Unwrap(ctx, [][]byte{[]byte("garbage")}); err == nil {
-			t.Fatal("garbage blob unwrapped")
-		}
-	})
+	}
+	if _, err := s.Trim(ctx, v1+1); !errors.Is(err, keystore.ErrInvalid) {
+		t.Fatalf("trim above latest: got %v, want ErrInvalid", err)
+	}
+	retired, err := s.Trim(ctx, v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(retired) == 0 || retired[len(retired)-1] != v1-1 {
+		t.Fatalf("retired %v, want versions up to %d", retired, v1-1)
+	}
+	if _, err := s.Unwrap(ctx, blobs(old)); !errors.Is(err, keystore.ErrVersionDestroyed) {
+		t.Fatalf("unwrap after trim: got %v, want ErrVersionDestroyed", err)
+	}
+	if _, err := s.Rewrap(ctx, blobs(old)); !errors.Is(err, keystore.ErrVersionDestroyed) {
+		t.Fatalf("rewrap after trim: got %v, want ErrVersionDestroyed", err)
+	}
+	got, err = s.Unwrap(ctx, blobs(nw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	equalKeys(t, got, ks)
+	v, err := s.Versions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Latest != v1 || v.MinAvailable != v1 {
+		t.Fatalf("versions after trim = %+v, want latest=min=%d", v, v1)
+	}
+	again, err := s.Trim(ctx, v1)
+	if err != nil || len(again) != 0 {
+		t.Fatalf("second trim: retired %v, err %v; want nothing", again, err)
+	}
+}
 
-	t.Run("RotateRewrapTrim", func(t *testing.T) {
-		s, _ := newStore(t)
-		v0, err := s.Versions(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ks := keys(t, 5)
-		old, err := s.Wrap(ctx, ks)
-		if err != nil {
-			t.Fatal(err)
-		}
-		v1, err := s.Rotate(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if v1 != v0.Latest+1 {
-			t.Fatalf("rotate gave %d after %d", v1, v0.Latest)
-		}
-		// Old blobs still open before the trim.
-		got, err := s.Unwrap(ctx, blobs(old))
-		if err != nil {
-			t.Fatal(err)
-		}
-		equalKeys(t, got, ks)
-		nw, err := s.Rewrap(ctx, blobs(old))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, w := range nw {
-			if w.Version != v1 {
-				t.Fatalf("rewrap gave version %d, want %d", w.Version, v1)
-			}
-		}
-		if _, err := s.Trim(ctx, v1+1); !errors.Is(err, keystore.ErrInvalid) {
-			t.Fatalf("trim above latest: got %v, want ErrInvalid", err)
-		}
-		retired, err := s.Trim(ctx, v1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(retired) == 0 || retired[len(retired)-1] != v1-1 {
-			t.Fatalf("retired %v, want versions up to %d", retired, v1-1)
-		}
-		if _, err := s.Unwrap(ctx, blobs(old)); !errors.Is(err, keystore.ErrVersionDestroyed) {
-			t.Fatalf("unwrap after trim: got %v, want ErrVersionDestroyed", err)
-		}
-		if _, err := s.Rewrap(ctx, blobs(old)); !errors.Is(err, keystore.ErrVersionDestroyed) {
-			t.Fatalf("rewrap after trim: got %v, want ErrVersionDestroyed", err)
-		}
-		got, err = s.Unwrap(ctx, blobs(nw))
-		if err != nil {
-			t.Fatal(err)
-		}
-		equalKeys(t, got, ks)
-		v, err := s.Versions(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if v.Latest != v1 || v.MinAvailable != v1 {
-			t.Fatalf("versions after trim = %+v, want latest=min=%d", v, v1)
-		}
-		again, err := s.Trim(ctx, v1)
-		if err != nil || len(again) != 0 {
-			t.Fatalf("second trim: retired %v, err %v; want nothing", again, err)
-		}
-	})
+// testDurable checks a rotation, a rewrap and a trim survive a reopen of the
+// store.
+func testDurable(t *testing.T, newStore Factory) {
+	ctx := context.Background()
+	s, reopen := newStore(t)
+	if reopen == nil {
+		t.Skip("backend has no separate handle to reopen") // every shredd backend provides one
+	}
+	ks := keys(t, 3)
+	ws, err := s.Wrap(ctx, ks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := s.Rotate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nw, err := s.Rewrap(ctx, blobs(ws))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Trim(ctx, v); err != nil {
+		t.Fatal(err)
+	}
+	r := reopen()
+	got, err := r.Unwrap(ctx, blobs(nw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	equalKeys(t, got, ks)
+	if _, err := r.Unwrap(ctx, blobs(ws)); !errors.Is(err, keystore.ErrVersionDestroyed) {
+		t.Fatalf("reopened store unwrapped a trimmed version: %v", err)
+	}
+	rv, err := r.Versions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rv.Latest != v || rv.MinAvailable != v {
+		t.Fatalf("reopened versions %+v, want %d/%d", rv, v, v)
+	}
+}
 
-	t.Run("Durable", func(t *testing.T) {
-		s, reopen := newStore(t)
-		if reopen == nil {
-			t.Skip("backend has no separate handle to reopen") // every shredd backend provides one
-		}
-		ks := keys(t, 3)
-		ws, err := s.Wrap(ctx, ks)
-		if err != nil {
-			t.Fatal(err)
-		}
-		v, err := s.Rotate(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		nw, err := s.Rewrap(ctx, blobs(ws))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Trim(ctx, v); err != nil {
-			t.Fatal(err)
-		}
-		r := reopen()
-		got, err := r.Unwrap(ctx, blobs(nw))
-		if err != nil {
-			t.Fatal(err)
-		}
-		equalKeys(t, got, ks)
-		if _, err := r.Unwrap(ctx, blobs(ws)); !errors.Is(err, keystore.ErrVersionDestroyed) {
-			t.Fatalf("reopened store unwrapped a trimmed version: %v", err)
-		}
-		rv, err := r.Versions(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rv.Latest != v || rv.MinAvailable != v {
-			t.Fatalf("reopened versions %+v, want %d/%d", rv, v, v)
-		}
-	})
-
-	t.Run("LedgerHead", func(t *testing.T) {
-		s, reopen := newStore(t)
-		const slot = "0123456789abcdef"
-		if _, err := s.LedgerHead(ctx, slot); !errors.Is(err, keystore.ErrNotFound) {
-			t.Fatalf("ledger head of a new store: %v, want ErrNotFound", err)
-		}
-		h := keystore.LedgerHead{Instance: "00112233445566778899aabbccddeeff", Seq: 7, Hash: "ab12", Lines: 5}
-		if err := s.KeepLedgerHead(ctx, slot, h); err != nil {
-			t.Fatal(err)
-		}
-		h.Seq, h.Hash, h.Lines = 9, "cd34", 7
-		if err := s.KeepLedgerHead(ctx, slot, h); err != nil {
-			t.Fatal(err)
-		}
-		if got, err := s.LedgerHead(ctx, slot); err != nil || got != h {
-			t.Fatalf("ledger head %+v, %v; want %+v", got, err, h)
-		}
-		// The head lives beside the keys: a rotation and a trim keep it.
-		v, err := s.Rotate(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Trim(ctx, v); err != nil {
-			t.Fatal(err)
-		}
-		if reopen != nil {
-			s = reopen()
-		}
-		if got, err := s.LedgerHead(ctx, slot); err != nil || got != h {
-			t.Fatalf("ledger head after a trim and a reopen: %+v, %v; want %+v", got, err, h)
-		}
-	})
+// testLedgerHead checks the ledger head a store keeps, across a rotation, a
+// trim and a reopen.
+func testLedgerHead(t *testing.T, newStore Factory) {
+	ctx := context.Background()
+	s, reopen := newStore(t)
+	const slot = "0123456789abcdef"
+	if _, err := s.LedgerHead(ctx, slot); !errors.Is(err, keystore.ErrNotFound) {
+		t.Fatalf("ledger head of a new store: %v, want ErrNotFound", err)
+	}
+	h := keystore.LedgerHead{Instance: "00112233445566778899aabbccddeeff", Seq: 7, Hash: "ab12", Lines: 5}
+	if err := s.KeepLedgerHead(ctx, slot, h); err != nil {
+		t.Fatal(err)
+	}
+	h.Seq, h.Hash, h.Lines = 9, "cd34", 7
+	if err := s.KeepLedgerHead(ctx, slot, h); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.LedgerHead(ctx, slot); err != nil || got != h {
+		t.Fatalf("ledger head %+v, %v; want %+v", got, err, h)
+	}
+	// The head lives beside the keys: a rotation and a trim keep it.
+	v, err := s.Rotate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Trim(ctx, v); err != nil {
+		t.Fatal(err)
+	}
+	if reopen != nil {
+		s = reopen()
+	}
+	if got, err := s.LedgerHead(ctx, slot); err != nil || got != h {
+		t.Fatalf("ledger head after a trim and a reopen: %+v, %v; want %+v", got, err, h)
+	}
 }
