@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/shredd/shredd/access"
 	"github.com/shredd/shredd/api"
 	"github.com/shredd/shredd/sealing"
 	"github.com/shredd/shredd/testkit/shreddtest"
@@ -26,7 +27,7 @@ type env struct {
 	t      testing.TB
 	srv    *httptest.Server
 	log    *bytes.Buffer
-	tokens *api.Tokens
+	tokens *access.Tokens
 	hasher *sealing.Hasher
 	// attPub verifies attestations and log events; logVerifier the log's
 	// checkpoints, of key logVKey (nil and "" when the server keeps no log).

@@ -23,7 +23,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/shredd/shredd"
-	"github.com/shredd/shredd/api"
+	"github.com/shredd/shredd/access"
 	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/journal"
 	"github.com/shredd/shredd/keystore"
@@ -107,7 +107,7 @@ type Stack struct {
 	// LogVKey is the verifier key of Log ("" without Options.Log).
 	LogVKey string
 	// Tokens are the API tokens, in the same database (real clock).
-	Tokens *api.Tokens
+	Tokens *access.Tokens
 	// AttestationKey signs the journal's events, and the attestations of
 	// an API server given it.
 	AttestationKey ed25519.PrivateKey
@@ -174,11 +174,11 @@ func New(t testing.TB, o Options) *Stack {
 			t.Fatal(err)
 		}
 	}
-	if s.Tokens, err = api.OpenTokens(ctx, s.DB, nil); err != nil {
+	if s.Tokens, err = access.OpenTokens(ctx, s.DB, nil); err != nil {
 		t.Fatal(err)
 	}
 	if o.AdminToken != "" {
-		if err := s.Tokens.Import(ctx, "test-admin", []string{api.ScopeAdmin}, sha256.Sum256([]byte(o.AdminToken))); err != nil {
+		if err := s.Tokens.Import(ctx, "test-admin", []string{access.ScopeAdmin}, sha256.Sum256([]byte(o.AdminToken))); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -24,7 +24,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/shredd/shredd/api"
+	"github.com/shredd/shredd/access"
 	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/internal/datadir"
 	"github.com/shredd/shredd/keystore"
@@ -83,7 +83,7 @@ type Node struct {
 	Keys           *keystore.Store
 	Service        *erasure.Service // the registry (sealing) and the erasure on it
 	Hasher         *sealing.Hasher
-	Tokens         *api.Tokens        // nil from OpenBulk
+	Tokens         *access.Tokens     // nil from OpenBulk
 	AttestationKey ed25519.PrivateKey // signs erasure attestations
 
 	ledger     *erasure.Ledger
@@ -417,7 +417,7 @@ func (n *Node) prepare(ctx context.Context, dir string, log *slog.Logger) error 
 	if rep.Recorded > 0 {
 		log.Info("recorded committed forgets in the forget ledger", "recorded", rep.Recorded)
 	}
-	if n.Tokens, err = api.OpenTokens(ctx, n.DB, nil); err != nil {
+	if n.Tokens, err = access.OpenTokens(ctx, n.DB, nil); err != nil {
 		return err
 	}
 	if err := bootstrapAdminToken(ctx, n.Tokens, filepath.Join(dir, TokenFile), log); err != nil {
