@@ -27,7 +27,6 @@ import (
 
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/access"
-	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/ui"
 )
 
@@ -38,7 +37,7 @@ const DefaultMaxBody = 1<<20*4/3 + 64<<10
 // Config configures a Server.
 type Config struct {
 	Service shredd.Service
-	Root    keystore.RootStore // probed by /healthz and /readyz
+	Root    RootProbe // probed by /healthz and /readyz
 	Log     *slog.Logger
 	// Tokens verifies the bearer tokens of /v1 calls.
 	Tokens *access.Tokens

@@ -64,8 +64,8 @@ func newEnvWith(t testing.TB, o envOptions) *env {
 		e.logVerifier = st.LogVerifier(t)
 	}
 	var logs bytes.Buffer
-	s := api.New(api.Config{Service: st.Service, Root: st.Root, Log: slog.New(slog.NewJSONHandler(&logs, nil)),
-		Tokens: st.Tokens, Metrics: api.NewMetrics(st.Service, st.Keys), AttestationKey: st.AttestationKey, MaxBody: o.maxBody})
+	s := api.New(api.Config{Service: st.Service, Root: stackRoot(st), Log: slog.New(slog.NewJSONHandler(&logs, nil)),
+		Tokens: st.Tokens, Metrics: api.NewMetrics(st.Service, stackKeys(st)), AttestationKey: st.AttestationKey, MaxBody: o.maxBody})
 	e.srv = httptest.NewServer(s.Handler())
 	t.Cleanup(e.srv.Close)
 	e.log = &logs

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/shredd/shredd/access"
-	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/storage"
 )
 
@@ -25,20 +24,29 @@ const readyTimeout = 2 * time.Second
 // /healthz, /livez and /readyz, which need no token.
 type healthHandlers struct {
 	*codec
-	root   keystore.RootStore
+	root   RootProbe
 	tokens *access.Tokens // the one handle to the database (probeDB)
 	disks  []diskCheck
+}
+
+// RootProbe is what GET /healthz and GET /readyz ask of the root store.
+type RootProbe interface {
+	// Kind names the backend, such as "local" or "vault-transit".
+	Kind() string
+	// LatestVersion asks the backend for the root version new wraps use;
+	// an error means the backend does not answer.
+	LatestVersion(ctx context.Context) (int, error)
 }
 
 // healthz answers GET /healthz: the root store's kind and latest version,
 // or 503 when it does not answer.
 func (hc *healthHandlers) healthz(w http.ResponseWriter, r *http.Request) {
-	v, err := hc.root.Versions(r.Context())
+	v, err := hc.root.LatestVersion(r.Context())
 	if err != nil {
 		hc.fail(w, r, &problemError{status: http.StatusServiceUnavailable, code: "backend_unavailable", title: "The root store is unavailable"})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "root_store": hc.root.Kind(), "root_version": v.Latest})
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "root_store": hc.root.Kind(), "root_version": v})
 }
 
 // livez answers GET /livez: the process is up and serving HTTP. It checks
@@ -78,7 +86,7 @@ func (hc *healthHandlers) readyz(w http.ResponseWriter, r *http.Request) {
 		disks[d.name] = "ok"
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
-	v, err := hc.root.Versions(ctx)
+	v, err := hc.root.LatestVersion(ctx)
 	cancel()
 	if err != nil {
 		failed = append(failed, "root store: does not answer")
@@ -90,7 +98,7 @@ func (hc *healthHandlers) readyz(w http.ResponseWriter, r *http.Request) {
 			detail: strings.Join(failed, "; ")})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "database": "ok", "root_store": hc.root.Kind(), "root_version": v.Latest,
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "database": "ok", "root_store": hc.root.Kind(), "root_version": v,
 		"disks": disks})
 }
 
