@@ -26,7 +26,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/shredd/shredd"
-	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/access"
 	"github.com/shredd/shredd/ui"
 )
 
@@ -37,10 +37,10 @@ const DefaultMaxBody = 1<<20*4/3 + 64<<10
 // Config configures a Server.
 type Config struct {
 	Service shredd.Service
-	Root    keystore.RootStore // probed by /healthz and /readyz
+	Root    RootProbe // probed by /healthz and /readyz
 	Log     *slog.Logger
 	// Tokens verifies the bearer tokens of /v1 calls.
-	Tokens *Tokens
+	Tokens *access.Tokens
 	// Metrics, when set, counts requests and serves GET /metrics.
 	Metrics *Metrics
 	// AttestationKey signs erasure attestations (GET
@@ -57,30 +57,57 @@ type Config struct {
 	Disks []Disk
 }
 
-// Server serves the HTTP API.
+// Server serves the HTTP API. It holds the router's own concerns (the
+// middlewares, authentication, body limits, the problem answers of its
+// codec); the routes are served by one small handler type per concern,
+// each holding only what it needs:
+//
+//   - sealHandlers: encrypt, decrypt, data keys, and their raw-body routes
+//   - registryHandlers: kinds, artifacts, leases, the reregister repair
+//   - forgetHandlers: forgets, their verification and attestation, epochs
+//   - holderHandlers: holders, their purge work, acks and inventories
+//   - logHandlers: the transparency log and the regulator export
+//   - healthHandlers: /healthz, /livez, /readyz
 type Server struct {
-	svc     shredd.Service
-	root    keystore.RootStore
-	log     *slog.Logger
-	tokens  *Tokens
+	*codec
+	tokens  *access.Tokens
 	metrics *Metrics
-	attKey  ed25519.PrivateKey
+
+	seal     *sealHandlers
+	registry *registryHandlers
+	forgets  *forgetHandlers
+	holders  *holderHandlers
+	tlog     *logHandlers
+	health   *healthHandlers
+}
+
+// codec reads request bodies within the server's limits and answers
+// failures as problem details; every handler type shares the server's.
+type codec struct {
+	log     *slog.Logger
 	maxBody int64
 	maxRaw  int64
-	disks   []diskCheck
 }
 
 // New returns a Server.
 func New(c Config) *Server {
-	s := &Server{svc: c.Service, root: c.Root, log: c.Log, tokens: c.Tokens, metrics: c.Metrics, attKey: c.AttestationKey, maxBody: c.MaxBody, maxRaw: c.MaxRawBody}
-	if s.maxBody <= 0 {
-		s.maxBody = DefaultMaxBody
+	cd := &codec{log: c.Log, maxBody: c.MaxBody, maxRaw: c.MaxRawBody}
+	if cd.maxBody <= 0 {
+		cd.maxBody = DefaultMaxBody
 	}
-	if s.maxRaw <= 0 {
-		s.maxRaw = DefaultMaxRawBody
+	if cd.maxRaw <= 0 {
+		cd.maxRaw = DefaultMaxRawBody
 	}
-	if s.log == nil {
-		s.log = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	if cd.log == nil {
+		cd.log = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	}
+	s := &Server{codec: cd, tokens: c.Tokens, metrics: c.Metrics,
+		seal:     &sealHandlers{codec: cd, svc: c.Service},
+		registry: &registryHandlers{codec: cd, svc: c.Service},
+		forgets:  &forgetHandlers{codec: cd, svc: c.Service, attKey: c.AttestationKey},
+		holders:  &holderHandlers{codec: cd, svc: c.Service},
+		tlog:     &logHandlers{codec: cd, svc: c.Service},
+		health:   &healthHandlers{codec: cd, root: c.Root, tokens: c.Tokens},
 	}
 	byDir := map[string]*diskProbe{}
 	for _, d := range c.Disks {
@@ -91,7 +118,7 @@ func New(c Config) *Server {
 			p = &diskProbe{dir: d.Dir, now: time.Now}
 			byDir[d.Dir] = p
 		}
-		s.disks = append(s.disks, diskCheck{name: d.Name, probe: p})
+		s.health.disks = append(s.health.disks, diskCheck{name: d.Name, probe: p})
 	}
 	return s
 }
@@ -126,44 +153,44 @@ func (s *Server) Handler() http.Handler {
 		}
 		s.fail(w, r, &problemError{status: http.StatusMethodNotAllowed, code: "method_not_allowed", title: "Method not allowed"})
 	})
-	r.Get("/healthz", s.healthz)
-	r.Get("/livez", s.livez)
-	r.Get("/readyz", s.readyz)
+	r.Get("/healthz", s.health.healthz)
+	r.Get("/livez", s.health.livez)
+	r.Get("/readyz", s.health.readyz)
 	r.Get("/v1/openapi.json", s.openAPI) // no token: the document holds no secrets
 	s.mountUI(r)
 	if s.metrics != nil {
-		r.With(s.authenticate, s.require(ScopeAudit)).Get("/metrics", s.metrics.Handler().ServeHTTP)
+		r.With(s.authenticate, s.require(access.ScopeAudit)).Get("/metrics", s.metrics.Handler().ServeHTTP)
 	}
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.authenticate)
-		r.With(s.require(ScopeEncrypt, ScopeDecrypt, ScopeRegister, ScopeAudit)).Get("/kinds", s.listKinds)
-		r.With(s.require(ScopeAdmin)).Put("/kinds/{kind}", s.putKind)
-		r.With(s.require(ScopeEncrypt)).Post("/encrypt", s.encrypt)
-		r.With(s.require(ScopeDecrypt)).Post("/decrypt", s.decrypt)
-		r.With(s.require(ScopeEncrypt)).Post("/encrypt/raw", s.encryptRaw)
-		r.With(s.require(ScopeEncrypt)).Post("/datakey", s.dataKey)
-		r.With(s.require(ScopeDecrypt)).Post("/decrypt/raw", s.decryptRaw)
-		r.With(s.require(ScopeDecrypt)).Post("/leases/{id}/release", s.releaseLease)
-		r.With(s.require(ScopeRegister)).Post("/artifacts", s.registerArtifact)
-		r.With(s.require(ScopeAdmin)).Post("/artifacts/reregister", s.reregister)
-		r.With(s.require(ScopeRegister, ScopeAudit)).Get("/artifacts/{id}", s.getArtifact)
-		r.With(s.require(ScopeForget)).Post("/forget", s.forget)
-		r.With(s.require(ScopeForget, ScopeAudit)).Get("/forgets", s.listForgets)
-		r.With(s.require(ScopeForget, ScopeAudit)).Get("/forgets/{id}", s.getForget)
-		r.With(s.require(ScopeForget, ScopeAudit)).Post("/forgets/{id}/verify", s.verifyForget)
-		r.With(s.require(ScopeForget, ScopeAudit)).Get("/forgets/{id}/attestation", s.attestation)
-		r.With(s.require(ScopeForget, ScopeAudit)).Get("/forgets/{id}/export", s.export)
-		r.With(s.require(ScopeAudit)).Get("/log/checkpoint", s.logCheckpoint)
-		r.With(s.require(ScopeAudit)).Get("/log/key", s.logKey)
-		r.With(s.require(ScopeAudit)).Get("/log/tile/*", s.logTile)
-		r.With(s.require(ScopeAudit)).Get("/log/proof/{index}", s.logProof)
-		r.With(s.require(ScopeAudit)).Get("/log/consistency", s.logConsistency)
-		r.With(s.require(ScopeRegister)).Post("/forgets/{id}/acks", s.ack)
-		r.With(s.require(ScopeAdmin)).Post("/holders", s.registerHolder)
-		r.With(s.require(ScopeRegister, ScopeAudit)).Get("/holders", s.listHolders)
-		r.With(s.require(ScopeRegister, ScopeAudit)).Get("/holders/{id}/purges", s.purges)
-		r.With(s.require(ScopeRegister)).Post("/holders/{id}/inventory", s.inventory)
-		r.With(s.require(ScopeAdmin)).Post("/epoch", s.epoch)
+		r.With(s.require(access.ScopeEncrypt, access.ScopeDecrypt, access.ScopeRegister, access.ScopeAudit)).Get("/kinds", s.registry.listKinds)
+		r.With(s.require(access.ScopeAdmin)).Put("/kinds/{kind}", s.registry.putKind)
+		r.With(s.require(access.ScopeEncrypt)).Post("/encrypt", s.seal.encrypt)
+		r.With(s.require(access.ScopeDecrypt)).Post("/decrypt", s.seal.decrypt)
+		r.With(s.require(access.ScopeEncrypt)).Post("/encrypt/raw", s.seal.encryptRaw)
+		r.With(s.require(access.ScopeEncrypt)).Post("/datakey", s.seal.dataKey)
+		r.With(s.require(access.ScopeDecrypt)).Post("/decrypt/raw", s.seal.decryptRaw)
+		r.With(s.require(access.ScopeDecrypt)).Post("/leases/{id}/release", s.registry.releaseLease)
+		r.With(s.require(access.ScopeRegister)).Post("/artifacts", s.registry.registerArtifact)
+		r.With(s.require(access.ScopeAdmin)).Post("/artifacts/reregister", s.registry.reregister)
+		r.With(s.require(access.ScopeRegister, access.ScopeAudit)).Get("/artifacts/{id}", s.registry.getArtifact)
+		r.With(s.require(access.ScopeForget)).Post("/forget", s.forgets.forget)
+		r.With(s.require(access.ScopeForget, access.ScopeAudit)).Get("/forgets", s.forgets.listForgets)
+		r.With(s.require(access.ScopeForget, access.ScopeAudit)).Get("/forgets/{id}", s.forgets.getForget)
+		r.With(s.require(access.ScopeForget, access.ScopeAudit)).Post("/forgets/{id}/verify", s.forgets.verifyForget)
+		r.With(s.require(access.ScopeForget, access.ScopeAudit)).Get("/forgets/{id}/attestation", s.forgets.attestation)
+		r.With(s.require(access.ScopeForget, access.ScopeAudit)).Get("/forgets/{id}/export", s.tlog.export)
+		r.With(s.require(access.ScopeAudit)).Get("/log/checkpoint", s.tlog.logCheckpoint)
+		r.With(s.require(access.ScopeAudit)).Get("/log/key", s.tlog.logKey)
+		r.With(s.require(access.ScopeAudit)).Get("/log/tile/*", s.tlog.logTile)
+		r.With(s.require(access.ScopeAudit)).Get("/log/proof/{index}", s.tlog.logProof)
+		r.With(s.require(access.ScopeAudit)).Get("/log/consistency", s.tlog.logConsistency)
+		r.With(s.require(access.ScopeRegister)).Post("/forgets/{id}/acks", s.holders.ack)
+		r.With(s.require(access.ScopeAdmin)).Post("/holders", s.holders.registerHolder)
+		r.With(s.require(access.ScopeRegister, access.ScopeAudit)).Get("/holders", s.holders.listHolders)
+		r.With(s.require(access.ScopeRegister, access.ScopeAudit)).Get("/holders/{id}/purges", s.holders.purges)
+		r.With(s.require(access.ScopeRegister)).Post("/holders/{id}/inventory", s.holders.inventory)
+		r.With(s.require(access.ScopeAdmin)).Post("/epoch", s.forgets.epoch)
 	})
 	return r
 }
@@ -228,8 +255,8 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 
 // decode reads one JSON object into v: content type application/json,
 // nesting within MaxDepth, unknown fields refused, nothing after the object.
-func (s *Server) decode(r *http.Request, v any) error {
-	body, err := s.readBody(r)
+func (c *codec) decode(r *http.Request, v any) error {
+	body, err := c.readBody(r)
 	if err != nil {
 		return err
 	}
@@ -238,7 +265,7 @@ func (s *Server) decode(r *http.Request, v any) error {
 
 // readBody reads a request body of content type application/json, within
 // the body limit.
-func (s *Server) readBody(r *http.Request) ([]byte, error) {
+func (c *codec) readBody(r *http.Request) ([]byte, error) {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" {
 		return nil, &problemError{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type", title: "Content-Type must be application/json"}
@@ -248,7 +275,7 @@ func (s *Server) readBody(r *http.Request) ([]byte, error) {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, &problemError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", title: "Request body too large",
-				detail: "request bodies are limited to " + strconv.FormatInt(s.maxBody, 10) + " bytes"}
+				detail: "request bodies are limited to " + strconv.FormatInt(c.maxBody, 10) + " bytes"}
 		}
 		return nil, badRequest("bad_body", "the request body could not be read")
 	}

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/shredd/shredd/access"
 	"github.com/shredd/shredd/api"
 	"github.com/shredd/shredd/registry"
 	"github.com/shredd/shredd/testkit/shreddtest"
@@ -26,7 +27,7 @@ type env struct {
 	t      testing.TB
 	srv    *httptest.Server
 	log    *bytes.Buffer
-	tokens *api.Tokens
+	tokens *access.Tokens
 	hasher *registry.Hasher
 	// attPub verifies attestations and log events; logVerifier the log's
 	// checkpoints, of key logVKey (nil and "" when the server keeps no log).
@@ -63,8 +64,8 @@ func newEnvWith(t testing.TB, o envOptions) *env {
 		e.logVerifier = st.LogVerifier(t)
 	}
 	var logs bytes.Buffer
-	s := api.New(api.Config{Service: st.Service, Root: st.Root, Log: slog.New(slog.NewJSONHandler(&logs, nil)),
-		Tokens: st.Tokens, Metrics: api.NewMetrics(st.Service, st.Keys), AttestationKey: st.AttestationKey, MaxBody: o.maxBody})
+	s := api.New(api.Config{Service: st.Service, Root: stackRoot(st), Log: slog.New(slog.NewJSONHandler(&logs, nil)),
+		Tokens: st.Tokens, Metrics: api.NewMetrics(st.Service, stackKeys(st)), AttestationKey: st.AttestationKey, MaxBody: o.maxBody})
 	e.srv = httptest.NewServer(s.Handler())
 	t.Cleanup(e.srv.Close)
 	e.log = &logs

@@ -97,25 +97,25 @@ func decodeCall[Req any](body []byte, single *Req) ([]*Req, error) {
 
 // serveCall answers a route that takes a single request or a batch_input
 // of them, running each through run.
-func serveCall[Req, Resp any](s *Server, w http.ResponseWriter, r *http.Request, run func(context.Context, *Req) (Resp, error)) {
-	serveCallMany(s, w, r, run, nil)
+func serveCall[Req, Resp any](c *codec, w http.ResponseWriter, r *http.Request, run func(context.Context, *Req) (Resp, error)) {
+	serveCallMany(c, w, r, run, nil)
 }
 
 // serveCallMany is serveCall with a batch runner: many runs every item of
 // a batch_input at once (the service's batch path, whose registrations
 // share commits) and returns one result or error per item. With many nil,
 // the items run through run, concurrently.
-func serveCallMany[Req, Resp any](s *Server, w http.ResponseWriter, r *http.Request, run func(context.Context, *Req) (Resp, error),
+func serveCallMany[Req, Resp any](c *codec, w http.ResponseWriter, r *http.Request, run func(context.Context, *Req) (Resp, error),
 	many func(context.Context, []*Req) ([]Resp, []error)) {
-	body, err := s.readBody(r)
+	body, err := c.readBody(r)
 	if err != nil {
-		s.fail(w, r, err)
+		c.fail(w, r, err)
 		return
 	}
 	var req Req
 	items, err := decodeCall(body, &req)
 	if err != nil {
-		s.fail(w, r, err)
+		c.fail(w, r, err)
 		return
 	}
 	if items != nil && many != nil {
@@ -123,7 +123,7 @@ func serveCallMany[Req, Resp any](s *Server, w http.ResponseWriter, r *http.Requ
 		results := make([]any, len(items))
 		for i := range items {
 			if errs[i] != nil {
-				results[i] = s.itemFailure(r, i, errs[i])
+				results[i] = c.itemFailure(r, i, errs[i])
 			} else {
 				results[i] = out[i]
 			}
@@ -132,12 +132,12 @@ func serveCallMany[Req, Resp any](s *Server, w http.ResponseWriter, r *http.Requ
 		return
 	}
 	if items != nil {
-		serveBatch(s, w, r, items, run)
+		serveBatch(c, w, r, items, run)
 		return
 	}
 	out, err := run(r.Context(), &req)
 	if err != nil {
-		s.fail(w, r, err)
+		c.fail(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -183,7 +183,7 @@ const batchWorkers = 64
 // Items run concurrently (up to batchWorkers at once), so that their
 // registrations and leases share group commits instead of waiting for one
 // disk flush each.
-func serveBatch[Req, Resp any](s *Server, w http.ResponseWriter, r *http.Request, items []*Req,
+func serveBatch[Req, Resp any](c *codec, w http.ResponseWriter, r *http.Request, items []*Req,
 	run func(context.Context, *Req) (Resp, error)) {
 	results := make([]any, len(items))
 	errs := make([]error, len(items))
@@ -210,7 +210,7 @@ func serveBatch[Req, Resp any](s *Server, w http.ResponseWriter, r *http.Request
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
-			results[i] = s.itemFailure(r, i, err)
+			results[i] = c.itemFailure(r, i, err)
 		}
 	}
 	writeJSON(w, http.StatusOK, batchResponse{BatchResults: results})
@@ -218,13 +218,13 @@ func serveBatch[Req, Resp any](s *Server, w http.ResponseWriter, r *http.Request
 
 // itemFailure logs the failure of item i of a batch, as fail does for a
 // request, and returns its result.
-func (s *Server) itemFailure(r *http.Request, i int, err error) itemFailure {
+func (c *codec) itemFailure(r *http.Request, i int, err error) itemFailure {
 	e := describe(err)
 	level := slog.LevelInfo
 	if e.Status >= 500 {
 		level = slog.LevelError
 	}
-	s.log.LogAttrs(r.Context(), level, "batch item failed", slog.String("request_id", requestID(r.Context())),
+	c.log.LogAttrs(r.Context(), level, "batch item failed", slog.String("request_id", requestID(r.Context())),
 		slog.Int("item", i), slog.String("code", e.Code), slog.Int("status", e.Status), slog.String("error", err.Error()))
 	return itemFailure{Error: e}
 }

@@ -20,14 +20,14 @@ type dataKeyResponse struct {
 // item of its batch_input) is a sourceBody: an encrypt without the
 // plaintext, which the client seals itself. The answer holds key material,
 // so it must not be stored by caches on the way.
-func (s *Server) dataKey(w http.ResponseWriter, r *http.Request) {
+func (s *sealHandlers) dataKey(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	serveCallMany(s, w, r, s.dataKeyItem, s.dataKeyMany)
+	serveCallMany(s.codec, w, r, s.dataKeyItem, s.dataKeyMany)
 }
 
 // dataKeyMany runs the items of a data key batch through the service's
 // batch path: their registrations are committed together.
-func (s *Server) dataKeyMany(ctx context.Context, reqs []*sourceBody) ([]dataKeyResponse, []error) {
+func (s *sealHandlers) dataKeyMany(ctx context.Context, reqs []*sourceBody) ([]dataKeyResponse, []error) {
 	return runValid(reqs,
 		func(req *sourceBody) (shredd.Source, error) { return req.forToken(ctx) },
 		func(srcs []shredd.Source) ([]shredd.DataKey, []error) { return s.svc.DataKeys(ctx, srcs) },
@@ -47,7 +47,7 @@ func dataKeyAnswer(dk shredd.DataKey) dataKeyResponse {
 }
 
 // dataKeyItem validates and runs one data key request, alone or in a batch.
-func (s *Server) dataKeyItem(ctx context.Context, req *sourceBody) (dataKeyResponse, error) {
+func (s *sealHandlers) dataKeyItem(ctx context.Context, req *sourceBody) (dataKeyResponse, error) {
 	src, err := req.forToken(ctx)
 	if err != nil {
 		return dataKeyResponse{}, err

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shredd/shredd/api"
+	"github.com/shredd/shredd/access"
 	"github.com/shredd/shredd/envelope"
 )
 
@@ -112,7 +112,7 @@ func TestDataKeyRefused(t *testing.T) {
 	if f := e.do("POST", "/v1/forget", `{"subject":"gone@example.com"}`); f.status != 202 {
 		t.Fatalf("forget: %d %v", f.status, f.body)
 	}
-	_, dec, err := e.tokens.Create(context.Background(), "reader", []string{api.ScopeDecrypt}, "", 0)
+	_, dec, err := e.tokens.Create(context.Background(), "reader", []string{access.ScopeDecrypt}, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

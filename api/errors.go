@@ -90,7 +90,7 @@ func safeDetail(err error) bool {
 	return false
 }
 
-func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+func (c *codec) fail(w http.ResponseWriter, r *http.Request, err error) {
 	d := describe(err)
 	p := Problem{Status: d.Status, Code: d.Code, Title: d.Title, Detail: d.Detail, RequestID: requestID(r.Context())}
 	level := slog.LevelInfo
@@ -99,7 +99,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	// The full error goes to the log with the request id; error texts of
 	// shredd's packages never carry plaintext, keys or raw subject ids.
-	s.log.LogAttrs(r.Context(), level, "request failed", slog.String("request_id", p.RequestID),
+	c.log.LogAttrs(r.Context(), level, "request failed", slog.String("request_id", p.RequestID),
 		slog.String("code", p.Code), slog.Int("status", p.Status), slog.String("error", err.Error()))
 	p.Type = "urn:shredd:problem:" + p.Code
 	w.Header().Set("Content-Type", "application/problem+json")

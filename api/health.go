@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shredd/shredd/access"
 	"github.com/shredd/shredd/storage"
 )
 
@@ -19,10 +20,39 @@ import (
 // route answer 503 in time for the orchestrator's own probe timeout.
 const readyTimeout = 2 * time.Second
 
+// healthHandlers serve the probes of orchestrators and load balancers:
+// /healthz, /livez and /readyz, which need no token.
+type healthHandlers struct {
+	*codec
+	root   RootProbe
+	tokens *access.Tokens // the one handle to the database (probeDB)
+	disks  []diskCheck
+}
+
+// RootProbe is what GET /healthz and GET /readyz ask of the root store.
+type RootProbe interface {
+	// Kind names the backend, such as "local" or "vault-transit".
+	Kind() string
+	// LatestVersion asks the backend for the root version new wraps use;
+	// an error means the backend does not answer.
+	LatestVersion(ctx context.Context) (int, error)
+}
+
+// healthz answers GET /healthz: the root store's kind and latest version,
+// or 503 when it does not answer.
+func (hc *healthHandlers) healthz(w http.ResponseWriter, r *http.Request) {
+	v, err := hc.root.LatestVersion(r.Context())
+	if err != nil {
+		hc.fail(w, r, &problemError{status: http.StatusServiceUnavailable, code: "backend_unavailable", title: "The root store is unavailable"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "root_store": hc.root.Kind(), "root_version": v})
+}
+
 // livez answers GET /livez: the process is up and serving HTTP. It checks
 // nothing else, on purpose: a liveness probe that failed when a dependency
 // is down would get the process restarted, which cures neither.
-func (s *Server) livez(w http.ResponseWriter, r *http.Request) {
+func (hc *healthHandlers) livez(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
 }
 
@@ -33,42 +63,42 @@ func (s *Server) livez(w http.ResponseWriter, r *http.Request) {
 // time, so that the answer names all that failed; a disk's probe result is
 // reused for diskProbeTTL, so that /readyz cannot be used to hammer the
 // disks.
-func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+func (hc *healthHandlers) readyz(w http.ResponseWriter, r *http.Request) {
 	var failed []string
-	if err := s.probeDB(r.Context()); err != nil {
+	if err := hc.probeDB(r.Context()); err != nil {
 		what := "database: does not accept a write"
 		if storage.DiskFull(err) {
 			what += " (its disk is full or read-only)"
 		}
 		failed = append(failed, what)
-		s.log.LogAttrs(r.Context(), slog.LevelError, "not ready", slog.String("request_id", requestID(r.Context())),
+		hc.log.LogAttrs(r.Context(), slog.LevelError, "not ready", slog.String("request_id", requestID(r.Context())),
 			slog.String("part", "database"), slog.String("error", err.Error()))
 	}
 	disks := map[string]string{}
-	for _, d := range s.disks {
+	for _, d := range hc.disks {
 		if err := d.probe.run(); err != nil {
 			disks[d.name] = "failed"
 			failed = append(failed, "disk "+d.name+": cannot write a file (full or read-only)")
-			s.log.LogAttrs(r.Context(), slog.LevelError, "not ready", slog.String("request_id", requestID(r.Context())),
+			hc.log.LogAttrs(r.Context(), slog.LevelError, "not ready", slog.String("request_id", requestID(r.Context())),
 				slog.String("part", "disk "+d.name), slog.String("error", err.Error()))
 			continue
 		}
 		disks[d.name] = "ok"
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
-	v, err := s.root.Versions(ctx)
+	v, err := hc.root.LatestVersion(ctx)
 	cancel()
 	if err != nil {
 		failed = append(failed, "root store: does not answer")
-		s.log.LogAttrs(r.Context(), slog.LevelError, "not ready", slog.String("request_id", requestID(r.Context())),
+		hc.log.LogAttrs(r.Context(), slog.LevelError, "not ready", slog.String("request_id", requestID(r.Context())),
 			slog.String("part", "root_store"), slog.String("error", err.Error()))
 	}
 	if failed != nil {
-		s.fail(w, r, &problemError{status: http.StatusServiceUnavailable, code: "not_ready", title: "The service is not ready",
+		hc.fail(w, r, &problemError{status: http.StatusServiceUnavailable, code: "not_ready", title: "The service is not ready",
 			detail: strings.Join(failed, "; ")})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "database": "ok", "root_store": s.root.Kind(), "root_version": v.Latest,
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "database": "ok", "root_store": hc.root.Kind(), "root_version": v,
 		"disks": disks})
 }
 
@@ -145,11 +175,11 @@ var errNoDatabase = errors.New("api: no database to probe (the Server has no tok
 
 // probeDB writes to the service's database. The Server reaches it through
 // the token store, the one handle to it that the api package holds.
-func (s *Server) probeDB(ctx context.Context) error {
-	if s.tokens == nil {
+func (hc *healthHandlers) probeDB(ctx context.Context) error {
+	if hc.tokens == nil {
 		return errNoDatabase
 	}
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
-	return s.tokens.db.ProbeWrite(ctx, time.Now())
+	return hc.tokens.ProbeWrite(ctx, time.Now())
 }

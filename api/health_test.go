@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shredd/shredd/access"
 	"github.com/shredd/shredd/api"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/vault"
@@ -22,10 +23,14 @@ import (
 func healthEnv(t *testing.T, root keystore.RootStore) (*env, *storage.DB) {
 	t.Helper()
 	st := shreddtest.New(t, shreddtest.Options{})
-	if root == nil {
-		root = st.Root
+	probe := stackRoot(st)
+	if root != nil {
+		probe = rootProbe{kind: root.Kind, latest: func(ctx context.Context) (int, error) {
+			v, err := root.Versions(ctx)
+			return v.Latest, err
+		}}
 	}
-	srv := httptest.NewServer(api.New(api.Config{Service: st.Service, Root: root, Tokens: st.Tokens}).Handler())
+	srv := httptest.NewServer(api.New(api.Config{Service: st.Service, Root: probe, Tokens: st.Tokens}).Handler())
 	t.Cleanup(srv.Close)
 	return &env{t: t, srv: srv}, st.DB
 }
@@ -118,8 +123,11 @@ func readOnly(t *testing.T, db *storage.DB) {
 	if _, err := db.ExecContext(context.Background(), q); err != nil {
 		t.Fatal(err)
 	}
-	var n int
-	if err := db.QueryRowContext(context.Background(), `SELECT count(*) FROM tokens`).Scan(&n); err != nil {
+	tokens, err := access.OpenTokens(context.Background(), db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tokens.Count(context.Background()); err != nil {
 		t.Fatalf("reads fail too: %v", err)
 	}
 }
@@ -133,7 +141,7 @@ func TestReadyDisks(t *testing.T) {
 	st := shreddtest.New(t, shreddtest.Options{})
 	data, backups := t.TempDir(), t.TempDir()
 	ledger := filepath.Join(t.TempDir(), "ledger")
-	srv := httptest.NewServer(api.New(api.Config{Service: st.Service, Root: st.Root, Tokens: st.Tokens,
+	srv := httptest.NewServer(api.New(api.Config{Service: st.Service, Root: stackRoot(st), Tokens: st.Tokens,
 		Disks: []api.Disk{{Name: "data", Dir: data}, {Name: "ledger", Dir: ledger}, {Name: "backups", Dir: backups}}}).Handler())
 	t.Cleanup(srv.Close)
 	e := &env{t: t, srv: srv}

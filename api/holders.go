@@ -11,6 +11,13 @@ import (
 	"github.com/shredd/shredd"
 )
 
+// holderHandlers serve the holders' routes: registration, listing, purge
+// work, acks and inventories.
+type holderHandlers struct {
+	*codec
+	svc shredd.Eraser
+}
+
 type holderRequest struct {
 	Holder    string `json:"holder"`
 	PublicKey string `json:"public_key"` // base64 of the 32-byte Ed25519 public key
@@ -23,24 +30,24 @@ type holderResponse struct {
 }
 
 // registerHolder registers a holder and its Ed25519 key (POST /v1/holders).
-func (s *Server) registerHolder(w http.ResponseWriter, r *http.Request) {
+func (hh *holderHandlers) registerHolder(w http.ResponseWriter, r *http.Request) {
 	var req holderRequest
-	if err := s.decode(r, &req); err != nil {
-		s.fail(w, r, err)
+	if err := hh.decode(r, &req); err != nil {
+		hh.fail(w, r, err)
 		return
 	}
 	if req.Holder == "" || req.PublicKey == "" {
-		s.fail(w, r, badRequest("missing_field", "holder and public_key are required"))
+		hh.fail(w, r, badRequest("missing_field", "holder and public_key are required"))
 		return
 	}
 	pub, err := b64("public_key", req.PublicKey)
 	if err != nil {
-		s.fail(w, r, err)
+		hh.fail(w, r, err)
 		return
 	}
-	h, created, err := s.svc.RegisterHolder(r.Context(), req.Holder, pub)
+	h, created, err := hh.svc.RegisterHolder(r.Context(), req.Holder, pub)
 	if err != nil {
-		s.fail(w, r, err)
+		hh.fail(w, r, err)
 		return
 	}
 	status := http.StatusOK
@@ -81,15 +88,15 @@ type purgeJSON struct {
 }
 
 // purges lists a holder's purge work (GET /v1/holders/{id}/purges).
-func (s *Server) purges(w http.ResponseWriter, r *http.Request) {
+func (hh *holderHandlers) purges(w http.ResponseWriter, r *http.Request) {
 	holder, err := holderParam(r)
 	if err != nil {
-		s.fail(w, r, err)
+		hh.fail(w, r, err)
 		return
 	}
-	ps, err := s.svc.Purges(r.Context(), holder)
+	ps, err := hh.svc.Purges(r.Context(), holder)
 	if err != nil {
-		s.fail(w, r, err)
+		hh.fail(w, r, err)
 		return
 	}
 	out := make([]purgeJSON, len(ps))
@@ -114,39 +121,39 @@ type ackRequest struct {
 }
 
 // ack takes a holder's signed purge ack (POST /v1/forgets/{id}/acks).
-func (s *Server) ack(w http.ResponseWriter, r *http.Request) {
+func (hh *holderHandlers) ack(w http.ResponseWriter, r *http.Request) {
 	fid, err := pathID(r, "forget")
 	if err != nil {
-		s.fail(w, r, err)
+		hh.fail(w, r, err)
 		return
 	}
 	var req ackRequest
-	if err := s.decode(r, &req); err != nil {
-		s.fail(w, r, err)
+	if err := hh.decode(r, &req); err != nil {
+		hh.fail(w, r, err)
 		return
 	}
 	holder, err := actAs(r.Context(), req.Holder)
 	if err != nil {
-		s.fail(w, r, err)
+		hh.fail(w, r, err)
 		return
 	}
 	if holder == "" || len(req.Artifacts) == 0 || req.Signature == "" {
-		s.fail(w, r, badRequest("missing_field", "holder, artifacts and signature are required"))
+		hh.fail(w, r, badRequest("missing_field", "holder, artifacts and signature are required"))
 		return
 	}
 	ids, err := parseIDs("artifacts", req.Artifacts)
 	if err != nil {
-		s.fail(w, r, err)
+		hh.fail(w, r, err)
 		return
 	}
 	sig, err := b64("signature", req.Signature)
 	if err != nil {
-		s.fail(w, r, err)
+		hh.fail(w, r, err)
 		return
 	}
-	res, err := s.svc.Ack(r.Context(), fid, holder, ids, sig)
+	res, err := hh.svc.Ack(r.Context(), fid, holder, ids, sig)
 	if err != nil {
-		s.fail(w, r, err)
+		hh.fail(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"closed": idStrings(res.Closed), "missing": idStrings(res.Missing)})
@@ -160,24 +167,24 @@ type inventoryRequest struct {
 }
 
 // inventory takes a holder's inventory (POST /v1/holders/{id}/inventory).
-func (s *Server) inventory(w http.ResponseWriter, r *http.Request) {
+func (hh *holderHandlers) inventory(w http.ResponseWriter, r *http.Request) {
 	holder, err := holderParam(r)
 	if err != nil {
-		s.fail(w, r, err)
+		hh.fail(w, r, err)
 		return
 	}
 	var req inventoryRequest
-	if err := s.decode(r, &req); err != nil {
-		s.fail(w, r, err)
+	if err := hh.decode(r, &req); err != nil {
+		hh.fail(w, r, err)
 		return
 	}
 	items := make([]shredd.InventoryItem, len(req.Artifacts))
 	for i, a := range req.Artifacts {
 		items[i] = shredd.InventoryItem{ID: a.ID, Kind: a.Kind}
 	}
-	inv, err := s.svc.ReportInventory(r.Context(), holder, items)
+	inv, err := hh.svc.ReportInventory(r.Context(), holder, items)
 	if err != nil {
-		s.fail(w, r, err)
+		hh.fail(w, r, err)
 		return
 	}
 	orEmpty := func(ss []string) []string {

@@ -36,20 +36,20 @@ type inventoryJSON struct {
 // registered holders by id, with their pending purge work, last ack and
 // latest inventory (docs/api.md). A holder-bound token sees its own holder
 // only.
-func (s *Server) listHolders(w http.ResponseWriter, r *http.Request) {
+func (hh *holderHandlers) listHolders(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	var hq shredd.HolderQuery
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > shredd.MaxHolderPage || strconv.Itoa(n) != v {
-			s.fail(w, r, badRequest("invalid_request", "limit must be a decimal from 1 to "+strconv.Itoa(shredd.MaxHolderPage)))
+			hh.fail(w, r, badRequest("invalid_request", "limit must be a decimal from 1 to "+strconv.Itoa(shredd.MaxHolderPage)))
 			return
 		}
 		hq.Limit = n
 	}
 	if hq.Cursor = q.Get("cursor"); hq.Cursor != "" {
 		if _, err := shredd.ParseHolderCursor(hq.Cursor); err != nil {
-			s.fail(w, r, badRequest("invalid_request", "cursor must be the next of an earlier page of this listing"))
+			hh.fail(w, r, badRequest("invalid_request", "cursor must be the next of an earlier page of this listing"))
 			return
 		}
 	}
@@ -57,13 +57,13 @@ func (s *Server) listHolders(w http.ResponseWriter, r *http.Request) {
 	// acts as its holder only.
 	only, err := actAs(r.Context(), "")
 	if err != nil {
-		s.fail(w, r, err)
+		hh.fail(w, r, err)
 		return
 	}
 	hq.Only = only
-	page, err := s.svc.ListHolders(r.Context(), hq)
+	page, err := hh.svc.ListHolders(r.Context(), hq)
 	if err != nil {
-		s.fail(w, r, err)
+		hh.fail(w, r, err)
 		return
 	}
 	out := holderListResponse{Holders: make([]holderStatusJSON, len(page.Holders)), Next: page.Next}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/shredd/shredd"
-	"github.com/shredd/shredd/api"
+	"github.com/shredd/shredd/access"
 	"github.com/shredd/shredd/erasure"
 )
 
@@ -149,16 +149,16 @@ func TestListHolders(t *testing.T) {
 		}
 		return raw
 	}
-	if got := list(0, tok("auditor", []string{api.ScopeAudit}, "")); len(got) != len(ids) {
+	if got := list(0, tok("auditor", []string{access.ScopeAudit}, "")); len(got) != len(ids) {
 		t.Errorf("audit token: %d holders", len(got))
 	}
-	if got := list(0, tok("ann", []string{api.ScopeRegister}, "ann-1")); len(got) != 1 || got["ann-1"]["pending_artifacts"] != float64(1) {
+	if got := list(0, tok("ann", []string{access.ScopeRegister}, "ann-1")); len(got) != 1 || got["ann-1"]["pending_artifacts"] != float64(1) {
 		t.Errorf("a token bound to ann-1 sees %v", got)
 	}
-	if got := list(0, tok("ghost", []string{api.ScopeRegister}, "ghost")); len(got) != 0 {
+	if got := list(0, tok("ghost", []string{access.ScopeRegister}, "ghost")); len(got) != 0 {
 		t.Errorf("a token bound to an unregistered holder sees %v", got)
 	}
-	if r := e.do("GET", "/v1/holders", "", "Authorization", "Bearer "+tok("enc", []string{api.ScopeEncrypt}, "")); r.status != 403 {
+	if r := e.do("GET", "/v1/holders", "", "Authorization", "Bearer "+tok("enc", []string{access.ScopeEncrypt}, "")); r.status != 403 {
 		t.Errorf("encrypt token: %d", r.status)
 	}
 	for _, q := range []string{"limit=0", "limit=1001", "limit=01", "limit=x", "cursor=a", "cursor=" + url.QueryEscape("YW5uLTE="), "cursor=" + shredd.HolderCursor("a b"), "cursor=" + shredd.HolderCursor("-x")} {

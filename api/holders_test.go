@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/shredd/shredd"
-	"github.com/shredd/shredd/api"
+	"github.com/shredd/shredd/access"
 	"github.com/shredd/shredd/erasure"
 )
 
@@ -46,7 +46,7 @@ func TestHoldersAndAcks(t *testing.T) {
 	if r := e.do("POST", "/v1/forgets/"+fid+"/acks", `{"holder":"ann-1","artifacts":["`+vec+`"],"signature":"`+forged+`"}`); r.status != 400 || str(r, "code") != "invalid_signature" {
 		t.Fatalf("forged ack: %d %v", r.status, r.body)
 	}
-	_, bound, err := e.tokens.Create(context.Background(), "b", []string{api.ScopeRegister}, "ann-2", 0)
+	_, bound, err := e.tokens.Create(context.Background(), "b", []string{access.ScopeRegister}, "ann-2", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,16 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/translog"
 )
+
+// logHandlers serve the transparency log's routes and the regulator
+// export of a forget.
+type logHandlers struct {
+	*codec
+	svc shredd.Eraser
+}
 
 // The transparency log's routes (docs/transparency.md), under /v1/log, and
 // the regulator export of a forget. Every answer is public material (signed
@@ -19,10 +27,10 @@ import (
 // forgets there are.
 
 // tlogOf returns the service's log, or fails the request with 503.
-func (s *Server) tlogOf(w http.ResponseWriter, r *http.Request) *translog.Log {
-	l, _ := s.svc.TransparencyLog()
+func (lh *logHandlers) tlogOf(w http.ResponseWriter, r *http.Request) *translog.Log {
+	l, _ := lh.svc.TransparencyLog()
 	if l == nil {
-		s.fail(w, r, &problemError{status: http.StatusServiceUnavailable, code: "no_log", title: "This service keeps no transparency log"})
+		lh.fail(w, r, &problemError{status: http.StatusServiceUnavailable, code: "no_log", title: "This service keeps no transparency log"})
 	}
 	return l
 }
@@ -35,14 +43,14 @@ func writeText(w http.ResponseWriter, contentType string, b []byte) {
 
 // logCheckpoint answers the log's current checkpoint (C2SP tlog-checkpoint,
 // a signed note).
-func (s *Server) logCheckpoint(w http.ResponseWriter, r *http.Request) {
-	l := s.tlogOf(w, r)
+func (lh *logHandlers) logCheckpoint(w http.ResponseWriter, r *http.Request) {
+	l := lh.tlogOf(w, r)
 	if l == nil {
 		return
 	}
 	cp, err := l.Checkpoint(r.Context())
 	if err != nil {
-		s.fail(w, r, err)
+		lh.fail(w, r, err)
 		return
 	}
 	crashpoint.Hit("log:checkpoint") // signed, not yet handed out
@@ -51,10 +59,10 @@ func (s *Server) logCheckpoint(w http.ResponseWriter, r *http.Request) {
 }
 
 // logKey answers the log's signed-note verifier key.
-func (s *Server) logKey(w http.ResponseWriter, r *http.Request) {
-	_, vkey := s.svc.TransparencyLog()
+func (lh *logHandlers) logKey(w http.ResponseWriter, r *http.Request) {
+	_, vkey := lh.svc.TransparencyLog()
 	if vkey == "" {
-		s.tlogOf(w, r)
+		lh.tlogOf(w, r)
 		return
 	}
 	writeText(w, "text/plain; charset=utf-8", []byte(vkey+"\n"))
@@ -62,15 +70,15 @@ func (s *Server) logKey(w http.ResponseWriter, r *http.Request) {
 
 // logTile answers a tile in the C2SP tlog-tiles layout: /v1/log/tile/<L>/<N>[.p/<W>]
 // (hashes) and /v1/log/tile/entries/<N>[.p/<W>] (entry bundles).
-func (s *Server) logTile(w http.ResponseWriter, r *http.Request) {
-	l := s.tlogOf(w, r)
+func (lh *logHandlers) logTile(w http.ResponseWriter, r *http.Request) {
+	l := lh.tlogOf(w, r)
 	if l == nil {
 		return
 	}
 	path := "tile/" + chi.URLParam(r, "*")
 	b, err := l.ReadTile(r.Context(), path)
 	if err != nil {
-		s.fail(w, r, err)
+		lh.fail(w, r, err)
 		return
 	}
 	if !strings.Contains(path, ".p/") {
@@ -83,24 +91,24 @@ func (s *Server) logTile(w http.ResponseWriter, r *http.Request) {
 // logProof answers the c2sp.org/tlog-proof@v1 inclusion proof of entry
 // {index}, against a checkpoint of tree size ?size= (default: the current
 // tree).
-func (s *Server) logProof(w http.ResponseWriter, r *http.Request) {
-	l := s.tlogOf(w, r)
+func (lh *logHandlers) logProof(w http.ResponseWriter, r *http.Request) {
+	l := lh.tlogOf(w, r)
 	if l == nil {
 		return
 	}
 	idx, err := strconv.ParseInt(chi.URLParam(r, "index"), 10, 64)
 	if err != nil || idx < 0 {
-		s.fail(w, r, badRequest("invalid_index", "index must be a non-negative decimal integer"))
+		lh.fail(w, r, badRequest("invalid_index", "index must be a non-negative decimal integer"))
 		return
 	}
 	size, err := sizeParam(r, "size")
 	if err != nil {
-		s.fail(w, r, err)
+		lh.fail(w, r, err)
 		return
 	}
 	p, err := l.Prove(r.Context(), idx, size)
 	if err != nil {
-		s.fail(w, r, err)
+		lh.fail(w, r, err)
 		return
 	}
 	writeText(w, "text/plain; charset=utf-8", p)
@@ -108,34 +116,34 @@ func (s *Server) logProof(w http.ResponseWriter, r *http.Request) {
 
 // logConsistency answers the consistency proof between tree sizes ?old= and
 // ?new= (default: the current tree), in shredd/tlog-consistency@v1 text.
-func (s *Server) logConsistency(w http.ResponseWriter, r *http.Request) {
-	l := s.tlogOf(w, r)
+func (lh *logHandlers) logConsistency(w http.ResponseWriter, r *http.Request) {
+	l := lh.tlogOf(w, r)
 	if l == nil {
 		return
 	}
 	old, err := sizeParam(r, "old")
 	if err != nil {
-		s.fail(w, r, err)
+		lh.fail(w, r, err)
 		return
 	}
 	newSize, err := sizeParam(r, "new")
 	if err != nil {
-		s.fail(w, r, err)
+		lh.fail(w, r, err)
 		return
 	}
 	if newSize == 0 {
 		if newSize, err = l.Size(r.Context()); err != nil {
-			s.fail(w, r, err)
+			lh.fail(w, r, err)
 			return
 		}
 	}
 	if old > newSize {
-		s.fail(w, r, badRequest("invalid_size", "old must not be above new"))
+		lh.fail(w, r, badRequest("invalid_size", "old must not be above new"))
 		return
 	}
 	p, err := l.ProveConsistency(r.Context(), old, newSize)
 	if err != nil {
-		s.fail(w, r, err)
+		lh.fail(w, r, err)
 		return
 	}
 	writeText(w, "text/plain; charset=utf-8", (&translog.ConsistencyProof{Old: old, New: newSize, Hashes: p}).Marshal())
@@ -158,28 +166,28 @@ func sizeParam(r *http.Request, name string) (int64, error) {
 // export answers the regulator export of an erased forget: one gzip tar
 // archive (package bundle, docs/transparency.md); ?since=N adds a
 // consistency proof from tree size N.
-func (s *Server) export(w http.ResponseWriter, r *http.Request) {
+func (lh *logHandlers) export(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r, "forget")
 	if err != nil {
-		s.fail(w, r, err)
+		lh.fail(w, r, err)
 		return
 	}
 	since, err := sizeParam(r, "since")
 	if err != nil {
-		s.fail(w, r, err)
+		lh.fail(w, r, err)
 		return
 	}
-	if s.tlogOf(w, r) == nil {
+	if lh.tlogOf(w, r) == nil {
 		return
 	}
-	b, err := s.svc.Export(r.Context(), id, since)
+	b, err := lh.svc.Export(r.Context(), id, since)
 	if err != nil {
-		s.fail(w, r, err)
+		lh.fail(w, r, err)
 		return
 	}
 	var buf bytes.Buffer
 	if err := b.Write(&buf); err != nil {
-		s.fail(w, r, err)
+		lh.fail(w, r, err)
 		return
 	}
 	w.Header().Set("Content-Disposition", `attachment; filename="`+b.Dir()+`.tar.gz"`)

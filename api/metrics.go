@@ -21,7 +21,6 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/shredd/shredd"
-	"github.com/shredd/shredd/keystore"
 )
 
 // MetricsContentType is the content type of the Prometheus text exposition
@@ -47,7 +46,7 @@ var metricsLatencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, 
 // forget, a token, or a URL as the client sent it.
 type Metrics struct {
 	svc  shredd.Eraser
-	keys *keystore.Store
+	keys KeyStats
 
 	// Log receives the errors of scrapes that fail (discarded when nil). Set
 	// it before the first scrape.
@@ -69,8 +68,24 @@ type latencyHistogram struct {
 	n      uint64
 }
 
+// KeyStats is what GET /metrics reads of the key tree: the counters of its
+// key cache, of the root epochs this process ran, and of the root store
+// calls that failed.
+type KeyStats interface {
+	// CacheStats returns the subject key lookups answered from the cache
+	// and those that went to the database and the root store.
+	CacheStats() (hits, misses uint64)
+	// EpochCounts returns the root epochs completed and failed since the
+	// process started, and the wall time of the last completed one (0
+	// before the first).
+	EpochCounts() (completed, failed uint64, last time.Duration)
+	// RootErrors returns the root store calls that failed because the
+	// backend was unavailable, by operation.
+	RootErrors() map[string]uint64
+}
+
 // NewMetrics returns the metrics of a service and its key tree.
-func NewMetrics(svc shredd.Eraser, keys *keystore.Store) *Metrics {
+func NewMetrics(svc shredd.Eraser, keys KeyStats) *Metrics {
 	return &Metrics{svc: svc, keys: keys, requests: map[requestSeries]uint64{}, latency: map[string]*latencyHistogram{}}
 }
 
@@ -194,7 +209,7 @@ func (m *Metrics) write(ctx context.Context, w *expoWriter) error {
 		return err
 	}
 	hits, misses := m.keys.CacheStats()
-	epochs := m.keys.EpochStats()
+	epochsDone, epochsFailed, epochLast := m.keys.EpochCounts()
 	rootErrs := m.keys.RootErrors()
 
 	m.mu.Lock()
@@ -260,11 +275,11 @@ func (m *Metrics) write(ctx context.Context, w *expoWriter) error {
 	w.sample("shredd_key_cache_misses_total", float64(misses))
 
 	w.family("shredd_epochs_total", "counter", "Root epochs completed by this process.")
-	w.sample("shredd_epochs_total", float64(epochs.Completed))
+	w.sample("shredd_epochs_total", float64(epochsDone))
 	w.family("shredd_epoch_failures_total", "counter", "Root epoch runs that failed and will be resumed.")
-	w.sample("shredd_epoch_failures_total", float64(epochs.Failed))
+	w.sample("shredd_epoch_failures_total", float64(epochsFailed))
 	w.family("shredd_epoch_duration_seconds", "gauge", "Duration in seconds of the last root epoch this process completed (0 before the first).")
-	w.sample("shredd_epoch_duration_seconds", epochs.Last.Seconds())
+	w.sample("shredd_epoch_duration_seconds", epochLast.Seconds())
 
 	ops := make([]string, 0, len(rootErrs))
 	for op := range rootErrs {

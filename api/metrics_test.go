@@ -58,12 +58,12 @@ func newMetricsEnv(t *testing.T, root keystore.RootStore, ko keystore.Options) *
 	st := shreddtest.New(t, shreddtest.Options{Root: root, Keystore: ko, Registry: registry.Options{Now: clock.Now}, Sealer: sealing.Options{Now: clock.Now}, Erasure: erasure.Options{Now: clock.Now}, AdminToken: token})
 	var logs bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
-	m := api.NewMetrics(st.Service, st.Keys)
+	m := api.NewMetrics(st.Service, stackKeys(st))
 	m.Log = log
 	r := chi.NewRouter()
 	r.Use(m.Middleware)
 	r.Get("/metrics", m.Handler().ServeHTTP)
-	r.Mount("/", api.New(api.Config{Service: st.Service, Root: st.Root, Log: log, Tokens: st.Tokens}).Handler())
+	r.Mount("/", api.New(api.Config{Service: st.Service, Root: stackRoot(st), Log: log, Tokens: st.Tokens}).Handler())
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)
 	return &metricsEnv{env: &env{t: t, srv: srv, log: &logs, hasher: st.Hasher}, m: m, keys: st.Keys, clock: clock}
@@ -396,7 +396,7 @@ func TestMetricsMiddleware(t *testing.T) {
 	for _, order := range []string{"recoverer outside", "recoverer inside"} {
 		t.Run(order, func(t *testing.T) {
 			st := shreddtest.New(t, shreddtest.Options{})
-			m := api.NewMetrics(st.Service, st.Keys)
+			m := api.NewMetrics(st.Service, stackKeys(st))
 			r := chi.NewRouter()
 			if order == "recoverer outside" {
 				r.Use(recoverer, m.Middleware)
@@ -464,7 +464,7 @@ func TestMetricsMiddleware(t *testing.T) {
 // fails as a whole with a 500 problem, and the cause goes to the log.
 func TestMetricsScrapeFails(t *testing.T) {
 	st := shreddtest.New(t, shreddtest.Options{})
-	m := api.NewMetrics(st.Service, st.Keys)
+	m := api.NewMetrics(st.Service, stackKeys(st))
 	var logs bytes.Buffer
 	m.Log = slog.New(slog.NewJSONHandler(&logs, nil))
 	st.DB.Close()

@@ -24,6 +24,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/shredd/shredd/access"
 	"github.com/shredd/shredd/api"
 )
 
@@ -331,8 +332,8 @@ func TestOpenAPIDocument(t *testing.T) {
 				}
 			} else {
 				want := slices.Clone(scopes)
-				if !slices.Contains(want, api.ScopeAdmin) {
-					want = append(want, api.ScopeAdmin)
+				if !slices.Contains(want, access.ScopeAdmin) {
+					want = append(want, access.ScopeAdmin)
 				}
 				slices.Sort(want)
 				slices.Sort(alts)
@@ -340,7 +341,7 @@ func TestOpenAPIDocument(t *testing.T) {
 					t.Errorf("security scopes %v, x-shredd-scopes %v (and admin)", alts, scopes)
 				}
 				for _, sc := range scopes {
-					if !slices.Contains(api.AllScopes, sc) {
+					if !slices.Contains(access.AllScopes, sc) {
 						t.Errorf("unknown scope %q", sc)
 					}
 				}
@@ -762,7 +763,7 @@ func TestOpenAPIScopes(t *testing.T) {
 	d := loadOpenAPI(t)
 	wired := routerRoutes(t, e.srv.Config.Handler)
 	tokens := map[string]string{}
-	for _, sc := range api.AllScopes {
+	for _, sc := range access.AllScopes {
 		_, raw, err := e.tokens.Create(t.Context(), "only-"+sc, []string{sc}, "", 0)
 		if err != nil {
 			t.Fatal(err)
@@ -820,8 +821,8 @@ func TestOpenAPIScopes(t *testing.T) {
 			if r := send(""); r.status != 401 || str(r, "code") != "unauthenticated" {
 				t.Errorf("without a token: %d %v, want 401 unauthenticated", r.status, r.body)
 			}
-			for _, sc := range api.AllScopes {
-				allowed := sc == api.ScopeAdmin || slices.Contains(scopes, sc)
+			for _, sc := range access.AllScopes {
+				allowed := sc == access.ScopeAdmin || slices.Contains(scopes, sc)
 				r := send("Bearer " + tokens[sc])
 				if allowed && (r.status == 401 || r.status == 403) {
 					t.Errorf("scope %s: %d %v, documented as allowed", sc, r.status, r.body)

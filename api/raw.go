@@ -79,7 +79,7 @@ func putRaw(b []byte, clearIt bool) {
 // within the raw body limit, into a buffer of rawPool (putRaw gives it back).
 // The buffer grows with the bytes received, never ahead of them beyond
 // rawStartCap (see there).
-func (s *Server) readRaw(r *http.Request) ([]byte, error) {
+func (c *codec) readRaw(r *http.Request) ([]byte, error) {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/octet-stream" {
 		return nil, &problemError{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type", title: "Content-Type must be application/octet-stream"}
@@ -87,9 +87,9 @@ func (s *Server) readRaw(r *http.Request) ([]byte, error) {
 	// want is the most the body can need: the announced size (limitBody
 	// refused one over the limit), or the limit, plus one byte so that the
 	// read that meets EOF (or the 413) needs no growth.
-	want := s.maxRaw + 1
+	want := c.maxRaw + 1
 	if r.ContentLength >= 0 {
-		want = min(r.ContentLength, s.maxRaw) + 1
+		want = min(r.ContentLength, c.maxRaw) + 1
 	}
 	buf := getRaw(min(want, rawStartCap))
 	for {
@@ -105,7 +105,7 @@ func (s *Server) readRaw(r *http.Request) ([]byte, error) {
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
 				return nil, &problemError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", title: "Request body too large",
-					detail: "raw request bodies are limited to " + strconv.FormatInt(s.maxRaw, 10) + " bytes"}
+					detail: "raw request bodies are limited to " + strconv.FormatInt(c.maxRaw, 10) + " bytes"}
 			}
 			return nil, badRequest("bad_body", "the request body could not be read")
 		}
@@ -179,7 +179,7 @@ func idList(lines []string) []string {
 
 // encryptRaw seals the request body (POST /v1/encrypt/raw) and answers the
 // binary envelope, with the artifact id and lineage size in headers.
-func (s *Server) encryptRaw(w http.ResponseWriter, r *http.Request) {
+func (s *sealHandlers) encryptRaw(w http.ResponseWriter, r *http.Request) {
 	id, b, n, err := s.encryptRawCall(r)
 	if err != nil {
 		s.fail(w, r, err)
@@ -195,7 +195,7 @@ func (s *Server) encryptRaw(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(b)
 }
 
-func (s *Server) encryptRawCall(r *http.Request) (shredd.ID, []byte, int, error) {
+func (s *sealHandlers) encryptRawCall(r *http.Request) (shredd.ID, []byte, int, error) {
 	var none shredd.ID
 	kind, err := rawHeader(r, HeaderKind)
 	if err != nil {
@@ -241,7 +241,7 @@ func (s *Server) encryptRawCall(r *http.Request) (shredd.ID, []byte, int, error)
 // decryptRaw opens the binary envelope of the request body (POST
 // /v1/decrypt/raw) and answers the plaintext, with the artifact, kind and
 // lease in headers.
-func (s *Server) decryptRaw(w http.ResponseWriter, r *http.Request) {
+func (s *sealHandlers) decryptRaw(w http.ResponseWriter, r *http.Request) {
 	named, err := rawHeader(r, HeaderHolder)
 	if err != nil {
 		s.fail(w, r, err)

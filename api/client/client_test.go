@@ -21,6 +21,7 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/shredd/shredd/access"
 	"github.com/shredd/shredd/api"
 	"github.com/shredd/shredd/api/client"
 	"github.com/shredd/shredd/attest"
@@ -37,7 +38,7 @@ const adminToken = "shredd_client-test-admin"
 type server struct {
 	t      *testing.T
 	srv    *httptest.Server
-	tokens *api.Tokens
+	tokens *access.Tokens
 	// attPub verifies the attestations, logVKey the log's checkpoints.
 	attPub  ed25519.PublicKey
 	logVKey string
@@ -54,7 +55,7 @@ func newServer(t *testing.T) *server {
 func newServerWith(t *testing.T, now func() time.Time) *server {
 	t.Helper()
 	st := shreddtest.New(t, shreddtest.Options{Log: true, Now: now, AdminToken: adminToken})
-	srv := httptest.NewServer(api.New(api.Config{Service: st.Service, Root: st.Root, Tokens: st.Tokens, AttestationKey: st.AttestationKey}).Handler())
+	srv := httptest.NewServer(api.New(api.Config{Service: st.Service, Root: stackRoot(st), Tokens: st.Tokens, AttestationKey: st.AttestationKey}).Handler())
 	t.Cleanup(srv.Close)
 	return &server{t: t, srv: srv, tokens: st.Tokens, attPub: st.AttestationKey.Public().(ed25519.PublicKey), logVKey: st.LogVKey}
 }
@@ -428,7 +429,7 @@ func TestBatch(t *testing.T) {
 	_, err = c.EncryptBatch(ctx, make([]client.EncryptRequest, client.MaxBatch+1))
 	wantError(t, err, 413, "too_large")
 	// Scopes apply to batches as to single calls.
-	_, err = s.client(s.token(api.ScopeEncrypt)).DecryptBatch(ctx, []client.DecryptRequest{{Ciphertext: res[0].Ciphertext}})
+	_, err = s.client(s.token(access.ScopeEncrypt)).DecryptBatch(ctx, []client.DecryptRequest{{Ciphertext: res[0].Ciphertext}})
 	wantError(t, err, 403, "forbidden")
 }
 
@@ -443,29 +444,29 @@ func TestAuthErrors(t *testing.T) {
 		lacking string // a scope that does not let the call through
 		call    func(*client.Client) error
 	}{
-		{"Kinds", api.ScopeForget, func(c *client.Client) error { _, err := c.Kinds(ctx); return err }},
-		{"PutKind", api.ScopeEncrypt, func(c *client.Client) error { _, _, err := c.PutKind(ctx, "k", ""); return err }},
-		{"Encrypt", api.ScopeDecrypt, func(c *client.Client) error { _, err := c.Encrypt(ctx, client.EncryptRequest{}); return err }},
-		{"EncryptBatch", api.ScopeDecrypt, func(c *client.Client) error {
+		{"Kinds", access.ScopeForget, func(c *client.Client) error { _, err := c.Kinds(ctx); return err }},
+		{"PutKind", access.ScopeEncrypt, func(c *client.Client) error { _, _, err := c.PutKind(ctx, "k", ""); return err }},
+		{"Encrypt", access.ScopeDecrypt, func(c *client.Client) error { _, err := c.Encrypt(ctx, client.EncryptRequest{}); return err }},
+		{"EncryptBatch", access.ScopeDecrypt, func(c *client.Client) error {
 			_, err := c.EncryptBatch(ctx, []client.EncryptRequest{{}})
 			return err
 		}},
-		{"Decrypt", api.ScopeEncrypt, func(c *client.Client) error { _, err := c.Decrypt(ctx, client.DecryptRequest{}); return err }},
-		{"DecryptBatch", api.ScopeEncrypt, func(c *client.Client) error {
+		{"Decrypt", access.ScopeEncrypt, func(c *client.Client) error { _, err := c.Decrypt(ctx, client.DecryptRequest{}); return err }},
+		{"DecryptBatch", access.ScopeEncrypt, func(c *client.Client) error {
 			_, err := c.DecryptBatch(ctx, []client.DecryptRequest{{}})
 			return err
 		}},
-		{"Register", api.ScopeAudit, func(c *client.Client) error { _, err := c.Register(ctx, client.RegisterRequest{}); return err }},
-		{"Artifact", api.ScopeForget, func(c *client.Client) error { _, err := c.Artifact(ctx, zero); return err }},
-		{"Forget", api.ScopeAudit, func(c *client.Client) error { _, err := c.Forget(ctx, ""); return err }},
-		{"Forgets", api.ScopeEncrypt, func(c *client.Client) error { _, err := c.Forgets(ctx, ""); return err }},
-		{"GetForget", api.ScopeEncrypt, func(c *client.Client) error { _, err := c.GetForget(ctx, zero); return err }},
-		{"Epoch", api.ScopeAudit, func(c *client.Client) error { _, err := c.Epoch(ctx); return err }},
+		{"Register", access.ScopeAudit, func(c *client.Client) error { _, err := c.Register(ctx, client.RegisterRequest{}); return err }},
+		{"Artifact", access.ScopeForget, func(c *client.Client) error { _, err := c.Artifact(ctx, zero); return err }},
+		{"Forget", access.ScopeAudit, func(c *client.Client) error { _, err := c.Forget(ctx, ""); return err }},
+		{"Forgets", access.ScopeEncrypt, func(c *client.Client) error { _, err := c.Forgets(ctx, ""); return err }},
+		{"GetForget", access.ScopeEncrypt, func(c *client.Client) error { _, err := c.GetForget(ctx, zero); return err }},
+		{"Epoch", access.ScopeAudit, func(c *client.Client) error { _, err := c.Epoch(ctx); return err }},
 	}
 	none, _ := client.New(s.srv.URL, "")
 	wrong := s.client("shredd_wrong")
 	scoped := map[string]*client.Client{}
-	for _, sc := range api.AllScopes {
+	for _, sc := range access.AllScopes {
 		scoped[sc] = s.client(s.token(sc))
 	}
 	for _, c := range calls {
@@ -613,7 +614,7 @@ func TestHolderBoundToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, raw, err := s.tokens.Create(ctx, "ann-1", []string{api.ScopeRegister}, "ann-index-1", 0)
+	_, raw, err := s.tokens.Create(ctx, "ann-1", []string{access.ScopeRegister}, "ann-index-1", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -729,20 +730,20 @@ func TestAttestationExportCheckpoint(t *testing.T) {
 
 	// The scopes: forget may fetch the attestation and the export, not the
 	// checkpoint; audit all three; encrypt none.
-	forgetOnly := s.client(s.token(api.ScopeForget))
+	forgetOnly := s.client(s.token(access.ScopeForget))
 	if _, err := forgetOnly.Export(ctx, f.ID, 0); err != nil {
 		t.Fatalf("Export with the forget scope: %v", err)
 	}
 	_, err = forgetOnly.Checkpoint(ctx)
 	wantError(t, err, 403, "forbidden")
-	audit := s.client(s.token(api.ScopeAudit))
+	audit := s.client(s.token(access.ScopeAudit))
 	if got, err := audit.Attestation(ctx, f.ID); err != nil || !bytes.Equal(got, att) {
 		t.Fatalf("Attestation with the audit scope: %v", err)
 	}
 	if _, err := audit.Checkpoint(ctx); err != nil {
 		t.Fatalf("Checkpoint with the audit scope: %v", err)
 	}
-	_, err = s.client(s.token(api.ScopeEncrypt)).Attestation(ctx, f.ID)
+	_, err = s.client(s.token(access.ScopeEncrypt)).Attestation(ctx, f.ID)
 	wantError(t, err, 403, "forbidden")
 }
 
@@ -750,7 +751,7 @@ func TestAttestationExportCheckpoint(t *testing.T) {
 // not_ready of a server whose database no longer accepts a write.
 func TestLiveAndReady(t *testing.T) {
 	st := shreddtest.New(t, shreddtest.Options{})
-	srv := httptest.NewServer(api.New(api.Config{Service: st.Service, Root: st.Root, Tokens: st.Tokens}).Handler())
+	srv := httptest.NewServer(api.New(api.Config{Service: st.Service, Root: stackRoot(st), Tokens: st.Tokens}).Handler())
 	t.Cleanup(srv.Close)
 	c, err := client.New(srv.URL, "")
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
-	"github.com/shredd/shredd/api"
+	"github.com/shredd/shredd/access"
 	"github.com/shredd/shredd/api/client"
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/bundle"
@@ -82,7 +82,7 @@ func TestHolderKit(t *testing.T) {
 	setupKinds(t, admin, "episodic", "embedding")
 
 	key := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize))
-	_, raw, err := s.tokens.Create(ctx, "ann-1", []string{api.ScopeRegister}, "ann-index-1", 0)
+	_, raw, err := s.tokens.Create(ctx, "ann-1", []string{access.ScopeRegister}, "ann-index-1", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestHolderKit(t *testing.T) {
 		t.Fatalf("purge work %v, want the two vectors of alice's record %v", got, vecs[:2])
 	}
 	// The audit scope may read a holder's work too.
-	if w, err := s.client(s.token(api.ScopeAudit)).Purges(ctx, "ann-index-1"); err != nil || len(w) != 1 {
+	if w, err := s.client(s.token(access.ScopeAudit)).Purges(ctx, "ann-index-1"); err != nil || len(w) != 1 {
 		t.Fatalf("Purges with the audit scope: %+v %v", w, err)
 	}
 
@@ -450,7 +450,7 @@ func TestLogCalls(t *testing.T) {
 	if _, err := c.InclusionProof(ctx, -1, 0); err == nil {
 		t.Fatal("InclusionProof(-1): no error")
 	}
-	_, err = s.client(s.token(api.ScopeEncrypt)).LogKey(ctx)
+	_, err = s.client(s.token(access.ScopeEncrypt)).LogKey(ctx)
 	wantError(t, err, 403, "forbidden")
 }
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shredd/shredd/api"
+	"github.com/shredd/shredd/access"
 	"github.com/shredd/shredd/api/client"
 )
 
@@ -80,7 +80,7 @@ func TestHolders(t *testing.T) {
 		}
 		return out
 	}
-	all := pending(s.client(s.token(api.ScopeAudit)))
+	all := pending(s.client(s.token(access.ScopeAudit)))
 	if len(all) != 3 || all["ann-1"].PendingArtifacts != 1 || all["ann-1"].PendingForgets != 1 || all["bert"].PendingArtifacts != 0 || all["ann-1"].LastAckAt != nil || all["ann-1"].Inventory != nil {
 		t.Fatalf("before the purge: %+v", all)
 	}
@@ -102,14 +102,14 @@ func TestHolders(t *testing.T) {
 		t.Fatalf("after the purge: %+v (inventory %+v)", ann, ann.Inventory)
 	}
 
-	_, bound, err := s.tokens.Create(ctx, "ann", []string{api.ScopeRegister}, "ann-1", 0)
+	_, bound, err := s.tokens.Create(ctx, "ann", []string{access.ScopeRegister}, "ann-1", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if own := pending(s.client(bound)); len(own) != 1 || own["ann-1"].Holder != "ann-1" {
 		t.Fatalf("a token bound to ann-1 sees %+v", own)
 	}
-	if _, err := s.client(s.token(api.ScopeEncrypt)).Holders(ctx, 0, ""); err == nil {
+	if _, err := s.client(s.token(access.ScopeEncrypt)).Holders(ctx, 0, ""); err == nil {
 		t.Fatal("an encrypt token lists the holders")
 	} else {
 		wantError(t, err, 403, "forbidden")

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/shredd/shredd/access"
 	"github.com/shredd/shredd/api"
 )
 
@@ -274,7 +275,7 @@ func commandFlags(ctx context.Context, cmd, sub string, getenv func(string) stri
 var flagValues = map[string][]string{
 	"--root":         {"local", "vault"},
 	"--subject-keys": {"tree", "transit"},
-	"--scopes":       api.AllScopes,
+	"--scopes":       access.AllScopes,
 }
 
 // completeCmd runs the hidden shredd __complete WORD...: the candidates

@@ -421,9 +421,10 @@ func (p *Program) tlsConfig() (*tls.Config, error) {
 // newServer is the API server of the node, with its timeouts and limits.
 func (p *Program) newServer(tlsConfig *tls.Config) *http.Server {
 	n := p.node
-	metrics := api.NewMetrics(n.Service, n.Keys)
+	root, keys := apiProbes(n)
+	metrics := api.NewMetrics(n.Service, keys)
 	metrics.Log = p.Logger
-	h := api.New(api.Config{Service: n.Service, Root: n.Root, Log: p.Logger, Tokens: n.Tokens, Metrics: metrics,
+	h := api.New(api.Config{Service: n.Service, Root: root, Log: p.Logger, Tokens: n.Tokens, Metrics: metrics,
 		AttestationKey: n.AttestationKey, MaxBody: p.MaxBody, MaxRawBody: p.MaxRawBody, Disks: p.disks()}).Handler()
 	return &http.Server{
 		Handler:           h,

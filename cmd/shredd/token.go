@@ -13,7 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/shredd/shredd/api"
+	"github.com/shredd/shredd/access"
 	"github.com/shredd/shredd/cmd/shredd/node"
 )
 
@@ -40,7 +40,7 @@ func tokenCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	switch sub {
 	case "create":
 		fl.StringVar(&name, "name", "", "a name for the token (required)")
-		fl.StringVar(&scopes, "scopes", "", "comma-separated scopes: "+strings.Join(api.AllScopes, ","))
+		fl.StringVar(&scopes, "scopes", "", "comma-separated scopes: "+strings.Join(access.AllScopes, ","))
 		fl.StringVar(&holder, "holder", "", "bind the token to this holder id: it can act only as that holder")
 		fl.DurationVar(&ttl, "ttl", 0, "expiry after creation (0: none)")
 	case "list":
@@ -63,7 +63,7 @@ func tokenCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		return 1
 	}
 	defer db.Close()
-	tokens, err := api.OpenTokens(ctx, db, nil)
+	tokens, err := access.OpenTokens(ctx, db, nil)
 	if err != nil {
 		fmt.Fprintln(stderr, "shredd token:", err)
 		return 1

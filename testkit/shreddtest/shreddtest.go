@@ -25,7 +25,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/shredd/shredd"
-	"github.com/shredd/shredd/api"
+	"github.com/shredd/shredd/access"
 	"github.com/shredd/shredd/cmd/shredd/node"
 	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/journal"
@@ -167,7 +167,7 @@ func New(t testing.TB, o Options) *Stack {
 		}
 	}
 	if o.AdminToken != "" {
-		if err := s.Tokens.Import(ctx, "test-admin", []string{api.ScopeAdmin}, sha256.Sum256([]byte(o.AdminToken))); err != nil {
+		if err := s.Tokens.Import(ctx, "test-admin", []string{access.ScopeAdmin}, sha256.Sum256([]byte(o.AdminToken))); err != nil {
 			t.Fatal(err)
 		}
 	}

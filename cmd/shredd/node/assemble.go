@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/shredd/shredd"
-	"github.com/shredd/shredd/api"
+	"github.com/shredd/shredd/access"
 	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/journal"
 	"github.com/shredd/shredd/keystore"
@@ -67,7 +67,7 @@ type Stack struct {
 	Sealer   *sealing.Sealer
 	Eraser   *erasure.Eraser
 	Service  shredd.Service // Sealer and Eraser joined (shredd.Join): what the API serves
-	Tokens   *api.Tokens    // nil without Options.Tokens
+	Tokens   *access.Tokens // nil without Options.Tokens
 
 	closeFuncs []func()
 }
@@ -114,7 +114,7 @@ func Assemble(ctx context.Context, p Parts, o Options) (*Stack, error) {
 	s.Eraser = erasure.New(p.DB, s.Registry, s.Keys, p.Hasher, eo)
 	s.Service = shredd.Join(s.Sealer, s.Eraser)
 	if o.Tokens {
-		if s.Tokens, err = api.OpenTokens(ctx, p.DB, nil); err != nil {
+		if s.Tokens, err = access.OpenTokens(ctx, p.DB, nil); err != nil {
 			s.Close()
 			return nil, err
 		}

@@ -17,7 +17,7 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
-	"github.com/shredd/shredd/api"
+	"github.com/shredd/shredd/access"
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/internal/crashpoint"
 	"github.com/shredd/shredd/internal/datadir"
@@ -231,19 +231,19 @@ func openJournal(ctx context.Context, sec *secrets, db *storage.DB) (*journal.Jo
 // between leaves a file whose hash the next start imports, never a token
 // nobody holds. A data directory from before the token store keeps its
 // admin token file the same way.
-func bootstrapAdminToken(ctx context.Context, tokens *api.Tokens, path string, log *slog.Logger) error {
+func bootstrapAdminToken(ctx context.Context, tokens *access.Tokens, path string, log *slog.Logger) error {
 	n, err := tokens.Count(ctx)
 	if err != nil || n > 0 {
 		return err
 	}
 	b, created, err := readOrCreate(path, func() []byte {
-		return []byte(api.TokenPrefix + base64.RawURLEncoding.EncodeToString(randomBytes(32)) + "\n")
+		return []byte(access.TokenPrefix + base64.RawURLEncoding.EncodeToString(randomBytes(32)) + "\n")
 	})
 	if err != nil {
 		return err
 	}
 	crashpoint.Hit("admintoken:written")
-	if err := tokens.Import(ctx, "admin", []string{api.ScopeAdmin}, sha256.Sum256([]byte(strings.TrimSpace(string(b))))); err != nil {
+	if err := tokens.Import(ctx, "admin", []string{access.ScopeAdmin}, sha256.Sum256([]byte(strings.TrimSpace(string(b))))); err != nil {
 		return err
 	}
 	if created {

@@ -1,4 +1,9 @@
-package api
+// Package access is shredd's token store: the bearer tokens of the HTTP
+// API, their scopes and the holder a token may be bound to. It owns the
+// table tokens, and is the only package whose SQL names it; package api
+// asks it to authenticate a request's token and checks the scopes a route
+// needs.
+package access
 
 import (
 	"context"
@@ -62,7 +67,7 @@ func (t *Token) Has(scope string) bool {
 	return slices.Contains(t.Scopes, scope) || slices.Contains(t.Scopes, ScopeAdmin)
 }
 
-// Tokens is the token store, kept in shredd's SQLite database.
+// Tokens is the token store, kept in shredd's database (table tokens).
 type Tokens struct {
 	db  *storage.DB
 	now func() time.Time
@@ -93,21 +98,21 @@ func OpenTokens(ctx context.Context, db *storage.DB, now func() time.Time) (*Tok
 // shown once and never stored. ttl 0 means no expiry.
 func (ts *Tokens) Create(ctx context.Context, name string, scopes []string, holder string, ttl time.Duration) (Token, string, error) {
 	if name == "" || len(name) > 128 {
-		return Token{}, "", fmt.Errorf("api: token name must be 1 to 128 bytes: %w", shredd.ErrInvalid)
+		return Token{}, "", fmt.Errorf("access: token name must be 1 to 128 bytes: %w", shredd.ErrInvalid)
 	}
 	if len(scopes) == 0 {
-		return Token{}, "", fmt.Errorf("api: a token needs at least one scope: %w", shredd.ErrInvalid)
+		return Token{}, "", fmt.Errorf("access: a token needs at least one scope: %w", shredd.ErrInvalid)
 	}
 	for _, sc := range scopes {
 		if !slices.Contains(AllScopes, sc) {
-			return Token{}, "", fmt.Errorf("api: unknown scope %q (want one of %s): %w", sc, strings.Join(AllScopes, ", "), shredd.ErrInvalid)
+			return Token{}, "", fmt.Errorf("access: unknown scope %q (want one of %s): %w", sc, strings.Join(AllScopes, ", "), shredd.ErrInvalid)
 		}
 	}
 	if holder != "" && !shredd.ValidHolder(holder) {
-		return Token{}, "", fmt.Errorf("api: holder id: %w", shredd.ErrInvalid)
+		return Token{}, "", fmt.Errorf("access: holder id: %w", shredd.ErrInvalid)
 	}
 	if ttl < 0 {
-		return Token{}, "", fmt.Errorf("api: negative token ttl: %w", shredd.ErrInvalid)
+		return Token{}, "", fmt.Errorf("access: negative token ttl: %w", shredd.ErrInvalid)
 	}
 	var idb [8]byte
 	secret := make([]byte, 32)
@@ -130,7 +135,7 @@ func (ts *Tokens) Create(ctx context.Context, name string, scopes []string, hold
 	h := sha256.Sum256([]byte(raw))
 	if _, err := ts.db.ExecContext(ctx, `INSERT INTO tokens(id, hash, name, scopes, holder, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		t.ID, h[:], t.Name, strings.Join(t.Scopes, ","), t.Holder, t.CreatedAt.UnixNano(), exp); err != nil {
-		return Token{}, "", fmt.Errorf("api: create token: %w", err)
+		return Token{}, "", fmt.Errorf("access: create token: %w", err)
 	}
 	crashpoint.Hit("token:created") // stored, the secret not yet handed out
 	return t, raw, nil
@@ -147,7 +152,7 @@ func (ts *Tokens) Import(ctx context.Context, name string, scopes []string, hash
 		ON CONFLICT DO NOTHING`,
 		hex.EncodeToString(idb[:]), hash[:], name, strings.Join(scopes, ","), ts.now().UnixNano())
 	if err != nil {
-		return fmt.Errorf("api: import token: %w", err)
+		return fmt.Errorf("access: import token: %w", err)
 	}
 	crashpoint.Hit("token:imported")
 	return nil
@@ -199,7 +204,7 @@ func (ts *Tokens) Authenticate(ctx context.Context, raw string) (*Token, error) 
 			return nil, ErrTokenInvalid
 		}
 		if err != nil {
-			return nil, fmt.Errorf("api: verify token: %w", err)
+			return nil, fmt.Errorf("access: verify token: %w", err)
 		}
 		c = cachedToken{tok: t, hash: stored, expires: now.Add(tokenCacheTTL)}
 		ts.mu.Lock()
@@ -223,18 +228,25 @@ func (ts *Tokens) Authenticate(ctx context.Context, raw string) (*Token, error) 
 func (ts *Tokens) List(ctx context.Context) ([]Token, error) {
 	rows, err := ts.db.QueryContext(ctx, tokenCols+` ORDER BY created_at, id`)
 	if err != nil {
-		return nil, fmt.Errorf("api: list tokens: %w", err)
+		return nil, fmt.Errorf("access: list tokens: %w", err)
 	}
 	defer rows.Close()
 	out := []Token{}
 	for rows.Next() {
 		t, _, err := scanToken(rows)
 		if err != nil {
-			return nil, fmt.Errorf("api: list tokens: %w", err)
+			return nil, fmt.Errorf("access: list tokens: %w", err)
 		}
 		out = append(out, t)
 	}
 	return out, rows.Err()
+}
+
+// ProbeWrite checks that the database the tokens are kept in accepts a
+// write now (storage.DB.ProbeWrite), for GET /readyz: the token store is
+// the one handle to the database that package api holds.
+func (ts *Tokens) ProbeWrite(ctx context.Context, now time.Time) error {
+	return ts.db.ProbeWrite(ctx, now)
 }
 
 // Revoke revokes the token with the given id. Servers stop accepting it
@@ -242,10 +254,10 @@ func (ts *Tokens) List(ctx context.Context) ([]Token, error) {
 func (ts *Tokens) Revoke(ctx context.Context, id string) error {
 	res, err := ts.db.ExecContext(ctx, `UPDATE tokens SET revoked_at=coalesce(revoked_at, ?) WHERE id=?`, ts.now().UnixNano(), id)
 	if err != nil {
-		return fmt.Errorf("api: revoke token: %w", err)
+		return fmt.Errorf("access: revoke token: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("api: revoke token %q: %w", id, ErrTokenNotFound)
+		return fmt.Errorf("access: revoke token %q: %w", id, ErrTokenNotFound)
 	}
 	ts.mu.Lock()
 	clear(ts.cache)

@@ -1,0 +1,191 @@
+package api
+
+import (
+	"crypto/ed25519"
+	"encoding/hex"
+	"net/http"
+	"time"
+
+	"github.com/shredd/shredd"
+)
+
+// forgetHandlers serve the forget routes: the forget itself (and its dry
+// run), its listing, verification and attestation, and root epochs.
+type forgetHandlers struct {
+	*codec
+	svc    shredd.Eraser
+	attKey ed25519.PrivateKey
+}
+
+type forgetRequest struct {
+	Subject string `json:"subject"`
+	DryRun  bool   `json:"dry_run,omitempty"`
+}
+
+// previewResponse is the dry run of a forget.
+type previewResponse struct {
+	DryRun           bool              `json:"dry_run"`
+	AlreadyForgotten bool              `json:"already_forgotten"`
+	Counts           previewCounts     `json:"counts"`
+	Truncated        bool              `json:"truncated"`
+	Artifacts        []previewArtifact `json:"artifacts"`
+}
+
+type previewCounts struct {
+	Total         int `json:"total"`
+	Direct        int `json:"direct"`
+	Derived       int `json:"derived"`
+	Collateral    int `json:"collateral"`
+	PlaintextHeld int `json:"plaintext_held"`
+}
+
+type previewArtifact struct {
+	Artifact      string `json:"artifact"`
+	Kind          string `json:"kind"`
+	Holder        string `json:"holder,omitempty"`
+	Sealed        bool   `json:"sealed"`
+	Hops          int    `json:"hops"`
+	Collateral    bool   `json:"collateral"`
+	OtherSubjects int    `json:"other_subjects"`
+}
+
+func previewJSON(p shredd.Preview) previewResponse {
+	out := previewResponse{DryRun: true, AlreadyForgotten: p.AlreadyForgotten, Truncated: p.Truncated,
+		Counts:    previewCounts{Total: p.Total, Direct: p.Direct, Derived: p.Derived, Collateral: p.Collateral, PlaintextHeld: p.PlaintextHeld},
+		Artifacts: make([]previewArtifact, len(p.Artifacts))}
+	for i, a := range p.Artifacts {
+		out.Artifacts[i] = previewArtifact{Artifact: a.ID.String(), Kind: a.Kind, Holder: a.Holder, Sealed: a.Sealed,
+			Hops: a.Hops, Collateral: a.Others > 0, OtherSubjects: a.Others}
+	}
+	return out
+}
+
+// forgetResponse is the pending-erasure token.
+type forgetResponse struct {
+	Forget       string     `json:"forget"`
+	State        string     `json:"state"`
+	Overdue      bool       `json:"overdue"`
+	Barrier      int64      `json:"barrier"`
+	TPropSeconds float64    `json:"t_prop_seconds"`
+	Deadline     time.Time  `json:"deadline"`
+	RequestedAt  time.Time  `json:"requested_at"`
+	CommittedAt  *time.Time `json:"committed_at,omitempty"`
+	RekeyedAt    *time.Time `json:"rekeyed_at,omitempty"`
+	ShreddedAt   *time.Time `json:"shredded_at,omitempty"`
+	ErasedAt     *time.Time `json:"erased_at,omitempty"`
+	// CommitmentSalt (hex) is in the answer of a forget call (the first or a repeated one) and
+	// the forget, only: with the subject id it checks the attestation's
+	// subject commitment. shredd does not keep it.
+	CommitmentSalt string             `json:"commitment_salt,omitempty"`
+	Epoch          int64              `json:"epoch,omitempty"`
+	Conditions     []shredd.Condition `json:"conditions"`
+	Verification   []shredd.Condition `json:"verification"`
+}
+
+func forgetJSON(f shredd.Forget) forgetResponse {
+	return forgetResponse{Forget: f.ID.String(), State: f.State, Overdue: f.Overdue, Barrier: f.Barrier,
+		TPropSeconds: f.TProp.Seconds(), Deadline: f.Deadline, RequestedAt: f.RequestedAt,
+		CommittedAt: tptr(f.CommittedAt), RekeyedAt: tptr(f.RekeyedAt), ShreddedAt: tptr(f.ShreddedAt), ErasedAt: tptr(f.ErasedAt),
+		Epoch: f.Epoch, Conditions: f.Conditions, Verification: f.Verification, CommitmentSalt: hex.EncodeToString(f.Salt)}
+}
+
+func (fh *forgetHandlers) forget(w http.ResponseWriter, r *http.Request) {
+	var req forgetRequest
+	if err := fh.decode(r, &req); err != nil {
+		fh.fail(w, r, err)
+		return
+	}
+	if req.Subject == "" {
+		fh.fail(w, r, badRequest("missing_field", "subject is required"))
+		return
+	}
+	if req.DryRun {
+		p, err := fh.svc.Preview(r.Context(), req.Subject)
+		if err != nil {
+			fh.fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, previewJSON(p))
+		return
+	}
+	f, err := fh.svc.Forget(r.Context(), req.Subject)
+	if err != nil {
+		fh.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, forgetJSON(f))
+}
+
+// verifyForget evaluates a forget's conditions now (POST
+// /v1/forgets/{id}/verify) and answers it, erased when they all hold.
+func (fh *forgetHandlers) verifyForget(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "forget")
+	if err != nil {
+		fh.fail(w, r, err)
+		return
+	}
+	f, err := fh.svc.Verify(r.Context(), id)
+	if err != nil {
+		fh.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, forgetJSON(f))
+}
+
+// attestation answers the signed erasure attestation of an erased forget
+// (a DSSE envelope, docs/attestation.md); 409 not_erased before.
+func (fh *forgetHandlers) attestation(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "forget")
+	if err != nil {
+		fh.fail(w, r, err)
+		return
+	}
+	if fh.attKey == nil {
+		fh.fail(w, r, &problemError{status: http.StatusServiceUnavailable, code: "backend_unavailable", title: "No attestation key is configured"})
+		return
+	}
+	att, err := fh.svc.Attestation(r.Context(), id, fh.attKey)
+	if err != nil {
+		fh.fail(w, r, err)
+		return
+	}
+	// The exact bytes signed at erasure: their SHA-256 is in the log.
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(att)
+}
+
+func (fh *forgetHandlers) getForget(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "forget")
+	if err != nil {
+		fh.fail(w, r, err)
+		return
+	}
+	f, err := fh.svc.GetForget(r.Context(), id)
+	if err != nil {
+		fh.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, forgetJSON(f))
+}
+
+type epochResponse struct {
+	Epoch       int64     `json:"epoch"`
+	RootVersion int       `json:"root_version"`
+	Retired     []int     `json:"retired_versions"`
+	StartedAt   time.Time `json:"started_at"`
+	FinishedAt  time.Time `json:"finished_at"`
+}
+
+func (fh *forgetHandlers) epoch(w http.ResponseWriter, r *http.Request) {
+	e, err := fh.svc.RunEpoch(r.Context())
+	if err != nil {
+		fh.fail(w, r, err)
+		return
+	}
+	ret := e.Retired
+	if ret == nil {
+		ret = []int{}
+	}
+	writeJSON(w, http.StatusOK, epochResponse{Epoch: e.ID, RootVersion: e.ToVersion, Retired: ret, StartedAt: e.StartedAt.UTC(), FinishedAt: e.FinishedAt.UTC()})
+}
