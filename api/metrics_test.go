@@ -45,7 +45,7 @@ func (c *testClock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
 type metricsEnv struct {
 	*env
 	m     *api.Metrics
-	keys  *keystore.Store
+	keys  *keystore.Tree
 	clock *testClock
 }
 
@@ -230,7 +230,7 @@ func TestMetrics(t *testing.T) {
 		x.want(t, n, "shredd_http_request_duration_seconds_count", "route", route)
 	}
 
-	hits, misses := e.keys.CacheStats()
+	hits, misses := keystore.NewStats(e.keys).Cache()
 	if hits < 2 {
 		t.Errorf("key cache hits %d, want at least 2 (the second encrypt and the decrypt)", hits)
 	}

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"github.com/shredd/shredd/keystore"
 	"time"
 
 	"github.com/shredd/shredd/api"
@@ -41,9 +42,9 @@ func stackRoot(st *shreddtest.Stack) api.RootProbe {
 // stackKeys is the key tree of st as GET /metrics reads it, as cmd/shredd
 // wires it.
 func stackKeys(st *shreddtest.Stack) api.KeyStats {
-	keys := st.Keys
-	return keyStats{cache: keys.CacheStats, rootErrors: keys.RootErrors, epochs: func() (uint64, uint64, time.Duration) {
-		e := keys.EpochStats()
+	keys := keystore.NewStats(st.Keys)
+	return keyStats{cache: keys.Cache, rootErrors: keys.RootErrors, epochs: func() (uint64, uint64, time.Duration) {
+		e := keys.Epochs()
 		return e.Completed, e.Failed, e.Last
 	}}
 }

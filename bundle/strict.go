@@ -5,7 +5,6 @@ import (
 	"compress/flate"
 	"encoding/base64"
 	"encoding/binary"
-	"errors"
 	"hash/crc32"
 	"io"
 	"strconv"
@@ -645,4 +644,3 @@ func CheckLogKeyFile(b []byte) (string, error) {
 	return s, nil
 }
 
-var errNotDecimal = errors.New("not a decimal")

@@ -135,7 +135,7 @@ func (s *Eraser) keyEvidence(ctx context.Context, r forgetRow, k *attest.KeyEvid
 	if s.keys.PerSubject() {
 		return nil
 	}
-	e, err := s.keys.EpochByID(ctx, r.epoch.Int64)
+	e, err := s.shred.EpochByID(ctx, r.epoch.Int64)
 	if err != nil {
 		return fmt.Errorf("erasure: attestation: %w", err)
 	}

@@ -66,7 +66,9 @@ const DefaultDeadline = 24 * time.Hour
 type Eraser struct {
 	db     *storage.DB
 	reg    *registry.Registry
-	keys   *keystore.Store
+	keys   *keystore.Tree
+	shred  *keystore.Shredder // re-keys, epochs and the read-backs of the key tree's erasure
+	follow *keystore.Follower // when every node's cache has let go of a subject's keys
 	hasher *registry.Hasher
 	opts   Options
 
@@ -78,7 +80,7 @@ var _ shredd.Eraser = (*Eraser)(nil)
 
 // New returns the eraser over the database db, the registry reg in it, the
 // key tree keys and the subject hasher.
-func New(db *storage.DB, reg *registry.Registry, keys *keystore.Store, hasher *registry.Hasher, opts Options) *Eraser {
+func New(db *storage.DB, reg *registry.Registry, keys *keystore.Tree, hasher *registry.Hasher, opts Options) *Eraser {
 	if opts.Deadline <= 0 {
 		opts.Deadline = DefaultDeadline
 	}
@@ -88,7 +90,8 @@ func New(db *storage.DB, reg *registry.Registry, keys *keystore.Store, hasher *r
 	if opts.Rand == nil {
 		opts.Rand = rand.Reader
 	}
-	return &Eraser{db: db, reg: reg, keys: keys, hasher: hasher, opts: opts, kick: make(chan struct{}, 1)}
+	return &Eraser{db: db, reg: reg, keys: keys, shred: keystore.NewShredder(keys), follow: keystore.NewFollower(keys),
+		hasher: hasher, opts: opts, kick: make(chan struct{}, 1)}
 }
 
 func (s *Eraser) newID() (shredd.ID, error) { return shredd.NewID(s.opts.Now(), s.opts.Rand) }

@@ -279,7 +279,7 @@ func (s *Eraser) commit(ctx context.Context, id shredd.ID, sid envelope.SID, req
 	// Read back before claiming: the key must be gone from where it lives
 	// (a planted trigger or a fault that ignores the deletion makes the
 	// forget stall, requested, with the reason; never committed).
-	if rb := s.keys.KeyGoneTx(ctx, tx, sid); rb != nil {
+	if rb := s.shred.KeyGoneTx(ctx, tx, sid); rb != nil {
 		if !errors.Is(rb, keystore.ErrReadBack) {
 			return fmt.Errorf("erasure: forget: %w", rb)
 		}
@@ -457,7 +457,7 @@ func (s *Eraser) reconcileLocked(ctx context.Context) error {
 	for _, r := range pending {
 		if s.keys.PerSubject() {
 			// The subject's own key is destroyed in Vault: shredded at once.
-			if err := s.keys.DestroySubject(ctx, r.sid); err != nil {
+			if err := s.shred.DestroySubject(ctx, r.sid); err != nil {
 				return mapKeyErr(err)
 			}
 			if rb := s.readBackKeys(ctx, r); rb != nil {
@@ -480,7 +480,7 @@ func (s *Eraser) reconcileLocked(ctx context.Context) error {
 		b := s.keys.BucketOf(r.sid)
 		marker, ok := done[b]
 		if !ok {
-			if marker, err = s.keys.RekeyBucket(ctx, b); err != nil {
+			if marker, err = s.shred.RekeyBucket(ctx, b); err != nil {
 				return mapKeyErr(err)
 			}
 			done[b] = marker
@@ -501,7 +501,7 @@ func (s *Eraser) reconcileLocked(ctx context.Context) error {
 // reading them all on every kick made the background work grow with the
 // number of forgets waiting.
 func (s *Eraser) advanceShredded(ctx context.Context) error {
-	last, err := s.keys.LastDoneEpoch(ctx)
+	last, err := s.shred.LastDoneEpoch(ctx)
 	if err != nil {
 		return mapKeyErr(err)
 	}
@@ -511,7 +511,7 @@ func (s *Eraser) advanceShredded(ctx context.Context) error {
 	}
 	var root *keystore.Versions // the root store's own report, asked once for the pass
 	for _, r := range pending {
-		e, err := s.keys.EpochAfter(ctx, r.rekeyMarker.Int64)
+		e, err := s.shred.EpochAfter(ctx, r.rekeyMarker.Int64)
 		if errors.Is(err, keystore.ErrNotFound) {
 			continue
 		}
@@ -519,7 +519,7 @@ func (s *Eraser) advanceShredded(ctx context.Context) error {
 			return err
 		}
 		if root == nil {
-			v, err := s.keys.RootVersions(ctx)
+			v, err := s.shred.RootVersions(ctx)
 			if err != nil {
 				return mapKeyErr(err)
 			}
@@ -527,7 +527,7 @@ func (s *Eraser) advanceShredded(ctx context.Context) error {
 		}
 		// Read back before claiming shredded: the key row, the bucket's
 		// re-wrap and the root store's trim, each from where it lives.
-		if rb := s.keys.CheckShredded(ctx, r.sid, e, *root); rb != nil {
+		if rb := s.shred.CheckShredded(ctx, r.sid, e, *root); rb != nil {
 			if !errors.Is(rb, keystore.ErrReadBack) {
 				return mapKeyErr(rb)
 			}
@@ -547,7 +547,7 @@ func (s *Eraser) advanceShredded(ctx context.Context) error {
 // needEpoch reports whether an epoch should run now: at once when a crash
 // interrupted one, and once due when any forget waits for one.
 func (s *Eraser) needEpoch(ctx context.Context, due bool) (bool, error) {
-	if interrupted, err := s.keys.Interrupted(ctx); err != nil || interrupted {
+	if interrupted, err := s.shred.Interrupted(ctx); err != nil || interrupted {
 		return interrupted, err
 	}
 	if !due {
@@ -571,7 +571,7 @@ func (s *Eraser) RunEpoch(ctx context.Context) (shredd.Epoch, error) {
 	if err := s.reconcileLocked(ctx); err != nil {
 		return shredd.Epoch{}, err
 	}
-	e, err := s.keys.RunEpoch(ctx)
+	e, err := s.shred.RunEpoch(ctx)
 	if err != nil {
 		return shredd.Epoch{}, mapKeyErr(err)
 	}
@@ -590,7 +590,7 @@ func (s *Eraser) Run(ctx context.Context, interval time.Duration, log *slog.Logg
 		interval = time.Hour
 	}
 	lastEpoch := s.opts.Now()
-	if e, err := s.keys.LastEpoch(ctx); err == nil {
+	if e, err := s.shred.LastEpoch(ctx); err == nil {
 		lastEpoch = e.StartedAt
 	}
 	backoff := time.Second
@@ -619,7 +619,7 @@ func (s *Eraser) Run(ctx context.Context, interval time.Duration, log *slog.Logg
 			if due && s.db.Shared() {
 				// Another node may have run the epoch: one per interval
 				// for the cluster, not one per node.
-				if e, lerr := s.keys.LastEpoch(ctx); lerr == nil && e.StartedAt.After(lastEpoch) {
+				if e, lerr := s.shred.LastEpoch(ctx); lerr == nil && e.StartedAt.After(lastEpoch) {
 					lastEpoch = e.StartedAt
 					due = s.opts.Now().Sub(lastEpoch) >= interval
 				}

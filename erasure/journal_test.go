@@ -23,7 +23,7 @@ import (
 // journaled is a service with a transparency log, as cmd/shredd wires it.
 type journaled struct {
 	svc    *shreddtest.Service
-	keys   *keystore.Store
+	keys   *keystore.Tree
 	log    *translog.Log
 	vkey   string
 	key    ed25519.PrivateKey

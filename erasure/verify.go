@@ -111,7 +111,7 @@ func (s *Eraser) verification(ctx context.Context, r forgetRow) ([]shredd.Condit
 	// (the eviction applied, or the cache TTL passed), the root versions
 	// that wrapped them are gone, and an actual key lookup for the subject
 	// fails as shredded.
-	converged, convergedWhy, err := s.keys.Converged(ctx, r.sid, committed, now)
+	converged, convergedWhy, err := s.follow.Converged(ctx, r.sid, committed, now)
 	if err != nil {
 		return nil, false, fmt.Errorf("erasure: verify: %w", err)
 	}
@@ -176,7 +176,7 @@ func (s *Eraser) rootVersionsGone(ctx context.Context, r forgetRow) (bool, strin
 	if !r.epoch.Valid {
 		return false, "no epoch is recorded for the forget"
 	}
-	e, err := s.keys.EpochByID(ctx, r.epoch.Int64)
+	e, err := s.shred.EpochByID(ctx, r.epoch.Int64)
 	if err != nil {
 		return false, "the forget's epoch could not be read"
 	}
@@ -286,17 +286,17 @@ func (s *Eraser) verifyRow(ctx context.Context, r forgetRow) error {
 // root store asked now (keystore.Store.CheckShredded).
 func (s *Eraser) readBackKeys(ctx context.Context, r forgetRow) error {
 	if s.keys.PerSubject() {
-		return s.keys.CheckShredded(ctx, r.sid, shredd.Epoch{}, keystore.Versions{})
+		return s.shred.CheckShredded(ctx, r.sid, shredd.Epoch{}, keystore.Versions{})
 	}
-	e, err := s.keys.EpochByID(ctx, r.epoch.Int64)
+	e, err := s.shred.EpochByID(ctx, r.epoch.Int64)
 	if err != nil {
 		return fmt.Errorf("erasure: verify: the forget's epoch: %w", err)
 	}
-	v, err := s.keys.RootVersions(ctx)
+	v, err := s.shred.RootVersions(ctx)
 	if err != nil {
 		return err
 	}
-	return s.keys.CheckShredded(ctx, r.sid, e, v)
+	return s.shred.CheckShredded(ctx, r.sid, e, v)
 }
 
 // proofOf returns the verification stored when the forget was erased.

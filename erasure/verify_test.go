@@ -159,7 +159,7 @@ func TestVerifierPendingAndOverdue(t *testing.T) {
 
 // untrimmedRoot is a local root file whose Trim reports the old versions
 // destroyed but keeps them: a root store that does not do what it says.
-type untrimmedRoot struct{ *local.Store }
+type untrimmedRoot struct{ *local.Root }
 
 func (r untrimmedRoot) Trim(_ context.Context, minVersion int) ([]int, error) {
 	var retired []int

@@ -78,7 +78,7 @@ func benchRoot(b *testing.B, kind, dir string, srv *vaulttest.Server) keystore.R
 
 // benchTree opens (creating) a key tree in dir under root. The database is
 // closed when tb's benchmark ends.
-func benchTree(tb testing.TB, dir string, root keystore.RootStore, opts keystore.Options) *keystore.Store {
+func benchTree(tb testing.TB, dir string, root keystore.RootStore, opts keystore.Options) *keystore.Tree {
 	tb.Helper()
 	db, err := sqlite.Open(filepath.Join(dir, "shredd.db"))
 	if err != nil {
@@ -93,7 +93,7 @@ func benchTree(tb testing.TB, dir string, root keystore.RootStore, opts keystore
 }
 
 // fillSubjects creates subjects [from, to) with BulkCreateKeys, chunk sids per call.
-func fillSubjects(tb testing.TB, s *keystore.Store, from, to, chunk int) {
+func fillSubjects(tb testing.TB, s *keystore.Tree, from, to, chunk int) {
 	tb.Helper()
 	ctx := context.Background()
 	sids := make([]envelope.SID, 0, chunk)
@@ -175,14 +175,14 @@ func BenchmarkEpoch(b *testing.B) {
 	srv := vaulttest.Dev(b) // shared by the Vault cases; stopped when BenchmarkEpoch ends
 	big := &bigTree{dir: b.TempDir()}
 
-	run := func(b *testing.B, s *keystore.Store, check []envelope.Ref) {
+	run := func(b *testing.B, s *keystore.Tree, check []envelope.Ref) {
 		ctx := context.Background()
-		e0, err := s.LastEpoch(ctx)
+		e0, err := keystore.NewShredder(s).LastEpoch(ctx)
 		if err != nil && !errors.Is(err, keystore.ErrNotFound) {
 			b.Fatal(err)
 		}
 		for b.Loop() {
-			e, err := s.RunEpoch(ctx)
+			e, err := keystore.NewShredder(s).RunEpoch(ctx)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -192,7 +192,7 @@ func BenchmarkEpoch(b *testing.B) {
 		}
 		b.ReportMetric(float64(benchBuckets)*float64(b.N)/b.Elapsed().Seconds(), "buckets/s")
 		// Outside the timer: the epochs really ran, and the keys still open.
-		e, err := s.LastEpoch(ctx)
+		e, err := keystore.NewShredder(s).LastEpoch(ctx)
 		if err != nil || e.ID != e0.ID+int64(b.N) {
 			b.Fatalf("last epoch %+v (%v) after %d epochs from %d", e, err, b.N, e0.ID)
 		}
@@ -241,7 +241,7 @@ func BenchmarkSubjectKey(b *testing.B) {
 	ctx := context.Background()
 
 	// tree opens a tree with subjects created through Key and returns their refs.
-	tree := func(b *testing.B, root keystore.RootStore, opts keystore.Options) (*keystore.Store, []envelope.Ref) {
+	tree := func(b *testing.B, root keystore.RootStore, opts keystore.Options) (*keystore.Tree, []envelope.Ref) {
 		s := benchTree(b, b.TempDir(), root, opts)
 		refs := make([]envelope.Ref, subjects)
 		for i := range refs {
@@ -253,7 +253,7 @@ func BenchmarkSubjectKey(b *testing.B) {
 		}
 		return s, refs
 	}
-	lookups := func(b *testing.B, s *keystore.Store, refs []envelope.Ref) {
+	lookups := func(b *testing.B, s *keystore.Tree, refs []envelope.Ref) {
 		i := 0
 		for b.Loop() {
 			k, err := s.KeyAt(ctx, refs[i%len(refs)])
@@ -270,9 +270,9 @@ func BenchmarkSubjectKey(b *testing.B) {
 	b.Run("cache=hit", func(b *testing.B) {
 		dir := b.TempDir()
 		s, refs := tree(b, benchRoot(b, "local", dir, nil), keystore.Options{Buckets: benchBuckets})
-		h0, m0 := s.CacheStats()
+		h0, m0 := keystore.NewStats(s).Cache()
 		lookups(b, s, refs)
-		h, m := s.CacheStats()
+		h, m := keystore.NewStats(s).Cache()
 		if m != m0 || h-h0 != uint64(b.N) {
 			b.Fatalf("cache=hit: %d hits and %d misses in %d lookups", h-h0, m-m0, b.N)
 		}
@@ -281,11 +281,11 @@ func BenchmarkSubjectKey(b *testing.B) {
 	// A miss: CacheTTL of 1ns expires every cached DEK and bucket key before
 	// the next lookup, so each KeyAt reads the subject and bucket rows and
 	// unwraps the bucket key through the root store.
-	miss := func(b *testing.B, s *keystore.Store, refs []envelope.Ref, root *countingRoot) {
-		h0, m0 := s.CacheStats()
+	miss := func(b *testing.B, s *keystore.Tree, refs []envelope.Ref, root *countingRoot) {
+		h0, m0 := keystore.NewStats(s).Cache()
 		u0 := root.unwraps.Load()
 		lookups(b, s, refs)
-		h, m := s.CacheStats()
+		h, m := keystore.NewStats(s).Cache()
 		if u := root.unwraps.Load() - u0; h != h0 || m-m0 != uint64(b.N) || u != int64(b.N) {
 			b.Fatalf("cache=miss: %d hits, %d misses, %d root unwraps in %d lookups", h-h0, m-m0, u, b.N)
 		}
@@ -315,7 +315,7 @@ func BenchmarkSubjectKey(b *testing.B) {
 		// Outside the timer: with Vault stopped, the same lookup fails closed,
 		// so the timed lookups were Vault round trips, not cache hits.
 		srv.Stop()
-		if _, err := s.KeyAt(ctx, refs[0]); !errors.Is(err, keystore.ErrUnavailable) {
+		if _, err := s.KeyAt(ctx, refs[0]); !errors.Is(err, keystore.ErrRootUnavailable) {
 			b.Fatalf("KeyAt with Vault stopped: %v, want ErrUnavailable", err)
 		}
 	})

@@ -22,17 +22,17 @@ var (
 // CheckRoot checks that the root store can open the key tree: every bucket
 // key must be wrapped under a version between the root's oldest available
 // and its latest. It returns an error wrapping ErrStaleDatabase or
-// ErrRootBehind, with what to do, when not; ErrUnavailable when the root
+// ErrRootBehind, with what to do, when not; ErrRootUnavailable when the root
 // store does not answer.
-func (s *Store) CheckRoot(ctx context.Context) error {
+func (t *Tree) CheckRoot(ctx context.Context) error {
 	var lo, hi sql.NullInt64
-	if err := s.db.QueryRowContext(ctx, `SELECT min(root_version), max(root_version) FROM buckets`).Scan(&lo, &hi); err != nil {
+	if err := t.db.QueryRowContext(ctx, `SELECT min(root_version), max(root_version) FROM buckets`).Scan(&lo, &hi); err != nil {
 		return fmt.Errorf("keystore: check root: %w", err)
 	}
 	if !lo.Valid {
 		return nil
 	}
-	v, err := s.Root().Versions(ctx)
+	v, err := t.Root().Versions(ctx)
 	if err != nil {
 		return fmt.Errorf("keystore: check root: %w", err)
 	}
@@ -40,11 +40,11 @@ func (s *Store) CheckRoot(ctx context.Context) error {
 	case int(lo.Int64) < v.MinAvailable:
 		return fmt.Errorf("keystore: the database's bucket keys are wrapped under root version %d, which the %s root store destroyed in an epoch (its oldest version is %d): %w; "+
 			"this database is a backup taken before that epoch and opens no key. Restore a backup taken after the last epoch (shredd backup list --dir BACKUP_DIR shows each backup's root version; --backup-dir keeps one after every epoch)",
-			lo.Int64, s.Root().Kind(), v.MinAvailable, ErrStaleDatabase)
+			lo.Int64, t.Root().Kind(), v.MinAvailable, ErrStaleDatabase)
 	case int(hi.Int64) > v.Latest:
 		return fmt.Errorf("keystore: the database's bucket keys are wrapped under root version %d, but the %s root store's latest version is %d: %w; "+
 			"the root store was restored from an older copy. Put back the root store that goes with this database (never restore root.key from a backup)",
-			hi.Int64, s.Root().Kind(), v.Latest, ErrRootBehind)
+			hi.Int64, t.Root().Kind(), v.Latest, ErrRootBehind)
 	}
 	return nil
 }
@@ -52,9 +52,9 @@ func (s *Store) CheckRoot(ctx context.Context) error {
 // BucketRootVersion returns the newest root version the bucket keys are
 // wrapped under (0 before the tree has buckets): what a backup of the
 // database taken now would need of the root store.
-func (s *Store) BucketRootVersion(ctx context.Context) (int, error) {
+func (t *Tree) BucketRootVersion(ctx context.Context) (int, error) {
 	var v sql.NullInt64
-	if err := s.db.QueryRowContext(ctx, `SELECT max(root_version) FROM buckets`).Scan(&v); err != nil {
+	if err := t.db.QueryRowContext(ctx, `SELECT max(root_version) FROM buckets`).Scan(&v); err != nil {
 		return 0, fmt.Errorf("keystore: root version: %w", err)
 	}
 	return int(v.Int64), nil

@@ -18,9 +18,9 @@ import (
 // is durable before the next starts, and the old root versions are destroyed
 // only after every bucket key is committed under the new one, so a crash at
 // any point loses no live key.
-func (s *Store) RunEpoch(ctx context.Context) (_ shredd.Epoch, err error) {
-	defer s.stats.observeEpoch(time.Now(), &err) // EpochStats
-	unlock, err := s.lockTree(ctx)
+func (s *Shredder) RunEpoch(ctx context.Context) (_ shredd.Epoch, err error) {
+	defer s.t.stats.observeEpoch(time.Now(), &err) // Stats.Epochs
+	unlock, err := s.t.lockTree(ctx)
 	if err != nil {
 		return shredd.Epoch{}, err
 	}
@@ -30,7 +30,7 @@ func (s *Store) RunEpoch(ctx context.Context) (_ shredd.Epoch, err error) {
 		return shredd.Epoch{}, err
 	}
 	if e == nil {
-		v, err := s.root.Versions(ctx)
+		v, err := s.t.root.Versions(ctx)
 		if err != nil {
 			return shredd.Epoch{}, fmt.Errorf("keystore: epoch: %w", err)
 		}
@@ -38,22 +38,22 @@ func (s *Store) RunEpoch(ctx context.Context) (_ shredd.Epoch, err error) {
 		if err != nil {
 			return shredd.Epoch{}, fmt.Errorf("keystore: epoch: %w", err)
 		}
-		e = &shredd.Epoch{ID: id, State: "running", StartedAt: s.now(), FromVersion: v.Latest}
+		e = &shredd.Epoch{ID: id, State: "running", StartedAt: s.t.now(), FromVersion: v.Latest}
 		crashpoint.Hit("epoch:started")
 	}
 	if e.ToVersion == 0 {
-		v, err := s.root.Versions(ctx)
+		v, err := s.t.root.Versions(ctx)
 		if err != nil {
 			return shredd.Epoch{}, fmt.Errorf("keystore: epoch: %w", err)
 		}
 		to := v.Latest
 		if to <= e.FromVersion { // not rotated yet (a crash may have come after the rotate: then reuse it)
-			if to, err = s.root.Rotate(ctx); err != nil {
+			if to, err = s.t.root.Rotate(ctx); err != nil {
 				return shredd.Epoch{}, fmt.Errorf("keystore: epoch: rotate: %w", err)
 			}
 			crashpoint.Hit("epoch:rotated")
 		}
-		if _, err := s.db.ExecContext(ctx, `UPDATE epochs SET to_version=? WHERE id=?`, to, e.ID); err != nil {
+		if _, err := s.t.db.ExecContext(ctx, `UPDATE epochs SET to_version=? WHERE id=?`, to, e.ID); err != nil {
 			return shredd.Epoch{}, fmt.Errorf("keystore: epoch: %w", err)
 		}
 		e.ToVersion = to
@@ -67,7 +67,7 @@ func (s *Store) RunEpoch(ctx context.Context) (_ shredd.Epoch, err error) {
 		return shredd.Epoch{}, err
 	}
 	crashpoint.Hit("epoch:rewrapped")
-	retired, err := s.root.Trim(ctx, e.ToVersion)
+	retired, err := s.t.root.Trim(ctx, e.ToVersion)
 	if err != nil {
 		return shredd.Epoch{}, fmt.Errorf("keystore: epoch: trim: %w", err)
 	}
@@ -80,29 +80,27 @@ func (s *Store) RunEpoch(ctx context.Context) (_ shredd.Epoch, err error) {
 	crashpoint.Hit("epoch:trimmed")
 	// The rows of the forgotten keys must be gone from the disk, not only
 	// from the tables (SQLite: the WAL frames that held them).
-	if err := s.db.Scrub(ctx); err != nil {
+	if err := s.t.db.Scrub(ctx); err != nil {
 		return shredd.Epoch{}, err
 	}
 	var rs []string
 	for _, v := range retired {
 		rs = append(rs, strconv.Itoa(v))
 	}
-	e.FinishedAt = s.now()
+	e.FinishedAt = s.t.now()
 	e.State = "done"
 	e.Retired = retired
 	if err := s.finishEpoch(ctx, e, strings.Join(rs, ",")); err != nil {
 		return shredd.Epoch{}, err
 	}
-	s.cacheMu.Lock()
-	clear(s.bkeys) // bucket keys are unchanged, but drop them so that unwraps prove the new root version
-	s.cacheMu.Unlock()
+	s.t.dropBucketKeys() // bucket keys are unchanged, but drop them so that unwraps prove the new root version
 	crashpoint.Hit("epoch:done")
 	return *e, nil
 }
 
 // finishEpoch marks the epoch done and logs it, in one transaction.
-func (s *Store) finishEpoch(ctx context.Context, e *shredd.Epoch, retired string) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+func (s *Shredder) finishEpoch(ctx context.Context, e *shredd.Epoch, retired string) error {
+	tx, err := s.t.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("keystore: epoch: %w", err)
 	}
@@ -111,8 +109,8 @@ func (s *Store) finishEpoch(ctx context.Context, e *shredd.Epoch, retired string
 		e.FinishedAt.UnixNano(), retired, e.ID); err != nil {
 		return fmt.Errorf("keystore: epoch: %w", err)
 	}
-	if s.journal != nil {
-		if err := s.journal.EpochCompleted(ctx, tx, attest.EpochEvent{Epoch: e.ID, RootStore: s.root.Kind(),
+	if s.t.journal != nil {
+		if err := s.t.journal.EpochCompleted(ctx, tx, attest.EpochEvent{Epoch: e.ID, RootStore: s.t.root.Kind(),
 			FromVersion: e.FromVersion, ToVersion: e.ToVersion, Retired: e.Retired}); err != nil {
 			return fmt.Errorf("keystore: epoch: log: %w", err)
 		}
@@ -120,7 +118,7 @@ func (s *Store) finishEpoch(ctx context.Context, e *shredd.Epoch, retired string
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("keystore: epoch: %w", err)
 	}
-	if s.journal != nil {
+	if s.t.journal != nil {
 		// The epoch_completed entry is in the log, the cached bucket
 		// keys not dropped yet.
 		crashpoint.Hit("log:appended")
@@ -130,9 +128,9 @@ func (s *Store) finishEpoch(ctx context.Context, e *shredd.Epoch, retired string
 
 // rewrapBuckets moves every bucket key wrapped under a version below to onto
 // the latest root version, a batch per transaction.
-func (s *Store) rewrapBuckets(ctx context.Context, to int) error {
+func (s *Shredder) rewrapBuckets(ctx context.Context, to int) error {
 	for {
-		rows, err := s.db.QueryContext(ctx, `SELECT id, wrapped FROM buckets WHERE root_version < ? ORDER BY id LIMIT ?`, to, batchSize*4)
+		rows, err := s.t.db.QueryContext(ctx, `SELECT id, wrapped FROM buckets WHERE root_version < ? ORDER BY id LIMIT ?`, to, batchSize*4)
 		if err != nil {
 			return fmt.Errorf("keystore: epoch: %w", err)
 		}
@@ -157,13 +155,13 @@ func (s *Store) rewrapBuckets(ctx context.Context, to int) error {
 		}
 		var ws []Wrapped
 		for i := 0; i < len(blobs); i += batchSize {
-			w, err := s.root.Rewrap(ctx, blobs[i:min(i+batchSize, len(blobs))])
+			w, err := s.t.root.Rewrap(ctx, blobs[i:min(i+batchSize, len(blobs))])
 			if err != nil {
 				return fmt.Errorf("keystore: epoch: rewrap: %w", err)
 			}
 			ws = append(ws, w...)
 		}
-		tx, err := s.db.BeginTx(ctx, nil)
+		tx, err := s.t.db.BeginTx(ctx, nil)
 		if err != nil {
 			return fmt.Errorf("keystore: epoch: %w", err)
 		}
@@ -192,8 +190,8 @@ func (s *Store) rewrapBuckets(ctx context.Context, to int) error {
 
 // finishRekeys completes the bucket re-keys under way (after a crash).
 // Called under the tree lock.
-func (s *Store) finishRekeys(ctx context.Context) error {
-	rows, err := s.db.QueryContext(ctx, `SELECT id FROM buckets WHERE next_wrapped IS NOT NULL ORDER BY id`)
+func (s *Shredder) finishRekeys(ctx context.Context) error {
+	rows, err := s.t.db.QueryContext(ctx, `SELECT id FROM buckets WHERE next_wrapped IS NOT NULL ORDER BY id`)
 	if err != nil {
 		return fmt.Errorf("keystore: epoch: %w", err)
 	}
@@ -218,8 +216,8 @@ func (s *Store) finishRekeys(ctx context.Context) error {
 	return nil
 }
 
-func (s *Store) runningEpoch(ctx context.Context) (*shredd.Epoch, error) {
-	e, err := s.scanEpoch(s.db.QueryRowContext(ctx, epochCols+` WHERE state='running' ORDER BY id LIMIT 1`))
+func (s *Shredder) runningEpoch(ctx context.Context) (*shredd.Epoch, error) {
+	e, err := scanEpoch(s.t.db.QueryRowContext(ctx, epochCols+` WHERE state='running' ORDER BY id LIMIT 1`))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -227,15 +225,15 @@ func (s *Store) runningEpoch(ctx context.Context) (*shredd.Epoch, error) {
 }
 
 // Interrupted reports whether an epoch was left running (by a crash).
-func (s *Store) Interrupted(ctx context.Context) (bool, error) {
+func (s *Shredder) Interrupted(ctx context.Context) (bool, error) {
 	e, err := s.runningEpoch(ctx)
 	return e != nil, err
 }
 
 // EpochAfter returns the first completed epoch with an id above marker, or
 // ErrNotFound when none has completed yet.
-func (s *Store) EpochAfter(ctx context.Context, marker int64) (shredd.Epoch, error) {
-	e, err := s.scanEpoch(s.db.QueryRowContext(ctx, epochCols+` WHERE state='done' AND id > ? ORDER BY id LIMIT 1`, marker))
+func (s *Shredder) EpochAfter(ctx context.Context, marker int64) (shredd.Epoch, error) {
+	e, err := scanEpoch(s.t.db.QueryRowContext(ctx, epochCols+` WHERE state='done' AND id > ? ORDER BY id LIMIT 1`, marker))
 	if errors.Is(err, sql.ErrNoRows) {
 		return shredd.Epoch{}, fmt.Errorf("keystore: epoch after %d: %w", marker, ErrNotFound)
 	}
@@ -248,17 +246,17 @@ func (s *Store) EpochAfter(ctx context.Context, marker int64) (shredd.Epoch, err
 // LastDoneEpoch returns the id of the most recent completed epoch, 0
 // before the first: a forget re-keyed with a marker below it is shredded
 // (EpochAfter names the epoch).
-func (s *Store) LastDoneEpoch(ctx context.Context) (int64, error) {
+func (s *Shredder) LastDoneEpoch(ctx context.Context) (int64, error) {
 	var id int64
-	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM epochs WHERE state='done'`).Scan(&id); err != nil {
+	if err := s.t.db.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM epochs WHERE state='done'`).Scan(&id); err != nil {
 		return 0, fmt.Errorf("keystore: last epoch: %w", err)
 	}
 	return id, nil
 }
 
 // LastEpoch returns the most recent epoch, or ErrNotFound before the first.
-func (s *Store) LastEpoch(ctx context.Context) (shredd.Epoch, error) {
-	e, err := s.scanEpoch(s.db.QueryRowContext(ctx, epochCols+` ORDER BY id DESC LIMIT 1`))
+func (s *Shredder) LastEpoch(ctx context.Context) (shredd.Epoch, error) {
+	e, err := scanEpoch(s.t.db.QueryRowContext(ctx, epochCols+` ORDER BY id DESC LIMIT 1`))
 	if errors.Is(err, sql.ErrNoRows) {
 		return shredd.Epoch{}, fmt.Errorf("keystore: last epoch: %w", ErrNotFound)
 	}
@@ -270,7 +268,7 @@ func (s *Store) LastEpoch(ctx context.Context) (shredd.Epoch, error) {
 
 const epochCols = `SELECT id, state, started_at, finished_at, from_version, to_version, retired FROM epochs`
 
-func (s *Store) scanEpoch(r *sql.Row) (*shredd.Epoch, error) {
+func scanEpoch(r *sql.Row) (*shredd.Epoch, error) {
 	var e shredd.Epoch
 	var started int64
 	var finished, to sql.NullInt64
@@ -296,8 +294,8 @@ func (s *Store) scanEpoch(r *sql.Row) (*shredd.Epoch, error) {
 }
 
 // EpochByID returns one epoch, or ErrNotFound.
-func (s *Store) EpochByID(ctx context.Context, id int64) (shredd.Epoch, error) {
-	e, err := s.scanEpoch(s.db.QueryRowContext(ctx, epochCols+` WHERE id = ?`, id))
+func (s *Shredder) EpochByID(ctx context.Context, id int64) (shredd.Epoch, error) {
+	e, err := scanEpoch(s.t.db.QueryRowContext(ctx, epochCols+` WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return shredd.Epoch{}, fmt.Errorf("keystore: epoch %d: %w", id, ErrNotFound)
 	}
@@ -310,15 +308,15 @@ func (s *Store) EpochByID(ctx context.Context, id int64) (shredd.Epoch, error) {
 // insertEpoch records a running epoch from root version from and returns
 // its id. The insert runs in a write transaction: a query that writes
 // outside one would not queue behind the database's write lock.
-func (s *Store) insertEpoch(ctx context.Context, from int) (int64, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
+func (s *Shredder) insertEpoch(ctx context.Context, from int) (int64, error) {
+	tx, err := s.t.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, err
 	}
 	defer tx.Rollback()
 	var id int64
 	if err := tx.QueryRowContext(ctx, `INSERT INTO epochs(state, started_at, from_version) VALUES ('running', ?, ?) RETURNING id`,
-		s.now().UnixNano(), from).Scan(&id); err != nil {
+		s.t.now().UnixNano(), from).Scan(&id); err != nil {
 		return 0, err
 	}
 	return id, tx.Commit()

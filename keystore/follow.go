@@ -27,8 +27,8 @@ const HeartbeatInterval = time.Second
 // evictTx records the eviction of sid in tx and notifies the other nodes,
 // where nodes share the database; on SQLite the forget's own node purges
 // its cache after the commit, and there is no other.
-func (s *Store) evictTx(ctx context.Context, tx *storage.Tx, sid envelope.SID, now int64) error {
-	if !s.db.Shared() {
+func (t *Tree) evictTx(ctx context.Context, tx *storage.Tx, sid envelope.SID, now int64) error {
+	if !t.db.Shared() {
 		return nil
 	}
 	var seq int64
@@ -37,6 +37,17 @@ func (s *Store) evictTx(ctx context.Context, tx *storage.Tx, sid envelope.SID, n
 	}
 	return tx.Notify(ctx, EvictChannel, strconv.FormatInt(seq, 10)+":"+hex.EncodeToString(sid[:]))
 }
+
+// Follower keeps a node's key cache in step with the forgets other nodes
+// commit, where nodes share the database (Follow), and tells a forget when
+// every node's cache has let go of the forgotten keys (Converged). It
+// shares its Tree's state.
+type Follower struct {
+	t *Tree
+}
+
+// NewFollower returns the Follower of t.
+func NewFollower(t *Tree) *Follower { return &Follower{t: t} }
 
 // Follow keeps this node's key cache in step with the forgets other nodes
 // commit, where nodes share the database, until ctx ends: it purges the
@@ -48,8 +59,8 @@ func (s *Store) evictTx(ctx context.Context, tx *storage.Tx, sid envelope.SID, n
 // ready is called once the node is recorded: a node must not serve before,
 // or a forget could count it out while it caches keys. On SQLite Follow
 // calls ready and returns at once.
-func (s *Store) Follow(ctx context.Context, node string, log *slog.Logger, ready func()) error {
-	if !s.db.Shared() {
+func (f *Follower) Follow(ctx context.Context, node string, log *slog.Logger, ready func()) error {
+	if !f.t.db.Shared() {
 		ready()
 		return nil
 	}
@@ -64,8 +75,8 @@ func (s *Store) Follow(ctx context.Context, node string, log *slog.Logger, ready
 			// a full purge, lookups read the tombstones. Later ones arrive
 			// as notifications (the listener is already registered).
 			var seq0 sql.NullInt64
-			err := s.db.QueryRowContext(ctx, `SELECT max(seq) FROM evictions`).Scan(&seq0)
-			s.PurgeAll() // after the read: what seq0 covers is a tombstone by now
+			err := f.t.db.QueryRowContext(ctx, `SELECT max(seq) FROM evictions`).Scan(&seq0)
+			f.t.PurgeAll() // after the read: what seq0 covers is a tombstone by now
 			if err != nil {
 				log.Warn("key cache follower: cannot read the evictions; purged the whole cache", "error", err.Error())
 				return
@@ -79,19 +90,19 @@ func (s *Store) Follow(ctx context.Context, node string, log *slog.Logger, ready
 		seq, err := strconv.ParseInt(seqText, 10, 64)
 		b, herr := hex.DecodeString(sidHex)
 		if !ok || err != nil || herr != nil || len(b) != len(envelope.SID{}) {
-			s.PurgeAll() // a payload this release does not read: be safe
+			f.t.PurgeAll() // a payload this release does not read: be safe
 			return
 		}
 		var sid envelope.SID
 		copy(sid[:], b)
-		s.Purge(sid)
+		f.t.Purge(sid)
 		mu.Lock()
 		through = max(through, seq)
 		mu.Unlock()
 	}
 	listenErr := make(chan error, 1)
-	go func() { listenErr <- s.db.Listen(ctx, EvictChannel, apply) }()
-	started := s.now().UnixNano()
+	go func() { listenErr <- f.t.db.Listen(ctx, EvictChannel, apply) }()
+	started := f.t.now().UnixNano()
 	tick := time.NewTicker(HeartbeatInterval / 10) // fast until the first heartbeat
 	defer tick.Stop()
 	for {
@@ -99,7 +110,7 @@ func (s *Store) Follow(ctx context.Context, node string, log *slog.Logger, ready
 		t := through
 		mu.Unlock()
 		if t >= 0 {
-			err := s.heartbeat(ctx, node, started, t)
+			err := f.heartbeat(ctx, node, started, t)
 			switch {
 			case err != nil && ctx.Err() == nil:
 				log.Warn("node heartbeat failed", "error", err.Error())
@@ -115,17 +126,17 @@ func (s *Store) Follow(ctx context.Context, node string, log *slog.Logger, ready
 			// A node that stops leaves the table: it caches nothing more.
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 			defer cancel()
-			_, _ = s.db.ExecContext(dctx, `DELETE FROM nodes WHERE id=?`, node)
+			_, _ = f.t.db.ExecContext(dctx, `DELETE FROM nodes WHERE id=?`, node)
 			return nil
 		case <-tick.C:
 		}
 	}
 }
 
-func (s *Store) heartbeat(ctx context.Context, node string, started, through int64) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO nodes(id, started_at, heartbeat_at, cache_ttl, evicted_through) VALUES (?, ?, ?, ?, ?)
+func (f *Follower) heartbeat(ctx context.Context, node string, started, through int64) error {
+	_, err := f.t.db.ExecContext(ctx, `INSERT INTO nodes(id, started_at, heartbeat_at, cache_ttl, evicted_through) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT(id) DO UPDATE SET heartbeat_at=excluded.heartbeat_at, cache_ttl=excluded.cache_ttl,
-		evicted_through=excluded.evicted_through`, node, started, s.now().UnixNano(), int64(s.ttl), through)
+		evicted_through=excluded.evicted_through`, node, started, f.t.now().UnixNano(), int64(f.t.ttl), through)
 	return err
 }
 
@@ -136,19 +147,19 @@ func (s *Store) heartbeat(ctx context.Context, node string, started, through int
 // node got the notification, missed it, or died). Without nodes recorded
 // (SQLite: the one node purged its cache at the commit) only the TTL
 // counts. It returns why not, or what holds.
-func (s *Store) Converged(ctx context.Context, sid envelope.SID, committed, now time.Time) (bool, string, error) {
-	tprop := committed.Add(s.ttl)
-	if !s.db.Shared() {
+func (f *Follower) Converged(ctx context.Context, sid envelope.SID, committed, now time.Time) (bool, string, error) {
+	tprop := committed.Add(f.t.ttl)
+	if !f.t.db.Shared() {
 		if now.Before(tprop) {
 			return false, fmt.Sprintf("other nodes may serve the cached key until %s (cache TTL)", tprop.UTC().Format(time.RFC3339)), nil
 		}
 		return true, "the cache TTL has passed", nil
 	}
 	var seq sql.NullInt64
-	if err := s.db.QueryRowContext(ctx, `SELECT max(seq) FROM evictions WHERE sid=?`, sid[:]).Scan(&seq); err != nil {
+	if err := f.t.db.QueryRowContext(ctx, `SELECT max(seq) FROM evictions WHERE sid=?`, sid[:]).Scan(&seq); err != nil {
 		return false, "", fmt.Errorf("keystore: converged: %w", err)
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT id, heartbeat_at, cache_ttl, evicted_through FROM nodes ORDER BY id`)
+	rows, err := f.t.db.QueryContext(ctx, `SELECT id, heartbeat_at, cache_ttl, evicted_through FROM nodes ORDER BY id`)
 	if err != nil {
 		return false, "", fmt.Errorf("keystore: converged: %w", err)
 	}

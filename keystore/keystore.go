@@ -19,24 +19,23 @@ import (
 )
 
 // Errors returned by the key tree and the root stores. Implementations wrap
-// them with %w and the operation; callers test with errors.Is.
+// them with %w and the operation; callers test with errors.Is. Invalid
+// arguments (such as trimming above the latest version) wrap
+// shredd.ErrInvalid.
 var (
 	// ErrShredded means the subject's key (or this generation of it) was
 	// destroyed by a forget: the data existed and is now erased.
 	ErrShredded = errors.New("subject key shredded")
 	// ErrNotFound means no key exists for the subject or generation.
 	ErrNotFound = errors.New("key not found")
-	// ErrUnavailable means the root store cannot be reached or refuses to
-	// serve; callers must fail closed.
-	ErrUnavailable = errors.New("root store unavailable")
+	// ErrRootUnavailable means the root store (or the subject KMS) cannot
+	// be reached or refuses to serve; callers must fail closed.
+	ErrRootUnavailable = errors.New("root store unavailable")
 	// ErrVersionDestroyed means a blob is wrapped under a root version that
 	// has been destroyed (trimmed).
 	ErrVersionDestroyed = errors.New("root key version destroyed")
 	// ErrCorrupt means a wrapped key failed authentication or does not parse.
 	ErrCorrupt = errors.New("wrapped key corrupt")
-	// ErrInvalid means invalid arguments (such as trimming above the latest
-	// version).
-	ErrInvalid = errors.New("invalid argument")
 	// ErrReadBack means a fact a forget's state asserts (the subject key
 	// deleted, the bucket re-wrapped, the root versions destroyed) was read
 	// back from where it lives and found untrue: a trigger, a fault or a
@@ -57,8 +56,8 @@ type Versions struct {
 }
 
 // RootStore holds the root of the key tree. Wrapping never exposes the root
-// key itself. Every method returns an error wrapping ErrUnavailable when the
-// backend cannot be reached, so that callers fail closed.
+// key itself. Every method returns an error wrapping ErrRootUnavailable when
+// the backend cannot be reached, so that callers fail closed.
 type RootStore interface {
 	// Kind names the backend, such as "local" or "vault-transit".
 	Kind() string
@@ -74,8 +73,8 @@ type RootStore interface {
 	Rotate(ctx context.Context) (int, error)
 	// Trim destroys every version below minVersion, so that blobs wrapped
 	// under them can never be unwrapped again, and returns the versions it
-	// destroyed. minVersion above Latest gives ErrInvalid. Trimming to a
-	// version at or below MinAvailable destroys nothing.
+	// destroyed. minVersion above Latest gives shredd.ErrInvalid.
+	// Trimming to a version at or below MinAvailable destroys nothing.
 	Trim(ctx context.Context, minVersion int) ([]int, error)
 	// Versions reports the latest and the oldest available version.
 	Versions(ctx context.Context) (Versions, error)
@@ -122,7 +121,7 @@ type KeyDescription struct {
 // bucket tree (Vault Transit per-subject keys). Each subject's DEK is a data
 // key wrapped by the subject's own key, and destroying that key erases the
 // subject at once, without an epoch. Every method returns an error wrapping
-// ErrUnavailable when the backend cannot be reached.
+// ErrRootUnavailable when the backend cannot be reached.
 type SubjectKMS interface {
 	// DataKey creates the subject's key if needed and returns a new DEK and
 	// its wrapped form.

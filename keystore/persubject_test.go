@@ -18,7 +18,7 @@ import (
 	"github.com/shredd/shredd/testkit/vaulttest"
 )
 
-func openPerSubject(t *testing.T, dir string, vs *vault.Store) (*keystore.Store, *storage.DB) {
+func openPerSubject(t *testing.T, dir string, vs *vault.Root) (*keystore.Tree, *storage.DB) {
 	t.Helper()
 	db, err := sqlite.Open(filepath.Join(dir, "shredd.db"))
 	if err != nil {
@@ -93,10 +93,10 @@ func TestPerSubjectTransitKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Purge(alice)
-	if err := s.DestroySubject(ctx, alice); err != nil {
+	if err := keystore.NewShredder(s).DestroySubject(ctx, alice); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DestroySubject(ctx, alice); err != nil {
+	if err := keystore.NewShredder(s).DestroySubject(ctx, alice); err != nil {
 		t.Fatalf("destroy is not idempotent: %v", err)
 	}
 	if ok, err := sk.Exists(ctx, alice); err != nil || ok {

@@ -13,18 +13,18 @@ import (
 // The read-backs: before a forget's state claims a fact, the fact is read
 // back from where it lives (docs/design.md, "Read back before claiming").
 // Each returns nil when the fact holds, an error wrapping ErrReadBack with
-// what was found when it does not, and another error (ErrUnavailable for a
-// root store that does not answer) when it could not be read. None of them
-// trusts a cache or the database's own record of an earlier step.
+// what was found when it does not, and another error (ErrRootUnavailable
+// for a root store that does not answer) when it could not be read. None
+// of them trusts a cache or the database's own record of an earlier step.
 
 // KeyGoneTx reads back, in tx, that subject sid's key is destroyed: its row
 // is the tombstone (state forgotten) and holds no wrapped key. A forget
 // commits only when it holds; a database that ignores the deletion (a
 // planted trigger, say) makes the forget fail instead of claim.
-func (s *Store) KeyGoneTx(ctx context.Context, tx interface {
+func (s *Shredder) KeyGoneTx(ctx context.Context, tx interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }, sid envelope.SID) error {
-	r, err := s.row(ctx, tx, sid)
+	r, err := s.t.row(ctx, tx, sid)
 	if err != nil {
 		return err
 	}
@@ -50,16 +50,16 @@ func (r subjectRow) gone() error {
 // itself (RootVersions) once for a batch of forgets. With per-subject keys,
 // it asks the backend whether the subject's own key is gone, and e and
 // root are not used.
-func (s *Store) CheckShredded(ctx context.Context, sid envelope.SID, e shredd.Epoch, root Versions) error {
-	r, err := s.row(ctx, s.db, sid)
+func (s *Shredder) CheckShredded(ctx context.Context, sid envelope.SID, e shredd.Epoch, root Versions) error {
+	r, err := s.t.row(ctx, s.t.db, sid)
 	if err != nil {
 		return err
 	}
 	if err := r.gone(); err != nil {
 		return err
 	}
-	if s.kms != nil {
-		ok, err := s.kms.Exists(ctx, sid)
+	if s.t.kms != nil {
+		ok, err := s.t.kms.Exists(ctx, sid)
 		if err != nil {
 			return fmt.Errorf("keystore: read back the subject key: %w", err)
 		}
@@ -69,7 +69,7 @@ func (s *Store) CheckShredded(ctx context.Context, sid envelope.SID, e shredd.Ep
 		return nil
 	}
 	var bv int
-	err = s.db.QueryRowContext(ctx, `SELECT root_version FROM buckets WHERE id=?`, s.BucketOf(sid)).Scan(&bv)
+	err = s.t.db.QueryRowContext(ctx, `SELECT root_version FROM buckets WHERE id=?`, s.t.BucketOf(sid)).Scan(&bv)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("keystore: %w: the subject's bucket key is missing", ErrReadBack)
 	}
@@ -80,15 +80,15 @@ func (s *Store) CheckShredded(ctx context.Context, sid envelope.SID, e shredd.Ep
 		return fmt.Errorf("keystore: %w: the subject's bucket key is still wrapped under root version %d, below epoch %d's version %d", ErrReadBack, bv, e.ID, e.ToVersion)
 	}
 	if root.MinAvailable < e.ToVersion {
-		return fmt.Errorf("keystore: %w: the %s root store still holds root version %d (epoch %d destroys every version below %d)", ErrReadBack, s.root.Kind(), root.MinAvailable, e.ID, e.ToVersion)
+		return fmt.Errorf("keystore: %w: the %s root store still holds root version %d (epoch %d destroys every version below %d)", ErrReadBack, s.t.root.Kind(), root.MinAvailable, e.ID, e.ToVersion)
 	}
 	return nil
 }
 
 // RootVersions asks the root store now (not its last description) for its
 // versions, for CheckShredded.
-func (s *Store) RootVersions(ctx context.Context) (Versions, error) {
-	v, err := s.root.Versions(ctx)
+func (s *Shredder) RootVersions(ctx context.Context) (Versions, error) {
+	v, err := s.t.root.Versions(ctx)
 	if err != nil {
 		return Versions{}, fmt.Errorf("keystore: read back the root versions: %w", err)
 	}

@@ -31,7 +31,7 @@ func interruptedRekey(t *testing.T) (string, *storage.DB, map[envelope.SID][]byt
 		BEGIN SELECT RAISE(ABORT, 'cut after the first chunk'); END`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.RekeyBucket(ctx, 0); err == nil {
+	if _, err := keystore.NewShredder(s).RekeyBucket(ctx, 0); err == nil {
 		t.Fatal("the re-key was not cut after its first chunk")
 	}
 	if _, err := db.ExecContext(ctx, `DROP TRIGGER cut_rekey`); err != nil {
@@ -50,7 +50,7 @@ func interruptedRekey(t *testing.T) (string, *storage.DB, map[envelope.SID][]byt
 }
 
 // reopen opens a second store on the same files: no cache from before.
-func reopen(t *testing.T, dir string, db *storage.DB) *keystore.Store {
+func reopen(t *testing.T, dir string, db *storage.DB) *keystore.Tree {
 	t.Helper()
 	root, err := local.Open(filepath.Join(dir, "root.key"))
 	if err != nil {
@@ -63,7 +63,7 @@ func reopen(t *testing.T, dir string, db *storage.DB) *keystore.Store {
 	return s
 }
 
-func checkKeys(t *testing.T, s *keystore.Store, keys map[envelope.SID][]byte) {
+func checkKeys(t *testing.T, s *keystore.Tree, keys map[envelope.SID][]byte) {
 	t.Helper()
 	for sid, want := range keys {
 		got, err := s.KeyAt(context.Background(), envelope.Ref{SID: sid, Gen: 1})
@@ -104,7 +104,7 @@ func TestRekeyResumesAfterCrash(t *testing.T) {
 			t.Fatal(err)
 		}
 		keys[k.Ref.SID] = bytes.Clone(k.Key)
-		if _, err := s.RekeyBucket(ctx, 0); err != nil {
+		if _, err := keystore.NewShredder(s).RekeyBucket(ctx, 0); err != nil {
 			t.Fatal(err)
 		}
 		checkRekeyed(t, db, 2)
@@ -114,7 +114,7 @@ func TestRekeyResumesAfterCrash(t *testing.T) {
 	t.Run("epoch", func(t *testing.T) {
 		dir, db, keys := interruptedRekey(t)
 		s := reopen(t, dir, db)
-		e, err := s.RunEpoch(ctx)
+		e, err := keystore.NewShredder(s).RunEpoch(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,26 +28,26 @@ const (
 var rootOpNames = [numRootOps]string{"wrap", "unwrap", "rewrap", "rotate", "trim", "versions",
 	"subject_datakey", "subject_decrypt", "subject_destroy", "subject_exists"}
 
-// storeStats are the counters of a Store that its cache counters do not
+// treeStats are the counters of a Tree that its cache counters do not
 // cover. Every field is atomic: the stats are read by metrics scrapes while
 // requests and the background work update them.
-type storeStats struct {
+type treeStats struct {
 	rootErrs [numRootOps]atomic.Uint64
 
 	epochs, epochFailures atomic.Uint64
 	epochLast             atomic.Int64 // nanoseconds
 }
 
-// countUnavailable counts err against op when it wraps ErrUnavailable.
-func (st *storeStats) countUnavailable(op int, err error) {
-	if err != nil && errors.Is(err, ErrUnavailable) {
+// countUnavailable counts err against op when it wraps ErrRootUnavailable.
+func (st *treeStats) countUnavailable(op int, err error) {
+	if err != nil && errors.Is(err, ErrRootUnavailable) {
 		st.rootErrs[op].Add(1)
 	}
 }
 
 // observeEpoch records one RunEpoch call that began at start and ended with
 // *err. RunEpoch defers it.
-func (st *storeStats) observeEpoch(start time.Time, err *error) {
+func (st *treeStats) observeEpoch(start time.Time, err *error) {
 	if *err != nil {
 		st.epochFailures.Add(1)
 		return
@@ -58,7 +58,7 @@ func (st *storeStats) observeEpoch(start time.Time, err *error) {
 
 // counted returns root and kms (nil stays nil) with every call counted in
 // st.
-func (st *storeStats) counted(root RootStore, kms SubjectKMS) (RootStore, SubjectKMS) {
+func (st *treeStats) counted(root RootStore, kms SubjectKMS) (RootStore, SubjectKMS) {
 	if root != nil {
 		root = countedRoot{root, st}
 	}
@@ -69,7 +69,7 @@ func (st *storeStats) counted(root RootStore, kms SubjectKMS) (RootStore, Subjec
 }
 
 // uncounted returns the root store a countedRoot wraps, so that Root hands
-// out the store itself (calls made through it are not this Store's).
+// out the store itself (calls made through it are not this Tree's).
 func uncounted(root RootStore) RootStore {
 	if c, ok := root.(countedRoot); ok {
 		return c.RootStore
@@ -77,11 +77,12 @@ func uncounted(root RootStore) RootStore {
 	return root
 }
 
-// countedRoot counts the calls of a RootStore that fail with ErrUnavailable.
+// countedRoot counts the calls of a RootStore that fail with
+// ErrRootUnavailable.
 // Kind passes through unchanged.
 type countedRoot struct {
 	RootStore
-	st *storeStats
+	st *treeStats
 }
 
 var _ RootStore = countedRoot{}
@@ -122,10 +123,10 @@ func (c countedRoot) Versions(ctx context.Context) (Versions, error) {
 	return v, err
 }
 
-// countedKMS counts the calls of a SubjectKMS that fail with ErrUnavailable.
+// countedKMS counts the calls of a SubjectKMS that fail with ErrRootUnavailable.
 type countedKMS struct {
 	SubjectKMS
-	st *storeStats
+	st *treeStats
 }
 
 var _ SubjectKMS = countedKMS{}
@@ -154,36 +155,50 @@ func (c countedKMS) Exists(ctx context.Context, sid envelope.SID) (bool, error) 
 	return ok, err
 }
 
-// RootErrors returns, by operation, how many of the calls this Store made to
-// its root store since Open failed with ErrUnavailable: "wrap", "unwrap",
+// Stats reads the counters of a Tree, for metrics: its root store errors,
+// its epochs and its key cache. Every counter is atomic; a Stats is safe
+// for concurrent use.
+type Stats struct {
+	t *Tree
+}
+
+// NewStats returns the Stats of t.
+func NewStats(t *Tree) *Stats { return &Stats{t: t} }
+
+// RootErrors returns, by operation, how many of the calls its Tree made to
+// its root store since Open failed with ErrRootUnavailable: "wrap", "unwrap",
 // "rewrap", "rotate", "trim", "versions", and in per-subject mode also the
 // subject KMS operations "subject_datakey", "subject_decrypt",
 // "subject_destroy" and "subject_exists". Calls made for requests and for the
 // background work count alike; probes made on the root store directly (such
 // as /healthz) do not. Other errors (ErrVersionDestroyed, ErrCorrupt ...) are
 // answers of a working backend and are not counted.
-func (s *Store) RootErrors() map[string]uint64 {
+func (s *Stats) RootErrors() map[string]uint64 {
 	n := opSubjectDataKey
-	if s.kms != nil {
+	if s.t.kms != nil {
 		n = numRootOps
 	}
 	out := make(map[string]uint64, n)
 	for i := range n {
-		out[rootOpNames[i]] = s.stats.rootErrs[i].Load()
+		out[rootOpNames[i]] = s.t.stats.rootErrs[i].Load()
 	}
 	return out
 }
 
-// EpochStats describes the epochs a Store ran since Open.
+// EpochStats describes the epochs a Tree's Shredders ran since Open.
 type EpochStats struct {
 	Completed uint64        // RunEpoch calls that completed an epoch
 	Failed    uint64        // RunEpoch calls that returned an error (the epoch resumes on the next call)
 	Last      time.Duration // wall time of the last completed RunEpoch call; 0 before the first
 }
 
-// EpochStats returns the counters of the epochs this Store ran since Open
-// (not those of earlier processes on the same database: see LastEpoch).
-func (s *Store) EpochStats() EpochStats {
-	return EpochStats{Completed: s.stats.epochs.Load(), Failed: s.stats.epochFailures.Load(),
-		Last: time.Duration(s.stats.epochLast.Load())}
+// Epochs returns the counters of the epochs its Tree's Shredders ran since
+// Open (not those of earlier processes on the same database: see
+// Shredder.LastEpoch).
+func (s *Stats) Epochs() EpochStats {
+	return EpochStats{Completed: s.t.stats.epochs.Load(), Failed: s.t.stats.epochFailures.Load(),
+		Last: time.Duration(s.t.stats.epochLast.Load())}
 }
+
+// Cache returns the number of key cache hits and misses of its Tree so far.
+func (s *Stats) Cache() (hits, misses uint64) { return s.t.hits.Load(), s.t.misses.Load() }

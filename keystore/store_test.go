@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/envelope"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
@@ -34,17 +35,17 @@ func localRoot(t *testing.T, dir string) keystore.RootStore {
 	return root
 }
 
-func openTree(t *testing.T, dir string, buckets int) (*keystore.Store, *storage.DB) {
+func openTree(t *testing.T, dir string, buckets int) (*keystore.Tree, *storage.DB) {
 	t.Helper()
 	return openTreeWith(t, dir, buckets, localRoot)
 }
 
-func openTreeWith(t *testing.T, dir string, buckets int, rootOf rootFunc) (*keystore.Store, *storage.DB) {
+func openTreeWith(t *testing.T, dir string, buckets int, rootOf rootFunc) (*keystore.Tree, *storage.DB) {
 	t.Helper()
 	return openTreeOpts(t, dir, rootOf, keystore.Options{Buckets: buckets})
 }
 
-func openTreeOpts(t *testing.T, dir string, rootOf rootFunc, opts keystore.Options) (*keystore.Store, *storage.DB) {
+func openTreeOpts(t *testing.T, dir string, rootOf rootFunc, opts keystore.Options) (*keystore.Tree, *storage.DB) {
 	t.Helper()
 	root := rootOf(t, dir)
 	db, err := sqlite.Open(filepath.Join(dir, "shredd.db"))
@@ -61,7 +62,7 @@ func openTreeOpts(t *testing.T, dir string, rootOf rootFunc, opts keystore.Optio
 
 // createKeys creates the keys of n subjects named prefix0, prefix1, ... and
 // returns copies of them.
-func createKeys(t *testing.T, s *keystore.Store, prefix string, n int) map[envelope.SID][]byte {
+func createKeys(t *testing.T, s *keystore.Tree, prefix string, n int) map[envelope.SID][]byte {
 	t.Helper()
 	keys := map[envelope.SID][]byte{}
 	for i := range n {
@@ -76,17 +77,17 @@ func createKeys(t *testing.T, s *keystore.Store, prefix string, n int) map[envel
 
 func sid(name string) envelope.SID { return envelope.SID(sha256.Sum256([]byte(name))) }
 
-func forget(t *testing.T, s *keystore.Store, db *storage.DB, id envelope.SID) {
+func forget(t *testing.T, s *keystore.Tree, db *storage.DB, id envelope.SID) {
 	t.Helper()
 	destroy(t, s, db, id)
-	if _, err := s.RekeyBucket(context.Background(), s.BucketOf(id)); err != nil {
+	if _, err := keystore.NewShredder(s).RekeyBucket(context.Background(), s.BucketOf(id)); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // destroy commits a subject's forget (ForgetTx) and purges its key, leaving
 // the bucket re-key to the caller.
-func destroy(t *testing.T, s *keystore.Store, db *storage.DB, id envelope.SID) {
+func destroy(t *testing.T, s *keystore.Tree, db *storage.DB, id envelope.SID) {
 	t.Helper()
 	ctx := context.Background()
 	tx, err := db.BeginTx(ctx, nil)
@@ -146,7 +147,7 @@ func TestKeyLifecycle(t *testing.T) {
 		t.Fatalf("tombstoned subject: %v, want ErrShredded", err)
 	}
 	// Bob survives alice's forget, the re-keys and an epoch.
-	e, err := s.RunEpoch(ctx)
+	e, err := keystore.NewShredder(s).RunEpoch(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func TestBucketsFixedAtCreation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := keystore.Open(context.Background(), db, root, keystore.Options{Buckets: 32}); !errors.Is(err, keystore.ErrInvalid) {
+	if _, err := keystore.Open(context.Background(), db, root, keystore.Options{Buckets: 32}); !errors.Is(err, shredd.ErrInvalid) {
 		t.Fatalf("reopen with other bucket count: %v, want ErrInvalid", err)
 	}
 }
@@ -198,7 +199,7 @@ func TestConcurrentCreateAndRekey(t *testing.T) {
 	go func() {
 		defer close(done)
 		for i := 0; i < 20; i++ {
-			if _, err := s.RekeyBucket(ctx, 0); err != nil {
+			if _, err := keystore.NewShredder(s).RekeyBucket(ctx, 0); err != nil {
 				t.Error(err)
 			}
 		}
@@ -279,7 +280,8 @@ func backupTest(t *testing.T, rootOf rootFunc, rootFile bool) {
 	ctx := context.Background()
 	live := t.TempDir()
 	s, db := openTreeWith(t, live, 4, rootOf)
-	alice, bob := sid("alice@example.com"), sid("bob@example.com")
+	alice := sid("alice@example.com")
+	var bob envelope.SID
 	ka, err := s.Key(ctx, alice)
 	if err != nil {
 		t.Fatal(err)
@@ -303,7 +305,7 @@ func backupTest(t *testing.T, rootOf rootFunc, rootFile bool) {
 	copyDir(t, live, before) // db, -wal, -shm and root.key, as a file-level backup would
 
 	forget(t, s, db, alice)
-	if _, err := s.RunEpoch(ctx); err != nil {
+	if _, err := keystore.NewShredder(s).RunEpoch(ctx); err != nil {
 		t.Fatal(err)
 	}
 

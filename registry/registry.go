@@ -57,7 +57,7 @@ type Options struct {
 
 // Liveness checks, inside a registration's or a lease's transaction, that
 // lineage subjects are live at their generations: the key tree
-// (*keystore.Store) answers it from its tombstones, in the same database.
+// (*keystore.Tree) answers it from its tombstones, in the same database.
 type Liveness interface {
 	// CheckLive returns an error when a ref is not live (keystore's
 	// ErrShredded, ErrNotFound, ...), one query per ref.
@@ -179,7 +179,7 @@ func MapKeyErr(err error) error {
 		return fmt.Errorf("%w: %w", shredd.ErrShredded, err)
 	case errors.Is(err, keystore.ErrNotFound):
 		return fmt.Errorf("%w: subject key not found: %w", shredd.ErrEnvelope, err)
-	case errors.Is(err, keystore.ErrUnavailable):
+	case errors.Is(err, keystore.ErrRootUnavailable):
 		return fmt.Errorf("%w: %w", shredd.ErrUnavailable, err)
 	}
 	return err

@@ -31,7 +31,7 @@ type Options struct {
 // records artifacts and leases in the registry under its barrier locks.
 type Sealer struct {
 	reg    *registry.Registry
-	keys   *keystore.Store
+	keys   *keystore.Tree
 	hasher *registry.Hasher
 	opts   Options
 }
@@ -40,7 +40,7 @@ var _ shredd.Sealer = (*Sealer)(nil)
 
 // New returns the sealer over the registry reg, the key tree keys and the
 // subject hasher.
-func New(reg *registry.Registry, keys *keystore.Store, hasher *registry.Hasher, opts Options) *Sealer {
+func New(reg *registry.Registry, keys *keystore.Tree, hasher *registry.Hasher, opts Options) *Sealer {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -217,7 +217,7 @@ func (p *plan) refs() []envelope.Ref {
 // forgotten subject elsewhere in the lineage still answers ErrShredded: the
 // tombstones are local, so the barrier does not depend on the backend.
 func (s *Sealer) keyErr(ctx context.Context, err error, refs []envelope.Ref) error {
-	if errors.Is(err, keystore.ErrUnavailable) {
+	if errors.Is(err, keystore.ErrRootUnavailable) {
 		for _, r := range refs {
 			// r.Gen 0 is a direct subject's current generation (plan.refs);
 			// a generation above the newest never existed and erased

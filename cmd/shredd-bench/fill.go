@@ -109,7 +109,7 @@ func fillCmd(ctx context.Context, args []string, stdout, stderr io.Writer, geten
 // the generator creates keys, through the key tree's bulk path (so that
 // whatever the key tree records per created key, such as a transparency
 // log entry, is recorded for these too).
-func createSubjectKeys(ctx context.Context, keys *keystore.Store, sids []envelope.SID, ids []string) error {
+func createSubjectKeys(ctx context.Context, keys *keystore.Tree, sids []envelope.SID, ids []string) error {
 	return keys.BulkCreateKeys(ctx, sids, ids)
 }
 

@@ -6,19 +6,20 @@ import (
 
 	"github.com/shredd/shredd/api"
 	"github.com/shredd/shredd/cmd/shredd/node"
+	"github.com/shredd/shredd/keystore"
 )
 
-// apiProbes returns the node's root store and key tree as package api asks
+// apiProbes returns the node's root store and key tree's statistics as package api asks
 // them: for the health routes (api.RootProbe) and for GET /metrics
 // (api.KeyStats).
 func apiProbes(n *node.Node) (api.RootProbe, api.KeyStats) {
-	root, keys := n.Root, n.Keys
+	root, keys := n.Root, keystore.NewStats(n.Keys)
 	probe := rootProbe{kind: root.Kind, latest: func(ctx context.Context) (int, error) {
 		v, err := root.Versions(ctx)
 		return v.Latest, err
 	}}
-	stats := keyStats{cache: keys.CacheStats, rootErrors: keys.RootErrors, epochs: func() (uint64, uint64, time.Duration) {
-		e := keys.EpochStats()
+	stats := keyStats{cache: keys.Cache, rootErrors: keys.RootErrors, epochs: func() (uint64, uint64, time.Duration) {
+		e := keys.Epochs()
 		return e.Completed, e.Failed, e.Last
 	}}
 	return probe, stats

@@ -45,7 +45,7 @@ func backupName(t time.Time) string {
 // (so that a backup the current root can open always exists), keeps the
 // newest --backup-keep, and drops the forget ledger's entries that the
 // epoch made unnecessary. It returns when ctx ends.
-func (p *Program) afterEpochs(ctx context.Context, kick <-chan struct{}, db *storage.DB, keys *keystore.Store, svc *erasure.Eraser, rootKind string, log *slog.Logger) {
+func (p *Program) afterEpochs(ctx context.Context, kick <-chan struct{}, db *storage.DB, keys *keystore.Tree, svc *erasure.Eraser, rootKind string, log *slog.Logger) {
 	for {
 		select {
 		case <-ctx.Done():

@@ -80,7 +80,7 @@ func TestCacheExpiryNeverZeroesKeysInUse(t *testing.T) {
 // TestEpochUnderLoad: live data must keep decrypting, and epochs
 // must complete, while requests run. Two races once broke this:
 //
-//   - keystore.Store.bucketKey read a bucket's wrapped key and unwrapped it
+//   - keystore.Tree.bucketKey read a bucket's wrapped key and unwrapped it
 //     later; when an epoch rewrapped the bucket and trimmed the old root
 //     version in between, the unwrap failed with ErrVersionDestroyed, which
 //     became 410 "shredded" for a subject never forgotten (now bucketKey

@@ -110,7 +110,7 @@ func checkLedger(ctx context.Context, p *Program) (erasure.LedgerCheck, error) {
 	var keptErr error
 	var h keystore.LedgerHead
 	if p.Root == "vault" {
-		var vs *vault.Store
+		var vs *vault.Root
 		if vs, keptErr = vault.New(p.Vault); keptErr == nil {
 			h, keptErr = vs.LedgerHead(ctx, strings.TrimSpace(string(slot)))
 		}

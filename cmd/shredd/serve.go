@@ -387,7 +387,7 @@ func (p *Program) follow(ctx context.Context) error {
 	ready := make(chan struct{})
 	go func() {
 		defer close(p.followDone)
-		p.node.Keys.Follow(fctx, id, p.Logger, func() { close(ready) })
+		keystore.NewFollower(p.node.Keys).Follow(fctx, id, p.Logger, func() { close(ready) })
 	}()
 	select {
 	case <-ready:

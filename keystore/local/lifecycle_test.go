@@ -14,7 +14,7 @@ import (
 
 // rootWith opens a fresh root file in its own directory, wraps a key under
 // version 1 and returns the store, its path and the wrapped blob.
-func rootWith(t *testing.T) (*local.Store, string, []byte) {
+func rootWith(t *testing.T) (*local.Root, string, []byte) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "root.key")
 	s, err := local.Open(path)

@@ -28,6 +28,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/internal/crashpoint"
 	"github.com/shredd/shredd/internal/datadir"
 	"github.com/shredd/shredd/keystore"
@@ -47,10 +48,10 @@ const (
 	headerSize = 4 + nonceSize
 )
 
-var _ keystore.RootStore = (*Store)(nil)
+var _ keystore.RootStore = (*Root)(nil)
 
-// Store is a root store kept in a local file.
-type Store struct {
+// Root is a root store kept in a local file.
+type Root struct {
 	path string
 
 	mu       sync.RWMutex
@@ -90,8 +91,8 @@ var ErrConflict = errors.New("conflicting root files")
 // overwritten and removed; a second name of the live file is only
 // unlinked; anything else stops the start with ErrConflict, touching
 // nothing.
-func Open(path string) (*Store, error) {
-	s := &Store{path: path}
+func Open(path string) (*Root, error) {
+	s := &Root{path: path}
 	b, err := datadir.Read(path, datadir.Secret, maxFileSize)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -129,7 +130,7 @@ func Open(path string) (*Store, error) {
 // is dbPath: when the root file is missing but the database exists, it
 // refuses to create a new root (ErrConflict), which would open none of the
 // database's keys.
-func OpenBeside(path, dbPath string) (*Store, error) {
+func OpenBeside(path, dbPath string) (*Root, error) {
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
 		if _, err := os.Lstat(dbPath); err == nil {
 			return nil, fmt.Errorf("local root: %s is missing but the database %s exists: %w; a new root would open none of its keys, so none is created: put back the root file that goes with this database",
@@ -146,7 +147,7 @@ func ReadVersions(path string) (keystore.Versions, error) {
 	if err != nil {
 		return keystore.Versions{}, fmt.Errorf("local root: %w", err)
 	}
-	var s Store
+	var s Root
 	if err := s.decode(b); err != nil {
 		return keystore.Versions{}, fmt.Errorf("local root: %s: %w", path, err)
 	}
@@ -175,7 +176,7 @@ func leftovers(path string) ([]string, error) {
 
 // cleanUp removes the leftovers of interrupted writes, deciding from their
 // contents (see Open).
-func (s *Store) cleanUp() error {
+func (s *Root) cleanUp() error {
 	left, err := leftovers(s.path)
 	if err != nil || len(left) == 0 {
 		return err
@@ -207,7 +208,7 @@ func (s *Store) cleanUp() error {
 		if err != nil {
 			return err
 		}
-		var o Store
+		var o Root
 		if o.decode(b) == nil {
 			for v, k := range o.versions {
 				if v < s.min || v > s.latest {
@@ -227,7 +228,7 @@ func (s *Store) cleanUp() error {
 	return nil
 }
 
-func (s *Store) decode(b []byte) error {
+func (s *Root) decode(b []byte) error {
 	var f fileForm
 	if err := json.Unmarshal(b, &f); err != nil {
 		return fmt.Errorf("%w: %v", keystore.ErrCorrupt, err)
@@ -256,7 +257,7 @@ func (s *Store) decode(b []byte) error {
 
 // encode returns the root file's contents. Called with mu held (or before
 // sharing).
-func (s *Store) encode() []byte {
+func (s *Root) encode() []byte {
 	f := fileForm{Format: fileFormat, MinVersion: s.min, Latest: s.latest, Versions: map[string]string{}, LedgerHead: s.head}
 	for v, k := range s.versions {
 		f.Versions[strconv.Itoa(v)] = base64.StdEncoding.EncodeToString(k)
@@ -273,7 +274,7 @@ func (s *Store) encode() []byte {
 // root never has a second name. When destroyOld is set, the replaced file's
 // bytes are overwritten, once the new file is durable, through a descriptor
 // opened before the rename. Called with mu held for writing.
-func (s *Store) write(destroyOld bool) error {
+func (s *Root) write(destroyOld bool) error {
 	var old *os.File
 	if destroyOld {
 		f, err := datadir.OpenForDestroy(s.path, datadir.Secret)
@@ -311,14 +312,14 @@ func (e errOldBytes) Unwrap() error { return e.err }
 
 // Describe returns the file's versions, with no Name: the local root is a
 // file, not a named key of a backend.
-func (s *Store) Describe() keystore.KeyDescription {
+func (s *Root) Describe() keystore.KeyDescription {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return keystore.KeyDescription{MinAvailableVersion: s.min, LatestVersion: s.latest}
 }
 
 // Kind returns "local".
-func (s *Store) Kind() string { return "local" }
+func (s *Root) Kind() string { return "local" }
 
 func aad(v int) []byte {
 	b := make([]byte, len(LabelWrap)+4)
@@ -339,7 +340,7 @@ func gcm(k []byte) cipher.AEAD {
 	return a
 }
 
-func (s *Store) wrapLocked(k []byte) (keystore.Wrapped, error) {
+func (s *Root) wrapLocked(k []byte) (keystore.Wrapped, error) {
 	v := s.latest
 	out := make([]byte, headerSize, headerSize+len(k)+16)
 	binary.BigEndian.PutUint32(out, uint32(v))
@@ -350,7 +351,7 @@ func (s *Store) wrapLocked(k []byte) (keystore.Wrapped, error) {
 	return keystore.Wrapped{Version: v, Blob: out}, nil
 }
 
-func (s *Store) unwrapLocked(b []byte) ([]byte, error) {
+func (s *Root) unwrapLocked(b []byte) ([]byte, error) {
 	if len(b) < headerSize+16 {
 		return nil, fmt.Errorf("local root: unwrap: %w: short blob", keystore.ErrCorrupt)
 	}
@@ -370,7 +371,7 @@ func (s *Store) unwrapLocked(b []byte) ([]byte, error) {
 }
 
 // Wrap wraps each key under the latest version.
-func (s *Store) Wrap(_ context.Context, keys [][]byte) ([]keystore.Wrapped, error) {
+func (s *Root) Wrap(_ context.Context, keys [][]byte) ([]keystore.Wrapped, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := make([]keystore.Wrapped, len(keys))
@@ -385,7 +386,7 @@ func (s *Store) Wrap(_ context.Context, keys [][]byte) ([]keystore.Wrapped, erro
 }
 
 // Unwrap unwraps each blob.
-func (s *Store) Unwrap(_ context.Context, blobs [][]byte) ([][]byte, error) {
+func (s *Root) Unwrap(_ context.Context, blobs [][]byte) ([][]byte, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := make([][]byte, len(blobs))
@@ -400,7 +401,7 @@ func (s *Store) Unwrap(_ context.Context, blobs [][]byte) ([][]byte, error) {
 }
 
 // Rewrap re-encrypts each blob under the latest version.
-func (s *Store) Rewrap(_ context.Context, blobs [][]byte) ([]keystore.Wrapped, error) {
+func (s *Root) Rewrap(_ context.Context, blobs [][]byte) ([]keystore.Wrapped, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := make([]keystore.Wrapped, len(blobs))
@@ -420,7 +421,7 @@ func (s *Store) Rewrap(_ context.Context, blobs [][]byte) ([]keystore.Wrapped, e
 }
 
 // Rotate adds a new latest version and persists it before returning.
-func (s *Store) Rotate(_ context.Context) (int, error) {
+func (s *Root) Rotate(_ context.Context) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := make([]byte, keySize)
@@ -443,11 +444,11 @@ func (s *Store) Rotate(_ context.Context) (int, error) {
 // instant of a crash the live name holds a valid root: the old one (Open
 // destroys the fresh leftover) or the new one (the old bytes are then
 // unreachable by name, though they may linger in free blocks).
-func (s *Store) Trim(_ context.Context, minVersion int) ([]int, error) {
+func (s *Root) Trim(_ context.Context, minVersion int) ([]int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if minVersion > s.latest {
-		return nil, fmt.Errorf("local root: trim to %d above latest %d: %w", minVersion, s.latest, keystore.ErrInvalid)
+		return nil, fmt.Errorf("local root: trim to %d above latest %d: %w", minVersion, s.latest, shredd.ErrInvalid)
 	}
 	if minVersion <= s.min {
 		return nil, nil
@@ -489,7 +490,7 @@ func (s *Store) Trim(_ context.Context, minVersion int) ([]int, error) {
 
 // LedgerHead returns the forget ledger's head kept in the root file. The
 // slot is not consulted: a root file serves one data directory.
-func (s *Store) LedgerHead(_ context.Context, _ string) (keystore.LedgerHead, error) {
+func (s *Root) LedgerHead(_ context.Context, _ string) (keystore.LedgerHead, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.head == nil {
@@ -500,7 +501,7 @@ func (s *Store) LedgerHead(_ context.Context, _ string) (keystore.LedgerHead, er
 
 // KeepLedgerHead records the forget ledger's head in the root file (a
 // fresh file, fsynced and renamed, as every change of the root: see write).
-func (s *Store) KeepLedgerHead(_ context.Context, _ string, h keystore.LedgerHead) error {
+func (s *Root) KeepLedgerHead(_ context.Context, _ string, h keystore.LedgerHead) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	prev := s.head
@@ -520,7 +521,7 @@ func ReadLedgerHead(path string) (keystore.LedgerHead, error) {
 	if err != nil {
 		return keystore.LedgerHead{}, fmt.Errorf("local root: %w", err)
 	}
-	var s Store
+	var s Root
 	if err := s.decode(b); err != nil {
 		return keystore.LedgerHead{}, fmt.Errorf("local root: %s: %w", path, err)
 	}
@@ -534,7 +535,7 @@ func ReadLedgerHead(path string) (keystore.LedgerHead, error) {
 }
 
 // Versions reports the latest and oldest available versions.
-func (s *Store) Versions(_ context.Context) (keystore.Versions, error) {
+func (s *Root) Versions(_ context.Context) (keystore.Versions, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return keystore.Versions{Latest: s.latest, MinAvailable: s.min}, nil

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/keystore"
 )
 
@@ -164,7 +165,7 @@ func testRotateRewrapTrim(t *testing.T, newStore Factory) {
 			t.Fatalf("rewrap gave version %d, want %d", w.Version, v1)
 		}
 	}
-	if _, err := s.Trim(ctx, v1+1); !errors.Is(err, keystore.ErrInvalid) {
+	if _, err := s.Trim(ctx, v1+1); !errors.Is(err, shredd.ErrInvalid) {
 		t.Fatalf("trim above latest: got %v, want ErrInvalid", err)
 	}
 	retired, err := s.Trim(ctx, v1)

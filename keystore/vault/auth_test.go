@@ -23,7 +23,7 @@ import (
 )
 
 // roundTrip wraps a fresh key and unwraps it again.
-func roundTrip(ctx context.Context, s *vault.Store) error {
+func roundTrip(ctx context.Context, s *vault.Root) error {
 	k := make([]byte, 32)
 	rand.Read(k)
 	w, err := s.Wrap(ctx, [][]byte{k})
@@ -102,7 +102,7 @@ func TestAppRole(t *testing.T) {
 	// The role's token holds only the policy: another key is refused.
 	other := cfg
 	other.Key = "shredd-other"
-	if _, err := vault.Open(ctx, other); !errors.Is(err, keystore.ErrUnavailable) {
+	if _, err := vault.Open(ctx, other); !errors.Is(err, keystore.ErrRootUnavailable) {
 		t.Fatalf("open another key with the AppRole token: %v, want ErrUnavailable (permission denied)", err)
 	}
 
@@ -122,7 +122,7 @@ func TestAppRole(t *testing.T) {
 		if err == nil || bad != nil {
 			t.Fatalf("open with %s: store %v, error %v; want no store and an error", tc.name, bad, err)
 		}
-		if !errors.Is(err, keystore.ErrUnavailable) {
+		if !errors.Is(err, keystore.ErrRootUnavailable) {
 			misclassified = append(misclassified, fmt.Sprintf("open with %s: %v", tc.name, err))
 		}
 		// New does not log in; the first operation does, and fails closed.
@@ -134,7 +134,7 @@ func TestAppRole(t *testing.T) {
 		if err == nil || w != nil {
 			t.Fatalf("wrap after a login with %s: %v, %v; want an error", tc.name, w, err)
 		}
-		if !errors.Is(err, keystore.ErrUnavailable) {
+		if !errors.Is(err, keystore.ErrRootUnavailable) {
 			misclassified = append(misclassified, fmt.Sprintf("wrap after a login with %s: %v", tc.name, err))
 		}
 	}
@@ -183,7 +183,7 @@ func TestKeepTokenFresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, st := range []*vault.Store{s, cs} {
+	for _, st := range []*vault.Root{s, cs} {
 		if err := roundTrip(ctx, st); err != nil {
 			t.Fatalf("before expiry: %v", err)
 		}
@@ -210,7 +210,7 @@ func TestKeepTokenFresh(t *testing.T) {
 	if err := roundTrip(context.Background(), s); err != nil {
 		t.Errorf("after %v with KeepTokenFresh: %v", ttl*5/2, err)
 	}
-	if err := roundTrip(context.Background(), cs); !errors.Is(err, keystore.ErrUnavailable) {
+	if err := roundTrip(context.Background(), cs); !errors.Is(err, keystore.ErrRootUnavailable) {
 		t.Errorf("control store after %v without renewal: %v, want ErrUnavailable (token expired)", ttl*5/2, err)
 	}
 	// The renewed token's TTL was extended: it has not expired.

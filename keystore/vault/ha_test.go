@@ -106,7 +106,7 @@ func TestClusterConformance(t *testing.T) {
 
 func TestAddressList(t *testing.T) {
 	for _, bad := range []string{"http://127.0.0.1:8200,", ",http://127.0.0.1:8200", "http://a:1,,http://b:2", "http://a:1, "} {
-		if _, err := vault.New(vault.Config{Address: bad, Token: "t"}); !errors.Is(err, keystore.ErrInvalid) {
+		if _, err := vault.New(vault.Config{Address: bad, Token: "t"}); !errors.Is(err, shredd.ErrInvalid) {
 			t.Errorf("address %q: %v, want ErrInvalid", bad, err)
 		}
 	}
@@ -132,7 +132,7 @@ func TestClusterFailover(t *testing.T) {
 	}
 	type loaded struct {
 		name          string
-		s             *vault.Store
+		s             *vault.Root
 		ok, unavail   atomic.Int64
 		okAfterKill   atomic.Int64
 		otherErr      atomic.Value // first error that is not ErrUnavailable
@@ -187,7 +187,7 @@ func TestClusterFailover(t *testing.T) {
 						if after {
 							l.okAfterKill.Add(1)
 						}
-					case errors.Is(err, keystore.ErrUnavailable):
+					case errors.Is(err, keystore.ErrRootUnavailable):
 						l.unavail.Add(1)
 						if after {
 							l.failedAtLeast.Store(true)
@@ -266,7 +266,7 @@ func TestClusterFailover(t *testing.T) {
 // killingRoot is the Vault root store with the active Vault node killed
 // at one step of an epoch.
 type killingRoot struct {
-	*vault.Store
+	*vault.Root
 	c       *vaulttest.Cluster
 	at      string // "rotate:before", "rotate:answer-lost", "rewrap:2", "trim:before"
 	rewraps int
@@ -284,11 +284,11 @@ func (k *killingRoot) kill(step string) bool {
 
 func (k *killingRoot) Rotate(ctx context.Context) (int, error) {
 	k.kill("rotate:before")
-	v, err := k.Store.Rotate(ctx)
+	v, err := k.Root.Rotate(ctx)
 	if err == nil && k.kill("rotate:answer-lost") {
 		// The rotation is committed in Vault, but its answer never reaches
 		// shredd: as if the active node died before replying.
-		return 0, fmt.Errorf("vault: rotate: %w: answer lost", keystore.ErrUnavailable)
+		return 0, fmt.Errorf("vault: rotate: %w: answer lost", keystore.ErrRootUnavailable)
 	}
 	return v, err
 }
@@ -296,12 +296,12 @@ func (k *killingRoot) Rotate(ctx context.Context) (int, error) {
 func (k *killingRoot) Rewrap(ctx context.Context, blobs [][]byte) ([]keystore.Wrapped, error) {
 	k.rewraps++
 	k.kill(fmt.Sprint("rewrap:", k.rewraps))
-	return k.Store.Rewrap(ctx, blobs)
+	return k.Root.Rewrap(ctx, blobs)
 }
 
 func (k *killingRoot) Trim(ctx context.Context, minVersion int) ([]int, error) {
 	k.kill("trim:before")
-	return k.Store.Trim(ctx, minVersion)
+	return k.Root.Trim(ctx, minVersion)
 }
 
 // TestClusterEpochExactlyOnce kills the active Vault node at each step of
@@ -318,7 +318,7 @@ func TestClusterEpochExactlyOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := &killingRoot{Store: vs, c: c}
+	root := &killingRoot{Root: vs, c: c}
 	dir := t.TempDir()
 	db, err := sqlite.Open(filepath.Join(dir, "shredd.db"))
 	if err != nil {
@@ -356,9 +356,9 @@ func TestClusterEpochExactlyOnce(t *testing.T) {
 			var e shredd.Epoch
 			eventually(t, 45*time.Second, "epoch", func() error {
 				var err error
-				e, err = ks.RunEpoch(ctx)
+				e, err = keystore.NewShredder(ks).RunEpoch(ctx)
 				if err != nil {
-					if !errors.Is(err, keystore.ErrUnavailable) {
+					if !errors.Is(err, keystore.ErrRootUnavailable) {
 						t.Fatalf("epoch with the active node killed at %s: %v, want ErrUnavailable", step, err)
 					}
 					failures++

@@ -24,7 +24,7 @@ package vault_test
 //     touching every key once after the restart;
 //   - Vault's VmRSS (and the Go heap Vault reports in sys/metrics) after
 //     creation, after the restart, and once every key has been touched;
-//   - the key tree's cold path on the same Vault: Store.Unwrap of one bucket
+//   - the key tree's cold path on the same Vault: Root.Unwrap of one bucket
 //     key blob under the root key plus the local AES-GCM unwrap of a DEK.
 
 import (
@@ -302,7 +302,7 @@ type subject struct {
 type scaleRun struct {
 	b     *testing.B
 	srv   *vaulttest.Server
-	st    *vault.Store
+	st    *vault.Root
 	sk    *vault.SubjectKeys
 	cache int
 	proc  vaultProc

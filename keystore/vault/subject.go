@@ -27,12 +27,12 @@ const LabelSubjectKeyName = "shredd/v1/transit-subject-key"
 // SubjectKeys keeps one Transit key per subject (--subject-keys transit):
 // each subject's DEK is a Transit data key wrapped by the subject's own
 // Transit key, and forgetting the subject deletes that Transit key, so the
-// destruction happens in Vault at once, with no epoch. It shares the Store's
+// destruction happens in Vault at once, with no epoch. It shares the Root's
 // client and credentials.
-type SubjectKeys struct{ s *Store }
+type SubjectKeys struct{ s *Root }
 
 // SubjectKeys returns the per-subject key store on the same Vault and mount.
-func (s *Store) SubjectKeys() *SubjectKeys { return &SubjectKeys{s: s} }
+func (s *Root) SubjectKeys() *SubjectKeys { return &SubjectKeys{s: s} }
 
 // Name returns the Transit key name of a subject: the prefix and 32 hex
 // digits of SHA-256 over a label and the sid. The sid is already a keyed hash
@@ -64,13 +64,13 @@ func (k *SubjectKeys) DataKey(ctx context.Context, sid envelope.SID) ([]byte, []
 		return nil, nil, fmt.Errorf("vault: datakey: %w", err)
 	}
 	if sec == nil || sec.Data == nil {
-		return nil, nil, fmt.Errorf("vault: datakey: empty answer: %w", keystore.ErrUnavailable)
+		return nil, nil, fmt.Errorf("vault: datakey: empty answer: %w", keystore.ErrRootUnavailable)
 	}
 	pt64, _ := sec.Data["plaintext"].(string)
 	ct, _ := sec.Data["ciphertext"].(string)
 	pt, err := base64.StdEncoding.DecodeString(pt64)
 	if err != nil || len(pt) != envelope.KeySize || !strings.HasPrefix(ct, "vault:v") {
-		return nil, nil, fmt.Errorf("vault: datakey: malformed answer: %w", keystore.ErrUnavailable)
+		return nil, nil, fmt.Errorf("vault: datakey: malformed answer: %w", keystore.ErrRootUnavailable)
 	}
 	return pt, []byte(ct), nil
 }

@@ -26,10 +26,11 @@ import (
 
 	vaultapi "github.com/hashicorp/vault/api"
 
+	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/keystore"
 )
 
-var _ keystore.RootStore = (*Store)(nil)
+var _ keystore.RootStore = (*Root)(nil)
 
 // Config names the Vault server, credentials and Transit key.
 type Config struct {
@@ -77,8 +78,8 @@ type KeyConfig struct {
 // outside Vault, and trimming versions would prove nothing.
 var ErrUnsafeKey = errors.New("vault transit key config defeats shredding")
 
-// Store is a root store on one Vault Transit key.
-type Store struct {
+// Root is a root store on one Vault Transit key.
+type Root struct {
 	nodes   []node       // one per address of Config.Address, same token
 	cur     atomic.Int64 // the node tried first
 	mount   string
@@ -109,10 +110,10 @@ type node struct {
 	host string // host:port
 }
 
-// New returns a Store for the configured Vault without contacting it; the
+// New returns a Root for the configured Vault without contacting it; the
 // first operation (or Check) logs in and checks the key.
-func New(c Config) (*Store, error) {
-	s := &Store{conf: c, mount: strings.Trim(c.Mount, "/"), key: c.Key, timeout: c.Timeout}
+func New(c Config) (*Root, error) {
+	s := &Root{conf: c, mount: strings.Trim(c.Mount, "/"), key: c.Key, timeout: c.Timeout}
 	addrs := []string{""} // the client's default (VAULT_ADDR, else https://127.0.0.1:8200)
 	if c.Address != "" {
 		addrs = strings.Split(c.Address, ",")
@@ -120,7 +121,7 @@ func New(c Config) (*Store, error) {
 	for _, a := range addrs {
 		a = strings.TrimSpace(a)
 		if a == "" && c.Address != "" {
-			return nil, fmt.Errorf("vault: empty address in %q: %w", c.Address, keystore.ErrInvalid)
+			return nil, fmt.Errorf("vault: empty address in %q: %w", c.Address, shredd.ErrInvalid)
 		}
 		var n node
 		var err error
@@ -132,7 +133,7 @@ func New(c Config) (*Store, error) {
 		}
 		u, err := url.Parse(n.c.Address())
 		if err != nil || u.Host == "" {
-			return nil, fmt.Errorf("vault: address %q: %w", a, keystore.ErrInvalid)
+			return nil, fmt.Errorf("vault: address %q: %w", a, shredd.ErrInvalid)
 		}
 		n.host = u.Host
 		s.nodes = append(s.nodes, n)
@@ -161,7 +162,7 @@ func newClient(c Config, addr string, noRedirects bool) (*vaultapi.Client, error
 	if addr != "" {
 		vc.Address = addr
 	}
-	// Each call gets its own deadline (Store.timeout) around the whole
+	// Each call gets its own deadline (Root.timeout) around the whole
 	// exchange, body included; the client's own timeout would cancel raw
 	// responses before their body is read.
 	vc.Timeout = 0
@@ -184,7 +185,7 @@ func newClient(c Config, addr string, noRedirects bool) (*vaultapi.Client, error
 }
 
 // Open is New followed by Check.
-func Open(ctx context.Context, c Config) (*Store, error) {
+func Open(ctx context.Context, c Config) (*Root, error) {
 	s, err := New(c)
 	if err != nil {
 		return nil, err
@@ -200,7 +201,7 @@ func Open(ctx context.Context, c Config) (*Store, error) {
 // refuses a key whose configuration would defeat shredding with
 // ErrUnsafeKey. Until a Check succeeds, every operation runs it first, so a
 // Vault that was down at start-up is picked up once it is back.
-func (s *Store) Check(ctx context.Context) error {
+func (s *Root) Check(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ready {
@@ -234,7 +235,7 @@ func (s *Store) Check(ctx context.Context) error {
 // without asking Vault (Check).
 const loginCooldown = 5 * time.Second
 
-func (s *Store) ensure(ctx context.Context) error {
+func (s *Root) ensure(ctx context.Context) error {
 	s.mu.Lock()
 	ready := s.ready
 	s.mu.Unlock()
@@ -244,7 +245,7 @@ func (s *Store) ensure(ctx context.Context) error {
 	return s.Check(ctx)
 }
 
-func (s *Store) appRoleLogin(ctx context.Context, c Config) error {
+func (s *Root) appRoleLogin(ctx context.Context, c Config) error {
 	mount := strings.Trim(c.AppRoleMount, "/")
 	if mount == "" {
 		mount = "approle"
@@ -257,10 +258,10 @@ func (s *Store) appRoleLogin(ctx context.Context, c Config) error {
 	if err != nil {
 		// A refused login (bad or expired secret id) leaves shredd without
 		// Vault: fail closed as unavailable, whatever Vault's status code.
-		return fmt.Errorf("vault: approle login: %w: %v", keystore.ErrUnavailable, err)
+		return fmt.Errorf("vault: approle login: %w: %v", keystore.ErrRootUnavailable, err)
 	}
 	if sec == nil || sec.Auth == nil || sec.Auth.ClientToken == "" {
-		return fmt.Errorf("vault: approle login: no token returned: %w", keystore.ErrUnavailable)
+		return fmt.Errorf("vault: approle login: no token returned: %w", keystore.ErrRootUnavailable)
 	}
 	for _, n := range s.nodes {
 		n.c.SetToken(sec.Auth.ClientToken)
@@ -274,7 +275,7 @@ func (s *Store) appRoleLogin(ctx context.Context, c Config) error {
 // longer be renewed: not renewable, lookup failing, or a renewal capped by
 // the token's max TTL. A token without expiry (root) needs nothing and
 // returns at once. Problems go to onErr; the store fails closed meanwhile.
-func (s *Store) KeepTokenFresh(ctx context.Context, c Config, onErr func(error)) {
+func (s *Root) KeepTokenFresh(ctx context.Context, c Config, onErr func(error)) {
 	relogin := func() bool {
 		if c.RoleID == "" {
 			return false
@@ -350,17 +351,17 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // Kind returns "vault-transit".
-func (s *Store) Kind() string { return "vault-transit" }
+func (s *Root) Kind() string { return "vault-transit" }
 
 // Describe returns the Transit key's configuration as last read.
-func (s *Store) Describe() keystore.KeyDescription {
+func (s *Root) Describe() keystore.KeyDescription {
 	c := s.KeyConfig()
 	return keystore.KeyDescription{Name: c.Name, Type: c.Type, Exportable: c.Exportable, AllowPlaintextBackup: c.AllowPlaintextBackup,
 		MinAvailableVersion: c.MinAvailableVersion, LatestVersion: c.LatestVersion}
 }
 
 // KeyConfig returns the Transit key's configuration as last read.
-func (s *Store) KeyConfig() KeyConfig {
+func (s *Root) KeyConfig() KeyConfig {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.cfg
@@ -388,21 +389,23 @@ func classify(err error) error {
 			strings.Contains(msg, "invalid version") || strings.Contains(msg, "ciphertext") && re.StatusCode == http.StatusBadRequest:
 			return fmt.Errorf("%w: %s", keystore.ErrCorrupt, msg)
 		case re.StatusCode == http.StatusBadRequest:
-			return fmt.Errorf("%w: vault: %s", keystore.ErrInvalid, msg)
+			// Not shredd.ErrInvalid: the request Vault refused is
+			// shredd's, not its client's; an internal error.
+			return fmt.Errorf("vault: request refused as invalid: %s", msg)
 		}
 		// 403 permission denied, 503 sealed or standby, 5xx: fail closed.
-		return fmt.Errorf("%w: vault answered %d: %s", keystore.ErrUnavailable, re.StatusCode, msg)
+		return fmt.Errorf("%w: vault answered %d: %s", keystore.ErrRootUnavailable, re.StatusCode, msg)
 	}
 	// Connection refused, timeouts, TLS errors.
-	return fmt.Errorf("%w: %v", keystore.ErrUnavailable, err)
+	return fmt.Errorf("%w: %v", keystore.ErrRootUnavailable, err)
 }
 
-func (s *Store) path(p string) string { return s.mount + "/" + p }
+func (s *Root) path(p string) string { return s.mount + "/" + p }
 
 // write writes a path of the Transit mount. Every write shredd makes may
 // be sent twice (creating an existing key, setting a config, trimming,
 // encrypting) except rotate: see Rotate.
-func (s *Store) write(ctx context.Context, p string, data map[string]any) (*vaultapi.Secret, error) {
+func (s *Root) write(ctx context.Context, p string, data map[string]any) (*vaultapi.Secret, error) {
 	var sec *vaultapi.Secret
 	err := s.call(ctx, false, func(ctx context.Context, n node) (err error) {
 		sec, err = n.c.Logical().WriteWithContext(ctx, s.path(p), data)
@@ -426,7 +429,7 @@ func (s *Store) write(ctx context.Context, p string, data map[string]any) (*vaul
 // redirect, which rotate does not follow either). The epoch reads the
 // key's versions before it rotates again, so such a rotation is reused,
 // never repeated. A node that failed is tried last by the next calls.
-func (s *Store) call(ctx context.Context, once bool, f func(context.Context, node) error) error {
+func (s *Root) call(ctx context.Context, once bool, f func(context.Context, node) error) error {
 	start := int(s.cur.Load())
 	var err error
 	for i := range len(s.nodes) {
@@ -444,7 +447,7 @@ func (s *Store) call(ctx context.Context, once bool, f func(context.Context, nod
 // failedOver reports whether a request that failed on node n with err may
 // be sent to another node, and makes the next calls start after n when
 // node n itself is unreachable or sealed.
-func (s *Store) failedOver(n int, err error, once bool) bool {
+func (s *Root) failedOver(n int, err error, once bool) bool {
 	next := func() { s.cur.CompareAndSwap(int64(n), int64((n+1)%len(s.nodes))) }
 	var re *vaultapi.ResponseError
 	var ue *url.Error
@@ -489,7 +492,7 @@ func intOf(v any) int {
 	return 0
 }
 
-func (s *Store) readKeyLocked(ctx context.Context) (KeyConfig, error) {
+func (s *Root) readKeyLocked(ctx context.Context) (KeyConfig, error) {
 	var sec *vaultapi.Secret
 	err := s.call(ctx, false, func(ctx context.Context, n node) (err error) {
 		sec, err = n.c.Logical().ReadWithContext(ctx, s.path("keys/"+s.key))
@@ -514,12 +517,12 @@ func (s *Store) readKeyLocked(ctx context.Context) (KeyConfig, error) {
 		// while shredd runs must stop every epoch (so nothing is reported
 		// shredded) and fail closed.
 		return cfg, fmt.Errorf("vault: key %s/%s has exportable=%v allow_plaintext_backup=%v: %w: %w",
-			s.mount, s.key, cfg.Exportable, cfg.AllowPlaintextBackup, keystore.ErrUnavailable, ErrUnsafeKey)
+			s.mount, s.key, cfg.Exportable, cfg.AllowPlaintextBackup, keystore.ErrRootUnavailable, ErrUnsafeKey)
 	}
 	return cfg, nil
 }
 
-func (s *Store) readKey(ctx context.Context) (KeyConfig, error) {
+func (s *Root) readKey(ctx context.Context) (KeyConfig, error) {
 	if err := s.ensure(ctx); err != nil {
 		return KeyConfig{}, err
 	}
@@ -546,7 +549,7 @@ func versionOf(ct string) (int, error) {
 // field. Any item error fails the whole call, classified like a request
 // error. Vault answers a batch with a failed item with status 400 and the
 // per-item errors in batch_results, so the body is read whatever the status.
-func (s *Store) batch(ctx context.Context, op string, items []map[string]any, field string) ([]string, error) {
+func (s *Root) batch(ctx context.Context, op string, items []map[string]any, field string) ([]string, error) {
 	if len(items) == 0 {
 		return nil, nil
 	}
@@ -578,13 +581,13 @@ func (s *Store) batch(ctx context.Context, op string, items []map[string]any, fi
 		return err
 	})
 	if unreadable {
-		return nil, fmt.Errorf("vault: %s: unreadable answer: %w", op, keystore.ErrUnavailable)
+		return nil, fmt.Errorf("vault: %s: unreadable answer: %w", op, keystore.ErrRootUnavailable)
 	}
 	if err != nil && len(res.Data.BatchResults) == 0 {
 		return nil, fmt.Errorf("vault: %s: %w", op, classify(err))
 	}
 	if len(res.Data.BatchResults) != len(items) {
-		return nil, fmt.Errorf("vault: %s: %d results for %d items: %w", op, len(res.Data.BatchResults), len(items), keystore.ErrUnavailable)
+		return nil, fmt.Errorf("vault: %s: %d results for %d items: %w", op, len(res.Data.BatchResults), len(items), keystore.ErrRootUnavailable)
 	}
 	out := make([]string, len(items))
 	for i, m := range res.Data.BatchResults {
@@ -593,7 +596,7 @@ func (s *Store) batch(ctx context.Context, op string, items []map[string]any, fi
 		}
 		out[i], _ = m[field].(string)
 		if out[i] == "" {
-			return nil, fmt.Errorf("vault: %s: item %d has no %s: %w", op, i, field, keystore.ErrUnavailable)
+			return nil, fmt.Errorf("vault: %s: item %d has no %s: %w", op, i, field, keystore.ErrRootUnavailable)
 		}
 	}
 	return out, nil
@@ -620,7 +623,7 @@ func wrappedOf(cts []string) ([]keystore.Wrapped, error) {
 }
 
 // Wrap encrypts each key with Transit under the latest version.
-func (s *Store) Wrap(ctx context.Context, keys [][]byte) ([]keystore.Wrapped, error) {
+func (s *Root) Wrap(ctx context.Context, keys [][]byte) ([]keystore.Wrapped, error) {
 	items := make([]map[string]any, len(keys))
 	for i, k := range keys {
 		items[i] = map[string]any{"plaintext": base64.StdEncoding.EncodeToString(k)}
@@ -633,7 +636,7 @@ func (s *Store) Wrap(ctx context.Context, keys [][]byte) ([]keystore.Wrapped, er
 }
 
 // Unwrap decrypts each blob with Transit.
-func (s *Store) Unwrap(ctx context.Context, blobs [][]byte) ([][]byte, error) {
+func (s *Root) Unwrap(ctx context.Context, blobs [][]byte) ([][]byte, error) {
 	items := make([]map[string]any, len(blobs))
 	for i, b := range blobs {
 		if _, err := versionOf(string(b)); err != nil {
@@ -656,7 +659,7 @@ func (s *Store) Unwrap(ctx context.Context, blobs [][]byte) ([][]byte, error) {
 
 // Rewrap re-encrypts each blob under the latest version inside Vault; the
 // bucket keys never leave Vault in the process.
-func (s *Store) Rewrap(ctx context.Context, blobs [][]byte) ([]keystore.Wrapped, error) {
+func (s *Root) Rewrap(ctx context.Context, blobs [][]byte) ([]keystore.Wrapped, error) {
 	items := make([]map[string]any, len(blobs))
 	for i, b := range blobs {
 		if _, err := versionOf(string(b)); err != nil {
@@ -674,7 +677,7 @@ func (s *Store) Rewrap(ctx context.Context, blobs [][]byte) ([]keystore.Wrapped,
 // Rotate adds a new latest version of the Transit key. Its request is sent
 // at most once per call (see call): a rotation whose answer was lost makes
 // Rotate fail, and the epoch, retried, finds and reuses it.
-func (s *Store) Rotate(ctx context.Context) (int, error) {
+func (s *Root) Rotate(ctx context.Context) (int, error) {
 	if err := s.ensure(ctx); err != nil {
 		return 0, err
 	}
@@ -703,7 +706,7 @@ func (s *Store) Rotate(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	if cfg.LatestVersion <= before.LatestVersion {
-		return 0, fmt.Errorf("vault: rotate: latest version %d after rotating from %d: %w", cfg.LatestVersion, before.LatestVersion, keystore.ErrUnavailable)
+		return 0, fmt.Errorf("vault: rotate: latest version %d after rotating from %d: %w", cfg.LatestVersion, before.LatestVersion, keystore.ErrRootUnavailable)
 	}
 	return cfg.LatestVersion, nil
 }
@@ -712,13 +715,13 @@ func (s *Store) Rotate(ctx context.Context) (int, error) {
 // min_decryption_version and min_encryption_version to minVersion (so the
 // old versions stop working at once) and then trims the key ring with
 // min_available_version, which deletes them from Vault's storage.
-func (s *Store) Trim(ctx context.Context, minVersion int) ([]int, error) {
+func (s *Root) Trim(ctx context.Context, minVersion int) ([]int, error) {
 	cfg, err := s.readKey(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if minVersion > cfg.LatestVersion {
-		return nil, fmt.Errorf("vault: trim to %d above latest %d: %w", minVersion, cfg.LatestVersion, keystore.ErrInvalid)
+		return nil, fmt.Errorf("vault: trim to %d above latest %d: %w", minVersion, cfg.LatestVersion, shredd.ErrInvalid)
 	}
 	avail := max(cfg.MinAvailableVersion, 1)
 	if minVersion <= avail {
@@ -738,7 +741,7 @@ func (s *Store) Trim(ctx context.Context, minVersion int) ([]int, error) {
 		return nil, err
 	}
 	if after.MinAvailableVersion < minVersion {
-		return nil, fmt.Errorf("vault: trim: min_available_version is %d after trimming to %d: %w", after.MinAvailableVersion, minVersion, keystore.ErrUnavailable)
+		return nil, fmt.Errorf("vault: trim: min_available_version is %d after trimming to %d: %w", after.MinAvailableVersion, minVersion, keystore.ErrRootUnavailable)
 	}
 	var retired []int
 	for v := avail; v < minVersion; v++ {
@@ -748,7 +751,7 @@ func (s *Store) Trim(ctx context.Context, minVersion int) ([]int, error) {
 }
 
 // Versions reads the latest and the oldest available version.
-func (s *Store) Versions(ctx context.Context) (keystore.Versions, error) {
+func (s *Root) Versions(ctx context.Context) (keystore.Versions, error) {
 	cfg, err := s.readKey(ctx)
 	if err != nil {
 		return keystore.Versions{}, err
@@ -757,16 +760,16 @@ func (s *Store) Versions(ctx context.Context) (keystore.Versions, error) {
 }
 
 // headPath is the KV v2 data path of slot's ledger head.
-func (s *Store) headPath(slot string) (string, error) {
+func (s *Root) headPath(slot string) (string, error) {
 	if slot == "" || strings.Trim(slot, "0123456789abcdefghijklmnopqrstuvwxyz-_") != "" {
-		return "", fmt.Errorf("vault: ledger head slot %q: %w", slot, keystore.ErrInvalid)
+		return "", fmt.Errorf("vault: ledger head slot %q: %w", slot, shredd.ErrInvalid)
 	}
 	return s.kv + "/data/shredd/" + s.key + "/ledger-head/" + slot, nil
 }
 
 // LedgerHead reads slot's forget ledger head from the KV v2 secret
 // shredd/<key>/ledger-head/<slot> of HeadMount.
-func (s *Store) LedgerHead(ctx context.Context, slot string) (keystore.LedgerHead, error) {
+func (s *Root) LedgerHead(ctx context.Context, slot string) (keystore.LedgerHead, error) {
 	p, err := s.headPath(slot)
 	if err != nil {
 		return keystore.LedgerHead{}, err
@@ -802,7 +805,7 @@ func (s *Store) LedgerHead(ctx context.Context, slot string) (keystore.LedgerHea
 
 // KeepLedgerHead writes slot's forget ledger head as a new version of the
 // KV v2 secret shredd/<key>/ledger-head/<slot> of HeadMount.
-func (s *Store) KeepLedgerHead(ctx context.Context, slot string, h keystore.LedgerHead) error {
+func (s *Root) KeepLedgerHead(ctx context.Context, slot string, h keystore.LedgerHead) error {
 	p, err := s.headPath(slot)
 	if err != nil {
 		return err

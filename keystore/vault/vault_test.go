@@ -76,7 +76,7 @@ func TestPolicyDeniesOtherKeys(t *testing.T) {
 	}
 	// The same token may not touch another key, nor read or export anything.
 	_, err := vault.Open(ctx, vault.Config{Address: srv.Addr, Token: token, Key: newKeyName()})
-	if !errors.Is(err, keystore.ErrUnavailable) {
+	if !errors.Is(err, keystore.ErrRootUnavailable) {
 		t.Fatalf("open another key with the policy token: %v, want ErrUnavailable (permission denied)", err)
 	}
 	c := srv.Client(token)
@@ -160,18 +160,18 @@ func TestErrorMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	ds, err := vault.Open(ctx, vault.Config{Address: srv.Addr, Token: denied.Auth.ClientToken, Key: key})
-	if !errors.Is(err, keystore.ErrUnavailable) || ds != nil {
+	if !errors.Is(err, keystore.ErrRootUnavailable) || ds != nil {
 		t.Fatalf("denied token: %v, want ErrUnavailable", err)
 	}
 	// Sealed.
 	srv.Seal()
-	if _, err := s.Wrap(ctx, [][]byte{k}); !errors.Is(err, keystore.ErrUnavailable) {
+	if _, err := s.Wrap(ctx, [][]byte{k}); !errors.Is(err, keystore.ErrRootUnavailable) {
 		t.Fatalf("sealed: %v, want ErrUnavailable", err)
 	}
 	srv.Unseal()
 	// Unreachable.
 	srv.Stop()
-	if _, err := s.Unwrap(ctx, [][]byte{cur[0].Blob}); !errors.Is(err, keystore.ErrUnavailable) {
+	if _, err := s.Unwrap(ctx, [][]byte{cur[0].Blob}); !errors.Is(err, keystore.ErrRootUnavailable) {
 		t.Fatalf("stopped: %v, want ErrUnavailable", err)
 	}
 	srv.Start()
@@ -201,7 +201,7 @@ func TestTLSWithCACert(t *testing.T) {
 	if got, err := s.Unwrap(ctx, [][]byte{w[0].Blob}); err != nil || string(got[0]) != string(k) {
 		t.Fatalf("unwrap over TLS: %v", err)
 	}
-	if _, err := vault.Open(ctx, vault.Config{Address: srv.Addr, Token: srv.RootToken, Key: key}); !errors.Is(err, keystore.ErrUnavailable) {
+	if _, err := vault.Open(ctx, vault.Config{Address: srv.Addr, Token: srv.RootToken, Key: key}); !errors.Is(err, keystore.ErrRootUnavailable) {
 		t.Fatalf("without the CA: %v, want ErrUnavailable", err)
 	}
 }

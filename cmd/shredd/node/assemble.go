@@ -62,7 +62,7 @@ type Stack struct {
 	Root     keystore.RootStore
 	Hasher   *registry.Hasher
 	Journal  *journal.Journal // nil without a transparency log
-	Keys     *keystore.Store
+	Keys     *keystore.Tree
 	Registry *registry.Registry // artifacts, lineage, kinds, leases and the barrier locks
 	Sealer   *sealing.Sealer
 	Eraser   *erasure.Eraser

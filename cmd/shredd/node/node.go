@@ -355,13 +355,13 @@ type RootOpener func(ctx context.Context, dir string, log *slog.Logger) (Root, e
 // database), with what to do, instead of answering 410 for everyone. It is
 // not asked again when the root store just failed to answer (each try is a
 // Vault login, and Vault locks an AppRole out after a few failed ones).
-func checkRoot(ctx context.Context, keys *keystore.Store, rootDown bool, log *slog.Logger) error {
+func checkRoot(ctx context.Context, keys *keystore.Tree, rootDown bool, log *slog.Logger) error {
 	if rootDown {
 		log.Warn("root store unavailable at start-up: the database's root versions were not checked")
 		return nil
 	}
 	switch err := keys.CheckRoot(ctx); {
-	case errors.Is(err, keystore.ErrUnavailable):
+	case errors.Is(err, keystore.ErrRootUnavailable):
 		log.Warn("root store unavailable at start-up: the database's root versions were not checked", "error", err.Error())
 	case err != nil:
 		return err
