@@ -22,9 +22,13 @@ var (
 	// ErrEnvelope means a ciphertext is not a valid shredd envelope, or it
 	// fails to open with its keys and the given context.
 	ErrEnvelope = errors.New("invalid envelope")
-	// ErrUnavailable means the root store cannot be reached; nothing was
-	// encrypted or decrypted (fail closed).
-	ErrUnavailable = errors.New("key backend unavailable")
+	// ErrUnavailable means a backend the request needs cannot be reached
+	// (the root store, or the database's locks), or the service is closing;
+	// nothing was carried out (fail closed), and the request may be tried
+	// again. Packages keep their own cause apart
+	// (keystore.ErrRootUnavailable, storage.ErrDBUnavailable) and the
+	// services wrap it in this one.
+	ErrUnavailable = errors.New("backend unavailable")
 	// ErrForbidden means the caller acts for another holder than the one
 	// that owns the lease, artifact or ack.
 	ErrForbidden = errors.New("forbidden")

@@ -283,7 +283,7 @@ func (s *Eraser) verifyRow(ctx context.Context, r forgetRow) error {
 }
 
 // readBackKeys reads back what a shredded forget asserts of the keys, the
-// root store asked now (keystore.Store.CheckShredded).
+// root store asked now (keystore.Shredder.CheckShredded).
 func (s *Eraser) readBackKeys(ctx context.Context, r forgetRow) error {
 	if s.keys.PerSubject() {
 		return s.shred.CheckShredded(ctx, r.sid, shredd.Epoch{}, keystore.Versions{})

@@ -7,7 +7,7 @@ package keystore_test
 //	go test -run '^$' -bench 'Epoch|BulkCreateKeys' -benchtime 3x ./keystore/
 //	go test -run '^$' -bench SubjectKey -benchtime 1s ./keystore/
 //
-// The Vault cases run against a real Vault dev server (internal/vaulttest).
+// The Vault cases run against a real Vault dev server (testkit/vaulttest).
 
 import (
 	"bytes"
@@ -316,7 +316,7 @@ func BenchmarkSubjectKey(b *testing.B) {
 		// so the timed lookups were Vault round trips, not cache hits.
 		srv.Stop()
 		if _, err := s.KeyAt(ctx, refs[0]); !errors.Is(err, keystore.ErrRootUnavailable) {
-			b.Fatalf("KeyAt with Vault stopped: %v, want ErrUnavailable", err)
+			b.Fatalf("KeyAt with Vault stopped: %v, want ErrRootUnavailable", err)
 		}
 	})
 }

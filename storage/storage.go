@@ -20,19 +20,19 @@ import (
 	"time"
 )
 
-// ErrUnavailable means the database did not answer in time or could not
+// ErrDBUnavailable means the database did not answer in time or could not
 // be reached: the request was not carried out, and may be tried again.
 // Unavailable recognises it and the engines' own forms of it.
-var ErrUnavailable = errors.New("database unavailable")
+var ErrDBUnavailable = errors.New("database unavailable")
 
 // Unavailable reports whether err says the database is unavailable (as
-// opposed to refusing the statement): ErrUnavailable, a deadline passed, a
+// opposed to refusing the statement): ErrDBUnavailable, a deadline passed, a
 // broken connection, or what an engine registered (RegisterUnavailable).
 func Unavailable(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) {
+	if errors.Is(err, ErrDBUnavailable) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) {
 		return true
 	}
 	for _, f := range unavailable {

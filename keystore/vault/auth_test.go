@@ -103,10 +103,10 @@ func TestAppRole(t *testing.T) {
 	other := cfg
 	other.Key = "shredd-other"
 	if _, err := vault.Open(ctx, other); !errors.Is(err, keystore.ErrRootUnavailable) {
-		t.Fatalf("open another key with the AppRole token: %v, want ErrUnavailable (permission denied)", err)
+		t.Fatalf("open another key with the AppRole token: %v, want ErrRootUnavailable (permission denied)", err)
 	}
 
-	// Wrong credentials: the store fails closed, with ErrUnavailable (a
+	// Wrong credentials: the store fails closed, with ErrRootUnavailable (a
 	// backend that refuses to serve), never with another error a caller
 	// might not treat as "fail closed".
 	var misclassified []string
@@ -138,9 +138,9 @@ func TestAppRole(t *testing.T) {
 			misclassified = append(misclassified, fmt.Sprintf("wrap after a login with %s: %v", tc.name, err))
 		}
 	}
-	t.Run("refused_login_is_ErrUnavailable", func(t *testing.T) {
+	t.Run("refused_login_is_ErrRootUnavailable", func(t *testing.T) {
 		if len(misclassified) > 0 {
-			t.Fatalf("a refused AppRole login is not ErrUnavailable (the API must answer 503):\n%s", strings.Join(misclassified, "\n"))
+			t.Fatalf("a refused AppRole login is not ErrRootUnavailable (the API must answer 503):\n%s", strings.Join(misclassified, "\n"))
 		}
 	})
 }
@@ -211,7 +211,7 @@ func TestKeepTokenFresh(t *testing.T) {
 		t.Errorf("after %v with KeepTokenFresh: %v", ttl*5/2, err)
 	}
 	if err := roundTrip(context.Background(), cs); !errors.Is(err, keystore.ErrRootUnavailable) {
-		t.Errorf("control store after %v without renewal: %v, want ErrUnavailable (token expired)", ttl*5/2, err)
+		t.Errorf("control store after %v without renewal: %v, want ErrRootUnavailable (token expired)", ttl*5/2, err)
 	}
 	// The renewed token's TTL was extended: it has not expired.
 	look, err := c.Auth().Token().Lookup(cfg.Token)

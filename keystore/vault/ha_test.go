@@ -2,7 +2,7 @@ package vault_test
 
 // The Vault root store against a 3-node Vault Raft cluster
 // (vaulttest.StartCluster): the active node is killed with SIGKILL under
-// load and at each step of an epoch. The store fails closed (ErrUnavailable,
+// load and at each step of an epoch. The store fails closed (ErrRootUnavailable,
 // nothing else) while no node serves, recovers by itself once a new leader
 // is elected, and every epoch rotates the root exactly once.
 
@@ -116,7 +116,7 @@ func TestAddressList(t *testing.T) {
 }
 
 // TestClusterFailover kills the active node while stores wrap and unwrap
-// keys without pause. Each store fails closed with ErrUnavailable and
+// keys without pause. Each store fails closed with ErrRootUnavailable and
 // nothing else while no node serves it, never returns a wrong key, and
 // serves again without being reopened: the store on every address and the
 // store on one surviving standby once the cluster has a new leader, the
@@ -135,7 +135,7 @@ func TestClusterFailover(t *testing.T) {
 		s             *vault.Root
 		ok, unavail   atomic.Int64
 		okAfterKill   atomic.Int64
-		otherErr      atomic.Value // first error that is not ErrUnavailable
+		otherErr      atomic.Value // first error that is not ErrRootUnavailable
 		wrongPlain    atomic.Bool
 		failedAtLeast atomic.Bool
 	}
@@ -235,7 +235,7 @@ func TestClusterFailover(t *testing.T) {
 	before := dead.okAfterKill.Load()
 	eventually(t, 10*time.Second, "store on the killed node fails closed", func() error {
 		if !dead.failedAtLeast.Load() {
-			return errors.New("no ErrUnavailable yet")
+			return errors.New("no ErrRootUnavailable yet")
 		}
 		return nil
 	})
@@ -257,7 +257,7 @@ func TestClusterFailover(t *testing.T) {
 			t.Errorf("store on %s: an unwrap returned another key", l.name)
 		}
 		if e := l.otherErr.Load(); e != nil {
-			t.Errorf("store on %s: error %v, want only ErrUnavailable while the leader is gone", l.name, e)
+			t.Errorf("store on %s: error %v, want only ErrRootUnavailable while the leader is gone", l.name, e)
 		}
 		t.Logf("store on %s: %d round trips, %d failed closed", l.name, l.ok.Load(), l.unavail.Load())
 	}
@@ -359,7 +359,7 @@ func TestClusterEpochExactlyOnce(t *testing.T) {
 				e, err = keystore.NewShredder(ks).RunEpoch(ctx)
 				if err != nil {
 					if !errors.Is(err, keystore.ErrRootUnavailable) {
-						t.Fatalf("epoch with the active node killed at %s: %v, want ErrUnavailable", step, err)
+						t.Fatalf("epoch with the active node killed at %s: %v, want ErrRootUnavailable", step, err)
 					}
 					failures++
 				}

@@ -77,7 +77,7 @@ func TestPolicyDeniesOtherKeys(t *testing.T) {
 	// The same token may not touch another key, nor read or export anything.
 	_, err := vault.Open(ctx, vault.Config{Address: srv.Addr, Token: token, Key: newKeyName()})
 	if !errors.Is(err, keystore.ErrRootUnavailable) {
-		t.Fatalf("open another key with the policy token: %v, want ErrUnavailable (permission denied)", err)
+		t.Fatalf("open another key with the policy token: %v, want ErrRootUnavailable (permission denied)", err)
 	}
 	c := srv.Client(token)
 	if _, err := c.Logical().Read("transit/export/encryption-key/" + key); err == nil {
@@ -161,18 +161,18 @@ func TestErrorMessages(t *testing.T) {
 	}
 	ds, err := vault.Open(ctx, vault.Config{Address: srv.Addr, Token: denied.Auth.ClientToken, Key: key})
 	if !errors.Is(err, keystore.ErrRootUnavailable) || ds != nil {
-		t.Fatalf("denied token: %v, want ErrUnavailable", err)
+		t.Fatalf("denied token: %v, want ErrRootUnavailable", err)
 	}
 	// Sealed.
 	srv.Seal()
 	if _, err := s.Wrap(ctx, [][]byte{k}); !errors.Is(err, keystore.ErrRootUnavailable) {
-		t.Fatalf("sealed: %v, want ErrUnavailable", err)
+		t.Fatalf("sealed: %v, want ErrRootUnavailable", err)
 	}
 	srv.Unseal()
 	// Unreachable.
 	srv.Stop()
 	if _, err := s.Unwrap(ctx, [][]byte{cur[0].Blob}); !errors.Is(err, keystore.ErrRootUnavailable) {
-		t.Fatalf("stopped: %v, want ErrUnavailable", err)
+		t.Fatalf("stopped: %v, want ErrRootUnavailable", err)
 	}
 	srv.Start()
 	got, err := s.Unwrap(ctx, [][]byte{cur[0].Blob})
@@ -202,6 +202,6 @@ func TestTLSWithCACert(t *testing.T) {
 		t.Fatalf("unwrap over TLS: %v", err)
 	}
 	if _, err := vault.Open(ctx, vault.Config{Address: srv.Addr, Token: srv.RootToken, Key: key}); !errors.Is(err, keystore.ErrRootUnavailable) {
-		t.Fatalf("without the CA: %v, want ErrUnavailable", err)
+		t.Fatalf("without the CA: %v, want ErrRootUnavailable", err)
 	}
 }
