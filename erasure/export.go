@@ -21,7 +21,7 @@ import (
 // of the current tree, the public keys, and, when since > 0, a consistency
 // proof from tree size since to that checkpoint. A forget not erased gives
 // ErrNotErased; since beyond the tree ErrInvalid.
-func (s *Eraser) Export(ctx context.Context, id shredd.ID, since int64) (*bundle.Bundle, error) {
+func (s *Evidence) Export(ctx context.Context, id shredd.ID, since int64) (*bundle.Bundle, error) {
 	j := s.opts.Journal
 	if j == nil {
 		return nil, fmt.Errorf("erasure: export: %w", shredd.ErrNoLog)
@@ -81,7 +81,7 @@ func (s *Eraser) Export(ctx context.Context, id shredd.ID, since int64) (*bundle
 // exportIndexes returns the log indexes of the entries of the forget r
 // (id): those the forget logged (committed, holder acks, attested) in
 // order, then its key's creation and its epoch, when logged.
-func (s *Eraser) exportIndexes(ctx context.Context, id shredd.ID, r *forgetRow) ([]int64, error) {
+func (s *Evidence) exportIndexes(ctx context.Context, id shredd.ID, r *forgetRow) ([]int64, error) {
 	var idxs []int64
 	rows, err := s.db.QueryContext(ctx, `SELECT idx FROM forget_log WHERE forget=? ORDER BY idx`, id[:])
 	if err != nil {
@@ -147,7 +147,7 @@ func addExportEntry(ctx context.Context, j *journal.Journal, b *bundle.Bundle, p
 
 // TransparencyLog returns the service's transparency log and its note
 // verifier key, or nil when it keeps none.
-func (s *Eraser) TransparencyLog() (*translog.Log, string) {
+func (s *Evidence) TransparencyLog() (*translog.Log, string) {
 	if s.opts.Journal == nil {
 		return nil, ""
 	}
