@@ -82,21 +82,8 @@ func (s *Evidence) Export(ctx context.Context, id shredd.ID, since int64) (*bund
 // (id): those the forget logged (committed, holder acks, attested) in
 // order, then its key's creation and its epoch, when logged.
 func (s *Evidence) exportIndexes(ctx context.Context, id shredd.ID, r *forgetRow) ([]int64, error) {
-	var idxs []int64
-	rows, err := s.db.QueryContext(ctx, `SELECT idx FROM forget_log WHERE forget=? ORDER BY idx`, id[:])
+	idxs, err := journal.ForgetIndexes(ctx, s.db, id)
 	if err != nil {
-		return nil, fmt.Errorf("erasure: export: %w", err)
-	}
-	for rows.Next() {
-		var i int64
-		if err := rows.Scan(&i); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("erasure: export: %w", err)
-		}
-		idxs = append(idxs, i)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("erasure: export: %w", err)
 	}
 	if k, err := journal.KeyCreatedIndex(ctx, s.db, r.sid, uint32(r.gen.Int64)); err != nil {
@@ -105,8 +92,9 @@ func (s *Evidence) exportIndexes(ctx context.Context, id shredd.ID, r *forgetRow
 		idxs = append(idxs, k)
 	}
 	if r.epoch.Valid && r.epoch.Int64 > 0 {
-		var e int64
-		if err := s.db.QueryRowContext(ctx, `SELECT idx FROM epoch_log WHERE epoch=?`, r.epoch.Int64).Scan(&e); err == nil {
+		// An epoch index the log cannot give is left out: the export
+		// still carries the forget's own entries.
+		if e, err := journal.EpochIndex(ctx, s.db, r.epoch.Int64); err == nil && e >= 0 {
 			idxs = append(idxs, e)
 		}
 	}
