@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// HolderQuery selects a page of holders for Eraser.ListHolders: by id,
+// HolderQuery selects a page of holders for Holders.ListHolders: by id,
 // ascending, at most Limit of them (1 to MaxHolderPage; 0 means
 // MaxHolderPage), after the holder Cursor names ("" for the first page).
 // Only, when not "", keeps that one holder: what a holder-bound token

@@ -58,11 +58,9 @@ type Sealer interface {
 	Reregister(ctx context.Context, in []ReregisterInput) ([]Reregistered, []error)
 }
 
-// Eraser forgets subjects and proves it: the barrier and the key
-// destruction, the holders' purges and signed acks, the verification of the
-// five conditions of erasure, the signed attestation and the regulator
-// export. Errors as Sealer's, and ErrNotErased for an attestation or export
-// of a forget not yet erased.
+// Eraser forgets subjects and verifies it: the barrier and the key
+// destruction, and the verification of the five conditions of erasure.
+// Errors as Sealer's.
 type Eraser interface {
 	// Preview is the dry run of a forget: what it would make unreadable.
 	Preview(ctx context.Context, subject string) (Preview, error)
@@ -82,11 +80,14 @@ type Eraser interface {
 	// Verify evaluates a forget's conditions now and records it erased
 	// when all hold.
 	Verify(ctx context.Context, id ID) (Forget, error)
-	// Attestation returns the signed erasure attestation of an erased
-	// forget.
-	Attestation(ctx context.Context, id ID, signer ed25519.PrivateKey) ([]byte, error)
 	// RunEpoch runs a root epoch now.
 	RunEpoch(ctx context.Context) (Epoch, error)
+}
+
+// Holders keeps the holders of plaintext-held artifacts, their purge work
+// and their signed acks, which close a forget's plaintext-held artifacts,
+// and their inventories, which can block it. Errors as Sealer's.
+type Holders interface {
 	// RegisterHolder records a holder's Ed25519 key (ErrConflict for
 	// another key of a known holder) and reports whether it is new.
 	RegisterHolder(ctx context.Context, id string, pub []byte) (Holder, bool, error)
@@ -102,6 +103,16 @@ type Eraser interface {
 	Ack(ctx context.Context, forget ID, holder string, artifacts []ID, sig []byte) (AckResult, error)
 	// ReportInventory records what a holder reports holding.
 	ReportInventory(ctx context.Context, holder string, items []InventoryItem) (Inventory, error)
+}
+
+// Evidence proves erasures to those who do not trust the service: the
+// signed attestation, the regulator export and the transparency log.
+// Errors as Sealer's, and ErrNotErased for an attestation or export of a
+// forget not yet erased.
+type Evidence interface {
+	// Attestation returns the signed erasure attestation of an erased
+	// forget.
+	Attestation(ctx context.Context, id ID, signer ed25519.PrivateKey) ([]byte, error)
 	// Export assembles the regulator export of an erased forget, with a
 	// consistency proof from tree size since when since > 0.
 	Export(ctx context.Context, id ID, since int64) (*bundle.Bundle, error)
@@ -110,20 +121,25 @@ type Eraser interface {
 	TransparencyLog() (*translog.Log, string)
 }
 
-// Service is what the HTTP layer serves: sealing and erasure.
+// Service is what the HTTP layer serves: sealing, erasure, the holders
+// and the evidence.
 type Service interface {
 	Sealer
 	Eraser
+	Holders
+	Evidence
 }
 
-// Join returns the Service of a Sealer and an Eraser: every method of
-// each, as it is. The composition root builds the two apart (they share
-// the registry and the key tree, not each other) and joins them for the
-// HTTP layer.
-func Join(s Sealer, e Eraser) Service { return joined{s, e} }
+// Join returns the Service of a Sealer, an Eraser, its Holders and its
+// Evidence: every method of each, as it is. The composition root builds
+// the Sealer and the erasure apart (they share the registry and the key
+// tree, not each other) and joins them for the HTTP layer.
+func Join(s Sealer, e Eraser, h Holders, v Evidence) Service { return joined{s, e, h, v} }
 
-// joined is a Sealer and an Eraser as one Service.
+// joined is a Sealer, an Eraser, Holders and Evidence as one Service.
 type joined struct {
 	Sealer
 	Eraser
+	Holders
+	Evidence
 }

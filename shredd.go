@@ -1,8 +1,8 @@
 // Package shredd holds the domain of the crypto-shredding key management
 // service: its value types (ids, artifacts, kinds, leases, holders, forgets
 // and their states, the conditions of erasure), its sentinel errors, and the
-// interfaces of the services the HTTP layer uses (Sealer, Eraser). It
-// implements nothing; packages sealing and erasure do (docs/design.md).
+// interfaces of the services the HTTP layer uses (Sealer, Eraser, Holders,
+// Evidence). It implements nothing; packages sealing and erasure do (docs/design.md).
 package shredd
 
 import (

@@ -104,7 +104,7 @@ func New(c Config) *Server {
 	s := &Server{codec: cd, tokens: c.Tokens, metrics: c.Metrics,
 		seal:     &sealHandlers{codec: cd, svc: c.Service},
 		registry: &registryHandlers{codec: cd, svc: c.Service},
-		forgets:  &forgetHandlers{codec: cd, svc: c.Service, attKey: c.AttestationKey},
+		forgets:  &forgetHandlers{codec: cd, svc: c.Service, evidence: c.Service, attKey: c.AttestationKey},
 		holders:  &holderHandlers{codec: cd, svc: c.Service},
 		tlog:     &logHandlers{codec: cd, svc: c.Service},
 		health:   &healthHandlers{codec: cd, root: c.Root, tokens: c.Tokens},

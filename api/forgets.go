@@ -13,8 +13,9 @@ import (
 // run), its listing, verification and attestation, and root epochs.
 type forgetHandlers struct {
 	*codec
-	svc    shredd.Eraser
-	attKey ed25519.PrivateKey
+	svc      shredd.Eraser
+	evidence shredd.Evidence // the attestation
+	attKey   ed25519.PrivateKey
 }
 
 type forgetRequest struct {
@@ -144,7 +145,7 @@ func (fh *forgetHandlers) attestation(w http.ResponseWriter, r *http.Request) {
 		fh.fail(w, r, &problemError{status: http.StatusServiceUnavailable, code: "backend_unavailable", title: "No attestation key is configured"})
 		return
 	}
-	att, err := fh.svc.Attestation(r.Context(), id, fh.attKey)
+	att, err := fh.evidence.Attestation(r.Context(), id, fh.attKey)
 	if err != nil {
 		fh.fail(w, r, err)
 		return

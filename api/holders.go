@@ -15,7 +15,7 @@ import (
 // work, acks and inventories.
 type holderHandlers struct {
 	*codec
-	svc shredd.Eraser
+	svc shredd.Holders
 }
 
 type holderRequest struct {

@@ -17,7 +17,7 @@ import (
 // export of a forget.
 type logHandlers struct {
 	*codec
-	svc shredd.Eraser
+	svc shredd.Evidence
 }
 
 // The transparency log's routes (docs/transparency.md), under /v1/log, and

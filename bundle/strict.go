@@ -643,4 +643,3 @@ func CheckLogKeyFile(b []byte) (string, error) {
 	}
 	return s, nil
 }
-

@@ -13,6 +13,21 @@ import (
 	"github.com/shredd/shredd/registry"
 )
 
+// Evidence is what proves the erasures an Eraser completed, to anyone who
+// does not trust the service: the signed attestation of a forget, the
+// regulator export with its log entries and proofs, and the transparency
+// log they are logged in.
+type Evidence struct {
+	*core
+	forgets *Eraser // for the error of an attestation of a forget it cannot read
+}
+
+var _ shredd.Evidence = (*Evidence)(nil)
+
+// NewEvidence returns the evidence of the forgets of e, over the same
+// database, key tree and journal.
+func NewEvidence(e *Eraser) *Evidence { return &Evidence{core: e.core, forgets: e} }
+
 // Attestation returns the erasure attestation file of an erased forget
 // (docs/attestation.md): the JSON of a DSSE envelope around an in-toto
 // Statement about the salted commitment to the subject id, with the
@@ -22,10 +37,10 @@ import (
 // digest logged) when the forget was erased, and these exact bytes are
 // returned; otherwise it is signed now by signer. A forget that is not
 // erased gives ErrNotErased.
-func (s *Eraser) Attestation(ctx context.Context, id shredd.ID, signer ed25519.PrivateKey) ([]byte, error) {
+func (s *Evidence) Attestation(ctx context.Context, id shredd.ID, signer ed25519.PrivateKey) ([]byte, error) {
 	r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE id=?`, id[:]))
 	if err != nil {
-		if _, gerr := s.GetForget(ctx, id); gerr != nil {
+		if _, gerr := s.forgets.GetForget(ctx, id); gerr != nil {
 			return nil, gerr
 		}
 		return nil, fmt.Errorf("erasure: attestation: %w", err)
@@ -56,10 +71,10 @@ func (s *Eraser) Attestation(ctx context.Context, id shredd.ID, signer ed25519.P
 // signAttestation builds and signs the attestation of forget r, erased
 // (r.erased set) with the verification conds, and returns it with the
 // subject commitment it is about.
-func (s *Eraser) signAttestation(ctx context.Context, r forgetRow, conds []shredd.Condition, signer ed25519.PrivateKey) (attest.Envelope, string, error) {
+func (c *core) signAttestation(ctx context.Context, r forgetRow, conds []shredd.Condition, signer ed25519.PrivateKey) (attest.Envelope, string, error) {
 	id := r.id
 	var commitment string
-	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(commitment, '') FROM forgets WHERE id=?`, id[:]).Scan(&commitment); err != nil {
+	if err := c.db.QueryRowContext(ctx, `SELECT coalesce(commitment, '') FROM forgets WHERE id=?`, id[:]).Scan(&commitment); err != nil {
 		return attest.Envelope{}, "", fmt.Errorf("erasure: attestation: %w", err)
 	}
 	if commitment == "" {
@@ -74,14 +89,14 @@ func (s *Eraser) signAttestation(ctx context.Context, r forgetRow, conds []shred
 	for _, c := range conds {
 		p.Conditions = append(p.Conditions, attest.Condition{Name: c.Name, Status: c.Status, Evidence: c.Reason})
 	}
-	if err := s.keyEvidence(ctx, r, &p.KeyEvidence); err != nil {
+	if err := c.keyEvidence(ctx, r, &p.KeyEvidence); err != nil {
 		return attest.Envelope{}, "", err
 	}
-	collateral, err := s.lineageArtifacts(ctx, r, &p)
+	collateral, err := c.lineageArtifacts(ctx, r, &p)
 	if err != nil {
 		return attest.Envelope{}, "", err
 	}
-	p.Residuals = append(p.Residuals, attest.Residual{Kind: attest.ResidualRootStoreSnapshots, Description: s.snapshotResidual()})
+	p.Residuals = append(p.Residuals, attest.Residual{Kind: attest.ResidualRootStoreSnapshots, Description: c.snapshotResidual()})
 	if r.gen.Valid && r.gen.Int64 == 0 {
 		p.Residuals = append(p.Residuals, attest.Residual{Kind: attest.ResidualNoKeyIssued,
 			Description: "no key was ever issued for this subject: nothing was sealed under a key of its own, and none was destroyed; the tombstone written by the forget refuses every later encrypt, decrypt or registration of the subject"})
@@ -111,17 +126,17 @@ func countHeldAcked(as []attest.Artifact) int {
 	return n
 }
 
-func (s *Eraser) snapshotResidual() string {
-	if s.keys.Root().Kind() == "local" {
+func (c *core) snapshotResidual() string {
+	if c.keys.Root().Kind() == "local" {
 		return "copies of the local root key file (root.key) taken before the epoch's trim, and old blocks of that file that journaling or copy-on-write storage keeps, can still open database backups taken before the forget; keep no root file copies older than one epoch"
 	}
 	return "Vault snapshots (Raft snapshots or storage backups) taken before the epoch's trim still hold the destroyed root key versions (or the deleted subject key); the erasure's horizon is their retention"
 }
 
-func (s *Eraser) keyEvidence(ctx context.Context, r forgetRow, k *attest.KeyEvidence) error {
-	root := s.keys.Root()
+func (c *core) keyEvidence(ctx context.Context, r forgetRow, k *attest.KeyEvidence) error {
+	root := c.keys.Root()
 	switch {
-	case s.keys.PerSubject():
+	case c.keys.PerSubject():
 		k.RootStore = attest.RootStoreVaultTransitPerSubject
 	case root.Kind() == "local":
 		k.RootStore = attest.RootStoreLocal
@@ -132,10 +147,10 @@ func (s *Eraser) keyEvidence(ctx context.Context, r forgetRow, k *attest.KeyEvid
 		k.RootKeyConfig = &attest.RootKeyConfig{Name: d.Name, Type: d.Type, Exportable: d.Exportable, AllowPlaintextBackup: d.AllowPlaintextBackup,
 			MinAvailableVersion: d.MinAvailableVersion, LatestVersion: d.LatestVersion}
 	}
-	if s.keys.PerSubject() {
+	if c.keys.PerSubject() {
 		return nil
 	}
-	e, err := s.shred.EpochByID(ctx, r.epoch.Int64)
+	e, err := c.shred.EpochByID(ctx, r.epoch.Int64)
 	if err != nil {
 		return fmt.Errorf("erasure: attestation: %w", err)
 	}
@@ -149,11 +164,11 @@ func (s *Eraser) keyEvidence(ctx context.Context, r forgetRow, k *attest.KeyEvid
 // lineageArtifacts lists every artifact of the lineage with how it was
 // closed, and the holders' acks; it returns the number of collateral
 // aggregates (artifacts that also carry other subjects).
-func (s *Eraser) lineageArtifacts(ctx context.Context, r forgetRow, p *attest.Predicate) (int, error) {
-	if err := s.reg.Settle(ctx); err != nil { // the lineage by subject
+func (c *core) lineageArtifacts(ctx context.Context, r forgetRow, p *attest.Predicate) (int, error) {
+	if err := c.reg.Settle(ctx); err != nil { // the lineage by subject
 		return 0, fmt.Errorf("erasure: attestation: %w", err)
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT a.id, a.kind, a.holder, a.sealed,
+	rows, err := c.db.QueryContext(ctx, `SELECT a.id, a.kind, a.holder, a.sealed,
 			`+registry.OthersSQL+`,
 			(SELECT h.signature FROM acked k JOIN holder_acks h ON h.id = k.ack WHERE k.forget = ? AND k.artifact = a.id)
 		FROM `+registry.LineageArtifactsSQL+` WHERE l.sid = ? ORDER BY a.seq`, r.id[:], r.sid[:])
@@ -189,7 +204,7 @@ func (s *Eraser) lineageArtifacts(ctx context.Context, r forgetRow, p *attest.Pr
 	}
 	// The acks that closed something, each with exactly the artifacts it
 	// signed.
-	ar, err := s.db.QueryContext(ctx, `SELECT h.holder, h.artifacts, h.signature, o.public_key FROM holder_acks h
+	ar, err := c.db.QueryContext(ctx, `SELECT h.holder, h.artifacts, h.signature, o.public_key FROM holder_acks h
 		JOIN holders o ON o.id = h.holder
 		WHERE h.forget = ? AND EXISTS (SELECT 1 FROM acked k WHERE k.ack = h.id) ORDER BY h.id`, r.id[:])
 	if err != nil {

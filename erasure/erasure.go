@@ -2,7 +2,11 @@
 // barrier a forget commits, the key destruction it drives (bucket re-key,
 // root epoch), the holders' purges and signed acks, the verification of
 // the five conditions of erasure, the signed attestation, the regulator
-// export and the forget ledger. It implements shredd.Eraser
+// export and the forget ledger. Three types share one state: Eraser (the
+// forgets, their verification, the epochs, the recovery and the ledger)
+// implements shredd.Eraser, Holders (the holders, their purges, signed
+// acks and inventories) shredd.Holders, and Evidence (the attestation, the
+// regulator export and the transparency log) shredd.Evidence
 // (docs/design.md, "Forget").
 //
 // It owns the tables of forgets, holders, acks and inventories, and reads
@@ -60,10 +64,22 @@ type Options struct {
 // DefaultDeadline is the default verification deadline of a forget.
 const DefaultDeadline = 24 * time.Hour
 
-// Eraser forgets subjects and proves it, over the database (its own
-// tables), the registry (what depends on a subject, and the barrier locks)
-// and the key tree (the keys it destroys).
+// Eraser forgets subjects and verifies it: the barrier, the key
+// destruction (bucket re-key, root epoch), the verification of the five
+// conditions, the recovery of forgets and the forget ledger. It works over
+// the database (its own tables), the registry (what depends on a subject,
+// and the barrier locks) and the key tree (the keys it destroys). Its
+// Holders and its Evidence (NewHolders, NewEvidence) share its state.
 type Eraser struct {
+	*core
+	workMu sync.Mutex // serialises re-keys and epochs (lockWork)
+}
+
+// core is the state an Eraser shares with its Holders and its Evidence,
+// and the reads of the holders' tables and the attestation that both
+// sides of an erasure need (the verification reads the acks; an erasure
+// signs its attestation).
+type core struct {
 	db     *storage.DB
 	reg    *registry.Registry
 	keys   *keystore.Tree
@@ -71,9 +87,7 @@ type Eraser struct {
 	follow *keystore.Follower // when every node's cache has let go of a subject's keys
 	hasher *registry.Hasher
 	opts   Options
-
-	workMu sync.Mutex // serialises re-keys and epochs (lockWork)
-	kick   chan struct{}
+	kick   chan struct{} // wakes the background work (wake)
 }
 
 var _ shredd.Eraser = (*Eraser)(nil)
@@ -90,8 +104,16 @@ func New(db *storage.DB, reg *registry.Registry, keys *keystore.Tree, hasher *re
 	if opts.Rand == nil {
 		opts.Rand = rand.Reader
 	}
-	return &Eraser{db: db, reg: reg, keys: keys, shred: keystore.NewShredder(keys), follow: keystore.NewFollower(keys),
-		hasher: hasher, opts: opts, kick: make(chan struct{}, 1)}
+	return &Eraser{core: &core{db: db, reg: reg, keys: keys, shred: keystore.NewShredder(keys), follow: keystore.NewFollower(keys),
+		hasher: hasher, opts: opts, kick: make(chan struct{}, 1)}}
+}
+
+// wake asks the background work to run soon (Eraser.Kick).
+func (c *core) wake() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
 }
 
 func (s *Eraser) newID() (shredd.ID, error) { return shredd.NewID(s.opts.Now(), s.opts.Rand) }

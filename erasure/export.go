@@ -21,7 +21,7 @@ import (
 // of the current tree, the public keys, and, when since > 0, a consistency
 // proof from tree size since to that checkpoint. A forget not erased gives
 // ErrNotErased; since beyond the tree ErrInvalid.
-func (s *Eraser) Export(ctx context.Context, id shredd.ID, since int64) (*bundle.Bundle, error) {
+func (s *Evidence) Export(ctx context.Context, id shredd.ID, since int64) (*bundle.Bundle, error) {
 	j := s.opts.Journal
 	if j == nil {
 		return nil, fmt.Errorf("erasure: export: %w", shredd.ErrNoLog)
@@ -81,22 +81,9 @@ func (s *Eraser) Export(ctx context.Context, id shredd.ID, since int64) (*bundle
 // exportIndexes returns the log indexes of the entries of the forget r
 // (id): those the forget logged (committed, holder acks, attested) in
 // order, then its key's creation and its epoch, when logged.
-func (s *Eraser) exportIndexes(ctx context.Context, id shredd.ID, r *forgetRow) ([]int64, error) {
-	var idxs []int64
-	rows, err := s.db.QueryContext(ctx, `SELECT idx FROM forget_log WHERE forget=? ORDER BY idx`, id[:])
+func (s *Evidence) exportIndexes(ctx context.Context, id shredd.ID, r *forgetRow) ([]int64, error) {
+	idxs, err := journal.ForgetIndexes(ctx, s.db, id)
 	if err != nil {
-		return nil, fmt.Errorf("erasure: export: %w", err)
-	}
-	for rows.Next() {
-		var i int64
-		if err := rows.Scan(&i); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("erasure: export: %w", err)
-		}
-		idxs = append(idxs, i)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("erasure: export: %w", err)
 	}
 	if k, err := journal.KeyCreatedIndex(ctx, s.db, r.sid, uint32(r.gen.Int64)); err != nil {
@@ -105,8 +92,9 @@ func (s *Eraser) exportIndexes(ctx context.Context, id shredd.ID, r *forgetRow) 
 		idxs = append(idxs, k)
 	}
 	if r.epoch.Valid && r.epoch.Int64 > 0 {
-		var e int64
-		if err := s.db.QueryRowContext(ctx, `SELECT idx FROM epoch_log WHERE epoch=?`, r.epoch.Int64).Scan(&e); err == nil {
+		// An epoch index the log cannot give is left out: the export
+		// still carries the forget's own entries.
+		if e, err := journal.EpochIndex(ctx, s.db, r.epoch.Int64); err == nil && e >= 0 {
 			idxs = append(idxs, e)
 		}
 	}
@@ -147,7 +135,7 @@ func addExportEntry(ctx context.Context, j *journal.Journal, b *bundle.Bundle, p
 
 // TransparencyLog returns the service's transparency log and its note
 // verifier key, or nil when it keeps none.
-func (s *Eraser) TransparencyLog() (*translog.Log, string) {
+func (s *Evidence) TransparencyLog() (*translog.Log, string) {
 	if s.opts.Journal == nil {
 		return nil, ""
 	}

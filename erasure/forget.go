@@ -42,8 +42,8 @@ func scanForget(sc interface{ Scan(...any) error }) (forgetRow, error) {
 
 // queryForgets reads the forgets a query selects (forgetCols followed by
 // tail), closing the rows before it returns so callers may write.
-func (s *Eraser) queryForgets(ctx context.Context, tail string, args ...any) ([]forgetRow, error) {
-	rows, err := s.db.QueryContext(ctx, forgetCols+tail, args...)
+func (c *core) queryForgets(ctx context.Context, tail string, args ...any) ([]forgetRow, error) {
+	rows, err := c.db.QueryContext(ctx, forgetCols+tail, args...)
 	if err != nil {
 		return nil, fmt.Errorf("erasure: forgets: %w", err)
 	}
@@ -381,12 +381,7 @@ func (s *Eraser) Forgets(ctx context.Context, state string, limit int) ([]shredd
 }
 
 // Kick asks the background work to run soon.
-func (s *Eraser) Kick() {
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
-}
+func (s *Eraser) Kick() { s.wake() }
 
 // Reconcile drives every forget as far as it can go now: it commits forgets
 // a crash left requested, re-keys the buckets of committed forgets, and marks

@@ -15,13 +15,28 @@ import (
 	"github.com/shredd/shredd/attest"
 )
 
+// Holders keeps the holders of plaintext-held artifacts: their keys, the
+// purge work each must do for the open forgets, their signed acks and
+// their inventories. An ack or an inventory wakes the background work of
+// the Eraser it shares its state with, which verifies what they close or
+// block.
+type Holders struct {
+	*core
+}
+
+var _ shredd.Holders = (*Holders)(nil)
+
+// NewHolders returns the holders' side of the erasure e runs: the same
+// database, registry and clock, and e's background work to wake.
+func NewHolders(e *Eraser) *Holders { return &Holders{core: e.core} }
+
 // MaxAckArtifacts bounds the artifacts of one ack or inventory report.
 const MaxAckArtifacts = 100_000
 
 // RegisterHolder records a holder and its Ed25519 public key. Registering
 // the same key again is a no-op; another key for a known holder is
 // ErrConflict (keys are not replaced silently: old acks stand on them).
-func (s *Eraser) RegisterHolder(ctx context.Context, id string, pub []byte) (shredd.Holder, bool, error) {
+func (s *Holders) RegisterHolder(ctx context.Context, id string, pub []byte) (shredd.Holder, bool, error) {
 	if !shredd.ValidHolder(id) {
 		return shredd.Holder{}, false, fmt.Errorf("erasure: holder id: %w", shredd.ErrInvalid)
 	}
@@ -44,7 +59,7 @@ func (s *Eraser) RegisterHolder(ctx context.Context, id string, pub []byte) (shr
 }
 
 // GetHolder returns a registered holder.
-func (s *Eraser) GetHolder(ctx context.Context, id string) (shredd.Holder, error) {
+func (s *Holders) GetHolder(ctx context.Context, id string) (shredd.Holder, error) {
 	h := shredd.Holder{ID: id}
 	var pub []byte
 	var created int64
@@ -74,8 +89,8 @@ func AckPayload(forget shredd.ID, holder string, artifacts []shredd.ID) []byte {
 
 // heldBy returns the plaintext-held artifacts of a forget's lineage held by
 // holder ("" for every holder), by holder: settled or staged (lineage_all).
-func (s *Eraser) heldBy(ctx context.Context, r forgetRow, holder string) (map[string][]shredd.ID, error) {
-	out, err := s.reg.HeldBy(ctx, r.sid, holder)
+func (c *core) heldBy(ctx context.Context, r forgetRow, holder string) (map[string][]shredd.ID, error) {
+	out, err := c.reg.HeldBy(ctx, r.sid, holder)
 	if err != nil {
 		return nil, fmt.Errorf("erasure: purges: %w", err)
 	}
@@ -83,8 +98,8 @@ func (s *Eraser) heldBy(ctx context.Context, r forgetRow, holder string) (map[st
 }
 
 // ackedSet returns the artifacts of a forget that signed acks cover.
-func (s *Eraser) ackedSet(ctx context.Context, forget shredd.ID) (map[shredd.ID]bool, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT artifact FROM acked WHERE forget=?`, forget[:])
+func (c *core) ackedSet(ctx context.Context, forget shredd.ID) (map[shredd.ID]bool, error) {
+	rows, err := c.db.QueryContext(ctx, `SELECT artifact FROM acked WHERE forget=?`, forget[:])
 	if err != nil {
 		return nil, fmt.Errorf("erasure: acks: %w", err)
 	}
@@ -104,7 +119,7 @@ func (s *Eraser) ackedSet(ctx context.Context, forget shredd.ID) (map[shredd.ID]
 
 // Purges lists, per open forget, the plaintext-held artifacts holder must
 // still purge and acknowledge.
-func (s *Eraser) Purges(ctx context.Context, holder string) ([]shredd.Purge, error) {
+func (s *Holders) Purges(ctx context.Context, holder string) ([]shredd.Purge, error) {
 	if _, err := s.GetHolder(ctx, holder); err != nil {
 		return nil, err
 	}
@@ -143,7 +158,7 @@ func (s *Eraser) Purges(ctx context.Context, holder string) ([]shredd.Purge, err
 // one signed ack; sending the same ack again is a no-op). An ack that omits
 // some of the holder's artifacts is accepted, and those stay open: Missing
 // lists them. A delete ack alone never closes anything it does not name.
-func (s *Eraser) Ack(ctx context.Context, forget shredd.ID, holder string, artifacts []shredd.ID, sig []byte) (shredd.AckResult, error) {
+func (s *Holders) Ack(ctx context.Context, forget shredd.ID, holder string, artifacts []shredd.ID, sig []byte) (shredd.AckResult, error) {
 	if len(artifacts) == 0 || len(artifacts) > MaxAckArtifacts {
 		return shredd.AckResult{}, fmt.Errorf("erasure: an ack names 1 to %d artifacts: %w", MaxAckArtifacts, shredd.ErrInvalid)
 	}
@@ -235,7 +250,7 @@ func (s *Eraser) Ack(ctx context.Context, forget shredd.ID, holder string, artif
 			res.Missing = append(res.Missing, a)
 		}
 	}
-	s.Kick()
+	s.wake()
 	return res, nil
 }
 
@@ -245,7 +260,7 @@ func (s *Eraser) Ack(ctx context.Context, forget shredd.ID, holder string, artif
 // open forget: they are blocked until the holder reports a clean inventory.
 // A forget already erased stays erased (its attestation is issued); the
 // report's ContradictedAcks tells the operator.
-func (s *Eraser) ReportInventory(ctx context.Context, holder string, items []shredd.InventoryItem) (shredd.Inventory, error) {
+func (s *Holders) ReportInventory(ctx context.Context, holder string, items []shredd.InventoryItem) (shredd.Inventory, error) {
 	if _, err := s.GetHolder(ctx, holder); err != nil {
 		return shredd.Inventory{}, err
 	}
@@ -287,14 +302,14 @@ func (s *Eraser) ReportInventory(ctx context.Context, holder string, items []shr
 		holder, s.opts.Now().UnixNano(), inv.Items, len(inv.UnknownArtifact)+len(inv.ContradictedAcks), len(inv.UnknownKind)); err != nil {
 		return shredd.Inventory{}, fmt.Errorf("erasure: inventory: %w", err)
 	}
-	s.Kick()
+	s.wake()
 	return inv, nil
 }
 
 // closureBreaks lists the holders whose latest inventory holds artifacts or
 // kinds shredd never registered.
-func (s *Eraser) closureBreaks(ctx context.Context) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT holder FROM inventories WHERE unknown_artifacts > 0 OR unknown_kinds > 0 ORDER BY holder`)
+func (c *core) closureBreaks(ctx context.Context) ([]string, error) {
+	rows, err := c.db.QueryContext(ctx, `SELECT holder FROM inventories WHERE unknown_artifacts > 0 OR unknown_kinds > 0 ORDER BY holder`)
 	if err != nil {
 		return nil, fmt.Errorf("erasure: inventories: %w", err)
 	}

@@ -19,7 +19,7 @@ import (
 // subject's lineage that no ack of that forget covers.
 // TestListHoldersAgreesWithPurges checks the two against each other.
 // A malformed cursor or limit is ErrInvalid.
-func (s *Eraser) ListHolders(ctx context.Context, q shredd.HolderQuery) (shredd.HolderPage, error) {
+func (s *Holders) ListHolders(ctx context.Context, q shredd.HolderQuery) (shredd.HolderPage, error) {
 	if err := s.reg.Settle(ctx); err != nil { // the purge work reads the lineage by subject
 		return shredd.HolderPage{}, fmt.Errorf("erasure: list holders: %w", err)
 	}
@@ -112,7 +112,7 @@ func (s *Eraser) ListHolders(ctx context.Context, q shredd.HolderQuery) (shredd.
 // first to last and calls set for those of the page (at); holders of
 // artifacts or acks who are not on the page (or not registered) are
 // skipped.
-func (s *Eraser) eachHolderRow(ctx context.Context, query, first, last string, set func(h *shredd.HolderStatus, a, b int64), at map[string]*shredd.HolderStatus) error {
+func (s *Holders) eachHolderRow(ctx context.Context, query, first, last string, set func(h *shredd.HolderStatus, a, b int64), at map[string]*shredd.HolderStatus) error {
 	rows, err := s.db.QueryContext(ctx, query, first, last)
 	if err != nil {
 		return fmt.Errorf("erasure: list holders: %w", err)

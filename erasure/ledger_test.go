@@ -48,8 +48,9 @@ func service(t *testing.T, b *shreddtest.Stack, l *erasure.Ledger) (svc *shreddt
 	if err != nil {
 		t.Fatal(err)
 	}
+	e := erasure.New(b.DB, reg, b.Keys, b.Hasher, erasure.Options{Ledger: l})
 	return &shreddtest.Service{Sealer: sealing.New(reg, b.Keys, b.Hasher, sealing.Options{}),
-		Eraser: erasure.New(b.DB, reg, b.Keys, b.Hasher, erasure.Options{Ledger: l}), Registry: reg}, reg.Close
+		Eraser: e, Holders: erasure.NewHolders(e), Evidence: erasure.NewEvidence(e), Registry: reg}, reg.Close
 }
 
 // ledgerWorld is a stack whose ledger holds the forgets of alice, bob and

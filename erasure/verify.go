@@ -300,9 +300,9 @@ func (s *Eraser) readBackKeys(ctx context.Context, r forgetRow) error {
 }
 
 // proofOf returns the verification stored when the forget was erased.
-func (s *Eraser) proofOf(ctx context.Context, id shredd.ID) ([]shredd.Condition, error) {
+func (c *core) proofOf(ctx context.Context, id shredd.ID) ([]shredd.Condition, error) {
 	var b []byte
-	if err := s.db.QueryRowContext(ctx, `SELECT proof FROM forgets WHERE id=?`, id[:]).Scan(&b); err != nil {
+	if err := c.db.QueryRowContext(ctx, `SELECT proof FROM forgets WHERE id=?`, id[:]).Scan(&b); err != nil {
 		return nil, fmt.Errorf("erasure: proof: %w", err)
 	}
 	var conds []shredd.Condition

@@ -145,6 +145,42 @@ func KeyCreatedIndex(ctx context.Context, q storage.Querier, sid envelope.SID, g
 	return idx, nil
 }
 
+// ForgetIndexes returns the log indexes of the events of the forget id
+// (AppendForget), in log order.
+func ForgetIndexes(ctx context.Context, q storage.Querier, id [16]byte) ([]int64, error) {
+	rows, err := q.QueryContext(ctx, `SELECT idx FROM forget_log WHERE forget=? ORDER BY idx`, id[:])
+	if err != nil {
+		return nil, fmt.Errorf("journal: forget log: %w", err)
+	}
+	defer rows.Close()
+	var idxs []int64
+	for rows.Next() {
+		var i int64
+		if err := rows.Scan(&i); err != nil {
+			return nil, fmt.Errorf("journal: forget log: %w", err)
+		}
+		idxs = append(idxs, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("journal: forget log: %w", err)
+	}
+	return idxs, nil
+}
+
+// EpochIndex returns the log index of the epoch_completed event of an
+// epoch (EpochCompleted), or -1 when the log holds none.
+func EpochIndex(ctx context.Context, q storage.Querier, epoch int64) (int64, error) {
+	var idx int64
+	err := q.QueryRowContext(ctx, `SELECT idx FROM epoch_log WHERE epoch=?`, epoch).Scan(&idx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return -1, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("journal: epoch log: %w", err)
+	}
+	return idx, nil
+}
+
 // Signer returns the attestation key the journal signs events with; the
 // registry signs its erasure attestations with the same key.
 func (j *Journal) Signer() ed25519.PrivateKey { return j.signer }

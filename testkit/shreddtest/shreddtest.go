@@ -202,17 +202,20 @@ func (c *Clock) Add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c
 // Kinds are the kinds the service tests register (NewService).
 var Kinds = []string{"episodic", "summary", "embedding"}
 
-// Service is a Stack's Sealer and Eraser joined, with every method of
-// both (shredd.Service and the rest), and its Registry.
+// Service is a Stack's Sealer, Eraser, Holders and Evidence joined, with
+// every method of each (shredd.Service and the rest), and its Registry.
 type Service struct {
 	*sealing.Sealer
 	*erasure.Eraser
+	*erasure.Holders
+	*erasure.Evidence
 	Registry *registry.Registry
 }
 
-// Both returns the Stack's Sealer, Eraser and Registry as one Service.
+// Both returns the Stack's Sealer, Eraser, Holders, Evidence and Registry
+// as one Service.
 func (s *Stack) Both() *Service {
-	return &Service{Sealer: s.Sealer, Eraser: s.Eraser, Registry: s.Registry}
+	return &Service{Sealer: s.Sealer, Eraser: s.Eraser, Holders: s.Holders, Evidence: s.Evidence, Registry: s.Registry}
 }
 
 // NewService is a whole service (Stack.Both), with Kinds registered.

@@ -55,8 +55,9 @@ type Options struct {
 }
 
 // Stack is an assembled shredd service: the parts it was made of, and
-// the key tree, the registry, the sealer and the eraser on them, and the
-// token store that Assemble made.
+// the key tree, the registry, the sealer and the erasure (the eraser, its
+// holders and its evidence) on them, and the token store that Assemble
+// made.
 type Stack struct {
 	DB       *storage.DB
 	Root     keystore.RootStore
@@ -66,8 +67,10 @@ type Stack struct {
 	Registry *registry.Registry // artifacts, lineage, kinds, leases and the barrier locks
 	Sealer   *sealing.Sealer
 	Eraser   *erasure.Eraser
-	Service  shredd.Service // Sealer and Eraser joined (shredd.Join): what the API serves
-	Tokens   *access.Tokens // nil without Options.Tokens
+	Holders  *erasure.Holders  // the Eraser's holders, acks and inventories
+	Evidence *erasure.Evidence // the Eraser's attestations, exports and log
+	Service  shredd.Service    // Sealer, Eraser, Holders and Evidence joined (shredd.Join): what the API serves
+	Tokens   *access.Tokens    // nil without Options.Tokens
 
 	closeFuncs []func()
 }
@@ -112,7 +115,8 @@ func Assemble(ctx context.Context, p Parts, o Options) (*Stack, error) {
 	s.closeFuncs = append(s.closeFuncs, s.Registry.Close)
 	s.Sealer = sealing.New(s.Registry, s.Keys, p.Hasher, so)
 	s.Eraser = erasure.New(p.DB, s.Registry, s.Keys, p.Hasher, eo)
-	s.Service = shredd.Join(s.Sealer, s.Eraser)
+	s.Holders, s.Evidence = erasure.NewHolders(s.Eraser), erasure.NewEvidence(s.Eraser)
+	s.Service = shredd.Join(s.Sealer, s.Eraser, s.Holders, s.Evidence)
 	if o.Tokens {
 		if s.Tokens, err = access.OpenTokens(ctx, p.DB, nil); err != nil {
 			s.Close()
