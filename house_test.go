@@ -170,11 +170,10 @@ func TestHouseImports(t *testing.T) {
 		may, ok := allowed[p.ImportPath]
 		if !ok {
 			t.Errorf("package %s is not in house_test.go's allowed map (and docs/design.md §2)", p.ImportPath)
-			continue
 		}
 		for _, imp := range shreddImports(p) {
 			arrows++
-			if !slices.Contains(may, imp) {
+			if ok && !slices.Contains(may, imp) {
 				t.Errorf("%s imports %s, which the house does not allow (house_test.go, docs/design.md §2)", p.ImportPath, imp)
 			}
 			if a, b := folder(p.ImportPath), folder(imp); a != b {
@@ -221,8 +220,9 @@ func reaches(edges map[[2]string]int, from, to string) bool {
 	return false
 }
 
-// sqlStatement is a string literal that begins a SQL statement.
-var sqlStatement = regexp.MustCompile(`(?i)^\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|WITH|ALTER|DROP|PRAGMA|REPLACE|VACUUM|BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|ANALYZE|TRUNCATE|LOCK)\s`)
+// sqlStatement is a string literal that begins a SQL statement (the code
+// writes SQL keywords in capitals).
+var sqlStatement = regexp.MustCompile(`^\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|WITH|ALTER|DROP|PRAGMA|REPLACE|VACUUM|BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE|ANALYZE|TRUNCATE|LOCK)\s`)
 
 // tableRef finds the tables a piece of SQL text names.
 var tableRef = regexp.MustCompile(`(?i)\b(?:FROM|JOIN|INTO|UPDATE|TABLE|EXISTS)\s+([a-z_][a-z0-9_]*)`)
