@@ -56,7 +56,7 @@ var allowed = map[string][]string{
 	"keystore/local":    {"shredd", "internal/crashpoint", "internal/datadir", "keystore"},
 	"keystore/vault":    {"shredd", "envelope", "keystore"},
 	"keystore/roottest": {"shredd", "keystore"},
-	"registry":          {"shredd", "envelope", "internal/crashpoint", "keystore", "storage"},
+	"registry":          {"shredd", "envelope", "internal/crashpoint", "internal/datadir", "keystore", "storage"},
 	// The two domain services, each on the registry, neither on the other.
 	"sealing": {"shredd", "envelope", "keystore", "registry"},
 	"erasure": {"shredd", "attest", "bundle", "envelope", "internal/crashpoint", "internal/datadir", "journal", "keystore", "registry", "storage", "translog"},
@@ -87,7 +87,7 @@ var allowed = map[string][]string{
 var owners = map[string]string{
 	"artifacts": "registry", "artifact_parents": "registry", "lineage": "registry",
 	"lineage_staged": "registry", "parents_staged": "registry", "lineage_all": "registry",
-	"kinds": "registry", "leases": "registry",
+	"kinds": "registry", "leases": "registry", "registry_wal": "registry",
 	"buckets": "keystore", "subjects": "keystore", "epochs": "keystore",
 	"evictions": "keystore", "keystore_meta": "keystore", "nodes": "keystore",
 	"forgets": "erasure", "holders": "erasure", "holder_acks": "erasure",

@@ -251,6 +251,13 @@ func (s *Eraser) commit(ctx context.Context, id shredd.ID, sid envelope.SID, req
 		return err
 	}
 	defer release()
+	// Every registration acknowledged so far into the tables before the
+	// barrier is read (registry.Registry.Fold): the caller holds the
+	// subject's barrier lock, so none carrying the subject is acknowledged
+	// between this and the commit.
+	if err := s.reg.Fold(ctx); err != nil {
+		return fmt.Errorf("erasure: forget: %w", err)
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("erasure: forget: %w", err)

@@ -16,6 +16,9 @@ import (
 // Registered reports whether the registry holds artifact id. Artifacts are
 // never deleted.
 func (s *Registry) Registered(ctx context.Context, id shredd.ID) (bool, error) {
+	if _, ok := s.ws.get(id); ok {
+		return true, nil
+	}
 	var one int
 	err := s.db.QueryRowContext(ctx, `SELECT 1 FROM artifacts WHERE id=?`, id[:]).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -30,6 +33,9 @@ func (s *Registry) Registered(ctx context.Context, id shredd.ID) (bool, error) {
 // ArtifactHolder returns the holder of artifact id ("" for none); an
 // artifact never registered gives sql.ErrNoRows.
 func (s *Registry) ArtifactHolder(ctx context.Context, id shredd.ID) (string, error) {
+	if r, ok := s.ws.get(id); ok {
+		return r.Holder, nil
+	}
 	var h string
 	err := s.db.QueryRowContext(ctx, `SELECT holder FROM artifacts WHERE id=?`, id[:]).Scan(&h)
 	return h, err
@@ -37,6 +43,12 @@ func (s *Registry) ArtifactHolder(ctx context.Context, id shredd.ID) (string, er
 
 // GetArtifact returns a registered artifact.
 func (s *Registry) GetArtifact(ctx context.Context, id shredd.ID) (shredd.Artifact, error) {
+	if _, ok := s.ws.get(id); ok {
+		// Its registration order is given by the fold.
+		if err := s.Fold(ctx); err != nil {
+			return shredd.Artifact{}, err
+		}
+	}
 	a := shredd.Artifact{ID: id}
 	var created int64
 	err := s.db.QueryRowContext(ctx, `SELECT seq, kind, holder, sealed, created_at FROM artifacts WHERE id=?`, id[:]).
@@ -107,6 +119,19 @@ const maxParentQuery = 256
 // has rows exactly when it is registered.
 func (s *Registry) ParentsOf(ctx context.Context, ids []shredd.ID) (map[shredd.ID][]envelope.Ref, error) {
 	out := make(map[shredd.ID][]envelope.Ref, len(ids))
+	if s.ws != nil {
+		// Parents still in the WAL's tail are read there; a parent that
+		// leaves the tail meanwhile is in the tables, read below.
+		rest := make([]shredd.ID, 0, len(ids))
+		for _, id := range ids {
+			if r, ok := s.ws.get(id); ok {
+				out[id] = r.Lineage
+			} else {
+				rest = append(rest, id)
+			}
+		}
+		ids = rest
+	}
 	for len(ids) > 0 {
 		chunk := ids[:min(len(ids), maxParentQuery)]
 		ids = ids[len(chunk):]

@@ -56,6 +56,9 @@ type Dependent struct {
 // SubjectArtifacts lists the settled artifacts of sid's lineage (call
 // Settle first), in no particular order.
 func (s *Registry) SubjectArtifacts(ctx context.Context, sid envelope.SID) ([]Dependent, error) {
+	if err := s.Fold(ctx); err != nil { // every acknowledged registration in the tables
+		return nil, err
+	}
 	rows, err := s.db.QueryContext(ctx, `SELECT a.id, a.seq, a.kind, a.holder, a.sealed, l.direct,
 			`+OthersSQL+`
 		FROM `+LineageArtifactsSQL+` WHERE l.sid = ?`, sid[:])
@@ -79,6 +82,9 @@ func (s *Registry) SubjectArtifacts(ctx context.Context, sid envelope.SID) ([]De
 // Children lists the settled artifacts that have parent among their
 // parents (call Settle first).
 func (s *Registry) Children(ctx context.Context, parent shredd.ID) ([]shredd.ID, error) {
+	if err := s.Fold(ctx); err != nil { // every acknowledged registration in the tables
+		return nil, err
+	}
 	rows, err := s.db.QueryContext(ctx, `SELECT artifact FROM artifact_parents WHERE parent = ?`, parent[:])
 	if err != nil {
 		return nil, err
@@ -100,6 +106,9 @@ func (s *Registry) Children(ctx context.Context, parent shredd.ID) ([]shredd.ID,
 // CountLineage counts the artifacts of sid's lineage, settled or staged
 // (lineage_all).
 func (s *Registry) CountLineage(ctx context.Context, sid envelope.SID) (int, error) {
+	if err := s.Fold(ctx); err != nil { // every acknowledged registration in the tables
+		return 0, err
+	}
 	var n int
 	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM lineage_all WHERE sid = ?`, sid[:]).Scan(&n)
 	return n, err
@@ -108,6 +117,9 @@ func (s *Registry) CountLineage(ctx context.Context, sid envelope.SID) (int, err
 // CountUnregisteredKinds counts the artifacts of sid's lineage, settled or
 // staged (lineage_all), whose kind is not registered.
 func (s *Registry) CountUnregisteredKinds(ctx context.Context, sid envelope.SID) (int, error) {
+	if err := s.Fold(ctx); err != nil { // every acknowledged registration in the tables
+		return 0, err
+	}
 	var n int
 	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM lineage_all l JOIN artifacts a ON a.id = l.artifact
 		LEFT JOIN kinds k ON k.name = a.kind WHERE l.sid = ? AND k.name IS NULL`, sid[:]).Scan(&n)
@@ -118,6 +130,9 @@ func (s *Registry) CountUnregisteredKinds(ctx context.Context, sid envelope.SID)
 // staged (lineage_all), held by holder ("" for every holder), by holder, in
 // registration order.
 func (s *Registry) HeldBy(ctx context.Context, sid envelope.SID, holder string) (map[string][]shredd.ID, error) {
+	if err := s.Fold(ctx); err != nil { // every acknowledged registration in the tables
+		return nil, err
+	}
 	q := `SELECT a.id, a.holder FROM lineage_all l JOIN artifacts a ON a.id = l.artifact WHERE l.sid = ? AND NOT a.sealed`
 	args := []any{sid[:]}
 	if holder != "" {
@@ -154,6 +169,9 @@ type LiveLease struct {
 // staged (lineage_all), issued before issuedBefore and live at now (Unix
 // nanoseconds both), by expiry.
 func (s *Registry) LiveLeases(ctx context.Context, sid envelope.SID, issuedBefore, now int64) ([]LiveLease, error) {
+	if err := s.Fold(ctx); err != nil { // every acknowledged registration in the tables
+		return nil, err
+	}
 	// The lineage's artifacts first (IN), then their leases by index: a
 	// join would let the planner scan every lease for the staged rows.
 	lr, err := s.db.QueryContext(ctx, `SELECT le.id, le.holder, le.expires_at FROM leases le

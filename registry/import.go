@@ -28,6 +28,9 @@ type BulkArtifact struct {
 // CountArtifacts returns the number of artifacts registered so far
 // (artifacts are never deleted: the highest registration order).
 func (s *Registry) CountArtifacts(ctx context.Context) (int64, error) {
+	if err := s.Fold(ctx); err != nil {
+		return 0, err
+	}
 	var n int64
 	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM artifacts`).Scan(&n); err != nil {
 		return 0, fmt.Errorf("sealing: count artifacts: %w", err)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/shredd/shredd/storage"
 	"time"
 
 	"github.com/shredd/shredd"
@@ -62,8 +63,13 @@ func (s *Registry) Kinds(ctx context.Context) ([]shredd.Kind, error) {
 
 // KindRegistered reports whether the kind name is registered.
 func (s *Registry) KindRegistered(ctx context.Context, name string) (bool, error) {
+	return kindRegistered(ctx, s.db, name)
+}
+
+// kindRegistered is KindRegistered over db.
+func kindRegistered(ctx context.Context, db *storage.DB, name string) (bool, error) {
 	var one int
-	switch err := s.db.QueryRowContext(ctx, `SELECT 1 FROM kinds WHERE name=?`, name).Scan(&one); {
+	switch err := db.QueryRowContext(ctx, `SELECT 1 FROM kinds WHERE name=?`, name).Scan(&one); {
 	case errors.Is(err, sql.ErrNoRows):
 		return false, nil
 	case err != nil:

@@ -88,7 +88,12 @@ const maxRecordGroup = 512
 // one transaction (one fsync) per encrypt would bound encrypts by the disk.
 // Requests that arrive while a commit runs share the next one.
 func (s *Registry) recordWriter() {
+	defer close(s.recordDone)
 	kinds := map[string]bool{} // kinds known to exist: a kind is never deleted
+	write := s.writeRecords
+	if s.ws != nil {
+		write = s.ws.records // the registration WAL (wal.go, fold.go)
+	}
 	for first := range s.recordQ {
 		batch := []recordReq{first}
 	collect:
@@ -103,10 +108,12 @@ func (s *Registry) recordWriter() {
 				break collect
 			}
 		}
-		for i, err := range s.writeRecords(batch, kinds) {
+		for i, err := range write(batch, kinds) {
 			batch[i].done <- err
 		}
-		s.kickCheckpoint()
+		if s.ws == nil {
+			s.kickCheckpoint()
+		}
 	}
 }
 
@@ -325,18 +332,33 @@ func insertStaged(ctx context.Context, st *txStmts, recs []recordReq, multi bool
 		perArt, perParent, perLineage = artifactRowsPerInsert, parentRowsPerInsert, lineageRowsPerInsert
 	}
 	arts := make([]any, 0, 5*len(recs))
-	var lineage, parents []any
 	for _, r := range recs {
 		arts = append(arts, r.ID[:], r.Kind, r.Holder, r.Sealed, r.At.UnixNano())
+	}
+	if err := insertRows(ctx, st, `INSERT INTO artifacts(id, kind, holder, sealed, created_at) VALUES `, 5, perArt, arts); err != nil {
+		return err
+	}
+	return insertStagedRows(ctx, st, recs, perParent, perLineage)
+}
+
+// insertLineage writes the parent and lineage rows of artifacts whose
+// artifact rows are written (the fold of the registration WAL), one row
+// per prepared statement.
+func insertLineage(ctx context.Context, st *txStmts, recs []recordReq) error {
+	return insertStagedRows(ctx, st, recs, 1, 1)
+}
+
+// insertStagedRows writes the parent and lineage rows of recs into the
+// staging tables, at most perParent and perLineage rows a statement.
+func insertStagedRows(ctx context.Context, st *txStmts, recs []recordReq, perParent, perLineage int) error {
+	var lineage, parents []any
+	for _, r := range recs {
 		for _, par := range r.Parents {
 			parents = append(parents, r.ID[:], par[:])
 		}
 		for _, ref := range r.Lineage {
 			lineage = append(lineage, r.ID[:], ref.SID[:], ref.Gen, r.Direct[ref.SID])
 		}
-	}
-	if err := insertRows(ctx, st, `INSERT INTO artifacts(id, kind, holder, sealed, created_at) VALUES `, 5, perArt, arts); err != nil {
-		return err
 	}
 	if err := insertRows(ctx, st, `INSERT INTO parents_staged(artifact, parent) VALUES `, 2, perParent, parents); err != nil {
 		return err

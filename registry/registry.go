@@ -34,6 +34,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -53,6 +54,21 @@ type Options struct {
 	Rand io.Reader
 	// LeaseTTL is how long a decrypt's lease lasts (DefaultLeaseTTL).
 	LeaseTTL time.Duration
+	// WALDir, when set and the database is not shared by other processes
+	// (SQLite), is the folder of the registration WAL (wal.go): the
+	// registrations are acknowledged once in it and folded into the tables
+	// in the background. Empty: every group of registrations is a
+	// database transaction (PostgreSQL, and tests that ask for it).
+	WALDir string
+	// SegmentBytes is the size past which the WAL starts a new segment
+	// (DefaultSegmentBytes).
+	SegmentBytes int64
+	// WALRetain bounds the bytes of folded segments the WAL keeps for a
+	// restore of the newest backup (DefaultWALRetain).
+	WALRetain int64
+	// Logger receives the WAL's warnings (a torn frame cut, registrations
+	// a restore cannot replay) and fold errors; nil discards them.
+	Logger *slog.Logger
 }
 
 // Liveness checks, inside a registration's or a lease's transaction, that
@@ -82,13 +98,15 @@ type Registry struct {
 	barrier  barrier
 	settleMu sync.Mutex // one Settle at a time
 
-	leaseQ    chan leaseReq
-	recordQ   chan recordReq
-	ckptKick  chan struct{} // a group commit happened: checkpoint soon
-	stop      chan struct{} // closed by Close
-	closeOnce sync.Once
-	closeMu   sync.RWMutex // held shared while queueing a request; Close takes it to close the queues
-	closed    bool
+	leaseQ     chan leaseReq
+	recordQ    chan recordReq
+	recordDone chan struct{} // closed when the registration writer returns
+	ws         *walState     // the registration WAL; nil without one
+	ckptKick   chan struct{} // a group commit happened: checkpoint soon
+	stop       chan struct{} // closed by Close
+	closeOnce  sync.Once
+	closeMu    sync.RWMutex // held shared while queueing a request; Close takes it to close the queues
+	closed     bool
 }
 
 // Open opens the registry in db, whose schema storage made, and starts its
@@ -105,7 +123,12 @@ func Open(ctx context.Context, db *storage.DB, live Liveness, opts Options) (*Re
 		opts.LeaseTTL = DefaultLeaseTTL
 	}
 	s := &Registry{db: db, live: live, opts: opts, leaseQ: make(chan leaseReq, 1024),
-		recordQ: make(chan recordReq, 1024), ckptKick: make(chan struct{}, 1), stop: make(chan struct{})}
+		recordQ: make(chan recordReq, 1024), recordDone: make(chan struct{}), ckptKick: make(chan struct{}, 1), stop: make(chan struct{})}
+	if opts.WALDir != "" && !db.Shared() {
+		if err := openWALState(ctx, s); err != nil {
+			return nil, err
+		}
+	}
 	go s.leaseWriter()
 	go s.recordWriter()
 	go s.checkpointer()
@@ -114,16 +137,22 @@ func Open(ctx context.Context, db *storage.DB, live Liveness, opts Options) (*Re
 }
 
 // Close stops the background lease and registration writers once they
-// have answered what was queued. Calls after Close that need a lease or a
+// have answered what was queued; with a registration WAL it waits for the
+// registration writer and folds what is left (what it cannot fold stays in
+// the WAL for the next Open). Calls after Close that need a lease or a
 // registration fail with ErrUnavailable.
 func (s *Registry) Close() {
 	s.closeOnce.Do(func() {
 		s.closeMu.Lock()
-		defer s.closeMu.Unlock()
 		s.closed = true
 		close(s.leaseQ)
 		close(s.recordQ)
 		close(s.stop)
+		s.closeMu.Unlock()
+		if s.ws != nil {
+			<-s.recordDone
+			s.ws.close()
+		}
 	})
 }
 
@@ -145,6 +174,9 @@ func stripe(sid envelope.SID) int { return int(binary.BigEndian.Uint16(sid[:2]) 
 func (s *Registry) LockSubject(sid envelope.SID) func() {
 	mu := &s.barrier.stripes[stripe(sid)]
 	mu.Lock()
+	if s.ws != nil {
+		s.ws.forgetLive(sid) // the forget may tombstone it: ask the database again
+	}
 	return mu.Unlock
 }
 

@@ -43,6 +43,9 @@ const settleInterval = time.Second
 // once none that was committed before the call is left. It is cheap when
 // nothing is staged: one read.
 func (s *Registry) Settle(ctx context.Context) error {
+	if err := s.Fold(ctx); err != nil { // the registration WAL's tail first
+		return err
+	}
 	s.settleMu.Lock()
 	defer s.settleMu.Unlock()
 	// The newest artifact staged now bounds the work: registrations

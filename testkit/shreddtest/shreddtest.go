@@ -87,7 +87,9 @@ type Options struct {
 	// Keystore is node.Options.Keystore, with Buckets (Buckets when 0)
 	// filled in; node.Assemble fills in Now and Journal.
 	Keystore keystore.Options
-	// Registry is node.Options.Registry; node.Assemble fills in Now.
+	// Registry is node.Options.Registry, with WALDir (the registration
+	// WAL in Dir, as node.Open has it) when empty; node.Assemble fills in
+	// Now.
 	Registry registry.Options
 	// Sealer is node.Options.Sealer; node.Assemble fills in Now.
 	Sealer sealing.Options
@@ -157,7 +159,11 @@ func New(t testing.TB, o Options) *Stack {
 	if ko.Buckets == 0 {
 		ko.Buckets = Buckets
 	}
-	if s.Stack, err = node.Assemble(ctx, p, node.Options{Keystore: ko, Registry: o.Registry, Sealer: o.Sealer, Erasure: o.Erasure, Now: o.Now, Tokens: true}); err != nil {
+	ro := o.Registry
+	if ro.WALDir == "" {
+		ro.WALDir = filepath.Join(s.Dir, registry.WALDir) // as node.Open does (on SQLite)
+	}
+	if s.Stack, err = node.Assemble(ctx, p, node.Options{Keystore: ko, Registry: ro, Sealer: o.Sealer, Erasure: o.Erasure, Now: o.Now, Tokens: true}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Stack.Close)

@@ -1,0 +1,508 @@
+package registry
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/shredd/shredd"
+	"github.com/shredd/shredd/envelope"
+	"github.com/shredd/shredd/internal/crashpoint"
+	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/storage"
+)
+
+// The registry's side of the registration WAL (wal.go): the tail of
+// registrations acknowledged and not yet folded into the tables, the
+// folder that moves them there, and Fold, which readers call to see every
+// acknowledged registration in the tables.
+//
+// Who sees a registration from the moment it is acknowledged:
+//   - the readers by artifact (Registered, ArtifactHolder, ParentsOf)
+//     consult the tail, then the tables: a registration leaves the tail
+//     only after its fold committed;
+//   - the readers by subject or by parent (the cascade, the preview, the
+//     lists, verification, attestation, Settle) and a forget's commit call
+//     Fold first, which returns once every registration acknowledged
+//     before the call is in the tables. A forget holds its subject's
+//     barrier lock across Fold and its commit: a registration carrying the
+//     subject is either acknowledged before the lock (and folded before the
+//     barrier is read) or refused after the commit.
+
+const (
+	// foldChunk bounds the registrations of one fold transaction: large
+	// enough that the COMMIT is a small part of it, small enough that a
+	// forget's commit does not wait long behind it for the write lock.
+	foldChunk = 2048
+	// maxTail bounds the registrations acknowledged and not yet folded;
+	// past it the writer waits for the folder (the tail lives in memory).
+	maxTail = 1 << 17
+	// DefaultWALRetain bounds the folded segments the WAL keeps for a
+	// restore when the newest backup is older than them.
+	DefaultWALRetain = 1 << 30
+	// foldRetry is the pause after a failed fold.
+	foldRetry = 200 * time.Millisecond
+	// maxLiveCache bounds the subjects the writer remembers as live.
+	maxLiveCache = 1 << 20
+)
+
+// walState is the WAL, its tail and the folder's progress.
+type walState struct {
+	db       *storage.DB
+	live     Liveness
+	stop     <-chan struct{} // closed by the registry's Close
+	kickCkpt func()          // asks the registry's checkpointer for a checkpoint
+	w        *wal
+	segMu    sync.Mutex // w's segments: the writer appends, the folder removes
+	retain   int64
+	log      *slog.Logger
+
+	mu       sync.Mutex
+	tail     []*walRecord                // acknowledged, not folded, in order
+	byID     map[shredd.ID]*Registration // the tail by artifact
+	acked    uint64                      // the last acknowledged sequence number
+	folded   uint64                      // the last folded one
+	foldedCh chan struct{}               // closed (and replaced) when folded moves or a fold fails
+	foldErr  error                       // the last fold's error, nil once one succeeds
+	room     chan struct{}               // signalled when the tail shrinks (the writer waits on it)
+	frame    []byte                      // the writer's frame buffer
+	liveGen  map[envelope.SID]uint32     // subjects seen live at a generation (the writer's cache)
+	liveMu   sync.Mutex                  // liveGen
+	kick     chan struct{}               // wakes the folder
+	done     chan struct{}               // closed when the folder returns
+}
+
+// openWALState opens the registration WAL of s (Options.WALDir), folds
+// what the tables lack (a crash or a restore left it there) and starts the
+// folder.
+func openWALState(ctx context.Context, s *Registry) error {
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO registry_wal(id, folded) VALUES (1, 0) ON CONFLICT(id) DO NOTHING`); err != nil {
+		return fmt.Errorf("registry: wal: %w", err)
+	}
+	var folded int64
+	if err := s.db.QueryRowContext(ctx, `SELECT folded FROM registry_wal WHERE id=1`).Scan(&folded); err != nil {
+		return fmt.Errorf("registry: wal: %w", err)
+	}
+	w, recs, warnings, err := openWAL(s.opts.WALDir, s.opts.SegmentBytes, uint64(folded))
+	if err != nil {
+		return err
+	}
+	log := s.opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	for _, m := range warnings {
+		log.Warn(m)
+	}
+	ws := &walState{db: s.db, live: s.live, stop: s.stop, kickCkpt: s.kickCheckpoint, w: w, retain: s.opts.WALRetain, log: log,
+		byID: map[shredd.ID]*Registration{}, folded: uint64(folded), acked: uint64(folded), foldedCh: make(chan struct{}),
+		room: make(chan struct{}, 1), liveGen: map[envelope.SID]uint32{}, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	if ws.retain <= 0 {
+		ws.retain = DefaultWALRetain
+	}
+	for i := range recs {
+		ws.tail = append(ws.tail, &recs[i])
+		ws.byID[recs[i].reg.ID] = &recs[i].reg
+		ws.acked = recs[i].seq
+	}
+	s.ws = ws
+	if len(recs) > 0 {
+		log.Info("registration WAL: folding registrations a restart or a restore left unfolded", "registrations", len(recs))
+	}
+	// Fold what was left before serving: the readers then start from
+	// complete tables, and a ledger reconciliation after Open sees them.
+	for {
+		n, err := ws.foldOnce(ctx)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			break
+		}
+	}
+	if _, err := ws.truncate(ctx); err != nil {
+		return err
+	}
+	go ws.run()
+	return nil
+}
+
+// Fold returns once every registration acknowledged before the call is in
+// the tables (at once where the registry keeps no WAL, or nothing is
+// waiting). It fails when ctx ends first or the fold fails: a reader then
+// fails closed rather than read tables that lack a registration.
+func (s *Registry) Fold(ctx context.Context) error { return s.ws.fold(ctx) }
+
+// fold is Fold; a nil ws (no WAL) has nothing to fold.
+func (ws *walState) fold(ctx context.Context) error {
+	if ws == nil {
+		return nil
+	}
+	ws.mu.Lock()
+	target := ws.acked
+	ws.mu.Unlock()
+	for {
+		ws.mu.Lock()
+		folded, ch, ferr := ws.folded, ws.foldedCh, ws.foldErr
+		ws.mu.Unlock()
+		if folded >= target {
+			return nil
+		}
+		if ferr != nil {
+			return fmt.Errorf("registry: fold: %w: %w", shredd.ErrUnavailable, ferr)
+		}
+		ws.wake()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("registry: fold: %w", ctx.Err())
+		}
+	}
+}
+
+func (ws *walState) wake() {
+	select {
+	case ws.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run folds the tail in the background whenever the writer appends,
+// until Close; after a failed fold it tries again after foldRetry.
+func (ws *walState) run() {
+	defer close(ws.done)
+	for {
+		select {
+		case <-ws.stop:
+			return
+		case <-ws.kick:
+		}
+		for {
+			n, err := ws.foldOnce(context.Background())
+			if err != nil {
+				ws.log.Error("registration WAL: fold failed; trying again", "err", err)
+				select {
+				case <-ws.stop:
+					return
+				case <-time.After(foldRetry):
+				}
+				continue
+			}
+			if n == 0 {
+				break
+			}
+			if _, err := ws.truncate(context.Background()); err != nil {
+				ws.log.Error("registration WAL: removing folded segments failed", "err", err)
+			}
+		}
+	}
+}
+
+// foldOnce moves the oldest foldChunk registrations of the tail into the
+// tables in one transaction, with the last sequence number folded, and
+// returns how many it moved.
+func (ws *walState) foldOnce(ctx context.Context) (int, error) {
+	ws.mu.Lock()
+	recs := ws.tail[:min(len(ws.tail), foldChunk)] // only the folder removes from the tail
+	ws.mu.Unlock()
+	if len(recs) == 0 {
+		return 0, nil
+	}
+	if err := ws.foldIn(ctx, recs); err != nil {
+		ws.mu.Lock()
+		ws.foldErr = err
+		close(ws.foldedCh)
+		ws.foldedCh = make(chan struct{})
+		ws.mu.Unlock()
+		return 0, err
+	}
+	crashpoint.Hit("wal:folded") // in the tables, the WAL not yet trimmed
+	ws.mu.Lock()
+	for _, r := range recs {
+		if ws.byID[r.reg.ID] == &r.reg {
+			delete(ws.byID, r.reg.ID)
+		}
+	}
+	ws.tail = ws.tail[len(recs):]
+	ws.folded, ws.foldErr = recs[len(recs)-1].seq, nil
+	close(ws.foldedCh)
+	ws.foldedCh = make(chan struct{})
+	ws.mu.Unlock()
+	select {
+	case ws.room <- struct{}{}:
+	default:
+	}
+	ws.kickCkpt()
+	return len(recs), nil
+}
+
+// foldIn writes recs into the tables in one transaction. An artifact
+// already registered (two re-registrations of one envelope, or a
+// registration a restore's database already holds) keeps its rows; a kind
+// the tables lack (a restore of a database older than the kind) is
+// registered again, as it was when the registration was acknowledged.
+func (ws *walState) foldIn(ctx context.Context, recs []*walRecord) error {
+	tx, err := ws.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("registry: fold: %w", err)
+	}
+	defer tx.Rollback()
+	st := newTxStmts(tx)
+	defer st.close()
+	kinds := map[string]bool{}
+	rows := make([]recordReq, 0, len(recs))
+	for _, r := range recs {
+		if !kinds[r.reg.Kind] {
+			kinds[r.reg.Kind] = true
+			if _, err := st.ExecContext(ctx, `INSERT INTO kinds(name, description, created_at) VALUES (?, '', ?) ON CONFLICT(name) DO NOTHING`,
+				r.reg.Kind, r.reg.At.UnixNano()); err != nil {
+				return fmt.Errorf("registry: fold: %w", err)
+			}
+		}
+		res, err := st.ExecContext(ctx, `INSERT INTO artifacts(id, kind, holder, sealed, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
+			r.reg.ID[:], r.reg.Kind, r.reg.Holder, r.reg.Sealed, r.reg.At.UnixNano())
+		if err != nil {
+			return fmt.Errorf("registry: fold: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			continue // registered already: its rows are there
+		}
+		rows = append(rows, recordReq{Registration: r.reg})
+	}
+	if err := insertLineage(ctx, st, rows); err != nil {
+		return err
+	}
+	if _, err := st.ExecContext(ctx, `UPDATE registry_wal SET folded=? WHERE id=1`, int64(recs[len(recs)-1].seq)); err != nil {
+		return fmt.Errorf("registry: fold: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("registry: fold: %w", err)
+	}
+	return nil
+}
+
+// truncateWAL removes the segments whose registrations are folded and,
+// when shredd took a backup, covered by the newest one (a restore of it
+// replays the segments after it); past the retention bound the oldest
+// folded segments go even so (a restore of an older backup then misses
+// them, which the start-up reports). It returns how many it removed.
+func (ws *walState) truncate(ctx context.Context) (int, error) {
+	var backedUp *int64
+	if err := ws.db.QueryRowContext(ctx, `SELECT backed_up FROM registry_wal WHERE id=1`).Scan(&backedUp); err != nil {
+		return 0, fmt.Errorf("registry: wal: %w", err)
+	}
+	ws.mu.Lock()
+	upTo := ws.folded
+	ws.mu.Unlock()
+	ws.segMu.Lock()
+	defer ws.segMu.Unlock()
+	if backedUp != nil && uint64(*backedUp) < upTo {
+		upTo = max(uint64(*backedUp), ws.w.retainedFrom(upTo, ws.retain))
+	}
+	return ws.w.removeThrough(upTo)
+}
+
+// BackupPoint returns the last registration sequence number the tables
+// of db hold (0 for none): read before a backup copies db, it is what the
+// copy holds at least (RecordBackup).
+func BackupPoint(ctx context.Context, db *storage.DB) (int64, error) {
+	var folded int64
+	err := db.QueryRowContext(ctx, `SELECT folded FROM registry_wal WHERE id=1`).Scan(&folded)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("registry: backup point: %w", err)
+	}
+	return folded, nil
+}
+
+// RecordBackup records in db that a backup holds every registration up to
+// point (BackupPoint before the copy): the registration WAL keeps the
+// segments after the newest such point, so that a restore of that backup
+// registers again what was sealed after it. The commands that take
+// backups call it once the backup is durable.
+func RecordBackup(ctx context.Context, db *storage.DB, point int64) error {
+	if _, err := db.ExecContext(ctx, `INSERT INTO registry_wal(id, folded, backed_up) VALUES (1, 0, ?)
+		ON CONFLICT(id) DO UPDATE SET backed_up = CASE WHEN registry_wal.backed_up IS NULL OR registry_wal.backed_up < excluded.backed_up
+			THEN excluded.backed_up ELSE registry_wal.backed_up END`, point); err != nil {
+		return fmt.Errorf("registry: record backup: %w", err)
+	}
+	return nil
+}
+
+// walRecords appends a group of registrations to the WAL, one frame and
+// one fdatasync, after checking each (its lineage live, its kind
+// registered; a refused item is left out), and returns each item's
+// error. An item is acknowledged only once the frame is synced and the
+// registration is in the tail.
+func (ws *walState) records(batch []recordReq, kinds map[string]bool) []error {
+	ctx := context.Background()
+	errs := make([]error, len(batch))
+	ws.waitRoom()
+	notLive, err := ws.checkLiveCached(ctx, batch)
+	if err != nil {
+		for i := range errs {
+			errs[i] = MapKeyErr(err)
+		}
+		return errs
+	}
+	accepted := make([]*Registration, 0, len(batch))
+	for i := range batch {
+		if errs[i] = ws.checkKindAndLive(ctx, kinds, notLive, &batch[i]); errs[i] == nil {
+			accepted = append(accepted, &batch[i].Registration)
+		}
+	}
+	if len(accepted) == 0 {
+		return errs
+	}
+	ws.segMu.Lock()
+	first := ws.w.next
+	ws.frame = appendFrame(ws.frame[:0], first, accepted)
+	err = ws.w.append(ws.frame, len(accepted))
+	ws.segMu.Unlock()
+	if cap(ws.frame) > 4<<20 {
+		ws.frame = nil // do not keep a huge group's buffer
+	}
+	if err != nil {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+		return errs
+	}
+	ws.mu.Lock()
+	for j, r := range accepted {
+		rec := &walRecord{seq: first + uint64(j), reg: *r}
+		ws.tail = append(ws.tail, rec)
+		ws.byID[r.ID] = &rec.reg
+	}
+	ws.acked = first + uint64(len(accepted)) - 1
+	ws.mu.Unlock()
+	ws.wake()
+	return errs
+}
+
+// waitRoom waits while the tail is full (the folder is behind).
+func (ws *walState) waitRoom() {
+	for {
+		ws.mu.Lock()
+		n := len(ws.tail)
+		ws.mu.Unlock()
+		if n < maxTail {
+			return
+		}
+		ws.wake()
+		select {
+		case <-ws.room:
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// checkKindAndLive checks one registration of a WAL group: every lineage
+// subject live (notLive holds the refs of the group that are not), the
+// kind registered (known caches the kinds seen: a kind is never deleted).
+func (ws *walState) checkKindAndLive(ctx context.Context, known map[string]bool, notLive map[envelope.Ref]error, r *recordReq) error {
+	for _, ref := range r.Lineage {
+		if err := notLive[ref]; err != nil {
+			return MapKeyErr(err)
+		}
+	}
+	if known[r.Kind] {
+		return nil
+	}
+	ok, err := kindRegistered(ctx, ws.db, r.Kind)
+	if err != nil {
+		return fmt.Errorf("sealing: record: %w", err)
+	}
+	if !ok {
+		return fmt.Errorf("sealing: kind %q: %w", r.Kind, shredd.ErrUnknownKind)
+	}
+	known[r.Kind] = true
+	return nil
+}
+
+// checkLiveCached returns the refs of the group that are not live, with
+// their errors. A subject seen live at a generation is remembered until a
+// forget takes its barrier lock (LockSubject forgets it): the callers hold
+// the read side of every lineage subject's lock until they are answered,
+// so no forget of theirs commits in between, and a forget's commit is
+// visible to the read after it.
+func (ws *walState) checkLiveCached(ctx context.Context, batch []recordReq) (map[envelope.Ref]error, error) {
+	out := map[envelope.Ref]error{}
+	seen := map[envelope.Ref]bool{}
+	for i := range batch {
+		for _, ref := range batch[i].Lineage {
+			if seen[ref] {
+				continue
+			}
+			seen[ref] = true
+			ws.liveMu.Lock()
+			gen, ok := ws.liveGen[ref.SID]
+			ws.liveMu.Unlock()
+			if ok && gen == ref.Gen {
+				continue
+			}
+			if err := ws.live.CheckLive(ctx, ws.db, []envelope.Ref{ref}); err != nil {
+				if !errors.Is(err, keystore.ErrNotFound) && !errors.Is(err, keystore.ErrShredded) {
+					return nil, err
+				}
+				out[ref] = err
+				continue
+			}
+			ws.liveMu.Lock()
+			if len(ws.liveGen) >= maxLiveCache {
+				clear(ws.liveGen)
+			}
+			ws.liveGen[ref.SID] = ref.Gen
+			ws.liveMu.Unlock()
+		}
+	}
+	return out, nil
+}
+
+// forgetLive drops sid from the writer's cache of live subjects (a forget
+// holds its barrier lock).
+func (ws *walState) forgetLive(sid envelope.SID) {
+	ws.liveMu.Lock()
+	delete(ws.liveGen, sid)
+	ws.liveMu.Unlock()
+}
+
+// get returns the registration of artifact id while it waits in the
+// tail, and whether it does (never, without a WAL).
+func (ws *walState) get(id shredd.ID) (Registration, bool) {
+	if ws == nil {
+		return Registration{}, false
+	}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	r, ok := ws.byID[id]
+	if !ok {
+		return Registration{}, false
+	}
+	return *r, true
+}
+
+// close stops the folder (the registry's writer has returned), folds
+// what is left and closes the segment.
+func (ws *walState) close() {
+	<-ws.done
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		n, err := ws.foldOnce(ctx)
+		if err != nil || n == 0 {
+			break // what is left is in the WAL: the next Open folds it
+		}
+	}
+	ws.segMu.Lock()
+	_ = ws.w.close()
+	ws.segMu.Unlock()
+}
