@@ -227,7 +227,7 @@ func validFrameAfter(b []byte, seq uint64) bool {
 		if i < 0 {
 			return false
 		}
-		if _, _, err := parseFrame(b[i:], seq); err == nil {
+		if recs, _, err := parseFrame(b[i:], 0); err == nil && recs[0].seq >= seq {
 			return true
 		}
 		b = b[i+1:]
@@ -251,7 +251,8 @@ func cutFile(path string, size int64) error {
 }
 
 // parseFrame parses the frame at the start of b, whose first sequence
-// number must be seq, and returns its registrations and its length.
+// number must be seq (any, for 0), and returns its registrations and its
+// length.
 func parseFrame(b []byte, seq uint64) ([]walRecord, int, error) {
 	if len(b) < frameHeaderSize {
 		return nil, 0, errors.New("a frame header cut short")
@@ -265,7 +266,7 @@ func parseFrame(b []byte, seq uint64) ([]walRecord, int, error) {
 	first := binary.LittleEndian.Uint64(b[8:])
 	count := binary.LittleEndian.Uint32(b[16:])
 	n := binary.LittleEndian.Uint32(b[20:])
-	if first != seq {
+	if seq != 0 && first != seq {
 		return nil, 0, fmt.Errorf("the frame starts at registration %d, not %d", first, seq)
 	}
 	if count == 0 || n > maxFrameBody || binary.LittleEndian.Uint32(b[28:]) != 0 {
@@ -280,7 +281,7 @@ func parseFrame(b []byte, seq uint64) ([]walRecord, int, error) {
 	}
 	out := make([]walRecord, 0, count)
 	for i := range count {
-		l, k := binary.Uvarint(body)
+		l, k := uvarint(body)
 		if k <= 0 || l > uint64(len(body)-k) {
 			return nil, 0, errors.New("a registration's length out of range")
 		}
@@ -376,6 +377,10 @@ func decodeRegistration(b []byte) (Registration, error) {
 			break
 		}
 		ref.Gen = binary.LittleEndian.Uint32(g)
+		if dir[0] > 1 || slices.ContainsFunc(r.Lineage, func(o envelope.Ref) bool { return o.SID == ref.SID }) {
+			d.err = errors.New("a direct flag out of range or a subject twice")
+			break
+		}
 		if dir[0] == 1 {
 			if r.Direct == nil {
 				r.Direct = map[envelope.SID]bool{}
@@ -391,6 +396,16 @@ func decodeRegistration(b []byte) (Registration, error) {
 	r.At = time.Unix(0, int64(binary.LittleEndian.Uint64(at))).UTC()
 	r.Kind, r.Holder = string(kind), string(holder)
 	return r, nil
+}
+
+// uvarint is binary.Uvarint refusing the longer spellings of a number
+// (one encoding per registration).
+func uvarint(b []byte) (uint64, int) {
+	v, k := binary.Uvarint(b)
+	if k > 0 && k != len(binary.AppendUvarint(nil, v)) {
+		return 0, -1
+	}
+	return v, k
 }
 
 // decoder reads a registration's fields; the first short read sets err
@@ -416,7 +431,7 @@ func (d *decoder) count(size int) int {
 	if d.err != nil {
 		return 0
 	}
-	v, k := binary.Uvarint(d.b)
+	v, k := uvarint(d.b)
 	if k <= 0 || v > uint64(len(d.b)-k)/uint64(size) {
 		d.err = errors.New("count out of range")
 		return 0

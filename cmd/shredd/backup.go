@@ -25,6 +25,7 @@ import (
 	"github.com/shredd/shredd/internal/datadir"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
+	"github.com/shredd/shredd/registry"
 	"github.com/shredd/shredd/storage"
 	"github.com/shredd/shredd/storage/sqlite"
 )
@@ -104,11 +105,20 @@ func writeBackup(ctx context.Context, db *storage.DB, path, dataDir, ledger, roo
 	if err != nil {
 		return sqlite.Manifest{}, err
 	}
+	// The registrations the copy holds at least: the registration WAL
+	// keeps what comes after, for a restore of this backup.
+	point, err := registry.BackupPoint(ctx, db)
+	if err != nil {
+		return sqlite.Manifest{}, err
+	}
 	m, err := sqlite.Backup(ctx, db, path, sqlite.BackupOptions{RootKind: rootKind, ManifestKey: key, LedgerLines: ledgerLines(ledger)})
 	if errors.Is(err, storage.ErrSchemaAltered) {
 		return m, fmt.Errorf("%w; the database was changed outside shredd, so no backup of it is written (restore would refuse it, and shredd serve refuses to start on it): remove the object after reading what it does, or restore the newest backup", err)
 	}
-	return m, err
+	if err != nil {
+		return m, err
+	}
+	return m, registry.RecordBackup(ctx, db, point)
 }
 
 // manifestKey is the key that authenticates the data directory's backup

@@ -44,6 +44,8 @@ const (
 	driveFirstStart                   // the first start of a new data directory
 	driveErase                        // POST /v1/epoch, then the verify that erases mallory's forget (cache TTL 1ns)
 	driveRepair                       // a start that repairs a torn last ledger line (ledger_e2e_test.go)
+	driveFold                         // encrypt for a subject with a key: the answer may come before the death (the fold follows it)
+	driveRestart                      // a start of the data directory a normal run wrote (it removes the folded WAL segments)
 )
 
 // crashSteps are every step crashpoint.Hit names in the code (checked by
@@ -75,7 +77,10 @@ var crashSteps = []struct {
 	{"log:appended", driveEpoch, true, true, false},
 	{"epoch:done", driveEpoch, true, true, false},
 	{"key:created", driveEncryptNew, true, false, false},
-	{"artifact:recorded", driveEncrypt, true, false, false},
+	{"wal:appended", driveEncrypt, true, false, false},
+	{"wal:synced", driveEncrypt, true, false, false},
+	{"wal:folded", driveFold, true, false, false},
+	{"wal:truncated", driveRestart, true, false, false},
 	{"log:checkpoint", driveCheckpoint, true, false, false},
 	{"token:created", driveTokenCLI, true, false, false},
 	{"backup:written", driveBackupCLI, true, false, false},
@@ -355,9 +360,12 @@ func testCrashAt(t *testing.T, step string, drive crashDrive, opts serverOpts, p
 		runCrashingCLI(t, step, "token", "create", "--data-dir", dir, "--name", "crash", "--scopes", "encrypt")
 	case driveBackupCLI:
 		runCrashingCLI(t, step, "backup", "--data-dir", dir, "--dir", filepath.Join(t.TempDir(), "backups"))
+	case driveRestart:
+		s = startProcess(t, dir, crash)
+		s.killedAt(t, step)
 	default:
 		s = startServer(t, dir, crash)
-		if drive != driveCheckpoint && drive != driveEncrypt {
+		if drive != driveCheckpoint && drive != driveEncrypt && drive != driveFold {
 			// Something written by the crashing run must survive too.
 			w.live = append(w.live, s.seal(t, sealReq{Subject: "bob", Kind: "episodic"}, "bob in the crashing run", "ctx-bob-2"))
 			w.saveCheckpoint(t, s)
@@ -399,6 +407,18 @@ func testCrashAt(t *testing.T, step string, drive crashDrive, opts serverOpts, p
 			req := sealReq{Subject: subj, Kind: "episodic", Plaintext: b64("lost"), Context: b64("")}
 			if r, err := s.call(http.MethodPost, "/v1/encrypt", req); err == nil {
 				t.Fatalf("encrypt answered %d %s, want the server dead at %s", r.Status, r.Body, step)
+			}
+		case driveFold:
+			// Acknowledged once in the WAL: an answer that came before the
+			// death must open after the restart.
+			req := sealReq{Subject: "carol", Kind: "episodic", Plaintext: b64("acknowledged"), Context: b64("")}
+			if r, err := s.call(http.MethodPost, "/v1/encrypt", req); err == nil {
+				if r.Status != http.StatusOK {
+					t.Fatalf("encrypt: %d %s", r.Status, r.Body)
+				}
+				var out sealed
+				r.into(t, &out)
+				w.live = append(w.live, record{name: "acknowledged", ciphertext: out.Ciphertext, plaintext: "acknowledged", artifact: out.Artifact})
 			}
 		case driveCheckpoint:
 			w.live = append(w.live, s.seal(t, sealReq{Subject: "zed", Kind: "episodic"}, "record of zed", ""))

@@ -1,0 +1,284 @@
+package registry
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shredd/shredd"
+	"github.com/shredd/shredd/envelope"
+)
+
+// walReg is the i-th test registration: parents and lineage vary with i,
+// one lineage subject in two is direct.
+func walReg(i int) Registration {
+	r := Registration{Kind: "episodic", Holder: fmt.Sprint("h", i%3), Sealed: i%2 == 0,
+		At: time.Unix(1700000000, int64(i)).UTC()}
+	r.ID[0], r.ID[15] = byte(i), 0xaa
+	for j := range i % 3 {
+		var p shredd.ID
+		p[0], p[1] = byte(i), byte(j+1)
+		r.Parents = append(r.Parents, p)
+	}
+	for j := range 1 + i%4 {
+		var ref envelope.Ref
+		ref.SID[0], ref.SID[1], ref.Gen = byte(i), byte(j), uint32(j+1)
+		r.Lineage = append(r.Lineage, ref)
+		if j%2 == 0 {
+			if r.Direct == nil {
+				r.Direct = map[envelope.SID]bool{}
+			}
+			r.Direct[ref.SID] = true
+		}
+	}
+	return r
+}
+
+// writeWAL appends groups of registrations (sizes) to a new WAL in dir
+// and returns every registration in order.
+func writeWAL(t *testing.T, dir string, segBytes int64, sizes ...int) []Registration {
+	t.Helper()
+	w, recs, warnings, err := openWAL(dir, segBytes, 0)
+	if err != nil || len(recs) != 0 || len(warnings) != 0 {
+		t.Fatalf("open a new WAL: %v %d %v", err, len(recs), warnings)
+	}
+	var all []Registration
+	for _, n := range sizes {
+		var group []*Registration
+		for range n {
+			r := walReg(len(all))
+			all = append(all, r)
+			group = append(group, &all[len(all)-1])
+		}
+		if err := w.append(appendFrame(nil, w.next, group), n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.close(); err != nil {
+		t.Fatal(err)
+	}
+	return all
+}
+
+func regsOf(recs []walRecord) []Registration {
+	out := make([]Registration, len(recs))
+	for i, r := range recs {
+		out[i] = r.reg
+	}
+	return out
+}
+
+// Registrations come back from the WAL exactly as written, numbered from
+// 1, across frames and segments, and only those after folded.
+func TestWALReadBack(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), WALDir)
+	all := writeWAL(t, dir, 200, 3, 1, 5, 2) // 200 bytes: a segment per frame or two
+	segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
+	if len(segs) < 3 {
+		t.Fatalf("%d segments, want several", len(segs))
+	}
+	w, recs, warnings, err := openWAL(dir, 200, 0)
+	if err != nil || len(warnings) != 0 {
+		t.Fatal(err, warnings)
+	}
+	if got := regsOf(recs); !reflect.DeepEqual(got, all) {
+		t.Fatalf("read back:\n%+v\nwant\n%+v", got, all)
+	}
+	for i, r := range recs {
+		if r.seq != uint64(i+1) {
+			t.Fatalf("record %d has sequence number %d", i, r.seq)
+		}
+	}
+	if w.next != uint64(len(all)+1) {
+		t.Fatalf("next %d, want %d", w.next, len(all)+1)
+	}
+	_, recs, _, err = openWAL(dir, 200, 4)
+	if err != nil || len(recs) != len(all)-4 || recs[0].seq != 5 {
+		t.Fatalf("after folded 4: %v, %d records", err, len(recs))
+	}
+}
+
+// A last frame cut short or scrambled (a crash before its fdatasync) is
+// cut off with a warning; the frames before it are kept, and the next
+// append continues after them.
+func TestWALTornLastFrame(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tear func(b []byte, first int) []byte // first: the first frame's length
+	}{
+		{"cut short", func(b []byte, _ int) []byte { return b[:len(b)-7] }},
+		{"header only", func(b []byte, first int) []byte { return b[:first+frameHeaderSize] }},
+		{"zeros", func(b []byte, _ int) []byte { return append(b, make([]byte, 300)...) }},
+		{"scrambled body", func(b []byte, _ int) []byte { b[len(b)-3] ^= 0xff; return b }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), WALDir)
+			all := writeWAL(t, dir, 0, 2, 3)
+			segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
+			b, _ := os.ReadFile(segs[0])
+			keep := len(b)
+			_, first, err := parseFrame(b, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.name != "zeros" {
+				// The second frame is the torn one.
+				keep = first
+				all = all[:2]
+			}
+			if err := os.WriteFile(segs[0], tc.tear(b, first), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			w, recs, warnings, err := openWAL(dir, 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(warnings) != 1 || !strings.Contains(warnings[0], "torn") {
+				t.Fatalf("warnings %q, want one about the torn frame", warnings)
+			}
+			if got := regsOf(recs); !reflect.DeepEqual(got, all) {
+				t.Fatalf("kept %d registrations, want %d", len(got), len(all))
+			}
+			if fi, _ := os.Stat(segs[0]); fi.Size() != int64(keep) {
+				t.Fatalf("segment of %d bytes after the cut, want %d", fi.Size(), keep)
+			}
+			if w.next != uint64(len(all)+1) {
+				t.Fatalf("next %d, want %d", w.next, len(all)+1)
+			}
+		})
+	}
+}
+
+// A damaged frame that a valid frame follows is no torn write: those
+// registrations were acknowledged, and the WAL refuses to open. So is
+// damage anywhere in a segment that a later segment follows.
+func TestWALDamaged(t *testing.T) {
+	t.Run("frame before another", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), WALDir)
+		writeWAL(t, dir, 0, 2, 3)
+		segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
+		b, _ := os.ReadFile(segs[0])
+		b[frameHeaderSize+5] ^= 1
+		if err := os.WriteFile(segs[0], b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, _, err := openWAL(dir, 0, 0); !errors.Is(err, ErrWALDamaged) {
+			t.Fatalf("open: %v, want ErrWALDamaged", err)
+		}
+	})
+	t.Run("segment before another", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), WALDir)
+		writeWAL(t, dir, 1, 2, 3) // a segment per frame
+		segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
+		if len(segs) != 2 {
+			t.Fatalf("%d segments", len(segs))
+		}
+		b, _ := os.ReadFile(segs[0])
+		if err := os.WriteFile(segs[0], b[:len(b)-1], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, _, err := openWAL(dir, 0, 0); !errors.Is(err, ErrWALDamaged) {
+			t.Fatalf("open: %v, want ErrWALDamaged", err)
+		}
+	})
+	t.Run("a file that is no segment", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), WALDir)
+		writeWAL(t, dir, 0, 1)
+		if err := os.WriteFile(filepath.Join(dir, "planted.seg"), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, _, err := openWAL(dir, 0, 0); !errors.Is(err, ErrWALDamaged) {
+			t.Fatalf("open: %v, want ErrWALDamaged", err)
+		}
+	})
+}
+
+// Registrations that are neither folded nor in a segment (a segment
+// removed, or a backup older than the newest restored) are reported.
+func TestWALGap(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), WALDir)
+	writeWAL(t, dir, 1, 2, 3, 1)
+	segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
+	if err := os.Remove(segs[1]); err != nil {
+		t.Fatal(err)
+	}
+	_, recs, warnings, err := openWAL(dir, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "registrations 3 to 5") {
+		t.Fatalf("warnings %q", warnings)
+	}
+	if len(recs) != 3 {
+		t.Fatalf("%d registrations read", len(recs))
+	}
+	// Folded past the gap: nothing is missing.
+	if _, _, warnings, err = openWAL(dir, 0, 5); err != nil || len(warnings) != 0 {
+		t.Fatalf("folded past the gap: %v %q", err, warnings)
+	}
+}
+
+// Folded segments go, except the one being appended to and those a
+// recorded backup does not cover, up to the retention bound.
+func TestWALRetention(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), WALDir)
+	writeWAL(t, dir, 1, 1, 1, 1, 1) // four segments, registrations 1..4
+	w, _, _, err := openWAL(dir, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func() int { s, _ := filepath.Glob(filepath.Join(dir, "*.seg")); return len(s) }
+	two := w.segs[2].size + w.segs[3].size
+	if got := w.retainedFrom(4, two); got != 2 {
+		t.Fatalf("retained from %d with room for the newest two segments, want 2", got)
+	}
+	if got := w.retainedFrom(4, 4*two); got != 0 {
+		t.Fatalf("retained from %d with room for all, want 0", got)
+	}
+	if n, err := w.removeThrough(2); err != nil || n != 2 || count() != 2 {
+		t.Fatalf("remove through 2: %d %v, %d left", n, err, count())
+	}
+	// The segment being appended to stays.
+	if err := w.append(appendFrame(nil, w.next, []*Registration{ptr(walReg(9))}), 1); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := w.removeThrough(5); err != nil || n != 2 || count() != 1 {
+		t.Fatalf("remove through 5: %d %v, %d left", n, err, count())
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// FuzzWALFrame: parseFrame never panics, and a frame it accepts is
+// exactly what appendFrame makes of its registrations.
+func FuzzWALFrame(f *testing.F) {
+	for _, n := range []int{1, 2, 5} {
+		var group []*Registration
+		for i := range n {
+			group = append(group, ptr(walReg(i)))
+		}
+		f.Add(appendFrame(nil, 1, group))
+	}
+	f.Add([]byte(walMagic))
+	f.Add(make([]byte, frameHeaderSize))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		recs, n, err := parseFrame(b, 1)
+		if err != nil {
+			return
+		}
+		var group []*Registration
+		for i := range recs {
+			r := recs[i].reg
+			group = append(group, &r)
+		}
+		if again := appendFrame(nil, 1, group); !bytes.Equal(again, b[:n]) {
+			t.Fatalf("frame of %d bytes encodes back to %d different bytes", n, len(again))
+		}
+	})
+}
