@@ -82,14 +82,10 @@ func TestWALRestoreReplays(t *testing.T) {
 	}
 	// Settled and read by subject: the cascade of bob's forget finds it.
 	bob := st.Hasher.SID("bob")
-	deps, err := reg.SubjectArtifacts(ctx, bob)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := reg.Settle(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if deps, err = reg.SubjectArtifacts(ctx, bob); err != nil || len(deps) != 2 {
+	if deps, err := reg.SubjectArtifacts(ctx, bob); err != nil || len(deps) != 2 {
 		t.Fatalf("bob's artifacts after the restore: %d, %v; want the summary and the embedding", len(deps), err)
 	}
 }
