@@ -100,8 +100,8 @@ func TestRestoreDrill(t *testing.T) {
 			s.shredded(t, derived)
 			s.open(t, bob)
 			s.open(t, carol)
-			s.open(t, carolLate)     // registered again from the WAL: not 409 unknown_artifact
-			s.shredded(t, late) // and in alice's lineage, which the re-applied forget covers
+			s.open(t, carolLate) // registered again from the WAL: not 409 unknown_artifact
+			s.shredded(t, late)  // and in alice's lineage, which the re-applied forget covers
 			if again := s.forget(t, "alice@example.com"); again.Forget != f.Forget {
 				t.Fatalf("after the restore the forget of alice is %s, want %s", again.Forget, f.Forget)
 			}
