@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -180,16 +181,22 @@ func copyDir(t *testing.T, src string) string {
 	}
 	// A backup keeps the files' modes (os.CopyFS does not): shredd refuses
 	// secrets readable by others.
-	ents, err := os.ReadDir(src)
+	err := filepath.WalkDir(src, func(path string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := e.Info()
+		if err != nil || !(e.Type().IsRegular() || e.IsDir()) {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		return os.Chmod(filepath.Join(dst, rel), info.Mode().Perm())
+	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	for _, e := range ents {
-		if info, err := e.Info(); err == nil && e.Type().IsRegular() {
-			if err := os.Chmod(filepath.Join(dst, e.Name()), info.Mode().Perm()); err != nil {
-				t.Fatal(err)
-			}
-		}
 	}
 	return dst
 }
