@@ -29,6 +29,7 @@ func (s *Shredder) RunEpoch(ctx context.Context) (_ shredd.Epoch, err error) {
 	if err != nil {
 		return shredd.Epoch{}, err
 	}
+	resumed := e != nil
 	if e == nil {
 		v, err := s.t.root.Versions(ctx)
 		if err != nil {
@@ -47,6 +48,16 @@ func (s *Shredder) RunEpoch(ctx context.Context) (_ shredd.Epoch, err error) {
 			return shredd.Epoch{}, fmt.Errorf("keystore: epoch: %w", err)
 		}
 		to := v.Latest
+		if to <= e.FromVersion && resumed && s.t.root.Kind() != "local" {
+			// An epoch that failed around its rotation, on a replicated
+			// root store (Vault): a rotation the old active node committed
+			// can show on the newly elected one only once it applied its
+			// log, so ask again after a pause before rotating a second time.
+			if v, err = s.settledVersions(ctx); err != nil {
+				return shredd.Epoch{}, fmt.Errorf("keystore: epoch: %w", err)
+			}
+			to = v.Latest
+		}
 		if to <= e.FromVersion { // not rotated yet (a crash may have come after the rotate: then reuse it)
 			if to, err = s.t.root.Rotate(ctx); err != nil {
 				return shredd.Epoch{}, fmt.Errorf("keystore: epoch: rotate: %w", err)
@@ -96,6 +107,20 @@ func (s *Shredder) RunEpoch(ctx context.Context) (_ shredd.Epoch, err error) {
 	s.t.dropBucketKeys() // bucket keys are unchanged, but drop them so that unwraps prove the new root version
 	crashpoint.Hit("epoch:done")
 	return *e, nil
+}
+
+// resumePause is how long a resumed epoch waits before it reads a
+// replicated root store's versions again (settledVersions).
+const resumePause = 2 * time.Second
+
+// settledVersions reads the root store's versions after resumePause.
+func (s *Shredder) settledVersions(ctx context.Context) (Versions, error) {
+	select {
+	case <-time.After(resumePause):
+	case <-ctx.Done():
+		return Versions{}, ctx.Err()
+	}
+	return s.t.root.Versions(ctx)
 }
 
 // finishEpoch marks the epoch done and logs it, in one transaction.
