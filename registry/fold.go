@@ -44,6 +44,11 @@ const (
 	// DefaultWALRetain bounds the folded segments the WAL keeps for a
 	// restore when the newest backup is older than them.
 	DefaultWALRetain = 1 << 30
+	// foldDelay is how long the folder lets registrations gather before
+	// it folds them, unless a reader waits (Fold) or the tail is full: a
+	// fold is a transaction with its COMMIT, and folding each group as it
+	// comes would spend one per group again.
+	foldDelay = 50 * time.Millisecond
 	// foldRetry is the pause after a failed fold.
 	foldRetry = 200 * time.Millisecond
 	// maxLiveCache bounds the subjects the writer remembers as live.
@@ -73,6 +78,7 @@ type walState struct {
 	liveGen  map[envelope.SID]uint32     // subjects seen live at a generation (the writer's cache)
 	liveMu   sync.Mutex                  // liveGen
 	kick     chan struct{}               // wakes the folder
+	demand   chan struct{}               // a reader waits (Fold) or the tail is full: fold now
 	done     chan struct{}               // closed when the folder returns
 }
 
@@ -100,7 +106,8 @@ func openWALState(ctx context.Context, s *Registry) error {
 	}
 	ws := &walState{db: s.db, live: s.live, stop: s.stop, kickCkpt: s.kickCheckpoint, w: w, retain: s.opts.WALRetain, log: log,
 		byID: map[shredd.ID]*Registration{}, folded: uint64(folded), acked: uint64(folded), foldedCh: make(chan struct{}),
-		room: make(chan struct{}, 1), liveGen: map[envelope.SID]uint32{}, kick: make(chan struct{}, 1), done: make(chan struct{})}
+		room: make(chan struct{}, 1), liveGen: map[envelope.SID]uint32{}, kick: make(chan struct{}, 1), demand: make(chan struct{}, 1),
+		done: make(chan struct{})}
 	if ws.retain <= 0 {
 		ws.retain = DefaultWALRetain
 	}
@@ -155,7 +162,7 @@ func (ws *walState) fold(ctx context.Context) error {
 		if ferr != nil {
 			return fmt.Errorf("registry: fold: %w: %w", shredd.ErrUnavailable, ferr)
 		}
-		ws.wake()
+		ws.urge()
 		select {
 		case <-ch:
 		case <-ctx.Done():
@@ -164,11 +171,22 @@ func (ws *walState) fold(ctx context.Context) error {
 	}
 }
 
+// wake tells the folder that registrations wait (it folds them within
+// foldDelay).
 func (ws *walState) wake() {
 	select {
 	case ws.kick <- struct{}{}:
 	default:
 	}
+}
+
+// urge tells the folder to fold now.
+func (ws *walState) urge() {
+	select {
+	case ws.demand <- struct{}{}:
+	default:
+	}
+	ws.wake()
 }
 
 // run folds the tail in the background whenever the writer appends,
@@ -181,6 +199,16 @@ func (ws *walState) run() {
 			return
 		case <-ws.kick:
 		}
+		// Let a group's worth gather, unless someone waits.
+		t := time.NewTimer(foldDelay)
+		select {
+		case <-ws.stop:
+			t.Stop()
+			return
+		case <-ws.demand:
+		case <-t.C:
+		}
+		t.Stop()
 		for {
 			n, err := ws.foldOnce(context.Background())
 			if err != nil {
@@ -397,7 +425,7 @@ func (ws *walState) waitRoom() {
 		if n < maxTail {
 			return
 		}
-		ws.wake()
+		ws.urge()
 		select {
 		case <-ws.room:
 		case <-time.After(10 * time.Millisecond):

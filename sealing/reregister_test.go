@@ -16,6 +16,10 @@ import (
 // database, as a restore of a backup taken before it was sealed leaves it.
 func unregister(t *testing.T, st *shreddtest.Stack, id shredd.ID) {
 	t.Helper()
+	// Into the tables first (the registration WAL folds in the background).
+	if err := st.Registry.Fold(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	for _, q := range []string{`DELETE FROM artifacts WHERE id=?`, `DELETE FROM lineage WHERE artifact=?`, `DELETE FROM lineage_staged WHERE artifact=?`} {
 		if _, err := st.DB.ExecContext(context.Background(), q, id[:]); err != nil {
 			t.Fatal(err)

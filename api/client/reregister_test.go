@@ -28,6 +28,9 @@ func TestReregister(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := st.Registry.Fold(ctx); err != nil { // the registration WAL folds in the background
+		t.Fatal(err)
+	}
 	for _, q := range []string{`DELETE FROM artifacts`, `DELETE FROM lineage`, `DELETE FROM lineage_staged`} {
 		if _, err := st.DB.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
