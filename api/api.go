@@ -260,6 +260,19 @@ func (c *codec) decode(r *http.Request, v any) error {
 	if err != nil {
 		return err
 	}
+	return decodeBody(body, v)
+}
+
+// decodeBody is decodeJSON with the hand-written decoder for the hot
+// request types (hotjson.go): what it does not accept takes decodeJSON,
+// which gives the same result.
+func decodeBody(body []byte, v any) error {
+	if v, ok := v.(*sourceBody); ok {
+		if decodeHot(body, v) {
+			return nil
+		}
+		*v = sourceBody{} // the hot path may have filled part of it
+	}
 	return decodeJSON(body, v)
 }
 
