@@ -122,13 +122,14 @@ func serveCall[Req, Resp any](c *codec, w http.ResponseWriter, r *http.Request, 
 // the items run through run, concurrently.
 func serveCallMany[Req, Resp any](c *codec, w http.ResponseWriter, r *http.Request, run func(context.Context, *Req) (Resp, error),
 	many func(context.Context, []*Req) ([]Resp, []error)) {
-	body, err := c.readBody(r)
+	buf, err := c.readBody(r)
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
 	var req Req
-	items, err := decodeCall(body, &req)
+	items, err := decodeCall(buf.Bytes(), &req)
+	putBody(buf)
 	if err != nil {
 		c.fail(w, r, err)
 		return

@@ -317,7 +317,7 @@ func (l *lexer) strs(dst *[]string) bool {
 }
 
 // string reads a string and returns its text: a copy, never aliasing the
-// body.
+// body, which goes back to a pool once decoded (bodyPool).
 func (l *lexer) string() (string, bool) {
 	if !l.eat('"') {
 		return "", false

@@ -244,3 +244,20 @@ func BenchmarkDecodeHot(b *testing.B) {
 		}
 	}
 }
+
+// TestPutBody checks that a body buffer is cleared before it goes back to
+// the pool, and that a buffer grown beyond maxPooledBody is not kept.
+func TestPutBody(t *testing.T) {
+	for _, n := range []int{64, maxPooledBody + 1} {
+		buf := bodyPool.Get().(*bytes.Buffer)
+		buf.Write(bytes.Repeat([]byte{'s'}, n))
+		b := buf.Bytes()
+		putBody(buf)
+		if bytes.IndexByte(b, 's') >= 0 {
+			t.Errorf("%d bytes: the body is left in the buffer", n)
+		}
+		if buf.Len() != 0 {
+			t.Errorf("%d bytes: the buffer is not reset", n)
+		}
+	}
+}
