@@ -29,10 +29,10 @@ import (
 // hotRequest is a request type with a hand-written decoder.
 type hotRequest interface {
 	// hotField decodes the value at l of the member named key (a key
-	// without escapes), marking the field in seen. It reports false when
-	// key is no field, names a field already in seen, or its value is not
-	// one the lexer accepts for the field.
-	hotField(l *lexer, key []byte, seen *uint32) bool
+	// without escapes), marking the field as read (lexer.once). It reports
+	// false when key is no field, names a field read already, or its value
+	// is not one the lexer accepts for the field.
+	hotField(l *lexer, key []byte) bool
 }
 
 var (
@@ -41,65 +41,65 @@ var (
 	_ hotRequest = (*sourceBody)(nil)
 )
 
-func (r *encryptRequest) hotField(l *lexer, key []byte, seen *uint32) bool {
+func (r *encryptRequest) hotField(l *lexer, key []byte) bool {
 	switch string(key) {
 	case "subject":
-		return once(seen, 0) && l.str(&r.Subject)
+		return l.once(0) && l.str(&r.Subject)
 	case "subjects":
-		return once(seen, 1) && l.strs(&r.Subjects)
+		return l.once(1) && l.strs(&r.Subjects)
 	case "parents":
-		return once(seen, 2) && l.strs(&r.Parents)
+		return l.once(2) && l.strs(&r.Parents)
 	case "leases":
-		return once(seen, 3) && l.strs(&r.Leases)
+		return l.once(3) && l.strs(&r.Leases)
 	case "kind":
-		return once(seen, 4) && l.str(&r.Kind)
+		return l.once(4) && l.str(&r.Kind)
 	case "holder":
-		return once(seen, 5) && l.str(&r.Holder)
+		return l.once(5) && l.str(&r.Holder)
 	case "plaintext":
-		return once(seen, 6) && l.str(&r.Plaintext)
+		return l.once(6) && l.str(&r.Plaintext)
 	case "context":
-		return once(seen, 7) && l.str(&r.Context)
+		return l.once(7) && l.str(&r.Context)
 	}
 	return false
 }
 
-func (r *decryptRequest) hotField(l *lexer, key []byte, seen *uint32) bool {
+func (r *decryptRequest) hotField(l *lexer, key []byte) bool {
 	switch string(key) {
 	case "ciphertext":
-		return once(seen, 0) && l.str(&r.Ciphertext)
+		return l.once(0) && l.str(&r.Ciphertext)
 	case "context":
-		return once(seen, 1) && l.str(&r.Context)
+		return l.once(1) && l.str(&r.Context)
 	case "holder":
-		return once(seen, 2) && l.str(&r.Holder)
+		return l.once(2) && l.str(&r.Holder)
 	}
 	return false
 }
 
-func (r *sourceBody) hotField(l *lexer, key []byte, seen *uint32) bool {
+func (r *sourceBody) hotField(l *lexer, key []byte) bool {
 	switch string(key) {
 	case "subject":
-		return once(seen, 0) && l.str(&r.Subject)
+		return l.once(0) && l.str(&r.Subject)
 	case "subjects":
-		return once(seen, 1) && l.strs(&r.Subjects)
+		return l.once(1) && l.strs(&r.Subjects)
 	case "parents":
-		return once(seen, 2) && l.strs(&r.Parents)
+		return l.once(2) && l.strs(&r.Parents)
 	case "leases":
-		return once(seen, 3) && l.strs(&r.Leases)
+		return l.once(3) && l.strs(&r.Leases)
 	case "kind":
-		return once(seen, 4) && l.str(&r.Kind)
+		return l.once(4) && l.str(&r.Kind)
 	case "holder":
-		return once(seen, 5) && l.str(&r.Holder)
+		return l.once(5) && l.str(&r.Holder)
 	}
 	return false
 }
 
-// once marks field bit in seen, and reports false when it was marked: a
-// key given twice, which the strict decoder refuses.
-func once(seen *uint32, bit uint) bool {
-	if *seen&(1<<bit) != 0 {
+// once marks field bit of the object being read, and reports false when
+// it was marked: a key given twice, which the strict decoder refuses.
+func (l *lexer) once(bit uint) bool {
+	if l.seen&(1<<bit) != 0 {
 		return false
 	}
-	*seen |= 1 << bit
+	l.seen |= 1 << bit
 	return true
 }
 
@@ -145,8 +145,9 @@ func decodeCallHot[Req any](body []byte, single *Req) (items []*Req, ok bool) {
 		return nil, false
 	}
 	// The items go into one array, and the pointers into it are taken at
-	// the end, once it no longer moves.
-	var reqs []Req
+	// the end, once it no longer moves. Each item opens with a '{': their
+	// count bounds the items, so that the array is allocated once.
+	reqs := make([]Req, 0, min(bytes.Count(body, []byte{'{'}), MaxBatch))
 	for {
 		l.ws()
 		if len(reqs) == MaxBatch {
@@ -180,6 +181,10 @@ func decodeCallHot[Req any](body []byte, single *Req) (items []*Req, ok bool) {
 type lexer struct {
 	b []byte
 	i int
+	// seen marks the fields of the request being read (requests do not
+	// nest): kept here, not on request's stack, as the lexer already goes
+	// to the heap through hotField's interface call.
+	seen uint32
 }
 
 func (l *lexer) ws() {
@@ -218,7 +223,7 @@ func (l *lexer) request(r hotRequest) bool {
 	if l.eat('}') {
 		return true
 	}
-	var seen uint32
+	l.seen = 0
 	for {
 		key, ok := l.key()
 		if !ok {
@@ -229,7 +234,7 @@ func (l *lexer) request(r hotRequest) bool {
 			return false
 		}
 		l.ws()
-		if !r.hotField(l, key, &seen) {
+		if !r.hotField(l, key) {
 			return false
 		}
 		l.ws()
