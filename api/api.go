@@ -20,6 +20,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -256,22 +257,57 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 // decode reads one JSON object into v: content type application/json,
 // nesting within MaxDepth, unknown fields refused, nothing after the object.
 func (c *codec) decode(r *http.Request, v any) error {
-	body, err := c.readBody(r)
+	buf, err := c.readBody(r)
 	if err != nil {
 		return err
+	}
+	defer putBody(buf)
+	return decodeBody(buf.Bytes(), v)
+}
+
+// decodeBody is decodeJSON with the hand-written decoder for the hot
+// request types (hotjson.go): what it does not accept takes decodeJSON,
+// which gives the same result.
+func decodeBody(body []byte, v any) error {
+	if v, ok := v.(*sourceBody); ok {
+		if decodeHot(body, v) {
+			return nil
+		}
+		*v = sourceBody{} // the hot path may have filled part of it
 	}
 	return decodeJSON(body, v)
 }
 
+// maxPooledBody bounds the buffers kept in bodyPool: the odd large body
+// (up to MaxBody) is read into a buffer that is dropped afterwards, so
+// that the pool does not pin its memory.
+const maxPooledBody = 256 << 10
+
+// bodyPool holds the buffers request bodies are read into, so that the
+// typical request reads into memory of an earlier one instead of growing a
+// new slice. A buffer holds the plaintext of the request (its base64): it
+// is cleared before it returns to the pool, and the decoders copy every
+// string out of it (no decoded value aliases it), so that nothing of a
+// request outlives its decoding in pooled memory.
+var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
 // readBody reads a request body of content type application/json, within
-// the body limit.
-func (c *codec) readBody(r *http.Request) ([]byte, error) {
+// the body limit, into a buffer of bodyPool. The caller hands the buffer to
+// putBody once it decoded the body, and keeps nothing that aliases it.
+func (c *codec) readBody(r *http.Request) (*bytes.Buffer, error) {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" {
 		return nil, &problemError{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type", title: "Content-Type must be application/json"}
 	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
+	buf := bodyPool.Get().(*bytes.Buffer)
+	if n := r.ContentLength; n > 0 && n <= c.maxBody {
+		// ReadFrom wants bytes.MinRead free before each read, the last
+		// one (which finds EOF) included. Growing once also leaves no
+		// outgrown copy of the body behind, uncleared, for the collector.
+		buf.Grow(int(n) + bytes.MinRead)
+	}
+	if _, err := buf.ReadFrom(r.Body); err != nil {
+		putBody(buf)
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, &problemError{status: http.StatusRequestEntityTooLarge, code: "body_too_large", title: "Request body too large",
@@ -279,7 +315,17 @@ func (c *codec) readBody(r *http.Request) ([]byte, error) {
 		}
 		return nil, badRequest("bad_body", "the request body could not be read")
 	}
-	return body, nil
+	return buf, nil
+}
+
+// putBody clears a body buffer and returns it to bodyPool, unless it grew
+// beyond maxPooledBody.
+func putBody(buf *bytes.Buffer) {
+	clear(buf.Bytes())
+	buf.Reset()
+	if buf.Cap() <= maxPooledBody {
+		bodyPool.Put(buf)
+	}
 }
 
 // decodeJSON decodes body, one JSON object, into v: strictly

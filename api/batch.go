@@ -43,7 +43,22 @@ type batchResponse struct {
 // single, and decodeCall returns nil items. A body with one must hold
 // nothing else, and 1 to MaxBatch items that are JSON objects; the syntax
 // and schema of every item are checked here, before any item runs.
+//
+// The hot request types take the hand-written decoder (decodeCallHot);
+// whatever it does not accept, and every other type, takes
+// decodeCallReflect, which accepts and refuses the same bodies.
 func decodeCall[Req any](body []byte, single *Req) ([]*Req, error) {
+	if items, ok := decodeCallHot(body, single); ok {
+		return items, nil
+	}
+	var zero Req
+	*single = zero // the hot path may have filled part of it
+	return decodeCallReflect(body, single)
+}
+
+// decodeCallReflect is decodeCall through encoding/json and checkStrict:
+// the reference the hot path is checked against.
+func decodeCallReflect[Req any](body []byte, single *Req) ([]*Req, error) {
 	// Most bodies are single requests: decode them in one pass. A body that
 	// spells batch_input otherwise (escaped, in other case) is decoded as a
 	// single request too, and refused for its unknown field.
@@ -107,13 +122,14 @@ func serveCall[Req, Resp any](c *codec, w http.ResponseWriter, r *http.Request, 
 // the items run through run, concurrently.
 func serveCallMany[Req, Resp any](c *codec, w http.ResponseWriter, r *http.Request, run func(context.Context, *Req) (Resp, error),
 	many func(context.Context, []*Req) ([]Resp, []error)) {
-	body, err := c.readBody(r)
+	buf, err := c.readBody(r)
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
 	var req Req
-	items, err := decodeCall(body, &req)
+	items, err := decodeCall(buf.Bytes(), &req)
+	putBody(buf)
 	if err != nil {
 		c.fail(w, r, err)
 		return
