@@ -73,6 +73,7 @@ const DefaultDeadline = 24 * time.Hour
 type Eraser struct {
 	*core
 	workMu sync.Mutex // serialises re-keys and epochs (lockWork)
+	group  *committer // commits concurrent forgets together (commit)
 }
 
 // core is the state an Eraser shares with its Holders and its Evidence,
@@ -104,8 +105,10 @@ func New(db *storage.DB, reg *registry.Registry, keys *keystore.Tree, hasher *re
 	if opts.Rand == nil {
 		opts.Rand = rand.Reader
 	}
-	return &Eraser{core: &core{db: db, reg: reg, keys: keys, shred: keystore.NewShredder(keys), follow: keystore.NewFollower(keys),
+	s := &Eraser{core: &core{db: db, reg: reg, keys: keys, shred: keystore.NewShredder(keys), follow: keystore.NewFollower(keys),
 		hasher: hasher, opts: opts, kick: make(chan struct{}, 1)}}
+	s.group = &committer{s: s}
+	return s
 }
 
 // wake asks the background work to run soon (Eraser.Kick).

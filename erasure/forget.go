@@ -237,12 +237,15 @@ func stallReason(err error) string {
 	return "stalled: " + strings.TrimPrefix(err.Error(), "keystore: ") + "; shredd claims nothing it cannot read back (docs/operations.md, \"Read-backs\")"
 }
 
-// commit destroys the subject key and moves the forget to committed in one
-// transaction, then purges the key from memory. With req, the same
-// transaction first writes the forget's row (a new forget: one transaction,
-// one fsync); without, the row is one a crash left requested (data dirs of
-// earlier releases wrote it in a transaction of its own). Called with the
-// subject's barrier lock held (or at recovery, before serving).
+// commit destroys the subject key and moves the forget to committed, then
+// purges the key from memory and appends the forget's ledger line. It
+// shares the transaction and the ledger's fsync with the forgets committed
+// at the same time (committer). With req, the same transaction first
+// writes the forget's row (a new forget: one transaction); without, the
+// row is one a crash left requested (data dirs of earlier releases wrote
+// it in a transaction of its own). Called with the subject's barrier lock
+// held (or at recovery, before serving), and it returns with the forget
+// durable, in the database and in the ledger.
 func (s *Eraser) commit(ctx context.Context, id shredd.ID, sid envelope.SID, req *forgetRequest) error {
 	// The ledger's room for the line first: a full disk refuses the forget
 	// here, before anything commits (shredd.ErrDiskFull).
@@ -251,83 +254,7 @@ func (s *Eraser) commit(ctx context.Context, id shredd.ID, sid envelope.SID, req
 		return err
 	}
 	defer release()
-	// Every registration acknowledged so far into the tables before the
-	// barrier is read (registry.Registry.Fold): the caller holds the
-	// subject's barrier lock, so none carrying the subject is acknowledged
-	// between this and the commit.
-	if err := s.reg.Fold(ctx); err != nil {
-		return fmt.Errorf("erasure: forget: %w", err)
-	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("erasure: forget: %w", err)
-	}
-	defer tx.Rollback()
-	insert := func(tx *storage.Tx) error {
-		if req == nil {
-			return nil
-		}
-		if req.deadline.IsZero() {
-			req.deadline = req.at.Add(s.opts.Deadline)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO forgets(id, sid, state, requested_at, deadline, commitment, salt_sealed) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			id[:], sid[:], shredd.StateRequested, req.at.UnixNano(), req.deadline.UnixNano(), nullString(req.commitment), req.saltSealed); err != nil {
-			return fmt.Errorf("erasure: forget: %w", err)
-		}
-		return nil
-	}
-	if err := insert(tx); err != nil {
-		return err
-	}
-	gen, err := s.keys.ForgetTx(ctx, tx, sid)
-	if err != nil {
-		return fmt.Errorf("erasure: forget: %w", err)
-	}
-	// Read back before claiming: the key must be gone from where it lives
-	// (a planted trigger or a fault that ignores the deletion makes the
-	// forget stall, requested, with the reason; never committed).
-	if rb := s.shred.KeyGoneTx(ctx, tx, sid); rb != nil {
-		if !errors.Is(rb, keystore.ErrReadBack) {
-			return fmt.Errorf("erasure: forget: %w", rb)
-		}
-		tx.Rollback()
-		// The request stays, requested, with the reason: Recover tries
-		// it again, and its view says why it is not committed.
-		stx, err := s.db.BeginTx(ctx, nil)
-		if err != nil {
-			return fmt.Errorf("erasure: forget: %w", err)
-		}
-		defer stx.Rollback()
-		if err := insert(stx); err != nil {
-			return err
-		}
-		if err := s.stall(ctx, stx, id, rb); err != nil {
-			return err
-		}
-		if err := stx.Commit(); err != nil {
-			return fmt.Errorf("erasure: forget: %w", err)
-		}
-		return fmt.Errorf("%w: %w", errStalled, rb)
-	}
-	res, err := tx.ExecContext(ctx, `UPDATE forgets SET state=?, gen=?, committed_at=?, stall_reason=NULL,
-		barrier=`+registry.LastSeqSQL+` WHERE id=? AND state=?`,
-		shredd.StateCommitted, gen, s.opts.Now().UnixNano(), id[:], shredd.StateRequested)
-	if err != nil {
-		return fmt.Errorf("erasure: forget: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 1 && s.opts.Journal != nil {
-		if err := s.logCommit(ctx, tx, id, sid, gen); err != nil {
-			return err
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("erasure: forget: %w", err)
-	}
-	s.keys.Purge(sid)
-	crashpoint.Hit("forget:committed")
-	// The trace outside the database, durable before the forget is
-	// answered (docs/operations.md, "Backups and restores").
-	return s.ledgerAppend(ctx, id)
+	return s.group.do(&member{id: id, sid: sid, req: req})
 }
 
 // logCommit appends the forget_committed event of forget id in tx.

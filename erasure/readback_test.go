@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -18,14 +19,28 @@ import (
 // that carries one), and returns the function that drops it.
 func plantIgnore(t *testing.T, db *storage.DB, table, col string) func() {
 	t.Helper()
+	return plantIgnoreSID(t, db, table, col, nil)
+}
+
+// plantIgnoreSID is plantIgnore for the rows of one subject only (sid), or
+// of every row (nil).
+func plantIgnoreSID(t *testing.T, db *storage.DB, table, col string, sid []byte) func() {
+	t.Helper()
 	ctx := context.Background()
 	name := "keep_" + table
-	stmts := []string{`CREATE TRIGGER ` + name + ` BEFORE UPDATE OF ` + col + ` ON ` + table + ` BEGIN SELECT RAISE(IGNORE); END`}
+	when := ""
+	if sid != nil {
+		when = fmt.Sprintf(" WHEN old.sid = X'%x'", sid)
+	}
+	stmts := []string{`CREATE TRIGGER ` + name + ` BEFORE UPDATE OF ` + col + ` ON ` + table + when + ` BEGIN SELECT RAISE(IGNORE); END`}
 	drop := []string{`DROP TRIGGER ` + name}
 	if db.Shared() { // PostgreSQL: a BEFORE row trigger that returns NULL skips the row
+		if sid != nil {
+			when = fmt.Sprintf(` WHEN (OLD.sid = '\x%x'::bytea)`, sid)
+		}
 		stmts = []string{
 			`CREATE OR REPLACE FUNCTION shredd_test_ignore() RETURNS trigger AS $$ BEGIN RETURN NULL; END $$ LANGUAGE plpgsql`,
-			`CREATE TRIGGER ` + name + ` BEFORE UPDATE OF ` + col + ` ON ` + table + ` FOR EACH ROW EXECUTE FUNCTION shredd_test_ignore()`,
+			`CREATE TRIGGER ` + name + ` BEFORE UPDATE OF ` + col + ` ON ` + table + ` FOR EACH ROW` + when + ` EXECUTE FUNCTION shredd_test_ignore()`,
 		}
 		drop = []string{`DROP TRIGGER ` + name + ` ON ` + table}
 	}

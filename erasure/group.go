@@ -1,0 +1,251 @@
+package erasure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/shredd/shredd"
+	"github.com/shredd/shredd/envelope"
+	"github.com/shredd/shredd/internal/crashpoint"
+	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/registry"
+	"github.com/shredd/shredd/storage"
+)
+
+// maxForgetGroup bounds the forgets of one group commit. A group holds the
+// database's write gate for its whole transaction, and what queues behind
+// it (a re-key chunk, registrations, leases) waits that long: 64 forgets
+// keep that wait near one commit of a few forgets, while concurrent
+// clients (tens) still share one commit and one ledger fsync.
+const maxForgetGroup = 64
+
+// member is one forget of a group commit: the forget to commit, and where
+// its own outcome goes.
+type member struct {
+	id   shredd.ID
+	sid  envelope.SID
+	req  *forgetRequest // nil: the row exists, left requested
+	err  error          // its own outcome, set by commitTx (errStalled ...)
+	done chan error
+}
+
+// committer commits concurrent forgets in groups, as the registry's group
+// writers do registrations and leases: one transaction, one database fsync
+// and one ledger fsync for the forgets that wait together, each with its
+// own outcome. A one-forget-per-transaction commit bounded forgets by two
+// fsyncs each (issue 25).
+//
+// No goroutine lives while nothing waits: the first forget to find no
+// group running starts one (drain), which takes what is queued, a group
+// at a time, and ends when the queue is empty. The Eraser has no Close,
+// and a goroutine that ends by itself needs none.
+type committer struct {
+	s       *Eraser
+	mu      sync.Mutex
+	queue   []*member
+	running bool
+}
+
+// do commits the forget m in a group and returns its outcome. The caller
+// holds m's barrier lock (registry.Registry.LockSubject) and keeps it until
+// do returns, so the lock covers the commit and the ledger line. Once
+// queued, m is always answered, whatever the caller's context does:
+// releasing the lock before the commit would let a registration of the
+// subject be acknowledged behind the barrier.
+func (c *committer) do(m *member) error {
+	m.done = make(chan error, 1)
+	c.mu.Lock()
+	c.queue = append(c.queue, m)
+	if !c.running {
+		c.running = true
+		go c.drain()
+	}
+	c.mu.Unlock()
+	return <-m.done
+}
+
+// drain commits the queued forgets, at most maxForgetGroup at a time, until
+// none is left.
+func (c *committer) drain() {
+	for {
+		c.mu.Lock()
+		n := min(len(c.queue), maxForgetGroup)
+		if n == 0 {
+			c.running = false
+			c.mu.Unlock()
+			return
+		}
+		group := c.queue[:n:n]
+		c.queue = c.queue[n:]
+		c.mu.Unlock()
+		c.commitGroup(group)
+	}
+}
+
+// commitGroup commits a group and answers each member. Every member holds
+// its barrier lock: the fold first brings into the tables every
+// registration acknowledged before any of the locks, so each member's
+// barrier covers them, and none of its subject can be acknowledged before
+// the commit. When the shared transaction fails, each member is committed
+// alone, so that the failure is only its own.
+func (c *committer) commitGroup(group []*member) {
+	// The members' requests wait here whatever their callers do (do):
+	// the group's work is bounded by the database's own deadlines.
+	ctx := context.Background()
+	if err := c.s.reg.Fold(ctx); err != nil {
+		for _, m := range group {
+			m.done <- fmt.Errorf("erasure: forget: %w", err)
+		}
+		return
+	}
+	if err := c.commitTx(ctx, group); err != nil {
+		if len(group) == 1 {
+			group[0].err = err
+		} else {
+			for _, m := range group {
+				if m.err != nil {
+					continue // stalled before the group failed: answered
+				}
+				if err := c.commitTx(ctx, []*member{m}); err != nil {
+					m.err = err
+				}
+			}
+		}
+	}
+	err := c.finish(ctx, group)
+	for _, m := range group {
+		if m.err == nil {
+			m.err = err
+		}
+		m.done <- m.err
+	}
+}
+
+// finish does, for the members that committed, what follows the commit:
+// their keys purged from memory, then their ledger lines appended with one
+// fsync, durable before any of them is answered.
+func (c *committer) finish(ctx context.Context, group []*member) error {
+	var ids []shredd.ID
+	for _, m := range group {
+		if m.err == nil {
+			c.s.keys.Purge(m.sid)
+			ids = append(ids, m.id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	crashpoint.Hit("forget:committed")
+	// The trace outside the database, durable before the forgets are
+	// answered (docs/operations.md, "Backups and restores").
+	return c.s.ledgerAppend(ctx, ids...)
+}
+
+// commitTx commits the members in one transaction: for each, its row
+// written (with req), its subject key destroyed (keystore.Tree.ForgetTx)
+// and read back, its barrier and its forget_committed event. A member
+// whose read-back disagrees (keystore.ErrReadBack) stalls alone: the
+// transaction is abandoned, its request and the reason are committed in a
+// transaction of their own (its err is errStalled), and the others start
+// again without it. Stalls are faults or attacks, rare enough that
+// starting over costs less than a savepoint per member on every commit.
+// Any other error is the whole group's, and nothing of the group is
+// written then.
+func (c *committer) commitTx(ctx context.Context, group []*member) error {
+	for len(group) > 0 {
+		stalled, err := c.tryTx(ctx, group)
+		if err != nil || stalled < 0 {
+			return err
+		}
+		m := group[stalled]
+		group = append(group[:stalled:stalled], group[stalled+1:]...)
+		m.err = c.stallTx(ctx, m)
+	}
+	return nil
+}
+
+// tryTx runs commitTx's transaction once: it returns the index of the first
+// member whose read-back disagrees (nothing committed then), or -1 once
+// the transaction committed.
+func (c *committer) tryTx(ctx context.Context, group []*member) (int, error) {
+	tx, err := c.s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return -1, fmt.Errorf("erasure: forget: %w", err)
+	}
+	defer tx.Rollback()
+	for i, m := range group {
+		if err := c.insert(ctx, tx, m); err != nil {
+			return -1, err
+		}
+		gen, err := c.s.keys.ForgetTx(ctx, tx, m.sid)
+		if err != nil {
+			return -1, fmt.Errorf("erasure: forget: %w", err)
+		}
+		// Read back before claiming: the key must be gone from where it
+		// lives (a planted trigger or a fault that ignores the deletion
+		// makes the forget stall, requested, with the reason; never
+		// committed).
+		if rb := c.s.shred.KeyGoneTx(ctx, tx, m.sid); rb != nil {
+			if !errors.Is(rb, keystore.ErrReadBack) {
+				return -1, fmt.Errorf("erasure: forget: %w", rb)
+			}
+			m.err = rb
+			return i, nil
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE forgets SET state=?, gen=?, committed_at=?, stall_reason=NULL,
+			barrier=`+registry.LastSeqSQL+` WHERE id=? AND state=?`,
+			shredd.StateCommitted, gen, c.s.opts.Now().UnixNano(), m.id[:], shredd.StateRequested)
+		if err != nil {
+			return -1, fmt.Errorf("erasure: forget: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 1 && c.s.opts.Journal != nil {
+			if err := c.s.logCommit(ctx, tx, m.id, m.sid, gen); err != nil {
+				return -1, err
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return -1, fmt.Errorf("erasure: forget: %w", err)
+	}
+	return -1, nil
+}
+
+// stallTx commits the request of member m, whose read-back (m.err)
+// disagreed, requested, with the reason: Recover tries it again, and its
+// view says why it is not committed. It returns m's outcome.
+func (c *committer) stallTx(ctx context.Context, m *member) error {
+	rb := m.err
+	tx, err := c.s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("erasure: forget: %w", err)
+	}
+	defer tx.Rollback()
+	if err := c.insert(ctx, tx, m); err != nil {
+		return err
+	}
+	if err := c.s.stall(ctx, tx, m.id, rb); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("erasure: forget: %w", err)
+	}
+	return fmt.Errorf("%w: %w", errStalled, rb)
+}
+
+// insert writes m's forget row in tx, when m is a new forget.
+func (c *committer) insert(ctx context.Context, tx *storage.Tx, m *member) error {
+	req := m.req
+	if req == nil {
+		return nil
+	}
+	if req.deadline.IsZero() {
+		req.deadline = req.at.Add(c.s.opts.Deadline)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO forgets(id, sid, state, requested_at, deadline, commitment, salt_sealed) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		m.id[:], m.sid[:], shredd.StateRequested, req.at.UnixNano(), req.deadline.UnixNano(), nullString(req.commitment), req.saltSealed); err != nil {
+		return fmt.Errorf("erasure: forget: %w", err)
+	}
+	return nil
+}

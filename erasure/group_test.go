@@ -1,0 +1,84 @@
+package erasure_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shredd/shredd"
+	"github.com/shredd/shredd/erasure"
+	"github.com/shredd/shredd/testkit/shreddtest"
+)
+
+// TestForgetGroup: forgets of different subjects that wait together commit
+// in one group, each with its own barrier covering the registrations
+// acknowledged before it, and a forget whose read-back disagrees stalls
+// alone (requested, with the reason) while the others of its group commit.
+func TestForgetGroup(t *testing.T) {
+	ctx := context.Background()
+	st := shreddtest.New(t, shreddtest.Options{Kinds: []string{"episodic"}})
+	s := st.Both()
+	const n = 8
+	subjects := make([]string, n+1)
+	recs := make([]shredd.Sealed, n+1)
+	for i := range subjects {
+		subjects[i] = fmt.Sprintf("group-%d", i)
+		recs[i] = shreddtest.Seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{subjects[i]}}, "record of "+subjects[i])
+	}
+	stalled := n // the last subject's key deletion is ignored
+	sid := st.Hasher.SID(subjects[stalled])
+	defer plantIgnoreSID(t, st.DB, "subjects", "wrapped", sid[:])()
+
+	queued, release := erasure.HoldForgets(s.Eraser)
+	out := make([]shredd.Forget, len(subjects))
+	errs := make([]error, len(subjects))
+	var wg sync.WaitGroup
+	for i, subject := range subjects {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], errs[i] = s.Forget(ctx, subject)
+		}()
+	}
+	for queued() < len(subjects) {
+		time.Sleep(time.Millisecond)
+	}
+	release()
+	wg.Wait()
+
+	for i := range subjects {
+		if errs[i] != nil {
+			t.Fatalf("forget %s: %v", subjects[i], errs[i])
+		}
+		f := out[i]
+		if i == stalled {
+			if f.State != shredd.StateRequested || !f.CommittedAt.IsZero() {
+				t.Errorf("the stalled forget is %s, want requested", f.State)
+			}
+			if !strings.Contains(f.Conditions[0].Reason, "read back") {
+				t.Errorf("the stalled forget's %s: %q, want the read-back's reason", f.Conditions[0].Name, f.Conditions[0].Reason)
+			}
+			if _, err := s.DecryptFor(ctx, recs[i].Ciphertext, nil, "w"); err != nil {
+				t.Errorf("decrypt of the stalled subject: %v", err)
+			}
+			continue
+		}
+		if f.State != shredd.StateCommitted {
+			t.Errorf("forget %s is %s, want committed", subjects[i], f.State)
+		}
+		var seq int64
+		if err := st.DB.QueryRowContext(ctx, `SELECT seq FROM artifacts WHERE id=?`, recs[i].Artifact[:]).Scan(&seq); err != nil {
+			t.Fatal(err)
+		}
+		if f.Barrier < seq {
+			t.Errorf("forget %s: barrier %d does not cover its record, registered at %d before it", subjects[i], f.Barrier, seq)
+		}
+		if _, err := s.DecryptFor(ctx, recs[i].Ciphertext, nil, "w"); !errors.Is(err, shredd.ErrShredded) {
+			t.Errorf("decrypt of %s after its forget: %v, want ErrShredded", subjects[i], err)
+		}
+	}
+}
