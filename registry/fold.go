@@ -93,7 +93,7 @@ func openWALState(ctx context.Context, s *Registry) error {
 	if err := s.db.QueryRowContext(ctx, `SELECT folded FROM registry_wal WHERE id=1`).Scan(&folded); err != nil {
 		return fmt.Errorf("registry: wal: %w", err)
 	}
-	w, recs, warnings, err := openWAL(s.opts.WALDir, s.opts.SegmentBytes, uint64(folded))
+	w, recs, warnings, err := openWAL(s.opts.WALDir, s.opts.WALKey, s.opts.SegmentBytes, uint64(folded))
 	if err != nil {
 		return err
 	}
@@ -390,7 +390,7 @@ func (ws *walState) records(batch []recordReq, kinds map[string]bool) []error {
 	}
 	ws.segMu.Lock()
 	first := ws.w.next
-	ws.frame = appendFrame(ws.frame[:0], first, accepted)
+	ws.frame = appendFrame(ws.frame[:0], ws.w.key, first, accepted)
 	err = ws.w.append(ws.frame, len(accepted))
 	ws.segMu.Unlock()
 	if cap(ws.frame) > 4<<20 {

@@ -60,6 +60,9 @@ type Options struct {
 	// in the background. Empty: every group of registrations is a
 	// database transaction (PostgreSQL, and tests that ask for it).
 	WALDir string
+	// WALKey authenticates the WAL's frames (WALKey of the subject
+	// secret); required with WALDir.
+	WALKey []byte
 	// SegmentBytes is the size past which the WAL starts a new segment
 	// (DefaultSegmentBytes).
 	SegmentBytes int64

@@ -2,6 +2,8 @@ package registry
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -33,18 +35,26 @@ import (
 // A segment is a file wal/<first sequence number, 16 hex digits>.seg of
 // frames, each one group:
 //
-//	magic "SRW1" | header CRC | first seq u64 | count u32 | body length u32 | body CRC | 0 u32
+//	magic "SRW1" | header CRC | first seq u64 | count u32 | body length u32 | body CRC | 0 u32 | MAC (16 bytes)
 //	body: count times (uvarint length | registration)
 //
 // little-endian, CRC-32C; the header CRC covers the header's bytes after
-// it. Sequence numbers run on from frame to frame and from segment to
+// it up to the MAC. The MAC is HMAC-SHA256 under the WAL key (WALKey,
+// derived from the subject secret), cut to 16 bytes, over the first 32
+// bytes of the header and the body: the CRCs tell a torn write, the MAC a
+// frame shredd did not write (a planted or edited segment), which the
+// registry refuses instead of registering. Sequence numbers run on from frame to frame and from segment to
 // segment. A frame is written only after the previous one was synced, so
 // only the last frame of the last segment can be torn (written in part
 // when the process or the machine died, and never acknowledged).
 
 const (
 	walMagic        = "SRW1"
-	frameHeaderSize = 32
+	frameHeaderSize = 48
+	frameMACOffset  = 32
+	// LabelWAL derives the registration WAL's MAC key from the subject
+	// secret (WALKey).
+	LabelWAL = "shredd/v1/registration-wal"
 	// maxFrameBody bounds a frame's body: a group is at most maxRecordGroup
 	// registrations of at most envelope.MaxLineage refs each.
 	maxFrameBody = 1 << 30
@@ -63,6 +73,25 @@ var ErrWALDamaged = errors.New("registration WAL damaged")
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// errFrameMAC is a frame whose checksums hold and whose MAC does not: not
+// a torn write but a frame shredd did not write.
+var errFrameMAC = errors.New("the frame's MAC does not verify: shredd did not write it")
+
+// WALKey derives the registration WAL's MAC key from the subject secret.
+func WALKey(secret []byte) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(LabelWAL))
+	return m.Sum(nil)
+}
+
+// frameMAC is the MAC of a frame: its header's first 32 bytes and body.
+func frameMAC(key, head, body []byte) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write(head[:frameMACOffset])
+	m.Write(body)
+	return m.Sum(nil)[:frameHeaderSize-frameMACOffset]
+}
+
 // walSegment is one segment file: the sequence numbers first..last
 // (last = first-1 when it holds none).
 type walSegment struct {
@@ -74,6 +103,7 @@ type walSegment struct {
 // wal is the registration WAL's files: the segments, the one being
 // appended to, and the next sequence number.
 type wal struct {
+	key      []byte // the MAC key (WALKey)
 	dir      string
 	segBytes int64
 	segs     []walSegment // in order; the last is the one appended to when f is set
@@ -98,7 +128,10 @@ func segName(first uint64) string { return fmt.Sprintf("%016x.seg", first) }
 // folded (the last sequence number the tables hold), in order, with a
 // warning for each thing it repaired or found missing. A damaged frame
 // that a later frame follows gives ErrWALDamaged.
-func openWAL(dir string, segBytes int64, folded uint64) (*wal, []walRecord, []string, error) {
+func openWAL(dir string, key []byte, segBytes int64, folded uint64) (*wal, []walRecord, []string, error) {
+	if len(key) < 32 {
+		return nil, nil, nil, fmt.Errorf("registry: wal: a MAC key of %d bytes, want 32: %w", len(key), shredd.ErrInvalid)
+	}
 	if segBytes <= 0 {
 		segBytes = DefaultSegmentBytes
 	}
@@ -111,7 +144,7 @@ func openWAL(dir string, segBytes int64, folded uint64) (*wal, []walRecord, []st
 	if err := datadir.CheckDir(dir); err != nil {
 		return nil, nil, nil, fmt.Errorf("registry: wal: %w", err)
 	}
-	w := &wal{dir: dir, segBytes: segBytes}
+	w := &wal{key: key, dir: dir, segBytes: segBytes}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("registry: wal: %w", err)
@@ -198,14 +231,14 @@ func (w *wal) readSegment(seg *walSegment, last bool, warnings *[]string) ([]wal
 	var out []walRecord
 	off := 0
 	for off < len(b) {
-		recs, n, err := parseFrame(b[off:], seg.last+1)
+		recs, n, err := parseFrame(b[off:], w.key, seg.last+1)
 		if err == nil {
 			out = append(out, recs...)
 			seg.last += uint64(len(recs))
 			off += n
 			continue
 		}
-		if !last || validFrameAfter(b[off+1:], seg.last+1) {
+		if !last || errors.Is(err, errFrameMAC) || validFrameAfter(b[off+1:], w.key, seg.last+1) {
 			return nil, fmt.Errorf("registry: wal: %s at byte %d: %w: %v", seg.path, off, ErrWALDamaged, err)
 		}
 		// A torn last frame: never synced, never acknowledged.
@@ -221,13 +254,13 @@ func (w *wal) readSegment(seg *walSegment, last bool, warnings *[]string) ([]wal
 
 // validFrameAfter reports whether a whole valid frame starting with
 // sequence number seq begins anywhere in b.
-func validFrameAfter(b []byte, seq uint64) bool {
+func validFrameAfter(b, key []byte, seq uint64) bool {
 	for {
 		i := bytes.Index(b, []byte(walMagic))
 		if i < 0 {
 			return false
 		}
-		if recs, _, err := parseFrame(b[i:], 0); err == nil && recs[0].seq >= seq {
+		if recs, _, err := parseFrame(b[i:], key, 0); err == nil && recs[0].seq >= seq {
 			return true
 		}
 		b = b[i+1:]
@@ -253,14 +286,14 @@ func cutFile(path string, size int64) error {
 // parseFrame parses the frame at the start of b, whose first sequence
 // number must be seq (any, for 0), and returns its registrations and its
 // length.
-func parseFrame(b []byte, seq uint64) ([]walRecord, int, error) {
+func parseFrame(b, key []byte, seq uint64) ([]walRecord, int, error) {
 	if len(b) < frameHeaderSize {
 		return nil, 0, errors.New("a frame header cut short")
 	}
 	if string(b[:4]) != walMagic {
 		return nil, 0, errors.New("no frame magic")
 	}
-	if crc32.Checksum(b[8:frameHeaderSize], castagnoli) != binary.LittleEndian.Uint32(b[4:]) {
+	if crc32.Checksum(b[8:frameMACOffset], castagnoli) != binary.LittleEndian.Uint32(b[4:]) {
 		return nil, 0, errors.New("the frame header's checksum does not match")
 	}
 	first := binary.LittleEndian.Uint64(b[8:])
@@ -278,6 +311,9 @@ func parseFrame(b []byte, seq uint64) ([]walRecord, int, error) {
 	body := b[frameHeaderSize : frameHeaderSize+int(n)]
 	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(b[24:]) {
 		return nil, 0, errors.New("the frame body's checksum does not match")
+	}
+	if !hmac.Equal(frameMAC(key, b, body), b[frameMACOffset:frameHeaderSize]) {
+		return nil, 0, errFrameMAC
 	}
 	out := make([]walRecord, 0, count)
 	for i := range count {
@@ -300,7 +336,7 @@ func parseFrame(b []byte, seq uint64) ([]walRecord, int, error) {
 
 // appendFrame encodes regs as one frame starting at sequence number first,
 // appended to buf.
-func appendFrame(buf []byte, first uint64, regs []*Registration) []byte {
+func appendFrame(buf, key []byte, first uint64, regs []*Registration) []byte {
 	start := len(buf)
 	buf = append(buf, make([]byte, frameHeaderSize)...)
 	var one []byte
@@ -316,7 +352,8 @@ func appendFrame(buf []byte, first uint64, regs []*Registration) []byte {
 	binary.LittleEndian.PutUint32(h[16:], uint32(len(regs)))
 	binary.LittleEndian.PutUint32(h[20:], uint32(len(body)))
 	binary.LittleEndian.PutUint32(h[24:], crc32.Checksum(body, castagnoli))
-	binary.LittleEndian.PutUint32(h[4:], crc32.Checksum(h[8:], castagnoli))
+	binary.LittleEndian.PutUint32(h[4:], crc32.Checksum(h[8:frameMACOffset], castagnoli))
+	copy(h[frameMACOffset:], frameMAC(key, h, body))
 	return buf
 }
 

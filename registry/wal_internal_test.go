@@ -15,6 +15,9 @@ import (
 	"github.com/shredd/shredd/envelope"
 )
 
+// testWALKey is the MAC key of the test WALs.
+var testWALKey = WALKey(bytes.Repeat([]byte{7}, 32))
+
 // walReg is the i-th test registration: parents and lineage vary with i,
 // one lineage subject in two is direct.
 func walReg(i int) Registration {
@@ -44,7 +47,7 @@ func walReg(i int) Registration {
 // and returns every registration in order.
 func writeWAL(t *testing.T, dir string, segBytes int64, sizes ...int) []Registration {
 	t.Helper()
-	w, recs, warnings, err := openWAL(dir, segBytes, 0)
+	w, recs, warnings, err := openWAL(dir, testWALKey, segBytes, 0)
 	if err != nil || len(recs) != 0 || len(warnings) != 0 {
 		t.Fatalf("open a new WAL: %v %d %v", err, len(recs), warnings)
 	}
@@ -56,7 +59,7 @@ func writeWAL(t *testing.T, dir string, segBytes int64, sizes ...int) []Registra
 			all = append(all, r)
 			group = append(group, &all[len(all)-1])
 		}
-		if err := w.append(appendFrame(nil, w.next, group), n); err != nil {
+		if err := w.append(appendFrame(nil, testWALKey, w.next, group), n); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -83,7 +86,7 @@ func TestWALReadBack(t *testing.T) {
 	if len(segs) < 3 {
 		t.Fatalf("%d segments, want several", len(segs))
 	}
-	w, recs, warnings, err := openWAL(dir, 200, 0)
+	w, recs, warnings, err := openWAL(dir, testWALKey, 200, 0)
 	if err != nil || len(warnings) != 0 {
 		t.Fatal(err, warnings)
 	}
@@ -98,7 +101,7 @@ func TestWALReadBack(t *testing.T) {
 	if w.next != uint64(len(all)+1) {
 		t.Fatalf("next %d, want %d", w.next, len(all)+1)
 	}
-	_, recs, _, err = openWAL(dir, 200, 4)
+	_, recs, _, err = openWAL(dir, testWALKey, 200, 4)
 	if err != nil || len(recs) != len(all)-4 || recs[0].seq != 5 {
 		t.Fatalf("after folded 4: %v, %d records", err, len(recs))
 	}
@@ -123,7 +126,7 @@ func TestWALTornLastFrame(t *testing.T) {
 			segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
 			b, _ := os.ReadFile(segs[0])
 			keep := len(b)
-			_, first, err := parseFrame(b, 1)
+			_, first, err := parseFrame(b, testWALKey, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,7 +138,7 @@ func TestWALTornLastFrame(t *testing.T) {
 			if err := os.WriteFile(segs[0], tc.tear(b, first), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			w, recs, warnings, err := openWAL(dir, 0, 0)
+			w, recs, warnings, err := openWAL(dir, testWALKey, 0, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -168,7 +171,7 @@ func TestWALDamaged(t *testing.T) {
 		if err := os.WriteFile(segs[0], b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, _, err := openWAL(dir, 0, 0); !errors.Is(err, ErrWALDamaged) {
+		if _, _, _, err := openWAL(dir, testWALKey, 0, 0); !errors.Is(err, ErrWALDamaged) {
 			t.Fatalf("open: %v, want ErrWALDamaged", err)
 		}
 	})
@@ -183,8 +186,27 @@ func TestWALDamaged(t *testing.T) {
 		if err := os.WriteFile(segs[0], b[:len(b)-1], 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, _, err := openWAL(dir, 0, 0); !errors.Is(err, ErrWALDamaged) {
+		if _, _, _, err := openWAL(dir, testWALKey, 0, 0); !errors.Is(err, ErrWALDamaged) {
 			t.Fatalf("open: %v, want ErrWALDamaged", err)
+		}
+	})
+	t.Run("a planted last frame", func(t *testing.T) {
+		// Whole and with sound checksums, under another key: no torn
+		// write, and nothing shredd wrote.
+		dir := filepath.Join(t.TempDir(), WALDir)
+		writeWAL(t, dir, 0, 2)
+		segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
+		f, err := os.OpenFile(segs[0], os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		other := WALKey(bytes.Repeat([]byte{8}, 32))
+		if _, err := f.Write(appendFrame(nil, other, 3, []*Registration{ptr(walReg(3))})); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		if _, _, _, err := openWAL(dir, testWALKey, 0, 0); !errors.Is(err, ErrWALDamaged) || !strings.Contains(err.Error(), "MAC") {
+			t.Fatalf("open: %v, want ErrWALDamaged naming the MAC", err)
 		}
 	})
 	t.Run("a file that is no segment", func(t *testing.T) {
@@ -193,7 +215,7 @@ func TestWALDamaged(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "planted.seg"), []byte("x"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, _, err := openWAL(dir, 0, 0); !errors.Is(err, ErrWALDamaged) {
+		if _, _, _, err := openWAL(dir, testWALKey, 0, 0); !errors.Is(err, ErrWALDamaged) {
 			t.Fatalf("open: %v, want ErrWALDamaged", err)
 		}
 	})
@@ -208,7 +230,7 @@ func TestWALGap(t *testing.T) {
 	if err := os.Remove(segs[1]); err != nil {
 		t.Fatal(err)
 	}
-	_, recs, warnings, err := openWAL(dir, 0, 0)
+	_, recs, warnings, err := openWAL(dir, testWALKey, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +241,7 @@ func TestWALGap(t *testing.T) {
 		t.Fatalf("%d registrations read", len(recs))
 	}
 	// Folded past the gap: nothing is missing.
-	if _, _, warnings, err = openWAL(dir, 0, 5); err != nil || len(warnings) != 0 {
+	if _, _, warnings, err = openWAL(dir, testWALKey, 0, 5); err != nil || len(warnings) != 0 {
 		t.Fatalf("folded past the gap: %v %q", err, warnings)
 	}
 }
@@ -229,7 +251,7 @@ func TestWALGap(t *testing.T) {
 func TestWALRetention(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), WALDir)
 	writeWAL(t, dir, 1, 1, 1, 1, 1) // four segments, registrations 1..4
-	w, _, _, err := openWAL(dir, 1, 0)
+	w, _, _, err := openWAL(dir, testWALKey, 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +267,7 @@ func TestWALRetention(t *testing.T) {
 		t.Fatalf("remove through 2: %d %v, %d left", n, err, count())
 	}
 	// The segment being appended to stays.
-	if err := w.append(appendFrame(nil, w.next, []*Registration{ptr(walReg(9))}), 1); err != nil {
+	if err := w.append(appendFrame(nil, testWALKey, w.next, []*Registration{ptr(walReg(9))}), 1); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := w.removeThrough(5); err != nil || n != 2 || count() != 1 {
@@ -263,12 +285,12 @@ func FuzzWALFrame(f *testing.F) {
 		for i := range n {
 			group = append(group, ptr(walReg(i)))
 		}
-		f.Add(appendFrame(nil, 1, group))
+		f.Add(appendFrame(nil, testWALKey, 1, group))
 	}
 	f.Add([]byte(walMagic))
 	f.Add(make([]byte, frameHeaderSize))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		recs, n, err := parseFrame(b, 1)
+		recs, n, err := parseFrame(b, testWALKey, 1)
 		if err != nil {
 			return
 		}
@@ -277,7 +299,7 @@ func FuzzWALFrame(f *testing.F) {
 			r := recs[i].reg
 			group = append(group, &r)
 		}
-		if again := appendFrame(nil, 1, group); !bytes.Equal(again, b[:n]) {
+		if again := appendFrame(nil, testWALKey, 1, group); !bytes.Equal(again, b[:n]) {
 			t.Fatalf("frame of %d bytes encodes back to %d different bytes", n, len(again))
 		}
 	})

@@ -63,7 +63,7 @@ func TestWALRestoreReplays(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	reg, err := registry.Open(ctx, db, st.Keys, registry.Options{WALDir: filepath.Join(st.Dir, registry.WALDir)})
+	reg, err := registry.Open(ctx, db, st.Keys, registry.Options{WALDir: filepath.Join(st.Dir, registry.WALDir), WALKey: registry.WALKey(shreddtest.Secret)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestWALFoldsAtOpen(t *testing.T) {
 	if _, err := st.DB.ExecContext(ctx, `UPDATE registry_wal SET folded = folded - 1`); err != nil {
 		t.Fatal(err)
 	}
-	reg, err := registry.Open(ctx, st.DB, st.Keys, registry.Options{WALDir: filepath.Join(st.Dir, registry.WALDir)})
+	reg, err := registry.Open(ctx, st.DB, st.Keys, registry.Options{WALDir: filepath.Join(st.Dir, registry.WALDir), WALKey: registry.WALKey(shreddtest.Secret)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,8 +88,8 @@ type Options struct {
 	// filled in; node.Assemble fills in Now and Journal.
 	Keystore keystore.Options
 	// Registry is node.Options.Registry, with WALDir (the registration
-	// WAL in Dir, as node.Open has it) when empty; node.Assemble fills in
-	// Now.
+	// WAL in Dir, as node.Open has it) and WALKey (of Secret) when empty;
+	// node.Assemble fills in Now.
 	Registry registry.Options
 	// Sealer is node.Options.Sealer; node.Assemble fills in Now.
 	Sealer sealing.Options
@@ -162,6 +162,9 @@ func New(t testing.TB, o Options) *Stack {
 	ro := o.Registry
 	if ro.WALDir == "" {
 		ro.WALDir = filepath.Join(s.Dir, registry.WALDir) // as node.Open does (on SQLite)
+	}
+	if ro.WALKey == nil {
+		ro.WALKey = registry.WALKey(Secret)
 	}
 	if s.Stack, err = node.Assemble(ctx, p, node.Options{Keystore: ko, Registry: ro, Sealer: o.Sealer, Erasure: o.Erasure, Now: o.Now, Tokens: true}); err != nil {
 		t.Fatal(err)

@@ -241,9 +241,10 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 	}
 	st, err := Assemble(ctx, Parts{DB: n.DB, Root: n.Root, Hasher: n.Hasher, Journal: journal, Ledger: n.ledger}, Options{
 		Keystore: keystore.Options{Buckets: c.Buckets, CacheTTL: c.CacheTTL, SubjectKMS: kms},
-		Registry: registry.Options{LeaseTTL: c.LeaseTTL, WALDir: filepath.Join(c.DataDir, registry.WALDir), Logger: c.Logger},
-		Erasure:  erasure.Options{Deadline: c.ForgetDeadline, AfterEpoch: c.AfterEpoch},
-		Tokens:   full,
+		Registry: registry.Options{LeaseTTL: c.LeaseTTL, WALDir: filepath.Join(c.DataDir, registry.WALDir),
+			WALKey: registry.WALKey(secret), Logger: c.Logger},
+		Erasure: erasure.Options{Deadline: c.ForgetDeadline, AfterEpoch: c.AfterEpoch},
+		Tokens:  full,
 	})
 	if err != nil {
 		return err
