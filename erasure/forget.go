@@ -382,46 +382,91 @@ func (s *Eraser) reconcileLocked(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	done := map[int]int64{}
+	if s.keys.PerSubject() {
+		err = s.destroySubjects(ctx, pending)
+	} else {
+		err = s.rekeyBuckets(ctx, pending)
+	}
+	if err != nil {
+		return err
+	}
+	// 3. Shredded: an epoch completed after the re-key.
+	return s.advanceShredded(ctx)
+}
+
+// destroySubjects destroys the keys of committed forgets in per-subject
+// mode: each is shredded at once.
+func (s *Eraser) destroySubjects(ctx context.Context, pending []forgetRow) error {
 	for _, r := range pending {
-		if s.keys.PerSubject() {
-			// The subject's own key is destroyed in Vault: shredded at once.
-			if err := s.shred.DestroySubject(ctx, r.sid); err != nil {
-				return mapKeyErr(err)
+		if err := s.shred.DestroySubject(ctx, r.sid); err != nil {
+			return mapKeyErr(err)
+		}
+		if rb := s.readBackKeys(ctx, r); rb != nil {
+			if !errors.Is(rb, keystore.ErrReadBack) {
+				return mapKeyErr(rb)
 			}
-			if rb := s.readBackKeys(ctx, r); rb != nil {
-				if !errors.Is(rb, keystore.ErrReadBack) {
-					return mapKeyErr(rb)
-				}
-				if err := s.stall(ctx, s.db, r.id, rb); err != nil {
-					return err
-				}
-				continue
+			if err := s.stall(ctx, s.db, r.id, rb); err != nil {
+				return err
 			}
-			now := s.opts.Now().UnixNano()
-			if _, err := s.db.ExecContext(ctx, `UPDATE forgets SET rekeyed_at=?, shredded_at=?, state=? WHERE id=? AND state=?`,
-				now, now, shredd.StateShredded, r.id[:], shredd.StateCommitted); err != nil {
-				return fmt.Errorf("erasure: reconcile: %w", err)
-			}
-			crashpoint.Hit("forget:rekeyed")
 			continue
 		}
-		b := s.keys.BucketOf(r.sid)
-		marker, ok := done[b]
-		if !ok {
-			if marker, err = s.shred.RekeyBucket(ctx, b); err != nil {
-				return mapKeyErr(err)
-			}
-			done[b] = marker
-		}
-		if _, err := s.db.ExecContext(ctx, `UPDATE forgets SET rekeyed_at=?, rekey_marker=? WHERE id=?`,
-			s.opts.Now().UnixNano(), marker, r.id[:]); err != nil {
+		now := s.opts.Now().UnixNano()
+		if _, err := s.db.ExecContext(ctx, `UPDATE forgets SET rekeyed_at=?, shredded_at=?, state=? WHERE id=? AND state=?`,
+			now, now, shredd.StateShredded, r.id[:], shredd.StateCommitted); err != nil {
 			return fmt.Errorf("erasure: reconcile: %w", err)
 		}
 		crashpoint.Hit("forget:rekeyed")
 	}
-	// 3. Shredded: an epoch completed after the re-key.
-	return s.advanceShredded(ctx)
+	return nil
+}
+
+// rekeyBuckets re-keys the buckets of committed forgets in one pass
+// (keystore.Shredder.RekeyBuckets) and marks them re-keyed in one
+// transaction: forget by forget, the pass queued at the write gate behind
+// the forgets' own commits and fell behind a steady stream of them. The
+// forgets of the buckets re-keyed before an error are marked too.
+func (s *Eraser) rekeyBuckets(ctx context.Context, pending []forgetRow) error {
+	if len(pending) == 0 {
+		return nil
+	}
+	var buckets []int
+	for _, r := range pending {
+		buckets = append(buckets, s.keys.BucketOf(r.sid))
+	}
+	markers, rerr := s.shred.RekeyBuckets(ctx, buckets)
+	if len(markers) > 0 {
+		if err := markRekeyed(ctx, s.db, pending, buckets, markers, s.opts.Now().UnixNano()); err != nil {
+			return err
+		}
+		crashpoint.Hit("forget:rekeyed")
+	}
+	if rerr != nil {
+		return mapKeyErr(rerr)
+	}
+	return nil
+}
+
+// markRekeyed records at now, in one transaction, the re-key of the
+// pending forgets (of buckets, one each) whose buckets markers holds.
+func markRekeyed(ctx context.Context, db *storage.DB, pending []forgetRow, buckets []int, markers map[int]int64, now int64) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("erasure: reconcile: %w", err)
+	}
+	defer tx.Rollback()
+	for i, r := range pending {
+		marker, ok := markers[buckets[i]]
+		if !ok {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE forgets SET rekeyed_at=?, rekey_marker=? WHERE id=?`, now, marker, r.id[:]); err != nil {
+			return fmt.Errorf("erasure: reconcile: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("erasure: reconcile: %w", err)
+	}
+	return nil
 }
 
 // advanceShredded marks shredded the re-keyed forgets an epoch completed

@@ -1,0 +1,254 @@
+package keystore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/shredd/shredd/internal/crashpoint"
+	"github.com/shredd/shredd/storage"
+)
+
+// rekeyGroupKeys bounds the subject keys one transaction of RekeyBuckets
+// rewraps over all its buckets, so that a forget's commit queued behind it
+// waits for about as long as behind a few chunks of RekeyBucket.
+const rekeyGroupKeys = 8 * rekeyChunk
+
+// RekeyBuckets re-keys buckets as RekeyBucket does each, with the same
+// markers, but in few transactions: re-keying bucket by bucket, a pass
+// behind a stream of forgets queues four times per bucket at the write
+// gate and falls behind (docs/design.md §4).
+//
+// A bucket whose live subject keys are fewer than a chunk is re-keyed in a
+// group with others:
+//  1. every group bucket's next key, wrapped by the root store in one
+//     call, is committed in one transaction (next_wrapped);
+//  2. one transaction rewraps the group buckets' subject keys and makes
+//     each next key its bucket's.
+//
+// A crash between the two leaves each bucket as RekeyBucket's step 1
+// does: reads open either generation, the next call or an epoch finishes
+// the re-key. A larger bucket takes RekeyBucket's resumable path.
+//
+// The map holds the markers of the buckets re-keyed, also when the error
+// is not nil: those stay re-keyed.
+func (s *Shredder) RekeyBuckets(ctx context.Context, buckets []int) (map[int]int64, error) {
+	unlock, err := s.t.lockTree(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	buckets = slices.Clone(buckets)
+	slices.Sort(buckets)
+	buckets = slices.Compact(buckets)
+	done := make(map[int]int64, len(buckets))
+	for len(buckets) > 0 {
+		n := min(len(buckets), batchSize)
+		rows, err := s.rekeyRows(ctx, buckets[:n])
+		if err != nil {
+			return done, err
+		}
+		buckets = buckets[n:]
+		var group []rekeyRow
+		keys := 0
+		for _, r := range rows {
+			if r.live >= rekeyChunk {
+				marker, err := s.rekeyLocked(ctx, r.id)
+				if err != nil {
+					return done, err
+				}
+				done[r.id] = marker
+				continue
+			}
+			if keys+r.live > rekeyGroupKeys || len(group) == batchSize/2 { // two blobs a bucket in one root call
+				if err := s.rekeyGroup(ctx, group, done); err != nil {
+					return done, err
+				}
+				group, keys = nil, 0
+			}
+			group = append(group, r)
+			keys += r.live
+		}
+		if err := s.rekeyGroup(ctx, group, done); err != nil {
+			return done, err
+		}
+	}
+	return done, nil
+}
+
+// rekeyRow is a bucket's row as RekeyBuckets reads it, with the number of
+// its live subject keys under its generation.
+type rekeyRow struct {
+	id          int
+	gen         int64
+	wrapped     []byte
+	next        []byte
+	nextVersion sql.NullInt64
+	live        int
+}
+
+// rekeyRows reads the rows of buckets, in id order.
+func (s *Shredder) rekeyRows(ctx context.Context, buckets []int) ([]rekeyRow, error) {
+	args := make([]any, len(buckets))
+	for i, b := range buckets {
+		args[i] = b
+	}
+	q := `SELECT id, gen, wrapped, next_wrapped, next_version,
+		(SELECT count(*) FROM subjects WHERE bucket=buckets.id AND wrapped IS NOT NULL AND bucket_gen=buckets.gen)
+		FROM buckets WHERE id IN (?` + strings.Repeat(",?", len(buckets)-1) + `) ORDER BY id`
+	rows, err := s.t.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("keystore: rekey: %w", err)
+	}
+	defer rows.Close()
+	var out []rekeyRow
+	for rows.Next() {
+		var r rekeyRow
+		if err := rows.Scan(&r.id, &r.gen, &r.wrapped, &r.next, &r.nextVersion, &r.live); err != nil {
+			return nil, fmt.Errorf("keystore: rekey: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("keystore: rekey: %w", err)
+	}
+	if len(out) != len(buckets) {
+		return nil, fmt.Errorf("keystore: rekey: %w: %d of %d buckets", ErrNotFound, len(out), len(buckets))
+	}
+	return out, nil
+}
+
+// rekeyGroup re-keys the buckets of group, small ones, in two
+// transactions, and records their markers in done.
+func (s *Shredder) rekeyGroup(ctx context.Context, group []rekeyRow, done map[int]int64) error {
+	if len(group) == 0 {
+		return nil
+	}
+	olds, nks, err := s.groupKeys(ctx, group)
+	defer func() {
+		for i := range olds {
+			clear(olds[i])
+			clear(nks[i])
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	// Reads from now on may meet keys of either generation.
+	for i, r := range group {
+		s.t.setBucketKey(r.id, r.gen, olds[i], nks[i])
+	}
+	marker, err := s.switchGroup(ctx, group, olds, nks)
+	if err != nil {
+		return err
+	}
+	for i, r := range group {
+		s.t.setBucketKey(r.id, r.gen+1, nks[i], nil)
+		done[r.id] = marker
+	}
+	crashpoint.Hit("rekey:committed")
+	return nil
+}
+
+// groupKeys unwraps the group's bucket keys and next keys, and commits a
+// fresh next key for each bucket without one (in group, too), in one
+// transaction.
+func (s *Shredder) groupKeys(ctx context.Context, group []rekeyRow) (olds, nks [][]byte, err error) {
+	var blobs [][]byte
+	for _, r := range group {
+		blobs = append(blobs, r.wrapped)
+		if r.next != nil {
+			blobs = append(blobs, r.next) // resuming a re-key a crash interrupted
+		}
+	}
+	ks, err := s.t.root.Unwrap(ctx, blobs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("keystore: rekey: %w", err)
+	}
+	olds, nks = make([][]byte, len(group)), make([][]byte, len(group))
+	var fresh []int // indexes in group of the buckets that need a next key
+	for i, r := range group {
+		olds[i], ks = ks[0], ks[1:]
+		if r.next != nil {
+			nks[i], ks = ks[0], ks[1:]
+			continue
+		}
+		nks[i] = newKey()
+		fresh = append(fresh, i)
+	}
+	if len(fresh) == 0 {
+		return olds, nks, nil
+	}
+	plain := make([][]byte, len(fresh))
+	for j, i := range fresh {
+		plain[j] = nks[i]
+	}
+	nw, err := s.t.root.Wrap(ctx, plain)
+	if err != nil {
+		return olds, nks, fmt.Errorf("keystore: rekey: %w", err)
+	}
+	// Relaxed, as RekeyBucket's: lost in a crash, the re-keys start over
+	// with other next keys.
+	err = s.t.db.Bulk(ctx, storage.BulkOptions{Relaxed: true}, func(tx *storage.Tx) error {
+		for j, i := range fresh {
+			res, err := tx.ExecContext(ctx, `UPDATE buckets SET next_wrapped=?, next_version=? WHERE id=? AND gen=? AND next_wrapped IS NULL`,
+				nw[j].Blob, nw[j].Version, group[i].id, group[i].gen)
+			if err != nil {
+				return fmt.Errorf("keystore: rekey: %w", err)
+			}
+			if n, _ := res.RowsAffected(); n != 1 {
+				return fmt.Errorf("keystore: rekey: bucket changed concurrently") // cannot happen under treeMu
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return olds, nks, err
+	}
+	for j, i := range fresh {
+		group[i].next = nw[j].Blob
+		group[i].nextVersion = sql.NullInt64{Int64: int64(nw[j].Version), Valid: true}
+	}
+	return olds, nks, nil
+}
+
+// switchGroup rewraps, in one durable transaction, every live subject key
+// of the group's buckets under their next keys and makes those the
+// buckets' keys. It returns the marker.
+func (s *Shredder) switchGroup(ctx context.Context, group []rekeyRow, olds, nks [][]byte) (int64, error) {
+	tx, err := s.t.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("keystore: rekey: %w", err)
+	}
+	defer tx.Rollback()
+	for i, r := range group {
+		var gen int64
+		if err := tx.QueryRowContext(ctx, `SELECT gen FROM buckets WHERE id=?`, r.id).Scan(&gen); err != nil {
+			return 0, fmt.Errorf("keystore: rekey: %w", err)
+		}
+		if gen != r.gen {
+			return 0, fmt.Errorf("keystore: rekey: bucket changed concurrently") // cannot happen under treeMu
+		}
+		if _, _, err := rewrapIn(ctx, tx, r.id, r.gen, olds[i], nks[i], nil, -1); err != nil {
+			return 0, err
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE buckets SET gen=?, root_version=?, wrapped=?, next_wrapped=NULL, next_version=NULL WHERE id=?`,
+			r.gen+1, r.nextVersion.Int64, r.next, r.id)
+		if err != nil {
+			return 0, fmt.Errorf("keystore: rekey: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return 0, fmt.Errorf("keystore: rekey: %w: the database did not apply bucket %d's new key", ErrReadBack, r.id)
+		}
+	}
+	var marker int64
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM epochs`).Scan(&marker); err != nil {
+		return 0, fmt.Errorf("keystore: rekey: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("keystore: rekey: %w", err)
+	}
+	return marker, nil
+}

@@ -1,0 +1,182 @@
+package keystore_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/shredd/shredd/envelope"
+	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/storage"
+)
+
+// forgetMany builds a tree of n subjects over buckets buckets, forgets
+// every seventh subject and returns the database, the live keys, the
+// forgotten subjects and their buckets.
+func forgetMany(t *testing.T, dir string, buckets, n int) (*keystore.Tree, *storage.DB, map[envelope.SID][]byte, []envelope.SID, []int) {
+	t.Helper()
+	s, db := openTreeOpts(t, dir, localRoot, keystore.Options{Buckets: buckets})
+	keys := createKeys(t, s, "subject-", n)
+	var gone []envelope.SID
+	var bs []int
+	for i := 0; i < n; i += 7 {
+		id := sid(fmt.Sprint("subject-", i))
+		delete(keys, id)
+		destroy(t, s, db, id)
+		gone = append(gone, id)
+		bs = append(bs, s.BucketOf(id))
+	}
+	return s, db, keys, gone, bs
+}
+
+// checkMany checks that every live key opens and no forgotten one does.
+func checkMany(t *testing.T, s *keystore.Tree, keys map[envelope.SID][]byte, gone []envelope.SID) {
+	t.Helper()
+	ctx := context.Background()
+	for id, want := range keys {
+		got, err := s.KeyAt(ctx, envelope.Ref{SID: id, Gen: 1})
+		if err != nil || !bytes.Equal(got.Key, want) {
+			t.Fatalf("key of %x: %v", id[:4], err)
+		}
+	}
+	for _, id := range gone {
+		if _, err := s.KeyAt(ctx, envelope.Ref{SID: id, Gen: 1}); err == nil {
+			t.Fatalf("the forgotten key of %x opens", id[:4])
+		}
+	}
+}
+
+// checkGens checks that each bucket of bs is at generation 2 with no re-key
+// pending and no live key under another generation.
+func checkGens(t *testing.T, db *storage.DB, bs []int) {
+	t.Helper()
+	for _, b := range bs {
+		var g, pending, stale int
+		if err := db.QueryRowContext(context.Background(), `SELECT gen, next_wrapped IS NOT NULL,
+			(SELECT count(*) FROM subjects WHERE bucket=buckets.id AND wrapped IS NOT NULL AND bucket_gen<>buckets.gen)
+			FROM buckets WHERE id=?`, b).Scan(&g, &pending, &stale); err != nil {
+			t.Fatal(err)
+		}
+		if g != 2 || pending != 0 || stale != 0 {
+			t.Fatalf("bucket %d at generation %d, re-key pending %d, %d keys under another generation", b, g, pending, stale)
+		}
+	}
+}
+
+// TestRekeyBuckets: one pass re-keys the buckets of many forgets, small
+// ones in groups and large ones chunk by chunk; every forgotten key is
+// gone after it and after the epoch, every other key still opens.
+func TestRekeyBuckets(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name       string
+		buckets, n int
+	}{
+		{"small buckets", 128, 700},   // about 5 keys a bucket: grouped
+		{"large buckets", 4, 300},     // 75 keys a bucket: chunked
+		{"both", 16, 16 * rekeyChunk}, // about 32 a bucket: some of each
+		{"many groups", 1024, 3000},   // several groups of 128 buckets
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s, db, keys, gone, bs := forgetMany(t, dir, tc.buckets, tc.n)
+			markers, err := keystore.NewShredder(s).RekeyBuckets(ctx, bs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, b := range bs {
+				if _, ok := markers[b]; !ok {
+					t.Fatalf("no marker for bucket %d", b)
+				}
+			}
+			checkGens(t, db, bs)
+			checkMany(t, s, keys, gone)
+			checkMany(t, reopen(t, dir, db), keys, gone)
+			if e, err := keystore.NewShredder(s).RunEpoch(ctx); err != nil || e.State != "done" {
+				t.Fatalf("epoch: %+v, %v", e, err)
+			}
+			checkMany(t, reopen(t, dir, db), keys, gone)
+		})
+	}
+}
+
+// rekeyChunk is keystore's: 32 subject keys a chunk.
+const rekeyChunk = 32
+
+// TestRekeyBucketsInterrupted: a pass cut between its transactions (a
+// trigger aborts one, as a crash there would lose it) keeps every live key
+// opening, returns the markers of the buckets it finished, and the next
+// pass, or an epoch, converges.
+func TestRekeyBucketsInterrupted(t *testing.T) {
+	ctx := context.Background()
+	cuts := []struct {
+		name, trigger string
+	}{
+		{"next keys", `CREATE TRIGGER cut BEFORE UPDATE OF next_wrapped ON buckets
+			WHEN NEW.next_wrapped IS NOT NULL AND NEW.id >= 500 BEGIN SELECT RAISE(ABORT, 'cut'); END`},
+		{"switch", `CREATE TRIGGER cut BEFORE UPDATE OF gen ON buckets
+			WHEN NEW.id >= 500 BEGIN SELECT RAISE(ABORT, 'cut'); END`},
+	}
+	for _, c := range cuts {
+		for _, resume := range []string{"next pass", "epoch"} {
+			t.Run(c.name+"/"+resume, func(t *testing.T) {
+				dir := t.TempDir()
+				s, db, keys, gone, bs := forgetMany(t, dir, 1024, 3000)
+				if _, err := db.ExecContext(ctx, c.trigger); err != nil {
+					t.Fatal(err)
+				}
+				markers, err := keystore.NewShredder(s).RekeyBuckets(ctx, bs)
+				if err == nil {
+					t.Fatal("the pass was not cut")
+				}
+				if len(markers) == 0 {
+					t.Fatal("no bucket re-keyed before the cut")
+				}
+				var done []int
+				for b := range markers {
+					if b >= 500 {
+						t.Fatalf("bucket %d reported re-keyed past the cut", b)
+					}
+					done = append(done, b)
+				}
+				checkGens(t, db, done)
+				if _, err := db.ExecContext(ctx, `DROP TRIGGER cut`); err != nil {
+					t.Fatal(err)
+				}
+				var pending int
+				if err := db.QueryRowContext(ctx, `SELECT count(*) FROM buckets WHERE next_wrapped IS NOT NULL`).Scan(&pending); err != nil {
+					t.Fatal(err)
+				}
+				if want := c.name == "switch"; (pending > 0) != want {
+					t.Fatalf("%d re-keys under way after a cut at the %s", pending, c.name)
+				}
+				r := reopen(t, dir, db)
+				checkMany(t, r, keys, gone)
+				if resume == "next pass" {
+					// The forgets of the buckets done are marked re-keyed:
+					// the next pass takes the others.
+					var rest []int
+					for _, b := range bs {
+						if _, ok := markers[b]; !ok {
+							rest = append(rest, b)
+						}
+					}
+					if _, err := keystore.NewShredder(r).RekeyBuckets(ctx, rest); err != nil {
+						t.Fatal(err)
+					}
+					checkGens(t, db, bs)
+				} else {
+					if e, err := keystore.NewShredder(r).RunEpoch(ctx); err != nil || e.State != "done" {
+						t.Fatalf("epoch: %+v, %v", e, err)
+					}
+					if err := db.QueryRowContext(ctx, `SELECT count(*) FROM buckets WHERE next_wrapped IS NOT NULL`).Scan(&pending); err != nil || pending != 0 {
+						t.Fatalf("%d re-keys under way after the epoch (%v)", pending, err)
+					}
+				}
+				checkMany(t, r, keys, gone)
+				checkMany(t, reopen(t, dir, db), keys, gone)
+			})
+		}
+	}
+}
