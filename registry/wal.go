@@ -184,6 +184,45 @@ func openWAL(dir string, key []byte, segBytes int64, folded uint64) (*wal, []wal
 	return w, out, slices.DeleteFunc(warnings, func(s string) bool { return s == "" }), nil
 }
 
+// Acknowledged returns the sequence number of the last registration in
+// the WAL in dir (0 for none), reading it without changing anything:
+// what a process beside the one that owns the WAL (shredd backup) asks
+// before it waits for the fold (BackupPoint) to reach it. A frame that
+// does not parse ends the reading there (it may be being written).
+func Acknowledged(dir string, key []byte) (uint64, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("registry: wal: %w", err)
+	}
+	var last uint64
+	for _, e := range entries {
+		first, ok := parseSegName(e.Name())
+		if !ok {
+			continue
+		}
+		b, err := datadir.Read(filepath.Join(dir, e.Name()), datadir.Secret, 1<<40)
+		if err != nil {
+			return 0, fmt.Errorf("registry: wal: %w", err)
+		}
+		seq := first
+		for off := 0; off < len(b); {
+			recs, n, err := parseFrame(b[off:], key, seq)
+			if err != nil {
+				break
+			}
+			off += n
+			seq += uint64(len(recs))
+		}
+		if seq > first {
+			last = max(last, seq-1)
+		}
+	}
+	return last, nil
+}
+
 // gapWarning says that the sequence numbers from..to-1 are in no segment.
 func gapWarning(from, to, folded uint64) string {
 	if to <= folded+1 {

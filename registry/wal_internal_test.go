@@ -101,6 +101,12 @@ func TestWALReadBack(t *testing.T) {
 	if w.next != uint64(len(all)+1) {
 		t.Fatalf("next %d, want %d", w.next, len(all)+1)
 	}
+	if n, err := Acknowledged(dir, testWALKey); err != nil || n != uint64(len(all)) {
+		t.Fatalf("acknowledged: %d, %v; want %d", n, err, len(all))
+	}
+	if n, err := Acknowledged(filepath.Join(dir, "none"), testWALKey); err != nil || n != 0 {
+		t.Fatalf("acknowledged of no WAL: %d, %v", n, err)
+	}
 	_, recs, _, err = openWAL(dir, testWALKey, 200, 4)
 	if err != nil || len(recs) != len(all)-4 || recs[0].seq != 5 {
 		t.Fatalf("after folded 4: %v, %d records", err, len(recs))

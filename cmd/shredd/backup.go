@@ -105,9 +105,10 @@ func writeBackup(ctx context.Context, db *storage.DB, path, dataDir, ledger, roo
 	if err != nil {
 		return sqlite.Manifest{}, err
 	}
-	// The registrations the copy holds at least: the registration WAL
-	// keeps what comes after, for a restore of this backup.
-	point, err := registry.BackupPoint(ctx, db)
+	// Every registration acknowledged before the backup into the copy:
+	// the server folds its registration WAL within a few tens of
+	// milliseconds (a stopped server's WAL waits for its next start).
+	point, err := waitFolded(ctx, db, dataDir)
 	if err != nil {
 		return sqlite.Manifest{}, err
 	}
@@ -119,6 +120,44 @@ func writeBackup(ctx context.Context, db *storage.DB, path, dataDir, ledger, roo
 		return m, err
 	}
 	return m, registry.RecordBackup(ctx, db, point)
+}
+
+// foldWait bounds how long a backup waits for the registrations
+// acknowledged before it to be folded into the database.
+const foldWait = 10 * time.Second
+
+// waitFolded waits until the database holds every registration the data
+// directory's registration WAL acknowledged when it was called, and
+// returns the registrations the database holds then (registry.BackupPoint:
+// the copy holds at least those; the WAL keeps what comes after, for a
+// restore of this backup). When the fold does not get there within
+// foldWait (no server runs, after a crash), the backup goes on without the
+// rest, which the WAL keeps and the next start folds, and says so.
+func waitFolded(ctx context.Context, db *storage.DB, dataDir string) (int64, error) {
+	secret, err := datadir.Read(filepath.Join(dataDir, node.SecretFile), datadir.Secret, 64<<10)
+	if err != nil {
+		return 0, err
+	}
+	acked, err := registry.Acknowledged(filepath.Join(dataDir, registry.WALDir), registry.WALKey(secret))
+	if err != nil {
+		return 0, err
+	}
+	deadline := time.Now().Add(foldWait)
+	for {
+		point, err := registry.BackupPoint(ctx, db)
+		if err != nil || uint64(point) >= acked {
+			return point, err
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintf(os.Stderr, "shredd backup: %d registrations acknowledged before the backup are not in the database yet (no server folds them); the registration WAL keeps them, and a restore of this backup registers them again while the WAL is kept\n", acked-uint64(point))
+			return point, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // manifestKey is the key that authenticates the data directory's backup
