@@ -537,22 +537,37 @@ func (s *Eraser) needEpoch(ctx context.Context, due bool) (bool, error) {
 // RunEpoch re-keys what is pending, runs a root epoch (or resumes an
 // interrupted one) and marks shredded the forgets it completes.
 func (s *Eraser) RunEpoch(ctx context.Context) (shredd.Epoch, error) {
+	e, _, err := runEpoch(ctx, s, nil)
+	return e, err
+}
+
+// runEpoch is RunEpoch; with need, it asks need again once it holds the
+// work lock and runs no epoch (ran false) when it says no: the background
+// work decided without the lock, and meanwhile another node may have
+// finished the interrupted epoch it saw, after which a fresh epoch would
+// rotate the root once more.
+func runEpoch(ctx context.Context, s *Eraser, need func(context.Context) (bool, error)) (_ shredd.Epoch, ran bool, _ error) {
 	unlock, err := s.lockWork(ctx)
 	if err != nil {
-		return shredd.Epoch{}, err
+		return shredd.Epoch{}, false, err
 	}
 	defer unlock()
 	if err := s.reconcileLocked(ctx); err != nil {
-		return shredd.Epoch{}, err
+		return shredd.Epoch{}, false, err
+	}
+	if need != nil {
+		if ok, err := need(ctx); err != nil || !ok {
+			return shredd.Epoch{}, false, err
+		}
 	}
 	e, err := s.shred.RunEpoch(ctx)
 	if err != nil {
-		return shredd.Epoch{}, mapKeyErr(err)
+		return shredd.Epoch{}, false, mapKeyErr(err)
 	}
 	if s.opts.AfterEpoch != nil {
 		s.opts.AfterEpoch()
 	}
-	return e, s.advanceShredded(ctx)
+	return e, true, s.advanceShredded(ctx)
 }
 
 // Run does the background work until ctx ends: reconcile whenever kicked and
@@ -603,7 +618,8 @@ func (s *Eraser) Run(ctx context.Context, interval time.Duration, log *slog.Logg
 			if err == nil && need {
 				start := s.opts.Now()
 				var e shredd.Epoch
-				if e, err = s.RunEpoch(ctx); err == nil {
+				var ran bool
+				if e, ran, err = runEpoch(ctx, s, func(ctx context.Context) (bool, error) { return s.needEpoch(ctx, due) }); err == nil && ran {
 					lastEpoch = start
 					log.Info("epoch done", "epoch", e.ID, "root_version", e.ToVersion, "retired", len(e.Retired), "duration_ms", time.Since(start).Milliseconds())
 				}
