@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/shredd/shredd/internal/crashpoint"
-	"github.com/shredd/shredd/storage"
 )
 
 // rekeyGroupKeys bounds the subject keys one transaction of RekeyBuckets
@@ -189,22 +188,11 @@ func (s *Shredder) groupKeys(ctx context.Context, group []rekeyRow) (olds, nks [
 	if err != nil {
 		return olds, nks, fmt.Errorf("keystore: rekey: %w", err)
 	}
-	// Relaxed, as RekeyBucket's: lost in a crash, the re-keys start over
-	// with other next keys.
-	err = s.t.db.Bulk(ctx, storage.BulkOptions{Relaxed: true}, func(tx *storage.Tx) error {
-		for j, i := range fresh {
-			res, err := tx.ExecContext(ctx, `UPDATE buckets SET next_wrapped=?, next_version=? WHERE id=? AND gen=? AND next_wrapped IS NULL`,
-				nw[j].Blob, nw[j].Version, group[i].id, group[i].gen)
-			if err != nil {
-				return fmt.Errorf("keystore: rekey: %w", err)
-			}
-			if n, _ := res.RowsAffected(); n != 1 {
-				return fmt.Errorf("keystore: rekey: bucket changed concurrently") // cannot happen under treeMu
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	ids, gens := make([]int, len(fresh)), make([]int64, len(fresh))
+	for j, i := range fresh {
+		ids[j], gens[j] = group[i].id, group[i].gen
+	}
+	if err := s.storeNextKeys(ctx, ids, gens, nw); err != nil {
 		return olds, nks, err
 	}
 	for j, i := range fresh {

@@ -48,6 +48,26 @@ func (s *Shredder) DestroySubject(ctx context.Context, sid envelope.SID) error {
 // bucket), at the price of more fsyncs per re-key.
 const rekeyChunk = 32
 
+// storeNextKeys records the next keys nw (wrapped by the root) of the
+// buckets ids at generations gens, which must have none, in one
+// transaction. Relaxed, as the chunks: lost in a crash, the re-keys start
+// over with other next keys.
+func (s *Shredder) storeNextKeys(ctx context.Context, ids []int, gens []int64, nw []Wrapped) error {
+	return s.t.db.Bulk(ctx, storage.BulkOptions{Relaxed: true}, func(tx *storage.Tx) error {
+		for j, b := range ids {
+			res, err := tx.ExecContext(ctx, `UPDATE buckets SET next_wrapped=?, next_version=? WHERE id=? AND gen=? AND next_wrapped IS NULL`,
+				nw[j].Blob, nw[j].Version, b, gens[j])
+			if err != nil {
+				return fmt.Errorf("keystore: rekey: %w", err)
+			}
+			if n, _ := res.RowsAffected(); n != 1 {
+				return fmt.Errorf("keystore: rekey: bucket changed concurrently") // cannot happen under treeMu
+			}
+		}
+		return nil
+	})
+}
+
 // RekeyBucket replaces the bucket's key with a fresh one and rewraps the
 // bucket's live DEKs under it, so the old bucket key (which may still open a
 // forgotten DEK in a backup) exists only wrapped under root versions the next
@@ -101,20 +121,7 @@ func (s *Shredder) rekeyLocked(ctx context.Context, b int) (int64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("keystore: rekey: %w", err)
 		}
-		// Relaxed, as the chunks: lost in a crash, the re-key starts over
-		// with another next key.
-		err = s.t.db.Bulk(ctx, storage.BulkOptions{Relaxed: true}, func(tx *storage.Tx) error {
-			res, err := tx.ExecContext(ctx, `UPDATE buckets SET next_wrapped=?, next_version=? WHERE id=? AND gen=? AND next_wrapped IS NULL`,
-				nw[0].Blob, nw[0].Version, b, oldGen)
-			if err != nil {
-				return fmt.Errorf("keystore: rekey: %w", err)
-			}
-			if n, _ := res.RowsAffected(); n != 1 {
-				return fmt.Errorf("keystore: rekey: bucket changed concurrently") // cannot happen under treeMu
-			}
-			return nil
-		})
-		if err != nil {
+		if err := s.storeNextKeys(ctx, []int{b}, []int64{oldGen}, nw); err != nil {
 			return 0, err
 		}
 		nextBlob, nextVersion = nw[0].Blob, sql.NullInt64{Int64: int64(nw[0].Version), Valid: true}
