@@ -101,18 +101,18 @@ func listBackups(dir string) ([]string, error) {
 // (sqlite.Backup), authenticated with the key derived from the data
 // directory's subject.key, and the forget ledger's position now.
 func writeBackup(ctx context.Context, db *storage.DB, path, dataDir, ledger, rootKind string) (sqlite.Manifest, error) {
-	key, err := manifestKey(dataDir)
+	secret, err := subjectSecret(dataDir)
 	if err != nil {
 		return sqlite.Manifest{}, err
 	}
 	// Every registration acknowledged before the backup into the copy:
 	// the server folds its registration WAL within a few tens of
 	// milliseconds (a stopped server's WAL waits for its next start).
-	point, err := waitFolded(ctx, db, dataDir)
+	point, err := waitFolded(ctx, db, dataDir, registry.WALKey(secret))
 	if err != nil {
 		return sqlite.Manifest{}, err
 	}
-	m, err := sqlite.Backup(ctx, db, path, sqlite.BackupOptions{RootKind: rootKind, ManifestKey: key, LedgerLines: ledgerLines(ledger)})
+	m, err := sqlite.Backup(ctx, db, path, sqlite.BackupOptions{RootKind: rootKind, ManifestKey: sqlite.ManifestKey(secret), LedgerLines: ledgerLines(ledger)})
 	if errors.Is(err, storage.ErrSchemaAltered) {
 		return m, fmt.Errorf("%w; the database was changed outside shredd, so no backup of it is written (restore would refuse it, and shredd serve refuses to start on it): remove the object after reading what it does, or restore the newest backup", err)
 	}
@@ -130,15 +130,12 @@ const foldWait = 10 * time.Second
 // directory's registration WAL acknowledged when it was called, and
 // returns the registrations the database holds then (registry.BackupPoint:
 // the copy holds at least those; the WAL keeps what comes after, for a
-// restore of this backup). When the fold does not get there within
-// foldWait (no server runs, after a crash), the backup goes on without the
-// rest, which the WAL keeps and the next start folds, and says so.
-func waitFolded(ctx context.Context, db *storage.DB, dataDir string) (int64, error) {
-	secret, err := datadir.Read(filepath.Join(dataDir, node.SecretFile), datadir.Secret, 64<<10)
-	if err != nil {
-		return 0, err
-	}
-	acked, err := registry.Acknowledged(filepath.Join(dataDir, registry.WALDir), registry.WALKey(secret))
+// restore of this backup). walKey is the WAL's MAC key (registry.WALKey).
+// When the fold does not get there within foldWait (no server runs, after
+// a crash), the backup goes on without the rest, which the WAL keeps and
+// the next start folds, and says so.
+func waitFolded(ctx context.Context, db *storage.DB, dataDir string, walKey []byte) (int64, error) {
+	acked, err := registry.Acknowledged(filepath.Join(dataDir, registry.WALDir), walKey)
 	if err != nil {
 		return 0, err
 	}
@@ -163,15 +160,22 @@ func waitFolded(ctx context.Context, db *storage.DB, dataDir string) (int64, err
 // manifestKey is the key that authenticates the data directory's backup
 // manifests (sqlite.ManifestKey of subject.key).
 func manifestKey(dataDir string) ([]byte, error) {
+	secret, err := subjectSecret(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	return sqlite.ManifestKey(secret), nil
+}
+
+// subjectSecret reads the data directory's subject.key, from which the
+// backup manifests' key and the registration WAL's key derive.
+func subjectSecret(dataDir string) ([]byte, error) {
 	path := filepath.Join(dataDir, node.SecretFile)
 	secret, err := datadir.Read(path, datadir.Secret, 64<<10)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s is missing: backup manifests are authenticated with it; put back the data directory's secrets from where you keep them (docs/operations.md), then run the command again", path)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return sqlite.ManifestKey(secret), nil
+	return secret, err
 }
 
 // ledgerLines counts the lines of the forget ledger at path: -1 when it
