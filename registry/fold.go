@@ -122,14 +122,8 @@ func openWALState(ctx context.Context, s *Registry) error {
 	}
 	// Fold what was left before serving: the readers then start from
 	// complete tables, and a ledger reconciliation after Open sees them.
-	for {
-		n, err := ws.foldOnce(ctx)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			break
-		}
+	if err := ws.foldAll(ctx); err != nil {
+		return err
 	}
 	if _, err := ws.truncate(ctx); err != nil {
 		return err
@@ -226,6 +220,16 @@ func (ws *walState) run() {
 			if _, err := ws.truncate(context.Background()); err != nil {
 				ws.log.Error("registration WAL: removing folded segments failed", "err", err)
 			}
+		}
+	}
+}
+
+// foldAll folds until the tail is empty or a fold fails.
+func (ws *walState) foldAll(ctx context.Context) error {
+	for {
+		n, err := ws.foldOnce(ctx)
+		if err != nil || n == 0 {
+			return err
 		}
 	}
 }
@@ -524,12 +528,7 @@ func (ws *walState) close() {
 	<-ws.done
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for {
-		n, err := ws.foldOnce(ctx)
-		if err != nil || n == 0 {
-			break // what is left is in the WAL: the next Open folds it
-		}
-	}
+	_ = ws.foldAll(ctx) // what is left is in the WAL: the next Open folds it
 	ws.segMu.Lock()
 	_ = ws.w.close()
 	ws.segMu.Unlock()

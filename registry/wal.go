@@ -207,17 +207,8 @@ func Acknowledged(dir string, key []byte) (uint64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("registry: wal: %w", err)
 		}
-		seq := first
-		for off := 0; off < len(b); {
-			recs, n, err := parseFrame(b[off:], key, seq)
-			if err != nil {
-				break
-			}
-			off += n
-			seq += uint64(len(recs))
-		}
-		if seq > first {
-			last = max(last, seq-1)
+		if recs, _, _ := scanFrames(b, key, first); len(recs) > 0 {
+			last = max(last, recs[len(recs)-1].seq)
 		}
 	}
 	return last, nil
@@ -265,30 +256,38 @@ func (w *wal) readSegment(seg *walSegment, last bool, warnings *[]string) ([]wal
 	if err != nil {
 		return nil, fmt.Errorf("registry: wal: %w", err)
 	}
-	seg.last = seg.first - 1
-	seg.size = int64(len(b))
+	out, off, err := scanFrames(b, w.key, seg.first)
+	seg.last = seg.first - 1 + uint64(len(out))
+	seg.size = int64(off)
+	if err == nil {
+		return out, nil
+	}
+	if !last || errors.Is(err, errFrameMAC) || validFrameAfter(b[off+1:], w.key, seg.last+1) {
+		return nil, fmt.Errorf("registry: wal: %s at byte %d: %w: %v", seg.path, off, ErrWALDamaged, err)
+	}
+	// A torn last frame: never synced, never acknowledged.
+	if err := cutFile(seg.path, int64(off)); err != nil {
+		return nil, err
+	}
+	*warnings = append(*warnings, fmt.Sprintf("registration WAL: cut a torn last frame of %d bytes from %s (never acknowledged)", len(b)-off, filepath.Base(seg.path)))
+	return out, nil
+}
+
+// scanFrames parses the frames of a segment's bytes b, the first starting
+// with sequence number first, and returns their registrations, the offset
+// where it stopped (len(b) when every frame parsed) and the error there.
+func scanFrames(b, key []byte, first uint64) ([]walRecord, int, error) {
 	var out []walRecord
 	off := 0
 	for off < len(b) {
-		recs, n, err := parseFrame(b[off:], w.key, seg.last+1)
-		if err == nil {
-			out = append(out, recs...)
-			seg.last += uint64(len(recs))
-			off += n
-			continue
+		recs, n, err := parseFrame(b[off:], key, first+uint64(len(out)))
+		if err != nil {
+			return out, off, err
 		}
-		if !last || errors.Is(err, errFrameMAC) || validFrameAfter(b[off+1:], w.key, seg.last+1) {
-			return nil, fmt.Errorf("registry: wal: %s at byte %d: %w: %v", seg.path, off, ErrWALDamaged, err)
-		}
-		// A torn last frame: never synced, never acknowledged.
-		if err := cutFile(seg.path, int64(off)); err != nil {
-			return nil, err
-		}
-		seg.size = int64(off)
-		*warnings = append(*warnings, fmt.Sprintf("registration WAL: cut a torn last frame of %d bytes from %s (never acknowledged)", len(b)-off, filepath.Base(seg.path)))
-		break
+		out = append(out, recs...)
+		off += n
 	}
-	return out, nil
+	return out, off, nil
 }
 
 // validFrameAfter reports whether a whole valid frame starting with
