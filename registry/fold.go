@@ -385,7 +385,7 @@ func (ws *walState) records(batch []recordReq, kinds map[string]bool) []error {
 	}
 	accepted := make([]*Registration, 0, len(batch))
 	for i := range batch {
-		if errs[i] = ws.checkKindAndLive(ctx, kinds, notLive, &batch[i]); errs[i] == nil {
+		if errs[i] = checkRecord(ctx, ws.db, kinds, notLive, &batch[i].Registration); errs[i] == nil {
 			accepted = append(accepted, &batch[i].Registration)
 		}
 	}
@@ -435,29 +435,6 @@ func (ws *walState) waitRoom() {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-}
-
-// checkKindAndLive checks one registration of a WAL group: every lineage
-// subject live (notLive holds the refs of the group that are not), the
-// kind registered (known caches the kinds seen: a kind is never deleted).
-func (ws *walState) checkKindAndLive(ctx context.Context, known map[string]bool, notLive map[envelope.Ref]error, r *recordReq) error {
-	for _, ref := range r.Lineage {
-		if err := notLive[ref]; err != nil {
-			return MapKeyErr(err)
-		}
-	}
-	if known[r.Kind] {
-		return nil
-	}
-	ok, err := kindRegistered(ctx, ws.db, r.Kind)
-	if err != nil {
-		return fmt.Errorf("sealing: record: %w", err)
-	}
-	if !ok {
-		return fmt.Errorf("sealing: kind %q: %w", r.Kind, shredd.ErrUnknownKind)
-	}
-	known[r.Kind] = true
-	return nil
 }
 
 // checkLiveCached returns the refs of the group that are not live, with

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/shredd/shredd/storage"
 	"time"
 
 	"github.com/shredd/shredd"
@@ -66,10 +65,16 @@ func (s *Registry) KindRegistered(ctx context.Context, name string) (bool, error
 	return kindRegistered(ctx, s.db, name)
 }
 
-// kindRegistered is KindRegistered over db.
-func kindRegistered(ctx context.Context, db *storage.DB, name string) (bool, error) {
+// rowQuerier runs a query for one row: the database, a transaction, or
+// a group's prepared statements (txStmts).
+type rowQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// kindRegistered is KindRegistered through q.
+func kindRegistered(ctx context.Context, q rowQuerier, name string) (bool, error) {
 	var one int
-	switch err := db.QueryRowContext(ctx, `SELECT 1 FROM kinds WHERE name=?`, name).Scan(&one); {
+	switch err := q.QueryRowContext(ctx, `SELECT 1 FROM kinds WHERE name=?`, name).Scan(&one); {
 	case errors.Is(err, sql.ErrNoRows):
 		return false, nil
 	case err != nil:

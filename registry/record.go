@@ -207,7 +207,7 @@ func (s *Registry) writeGroup(batch []recordReq, kinds map[string]bool) ([]error
 	errs := make([]error, len(batch))
 	rows := make([]recordReq, 0, len(batch))
 	for i, r := range batch {
-		if errs[i] = s.checkRecord(ctx, st, kinds, notLive, r); errs[i] == nil {
+		if errs[i] = checkRecord(ctx, st, kinds, notLive, &r.Registration); errs[i] == nil {
 			rows = append(rows, r)
 		}
 	}
@@ -265,11 +265,12 @@ func (t *txStmts) close() {
 	}
 }
 
-// checkRecord checks one registration inside the transaction: every
+// checkRecord checks one registration, inside the group's transaction or,
+// with the registration WAL, against the database its writer reads: every
 // lineage subject still live at its generation (the barrier: notLive holds
-// the refs of the group that are not, keystore.CheckLiveMany), the kind
-// registered. known caches the kinds seen registered.
-func (s *Registry) checkRecord(ctx context.Context, st *txStmts, known map[string]bool, notLive map[envelope.Ref]error, r recordReq) error {
+// the refs of the group that are not), the kind registered. known caches
+// the kinds seen registered (a kind is never deleted).
+func checkRecord(ctx context.Context, q rowQuerier, known map[string]bool, notLive map[envelope.Ref]error, r *Registration) error {
 	for _, ref := range r.Lineage {
 		if err := notLive[ref]; err != nil {
 			return MapKeyErr(err)
@@ -278,12 +279,12 @@ func (s *Registry) checkRecord(ctx context.Context, st *txStmts, known map[strin
 	if known[r.Kind] {
 		return nil
 	}
-	var one int
-	switch err := st.QueryRowContext(ctx, `SELECT 1 FROM kinds WHERE name=?`, r.Kind).Scan(&one); {
-	case errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("sealing: kind %q: %w", r.Kind, shredd.ErrUnknownKind)
-	case err != nil:
+	ok, err := kindRegistered(ctx, q, r.Kind)
+	if err != nil {
 		return fmt.Errorf("sealing: record: %w", err)
+	}
+	if !ok {
+		return fmt.Errorf("sealing: kind %q: %w", r.Kind, shredd.ErrUnknownKind)
 	}
 	known[r.Kind] = true
 	return nil
