@@ -143,6 +143,12 @@ func (c *core) keyEvidence(ctx context.Context, r forgetRow, k *attest.KeyEviden
 	default:
 		k.RootStore = attest.RootStoreVaultTransit
 	}
+	// The root store asked now, not this node's last read of it (on many
+	// nodes another node ran the epoch): a Vault root store's description
+	// is the key configuration this read returned.
+	if _, err := c.shred.RootVersions(ctx); err != nil {
+		return fmt.Errorf("erasure: attestation: %w", err)
+	}
 	if d := root.Describe(); d.Name != "" {
 		k.RootKeyConfig = &attest.RootKeyConfig{Name: d.Name, Type: d.Type, Exportable: d.Exportable, AllowPlaintextBackup: d.AllowPlaintextBackup,
 			MinAvailableVersion: d.MinAvailableVersion, LatestVersion: d.LatestVersion}

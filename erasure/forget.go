@@ -64,7 +64,7 @@ func (c *core) queryForgets(ctx context.Context, tail string, args ...any) ([]fo
 
 func ts(n sql.NullInt64) time.Time { return registry.Time(n) }
 
-func (s *Eraser) view(ctx context.Context, r forgetRow) (shredd.Forget, error) {
+func (s *Eraser) view(ctx context.Context, r forgetRow, rr *rootRead) (shredd.Forget, error) {
 	f := shredd.Forget{ID: r.id, State: r.state, Barrier: r.barrier.Int64,
 		RequestedAt: time.Unix(0, r.requested).UTC(), Deadline: time.Unix(0, r.deadline).UTC(),
 		CommittedAt: ts(r.committed), RekeyedAt: ts(r.rekeyed), ShreddedAt: ts(r.shredded), ErasedAt: ts(r.erased),
@@ -106,7 +106,7 @@ func (s *Eraser) view(ctx context.Context, r forgetRow) (shredd.Forget, error) {
 	if r.erased.Valid {
 		v, err = s.proofOf(ctx, r.id) // the evidence that erased it, as it was
 	} else {
-		v, _, err = s.verification(ctx, r)
+		v, _, err = s.verification(ctx, r, rr)
 	}
 	if err != nil {
 		return shredd.Forget{}, err
@@ -164,7 +164,7 @@ func (s *Eraser) Forget(ctx context.Context, subject string) (shredd.Forget, err
 			if err := s.ledgerAppend(ctx, r.id); err != nil { // an earlier answer failed there
 				return shredd.Forget{}, err
 			}
-			if f, err = s.view(ctx, r); err != nil {
+			if f, err = s.view(ctx, r, nil); err != nil {
 				return shredd.Forget{}, err
 			}
 		}
@@ -284,7 +284,7 @@ func (s *Eraser) GetForget(ctx context.Context, id shredd.ID) (shredd.Forget, er
 	if err != nil {
 		return shredd.Forget{}, fmt.Errorf("erasure: forget: %w", err)
 	}
-	return s.view(ctx, r)
+	return s.view(ctx, r, nil)
 }
 
 // Forgets lists forgets, newest first, optionally only those in state.
@@ -299,11 +299,12 @@ func (s *Eraser) Forgets(ctx context.Context, state string, limit int) ([]shredd
 		return nil, err
 	}
 	out := []shredd.Forget{}
+	var rr rootRead // the root store asked once for the listing
 	for _, r := range rs {
 		if len(out) == limit {
 			break
 		}
-		f, err := s.view(ctx, r)
+		f, err := s.view(ctx, r, &rr)
 		if err != nil {
 			return nil, err
 		}

@@ -83,8 +83,9 @@ func (s *Eraser) ListForgets(ctx context.Context, q shredd.ForgetQuery) (shredd.
 		copy(id[:], last.id[:])
 		page.Next = shredd.ForgetCursor{RequestedAt: ts0(last.requested), ID: id}.String()
 	}
+	var rr rootRead // the root store asked once for the page
 	for _, r := range rs {
-		f, err := s.view(ctx, r)
+		f, err := s.view(ctx, r, &rr)
 		if err != nil {
 			return shredd.ForgetPage{}, err
 		}

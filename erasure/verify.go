@@ -17,11 +17,36 @@ import (
 	"github.com/shredd/shredd/keystore"
 )
 
+// rootRead is the root store's report of its versions, read from the root
+// store itself (keystore.Shredder.RootVersions) at most once for one pass
+// of verification: a listing of many forgets or a background pass asks
+// the root store once, and never judges from a node's earlier read (on
+// many nodes, another node's epoch changed the root store since then).
+// The zero value is ready; a nil *rootRead reads afresh at every call.
+type rootRead struct {
+	v    keystore.Versions
+	err  error
+	done bool
+}
+
+// versions returns the root store's versions, read on first use.
+func (rr *rootRead) versions(ctx context.Context, shred *keystore.Shredder) (keystore.Versions, error) {
+	if rr == nil {
+		return shred.RootVersions(ctx)
+	}
+	if !rr.done {
+		rr.v, rr.err = shred.RootVersions(ctx)
+		rr.done = rr.err == nil // a failed read is tried again by the next forget of the pass
+	}
+	return rr.v, rr.err
+}
+
 // verification evaluates the five conditions of a committed forget. It reads
 // the registry and the key tree and writes nothing: the lineage by subject
 // through lineage_all, the settled and the staged rows (registry.Registry.Settle), so
-// that a forget's answer never waits for a settle.
-func (s *Eraser) verification(ctx context.Context, r forgetRow) ([]shredd.Condition, bool, error) {
+// that a forget's answer never waits for a settle. The root store's
+// versions come from rr (read afresh for the pass).
+func (s *Eraser) verification(ctx context.Context, r forgetRow, rr *rootRead) ([]shredd.Condition, bool, error) {
 	now := s.opts.Now()
 	var out []shredd.Condition
 	allOK := true
@@ -124,7 +149,7 @@ func (s *Eraser) verification(ctx context.Context, r forgetRow) ([]shredd.Condit
 	case !lookupFails:
 		add(shredd.CondReadPathConverged, false, "", lookupWhy)
 	default:
-		if gone, why := s.rootVersionsGone(ctx, r); !gone {
+		if gone, why := s.rootVersionsGone(ctx, r, rr); !gone {
 			add(shredd.CondReadPathConverged, false, "", why)
 		} else {
 			add(shredd.CondReadPathConverged, true, convergedWhy+", "+why+" and "+lookupWhy, "")
@@ -162,14 +187,12 @@ func (s *Eraser) verification(ctx context.Context, r forgetRow) ([]shredd.Condit
 	return out, allOK, nil
 }
 
-// lookupFails tries to get the forgotten subject's key through the normal
-// path, the one every decrypt takes: it must fail as shredded.
 // rootVersionsGone asks the root store's own report (not the database's
 // record of the epoch) whether the root versions that wrapped the subject's bucket key
 // before the forget's epoch are destroyed: its oldest available version
 // must be the epoch's new one or later. With per-subject keys the subject's
 // own key is asked for instead.
-func (s *Eraser) rootVersionsGone(ctx context.Context, r forgetRow) (bool, string) {
+func (s *Eraser) rootVersionsGone(ctx context.Context, r forgetRow, rr *rootRead) (bool, string) {
 	if s.keys.PerSubject() {
 		return true, "the subject's own key is deleted"
 	}
@@ -180,20 +203,23 @@ func (s *Eraser) rootVersionsGone(ctx context.Context, r forgetRow) (bool, strin
 	if err != nil {
 		return false, "the forget's epoch could not be read"
 	}
-	// Judged from the root store's own report of its key as it last read it
-	// (Vault: at the epoch's trim or later, and destroyed versions do not
-	// come back), so that verifying makes no call to the backend.
-	d := s.keys.Root().Describe()
-	if d.LatestVersion == 0 {
-		return false, "the root store has not reported its key since the start: that the old root versions are gone cannot be confirmed yet"
+	// Judged from the root store asked now, not from this node's last read
+	// of it: with many nodes the epoch may have run on another node, and
+	// this node's last read may predate its trim. An unreachable root store
+	// keeps the condition pending.
+	v, err := rr.versions(ctx, s.shred)
+	if err != nil {
+		return false, "the root store did not answer: that the old root versions are gone cannot be confirmed now"
 	}
-	minAvail := d.MinAvailableVersion
+	minAvail := v.MinAvailable
 	if minAvail < e.ToVersion {
 		return false, fmt.Sprintf("the root store still holds root version %d (the epoch destroys every version below %d)", minAvail, e.ToVersion)
 	}
 	return true, fmt.Sprintf("the root store reports every version below %d destroyed", e.ToVersion)
 }
 
+// lookupFails tries to get the forgotten subject's key through the normal
+// path, the one every decrypt takes: it must fail as shredded.
 func (s *Eraser) lookupFails(ctx context.Context, r forgetRow) (bool, string) {
 	gen := uint32(r.gen.Int64)
 	if gen == 0 {
@@ -216,17 +242,17 @@ func (s *Eraser) Verify(ctx context.Context, id shredd.ID) (shredd.Forget, error
 	if err != nil {
 		return s.GetForget(ctx, id) // the same not-found and errors
 	}
-	if err := s.verifyRow(ctx, r); err != nil {
+	if err := s.verifyRow(ctx, r, nil); err != nil {
 		return shredd.Forget{}, err
 	}
 	return s.GetForget(ctx, id)
 }
 
-func (s *Eraser) verifyRow(ctx context.Context, r forgetRow) error {
+func (s *Eraser) verifyRow(ctx context.Context, r forgetRow, rr *rootRead) error {
 	if r.erased.Valid || r.state != shredd.StateShredded {
 		return nil
 	}
-	conds, ok, err := s.verification(ctx, r)
+	conds, ok, err := s.verification(ctx, r, rr)
 	if err != nil || !ok {
 		return err
 	}
@@ -318,8 +344,9 @@ func (s *Eraser) verifyAll(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var rr rootRead // the root store asked once for the pass
 	for _, r := range pending {
-		if err := s.verifyRow(ctx, r); err != nil {
+		if err := s.verifyRow(ctx, r, &rr); err != nil {
 			return err
 		}
 	}
