@@ -102,6 +102,8 @@ type server struct {
 	cmd     *exec.Cmd
 	done    chan struct{} // closed when the process has exited
 	waitErr error         // set before done is closed
+
+	ring *ring // when set, each request goes to the next node of a cluster instead
 }
 
 // startServer starts the real binary on 127.0.0.1:0 with dataDir and waits
@@ -328,7 +330,12 @@ func (s *server) callToken(method, path, token string, body any) (reply, error) 
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, s.base+path, rd)
+	base, client := s.base, s.client
+	if s.ring != nil {
+		n := s.ring.next()
+		base, client = n.base, n.client
+	}
+	req, err := http.NewRequest(method, base+path, rd)
 	if err != nil {
 		return reply{}, err
 	}
@@ -338,7 +345,7 @@ func (s *server) callToken(method, path, token string, body any) (reply, error) 
 	if token != "-" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := s.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return reply{}, err
 	}

@@ -56,30 +56,38 @@ type storySubject struct {
 	salt    string // hex
 }
 
+// stories are the seven stories; each starts its server with the
+// storyStart it is given.
+var stories = []struct {
+	name string
+	run  func(*testing.T, storyStart)
+}{
+	{"1_summarizer_resurrection", storySummarizerResurrection},
+	{"2_embedding_residual", storyEmbeddingResidual},
+	{"3_replica_read_back", storyReplicaReadBack},
+	{"4_upstream_derivatives", storyUpstreamDerivatives},
+	{"5_rederivation_race", storyRederivationRace},
+	{"6_aggregate_spread", storyAggregateSpread},
+	{"7_ack_without_proof", storyAckWithoutProof},
+}
+
+// storyStart starts what a story talks to, with extra flags: one server
+// (storyServer), or several nodes behind one *server (TestStoriesRoundRobin).
+type storyStart func(t *testing.T, extra ...string) *server
+
 // TestStories plays the seven stories, in parallel, each on its own server.
 func TestStories(t *testing.T) {
-	for _, st := range []struct {
-		name string
-		run  func(*testing.T)
-	}{
-		{"1_summarizer_resurrection", storySummarizerResurrection},
-		{"2_embedding_residual", storyEmbeddingResidual},
-		{"3_replica_read_back", storyReplicaReadBack},
-		{"4_upstream_derivatives", storyUpstreamDerivatives},
-		{"5_rederivation_race", storyRederivationRace},
-		{"6_aggregate_spread", storyAggregateSpread},
-		{"7_ack_without_proof", storyAckWithoutProof},
-	} {
+	for _, st := range stories {
 		t.Run(st.name, func(t *testing.T) {
 			t.Parallel()
-			st.run(t)
+			st.run(t, storyServer)
 		})
 	}
 }
 
 // 1. Summarizer resurrection: a worker loaded the subject's entries before
 // the forget and writes a derived profile after it.
-func storySummarizerResurrection(t *testing.T) {
+func storySummarizerResurrection(t *testing.T, storyServer storyStart) {
 	// Leases of 8s: long enough that every "still pending" below is checked
 	// well before the summarizer's last lease expires.
 	s := storyServer(t, "--lease-ttl", "8s")
@@ -178,7 +186,7 @@ func storySummarizerResurrection(t *testing.T) {
 
 // 2. Embedding residual: an ANN index keeps returning the orphaned vector
 // until its next compaction.
-func storyEmbeddingResidual(t *testing.T) {
+func storyEmbeddingResidual(t *testing.T, storyServer storyStart) {
 	const amir = "amir@example.com"
 	s := storyServer(t)
 	s.putKinds(t, "episodic", "embedding")
@@ -274,7 +282,7 @@ func storyEmbeddingResidual(t *testing.T) {
 // 3. Replica read-back: a lagging replica serves the deleted record. Here
 // the replica is a separate process holding its own copy of the ciphertext
 // (a file), reading it back through the shredd CLI and over HTTP.
-func storyReplicaReadBack(t *testing.T) {
+func storyReplicaReadBack(t *testing.T, storyServer storyStart) {
 	s := storyServer(t)
 	s.putKinds(t, "episodic")
 	const ctx = "tenant=acme"
@@ -370,7 +378,7 @@ func storyReplicaReadBack(t *testing.T) {
 
 // 4. Upstream derivatives: a summary made three hops earlier still carries
 // the erased attribute.
-func storyUpstreamDerivatives(t *testing.T) {
+func storyUpstreamDerivatives(t *testing.T, storyServer storyStart) {
 	s := storyServer(t)
 	s.putKinds(t, "episodic", "summary", "embedding")
 	rec, _ := s.sealWith(t, map[string]any{"subject": storyAlice, "kind": "episodic", "holder": "episodic-log"}, "Alice was diagnosed with asthma.", "")
@@ -426,7 +434,7 @@ func storyUpstreamDerivatives(t *testing.T) {
 
 // 5. Re-derivation race: an index rebuild re-creates the embedding from a
 // peer's raw copy while the forget runs.
-func storyRederivationRace(t *testing.T) {
+func storyRederivationRace(t *testing.T, storyServer storyStart) {
 	s := storyServer(t)
 	s.putKinds(t, "episodic", "embedding")
 	rec, _ := s.sealWith(t, map[string]any{"subject": storyAlice, "kind": "episodic", "holder": "peer-agent-7"}, "Alice's raw note: lost her job in March.", "")
@@ -635,7 +643,7 @@ func storyRederivationRace(t *testing.T) {
 
 // 6. Aggregate spread: the subject's data is spread across aggregates where
 // no single row can be deleted.
-func storyAggregateSpread(t *testing.T) {
+func storyAggregateSpread(t *testing.T, storyServer storyStart) {
 	s := storyServer(t)
 	s.putKinds(t, "episodic", "summary", "embedding")
 	const ctx = "team=blue"
@@ -717,7 +725,7 @@ func storyAggregateSpread(t *testing.T) {
 
 // 7. Ack without proof: a peer answers "deleted" but keeps a derived copy;
 // the coordinator counts acks.
-func storyAckWithoutProof(t *testing.T) {
+func storyAckWithoutProof(t *testing.T, storyServer storyStart) {
 	s := storyServer(t, "--forget-deadline", "5s")
 	s.putKinds(t, "episodic", "embedding")
 	rec, _ := s.sealWith(t, map[string]any{"subject": storyAlice, "kind": "episodic", "holder": "episodic-log"}, "Alice's salary is 80k.", "")
@@ -1545,8 +1553,12 @@ func (s *server) checkAttestation(t *testing.T, f storyForget, closed map[string
 		!tl.Shredded.Equal(*f.ShreddedAt) || !tl.Erased.Equal(*f.ErasedAt) {
 		t.Fatalf("attestation timeline %+v is not the forget's:\n%s", tl, f)
 	}
-	if k := p.KeyEvidence; k.RootStore != attest.RootStoreLocal || k.Epoch != f.Epoch || len(k.Retired) == 0 {
-		t.Fatalf("attestation key evidence %+v, want the local root, epoch %d and the retired root versions", k, f.Epoch)
+	wantRoot := attest.RootStoreLocal
+	if s.ring != nil { // the nodes of TestStoriesRoundRobin share a Vault root
+		wantRoot = attest.RootStoreVaultTransit
+	}
+	if k := p.KeyEvidence; k.RootStore != wantRoot || k.Epoch != f.Epoch || len(k.Retired) == 0 {
+		t.Fatalf("attestation key evidence %+v, want the %s root, epoch %d and the retired root versions", k, wantRoot, f.Epoch)
 	}
 	// Residuals: root store snapshots always; collateral aggregates and
 	// holder trust when there are such artifacts.
