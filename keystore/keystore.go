@@ -79,7 +79,9 @@ type RootStore interface {
 	// Versions reports the latest and the oldest available version.
 	Versions(ctx context.Context) (Versions, error)
 	// Describe returns the root key's description as last read from the
-	// backend, for the key evidence of attestations; it makes no call.
+	// backend, for the key evidence of attestations; it makes no call, so
+	// a caller that needs the root store's state now (another node may
+	// have trimmed it since) calls Versions first.
 	Describe() KeyDescription
 	// LedgerHead returns the head of the forget ledger of slot (a data
 	// directory's id) last kept with the root, or an error wrapping
