@@ -142,7 +142,7 @@ func (c *cluster) checkAttestation(t *testing.T, s *server, f forgetView, subjec
 	}
 	k := st.Predicate.KeyEvidence
 	tk := readTransitKey(t, c.vault, c.mount, c.key)
-	if k.RootKeyConfig == nil || k.RootKeyConfig.MinAvailableVersion < tk.MinAvailable || k.RootKeyConfig.MinAvailableVersion <= k.RetiredRootVersions[len(k.RetiredRootVersions)-1] ||
+	if k.RootKeyConfig == nil || len(k.RetiredRootVersions) == 0 || k.RootKeyConfig.MinAvailableVersion < tk.MinAvailable || k.RootKeyConfig.MinAvailableVersion <= k.RetiredRootVersions[len(k.RetiredRootVersions)-1] ||
 		k.RootKeyConfig.LatestVersion < k.RootKeyConfig.MinAvailableVersion || k.RootKeyConfig.LatestVersion > tk.Latest {
 		t.Fatalf("attestation through %s: key evidence %+v (%+v), Vault now %+v: not what the root store reports", s.name, k, k.RootKeyConfig, tk)
 	}
@@ -227,6 +227,7 @@ func TestClusterEpochRunnerDies(t *testing.T) {
 		// its cache TTL bound it; the rest is polling and the others' 1 s
 		// background tick.
 		got := waitErased(t, f.Forget, killed.Add(2*time.Second+convergeTTL+10*time.Second), a, cc)
+		t.Logf("%s: erased through the other nodes %v after the kill (bound: last heartbeat + 2s + TTL %v)", how, time.Since(killed).Round(10*time.Millisecond), convergeTTL)
 		if !strings.Contains(readPath(got).Reason, "every node") {
 			t.Fatalf("%s: erased without accounting for every node: %+v", how, readPath(got))
 		}
@@ -261,6 +262,7 @@ func TestClusterNodeGoneForGood(t *testing.T) {
 	if earliest := killed.Add(-time.Second + 2*time.Second + convergeTTL - 500*time.Millisecond); got.ErasedAt == nil || got.ErasedAt.Before(earliest) {
 		t.Fatalf("erased at %v, before the dead node's cache could have let go (%v)", got.ErasedAt, earliest)
 	}
+	t.Logf("erased at %v after the kill (bound: last heartbeat + 2s + TTL %v)", got.ErasedAt.Sub(killed).Round(10*time.Millisecond), convergeTTL)
 	if rp := readPath(got); !strings.Contains(rp.Reason, "every node (3)") {
 		t.Fatalf("erased without the dead node in the count: %+v", rp)
 	}
