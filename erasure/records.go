@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/keystore"
@@ -56,6 +57,8 @@ type records struct {
 	kept    map[shredd.ID]bool // forgets in a record read or written by this process
 	pending []ledgerLine       // lines whose record could not be written yet
 	loaded  bool               // the records were read at start-up (ReconcileLedger)
+	dropped int                // the root's oldest available version when records were last dropped below it
+	checked time.Time          // when the root's versions were last read for that
 }
 
 // newRecords returns the records of root, or nil when the root store
@@ -325,5 +328,44 @@ func syncRecords(ctx context.Context, s *Eraser) error {
 			return err
 		}
 	}
-	return r.retry(ctx)
+	if err := r.retry(ctx); err != nil {
+		return err
+	}
+	return dropUseless(ctx, s)
+}
+
+// dropInterval is how often the background work reads the root's versions
+// to drop the records an epoch made useless.
+const dropInterval = 10 * time.Second
+
+// dropUseless drops the records of root versions an epoch destroyed (on
+// any node: whichever sees the new oldest version first).
+func dropUseless(ctx context.Context, s *Eraser) error {
+	r := s.records
+	r.mu.Lock()
+	due := time.Since(r.checked) >= dropInterval
+	if due {
+		r.checked = time.Now()
+	}
+	r.mu.Unlock()
+	if !due {
+		return nil
+	}
+	v, err := s.keys.Root().Versions(ctx)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	grew := v.MinAvailable > r.dropped
+	r.mu.Unlock()
+	if !grew {
+		return nil
+	}
+	if _, err := r.drop(ctx, v.MinAvailable); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.dropped = v.MinAvailable
+	r.mu.Unlock()
+	return nil
 }
