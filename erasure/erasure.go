@@ -89,6 +89,9 @@ type core struct {
 	hasher *registry.Hasher
 	opts   Options
 	kick   chan struct{} // wakes the background work (wake)
+	// records are the forget records kept with the root store, when it
+	// keeps them (nil otherwise).
+	records *records
 }
 
 var _ shredd.Eraser = (*Eraser)(nil)
@@ -106,7 +109,7 @@ func New(db *storage.DB, reg *registry.Registry, keys *keystore.Tree, hasher *re
 		opts.Rand = rand.Reader
 	}
 	s := &Eraser{core: &core{db: db, reg: reg, keys: keys, shred: keystore.NewShredder(keys), follow: keystore.NewFollower(keys),
-		hasher: hasher, opts: opts, kick: make(chan struct{}, 1)}}
+		hasher: hasher, opts: opts, kick: make(chan struct{}, 1), records: newRecords(keys.Root(), opts.Ledger)}}
 	s.group = &committer{s: s}
 	return s
 }

@@ -584,7 +584,7 @@ func (s *Eraser) Run(ctx context.Context, interval time.Duration, log *slog.Logg
 		lastEpoch = e.StartedAt
 	}
 	backoff := time.Second
-	var headWarned time.Time
+	var headWarned, recordsWarned time.Time
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
@@ -599,6 +599,10 @@ func (s *Eraser) Run(ctx context.Context, interval time.Duration, log *slog.Logg
 		if herr := s.keepLedgerHead(ctx, false); herr != nil && ctx.Err() == nil && time.Since(headWarned) > time.Minute {
 			headWarned = time.Now() // once a minute, not every second
 			log.Warn("the forget ledger's head could not be kept with the root; retrying", "error", herr.Error())
+		}
+		if rerr := syncRecords(ctx, s); rerr != nil && ctx.Err() == nil && time.Since(recordsWarned) > time.Minute {
+			recordsWarned = time.Now()
+			log.Warn("the forget records could not be read or kept with the root store; retrying", "error", rerr.Error())
 		}
 		err := s.Reconcile(ctx)
 		if err == nil {

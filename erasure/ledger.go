@@ -777,6 +777,15 @@ func (s *Eraser) ledgerReserve() (func(), error) {
 // has one; it returns once they are durable (an fsync shared with the
 // forgets appended at the same time).
 func (s *Eraser) ledgerAppend(ctx context.Context, ids ...shredd.ID) error {
+	return appendLedger(ctx, s, ids, true)
+}
+
+// appendLedger is ledgerAppend; with keep, the lines are also kept as a
+// forget record with the root store, when it keeps them. A record that
+// could not be written does not fail the forget (the root store may be
+// down while forgets still commit): it stays pending, and the background
+// work writes it again.
+func appendLedger(ctx context.Context, s *Eraser, ids []shredd.ID, keep bool) error {
 	l := s.opts.Ledger
 	if l == nil {
 		return nil
@@ -791,6 +800,9 @@ func (s *Eraser) ledgerAppend(ctx context.Context, ids ...shredd.ID) error {
 	}
 	if err := l.appendAll(lines); err != nil {
 		return fmt.Errorf("erasure: forget: %w", err)
+	}
+	if keep {
+		_ = s.records.keep(ctx, lines) // pending on failure: Run retries and warns
 	}
 	return nil
 }
@@ -1112,6 +1124,14 @@ type LedgerReport struct {
 	LogRewound    bool
 	LogSize       int64
 	LedgerLogSize int64
+	// FromRecords counts the forgets of Reapplied that came from the
+	// forget records kept with the root store (the local ledger lacked
+	// them: another node answered them, or this node's disk was lost).
+	FromRecords int
+	// RecordsErr says why the forget records could not be read or written
+	// (the root store is down): the background work writes the pending
+	// ones once it is back.
+	RecordsErr error
 }
 
 // ReconcileLedger makes the database and the forget ledger agree before
@@ -1168,7 +1188,10 @@ func (s *Eraser) ReconcileLedger(ctx context.Context) (LedgerReport, error) {
 			release()
 		}
 	}()
-	if release, rep.Reapplied, err = s.reapplyAll(ctx, entries, db); err != nil {
+	if release, rep.Reapplied, err = s.reapplyAll(ctx, entries, db, nil); err != nil {
+		return rep, err
+	}
+	if err := reconcileRecords(ctx, s, db, &rep, &release); err != nil {
 		return rep, err
 	}
 	if rep.Repaired != nil && len(sc.damaged) > 0 {
@@ -1246,10 +1269,12 @@ func (l *Ledger) carryAuthentic(sc *ledgerScan) (entries, carried []ledgerLine) 
 
 // reapplyAll commits again each forget of entries that the database
 // (db) lacks, holding the work lock of every node from the first one on.
-// It returns the lock's release (nil when it was not taken; the caller
+// It returns the lock's release (held, when the caller passes the release
+// of the lock it holds already; nil when it was not taken; the caller
 // releases it once the ledger is in step) and how many forgets were
 // re-applied.
-func (s *Eraser) reapplyAll(ctx context.Context, entries []ledgerLine, db map[shredd.ID]dbForget) (release func(), reapplied int, err error) {
+func (s *Eraser) reapplyAll(ctx context.Context, entries []ledgerLine, db map[shredd.ID]dbForget, held func()) (release func(), reapplied int, err error) {
+	release = held
 	for _, e := range entries {
 		id, _ := shredd.ParseID(e.Forget)
 		if _, ok := db[id]; ok {
@@ -1303,7 +1328,9 @@ func (s *Eraser) recordMissing(ctx context.Context, header *LedgerHeader) (int, 
 		}
 	}
 	slices.SortFunc(missing, func(a, b shredd.ID) int { return bytes.Compare(a[:], b[:]) })
-	if err := s.ledgerAppend(ctx, missing...); err != nil {
+	// Not kept as records here: reconcileRecords kept those that still
+	// matter (the ones no epoch has shredded yet).
+	if err := appendLedger(ctx, s, missing, false); err != nil {
 		return 0, err
 	}
 	return len(missing), nil
@@ -1446,6 +1473,9 @@ func (s *Eraser) CompactLedger(ctx context.Context, minVersion int) (int, error)
 	dropped, err := l.compact(minVersion)
 	if err != nil {
 		return 0, err
+	}
+	if _, err := s.records.drop(ctx, minVersion); err != nil {
+		return dropped, err
 	}
 	if err := s.KeepLedgerHead(ctx); err != nil {
 		return dropped, err

@@ -71,6 +71,7 @@ func ledgerCmd(ctx context.Context, args []string, stdout, stderr io.Writer, get
 	// closes, serving nothing.
 	cfg := p.Config
 	cfg.OpenRoot = p.openRoot
+	cfg.SharedRoot = p.Root == "vault"
 	cfg.LedgerAcceptLoss = acceptLoss
 	cfg.Buckets = 0 // the tree's own: a repair creates none
 	n, err := node.Open(ctx, cfg)

@@ -300,6 +300,7 @@ func (p *Program) Run(ctx context.Context) (err error) {
 	backups := make(chan struct{}, 1)
 	cfg := p.Config
 	cfg.OpenRoot = p.openRoot
+	cfg.SharedRoot = p.Root == "vault"
 	cfg.AfterEpoch = func() {
 		select {
 		case backups <- struct{}{}:

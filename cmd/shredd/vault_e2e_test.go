@@ -681,17 +681,22 @@ func testVaultBackup(t *testing.T) {
 		s.shredded(t, rec)
 	}
 
-	// Before the epoch, the pre-forget backup still opens alice's data: her
-	// wrapped key and her bucket's old key are in it, under a root version
-	// that still exists. This is why a forget is only "committed" until the
-	// epoch.
+	// Before the epoch, the pre-forget backup still holds alice's wrapped
+	// key and her bucket's old key, under a root version that still exists:
+	// only the forget record Vault keeps stops shredd from serving them (the
+	// copy's start commits the forget again before serving). Whoever holds
+	// the copy and the Vault token could still unwrap them outside shredd:
+	// this is why a forget is only "committed" until the epoch.
 	// (As another node: the copy's node.id would name the live node's
 	// ledger head in Vault, and the head check refuses a ledger that lacks
 	// the forget, which is the point of it.)
 	earlyDir := copyDir(t, backup)
 	os.Remove(filepath.Join(earlyDir, node.NodeIDFile))
 	early := startServer(t, earlyDir, opts)
-	for _, rec := range append(slices.Clone(aliceRecs), live...) {
+	for _, rec := range aliceRecs {
+		early.shredded(t, rec)
+	}
+	for _, rec := range live {
 		early.open(t, rec)
 	}
 	early.stop()

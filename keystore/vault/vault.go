@@ -852,17 +852,43 @@ path "%[1]sdecrypt/%[2]s" {
 path "%[1]srewrap/%[2]s" {
   capabilities = ["update"]
 }
+# the Transit key that wraps the shared secrets (never rotated).
+path "%[1]skeys/%[2]s-secrets" {
+  capabilities = ["read", "create", "update"]
+}
+path "%[1]sencrypt/%[2]s-secrets" {
+  capabilities = ["update"]
+}
+path "%[1]sdecrypt/%[2]s-secrets" {
+  capabilities = ["update"]
+}
 `, p, key) + HeadPolicy("secret", key)
 }
 
 // HeadPolicy returns the part of the Vault policy (HCL) that lets shredd
-// keep the forget ledger's heads of the Transit key key in the KV v2 mount
-// kvMount (Config.HeadMount): read and write under
-// shredd/<key>/ledger-head/, nothing else of the mount.
+// keep, for the Transit key key, in the KV v2 mount kvMount
+// (Config.HeadMount): the forget ledger's heads (shredd/<key>/ledger-head/),
+// the shared secrets' wrapped bundle (shredd/<key>/secrets) and the forget
+// records (shredd/<key>/forgets/: written, listed, read, and deleted once
+// an epoch has made them useless); nothing else of the mount.
 func HeadPolicy(kvMount, key string) string {
 	return fmt.Sprintf(`# shredd forget ledger heads: KV v2, one secret per data directory.
 path "%[1]s/data/shredd/%[2]s/ledger-head/*" {
   capabilities = ["read", "create", "update"]
+}
+# shredd shared secrets, wrapped: written once by the first node.
+path "%[1]s/data/shredd/%[2]s/secrets" {
+  capabilities = ["read", "create", "update"]
+}
+# shredd forget records: one per group of forgets.
+path "%[1]s/data/shredd/%[2]s/forgets/*" {
+  capabilities = ["read", "create", "update"]
+}
+path "%[1]s/metadata/shredd/%[2]s/forgets/" {
+  capabilities = ["list"]
+}
+path "%[1]s/metadata/shredd/%[2]s/forgets/*" {
+  capabilities = ["delete"]
 }
 `, strings.Trim(kvMount, "/"), key)
 }

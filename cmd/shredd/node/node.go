@@ -69,6 +69,13 @@ type Config struct {
 	ForgetLedger   string       // the forget ledger's file; "" for forgets.ledger in DataDir
 	Logger         *slog.Logger // nil: nothing is logged
 	AfterEpoch     func()       // called after every completed root epoch (erasure.Options.AfterEpoch)
+	// SharedRoot says the root store is one every node shares (--root
+	// vault). With a shared database (PostgreSQL) it is opened before the
+	// secrets, and when it keeps secrets (keystore.SecretKeeper) a node's
+	// missing secret files come from it, the first node's are kept with it,
+	// and files that differ from it are refused: a node then needs nothing
+	// on its disk but what it can lose.
+	SharedRoot bool
 	// LedgerAcceptLoss lets the start repair a forget ledger whose damaged
 	// tail the database cannot account for (shredd ledger repair
 	// --accept-loss); without it that start is refused.
@@ -179,25 +186,43 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 	// The secrets first, and nothing written until it is decided whether
 	// the data directory may make the missing ones: never next to state
 	// that needs the old ones (docs/operations.md, "What each file is for").
-	sec, err := n.openSecrets(ctx, c, log)
+	if c.OpenRoot == nil {
+		return errors.New("node: no root store (Config.OpenRoot)")
+	}
+	var root Root
+	openRoot := func() error {
+		r, err := c.OpenRoot(ctx, c.DataDir, log)
+		if err != nil {
+			return err
+		}
+		root, n.Root = r, r.Store
+		if r.Close != nil {
+			n.onClose(r.Close)
+		}
+		return nil
+	}
+	// A shared root store first when it may hold the secrets: the node's
+	// own root file, never before the secrets are decided.
+	var keeper keystore.SecretKeeper
+	if c.SharedRoot && c.Store != "" {
+		if err := openRoot(); err != nil {
+			return err
+		}
+		keeper, _ = n.Root.(keystore.SecretKeeper)
+	}
+	sec, err := n.openSecrets(ctx, c, log, keeper)
 	if err != nil {
 		return err
 	}
 	if n.Hasher, err = registry.NewHasher(sec.subject); err != nil {
 		return err
 	}
-	if c.OpenRoot == nil {
-		return errors.New("node: no root store (Config.OpenRoot)")
+	if n.Root == nil {
+		if err := openRoot(); err != nil {
+			return err
+		}
 	}
-	root, err := c.OpenRoot(ctx, c.DataDir, log)
-	if err != nil {
-		return err
-	}
-	n.Root = root.Store
 	kms, rootDown := root.SubjectKMS, root.Down
-	if root.Close != nil {
-		n.onClose(root.Close)
-	}
 	if n.DB == nil {
 		if n.DB, err = openStore(ctx, c.DataDir, c.Store); err != nil {
 			return err
@@ -267,10 +292,36 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 // forget ledger and, with PostgreSQL, a database with no pins, subjects
 // or forgets). With PostgreSQL the database is opened here (n.DB), to ask
 // it. The admin token file, when present, must be safe too.
-func (n *Node) openSecrets(ctx context.Context, c Config, log *slog.Logger) (*secrets, error) {
+//
+// With a root store that keeps the shared secrets (keeper), the files the
+// data directory lacks come from it first (fetchShared), and secrets it
+// does not keep yet are kept with it (keepShared).
+func (n *Node) openSecrets(ctx context.Context, c Config, log *slog.Logger, keeper keystore.SecretKeeper) (*secrets, error) {
 	if err := datadir.Check(filepath.Join(c.DataDir, TokenFile), datadir.Secret); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("admin token: %w", err)
 	}
+	fetched := false
+	if keeper != nil {
+		var err error
+		if fetched, err = fetchShared(ctx, c.DataDir, keeper, log); err != nil {
+			return nil, err
+		}
+	}
+	sec, err := n.readLocalSecrets(ctx, c, log)
+	if err != nil || keeper == nil || fetched {
+		return sec, err
+	}
+	if err := keepShared(ctx, c.DataDir, keeper, sec.created, log); err != nil {
+		return nil, err
+	}
+	if len(sec.created) == 0 {
+		return sec, nil
+	}
+	return readSecrets(c.DataDir) // another node's, when it kept its own first
+}
+
+// readLocalSecrets is openSecrets without a root store that keeps them.
+func (n *Node) readLocalSecrets(ctx context.Context, c Config, log *slog.Logger) (*secrets, error) {
 	state, err := localState(c)
 	if err != nil {
 		return nil, err
@@ -422,7 +473,10 @@ func (n *Node) prepare(ctx context.Context, dir string, log *slog.Logger) error 
 		log.Warn("the forget ledger's head kept with the root could not be read or written: the ledger was checked without it (docs/operations.md, \"The forget ledger\")", "error", rep.HeadErr.Error())
 	}
 	if rep.Reapplied > 0 {
-		log.Warn("the database lacked forgets of the forget ledger (restored from a backup?): committed them again", "reapplied", rep.Reapplied)
+		log.Warn("the database lacked forgets of the forget ledger (restored from a backup?): committed them again", "reapplied", rep.Reapplied, "from_root_store_records", rep.FromRecords)
+	}
+	if rep.RecordsErr != nil {
+		log.Warn("the forget records kept with the root store could not be read or written at start-up: the background work retries (docs/scale-out.md, \"Nothing a node must keep\")", "error", rep.RecordsErr.Error())
 	}
 	if rep.LogRewound {
 		log.Warn("the transparency log is shorter than when the forget ledger's last forget was answered: the database was restored from an older copy, and checkpoints handed out above its size do not verify against it (docs/operations.md, Backups and restores)",

@@ -1,0 +1,218 @@
+package vault
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+
+	vaultapi "github.com/hashicorp/vault/api"
+
+	"github.com/shredd/shredd"
+	"github.com/shredd/shredd/keystore"
+)
+
+var (
+	_ keystore.SecretKeeper = (*Root)(nil)
+	_ keystore.ForgetKeeper = (*Root)(nil)
+)
+
+// secretsKey is the Transit key that wraps the shared secrets' bundle: a
+// key of its own, never rotated or trimmed by epochs (the bundle holds no
+// subject's key), created like the root key (not exportable, no plaintext
+// backup).
+func (s *Root) secretsKey() string { return s.key + "-secrets" }
+
+// kvData is the KV v2 data path of shredd/<key>/<rel>.
+func (s *Root) kvData(rel string) string { return s.kv + "/data/shredd/" + s.key + "/" + rel }
+
+// kvMeta is the KV v2 metadata path of shredd/<key>/<rel>.
+func (s *Root) kvMeta(rel string) string { return s.kv + "/metadata/shredd/" + s.key + "/" + rel }
+
+// Secrets reads the shared secrets' bundle from the KV v2 secret
+// shredd/<key>/secrets of HeadMount and unwraps it with Transit.
+func (s *Root) Secrets(ctx context.Context) ([]byte, error) {
+	if err := s.ensure(ctx); err != nil {
+		return nil, err
+	}
+	d, err := s.kvRead(ctx, s.kvData("secrets"))
+	if err != nil {
+		return nil, fmt.Errorf("vault: shared secrets: %w", err)
+	}
+	ct, _ := d["wrapped"].(string)
+	if ct == "" {
+		return nil, fmt.Errorf("vault: shared secrets: %w: no wrapped bundle", keystore.ErrCorrupt)
+	}
+	sec, err := s.write(ctx, "decrypt/"+s.secretsKey(), map[string]any{"ciphertext": ct})
+	if err != nil {
+		return nil, fmt.Errorf("vault: shared secrets: %w", err)
+	}
+	var pt string
+	if sec != nil && sec.Data != nil {
+		pt, _ = sec.Data["plaintext"].(string)
+	}
+	b, err := base64.StdEncoding.DecodeString(pt)
+	if err != nil || len(b) == 0 {
+		return nil, fmt.Errorf("vault: shared secrets: %w: unreadable", keystore.ErrCorrupt)
+	}
+	return b, nil
+}
+
+// KeepSecrets wraps b with Transit and writes it as the first version of
+// shredd/<key>/secrets (check-and-set 0): when another node kept a bundle
+// first, that bundle is read and returned instead.
+func (s *Root) KeepSecrets(ctx context.Context, b []byte) ([]byte, error) {
+	if err := s.ensure(ctx); err != nil {
+		return nil, err
+	}
+	if _, err := s.write(ctx, "keys/"+s.secretsKey(), map[string]any{"type": "aes256-gcm96", "exportable": false, "allow_plaintext_backup": false}); err != nil {
+		return nil, fmt.Errorf("vault: shared secrets: create key: %w", err)
+	}
+	sec, err := s.write(ctx, "encrypt/"+s.secretsKey(), map[string]any{"plaintext": base64.StdEncoding.EncodeToString(b)})
+	if err != nil {
+		return nil, fmt.Errorf("vault: shared secrets: %w", err)
+	}
+	var ct string
+	if sec != nil && sec.Data != nil {
+		ct, _ = sec.Data["ciphertext"].(string)
+	}
+	if ct == "" {
+		return nil, fmt.Errorf("vault: shared secrets: %w: encrypt gave no ciphertext", keystore.ErrCorrupt)
+	}
+	err = s.call(ctx, false, func(ctx context.Context, n node) error {
+		_, err := n.c.Logical().WriteWithContext(ctx, s.kvData("secrets"),
+			map[string]any{"data": map[string]any{"wrapped": ct}, "options": map[string]any{"cas": 0}})
+		return err
+	})
+	if err != nil && !casMismatch(err) {
+		return nil, fmt.Errorf("vault: keep shared secrets: %w", classify(err))
+	}
+	// Kept now, by this node or (a mismatch) another: read back what is
+	// kept, never assume.
+	return s.Secrets(ctx)
+}
+
+// casMismatch reports whether a KV v2 write was refused because the
+// secret already exists (check-and-set 0).
+func casMismatch(err error) bool {
+	var re *vaultapi.ResponseError
+	return errors.As(err, &re) && re.StatusCode == 400 && strings.Contains(strings.ToLower(strings.Join(re.Errors, " ")), "check-and-set")
+}
+
+// kvRead reads the data of a KV v2 secret; a secret that does not exist
+// (or whose latest version is deleted) gives keystore.ErrNotFound.
+func (s *Root) kvRead(ctx context.Context, p string) (map[string]any, error) {
+	var sec *vaultapi.Secret
+	err := s.call(ctx, false, func(ctx context.Context, n node) (err error) {
+		sec, err = n.c.Logical().ReadWithContext(ctx, p)
+		return err
+	})
+	if err != nil {
+		return nil, classify(err)
+	}
+	var d map[string]any
+	if sec != nil && sec.Data != nil {
+		d, _ = sec.Data["data"].(map[string]any)
+	}
+	if d == nil {
+		return nil, keystore.ErrNotFound
+	}
+	return d, nil
+}
+
+// recordName checks a forget record's name: it becomes part of a Vault
+// path.
+func recordName(name string) error {
+	if name == "" || len(name) > 128 || strings.Trim(name, "0123456789abcdef-") != "" {
+		return fmt.Errorf("vault: forget record name %q: %w", name, shredd.ErrInvalid)
+	}
+	return nil
+}
+
+// KeepForgets writes record b as the KV v2 secret
+// shredd/<key>/forgets/<name> of HeadMount.
+func (s *Root) KeepForgets(ctx context.Context, name string, b []byte) error {
+	if err := recordName(name); err != nil {
+		return err
+	}
+	if err := s.ensure(ctx); err != nil {
+		return err
+	}
+	err := s.call(ctx, false, func(ctx context.Context, n node) error {
+		_, err := n.c.Logical().WriteWithContext(ctx, s.kvData("forgets/"+name),
+			map[string]any{"data": map[string]any{"record": base64.StdEncoding.EncodeToString(b)}})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("vault: keep forget record: %w", classify(err))
+	}
+	return nil
+}
+
+// ForgetRecords lists the names under shredd/<key>/forgets/.
+func (s *Root) ForgetRecords(ctx context.Context) ([]string, error) {
+	if err := s.ensure(ctx); err != nil {
+		return nil, err
+	}
+	var sec *vaultapi.Secret
+	err := s.call(ctx, false, func(ctx context.Context, n node) (err error) {
+		sec, err = n.c.Logical().ListWithContext(ctx, s.kvMeta("forgets/"))
+		return err
+	})
+	if err != nil {
+		if errors.Is(classify(err), keystore.ErrNotFound) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("vault: list forget records: %w", classify(err))
+	}
+	var out []string
+	if sec != nil && sec.Data != nil {
+		keys, _ := sec.Data["keys"].([]any)
+		for _, k := range keys {
+			if name, ok := k.(string); ok && recordName(name) == nil {
+				out = append(out, name)
+			}
+		}
+	}
+	return out, nil
+}
+
+// ReadForgets reads the record shredd/<key>/forgets/<name>.
+func (s *Root) ReadForgets(ctx context.Context, name string) ([]byte, error) {
+	if err := recordName(name); err != nil {
+		return nil, err
+	}
+	if err := s.ensure(ctx); err != nil {
+		return nil, err
+	}
+	d, err := s.kvRead(ctx, s.kvData("forgets/"+name))
+	if err != nil {
+		return nil, fmt.Errorf("vault: forget record: %w", err)
+	}
+	r, _ := d["record"].(string)
+	b, err := base64.StdEncoding.DecodeString(r)
+	if err != nil || len(b) == 0 {
+		return nil, fmt.Errorf("vault: forget record %s: %w: unreadable", name, keystore.ErrCorrupt)
+	}
+	return b, nil
+}
+
+// DropForgets deletes the record shredd/<key>/forgets/<name> with its
+// versions and metadata.
+func (s *Root) DropForgets(ctx context.Context, name string) error {
+	if err := recordName(name); err != nil {
+		return err
+	}
+	if err := s.ensure(ctx); err != nil {
+		return err
+	}
+	err := s.call(ctx, false, func(ctx context.Context, n node) error {
+		_, err := n.c.Logical().DeleteWithContext(ctx, s.kvMeta("forgets/"+name))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("vault: drop forget record: %w", classify(err))
+	}
+	return nil
+}
