@@ -165,7 +165,9 @@ func TestClusterBarrierRace(t *testing.T) {
 // registration is there and before the forget's barrier, and that no
 // artifact of the forgotten subject's lineage (found through first, a
 // record of the subject alone) was registered after it.
-func checkBarrier(t *testing.T, db *sql.DB, round int, first string, acked []string, barrier int64) {
+func checkBarrier(t *testing.T, db interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, round int, first string, acked []string, barrier int64) {
 	t.Helper()
 	ctx := context.Background()
 	for _, id := range acked {
