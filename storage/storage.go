@@ -163,6 +163,18 @@ type Engine interface {
 // is a set of whole buckets.
 const Shards = 256
 
+// AllShards returns every shard, for a transaction that may touch any
+// subject's rows and declares them all shared (the settling of staged
+// lineage): it excludes no registration, and any writer that takes a
+// shard exclusively excludes it.
+func AllShards() []int {
+	all := make([]int, Shards)
+	for i := range all {
+		all[i] = i
+	}
+	return all
+}
+
 // TxOptions declares what a transaction touches (DB.BeginTouching), so
 // that an engine that many processes share locks only that instead of the
 // whole database. The zero value declares nothing: the transaction takes
@@ -184,15 +196,25 @@ const Shards = 256
 // Who declares today (docs/scale-out.md, "What holds across nodes"):
 // registrations and decrypt leases, with their lineage's shards, shared.
 // They check the lineage subjects live and insert rows under fresh ids,
-// nothing else. A forget still declares nothing: its commit records the
-// barrier as the newest registration's sequence number (a watermark that
-// must see no registration in flight) and appends to the transparency
-// log; holding it alone keeps the barrier exact (every registration
-// before it is committed and visible, none after it sees the subject
-// live) and the log one sequence. Subject key creation journals into the
-// log too, and stays undeclared. Exclusive shards are for a writer of a
-// subject's state that needs no global order (a forget once the log has a
-// sequencer of its own).
+// nothing else. The settling of staged lineage (registry.Settle) declares
+// every shard shared: it moves rows of any subject, each chunk in one
+// statement per table (DELETE ... RETURNING feeding the INSERT, one
+// snapshot), so that a registration committing beside it is either moved
+// whole or left staged for the next chunk.
+//
+// A forget still declares nothing: its commit records the barrier as the
+// newest registration's sequence number (a watermark that must see no
+// registration in flight) and appends to the transparency log; holding
+// the lock alone keeps the barrier exact (every registration before it is
+// committed and visible, none after it sees the subject live) and the log
+// one sequence. Subject key creation journals into the log too, and stays
+// undeclared, as do epochs, re-keys, kinds, holders, tokens and the
+// nodes' heartbeats (rare, or one small row a second). Exclusive shards
+// are for a writer of a subject's state that needs no global order (a
+// forget once the log has a sequencer of its own). Each shard held is an
+// entry of PostgreSQL's lock table (max_locks_per_transaction ×
+// max_connections entries): a group of registrations holds at most
+// Shards of them.
 type TxOptions struct {
 	// Shards are the shards, in [0, Shards), of the subjects whose state
 	// the transaction reads or writes: duplicates and order do not matter.
@@ -219,6 +241,9 @@ type BulkOptions struct {
 	// SQLite's synchronous=NORMAL in WAL mode, PostgreSQL's
 	// synchronous_commit=off.
 	Relaxed bool
+	// Tx declares what the load's transaction touches (TxOptions); the
+	// zero value declares nothing, as for BeginTx.
+	Tx TxOptions
 }
 
 // A Querier is a *DB or a *Tx: what a read or a single write needs.
@@ -374,7 +399,7 @@ func (d *DB) Bulk(ctx context.Context, o BulkOptions, fn func(*Tx) error) (err e
 	if err != nil {
 		return err
 	}
-	if err := d.eng.Begin(ctx, stx, TxOptions{}); err != nil {
+	if err := d.eng.Begin(ctx, stx, o.Tx); err != nil {
 		stx.Rollback()
 		return err
 	}
