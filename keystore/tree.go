@@ -234,7 +234,9 @@ func (t *Tree) BucketOf(sid envelope.SID) int {
 // ShardOf returns the lock shard of a subject (storage.TxOptions): the
 // buckets are split into storage.Shards ranges of consecutive buckets, so
 // that a shard is a set of whole buckets, and a bucket's subjects share
-// one shard. With fewer buckets than shards, a shard is one bucket.
+// one shard. With fewer buckets than shards, a shard is one bucket. The
+// bucket count is the database's (fixed when the tree is made), so every
+// node maps a subject to the same shard.
 func (t *Tree) ShardOf(sid envelope.SID) int {
 	return t.BucketOf(sid) * storage.Shards / t.buckets
 }
