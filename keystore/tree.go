@@ -231,6 +231,16 @@ func (t *Tree) BucketOf(sid envelope.SID) int {
 	return int(binary.BigEndian.Uint64(sid[:8]) % uint64(t.buckets))
 }
 
+// ShardOf returns the lock shard of a subject (storage.TxOptions): the
+// buckets are split into storage.Shards ranges of consecutive buckets, so
+// that a shard is a set of whole buckets, and a bucket's subjects share
+// one shard. With fewer buckets than shards, a shard is one bucket. The
+// bucket count is the database's (fixed when the tree is made), so every
+// node maps a subject to the same shard.
+func (t *Tree) ShardOf(sid envelope.SID) int {
+	return t.BucketOf(sid) * storage.Shards / t.buckets
+}
+
 func dekAAD(sid envelope.SID, gen uint32, bucket int, bucketGen int64) []byte {
 	b := make([]byte, 0, len(LabelDEKWrap)+envelope.SIDSize+16)
 	b = append(b, LabelDEKWrap...)

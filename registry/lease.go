@@ -55,7 +55,13 @@ func (s *Registry) leaseWriter() {
 
 func (s *Registry) writeLeases(batch []leaseReq) error {
 	ctx := context.Background()
-	tx, err := s.db.BeginTx(ctx, nil)
+	var refs []envelope.Ref
+	for _, r := range batch {
+		refs = append(refs, r.refs...)
+	}
+	// The lineages' shards (touching): leases of other nodes commit
+	// beside this group; a forget waits for it or it for the forget.
+	tx, err := s.db.BeginTouching(ctx, s.touching(refs))
 	if err != nil {
 		return fmt.Errorf("sealing: lease: %w", err)
 	}
@@ -64,9 +70,10 @@ func (s *Registry) writeLeases(batch []leaseReq) error {
 		r := &batch[i]
 		// Where nodes share the database, a forget committed on another
 		// node holds no barrier lock here: the lineage is checked live in
-		// the lease's own transaction, which the write lock orders against
-		// the forget's commit (either the forget sees the lease, or the
-		// lease sees the tombstone). One node's barrier locks order it.
+		// the lease's own transaction, which the write lock (shared here,
+		// alone in the forget) orders against the forget's commit (either
+		// the forget sees the lease, or the lease sees the tombstone).
+		// One node's barrier locks order it.
 		if s.db.Shared() {
 			if err := s.live.CheckLive(ctx, tx, r.refs); err != nil {
 				if r.err = MapKeyErr(err); !errors.Is(r.err, shredd.ErrShredded) && !errors.Is(r.err, shredd.ErrEnvelope) {

@@ -180,16 +180,6 @@ func (s *Registry) writeRecords(batch []recordReq, kinds map[string]bool) []erro
 // failed (nothing of the group was written then).
 func (s *Registry) writeGroup(batch []recordReq, kinds map[string]bool) ([]error, error) {
 	ctx := context.Background()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("sealing: record: %w", err)
-	}
-	defer tx.Rollback()
-	st := newTxStmts(tx)
-	defer st.close()
-	// Every lineage subject of the group is checked live in this
-	// transaction (a query per hundred subjects): no forget can commit
-	// before it ends.
 	var refs []envelope.Ref
 	seen := map[envelope.Ref]bool{}
 	for _, r := range batch {
@@ -200,6 +190,19 @@ func (s *Registry) writeGroup(batch []recordReq, kinds map[string]bool) ([]error
 			}
 		}
 	}
+	// The transaction declares its lineage's shards (touching): groups of
+	// other nodes commit beside it, a forget waits for it or it for the
+	// forget.
+	tx, err := s.db.BeginTouching(ctx, s.touching(refs))
+	if err != nil {
+		return nil, fmt.Errorf("sealing: record: %w", err)
+	}
+	defer tx.Rollback()
+	st := newTxStmts(tx)
+	defer st.close()
+	// Every lineage subject of the group is checked live in this
+	// transaction (a query per hundred subjects): no forget can commit
+	// before it ends.
 	notLive, err := s.checkLive(ctx, st, refs)
 	if err != nil {
 		return nil, MapKeyErr(err)

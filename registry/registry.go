@@ -88,6 +88,23 @@ type Liveness interface {
 	CheckLiveMany(ctx context.Context, q interface {
 		QueryContext(context.Context, string, ...any) (*sql.Rows, error)
 	}, refs []envelope.Ref) (map[envelope.Ref]error, error)
+	// ShardOf returns the lock shard of a subject (storage.TxOptions):
+	// the registrations and leases of a lineage declare its subjects'.
+	ShardOf(sid envelope.SID) int
+}
+
+// touching returns the declaration of a transaction that checks refs live
+// and writes rows under fresh ids (registrations, leases): their
+// subjects' shards, shared. Two such transactions never conflict (random
+// ids, no counter, no watermark), so they run beside each other; the
+// writers of the subjects' state (forgets) declare nothing, so each waits
+// for them and they for it: the barrier's order.
+func (s *Registry) touching(refs []envelope.Ref) storage.TxOptions {
+	o := storage.TxOptions{Shards: make([]int, 0, len(refs))}
+	for _, ref := range refs {
+		o.Shards = append(o.Shards, s.live.ShardOf(ref.SID))
+	}
+	return o
 }
 
 // Registry is the registry over one database: artifacts, lineage, kinds

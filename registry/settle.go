@@ -71,8 +71,15 @@ func (s *Registry) Settle(ctx context.Context) error {
 func (s *Registry) settleChunk(ctx context.Context, limit []byte) (bool, error) {
 	var more bool
 	var inner error
-	err := s.db.Bulk(ctx, storage.BulkOptions{Relaxed: true}, func(tx *storage.Tx) error {
-		more, inner = settleIn(ctx, tx, limit)
+	o := storage.BulkOptions{Relaxed: true}
+	if s.db.Shared() {
+		// Beside the registrations of every node (settleIn's moves are
+		// one statement each); a forget still waits for it, and it for
+		// the forget.
+		o.Tx = storage.TxOptions{Shards: storage.AllShards()}
+	}
+	err := s.db.Bulk(ctx, o, func(tx *storage.Tx) error {
+		more, inner = settleIn(ctx, tx, limit, s.db.Shared())
 		return inner
 	})
 	if inner != nil {
@@ -84,11 +91,16 @@ func (s *Registry) settleChunk(ctx context.Context, limit []byte) (bool, error) 
 	return more, nil
 }
 
-// settleIn is settleChunk's transaction.
-func settleIn(ctx context.Context, tx *storage.Tx, limit []byte) (bool, error) {
+// settleIn is settleChunk's transaction. shared says that other writers
+// run beside it (PostgreSQL: registrations, and other nodes' settles).
+func settleIn(ctx context.Context, tx *storage.Tx, limit []byte, shared bool) (bool, error) {
 	// The upper bound of the chunk: the settleChunk-th artifact, or the
-	// last when fewer are staged. Writers are serialised, so the statements
-	// below see the same staged rows.
+	// last when fewer are staged. Alone (SQLite), the statements below see
+	// the same staged rows. Beside other writers, each statement has a
+	// snapshot of its own: a registration may commit rows under the bound
+	// between two of them, so each table's rows move in one statement that
+	// deletes them and inserts what it deleted (a row another node's
+	// settle deletes first is skipped, after it commits).
 	var bound []byte
 	err := tx.QueryRowContext(ctx, `SELECT artifact FROM (SELECT DISTINCT artifact FROM lineage_staged WHERE artifact <= ? ORDER BY artifact LIMIT ?) c
 		ORDER BY artifact DESC LIMIT 1`, limit, settleChunk).Scan(&bound)
@@ -103,6 +115,14 @@ func settleIn(ctx context.Context, tx *storage.Tx, limit []byte) (bool, error) {
 		`DELETE FROM lineage_staged WHERE artifact <= ?`,
 		`INSERT INTO artifact_parents(artifact, parent) SELECT artifact, parent FROM parents_staged WHERE artifact <= ? ORDER BY artifact, parent`,
 		`DELETE FROM parents_staged WHERE artifact <= ?`,
+	}
+	if shared {
+		stmts = []string{
+			`WITH moved AS (DELETE FROM lineage_staged WHERE artifact <= ? RETURNING sid, artifact, gen, direct)
+				INSERT INTO lineage(sid, artifact, gen, direct) SELECT sid, artifact, gen, direct FROM moved ORDER BY sid, artifact`,
+			`WITH moved AS (DELETE FROM parents_staged WHERE artifact <= ? RETURNING artifact, parent)
+				INSERT INTO artifact_parents(artifact, parent) SELECT artifact, parent FROM moved ORDER BY artifact, parent`,
+		}
 	}
 	for _, q := range stmts {
 		if _, err := tx.ExecContext(ctx, q, bound); err != nil {

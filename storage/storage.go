@@ -106,8 +106,10 @@ type Engine interface {
 	Shared() bool
 	// Begin runs at the start of every transaction, before its first
 	// statement: it takes the engine's write lock where the engine needs a
-	// statement for that (SQLite takes it with BEGIN IMMEDIATE).
-	Begin(ctx context.Context, tx *sql.Tx) error
+	// statement for that (SQLite takes it with BEGIN IMMEDIATE), or, for a
+	// transaction that declares what it touches (o.Shards not empty), the
+	// locks of those shards only, where the engine has them (TxOptions).
+	Begin(ctx context.Context, tx *sql.Tx, o TxOptions) error
 	// LockedExec reports whether a statement outside a transaction must
 	// run in one (with Begin) to queue behind the write lock.
 	LockedExec() bool
@@ -156,6 +158,72 @@ type Engine interface {
 	CheckSchema(ctx context.Context) error
 }
 
+// Shards is the number of lock shards of TxOptions: subjects map to them
+// by ranges of key-tree buckets (keystore.Tree.ShardOf), so that a shard
+// is a set of whole buckets.
+const Shards = 256
+
+// AllShards returns every shard, for a transaction that may touch any
+// subject's rows and declares them all shared (the settling of staged
+// lineage): it excludes no registration, and any writer that takes a
+// shard exclusively excludes it.
+func AllShards() []int {
+	all := make([]int, Shards)
+	for i := range all {
+		all[i] = i
+	}
+	return all
+}
+
+// TxOptions declares what a transaction touches (DB.BeginTouching), so
+// that an engine that many processes share locks only that instead of the
+// whole database. The zero value declares nothing: the transaction takes
+// the database's write lock alone, as BeginTx does.
+//
+// On PostgreSQL a declaring transaction takes the global write lock shared
+// (pg_advisory_xact_lock_shared), then each of its shards in ascending
+// order (so two declaring transactions never deadlock), shared or, with
+// Exclusive, alone; an undeclared transaction takes the global lock alone
+// and so waits for every declaring one and excludes them all. A declaring
+// transaction must not depend on being the only writer: what it reads of
+// the subjects of its shards is ordered against the writers of those
+// subjects (who take the shards exclusively, or declare nothing), but any
+// other transaction of its kind may commit beside it. So it must not
+// assign a number as max()+1, advance a watermark (a "last sequence"), or
+// append to the transparency log; identity columns and inserts of rows
+// with fresh random ids are safe.
+//
+// Who declares today (docs/scale-out.md, "What holds across nodes"):
+// registrations and decrypt leases, with their lineage's shards, shared.
+// They check the lineage subjects live and insert rows under fresh ids,
+// nothing else. The settling of staged lineage (registry.Settle) declares
+// every shard shared: it moves rows of any subject, each chunk in one
+// statement per table (DELETE ... RETURNING feeding the INSERT, one
+// snapshot), so that a registration committing beside it is either moved
+// whole or left staged for the next chunk.
+//
+// A forget still declares nothing: its commit records the barrier as the
+// newest registration's sequence number (a watermark that must see no
+// registration in flight) and appends to the transparency log; holding
+// the lock alone keeps the barrier exact (every registration before it is
+// committed and visible, none after it sees the subject live) and the log
+// one sequence. Subject key creation journals into the log too, and stays
+// undeclared, as do epochs, re-keys, kinds, holders, tokens and the
+// nodes' heartbeats (rare, or one small row a second). Exclusive shards
+// are for a writer of a subject's state that needs no global order (a
+// forget once the log has a sequencer of its own). Each shard held is an
+// entry of PostgreSQL's lock table (max_locks_per_transaction ×
+// max_connections entries): a group of registrations holds at most
+// Shards of them.
+type TxOptions struct {
+	// Shards are the shards, in [0, Shards), of the subjects whose state
+	// the transaction reads or writes: duplicates and order do not matter.
+	Shards []int
+	// Exclusive takes each shard alone; otherwise shared with the other
+	// transactions that declare it shared.
+	Exclusive bool
+}
+
 // BulkOptions tunes a bulk load (DB.Bulk). The zero value changes nothing.
 type BulkOptions struct {
 	// CacheKiB sizes the page cache of the load's connection (0: the
@@ -173,6 +241,9 @@ type BulkOptions struct {
 	// SQLite's synchronous=NORMAL in WAL mode, PostgreSQL's
 	// synchronous_commit=off.
 	Relaxed bool
+	// Tx declares what the load's transaction touches (TxOptions); the
+	// zero value declares nothing, as for BeginTx.
+	Tx TxOptions
 }
 
 // A Querier is a *DB or a *Tx: what a read or a single write needs.
@@ -271,15 +342,31 @@ func (d *DB) QueryRowContext(ctx context.Context, query string, args ...any) *sq
 // BeginTx starts a transaction. A transaction that may write must say so
 // before its first statement: it takes the write lock of the database at
 // its start (SQLite: BEGIN IMMEDIATE behind the process's write gate), so
-// concurrent writers queue instead of failing at commit.
+// concurrent writers queue instead of failing at commit. It excludes every
+// other writer, declaring or not, on every node: the rare paths (epochs,
+// re-keys, forgets, key creation, holders, admin, migrations) rely on it.
 func (d *DB) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) {
+	return d.begin(ctx, opts, TxOptions{})
+}
+
+// BeginTouching starts a transaction that declares what it touches (o):
+// on an engine shared by many processes (PostgreSQL) it excludes only the
+// transactions that take one of its shards exclusively and those that
+// declare nothing (BeginTx), so that declaring transactions of different
+// nodes commit in parallel. Without shards it is BeginTx. On SQLite, one
+// writer at a time, it is BeginTx too.
+func (d *DB) BeginTouching(ctx context.Context, o TxOptions) (*Tx, error) {
+	return d.begin(ctx, nil, o)
+}
+
+func (d *DB) begin(ctx context.Context, opts *sql.TxOptions, o TxOptions) (*Tx, error) {
 	ctx, cancel := d.bound(ctx)
 	tx, err := d.db.BeginTx(ctx, opts)
 	if err != nil {
 		cancel()
 		return nil, wrapFull(err)
 	}
-	if err := d.eng.Begin(ctx, tx); err != nil {
+	if err := d.eng.Begin(ctx, tx, o); err != nil {
 		tx.Rollback()
 		cancel()
 		return nil, wrapFull(err)
@@ -312,7 +399,7 @@ func (d *DB) Bulk(ctx context.Context, o BulkOptions, fn func(*Tx) error) (err e
 	if err != nil {
 		return err
 	}
-	if err := d.eng.Begin(ctx, stx); err != nil {
+	if err := d.eng.Begin(ctx, stx, o.Tx); err != nil {
 		stx.Rollback()
 		return err
 	}

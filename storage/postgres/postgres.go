@@ -1,10 +1,12 @@
 // Package postgres is shredd's storage on PostgreSQL (pgx): many shredd
 // nodes share one database. It opens a connection pool, brings the schema
 // to this release's version with embedded, numbered migrations recorded in
-// the database (one node at a time), and serialises write transactions
-// across every node with one advisory lock, as SQLite serialises them in
-// one file: a check and the write it guards never interleave with
-// another writer's, on any node.
+// the database (one node at a time), and orders write transactions across
+// every node with advisory locks: a transaction that declares nothing
+// holds one global lock alone, as SQLite serialises writers in one file (a
+// check and the write it guards never interleave with another writer's,
+// on any node); transactions that declare the shards they touch
+// (storage.TxOptions) hold that lock shared and lock only their shards.
 package postgres
 
 import (
@@ -29,7 +31,8 @@ import (
 var migrationFiles embed.FS
 
 // writeLock is the key of the advisory lock every write transaction takes
-// (pg_advisory_xact_lock); migrateLock the one around migrations.
+// (pg_advisory_xact_lock; shared by the transactions that declare their
+// shards); migrateLock the one around migrations.
 const (
 	writeLock   = 0x73687265_64640001 // "shredd" 1
 	migrateLock = 0x73687265_64640002
@@ -159,13 +162,69 @@ func rebind(q string) string {
 	return b.String()
 }
 
-// Begin takes the cluster-wide write lock for the transaction: every
-// transaction of shredd's may write, and SQLite's semantics (one writer at
-// a time, each seeing the last commit) are what the packages rely on.
-func (e *engine) Begin(ctx context.Context, tx *sql.Tx) error {
-	_, err := tx.ExecContext(ctx, `SELECT set_config('lock_timeout', $1, true), pg_advisory_xact_lock($2)`,
-		strconv.FormatInt(LockTimeout.Milliseconds(), 10), int64(writeLock))
+// Begin takes the cluster-wide write lock for the transaction: alone for a
+// transaction that declares nothing (SQLite's semantics, one writer at a
+// time seeing the last commit, which the rare paths rely on), shared for
+// one that declares its shards, which then takes each shard's lock in
+// ascending order (storage.TxOptions). Declaring transactions of
+// different shards (or sharing theirs) run at once, on every node; each
+// waits for an undeclared one, and an undeclared one for all of them.
+// lock_timeout bounds every one of these waits.
+func (e *engine) Begin(ctx context.Context, tx *sql.Tx, o storage.TxOptions) error {
+	lock := `pg_advisory_xact_lock`
+	if len(o.Shards) > 0 {
+		lock = `pg_advisory_xact_lock_shared`
+	}
+	if _, err := tx.ExecContext(ctx, `SELECT set_config('lock_timeout', $1, true), `+lock+`($2)`,
+		strconv.FormatInt(LockTimeout.Milliseconds(), 10), int64(writeLock)); err != nil {
+		return err
+	}
+	if len(o.Shards) == 0 {
+		return nil
+	}
+	keys, err := shardKeys(o.Shards)
+	if err != nil {
+		return err
+	}
+	lock = `pg_advisory_xact_lock_shared`
+	if o.Exclusive {
+		lock = `pg_advisory_xact_lock`
+	}
+	// The subquery's ORDER BY keeps it from being flattened: the locks are
+	// taken in ascending order, so two declaring transactions never wait
+	// for each other in a cycle.
+	_, err = tx.ExecContext(ctx, `SELECT count(`+lock+`(k)) FROM (SELECT k FROM unnest($1::bigint[]) AS u(k) ORDER BY k) s`, keys)
 	return err
+}
+
+// shardBase is the advisory lock key of shard 0; shard i is shardBase+i,
+// away from writeLock and migrateLock and, as their bit 62 is set, from
+// every lockKey.
+const shardBase = 0x73687265_64650000 // "shredd" 2, then the shard
+
+// shardKeys returns the advisory lock keys of shards, ascending, each
+// once, in PostgreSQL's text form of a bigint array.
+func shardKeys(shards []int) (string, error) {
+	seen := make([]bool, storage.Shards)
+	for _, sh := range shards {
+		if sh < 0 || sh >= storage.Shards {
+			return "", fmt.Errorf("storage: shard %d out of range [0, %d)", sh, storage.Shards)
+		}
+		seen[sh] = true
+	}
+	var b strings.Builder
+	b.WriteByte('{')
+	for sh, ok := range seen {
+		if !ok {
+			continue
+		}
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatInt(shardBase+int64(sh), 10))
+	}
+	b.WriteByte('}')
+	return b.String(), nil
 }
 
 // LockedExec: a statement outside a transaction runs in one that holds

@@ -180,8 +180,10 @@ func (e *engine) Shared() bool { return false }
 // Rebind leaves queries as written: SQLite takes ? placeholders.
 func (e *engine) Rebind(q string) string { return q }
 
-// Begin does nothing: BEGIN IMMEDIATE (behind the write gate) took the lock.
-func (e *engine) Begin(context.Context, *sql.Tx) error { return nil }
+// Begin does nothing: BEGIN IMMEDIATE (behind the write gate) took the
+// lock, and one writer at a time is what a declaring transaction needs
+// too: its shards change nothing.
+func (e *engine) Begin(context.Context, *sql.Tx, storage.TxOptions) error { return nil }
 
 // LockedExec is false: the write gate queues statements outside a
 // transaction too.
