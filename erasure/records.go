@@ -102,9 +102,15 @@ func nameVersion(name string) int {
 	return int(n)
 }
 
+// keepTimeout bounds a forget's wait for its record: a root store that
+// hangs must not hold forgets' answers (the record is retried).
+const keepTimeout = 2 * time.Second
+
 // keep writes records of lines (one per root version and maxRecordLines),
 // lines not yet known kept only. A failed write keeps its lines pending
-// and returns the error.
+// and returns the error; while lines are pending (the root store failed
+// and the background work has not written them yet), new lines join them
+// without a call, so that an outage delays no forget's answer.
 func (r *records) keep(ctx context.Context, lines []ledgerLine) error {
 	if r == nil {
 		return nil
@@ -114,7 +120,14 @@ func (r *records) keep(ctx context.Context, lines []ledgerLine) error {
 		id, _ := shredd.ParseID(e.Forget)
 		return r.kept[id]
 	})
+	if len(r.pending) > 0 {
+		r.pending = append(r.pending, lines...)
+		r.mu.Unlock()
+		return errRecordsPending
+	}
 	r.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, keepTimeout)
+	defer cancel()
 	for len(lines) > 0 {
 		n := 1
 		for n < len(lines) && n < maxRecordLines && lines[n].RootVersion == lines[0].RootVersion {
@@ -152,6 +165,9 @@ func (r *records) write(ctx context.Context, lines []ledgerLine) error {
 	r.mu.Unlock()
 	return nil
 }
+
+// errRecordsPending: lines joined the pending ones without a call.
+var errRecordsPending = errors.New("erasure: forget records pending: the root store failed before")
 
 // retry writes the pending lines again (the background work).
 func (r *records) retry(ctx context.Context) error {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/base64"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -149,5 +150,39 @@ func TestStatelessNodes(t *testing.T) {
 	}
 	if st := b2.do(t, http.MethodGet, "/readyz", nil).Status; st != http.StatusOK {
 		t.Fatalf("readyz: %d", st)
+	}
+
+	// Vault down: forgets are still answered at once (their records wait),
+	// and the records are written once Vault is back.
+	carol := b2.seal(t, sealReq{Subject: "carol@example.com", Kind: "episodic"}, "carol", "m3")
+	v.Stop()
+	for i, subject := range []string{"carol@example.com", "dave@example.com", "erin@example.com"} {
+		start := time.Now()
+		b2.forget(t, subject)
+		if d := time.Since(start); i > 0 && d > 2*time.Second {
+			t.Fatalf("a forget with Vault down took %v to be answered", d)
+		}
+	}
+	b2.shredded(t, carol)
+	v.Start()
+	deadline = time.Now().Add(60 * time.Second)
+	for len(forgetRecords(t, v, key)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no forget record written after Vault came back:\n%s", tail(b2.logs.String(), 20))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	// A record shredd did not write (planted, or made with another subject
+	// secret) refuses the start: never applied, never ignored.
+	b2.stop()
+	planted := `{"format":"shredd-forget-record/v1","lines":[{"seq":0,"forget":"` + f.Forget + `","sid":"` + strings.Repeat("ab", 32) + `","gen":1,"requested_at":1,"committed_at":1,"deadline":1,"root_version":9,"prev":""}],"mac":"00"}`
+	if _, err := v.Client("").Logical().Write("secret/data/shredd/"+key+"/forgets/00000009-0123456789abcdef",
+		map[string]any{"data": map[string]any{"record": base64.StdEncoding.EncodeToString([]byte(planted))}}); err != nil {
+		t.Fatal(err)
+	}
+	code, out = runToExit(t, append([]string{"serve", "--data-dir", b2.dataDir, "--addr", "127.0.0.1:0", "--buckets", "16"}, o.Args...), o.Env)
+	if code == 0 || !strings.Contains(out, "forget record not authentic") {
+		t.Fatalf("a planted forget record: exit %d, want a refusal:\n%s", code, tail(out, 20))
 	}
 }
