@@ -148,44 +148,57 @@ func (s *Eraser) Forget(ctx context.Context, subject string) (shredd.Forget, err
 	}
 	sid := s.hasher.SID(subject)
 	defer s.reg.LockSubject(sid)()
-	if r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE sid=? ORDER BY requested_at DESC LIMIT 1`, sid[:])); err == nil {
-		// A repeated forget (the first answer lost on its way): the same
-		// forget, with the salt the first answer carried, for this caller
-		// names the subject again.
-		var f shredd.Forget
-		if r.state == shredd.StateRequested { // a commit that failed or crashed: finish it now
-			if err := s.commit(ctx, r.id, sid, nil); err != nil && !errors.Is(err, errStalled) {
-				return shredd.Forget{}, err
-			}
-			if f, err = s.GetForget(ctx, r.id); err != nil {
-				return shredd.Forget{}, err
-			}
-		} else {
-			if err := s.ledgerAppend(ctx, r.id); err != nil { // an earlier answer failed there
-				return shredd.Forget{}, err
-			}
-			if f, err = s.view(ctx, r); err != nil {
-				return shredd.Forget{}, err
-			}
+	for attempt := 1; ; attempt++ {
+		r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE sid=?`, sid[:]))
+		if err == nil {
+			return forgetAgain(ctx, s, subject, sid, r)
+		} else if !errors.Is(err, sql.ErrNoRows) {
+			return shredd.Forget{}, fmt.Errorf("erasure: forget: %w", err)
 		}
-		f.Salt, err = s.storedSalt(ctx, subject, r.id)
+		id, err := s.newID()
+		if err != nil {
+			return shredd.Forget{}, err
+		}
+		now := s.opts.Now()
+		salt := s.subjectSalt(ctx, sid)
+		req := &forgetRequest{at: now, commitment: attest.Commit(subject, salt), saltSealed: s.hasher.SealSalt(subject, id[:], salt)}
+		if err := s.commit(ctx, id, sid, req); errors.Is(err, errLost) && attempt < 3 {
+			// Another node's forget of the subject committed first (the
+			// database holds one per subject): answer with that one.
+			continue
+		} else if err != nil && !errors.Is(err, errStalled) {
+			return shredd.Forget{}, err
+		}
+		s.Kick()
+		f, err := s.GetForget(ctx, id)
+		f.Salt = salt
 		return f, err
-	} else if !errors.Is(err, sql.ErrNoRows) {
-		return shredd.Forget{}, fmt.Errorf("erasure: forget: %w", err)
 	}
-	id, err := s.newID()
-	if err != nil {
-		return shredd.Forget{}, err
+}
+
+// forgetAgain answers a forget of a subject the database already holds a
+// forget of, r: a repeated forget (the first answer lost on its way), or
+// one another node made meanwhile. It is the same forget, with the salt
+// the first answer carried, for this caller names the subject again.
+func forgetAgain(ctx context.Context, s *Eraser, subject string, sid envelope.SID, r forgetRow) (shredd.Forget, error) {
+	var f shredd.Forget
+	var err error
+	if r.state == shredd.StateRequested { // a commit that failed or crashed: finish it now
+		if err := s.commit(ctx, r.id, sid, nil); err != nil && !errors.Is(err, errStalled) {
+			return shredd.Forget{}, err
+		}
+		if f, err = s.GetForget(ctx, r.id); err != nil {
+			return shredd.Forget{}, err
+		}
+	} else {
+		if err := s.ledgerAppend(ctx, r.id); err != nil { // an earlier answer failed there
+			return shredd.Forget{}, err
+		}
+		if f, err = s.view(ctx, r); err != nil {
+			return shredd.Forget{}, err
+		}
 	}
-	now := s.opts.Now()
-	salt := s.subjectSalt(ctx, sid)
-	req := &forgetRequest{at: now, commitment: attest.Commit(subject, salt), saltSealed: s.hasher.SealSalt(subject, id[:], salt)}
-	if err := s.commit(ctx, id, sid, req); err != nil && !errors.Is(err, errStalled) {
-		return shredd.Forget{}, err
-	}
-	s.Kick()
-	f, err := s.GetForget(ctx, id)
-	f.Salt = salt
+	f.Salt, err = s.storedSalt(ctx, subject, r.id)
 	return f, err
 }
 
@@ -202,6 +215,11 @@ type forgetRequest struct {
 // read back: the forget stays requested with the reason (stall_reason),
 // and is answered as it is rather than as committed.
 var errStalled = errors.New("erasure: forget stalled: a read-back disagrees")
+
+// errLost is commit's answer when the database already holds a forget of
+// the subject (another node's, committed first): nothing was written, and
+// the caller answers with that forget.
+var errLost = errors.New("erasure: forget: the subject has a forget already")
 
 // storedSalt opens the commitment salt stored with forget id, sealed for
 // subject; nil for a forget of a release that kept none.

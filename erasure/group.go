@@ -176,9 +176,15 @@ func (c *committer) tryTx(ctx context.Context, group []*member) (int, error) {
 	}
 	defer tx.Rollback()
 	for i, m := range group {
-		if err := c.insert(ctx, tx, m); err != nil {
+		inserted, err := c.insert(ctx, tx, m)
+		if err != nil {
 			return -1, err
 		}
+		if !inserted {
+			m.err = errLost // another node's forget of the subject: the caller answers with it
+			continue
+		}
+		m.err = nil // lost in an earlier try whose winner rolled back
 		gen, err := c.s.keys.ForgetTx(ctx, tx, m.sid)
 		if err != nil {
 			return -1, fmt.Errorf("erasure: forget: %w", err)
@@ -222,7 +228,10 @@ func (c *committer) stallTx(ctx context.Context, m *member) error {
 		return fmt.Errorf("erasure: forget: %w", err)
 	}
 	defer tx.Rollback()
-	if err := c.insert(ctx, tx, m); err != nil {
+	if inserted, err := c.insert(ctx, tx, m); err != nil || !inserted {
+		if err == nil {
+			err = errLost
+		}
 		return err
 	}
 	if err := c.s.stall(ctx, tx, m.id, rb); err != nil {
@@ -234,18 +243,27 @@ func (c *committer) stallTx(ctx context.Context, m *member) error {
 	return fmt.Errorf("%w: %w", errStalled, rb)
 }
 
-// insert writes m's forget row in tx, when m is a new forget.
-func (c *committer) insert(ctx context.Context, tx *storage.Tx, m *member) error {
+// insert writes m's forget row in tx, when m is a new forget. It reports
+// false when the database already holds a forget of m's subject (one
+// forget per subject, a unique index: another node's, committed first),
+// and writes nothing then.
+func (c *committer) insert(ctx context.Context, tx *storage.Tx, m *member) (bool, error) {
 	req := m.req
 	if req == nil {
-		return nil
+		return true, nil
 	}
 	if req.deadline.IsZero() {
 		req.deadline = req.at.Add(c.s.opts.Deadline)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO forgets(id, sid, state, requested_at, deadline, commitment, salt_sealed) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		m.id[:], m.sid[:], shredd.StateRequested, req.at.UnixNano(), req.deadline.UnixNano(), nullString(req.commitment), req.saltSealed); err != nil {
-		return fmt.Errorf("erasure: forget: %w", err)
+	res, err := tx.ExecContext(ctx, `INSERT INTO forgets(id, sid, state, requested_at, deadline, commitment, salt_sealed) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT(sid) DO NOTHING`,
+		m.id[:], m.sid[:], shredd.StateRequested, req.at.UnixNano(), req.deadline.UnixNano(), nullString(req.commitment), req.saltSealed)
+	if err != nil {
+		return false, fmt.Errorf("erasure: forget: %w", err)
 	}
-	return nil
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("erasure: forget: %w", err)
+	}
+	return n == 1, nil
 }
