@@ -552,6 +552,24 @@ func (s *Eraser) needEpoch(ctx context.Context, due bool) (bool, error) {
 	return n > 0, nil
 }
 
+// epochDue is needEpoch for the background work, with due read from the
+// database: interval has passed since the newest epoch started, whichever
+// node ran it (since this node's start, before the first). Asked again
+// under the work lock (runEpoch), it keeps the cluster at one background
+// epoch per interval: a node that waited for the lock while another ran
+// an epoch finds that epoch, and runs none of its own.
+func epochDue(ctx context.Context, s *Eraser, interval time.Duration, started time.Time) (bool, error) {
+	last := started
+	e, err := s.shred.LastEpoch(ctx)
+	switch {
+	case err == nil:
+		last = e.StartedAt
+	case !errors.Is(err, keystore.ErrNotFound):
+		return false, mapKeyErr(err)
+	}
+	return s.needEpoch(ctx, s.opts.Now().Sub(last) >= interval)
+}
+
 // RunEpoch re-keys what is pending, runs a root epoch (or resumes an
 // interrupted one) and marks shredded the forgets it completes.
 func (s *Eraser) RunEpoch(ctx context.Context) (shredd.Epoch, error) {
@@ -596,10 +614,7 @@ func (s *Eraser) Run(ctx context.Context, interval time.Duration, log *slog.Logg
 	if interval <= 0 {
 		interval = time.Hour
 	}
-	lastEpoch := s.opts.Now()
-	if e, err := s.shred.LastEpoch(ctx); err == nil {
-		lastEpoch = e.StartedAt
-	}
+	started := s.opts.Now()
 	backoff := time.Second
 	var headWarned time.Time
 	tick := time.NewTicker(time.Second)
@@ -622,23 +637,16 @@ func (s *Eraser) Run(ctx context.Context, interval time.Duration, log *slog.Logg
 			err = s.verifyAll(ctx)
 		}
 		if err == nil {
-			due := s.opts.Now().Sub(lastEpoch) >= interval
-			if due && s.db.Shared() {
-				// Another node may have run the epoch: one per interval
-				// for the cluster, not one per node.
-				if e, lerr := s.shred.LastEpoch(ctx); lerr == nil && e.StartedAt.After(lastEpoch) {
-					lastEpoch = e.StartedAt
-					due = s.opts.Now().Sub(lastEpoch) >= interval
-				}
-			}
+			// Decided from the database, and again under the work lock:
+			// one epoch per interval for the cluster, not one per node.
+			due := func(ctx context.Context) (bool, error) { return epochDue(ctx, s, interval, started) }
 			var need bool
-			need, err = s.needEpoch(ctx, due)
+			need, err = due(ctx)
 			if err == nil && need {
 				start := s.opts.Now()
 				var e shredd.Epoch
 				var ran bool
-				if e, ran, err = runEpoch(ctx, s, func(ctx context.Context) (bool, error) { return s.needEpoch(ctx, due) }); err == nil && ran {
-					lastEpoch = start
+				if e, ran, err = runEpoch(ctx, s, due); err == nil && ran {
 					log.Info("epoch done", "epoch", e.ID, "root_version", e.ToVersion, "retired", len(e.Retired), "duration_ms", time.Since(start).Milliseconds())
 				}
 			}

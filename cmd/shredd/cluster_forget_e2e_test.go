@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/shredd/shredd/storage"
 	"github.com/shredd/shredd/storage/postgres"
@@ -93,4 +95,54 @@ func TestClusterForgetOnce(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestClusterEpochInterval: with forgets arriving all the time, three
+// nodes run at most one background epoch per --epoch-interval between
+// them (counted in the database), and the forgets still reach shredded.
+func TestClusterEpochInterval(t *testing.T) {
+	dsn := pgtest.Shared(t).NewDatabase(t)
+	const interval = 2 * time.Second
+	nodes := threeNodes(t, dsn, "shredd-epoch-interval", 512, "--cache-ttl", "2s", "--epoch-interval", interval.String())
+	db := clusterDB(t, dsn)
+	nodes[0].putKinds(t, "episodic")
+
+	const window = 16 * time.Second
+	from := time.Now()
+	var last forgetView
+	for i := 0; time.Since(from) < window; i++ {
+		subject := fmt.Sprintf("interval-%d@example.com", i)
+		last = nodes[i%3].forget(t, subject)
+		time.Sleep(100 * time.Millisecond)
+	}
+	to := time.Now()
+	rows, err := db.QueryContext(context.Background(), `SELECT started_at FROM epochs WHERE started_at >= ? AND started_at <= ? ORDER BY started_at`, from.UnixNano(), to.UnixNano())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var starts []time.Time
+	for rows.Next() {
+		var at int64
+		if err := rows.Scan(&at); err != nil {
+			t.Fatal(err)
+		}
+		starts = append(starts, time.Unix(0, at))
+	}
+	if err := rows.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n := len(starts)
+	var gaps []string
+	short := false
+	for i := 1; i < n; i++ {
+		gap := starts[i].Sub(starts[i-1])
+		gaps = append(gaps, gap.Round(time.Millisecond).String())
+		short = short || gap < interval
+	}
+	if most := int(window/interval) + 1; n > most || n == 0 || short {
+		t.Fatalf("%d epochs in %s with --epoch-interval %s on 3 nodes (want 1..%d, each at least one interval after the last), started apart: %s",
+			n, window, interval, most, strings.Join(gaps, " "))
+	}
+	nodes[1].waitForget(t, last.Forget, "shredded", func(f forgetView) bool { return shreddedOrLater(f.State) })
+	t.Logf("%d epochs in %s (interval %s), started apart: %s", n, window, interval, strings.Join(gaps, " "))
 }
