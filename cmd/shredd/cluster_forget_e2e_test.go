@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/shredd/shredd/cmd/shredd/node"
 	"github.com/shredd/shredd/storage"
 	"github.com/shredd/shredd/storage/postgres"
 	"github.com/shredd/shredd/testkit/pgtest"
@@ -145,4 +148,68 @@ func TestClusterEpochInterval(t *testing.T) {
 	}
 	nodes[1].waitForget(t, last.Forget, "shredded", func(f forgetView) bool { return shreddedOrLater(f.State) })
 	t.Logf("%d epochs in %s (interval %s), started apart: %s", n, window, interval, strings.Join(gaps, " "))
+}
+
+// TestClusterPruneNodes: the row of a node killed for good leaves table
+// nodes once it can no longer matter to any forget (its last heartbeat,
+// the heartbeat slack and its cache TTL all passed), not before; a forget
+// that counted it still reaches read_path_converged, and the live nodes
+// keep their rows.
+func TestClusterPruneNodes(t *testing.T) {
+	dsn := pgtest.Shared(t).NewDatabase(t)
+	const ttl = 3 * time.Second
+	nodes := threeNodes(t, dsn, "shredd-prune-nodes", 0, "--cache-ttl", ttl.String())
+	db := clusterDB(t, dsn)
+	a, c := nodes[0], nodes[2]
+	a.putKinds(t, "episodic")
+	rec := a.seal(t, sealReq{Subject: "gone@example.com", Kind: "episodic"}, "x", "c")
+	c.open(t, rec) // c caches the key
+	idOf := func(s *server) string {
+		b, err := os.ReadFile(filepath.Join(s.dataDir, node.NodeIDFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(b)) + "-%"
+	}
+	if n := count(t, db, `SELECT count(*) FROM nodes`); n != 3 {
+		t.Fatalf("%d rows in nodes for 3 nodes", n)
+	}
+	if err := c.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-c.done
+	var beat int64
+	if err := db.QueryRowContext(context.Background(), `SELECT heartbeat_at FROM nodes WHERE id LIKE ?`, idOf(c)).Scan(&beat); err != nil {
+		t.Fatalf("the killed node's row: %v", err)
+	}
+	f := a.forget(t, "gone@example.com")
+	// Its row may go once nothing it cached can live: heartbeat + the
+	// heartbeat slack (2 s, keystore.Converged) + its TTL.
+	mayGo := time.Unix(0, beat).Add(2*time.Second + ttl)
+	deadline := time.Now().Add(30 * time.Second)
+	for count(t, db, `SELECT count(*) FROM nodes WHERE id LIKE ?`, idOf(c)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the row of a node killed at %s is still in table nodes", time.Unix(0, beat).UTC().Format(time.RFC3339))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if gone := time.Now(); gone.Before(mayGo) {
+		t.Fatalf("the killed node's row left at %s, before its cache TTL bound %s", gone.Format(time.RFC3339Nano), mayGo.Format(time.RFC3339Nano))
+	}
+	for _, s := range nodes[:2] {
+		if n := count(t, db, `SELECT count(*) FROM nodes WHERE id LIKE ?`, idOf(s)); n != 1 {
+			t.Fatalf("%s: %d rows in nodes for a live node", s.name, n)
+		}
+	}
+	a.runEpoch(t)
+	var v forgetView
+	waitFor(t, 30*time.Second, "read_path_converged", func() bool {
+		a.expect(t, http.StatusOK, http.MethodPost, "/v1/forgets/"+f.Forget+"/verify", nil).into(t, &v)
+		for _, c := range v.Verification {
+			if c.Name == "read_path_converged" {
+				return c.Status == "ok"
+			}
+		}
+		return false
+	})
 }
