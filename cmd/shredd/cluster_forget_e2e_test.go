@@ -213,3 +213,114 @@ func TestClusterPruneNodes(t *testing.T) {
 		return false
 	})
 }
+
+// TestClusterPostgresFreeze: PostgreSQL frozen (SIGSTOP) for 10 s under
+// encrypts and decrypts through three nodes. Every request is answered
+// within the store timeout (+ a small margin): 503 backend_unavailable
+// while the database is frozen, never a late 200; /readyz answers 503;
+// and once PostgreSQL is continued every node serves again without a
+// restart. The cluster has a PostgreSQL server of its own: freezing the
+// shared one would stall other tests.
+func TestClusterPostgresFreeze(t *testing.T) {
+	srv, err := pgtest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	dsn := srv.NewDatabase(t)
+	const storeTimeout, margin, freeze = 3 * time.Second, 2 * time.Second, 10 * time.Second
+	nodes := threeNodes(t, dsn, "shredd-pg-freeze", 0, "--cache-ttl", "1m", "--store-timeout", storeTimeout.String())
+	nodes[0].putKinds(t, "episodic")
+	var recs []record
+	for i, n := range nodes {
+		rec := n.seal(t, sealReq{Subject: fmt.Sprintf("freeze-%d@example.com", i), Kind: "episodic"}, "x", "c")
+		recs = append(recs, rec)
+		for _, m := range nodes {
+			m.open(t, rec) // every node caches every key: the database is what they wait for
+		}
+	}
+	type answer struct {
+		start, end time.Time
+		status     int
+		what       string
+	}
+	var mu sync.Mutex
+	var answers []answer
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 6 {
+		n := nodes[w%3]
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				what, path, body := "decrypt", "/v1/decrypt", any(decryptReq(recs[i%len(recs)]))
+				if (w+i)%2 == 0 {
+					what, path = "encrypt", "/v1/encrypt"
+					body = sealReq{Subject: fmt.Sprintf("freeze-%d@example.com", i%3), Kind: "episodic", Plaintext: b64("y"), Context: b64("c")}
+				}
+				start := time.Now()
+				r, err := n.call(http.MethodPost, path, body)
+				a := answer{start: start, end: time.Now(), status: r.Status, what: what + " through " + n.name}
+				if err != nil {
+					a.status = -1
+				}
+				mu.Lock()
+				answers = append(answers, a)
+				mu.Unlock()
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
+	}
+	time.Sleep(2 * time.Second)
+	frozen := time.Now()
+	srv.Pause(t)
+	time.Sleep(storeTimeout + margin)
+	for _, n := range nodes {
+		if r, err := n.callToken(http.MethodGet, "/readyz", "-", nil); err != nil || r.Status != http.StatusServiceUnavailable {
+			t.Errorf("GET /readyz of %s with PostgreSQL frozen: %v %d %s, want 503", n.name, err, r.Status, r.Body)
+		}
+	}
+	time.Sleep(freeze - time.Since(frozen))
+	continued := time.Now()
+	srv.Resume(t)
+	// Every node serves again, without a restart.
+	for _, n := range nodes {
+		waitFor(t, 30*time.Second, n.name+" serving again", func() bool {
+			r, err := n.call(http.MethodPost, "/v1/decrypt", decryptReq(recs[0]))
+			return err == nil && r.Status == http.StatusOK
+		})
+		n.seal(t, sealReq{Subject: "after@example.com", Kind: "episodic"}, "z", "c")
+		if r, err := n.callToken(http.MethodGet, "/readyz", "-", nil); err != nil || r.Status != http.StatusOK {
+			t.Errorf("GET /readyz of %s after PostgreSQL continued: %v %d", n.name, err, r.Status)
+		}
+	}
+	close(stop)
+	wg.Wait()
+
+	unavailable, late := 0, 0
+	var slowest time.Duration
+	for _, a := range answers {
+		took := a.end.Sub(a.start)
+		slowest = max(slowest, took)
+		switch {
+		case a.status != http.StatusOK && a.status != http.StatusServiceUnavailable:
+			t.Errorf("%s at %s: status %d, want 200 or 503", a.what, a.start.Sub(frozen).Round(time.Millisecond), a.status)
+		case took > storeTimeout+margin:
+			late++
+			t.Errorf("%s started %s after the freeze: answered %d after %s, beyond the store timeout %s (+%s)",
+				a.what, a.start.Sub(frozen).Round(time.Millisecond), a.status, took.Round(time.Millisecond), storeTimeout, margin)
+		case a.status == http.StatusOK && a.start.After(frozen) && a.end.Before(continued):
+			t.Errorf("%s started %s after the freeze: 200 while PostgreSQL was frozen", a.what, a.start.Sub(frozen).Round(time.Millisecond))
+		case a.status == http.StatusServiceUnavailable:
+			unavailable++
+		}
+	}
+	if unavailable == 0 {
+		t.Errorf("no 503 in %d answers while PostgreSQL was frozen %s", len(answers), freeze)
+	}
+	t.Logf("%d answers, %d of them 503, %d late; the slowest took %s", len(answers), unavailable, late, slowest.Round(time.Millisecond))
+}
