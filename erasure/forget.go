@@ -275,22 +275,25 @@ func (s *Eraser) commit(ctx context.Context, id shredd.ID, sid envelope.SID, req
 	return s.group.do(&member{id: id, sid: sid, req: req})
 }
 
-// logCommit appends the forget_committed event of forget id in tx.
-func (s *Eraser) logCommit(ctx context.Context, tx *storage.Tx, id shredd.ID, sid envelope.SID, gen uint32) error {
+// commitEvent returns the forget_committed event of forget id, read in
+// tx, for the group commit to append (journal.Journal.AppendForgets); ok
+// is false for a forget made by a release without commitments: nothing to
+// commit to.
+func (s *Eraser) commitEvent(ctx context.Context, tx *storage.Tx, id shredd.ID, sid envelope.SID, gen uint32) (_ attest.Event, ok bool, _ error) {
 	var commitment string
 	var barrier int64
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(commitment, ''), barrier FROM forgets WHERE id=?`, id[:]).Scan(&commitment, &barrier); err != nil {
-		return fmt.Errorf("erasure: forget: %w", err)
+		return attest.Event{}, false, fmt.Errorf("erasure: forget: %w", err)
 	}
 	if commitment == "" {
-		return nil // made by a release without commitments: nothing to commit to
+		return attest.Event{}, false, nil
 	}
 	keyIdx, err := journal.KeyCreatedIndex(ctx, tx, sid, gen)
 	if err != nil {
-		return err
+		return attest.Event{}, false, err
 	}
-	return s.opts.Journal.AppendForget(ctx, tx, id, attest.Event{Event: attest.EventForgetCommitted, Forget: &attest.ForgetEvent{
-		Forget: id.String(), Subject: commitment, Generation: gen, Barrier: barrier, KeyCreated: keyIdx}})
+	return attest.Event{Event: attest.EventForgetCommitted, Forget: &attest.ForgetEvent{
+		Forget: id.String(), Subject: commitment, Generation: gen, Barrier: barrier, KeyCreated: keyIdx}}, true, nil
 }
 
 // GetForget returns a forget with its conditions.

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/shredd/shredd"
+	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/envelope"
 	"github.com/shredd/shredd/internal/crashpoint"
 	"github.com/shredd/shredd/keystore"
@@ -175,6 +176,8 @@ func (c *committer) tryTx(ctx context.Context, group []*member) (int, error) {
 		return -1, fmt.Errorf("erasure: forget: %w", err)
 	}
 	defer tx.Rollback()
+	var logIDs [][16]byte // the forget_committed events, appended together at the end
+	var logEvs []attest.Event
 	for i, m := range group {
 		inserted, err := c.insert(ctx, tx, m)
 		if err != nil {
@@ -207,9 +210,18 @@ func (c *committer) tryTx(ctx context.Context, group []*member) (int, error) {
 			return -1, fmt.Errorf("erasure: forget: %w", err)
 		}
 		if n, _ := res.RowsAffected(); n == 1 && c.s.opts.Journal != nil {
-			if err := c.s.logCommit(ctx, tx, m.id, m.sid, gen); err != nil {
+			ev, ok, err := c.s.commitEvent(ctx, tx, m.id, m.sid, gen)
+			if err != nil {
 				return -1, err
 			}
+			if ok {
+				logIDs, logEvs = append(logIDs, m.id), append(logEvs, ev)
+			}
+		}
+	}
+	if len(logIDs) > 0 {
+		if err := c.s.opts.Journal.AppendForgets(ctx, tx, logIDs, logEvs); err != nil {
+			return -1, err
 		}
 	}
 	if err := tx.Commit(); err != nil {
