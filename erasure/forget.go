@@ -275,25 +275,16 @@ func (s *Eraser) commit(ctx context.Context, id shredd.ID, sid envelope.SID, req
 	return s.group.do(&member{id: id, sid: sid, req: req})
 }
 
-// commitEvent returns the forget_committed event of forget id, read in
-// tx, for the group commit to append (journal.Journal.AppendForgets); ok
-// is false for a forget made by a release without commitments: nothing to
-// commit to.
-func (s *Eraser) commitEvent(ctx context.Context, tx *storage.Tx, id shredd.ID, sid envelope.SID, gen uint32) (_ attest.Event, ok bool, _ error) {
-	var commitment string
-	var barrier int64
-	if err := tx.QueryRowContext(ctx, `SELECT coalesce(commitment, ''), barrier FROM forgets WHERE id=?`, id[:]).Scan(&commitment, &barrier); err != nil {
-		return attest.Event{}, false, fmt.Errorf("erasure: forget: %w", err)
-	}
-	if commitment == "" {
-		return attest.Event{}, false, nil
-	}
+// commitEvent returns the forget_committed event of forget id, committed
+// in tx with commitment and barrier, for the group commit to append
+// (journal.Journal.AppendForgets).
+func commitEvent(ctx context.Context, tx *storage.Tx, id shredd.ID, sid envelope.SID, gen uint32, commitment string, barrier int64) (attest.Event, error) {
 	keyIdx, err := journal.KeyCreatedIndex(ctx, tx, sid, gen)
 	if err != nil {
-		return attest.Event{}, false, err
+		return attest.Event{}, err
 	}
 	return attest.Event{Event: attest.EventForgetCommitted, Forget: &attest.ForgetEvent{
-		Forget: id.String(), Subject: commitment, Generation: gen, Barrier: barrier, KeyCreated: keyIdx}}, true, nil
+		Forget: id.String(), Subject: commitment, Generation: gen, Barrier: barrier, KeyCreated: keyIdx}}, nil
 }
 
 // GetForget returns a forget with its conditions.

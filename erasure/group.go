@@ -2,6 +2,7 @@ package erasure
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
@@ -203,20 +204,25 @@ func (c *committer) tryTx(ctx context.Context, group []*member) (int, error) {
 			m.err = rb
 			return i, nil
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE forgets SET state=?, gen=?, committed_at=?, stall_reason=NULL,
-			barrier=`+registry.LastSeqSQL+` WHERE id=? AND state=?`,
-			shredd.StateCommitted, gen, c.s.opts.Now().UnixNano(), m.id[:], shredd.StateRequested)
+		// The row's commitment and barrier come back with the update:
+		// the forget_committed event needs them.
+		var commitment string
+		var barrier int64
+		err = tx.QueryRowContext(ctx, `UPDATE forgets SET state=?, gen=?, committed_at=?, stall_reason=NULL,
+			barrier=`+registry.LastSeqSQL+` WHERE id=? AND state=? RETURNING coalesce(commitment, ''), barrier`,
+			shredd.StateCommitted, gen, c.s.opts.Now().UnixNano(), m.id[:], shredd.StateRequested).Scan(&commitment, &barrier)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue // committed already (by another node's reconciliation)
+		}
 		if err != nil {
 			return -1, fmt.Errorf("erasure: forget: %w", err)
 		}
-		if n, _ := res.RowsAffected(); n == 1 && c.s.opts.Journal != nil {
-			ev, ok, err := c.s.commitEvent(ctx, tx, m.id, m.sid, gen)
+		if c.s.opts.Journal != nil && commitment != "" { // "": made by a release without commitments
+			ev, err := commitEvent(ctx, tx, m.id, m.sid, gen, commitment, barrier)
 			if err != nil {
 				return -1, err
 			}
-			if ok {
-				logIDs, logEvs = append(logIDs, m.id), append(logEvs, ev)
-			}
+			logIDs, logEvs = append(logIDs, m.id), append(logEvs, ev)
 		}
 	}
 	if len(logIDs) > 0 {
