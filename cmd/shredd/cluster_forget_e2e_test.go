@@ -276,8 +276,8 @@ func TestClusterPostgresFreeze(t *testing.T) {
 		})
 	}
 	time.Sleep(2 * time.Second)
-	frozen := time.Now()
 	srv.Pause(t)
+	frozen := time.Now() // every process of the server stopped: nothing started after this can commit
 	time.Sleep(storeTimeout + margin)
 	for _, n := range nodes {
 		if r, err := n.callToken(http.MethodGet, "/readyz", "-", nil); err != nil || r.Status != http.StatusServiceUnavailable {
