@@ -148,44 +148,57 @@ func (s *Eraser) Forget(ctx context.Context, subject string) (shredd.Forget, err
 	}
 	sid := s.hasher.SID(subject)
 	defer s.reg.LockSubject(sid)()
-	if r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE sid=? ORDER BY requested_at DESC LIMIT 1`, sid[:])); err == nil {
-		// A repeated forget (the first answer lost on its way): the same
-		// forget, with the salt the first answer carried, for this caller
-		// names the subject again.
-		var f shredd.Forget
-		if r.state == shredd.StateRequested { // a commit that failed or crashed: finish it now
-			if err := s.commit(ctx, r.id, sid, nil); err != nil && !errors.Is(err, errStalled) {
-				return shredd.Forget{}, err
-			}
-			if f, err = s.GetForget(ctx, r.id); err != nil {
-				return shredd.Forget{}, err
-			}
-		} else {
-			if err := s.ledgerAppend(ctx, r.id); err != nil { // an earlier answer failed there
-				return shredd.Forget{}, err
-			}
-			if f, err = s.view(ctx, r, nil); err != nil {
-				return shredd.Forget{}, err
-			}
+	for attempt := 1; ; attempt++ {
+		r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE sid=?`, sid[:]))
+		if err == nil {
+			return forgetAgain(ctx, s, subject, sid, r)
+		} else if !errors.Is(err, sql.ErrNoRows) {
+			return shredd.Forget{}, fmt.Errorf("erasure: forget: %w", err)
 		}
-		f.Salt, err = s.storedSalt(ctx, subject, r.id)
+		id, err := s.newID()
+		if err != nil {
+			return shredd.Forget{}, err
+		}
+		now := s.opts.Now()
+		salt := s.subjectSalt(ctx, sid)
+		req := &forgetRequest{at: now, commitment: attest.Commit(subject, salt), saltSealed: s.hasher.SealSalt(subject, id[:], salt)}
+		if err := s.commit(ctx, id, sid, req); errors.Is(err, errLost) && attempt < 3 {
+			// Another node's forget of the subject committed first (the
+			// database holds one per subject): answer with that one.
+			continue
+		} else if err != nil && !errors.Is(err, errStalled) {
+			return shredd.Forget{}, err
+		}
+		s.Kick()
+		f, err := s.GetForget(ctx, id)
+		f.Salt = salt
 		return f, err
-	} else if !errors.Is(err, sql.ErrNoRows) {
-		return shredd.Forget{}, fmt.Errorf("erasure: forget: %w", err)
 	}
-	id, err := s.newID()
-	if err != nil {
-		return shredd.Forget{}, err
+}
+
+// forgetAgain answers a forget of a subject the database already holds a
+// forget of, r: a repeated forget (the first answer lost on its way), or
+// one another node made meanwhile. It is the same forget, with the salt
+// the first answer carried, for this caller names the subject again.
+func forgetAgain(ctx context.Context, s *Eraser, subject string, sid envelope.SID, r forgetRow) (shredd.Forget, error) {
+	var f shredd.Forget
+	var err error
+	if r.state == shredd.StateRequested { // a commit that failed or crashed: finish it now
+		if err := s.commit(ctx, r.id, sid, nil); err != nil && !errors.Is(err, errStalled) {
+			return shredd.Forget{}, err
+		}
+		if f, err = s.GetForget(ctx, r.id); err != nil {
+			return shredd.Forget{}, err
+		}
+	} else {
+		if err := s.ledgerAppend(ctx, r.id); err != nil { // an earlier answer failed there
+			return shredd.Forget{}, err
+		}
+		if f, err = s.view(ctx, r, nil); err != nil {
+			return shredd.Forget{}, err
+		}
 	}
-	now := s.opts.Now()
-	salt := s.subjectSalt(ctx, sid)
-	req := &forgetRequest{at: now, commitment: attest.Commit(subject, salt), saltSealed: s.hasher.SealSalt(subject, id[:], salt)}
-	if err := s.commit(ctx, id, sid, req); err != nil && !errors.Is(err, errStalled) {
-		return shredd.Forget{}, err
-	}
-	s.Kick()
-	f, err := s.GetForget(ctx, id)
-	f.Salt = salt
+	f.Salt, err = s.storedSalt(ctx, subject, r.id)
 	return f, err
 }
 
@@ -202,6 +215,11 @@ type forgetRequest struct {
 // read back: the forget stays requested with the reason (stall_reason),
 // and is answered as it is rather than as committed.
 var errStalled = errors.New("erasure: forget stalled: a read-back disagrees")
+
+// errLost is commit's answer when the database already holds a forget of
+// the subject (another node's, committed first): nothing was written, and
+// the caller answers with that forget.
+var errLost = errors.New("erasure: forget: the subject has a forget already")
 
 // storedSalt opens the commitment salt stored with forget id, sealed for
 // subject; nil for a forget of a release that kept none.
@@ -257,22 +275,16 @@ func (s *Eraser) commit(ctx context.Context, id shredd.ID, sid envelope.SID, req
 	return s.group.do(&member{id: id, sid: sid, req: req})
 }
 
-// logCommit appends the forget_committed event of forget id in tx.
-func (s *Eraser) logCommit(ctx context.Context, tx *storage.Tx, id shredd.ID, sid envelope.SID, gen uint32) error {
-	var commitment string
-	var barrier int64
-	if err := tx.QueryRowContext(ctx, `SELECT coalesce(commitment, ''), barrier FROM forgets WHERE id=?`, id[:]).Scan(&commitment, &barrier); err != nil {
-		return fmt.Errorf("erasure: forget: %w", err)
-	}
-	if commitment == "" {
-		return nil // made by a release without commitments: nothing to commit to
-	}
+// commitEvent returns the forget_committed event of forget id, committed
+// in tx with commitment and barrier, for the group commit to append
+// (journal.Journal.AppendForgets).
+func commitEvent(ctx context.Context, tx *storage.Tx, id shredd.ID, sid envelope.SID, gen uint32, commitment string, barrier int64) (attest.Event, error) {
 	keyIdx, err := journal.KeyCreatedIndex(ctx, tx, sid, gen)
 	if err != nil {
-		return err
+		return attest.Event{}, err
 	}
-	return s.opts.Journal.AppendForget(ctx, tx, id, attest.Event{Event: attest.EventForgetCommitted, Forget: &attest.ForgetEvent{
-		Forget: id.String(), Subject: commitment, Generation: gen, Barrier: barrier, KeyCreated: keyIdx}})
+	return attest.Event{Event: attest.EventForgetCommitted, Forget: &attest.ForgetEvent{
+		Forget: id.String(), Subject: commitment, Generation: gen, Barrier: barrier, KeyCreated: keyIdx}}, nil
 }
 
 // GetForget returns a forget with its conditions.
@@ -535,6 +547,24 @@ func (s *Eraser) needEpoch(ctx context.Context, due bool) (bool, error) {
 	return n > 0, nil
 }
 
+// epochDue is needEpoch for the background work, with due read from the
+// database: interval has passed since the newest epoch started, whichever
+// node ran it (since this node's start, before the first). Asked again
+// under the work lock (runEpoch), it keeps the cluster at one background
+// epoch per interval: a node that waited for the lock while another ran
+// an epoch finds that epoch, and runs none of its own.
+func epochDue(ctx context.Context, s *Eraser, interval time.Duration, started time.Time) (bool, error) {
+	last := started
+	e, err := s.shred.LastEpoch(ctx)
+	switch {
+	case err == nil:
+		last = e.StartedAt
+	case !errors.Is(err, keystore.ErrNotFound):
+		return false, mapKeyErr(err)
+	}
+	return s.needEpoch(ctx, s.opts.Now().Sub(last) >= interval)
+}
+
 // RunEpoch re-keys what is pending, runs a root epoch (or resumes an
 // interrupted one) and marks shredded the forgets it completes.
 func (s *Eraser) RunEpoch(ctx context.Context) (shredd.Epoch, error) {
@@ -579,10 +609,7 @@ func (s *Eraser) Run(ctx context.Context, interval time.Duration, log *slog.Logg
 	if interval <= 0 {
 		interval = time.Hour
 	}
-	lastEpoch := s.opts.Now()
-	if e, err := s.shred.LastEpoch(ctx); err == nil {
-		lastEpoch = e.StartedAt
-	}
+	started := s.opts.Now()
 	backoff := time.Second
 	var headWarned, recordsWarned time.Time
 	tick := time.NewTicker(time.Second)
@@ -609,23 +636,16 @@ func (s *Eraser) Run(ctx context.Context, interval time.Duration, log *slog.Logg
 			err = s.verifyAll(ctx)
 		}
 		if err == nil {
-			due := s.opts.Now().Sub(lastEpoch) >= interval
-			if due && s.db.Shared() {
-				// Another node may have run the epoch: one per interval
-				// for the cluster, not one per node.
-				if e, lerr := s.shred.LastEpoch(ctx); lerr == nil && e.StartedAt.After(lastEpoch) {
-					lastEpoch = e.StartedAt
-					due = s.opts.Now().Sub(lastEpoch) >= interval
-				}
-			}
+			// Decided from the database, and again under the work lock:
+			// one epoch per interval for the cluster, not one per node.
+			due := func(ctx context.Context) (bool, error) { return epochDue(ctx, s, interval, started) }
 			var need bool
-			need, err = s.needEpoch(ctx, due)
+			need, err = due(ctx)
 			if err == nil && need {
 				start := s.opts.Now()
 				var e shredd.Epoch
 				var ran bool
-				if e, ran, err = runEpoch(ctx, s, func(ctx context.Context) (bool, error) { return s.needEpoch(ctx, due) }); err == nil && ran {
-					lastEpoch = start
+				if e, ran, err = runEpoch(ctx, s, due); err == nil && ran {
 					log.Info("epoch done", "epoch", e.ID, "root_version", e.ToVersion, "retired", len(e.Retired), "duration_ms", time.Since(start).Milliseconds())
 				}
 			}

@@ -2,11 +2,13 @@ package erasure
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/shredd/shredd"
+	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/envelope"
 	"github.com/shredd/shredd/internal/crashpoint"
 	"github.com/shredd/shredd/keystore"
@@ -175,10 +177,18 @@ func (c *committer) tryTx(ctx context.Context, group []*member) (int, error) {
 		return -1, fmt.Errorf("erasure: forget: %w", err)
 	}
 	defer tx.Rollback()
+	var logIDs [][16]byte // the forget_committed events, appended together at the end
+	var logEvs []attest.Event
 	for i, m := range group {
-		if err := c.insert(ctx, tx, m); err != nil {
+		inserted, err := c.insert(ctx, tx, m)
+		if err != nil {
 			return -1, err
 		}
+		if !inserted {
+			m.err = errLost // another node's forget of the subject: the caller answers with it
+			continue
+		}
+		m.err = nil // lost in an earlier try whose winner rolled back
 		gen, err := c.s.keys.ForgetTx(ctx, tx, m.sid)
 		if err != nil {
 			return -1, fmt.Errorf("erasure: forget: %w", err)
@@ -194,16 +204,30 @@ func (c *committer) tryTx(ctx context.Context, group []*member) (int, error) {
 			m.err = rb
 			return i, nil
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE forgets SET state=?, gen=?, committed_at=?, stall_reason=NULL,
-			barrier=`+registry.LastSeqSQL+` WHERE id=? AND state=?`,
-			shredd.StateCommitted, gen, c.s.opts.Now().UnixNano(), m.id[:], shredd.StateRequested)
+		// The row's commitment and barrier come back with the update:
+		// the forget_committed event needs them.
+		var commitment string
+		var barrier int64
+		err = tx.QueryRowContext(ctx, `UPDATE forgets SET state=?, gen=?, committed_at=?, stall_reason=NULL,
+			barrier=`+registry.LastSeqSQL+` WHERE id=? AND state=? RETURNING coalesce(commitment, ''), barrier`,
+			shredd.StateCommitted, gen, c.s.opts.Now().UnixNano(), m.id[:], shredd.StateRequested).Scan(&commitment, &barrier)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue // committed already (by another node's reconciliation)
+		}
 		if err != nil {
 			return -1, fmt.Errorf("erasure: forget: %w", err)
 		}
-		if n, _ := res.RowsAffected(); n == 1 && c.s.opts.Journal != nil {
-			if err := c.s.logCommit(ctx, tx, m.id, m.sid, gen); err != nil {
+		if c.s.opts.Journal != nil && commitment != "" { // "": made by a release without commitments
+			ev, err := commitEvent(ctx, tx, m.id, m.sid, gen, commitment, barrier)
+			if err != nil {
 				return -1, err
 			}
+			logIDs, logEvs = append(logIDs, m.id), append(logEvs, ev)
+		}
+	}
+	if len(logIDs) > 0 {
+		if err := c.s.opts.Journal.AppendForgets(ctx, tx, logIDs, logEvs); err != nil {
+			return -1, err
 		}
 	}
 	if err := tx.Commit(); err != nil {
@@ -222,7 +246,10 @@ func (c *committer) stallTx(ctx context.Context, m *member) error {
 		return fmt.Errorf("erasure: forget: %w", err)
 	}
 	defer tx.Rollback()
-	if err := c.insert(ctx, tx, m); err != nil {
+	if inserted, err := c.insert(ctx, tx, m); err != nil || !inserted {
+		if err == nil {
+			err = errLost
+		}
 		return err
 	}
 	if err := c.s.stall(ctx, tx, m.id, rb); err != nil {
@@ -234,18 +261,27 @@ func (c *committer) stallTx(ctx context.Context, m *member) error {
 	return fmt.Errorf("%w: %w", errStalled, rb)
 }
 
-// insert writes m's forget row in tx, when m is a new forget.
-func (c *committer) insert(ctx context.Context, tx *storage.Tx, m *member) error {
+// insert writes m's forget row in tx, when m is a new forget. It reports
+// false when the database already holds a forget of m's subject (one
+// forget per subject, a unique index: another node's, committed first),
+// and writes nothing then.
+func (c *committer) insert(ctx context.Context, tx *storage.Tx, m *member) (bool, error) {
 	req := m.req
 	if req == nil {
-		return nil
+		return true, nil
 	}
 	if req.deadline.IsZero() {
 		req.deadline = req.at.Add(c.s.opts.Deadline)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO forgets(id, sid, state, requested_at, deadline, commitment, salt_sealed) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		m.id[:], m.sid[:], shredd.StateRequested, req.at.UnixNano(), req.deadline.UnixNano(), nullString(req.commitment), req.saltSealed); err != nil {
-		return fmt.Errorf("erasure: forget: %w", err)
+	res, err := tx.ExecContext(ctx, `INSERT INTO forgets(id, sid, state, requested_at, deadline, commitment, salt_sealed) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT(sid) DO NOTHING`,
+		m.id[:], m.sid[:], shredd.StateRequested, req.at.UnixNano(), req.deadline.UnixNano(), nullString(req.commitment), req.saltSealed)
+	if err != nil {
+		return false, fmt.Errorf("erasure: forget: %w", err)
 	}
-	return nil
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("erasure: forget: %w", err)
+	}
+	return n == 1, nil
 }

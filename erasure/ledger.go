@@ -1371,7 +1371,11 @@ func (s *Eraser) reapply(ctx context.Context, id shredd.ID, sid envelope.SID, e 
 		return false, fmt.Errorf("erasure: forget ledger: %w", err)
 	}
 	req := &forgetRequest{at: time.Unix(0, e.RequestedAt), commitment: e.Commitment, deadline: time.Unix(0, e.Deadline)}
-	return true, s.commit(ctx, id, sid, req)
+	err = s.commit(ctx, id, sid, req)
+	if errors.Is(err, errLost) {
+		return false, nil // another forget of the subject, left requested: commitRequested finishes it
+	}
+	return true, err
 }
 
 // keptHead reads the head kept with the root for this ledger: nil and no

@@ -13,6 +13,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/shredd/shredd/attest"
@@ -121,12 +122,48 @@ func (j *Journal) EpochCompleted(ctx context.Context, tx *storage.Tx, e attest.E
 // AppendForget appends an event of the forget id in tx and remembers its
 // index with the forget, for the regulator export.
 func (j *Journal) AppendForget(ctx context.Context, tx *storage.Tx, id [16]byte, ev attest.Event) error {
-	idx, err := j.append(ctx, tx, ev)
-	if err != nil {
-		return err
+	return j.AppendForgets(ctx, tx, [][16]byte{id}, []attest.Event{ev})
+}
+
+// forgetLogRows is how many rows one INSERT INTO forget_log of
+// AppendForgets writes.
+const forgetLogRows = 300
+
+// AppendForgets is AppendForget for many forgets (ids[i]'s event is
+// evs[i]), in order, with one append to the log (translog.Log.AppendBatch)
+// and multi-row inserts: a group commit of forgets paid the log's reads
+// and writes once per forget, under the write lock.
+func (j *Journal) AppendForgets(ctx context.Context, tx *storage.Tx, ids [][16]byte, evs []attest.Event) error {
+	if len(ids) != len(evs) {
+		return fmt.Errorf("journal: %d forgets for %d events: %w", len(ids), len(evs), ErrInvalid)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO forget_log(forget, idx) VALUES (?, ?)`, id[:], idx); err != nil {
-		return fmt.Errorf("journal: log %s: %w", ev.Event, err)
+	if len(ids) == 0 {
+		return nil
+	}
+	entries := make([][]byte, len(evs))
+	for i, ev := range evs {
+		ev.Type = attest.EventType
+		ev.Time = j.now().UTC()
+		entry, err := attest.SignEvent(ev, j.signer)
+		if err != nil {
+			return fmt.Errorf("journal: log %s: %w", ev.Event, err)
+		}
+		entries[i] = entry
+	}
+	first, err := j.log.AppendBatch(ctx, tx, entries)
+	if err != nil {
+		return fmt.Errorf("journal: log %s: %w", evs[0].Event, err)
+	}
+	for start := 0; start < len(ids); start += forgetLogRows {
+		end := min(start+forgetLogRows, len(ids))
+		args := make([]any, 0, 2*(end-start))
+		for i := start; i < end; i++ {
+			args = append(args, ids[i][:], first+int64(i))
+		}
+		q := `INSERT INTO forget_log(forget, idx) VALUES ` + strings.TrimSuffix(strings.Repeat("(?, ?),", end-start), ",")
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return fmt.Errorf("journal: log %s: %w", evs[start].Event, err)
+		}
 	}
 	return nil
 }

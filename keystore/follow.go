@@ -105,7 +105,7 @@ func (f *Follower) Follow(ctx context.Context, node string, log *slog.Logger, re
 	started := f.t.now().UnixNano()
 	tick := time.NewTicker(HeartbeatInterval / 10) // fast until the first heartbeat
 	defer tick.Stop()
-	for {
+	for beats := 0; ; {
 		mu.Lock()
 		t := through
 		mu.Unlock()
@@ -118,6 +118,11 @@ func (f *Follower) Follow(ctx context.Context, node string, log *slog.Logger, re
 				ready()
 				ready = nil
 				tick.Reset(HeartbeatInterval)
+			}
+			if beats++; err == nil && beats%pruneEvery == 0 {
+				if err := f.prune(ctx, node); err != nil && ctx.Err() == nil {
+					log.Warn("pruning the rows of dead nodes failed", "error", err.Error())
+				}
 			}
 		}
 		select {
@@ -138,6 +143,31 @@ func (f *Follower) heartbeat(ctx context.Context, node string, started, through 
 		ON CONFLICT(id) DO UPDATE SET heartbeat_at=excluded.heartbeat_at, cache_ttl=excluded.cache_ttl,
 		evicted_through=excluded.evicted_through`, node, started, f.t.now().UnixNano(), int64(f.t.ttl), through)
 	return err
+}
+
+// pruneEvery is how many heartbeats apart a node prunes the rows of dead
+// nodes (Follower.prune).
+const pruneEvery = 5
+
+// silentSlack is how long after a node's last heartbeat it may still have
+// cached a key: its next heartbeat was due one HeartbeatInterval later, and
+// one more covers a heartbeat slowed by the database (Converged).
+const silentSlack = 2 * HeartbeatInterval
+
+// prune deletes the rows of table nodes that can no longer matter to any
+// forget: those whose last heartbeat, silentSlack and their cache TTL have
+// all passed. Converged counts such a node out for every forget, whenever
+// it committed (an entry it cached lives one TTL after it went silent), so
+// no forget still waits on it; its row would stay for ever otherwise (a
+// node killed with SIGKILL never deletes its own). A node that was only
+// frozen records itself again at its next heartbeat.
+func (f *Follower) prune(ctx context.Context, self string) error {
+	_, err := f.t.db.ExecContext(ctx, `DELETE FROM nodes WHERE id<>? AND heartbeat_at + cache_ttl + ? < ?`,
+		self, int64(silentSlack), f.t.now().UnixNano())
+	if err != nil {
+		return fmt.Errorf("keystore: prune nodes: %w", err)
+	}
+	return nil
 }
 
 // Converged reports whether every node's key cache has let go of sid's
@@ -179,7 +209,7 @@ func (f *Follower) Converged(ctx context.Context, sid envelope.SID, committed, n
 		// A node that went silent (died, or froze) cached its last keys
 		// before its next heartbeat was due; each lives one TTL at most.
 		from := committed
-		if silent := time.Unix(0, beat).Add(2 * HeartbeatInterval); silent.Before(from) {
+		if silent := time.Unix(0, beat).Add(silentSlack); silent.Before(from) {
 			from = silent
 		}
 		if end := from.Add(time.Duration(ttl)); now.Before(end) {

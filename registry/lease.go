@@ -54,7 +54,8 @@ func (s *Registry) leaseWriter() {
 }
 
 func (s *Registry) writeLeases(batch []leaseReq) error {
-	ctx := context.Background()
+	ctx, cancel := s.db.Bound(context.Background())
+	defer cancel()
 	var refs []envelope.Ref
 	for _, r := range batch {
 		refs = append(refs, r.refs...)
@@ -106,10 +107,15 @@ func (s *Registry) IssueLease(ctx context.Context, artifact shredd.ID, holder st
 	now := s.opts.Now()
 	l := shredd.Lease{ID: id, Artifact: artifact, Holder: holder, IssuedAt: now, ExpiresAt: now.Add(s.opts.LeaseTTL)}
 	r := leaseReq{l: l, refs: refs, done: make(chan error, 1)}
+	// Within the store timeout, the wait for the group commit included
+	// (await). A lease written after its decrypt gave up hands out no
+	// plaintext: it only makes a forget wait for it, as for any lease.
+	ctx, cancel := s.db.Bound(ctx)
+	defer cancel()
 	if err := enqueue(ctx, s, s.leaseQ, r); err != nil {
 		return shredd.Lease{}, fmt.Errorf("sealing: lease: %w", err)
 	}
-	if err := <-r.done; err != nil {
+	if err := await(ctx, r.done); err != nil {
 		return shredd.Lease{}, err
 	}
 	return l, nil

@@ -36,12 +36,41 @@ type recordReq struct {
 }
 
 // Pending is a registration queued for the group commit (Queue).
-type Pending struct{ done chan error }
+type Pending struct {
+	done   chan error
+	ctx    context.Context // with the store timeout, from the queueing (storage.DB.Bound)
+	cancel context.CancelFunc
+}
 
 // Wait returns once the registration is written or refused, with its
 // refusal: ErrShredded when a lineage subject is no longer live,
-// ErrUnknownKind for a kind never registered.
-func (p Pending) Wait() error { return <-p.done }
+// ErrUnknownKind for a kind never registered. Where the database has a
+// store timeout (PostgreSQL), it returns at the latest when that passed
+// since Queue, with an error wrapping storage.ErrDBUnavailable: the writer
+// still writes or refuses the registration in its own time, and its
+// transaction checks every lineage subject live in the database, so the
+// barrier holds without the caller's locks.
+func (p Pending) Wait() error {
+	defer p.cancel()
+	return await(p.ctx, p.done)
+}
+
+// await waits for a background writer's answer on done, or until ctx's
+// deadline (the store timeout: storage.DB.Bound) passes: a group commit
+// queued behind one that waits for a server that stopped answering would
+// otherwise wait for both, past the bound a request promises. Without a
+// deadline it waits for the answer.
+func await(ctx context.Context, done <-chan error) error {
+	if _, ok := ctx.Deadline(); !ok {
+		return <-done
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("registry: no answer from the database in time: %w: %w", storage.ErrDBUnavailable, ctx.Err())
+	}
+}
 
 // Queue hands a registration to the group commit: a transaction that
 // first checks, inside the database, that every lineage subject is still
@@ -54,10 +83,12 @@ func (p Pending) Wait() error { return <-p.done }
 // ends first.
 func (s *Registry) Queue(ctx context.Context, reg Registration) (Pending, error) {
 	r := recordReq{Registration: reg, done: make(chan error, 1)}
+	ctx, cancel := s.db.Bound(ctx)
 	if err := enqueue(ctx, s, s.recordQ, r); err != nil {
+		cancel()
 		return Pending{}, err
 	}
-	return Pending{done: r.done}, nil
+	return Pending{done: r.done, ctx: ctx, cancel: cancel}, nil
 }
 
 // errClosed answers the calls that need a background writer after Close.
@@ -179,7 +210,9 @@ func (s *Registry) writeRecords(batch []recordReq, kinds map[string]bool) []erro
 // item's refusal, or an error for the whole group when the transaction
 // failed (nothing of the group was written then).
 func (s *Registry) writeGroup(batch []recordReq, kinds map[string]bool) ([]error, error) {
-	ctx := context.Background()
+	// Every statement within the store timeout, prepared ones included.
+	ctx, cancel := s.db.Bound(context.Background())
+	defer cancel()
 	var refs []envelope.Ref
 	seen := map[envelope.Ref]bool{}
 	for _, r := range batch {

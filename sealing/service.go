@@ -249,7 +249,8 @@ func (s *Sealer) record(ctx context.Context, id shredd.ID, p *plan, refs []envel
 	}
 	// Once queued, the request is written or refused by the writer: wait for
 	// its answer even if ctx ends, so that the caller's barrier locks cover
-	// the write.
+	// the write (up to the store timeout where the database has one: the
+	// write's transaction checks the lineage live there; registry.Pending.Wait).
 	return now, pending.Wait()
 }
 

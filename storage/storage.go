@@ -371,8 +371,14 @@ func (d *DB) begin(ctx context.Context, opts *sql.TxOptions, o TxOptions) (*Tx, 
 		cancel()
 		return nil, wrapFull(err)
 	}
-	return &Tx{tx: tx, d: d, cancel: cancel}, nil
+	return &Tx{tx: tx, d: d, ctx: ctx, cancel: cancel}, nil
 }
+
+// Bound gives ctx the store timeout (Engine.OpTimeout) when it has none of
+// its own, for a wait that is no call of the DB: a request's wait for the
+// group commit that writes its registration or lease. cancel releases it.
+// Without a store timeout (SQLite) ctx is returned as it is.
+func (d *DB) Bound(ctx context.Context) (context.Context, context.CancelFunc) { return d.bound(ctx) }
 
 // Bulk runs fn in one transaction on a connection of its own tuned with o
 // for a bulk load, and commits it when fn returns nil.
@@ -469,36 +475,68 @@ func (d *DB) Close() error { return d.db.Close() }
 type Tx struct {
 	tx     *sql.Tx
 	d      *DB
+	ctx    context.Context    // the transaction's own, with its deadline (BeginTx); nil for none
 	cancel context.CancelFunc // releases the transaction's deadline; nil for none
+}
+
+// stmt is the context of a statement of the transaction: ctx, or the
+// transaction's own when ctx has no deadline. A statement of a group
+// commit (run with context.Background) on a server that stopped answering
+// otherwise waited for the server, past the transaction's deadline: the
+// deadline rolls the transaction back only once the statement returns.
+func (t *Tx) stmt(ctx context.Context) context.Context {
+	if t.ctx == nil {
+		return ctx
+	}
+	if _, ok := ctx.Deadline(); ok {
+		return ctx
+	}
+	return t.ctx
+}
+
+// wrap gives err, the error of a statement or of the commit, the
+// transaction's timeout: a transaction that its deadline rolled back
+// answers sql.ErrTxDone to what follows, and that is the database not
+// answering in time (ErrDBUnavailable), not a bug.
+func (t *Tx) wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	if t.ctx != nil && t.ctx.Err() != nil && !Unavailable(err) {
+		return fmt.Errorf("%w: %w: %w", ErrDBUnavailable, t.ctx.Err(), err)
+	}
+	return wrapFull(err)
 }
 
 // ExecContext runs a statement in the transaction.
 func (t *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	res, err := t.tx.ExecContext(ctx, t.d.q(query), args...)
-	return res, wrapFull(err)
+	res, err := t.tx.ExecContext(t.stmt(ctx), t.d.q(query), args...)
+	return res, t.wrap(err)
 }
 
 // QueryContext runs a query in the transaction.
 func (t *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return t.tx.QueryContext(ctx, t.d.q(query), args...)
+	rows, err := t.tx.QueryContext(t.stmt(ctx), t.d.q(query), args...)
+	return rows, t.wrap(err)
 }
 
 // QueryRowContext runs a query of at most one row in the transaction.
 func (t *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	return t.tx.QueryRowContext(ctx, t.d.q(query), args...)
+	return t.tx.QueryRowContext(t.stmt(ctx), t.d.q(query), args...)
 }
 
 // PrepareContext prepares a statement for repeated use in the transaction;
 // the statement is closed with it.
 func (t *Tx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
-	return t.tx.PrepareContext(ctx, t.d.q(query))
+	st, err := t.tx.PrepareContext(t.stmt(ctx), t.d.q(query))
+	return st, t.wrap(err)
 }
 
 // Commit commits the transaction.
 func (t *Tx) Commit() error {
-	err := t.tx.Commit()
+	err := t.wrap(t.tx.Commit())
 	t.release()
-	return wrapFull(err)
+	return err
 }
 
 // Rollback rolls the transaction back; after a Commit it does nothing

@@ -134,7 +134,7 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 		fmt.Fprintf(stderr, "shredd serve: unexpected argument %q\n", fl.Arg(0))
 		return nil, errors.New("unexpected argument")
 	}
-	p.EpochInterval, p.CacheTTL, p.ForgetDeadline, p.LeaseTTL = *v.epoch, *v.ttl, *v.deadline, *v.leaseTTL
+	p.EpochInterval, p.CacheTTL, p.ForgetDeadline, p.LeaseTTL, p.StoreTimeout = *v.epoch, *v.ttl, *v.deadline, *v.leaseTTL, *v.storeTimeout
 	if p.Store != "" && !node.IsPostgres(p.Store) {
 		fmt.Fprintln(stderr, "shredd serve: --store must be a postgres:// or postgresql:// URL, or empty for SQLite in the data directory")
 		return nil, errors.New("bad flag value")
@@ -152,7 +152,7 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 		return nil, err
 	}
 	if !p.inRange() {
-		fmt.Fprintln(stderr, "shredd serve: --epoch-interval must be >= 1s, --cache-ttl >= 0, --forget-deadline > 0, --buckets >= 1, --backup-keep >= 1, --max-body and --max-raw-body >= 1024")
+		fmt.Fprintln(stderr, "shredd serve: --epoch-interval and --store-timeout must be >= 1s, --cache-ttl >= 0, --forget-deadline > 0, --buckets >= 1, --backup-keep >= 1, --max-body and --max-raw-body >= 1024")
 		return nil, errors.New("bad flag value")
 	}
 	return p, nil
@@ -203,8 +203,8 @@ func (sf *serveFlags) num(name string, def int64) int64 {
 // serveFlagValues are the flags of shredd serve that ParseFlags checks
 // before they go into the Program, or that name files to read.
 type serveFlagValues struct {
-	epoch, ttl, deadline, leaseTTL, witnessInterval *time.Duration
-	tokenFile, secretIDFile                         *string
+	epoch, ttl, deadline, leaseTTL, witnessInterval, storeTimeout *time.Duration
+	tokenFile, secretIDFile                                       *string
 }
 
 // defineFlags defines the flags of shredd serve: into p, or into the
@@ -221,6 +221,7 @@ func (p *Program) defineFlags(sf *serveFlags) *serveFlagValues {
 	v.epoch = sf.dur("epoch-interval", time.Hour, "how often a root epoch runs while forgets wait for one")
 	v.ttl = sf.dur("cache-ttl", keystore.DefaultCacheTTL, "how long unwrapped keys stay cached in memory (part of T_prop)")
 	v.deadline = sf.dur("forget-deadline", erasure.DefaultDeadline, "time after a forget is requested by which it must be erased, else overdue")
+	v.storeTimeout = sf.dur("store-timeout", node.DefaultStoreTimeout, "with --store postgres://: how long a request waits for the database before it answers 503 backend_unavailable")
 	v.leaseTTL = sf.dur("lease-ttl", registry.DefaultLeaseTTL, "how long a decrypt's lease lasts unless released; a forget waits for leases issued before it")
 	fl.IntVar(&p.Buckets, "buckets", int(sf.num("buckets", keystore.DefaultBuckets)), "number of bucket keys; fixed when the data directory is created")
 	fl.Int64Var(&p.MaxBody, "max-body", sf.num("max-body", api.DefaultMaxBody), "maximum request body in bytes")
@@ -284,7 +285,7 @@ func (p *Program) checkRoot(stderr io.Writer, getenv func(string) string, tokenF
 // inRange reports whether the durations and sizes are within their
 // bounds.
 func (p *Program) inRange() bool {
-	return p.EpochInterval >= time.Second && p.CacheTTL >= 0 && p.ForgetDeadline > 0 && p.LeaseTTL > 0 &&
+	return p.EpochInterval >= time.Second && p.StoreTimeout >= time.Second && p.CacheTTL >= 0 && p.ForgetDeadline > 0 && p.LeaseTTL > 0 &&
 		p.Buckets >= 1 && p.BackupKeep >= 1 && p.MaxBody >= 1024 && p.MaxRawBody >= 1024
 }
 

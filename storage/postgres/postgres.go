@@ -49,6 +49,12 @@ type Options struct {
 	// least 4: a migration, a cluster-wide lock and the listener each hold
 	// one of their own while others run).
 	MaxConns int
+	// OpTimeout bounds each call of the database that comes with no
+	// deadline of its own, and the wait of a request for a group commit
+	// (storage.DB.Bound): the store timeout (default OpTimeout). The wait
+	// for the write lock is bounded below it (at most LockTimeout, and two
+	// thirds of it), so that it fails first, with its own error.
+	OpTimeout time.Duration
 }
 
 // Open connects to the PostgreSQL database of dsn (a postgres:// URL or
@@ -73,7 +79,10 @@ func Open(ctx context.Context, dsn string, o Options) (*storage.DB, error) {
 		db.Close()
 		return nil, err
 	}
-	return storage.New(db, &engine{db: db, dsn: dsn}), nil
+	if o.OpTimeout <= 0 {
+		o.OpTimeout = OpTimeout
+	}
+	return storage.New(db, &engine{db: db, dsn: dsn, opTimeout: o.OpTimeout, lockTimeout: min(LockTimeout, o.OpTimeout*2/3)}), nil
 }
 
 // redact keeps a connection error's message without echoing a password
@@ -117,8 +126,10 @@ func migrate(ctx context.Context, db *sql.DB) error {
 
 // engine is the storage.Engine of PostgreSQL.
 type engine struct {
-	db  *sql.DB
-	dsn string // for the listener's own connection
+	db          *sql.DB
+	dsn         string // for the listener's own connection
+	opTimeout   time.Duration
+	lockTimeout time.Duration
 }
 
 func (e *engine) Name() string { return "postgres" }
@@ -176,7 +187,7 @@ func (e *engine) Begin(ctx context.Context, tx *sql.Tx, o storage.TxOptions) err
 		lock = `pg_advisory_xact_lock_shared`
 	}
 	if _, err := tx.ExecContext(ctx, `SELECT set_config('lock_timeout', $1, true), `+lock+`($2)`,
-		strconv.FormatInt(LockTimeout.Milliseconds(), 10), int64(writeLock)); err != nil {
+		strconv.FormatInt(e.lockTimeout.Milliseconds(), 10), int64(writeLock)); err != nil {
 		return err
 	}
 	if len(o.Shards) == 0 {
@@ -310,13 +321,14 @@ func (e *engine) listenOnce(ctx context.Context, channel string, fn func(string,
 	}
 }
 
-// OpTimeout bounds each call without a deadline of its own: a server that
-// stops answering fails requests with 503 instead of holding them. It is
-// above LockTimeout, so that a wait for the write lock fails first, with
-// its own error.
+// OpTimeout is the default store timeout (Options.OpTimeout, shredd serve
+// --store-timeout): each call without a deadline of its own fails after it,
+// so that a server that stops answering fails requests with 503 instead of
+// holding them. It is above LockTimeout, so that a wait for the write lock
+// fails first, with its own error.
 const OpTimeout = 15 * time.Second
 
-func (e *engine) OpTimeout() time.Duration { return OpTimeout }
+func (e *engine) OpTimeout() time.Duration { return e.opTimeout }
 
 func init() {
 	// disk_full: the server could not extend a file. It also matches

@@ -57,6 +57,10 @@ const (
 	LedgerFile = "forgets.ledger"
 )
 
+// DefaultStoreTimeout is Config.StoreTimeout's default: PostgreSQL's
+// postgres.OpTimeout.
+const DefaultStoreTimeout = postgres.OpTimeout
+
 // Config is what the flags of shredd serve give the stack.
 type Config struct {
 	DataDir        string
@@ -66,9 +70,10 @@ type Config struct {
 	CacheTTL       time.Duration
 	ForgetDeadline time.Duration
 	LeaseTTL       time.Duration
-	ForgetLedger   string       // the forget ledger's file; "" for forgets.ledger in DataDir
-	Logger         *slog.Logger // nil: nothing is logged
-	AfterEpoch     func()       // called after every completed root epoch (erasure.Options.AfterEpoch)
+	StoreTimeout   time.Duration // PostgreSQL: bounds each database call and a request's wait for a group commit; 0 for postgres.OpTimeout
+	ForgetLedger   string        // the forget ledger's file; "" for forgets.ledger in DataDir
+	Logger         *slog.Logger  // nil: nothing is logged
+	AfterEpoch     func()        // called after every completed root epoch (erasure.Options.AfterEpoch)
 	// SharedRoot says the root store is one every node shares (--root
 	// vault). With a shared database (PostgreSQL) it is opened before the
 	// secrets, and when it keeps secrets (keystore.SecretKeeper) a node's
@@ -136,7 +141,7 @@ func OpenBulk(ctx context.Context, c Config) (*Node, error) {
 // (fs.ErrNotExist).
 func OpenDB(ctx context.Context, dir, store string) (*storage.DB, error) {
 	if store != "" {
-		return openStore(ctx, dir, store)
+		return openStore(ctx, dir, store, 0)
 	}
 	path := filepath.Join(dir, DBFile)
 	if _, err := os.Stat(path); err != nil {
@@ -152,12 +157,12 @@ func IsPostgres(store string) bool {
 
 // openStore opens the database store names: SQLite in dir when "", or
 // PostgreSQL.
-func openStore(ctx context.Context, dir, store string) (*storage.DB, error) {
+func openStore(ctx context.Context, dir, store string, timeout time.Duration) (*storage.DB, error) {
 	switch {
 	case store == "":
 		return sqlite.Open(filepath.Join(dir, DBFile))
 	case IsPostgres(store):
-		return postgres.Open(ctx, store, postgres.Options{})
+		return postgres.Open(ctx, store, postgres.Options{OpTimeout: timeout})
 	default:
 		return nil, errors.New("store: want a postgres:// or postgresql:// URL (or none, for SQLite in the data directory)")
 	}
@@ -224,7 +229,7 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 	}
 	kms, rootDown := root.SubjectKMS, root.Down
 	if n.DB == nil {
-		if n.DB, err = openStore(ctx, c.DataDir, c.Store); err != nil {
+		if n.DB, err = openStore(ctx, c.DataDir, c.Store, c.StoreTimeout); err != nil {
 			return err
 		}
 		n.onClose(func() { n.DB.Close() })
@@ -341,7 +346,7 @@ func (n *Node) readLocalSecrets(ctx context.Context, c Config, log *slog.Logger)
 	}
 	where := "the data directory " + c.DataDir
 	if !state && c.Store != "" {
-		if n.DB, err = openStore(ctx, c.DataDir, c.Store); err != nil {
+		if n.DB, err = openStore(ctx, c.DataDir, c.Store, c.StoreTimeout); err != nil {
 			return nil, err
 		}
 		n.onClose(func() { n.DB.Close() })
