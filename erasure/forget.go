@@ -13,7 +13,6 @@ import (
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/envelope"
 	"github.com/shredd/shredd/internal/crashpoint"
-	"github.com/shredd/shredd/journal"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/registry"
 	"github.com/shredd/shredd/storage"
@@ -274,19 +273,6 @@ func (s *Eraser) commit(ctx context.Context, id shredd.ID, sid envelope.SID, req
 	defer release()
 	return s.group.do(&member{id: id, sid: sid, req: req})
 }
-
-// commitEvent returns the forget_committed event of forget id, committed
-// in tx with commitment and barrier, for the group commit to append
-// (journal.Journal.AppendForgets).
-func commitEvent(ctx context.Context, tx *storage.Tx, id shredd.ID, sid envelope.SID, gen uint32, commitment string, barrier int64) (attest.Event, error) {
-	keyIdx, err := journal.KeyCreatedIndex(ctx, tx, sid, gen)
-	if err != nil {
-		return attest.Event{}, err
-	}
-	return attest.Event{Event: attest.EventForgetCommitted, Forget: &attest.ForgetEvent{
-		Forget: id.String(), Subject: commitment, Generation: gen, Barrier: barrier, KeyCreated: keyIdx}}, nil
-}
-
 // GetForget returns a forget with its conditions.
 func (s *Eraser) GetForget(ctx context.Context, id shredd.ID) (shredd.Forget, error) {
 	r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE id=?`, id[:]))

@@ -2,16 +2,16 @@ package erasure
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/envelope"
 	"github.com/shredd/shredd/internal/crashpoint"
-	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/journal"
 	"github.com/shredd/shredd/registry"
 	"github.com/shredd/shredd/storage"
 )
@@ -146,7 +146,7 @@ func (c *committer) finish(ctx context.Context, group []*member) error {
 }
 
 // commitTx commits the members in one transaction: for each, its row
-// written (with req), its subject key destroyed (keystore.Tree.ForgetTx)
+// written (with req), its subject key destroyed (keystore.Tree.ForgetManyTx)
 // and read back, its barrier and its forget_committed event. A member
 // whose read-back disagrees (keystore.ErrReadBack) stalls alone: the
 // transaction is abandoned, its request and the reason are committed in a
@@ -170,70 +170,132 @@ func (c *committer) commitTx(ctx context.Context, group []*member) error {
 
 // tryTx runs commitTx's transaction once: it returns the index of the first
 // member whose read-back disagrees (nothing committed then), or -1 once
-// the transaction committed.
+// the transaction committed. Its statements are a fixed number for the
+// whole group, not a number per member: the transaction holds the
+// database's write lock, and every round trip in it is a wait for the
+// writers queued behind (docs/performance.md).
 func (c *committer) tryTx(ctx context.Context, group []*member) (int, error) {
 	tx, err := c.s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return -1, fmt.Errorf("erasure: forget: %w", err)
 	}
 	defer tx.Rollback()
-	var logIDs [][16]byte // the forget_committed events, appended together at the end
-	var logEvs []attest.Event
+	inserted, err := c.insertMany(ctx, tx, group)
+	if err != nil {
+		return -1, err
+	}
+	var live []*member // the members whose forget is this node's
+	var sids []envelope.SID
 	for i, m := range group {
-		inserted, err := c.insert(ctx, tx, m)
-		if err != nil {
-			return -1, err
-		}
-		if !inserted {
+		if !inserted[i] {
 			m.err = errLost // another node's forget of the subject: the caller answers with it
 			continue
 		}
 		m.err = nil // lost in an earlier try whose winner rolled back
-		gen, err := c.s.keys.ForgetTx(ctx, tx, m.sid)
-		if err != nil {
-			return -1, fmt.Errorf("erasure: forget: %w", err)
-		}
-		// Read back before claiming: the key must be gone from where it
-		// lives (a planted trigger or a fault that ignores the deletion
-		// makes the forget stall, requested, with the reason; never
-		// committed).
-		if rb := c.s.shred.KeyGoneTx(ctx, tx, m.sid); rb != nil {
-			if !errors.Is(rb, keystore.ErrReadBack) {
-				return -1, fmt.Errorf("erasure: forget: %w", rb)
-			}
-			m.err = rb
-			return i, nil
-		}
-		// The row's commitment and barrier come back with the update:
-		// the forget_committed event needs them.
-		var commitment string
-		var barrier int64
-		err = tx.QueryRowContext(ctx, `UPDATE forgets SET state=?, gen=?, committed_at=?, stall_reason=NULL,
-			barrier=`+registry.LastSeqSQL+` WHERE id=? AND state=? RETURNING coalesce(commitment, ''), barrier`,
-			shredd.StateCommitted, gen, c.s.opts.Now().UnixNano(), m.id[:], shredd.StateRequested).Scan(&commitment, &barrier)
-		if errors.Is(err, sql.ErrNoRows) {
-			continue // committed already (by another node's reconciliation)
-		}
-		if err != nil {
-			return -1, fmt.Errorf("erasure: forget: %w", err)
-		}
-		if c.s.opts.Journal != nil && commitment != "" { // "": made by a release without commitments
-			ev, err := commitEvent(ctx, tx, m.id, m.sid, gen, commitment, barrier)
-			if err != nil {
-				return -1, err
-			}
-			logIDs, logEvs = append(logIDs, m.id), append(logEvs, ev)
-		}
+		live, sids = append(live, m), append(sids, m.sid)
 	}
-	if len(logIDs) > 0 {
-		if err := c.s.opts.Journal.AppendForgets(ctx, tx, logIDs, logEvs); err != nil {
-			return -1, err
+	if len(live) > 0 {
+		if stalled, err := c.forgetMany(ctx, tx, live, sids); err != nil || stalled != nil {
+			return slices.Index(group, stalled), err
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		return -1, fmt.Errorf("erasure: forget: %w", err)
 	}
 	return -1, nil
+}
+
+// forgetMany destroys the keys of members live (of subjects sids) in tx,
+// reads back that they are gone, commits their rows and logs their
+// forget_committed events. It returns the first member whose read-back
+// disagrees (its err set, the transaction to be abandoned), or nil.
+func (c *committer) forgetMany(ctx context.Context, tx *storage.Tx, live []*member, sids []envelope.SID) (*member, error) {
+	gens, err := c.s.keys.ForgetManyTx(ctx, tx, sids)
+	if err != nil {
+		return nil, fmt.Errorf("erasure: forget: %w", err)
+	}
+	// Read back before claiming: the keys must be gone from where they
+	// live (a planted trigger or a fault that ignores the deletion makes
+	// the forget stall, requested, with the reason; never committed).
+	gone, err := c.s.shred.KeysGoneTx(ctx, tx, sids)
+	if err != nil {
+		return nil, fmt.Errorf("erasure: forget: %w", err)
+	}
+	for i, rb := range gone {
+		if rb != nil {
+			live[i].err = rb
+			return live[i], nil
+		}
+	}
+	committed, err := c.commitRows(ctx, tx, live, gens)
+	if err != nil || c.s.opts.Journal == nil {
+		return nil, err
+	}
+	var logIDs [][16]byte // the forget_committed events, appended together
+	var logEvs []attest.Event
+	var evSIDs []envelope.SID
+	var evGens []uint32
+	for i, m := range live {
+		if r, ok := committed[m.id]; ok && r.commitment != "" { // "": made by a release without commitments
+			logIDs, evSIDs, evGens = append(logIDs, m.id), append(evSIDs, m.sid), append(evGens, gens[i])
+		}
+	}
+	keyIdx, err := journal.KeyCreatedIndexes(ctx, tx, evSIDs, evGens)
+	if err != nil {
+		return nil, err
+	}
+	for i, id := range logIDs {
+		r := committed[id]
+		logEvs = append(logEvs, attest.Event{Event: attest.EventForgetCommitted, Forget: &attest.ForgetEvent{
+			Forget: shredd.ID(id).String(), Subject: r.commitment, Generation: evGens[i], Barrier: r.barrier, KeyCreated: keyIdx[i]}})
+	}
+	return nil, c.s.opts.Journal.AppendForgets(ctx, tx, logIDs, logEvs)
+}
+
+// committedRow is what the commit of a forget row returns: the
+// forget_committed event needs them.
+type committedRow struct {
+	commitment string
+	barrier    int64
+}
+
+// commitRows commits the requested forget rows of members live (gens[i]
+// destroyed for live[i]) in one statement, with the group's barrier, and
+// returns the rows it committed; a row committed already (by another
+// node's reconciliation) is not among them.
+func (c *committer) commitRows(ctx context.Context, tx *storage.Tx, live []*member, gens []uint32) (map[shredd.ID]committedRow, error) {
+	var cases strings.Builder
+	args := []any{shredd.StateCommitted}
+	ids := make([]any, 0, len(live))
+	for i, m := range live {
+		cases.WriteString(" WHEN ? THEN CAST(? AS BIGINT)")
+		args = append(args, m.id[:], int64(gens[i]))
+		ids = append(ids, m.id[:])
+	}
+	args = append(args, c.s.opts.Now().UnixNano())
+	args = append(append(args, ids...), shredd.StateRequested)
+	rows, err := tx.QueryContext(ctx, `UPDATE forgets SET state=?, gen=CASE id`+cases.String()+` ELSE gen END, committed_at=?, stall_reason=NULL,
+		barrier=`+registry.LastSeqSQL+` WHERE id IN (`+strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ")+`) AND state=?
+		RETURNING id, coalesce(commitment, ''), barrier`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("erasure: forget: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[shredd.ID]committedRow, len(live))
+	for rows.Next() {
+		var b []byte
+		var r committedRow
+		if err := rows.Scan(&b, &r.commitment, &r.barrier); err != nil {
+			return nil, fmt.Errorf("erasure: forget: %w", err)
+		}
+		var id shredd.ID
+		copy(id[:], b)
+		out[id] = r
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("erasure: forget: %w", err)
+	}
+	return out, nil
 }
 
 // stallTx commits the request of member m, whose read-back (m.err)
@@ -284,4 +346,52 @@ func (c *committer) insert(ctx context.Context, tx *storage.Tx, m *member) (bool
 		return false, fmt.Errorf("erasure: forget: %w", err)
 	}
 	return n == 1, nil
+}
+
+// insertMany is insert for the members of a group in one statement:
+// inserted[i] reports whether group[i]'s forget is this node's (its row
+// written now, or existing and left requested: req nil).
+func (c *committer) insertMany(ctx context.Context, tx *storage.Tx, group []*member) ([]bool, error) {
+	inserted := make([]bool, len(group))
+	var args []any
+	for i, m := range group {
+		req := m.req
+		if req == nil {
+			inserted[i] = true
+			continue
+		}
+		if req.deadline.IsZero() {
+			req.deadline = req.at.Add(c.s.opts.Deadline)
+		}
+		args = append(args, m.id[:], m.sid[:], shredd.StateRequested, req.at.UnixNano(), req.deadline.UnixNano(), nullString(req.commitment), req.saltSealed)
+	}
+	if len(args) == 0 {
+		return inserted, nil
+	}
+	rows, err := tx.QueryContext(ctx, `INSERT INTO forgets(id, sid, state, requested_at, deadline, commitment, salt_sealed) VALUES `+
+		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?), ", len(args)/7), ", ")+`
+		ON CONFLICT(sid) DO NOTHING RETURNING id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("erasure: forget: %w", err)
+	}
+	defer rows.Close()
+	written := map[shredd.ID]bool{}
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			return nil, fmt.Errorf("erasure: forget: %w", err)
+		}
+		var id shredd.ID
+		copy(id[:], b)
+		written[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("erasure: forget: %w", err)
+	}
+	for i, m := range group {
+		if m.req != nil {
+			inserted[i] = written[m.id]
+		}
+	}
+	return inserted, nil
 }

@@ -182,6 +182,57 @@ func KeyCreatedIndex(ctx context.Context, q storage.Querier, sid envelope.SID, g
 	return idx, nil
 }
 
+// KeyCreatedIndexes is KeyCreatedIndex for many subject key generations
+// (gens[i] of sids[i]) in one statement per forgetLogRows of them: a
+// forget group reads them inside the transaction that holds the write
+// lock, where a statement each made the lock wait a round trip each.
+func KeyCreatedIndexes(ctx context.Context, q storage.Querier, sids []envelope.SID, gens []uint32) ([]int64, error) {
+	if len(sids) != len(gens) {
+		return nil, fmt.Errorf("journal: %d generations for %d subjects: %w", len(gens), len(sids), ErrInvalid)
+	}
+	type key struct {
+		sid envelope.SID
+		gen uint32
+	}
+	found := make(map[key]int64, len(sids))
+	for start := 0; start < len(sids); start += forgetLogRows {
+		end := min(start+forgetLogRows, len(sids))
+		args := make([]any, 0, end-start)
+		for _, sid := range sids[start:end] {
+			args = append(args, sid[:])
+		}
+		rows, err := q.QueryContext(ctx, `SELECT sid, gen, key_created FROM subject_log WHERE sid IN (`+
+			strings.TrimSuffix(strings.Repeat("?, ", end-start), ", ")+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("journal: log: %w", err)
+		}
+		for rows.Next() {
+			var b []byte
+			var k key
+			var idx int64
+			if err := rows.Scan(&b, &k.gen, &idx); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("journal: log: %w", err)
+			}
+			copy(k.sid[:], b)
+			found[k] = idx
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("journal: log: %w", err)
+		}
+	}
+	out := make([]int64, len(sids))
+	for i, sid := range sids {
+		idx, ok := found[key{sid, gens[i]}]
+		if !ok {
+			idx = -1
+		}
+		out[i] = idx
+	}
+	return out, nil
+}
+
 // ForgetIndexes returns the log indexes of the events of the forget id
 // (AppendForget), in log order.
 func ForgetIndexes(ctx context.Context, q storage.Querier, id [16]byte) ([]int64, error) {

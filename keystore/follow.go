@@ -17,7 +17,8 @@ import (
 
 // EvictChannel is the notification channel on which a forget's commit
 // tells every node sharing the database to drop the subject's cached keys:
-// "seq:sid" in hex, seq from table evictions.
+// "seq:sid" in hex, seq from table evictions; a forget group's evictions
+// share a payload, their entries joined by commas.
 const EvictChannel = "shredd_evict"
 
 // HeartbeatInterval is how often a following node records itself in
@@ -86,19 +87,23 @@ func (f *Follower) Follow(ctx context.Context, node string, log *slog.Logger, re
 			mu.Unlock()
 			return
 		}
-		seqText, sidHex, ok := strings.Cut(payload, ":")
-		seq, err := strconv.ParseInt(seqText, 10, 64)
-		b, herr := hex.DecodeString(sidHex)
-		if !ok || err != nil || herr != nil || len(b) != len(envelope.SID{}) {
-			f.t.PurgeAll() // a payload this release does not read: be safe
-			return
+		// A forget group's evictions come in one payload, "seq:sid"
+		// entries joined by commas (evictManyTx).
+		for entry := range strings.SplitSeq(payload, ",") {
+			seqText, sidHex, ok := strings.Cut(entry, ":")
+			seq, err := strconv.ParseInt(seqText, 10, 64)
+			b, herr := hex.DecodeString(sidHex)
+			if !ok || err != nil || herr != nil || len(b) != len(envelope.SID{}) {
+				f.t.PurgeAll() // a payload this release does not read: be safe
+				return
+			}
+			var sid envelope.SID
+			copy(sid[:], b)
+			f.t.Purge(sid)
+			mu.Lock()
+			through = max(through, seq)
+			mu.Unlock()
 		}
-		var sid envelope.SID
-		copy(sid[:], b)
-		f.t.Purge(sid)
-		mu.Lock()
-		through = max(through, seq)
-		mu.Unlock()
 	}
 	listenErr := make(chan error, 1)
 	go func() { listenErr <- f.t.db.Listen(ctx, EvictChannel, apply) }()
