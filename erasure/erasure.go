@@ -74,6 +74,9 @@ type Eraser struct {
 	*core
 	workMu sync.Mutex // serialises re-keys and epochs (lockWork)
 	group  *committer // commits concurrent forgets together (commit)
+	// epochAsked, when set (by tests), runs once a RunEpoch call has read
+	// the epoch left running, before it waits for the work lock.
+	epochAsked func()
 }
 
 // core is the state an Eraser shares with its Holders and its Evidence,

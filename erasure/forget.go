@@ -553,8 +553,44 @@ func epochDue(ctx context.Context, s *Eraser, interval time.Duration, started ti
 
 // RunEpoch re-keys what is pending, runs a root epoch (or resumes an
 // interrupted one) and marks shredded the forgets it completes.
+//
+// A call that comes while an epoch is left running (interrupted, or
+// another node's in progress) asks for that epoch: when it completes while
+// the call waits for the work lock (the background work or another node
+// resumed it), it answers the call, and no second epoch runs. Without
+// that, a call that queued behind the background work resuming an
+// interrupted epoch rotated the root a second time. A call that comes
+// while no epoch runs runs its own.
 func (s *Eraser) RunEpoch(ctx context.Context) (shredd.Epoch, error) {
-	e, _, err := runEpoch(ctx, s, nil)
+	before, err := s.shred.LastEpoch(ctx)
+	switch {
+	case errors.Is(err, keystore.ErrNotFound):
+		before = shredd.Epoch{}
+	case err != nil:
+		return shredd.Epoch{}, mapKeyErr(err)
+	}
+	if s.epochAsked != nil {
+		s.epochAsked()
+	}
+	var answered shredd.Epoch
+	need := func(ctx context.Context) (bool, error) {
+		now, err := s.shred.LastEpoch(ctx)
+		switch {
+		case errors.Is(err, keystore.ErrNotFound):
+			return true, nil
+		case err != nil:
+			return false, mapKeyErr(err)
+		}
+		if before.State == "running" && now.State == "done" {
+			answered = now
+			return false, nil
+		}
+		return true, nil
+	}
+	e, ran, err := runEpoch(ctx, s, need)
+	if err == nil && !ran {
+		return answered, nil
+	}
 	return e, err
 }
 

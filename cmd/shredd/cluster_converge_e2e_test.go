@@ -422,6 +422,10 @@ func crashStep(t *testing.T, c *cluster, a, b *server, step, via string, answere
 	case <-time.After(10 * time.Second):
 		if via == "forget" && id != "" {
 			d.stop() // another node did the background step first
+			// The forget waits for its epoch (waitErased judges every
+			// answer after the epoch's as fresh).
+			a.waitForget(t, id, "re-keyed", func(f forgetView) bool { return f.RekeyedAt != nil })
+			a.runEpoch(t)
 			waitErased(t, id, time.Now().Add(30*time.Second), a, b)
 			known[id] = true
 			return false
