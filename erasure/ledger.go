@@ -1280,6 +1280,12 @@ func (s *Eraser) reapplyAll(ctx context.Context, entries []ledgerLine, db map[sh
 		if _, ok := db[id]; ok {
 			continue
 		}
+		if alias, err := isAlias(ctx, s.db, id); err != nil || alias {
+			if err != nil {
+				return release, reapplied, fmt.Errorf("erasure: forget ledger: %w", err)
+			}
+			continue // merged into the kept forget of its subject (migration 0007)
+		}
 		if release == nil {
 			if release, err = s.db.Exclusive(ctx, "erasure.work"); err != nil {
 				return release, reapplied, fmt.Errorf("erasure: forget ledger: %w: %w", shredd.ErrUnavailable, err)
