@@ -15,10 +15,6 @@ SELECT d.id, k.id FROM
 	ON k.sid = d.sid AND k.rn = 1
 	WHERE d.rn > 1;
 DELETE FROM acked WHERE forget IN (SELECT id FROM forget_aliases);
-INSERT INTO forget_log (forget, idx)
-SELECT a.forget, l.idx FROM forget_log l JOIN forget_aliases a ON a.id = l.forget
-ON CONFLICT DO NOTHING;
-DELETE FROM forget_log WHERE forget IN (SELECT id FROM forget_aliases);
 DELETE FROM forgets WHERE id IN (SELECT id FROM forget_aliases);
 DROP INDEX forgets_by_sid;
 CREATE UNIQUE INDEX forgets_one_per_sid ON forgets(sid);

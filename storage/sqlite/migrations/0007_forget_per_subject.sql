@@ -11,14 +11,16 @@
 -- id answer the kept forget).
 --
 -- The rows naming a dropped forget: forget_log (the log indexes of its
--- events) moves to the kept forget, so that its export still lists every
--- event logged for the subject. holder_acks stays as it is: the signed
--- bytes name the dropped id, the evidence is kept, and an attestation of
--- the kept forget cannot carry it (the offline verifier checks each ack
--- against the attestation's own forget id). acked (which ack closed which
--- artifact, the cascade condition) is deleted for the dropped ids for the
--- same reason: the holder acks the kept forget again (its purge work lists
--- it), so that nothing is counted closed by a signature over another id.
+-- events) and holder_acks (the signed acks as received) stay as they are,
+-- naming the dropped id: they are its history and evidence, and neither
+-- can become the kept forget's. An export of the kept forget is checked
+-- offline to hold exactly one forget_committed entry, naming it (bundle
+-- checkForgetEntries), and an attestation's acks are checked against its
+-- own forget id, which the dropped forget's entries and signatures do not
+-- name. acked (which ack closed which artifact: the cascade condition) is
+-- deleted for the dropped ids for the same reason: the holder acks the
+-- kept forget again (its purge work lists it), so that nothing is counted
+-- closed by a signature over another id.
 CREATE TABLE IF NOT EXISTS forget_aliases (
 	id BLOB PRIMARY KEY,
 	forget BLOB NOT NULL) WITHOUT ROWID;
@@ -35,9 +37,6 @@ SELECT d.id, k.id FROM
 	ON k.sid = d.sid AND k.rn = 1
 	WHERE d.rn > 1;
 DELETE FROM acked WHERE forget IN (SELECT id FROM forget_aliases);
-INSERT OR IGNORE INTO forget_log (forget, idx)
-SELECT a.forget, l.idx FROM forget_log l JOIN forget_aliases a ON a.id = l.forget;
-DELETE FROM forget_log WHERE forget IN (SELECT id FROM forget_aliases);
 DELETE FROM forgets WHERE id IN (SELECT id FROM forget_aliases);
 DROP INDEX IF EXISTS forgets_by_sid;
 CREATE UNIQUE INDEX IF NOT EXISTS forgets_one_per_sid ON forgets(sid);
