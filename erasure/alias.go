@@ -29,10 +29,24 @@ func resolveAlias(ctx context.Context, db *storage.DB, id shredd.ID) (shredd.ID,
 	return kept, nil
 }
 
-// isAlias reports whether id is a forget migration 0007 merged into
-// another: a ledger line or forget record naming it is present in the
-// database (as the kept forget), never committed again.
-func isAlias(ctx context.Context, db *storage.DB, id shredd.ID) (bool, error) {
-	kept, err := resolveAlias(ctx, db, id)
-	return kept != id, err
+// aliases adds to out the ids merged into other forgets (committedForgets).
+func aliases(ctx context.Context, db *storage.DB, out map[shredd.ID]dbForget) error {
+	rows, err := db.QueryContext(ctx, `SELECT id FROM forget_aliases`)
+	if err != nil {
+		return fmt.Errorf("erasure: forget aliases: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			return fmt.Errorf("erasure: forget aliases: %w", err)
+		}
+		var id shredd.ID
+		copy(id[:], b)
+		out[id] = dbForget{alias: true}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("erasure: forget aliases: %w", err)
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package erasure_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -75,5 +76,42 @@ func TestForgetAlias(t *testing.T) {
 	}
 	if string(viaAlias) != string(viaKept) {
 		t.Fatal("the attestation of the alias is not the kept forget's")
+	}
+}
+
+// TestLedgerNamesAlias: a forget ledger whose lines name a forget that
+// migration 0007 merged into another (its id now an alias) is in step with
+// the database: the line counts as present, also when it is the damaged
+// (torn) last line, so that the start is neither refused nor commits the
+// forget again.
+func TestLedgerNamesAlias(t *testing.T) {
+	ctx := context.Background()
+	w := newLedgerWorld(t)
+	carol := w.ids[2]
+	kept, err := shredd.ParseID("0190000000000000000000000000000c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// carol's forget as the migration leaves a duplicate: another id kept,
+	// the ledger's id an alias of it.
+	if _, err := w.b.DB.ExecContext(ctx, `UPDATE forgets SET id=? WHERE id=?`, kept[:], carol[:]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.b.DB.ExecContext(ctx, `INSERT INTO forget_aliases(id, forget) VALUES (?, ?)`, carol[:], kept[:]); err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(w.raw, []byte("\n"))
+	torn := bytes.Join([][]byte{lines[0], lines[1], lines[2], lines[3][:len(lines[3])/2]}, nil)
+	_, rep, err := w.reconcile(t, w.b, torn, erasure.LedgerOptions{})
+	if err != nil || rep.Repaired == nil || rep.Repaired.InDB != 1 || len(rep.Repaired.Lost) != 0 || rep.Reapplied != 0 {
+		t.Fatalf("torn line naming an alias: %+v %+v, %v; want it counted in the database", rep, rep.Repaired, err)
+	}
+	_, rep, err = w.reconcile(t, w.b, w.raw, erasure.LedgerOptions{})
+	if err != nil || rep.Reapplied != 0 {
+		t.Fatalf("whole ledger naming an alias: %+v, %v; want nothing committed again", rep, err)
+	}
+	var n int
+	if err := w.b.DB.QueryRowContext(ctx, `SELECT count(*) FROM forgets`).Scan(&n); err != nil || n != 3 {
+		t.Fatalf("%d forgets after the starts (%v), want 3", n, err)
 	}
 }
