@@ -38,6 +38,10 @@ func NewEvidence(e *Eraser) *Evidence { return &Evidence{core: e.core, forgets: 
 // returned; otherwise it is signed now by signer. A forget that is not
 // erased gives ErrNotErased.
 func (s *Evidence) Attestation(ctx context.Context, id shredd.ID, signer ed25519.PrivateKey) ([]byte, error) {
+	id, err := resolveAlias(ctx, s.db, id) // an alias: the kept forget's
+	if err != nil {
+		return nil, err
+	}
 	r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE id=?`, id[:]))
 	if err != nil {
 		if _, gerr := s.forgets.GetForget(ctx, id); gerr != nil {

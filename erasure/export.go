@@ -26,6 +26,10 @@ func (s *Evidence) Export(ctx context.Context, id shredd.ID, since int64) (*bund
 	if j == nil {
 		return nil, fmt.Errorf("erasure: export: %w", shredd.ErrNoLog)
 	}
+	id, err := resolveAlias(ctx, s.db, id) // an alias: the kept forget's
+	if err != nil {
+		return nil, err
+	}
 	att, err := s.Attestation(ctx, id, j.Signer())
 	if err != nil {
 		return nil, err

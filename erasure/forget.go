@@ -274,7 +274,13 @@ func (s *Eraser) commit(ctx context.Context, id shredd.ID, sid envelope.SID, req
 	return s.group.do(&member{id: id, sid: sid, req: req})
 }
 // GetForget returns a forget with its conditions.
+// An id migration 0007 merged into another forget of its subject answers
+// with that forget (its own id in it).
 func (s *Eraser) GetForget(ctx context.Context, id shredd.ID) (shredd.Forget, error) {
+	id, err := resolveAlias(ctx, s.db, id)
+	if err != nil {
+		return shredd.Forget{}, err
+	}
 	r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE id=?`, id[:]))
 	if errors.Is(err, sql.ErrNoRows) {
 		return shredd.Forget{}, fmt.Errorf("erasure: forget %s: %w", id, shredd.ErrNotFound)

@@ -166,6 +166,11 @@ func (s *Holders) Ack(ctx context.Context, forget shredd.ID, holder string, arti
 	if err != nil {
 		return shredd.AckResult{}, err
 	}
+	// An alias names the kept forget, whose id the signature must cover:
+	// the attestation carries the ack under that id.
+	if forget, err = resolveAlias(ctx, s.db, forget); err != nil {
+		return shredd.AckResult{}, err
+	}
 	r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE id=?`, forget[:]))
 	if errors.Is(err, sql.ErrNoRows) {
 		return shredd.AckResult{}, fmt.Errorf("erasure: forget %s: %w", forget, shredd.ErrNotFound)

@@ -965,9 +965,12 @@ func (c LedgerCheck) Report() string {
 type dbForget struct {
 	state     string
 	committed int64
+	alias     bool // merged into the kept forget of its subject (migration 0007): present as that one
 }
 
-// committedForgets reads the database's forgets past requested.
+// committedForgets reads the database's forgets past requested, and the
+// ids merged into them (aliases): a ledger line or forget record naming
+// one is present, never committed again nor missing from the ledger.
 func committedForgets(ctx context.Context, db *storage.DB) (map[shredd.ID]dbForget, error) {
 	rows, err := db.QueryContext(ctx, `SELECT id, state, coalesce(committed_at, 0) FROM forgets WHERE state<>?`, shredd.StateRequested)
 	if err != nil {
@@ -988,7 +991,7 @@ func committedForgets(ctx context.Context, db *storage.DB) (map[shredd.ID]dbForg
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("erasure: forget ledger: %w", err)
 	}
-	return out, nil
+	return out, aliases(ctx, db, out)
 }
 
 // compacted reports whether a forget of the database missing from the
@@ -1040,7 +1043,7 @@ func assess(path string, sc *ledgerScan, kept *keystore.LedgerHead, keptErr erro
 		}
 	}
 	for id, f := range db {
-		if !inLedger[id] && !compacted(sc.header, f) {
+		if !f.alias && !inLedger[id] && !compacted(sc.header, f) {
 			if _, ok := identified[id]; !ok {
 				c.DBMissing++
 			}
@@ -1323,7 +1326,7 @@ func (s *Eraser) recordMissing(ctx context.Context, header *LedgerHeader) (int, 
 	}
 	var missing []shredd.ID
 	for id, f := range db {
-		if !l.Has(id) && !compacted(header, f) {
+		if !f.alias && !l.Has(id) && !compacted(header, f) {
 			missing = append(missing, id)
 		}
 	}

@@ -238,6 +238,10 @@ func (s *Eraser) lookupFails(ctx context.Context, r forgetRow) (bool, string) {
 // Verify evaluates a forget's conditions now and records it erased when all
 // of them hold.
 func (s *Eraser) Verify(ctx context.Context, id shredd.ID) (shredd.Forget, error) {
+	id, err := resolveAlias(ctx, s.db, id) // an alias: the kept forget
+	if err != nil {
+		return shredd.Forget{}, err
+	}
 	r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE id=?`, id[:]))
 	if err != nil {
 		return s.GetForget(ctx, id) // the same not-found and errors

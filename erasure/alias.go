@@ -1,0 +1,52 @@
+package erasure
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/shredd/shredd"
+	"github.com/shredd/shredd/storage"
+)
+
+// resolveAlias returns the forget that answers for id: id itself, or, when
+// migration 0007 merged id into another forget of its subject (several
+// nodes of an earlier release each made one), the forget kept
+// (forget_aliases). Every read by id goes through it, so that each id
+// once answered to a caller keeps answering, with the kept forget.
+func resolveAlias(ctx context.Context, db *storage.DB, id shredd.ID) (shredd.ID, error) {
+	var b []byte
+	err := db.QueryRowContext(ctx, `SELECT forget FROM forget_aliases WHERE id=?`, id[:]).Scan(&b)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return id, nil
+	case err != nil:
+		return id, fmt.Errorf("erasure: forget %s: %w", id, err)
+	}
+	var kept shredd.ID
+	copy(kept[:], b)
+	return kept, nil
+}
+
+// aliases adds to out the ids merged into other forgets (committedForgets).
+func aliases(ctx context.Context, db *storage.DB, out map[shredd.ID]dbForget) error {
+	rows, err := db.QueryContext(ctx, `SELECT id FROM forget_aliases`)
+	if err != nil {
+		return fmt.Errorf("erasure: forget aliases: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			return fmt.Errorf("erasure: forget aliases: %w", err)
+		}
+		var id shredd.ID
+		copy(id[:], b)
+		out[id] = dbForget{alias: true}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("erasure: forget aliases: %w", err)
+	}
+	return nil
+}
