@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shredd/shredd/testkit/pgtest"
 )
@@ -52,6 +53,8 @@ func TestCopiedDataDir(t *testing.T) {
 	bob := a.seal(t, sealReq{Subject: "bob@example.com", Kind: "episodic"}, "bob likes coffee", "m2")
 	carol := a.seal(t, sealReq{Subject: "carol@example.com", Kind: "episodic"}, "carol likes juice", "m3")
 	dave := a.seal(t, sealReq{Subject: "dave@example.com", Kind: "episodic"}, "dave likes water", "m4")
+	erin := a.seal(t, sealReq{Subject: "erin@example.com", Kind: "episodic"}, "erin likes milk", "m5")
+	frank := a.seal(t, sealReq{Subject: "frank@example.com", Kind: "episodic"}, "frank likes soda", "m6")
 	a.forget(t, "dave@example.com") // the ledger and its records hold a line before the copy
 	a.stop()
 
@@ -83,16 +86,25 @@ func TestCopiedDataDir(t *testing.T) {
 		s.open(t, carol)
 	}
 
-	// Each restarts after forgets went through both (before, the two
-	// shared one ledger head slot in Vault: the second start was refused).
+	// Each restarts after forgets went through both, the other having
+	// forgotten more meanwhile: before, the two shared one ledger head
+	// slot in Vault, so the copy found the original's head and took its
+	// own authentic ledger for a damaged one.
 	b.stop()
+	a.forget(t, "erin@example.com")
+	time.Sleep(2 * time.Second) // the background work would have kept the head by now
 	b = startServer(t, copied, opts)
+	b.forget(t, "frank@example.com")
 	a.stop()
+	time.Sleep(2 * time.Second)
 	a = startServer(t, a.dataDir, opts)
 	for _, s := range []*server{a, b} {
-		s.shredded(t, alice)
-		s.shredded(t, bob)
-		s.shredded(t, dave)
+		if l := s.logs.String(); strings.Contains(l, "forget ledger was not whole") || strings.Contains(l, "level\":\"ERROR") {
+			t.Fatalf("%s restarted with a ledger taken for damaged:\n%s", s.name, tail(notableLogs(l), 40))
+		}
+		for _, rec := range []record{alice, bob, dave, erin, frank} {
+			s.shredded(t, rec)
+		}
 		s.open(t, carol)
 	}
 	if nodeID(t, a) == ida || nodeID(t, b) == idb {
