@@ -110,6 +110,13 @@ func TestCopiedDataDir(t *testing.T) {
 	if nodeID(t, a) == ida || nodeID(t, b) == idb {
 		t.Fatalf("a restart kept its node id: %s %s", nodeID(t, a), nodeID(t, b))
 	}
+	// shredd ledger check with the Vault root: no head is kept, the
+	// forget records are; the ledger is whole.
+	b.stop()
+	args := append([]string{"ledger", "check", "--data-dir", copied}, opts.Args...)
+	if r := cli(t, "", opts.Env, nil, args...).want(t, 0); !strings.Contains(string(r.stdout), "head kept with the root: none (the root store keeps the forget records instead") {
+		t.Fatalf("shredd ledger check with the Vault root:\n%s", r.stdout)
+	}
 	for _, dir := range []string{a.dataDir, copied} {
 		if _, err := os.Stat(filepath.Join(dir, "node.id")); !os.IsNotExist(err) {
 			t.Fatalf("%s holds node.id (%v)", dir, err)
