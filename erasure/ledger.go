@@ -104,9 +104,6 @@ type LedgerOptions struct {
 	// Fingerprints are those of the secrets present: written into a new
 	// ledger's header, compared with an existing one's.
 	Fingerprints LedgerFingerprints
-	// Slot names this data directory where the root store keeps the
-	// ledger's head (keystore.RootStore.KeepLedgerHead).
-	Slot string
 	// AcceptLoss lets ReconcileLedger drop a damaged tail even when the
 	// database lacks forgets it may have held (shredd ledger repair
 	// --accept-loss); without it such a start is refused.
@@ -125,11 +122,15 @@ type LedgerOptions struct {
 // Every line is authenticated (HMAC-SHA256 under LedgerKey) and chained:
 // it carries its sequence number and the hash of the line before it, the
 // first one the header's. Truncation inside a line, edits and reordering
-// break the chain; the head (the last line's number and hash) is also kept
-// with the root (KeepLedgerHead), where a restore of the database cannot
-// roll it back, so that lines cut at a line's end, or a ledger replaced,
-// are seen too. A damaged tail is never dropped in silence
-// (ReconcileLedger).
+// break the chain; with the local root the head (the last line's number
+// and hash) is also kept in the root file (KeepLedgerHead), where a restore
+// of the database cannot roll it back, so that lines cut at a line's end,
+// or a ledger replaced, are seen too. A root store that keeps forget
+// records (keystore.ForgetKeeper: Vault) keeps no head: the records hold
+// every committed forget, so a ledger cut, rolled back or copied to another
+// data directory is repaired from them and the database, and nothing per
+// data directory is kept with the root. A damaged tail is never dropped in
+// silence (ReconcileLedger).
 //
 // Space for the next lines is reserved (fallocate) before a forget
 // commits: a full disk refuses the forget (shredd.ErrDiskFull) rather than
@@ -855,6 +856,9 @@ type LedgerCheck struct {
 	// could not be read (the check was then made without it).
 	Kept    *keystore.LedgerHead
 	KeptErr error
+	// Records: the root store keeps forget records (keystore.ForgetKeeper)
+	// and so no head; the check is made without one (Kept is nil).
+	Records bool
 	// Missing counts the lines the kept head counts beyond the intact
 	// part (some may be in Damaged).
 	Missing uint64
@@ -940,6 +944,8 @@ func (c LedgerCheck) Report() string {
 	}
 	fmt.Fprintf(&b, "  intact: %d line(s), through line %d\n", c.Lines, c.Seq)
 	switch {
+	case c.Records:
+		fmt.Fprintln(&b, "  head kept with the root: none (the root store keeps the forget records instead; a start commits again what the database lacks from them)")
 	case c.KeptErr != nil:
 		fmt.Fprintf(&b, "  head kept with the root: not read (%v)\n", c.KeptErr)
 	case c.Kept == nil:
@@ -1382,9 +1388,13 @@ func (s *Eraser) reapply(ctx context.Context, id shredd.ID, sid envelope.SID, e 
 }
 
 // keptHead reads the head kept with the root for this ledger: nil and no
-// error when none was kept.
+// error when none was kept, or when the root keeps forget records instead
+// (s.records; the slot is then unused: the local root keeps one head).
 func (s *Eraser) keptHead(ctx context.Context) (*keystore.LedgerHead, error) {
-	h, err := s.keys.Root().LedgerHead(ctx, s.opts.Ledger.opts.Slot)
+	if s.records != nil {
+		return nil, nil
+	}
+	h, err := s.keys.Root().LedgerHead(ctx, "")
 	switch {
 	case errors.Is(err, keystore.ErrNotFound):
 		return nil, nil
@@ -1432,18 +1442,19 @@ func (l *Ledger) cut(sc *ledgerScan) (string, error) {
 	return aside, nil
 }
 
-// KeepLedgerHead records the ledger's head with the root store (the local
-// root file or the Vault root store's KV secret), where a restore of the
-// database cannot roll it back. Called at start-up, after every epoch,
-// before every backup, when the background work finds the head moved, and
-// at shutdown. Without a ledger, or with a damaged one, it does nothing.
+// KeepLedgerHead records the ledger's head in the local root file, where a
+// restore of the database cannot roll it back. Called at start-up, after
+// every epoch, before every backup, when the background work finds the
+// head moved, and at shutdown. Without a ledger, with a damaged one, or
+// with a root store that keeps forget records instead (Vault), it does
+// nothing.
 func (s *Eraser) KeepLedgerHead(ctx context.Context) error {
 	return s.keepLedgerHead(ctx, true)
 }
 
 func (s *Eraser) keepLedgerHead(ctx context.Context, always bool) error {
 	l := s.opts.Ledger
-	if l == nil {
+	if l == nil || s.records != nil {
 		return nil
 	}
 	l.headMu.Lock()
@@ -1457,7 +1468,7 @@ func (s *Eraser) keepLedgerHead(ctx context.Context, always bool) error {
 	if !ok || !checked || !always && l.kept != nil && *l.kept == h {
 		return nil
 	}
-	if err := s.keys.Root().KeepLedgerHead(ctx, l.opts.Slot, h); err != nil {
+	if err := s.keys.Root().KeepLedgerHead(ctx, "", h); err != nil {
 		return fmt.Errorf("erasure: keep the forget ledger's head with the root: %w", err)
 	}
 	crashpoint.Hit("ledger:headkept")

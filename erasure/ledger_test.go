@@ -28,9 +28,6 @@ var ledgerKey = erasure.LedgerKey(bytes.Repeat([]byte{1}, 32))
 
 func openLedger(t *testing.T, path string, opts erasure.LedgerOptions) *erasure.Ledger {
 	t.Helper()
-	if opts.Slot == "" {
-		opts.Slot = slot
-	}
 	l, err := erasure.OpenLedger(path, ledgerKey, opts)
 	if err != nil {
 		t.Fatal(err)

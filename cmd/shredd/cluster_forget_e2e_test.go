@@ -4,14 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/shredd/shredd/cmd/shredd/node"
 	"github.com/shredd/shredd/storage"
 	"github.com/shredd/shredd/storage/postgres"
 	"github.com/shredd/shredd/testkit/pgtest"
@@ -164,13 +161,7 @@ func TestClusterPruneNodes(t *testing.T) {
 	a.putKinds(t, "episodic")
 	rec := a.seal(t, sealReq{Subject: "gone@example.com", Kind: "episodic"}, "x", "c")
 	c.open(t, rec) // c caches the key
-	idOf := func(s *server) string {
-		b, err := os.ReadFile(filepath.Join(s.dataDir, node.NodeIDFile))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.TrimSpace(string(b)) + "-%"
-	}
+	idOf := func(s *server) string { return nodeID(t, s) } // from its "node recorded" log line
 	if n := count(t, db, `SELECT count(*) FROM nodes`); n != 3 {
 		t.Fatalf("%d rows in nodes for 3 nodes", n)
 	}
@@ -179,7 +170,7 @@ func TestClusterPruneNodes(t *testing.T) {
 	}
 	<-c.done
 	var beat int64
-	if err := db.QueryRowContext(context.Background(), `SELECT heartbeat_at FROM nodes WHERE id LIKE ?`, idOf(c)).Scan(&beat); err != nil {
+	if err := db.QueryRowContext(context.Background(), `SELECT heartbeat_at FROM nodes WHERE id = ?`, idOf(c)).Scan(&beat); err != nil {
 		t.Fatalf("the killed node's row: %v", err)
 	}
 	f := a.forget(t, "gone@example.com")
@@ -187,7 +178,7 @@ func TestClusterPruneNodes(t *testing.T) {
 	// heartbeat slack (2 s, keystore.Converged) + its TTL.
 	mayGo := time.Unix(0, beat).Add(2*time.Second + ttl)
 	deadline := time.Now().Add(30 * time.Second)
-	for count(t, db, `SELECT count(*) FROM nodes WHERE id LIKE ?`, idOf(c)) > 0 {
+	for count(t, db, `SELECT count(*) FROM nodes WHERE id = ?`, idOf(c)) > 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the row of a node killed at %s is still in table nodes", time.Unix(0, beat).UTC().Format(time.RFC3339))
 		}
@@ -197,7 +188,7 @@ func TestClusterPruneNodes(t *testing.T) {
 		t.Fatalf("the killed node's row left at %s, before its cache TTL bound %s", gone.Format(time.RFC3339Nano), mayGo.Format(time.RFC3339Nano))
 	}
 	for _, s := range nodes[:2] {
-		if n := count(t, db, `SELECT count(*) FROM nodes WHERE id LIKE ?`, idOf(s)); n != 1 {
+		if n := count(t, db, `SELECT count(*) FROM nodes WHERE id = ?`, idOf(s)); n != 1 {
 			t.Fatalf("%s: %d rows in nodes for a live node", s.name, n)
 		}
 	}

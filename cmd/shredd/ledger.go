@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"syscall"
 
 	"github.com/shredd/shredd/cmd/shredd/node"
@@ -16,7 +15,6 @@ import (
 	"github.com/shredd/shredd/internal/datadir"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
-	"github.com/shredd/shredd/keystore/vault"
 )
 
 const ledgerUsage = `usage: shredd ledger check [serve flags]                   what of the forget ledger is damaged, and what a repair would lose
@@ -103,31 +101,25 @@ func checkLedger(ctx context.Context, p *Program) (erasure.LedgerCheck, error) {
 	if err != nil {
 		return erasure.LedgerCheck{}, fmt.Errorf("subject secret (the ledger's MAC key derives from it): %w", err)
 	}
-	slot, err := datadir.Read(filepath.Join(dir, node.NodeIDFile), datadir.Public, 1<<10)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return erasure.LedgerCheck{}, err
-	}
+	// A Vault root store keeps no ledger head: it keeps the forget records
+	// (erasure's records), from which a start repairs the ledger.
 	var kept *keystore.LedgerHead
 	var keptErr error
-	var h keystore.LedgerHead
-	if p.Root == "vault" {
-		var vs *vault.Root
-		if vs, keptErr = vault.New(p.Vault); keptErr == nil {
-			h, keptErr = vs.LedgerHead(ctx, strings.TrimSpace(string(slot)))
+	if p.Root != "vault" {
+		h, err := local.ReadLedgerHead(filepath.Join(dir, node.RootFile))
+		switch {
+		case err == nil:
+			kept = &h
+		case !errors.Is(err, keystore.ErrNotFound):
+			keptErr = err
 		}
-	} else {
-		h, keptErr = local.ReadLedgerHead(filepath.Join(dir, node.RootFile))
-	}
-	switch {
-	case keptErr == nil:
-		kept = &h
-	case errors.Is(keptErr, keystore.ErrNotFound):
-		keptErr = nil
 	}
 	db, err := node.OpenDB(ctx, dir, p.Store)
 	if err != nil {
 		return erasure.LedgerCheck{}, err
 	}
 	defer db.Close()
-	return erasure.CheckLedger(ctx, db, p.LedgerPath(), erasure.LedgerKey(secret), kept, keptErr)
+	c, err := erasure.CheckLedger(ctx, db, p.LedgerPath(), erasure.LedgerKey(secret), kept, keptErr)
+	c.Records = p.Root == "vault"
+	return c, err
 }

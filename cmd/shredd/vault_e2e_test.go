@@ -687,11 +687,7 @@ func testVaultBackup(t *testing.T) {
 	// copy's start commits the forget again before serving). Whoever holds
 	// the copy and the Vault token could still unwrap them outside shredd:
 	// this is why a forget is only "committed" until the epoch.
-	// (As another node: the copy's node.id would name the live node's
-	// ledger head in Vault, and the head check refuses a ledger that lacks
-	// the forget, which is the point of it.)
 	earlyDir := copyDir(t, backup)
-	os.Remove(filepath.Join(earlyDir, node.NodeIDFile))
 	early := startServer(t, earlyDir, opts)
 	for _, rec := range aliceRecs {
 		early.shredded(t, rec)
@@ -719,7 +715,6 @@ func testVaultBackup(t *testing.T) {
 	// everyone (a database backup is restorable only until the next epoch:
 	// --backup-dir takes one after every epoch).
 	restored := copyDir(t, backup)
-	os.Remove(filepath.Join(restored, node.NodeIDFile)) // another node (see early above)
 	args := append([]string{"serve", "--data-dir", restored, "--addr", "127.0.0.1:0", "--buckets", "16"}, opts.Args...)
 	cli(t, "", opts.Env, nil, args...).want(t, 1, "wrapped under root version 1", "backup taken before that epoch")
 

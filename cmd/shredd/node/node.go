@@ -51,7 +51,6 @@ const (
 	DBFile     = "shredd.db"
 	RootFile   = "root.key"
 	SecretFile = "subject.key"
-	NodeIDFile = "node.id" // this data directory's part of the node ids in table nodes
 	TokenFile  = "admin.token"
 	LockFile   = "lock"
 	LedgerFile = "forgets.ledger"
@@ -102,8 +101,8 @@ type Node struct {
 	// store, the hasher and the journal, the key tree, the service, and
 	// the token store (nil from OpenBulk).
 	*Stack
-	// ID names this process in table nodes: the data directory's id
-	// (node.id) and a random part of this start's own.
+	// ID names this process in table nodes: random per start (16 and 8
+	// hex digits); the data directory keeps no id of its own.
 	ID             string
 	AttestationKey ed25519.PrivateKey // signs erasure attestations
 
@@ -242,15 +241,10 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 	if err := pinSecrets(ctx, n.DB, c.DataDir, sec.pins(n.Root)); err != nil {
 		return err
 	}
-	dirID, _, err := readOrCreate(filepath.Join(c.DataDir, NodeIDFile), func() []byte {
-		return []byte(hex.EncodeToString(randomBytes(8)) + "\n")
-	})
-	if err != nil {
-		return fmt.Errorf("node id: %w", err)
-	}
-	prefix := strings.TrimSpace(string(dirID)) + "-"
-	n.ID = prefix + hex.EncodeToString(randomBytes(4))
-	if err := checkShared(ctx, n.DB, n.Root, prefix); err != nil {
+	// A random id per start: nothing in the data directory names the node,
+	// so a copied data directory is another node, not the same one twice.
+	n.ID = hex.EncodeToString(randomBytes(8)) + "-" + hex.EncodeToString(randomBytes(4))
+	if err := checkShared(ctx, n.DB, n.Root); err != nil {
 		return err
 	}
 	journal, err := openJournal(ctx, sec, n.DB)
@@ -264,7 +258,7 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 	n.AttestationKey = sec.att
 	if full {
 		if n.ledger, err = erasure.OpenLedger(c.LedgerPath(), erasure.LedgerKey(secret), erasure.LedgerOptions{
-			Fingerprints: sec.fingerprints(n.Root), Slot: strings.TrimSpace(string(dirID)), AcceptLoss: c.LedgerAcceptLoss}); err != nil {
+			Fingerprints: sec.fingerprints(n.Root), AcceptLoss: c.LedgerAcceptLoss}); err != nil {
 			return err
 		}
 		n.onClose(func() { n.ledger.Close() })
@@ -441,20 +435,28 @@ func checkSchema(ctx context.Context, db *storage.DB) error {
 // checkShared refuses a local root file on a database another live node
 // uses: every node needs the same root, and an epoch would rotate one
 // node's file only. Many nodes share a Vault root store.
-// A node of this data directory's own (self, the ids' prefix), started
-// before and not yet gone from the table after a crash, is not another.
-func checkShared(ctx context.Context, db *storage.DB, root keystore.RootStore, self string) error {
+// Node ids are random per start, so a node that looks live may be this
+// data directory's previous start, killed a moment ago: a node seen is
+// only another if it heartbeats again within three heartbeats.
+func checkShared(ctx context.Context, db *storage.DB, root keystore.RootStore) error {
 	if !db.Shared() || root.Kind() != "local" {
 		return nil
 	}
-	live, err := keystore.LiveNodes(ctx, db, time.Now().Add(-3*keystore.HeartbeatInterval))
-	if err != nil {
+	now := time.Now()
+	live, err := keystore.LiveNodes(ctx, db, now.Add(-3*keystore.HeartbeatInterval))
+	if err != nil || len(live) == 0 {
 		return err
 	}
-	for _, id := range live {
-		if !strings.HasPrefix(id, self) {
-			return fmt.Errorf("another shredd node (%s) uses this database: many nodes need one shared root store (--root vault), not each a local root file", id)
-		}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(3 * keystore.HeartbeatInterval):
+	}
+	if live, err = keystore.LiveNodes(ctx, db, now); err != nil {
+		return err
+	}
+	if len(live) > 0 {
+		return fmt.Errorf("another shredd node (%s) uses this database: many nodes need one shared root store (--root vault), not each a local root file", live[0])
 	}
 	return nil
 }
