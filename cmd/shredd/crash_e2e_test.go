@@ -62,7 +62,7 @@ var crashSteps = []struct {
 	{"ledger:appended", driveForget, true, false, false},
 	{"ledger:created", driveFirstStart, true, false, false},
 	{"ledger:compacted", driveEpoch, true, false, false},
-	{"ledger:headkept", driveEpoch, true, true, false},
+	{"ledger:headkept", driveEpoch, true, false, false}, // with a Vault root no head is kept: the forget records are
 	{"ledger:cut", driveRepair, true, false, false},
 	{"rekey:chunk", driveForget, true, false, false},
 	{"rekey:committed", driveForget, true, false, false},
