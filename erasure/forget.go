@@ -277,11 +277,8 @@ func (s *Eraser) commit(ctx context.Context, id shredd.ID, sid envelope.SID, req
 // An id migration 0007 merged into another forget of its subject answers
 // with that forget (its own id in it).
 func (s *Eraser) GetForget(ctx context.Context, id shredd.ID) (shredd.Forget, error) {
-	id, err := resolveAlias(ctx, s.db, id)
-	if err != nil {
-		return shredd.Forget{}, err
-	}
-	r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE id=?`, id[:]))
+	// The alias resolved in the same statement (resolveAlias's table).
+	r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE id = coalesce((SELECT forget FROM forget_aliases WHERE id=?), ?)`, id[:], id[:]))
 	if errors.Is(err, sql.ErrNoRows) {
 		return shredd.Forget{}, fmt.Errorf("erasure: forget %s: %w", id, shredd.ErrNotFound)
 	}

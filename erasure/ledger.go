@@ -808,6 +808,39 @@ func appendLedger(ctx context.Context, s *Eraser, ids []shredd.ID, keep bool) er
 	return nil
 }
 
+// ledgerRows reads the ledger lines' columns of forgets ids, in one
+// statement, by id (the forget, root version and log size left to fill).
+func ledgerRows(ctx context.Context, db *storage.DB, ids []shredd.ID) (map[shredd.ID]ledgerLine, error) {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id[:]
+	}
+	rows, err := db.QueryContext(ctx, `SELECT id, sid, gen, requested_at, committed_at, deadline, commitment FROM forgets
+		WHERE id IN (`+strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ")+`)`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("erasure: forget ledger: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[shredd.ID]ledgerLine, len(ids))
+	for rows.Next() {
+		var idb, sid []byte
+		var requested, deadline int64
+		var committed, gen sql.NullInt64
+		var commitment sql.NullString
+		if err := rows.Scan(&idb, &sid, &gen, &requested, &committed, &deadline, &commitment); err != nil {
+			return nil, fmt.Errorf("erasure: forget ledger: %w", err)
+		}
+		var id shredd.ID
+		copy(id[:], idb)
+		out[id] = ledgerLine{SID: hex.EncodeToString(sid), Gen: uint32(gen.Int64),
+			RequestedAt: requested, CommittedAt: committed.Int64, Deadline: deadline, Commitment: commitment.String}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("erasure: forget ledger: %w", err)
+	}
+	return out, nil
+}
+
 // ledgerLines reads the lines of committed forgets from the database.
 func (s *Eraser) ledgerLines(ctx context.Context, ids []shredd.ID) ([]ledgerLine, error) {
 	// The newest root version the database's bucket keys were wrapped under
@@ -827,17 +860,19 @@ func (s *Eraser) ledgerLines(ctx context.Context, ids []shredd.ID) ([]ledgerLine
 		}
 	}
 	lines := make([]ledgerLine, 0, len(ids))
-	for _, id := range ids {
-		var sid []byte
-		var requested, deadline int64
-		var committed, gen sql.NullInt64
-		var commitment sql.NullString
-		if err := s.db.QueryRowContext(ctx, `SELECT sid, gen, requested_at, committed_at, deadline, commitment FROM forgets WHERE id=?`, id[:]).
-			Scan(&sid, &gen, &requested, &committed, &deadline, &commitment); err != nil {
-			return nil, fmt.Errorf("erasure: forget ledger: %w", err)
+	for chunk := range slices.Chunk(ids, 500) { // a group's lines in one read (a group holds at most 64)
+		rows, err := ledgerRows(ctx, s.db, chunk)
+		if err != nil {
+			return nil, err
 		}
-		lines = append(lines, ledgerLine{Forget: id.String(), SID: hex.EncodeToString(sid), Gen: uint32(gen.Int64),
-			RequestedAt: requested, CommittedAt: committed.Int64, Deadline: deadline, Commitment: commitment.String, RootVersion: rootVersion, LogSize: logSize})
+		for _, id := range chunk {
+			r, ok := rows[id]
+			if !ok {
+				return nil, fmt.Errorf("erasure: forget ledger: forget %s: %w", id, sql.ErrNoRows)
+			}
+			r.Forget, r.RootVersion, r.LogSize = id.String(), rootVersion, logSize
+			lines = append(lines, r)
+		}
 	}
 	return lines, nil
 }

@@ -69,15 +69,15 @@ func (s *Eraser) verification(ctx context.Context, r forgetRow, rr *rootRead) ([
 
 	// 1. Cascade: every artifact of the lineage is sealed (and so now
 	// unreadable), or plaintext-held and named in its holder's signed ack.
-	total, err := s.reg.CountLineage(ctx, r.sid)
+	// The lineage's facts (its count, held artifacts, live leases and
+	// unregistered kinds) in one read, the acks and the inventories' breaks
+	// in another.
+	facts, err := s.reg.LineageFactsOf(ctx, r.sid, committed.UnixNano(), now.UnixNano())
 	if err != nil {
 		return nil, false, fmt.Errorf("erasure: verify: %w", err)
 	}
-	held, err := s.heldBy(ctx, r, "")
-	if err != nil {
-		return nil, false, err
-	}
-	acked, err := s.ackedSet(ctx, r.id)
+	total, held := facts.Total, facts.Held
+	acked, breaks, err := s.ackedAndBreaks(ctx, r.id)
 	if err != nil {
 		return nil, false, err
 	}
@@ -109,11 +109,7 @@ func (s *Eraser) verification(ctx context.Context, r forgetRow, rr *rootRead) ([
 	var live int
 	var until int64
 	var named []string
-	leases, err := s.reg.LiveLeases(ctx, r.sid, committed.UnixNano(), now.UnixNano())
-	if err != nil {
-		return nil, false, fmt.Errorf("erasure: verify: %w", err)
-	}
-	for _, l := range leases {
+	for _, l := range facts.Leases {
 		live++
 		until = max(until, l.ExpiresAt)
 		if len(named) < 5 {
@@ -140,16 +136,17 @@ func (s *Eraser) verification(ctx context.Context, r forgetRow, rr *rootRead) ([
 	if err != nil {
 		return nil, false, fmt.Errorf("erasure: verify: %w", err)
 	}
-	lookupFails, lookupWhy := s.lookupFails(ctx, r)
 	switch {
 	case !converged:
 		add(shredd.CondReadPathConverged, false, "", convergedWhy)
 	case !r.shredded.Valid:
 		add(shredd.CondReadPathConverged, false, "", "the root store still holds key versions that can open the subject's keys (no epoch yet)")
-	case !lookupFails:
-		add(shredd.CondReadPathConverged, false, "", lookupWhy)
 	default:
-		if gone, why := s.rootVersionsGone(ctx, r, rr); !gone {
+		// The lookup only once it can decide the condition: while the
+		// condition waits for the nodes or the epoch, its answer is not read.
+		if fails, lookupWhy := s.lookupFails(ctx, r); !fails {
+			add(shredd.CondReadPathConverged, false, "", lookupWhy)
+		} else if gone, why := s.rootVersionsGone(ctx, r, rr); !gone {
 			add(shredd.CondReadPathConverged, false, "", why)
 		} else {
 			add(shredd.CondReadPathConverged, true, convergedWhy+", "+why+" and "+lookupWhy, "")
@@ -158,14 +155,7 @@ func (s *Eraser) verification(ctx context.Context, r forgetRow, rr *rootRead) ([
 
 	// 4. Closure: every artifact of the lineage has a registered kind, and no
 	// holder reported holding artifacts shredd never registered.
-	unregistered, err := s.reg.CountUnregisteredKinds(ctx, r.sid)
-	if err != nil {
-		return nil, false, fmt.Errorf("erasure: verify: %w", err)
-	}
-	breaks, err := s.closureBreaks(ctx)
-	if err != nil {
-		return nil, false, err
-	}
+	unregistered := facts.Unregistered
 	switch {
 	case unregistered > 0:
 		add(shredd.CondClosureIntact, false, "", fmt.Sprintf("%d artifacts of the lineage have an unregistered kind", unregistered))

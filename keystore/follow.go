@@ -190,11 +190,10 @@ func (f *Follower) Converged(ctx context.Context, sid envelope.SID, committed, n
 		}
 		return true, "the cache TTL has passed", nil
 	}
-	var seq sql.NullInt64
-	if err := f.t.db.QueryRowContext(ctx, `SELECT max(seq) FROM evictions WHERE sid=?`, sid[:]).Scan(&seq); err != nil {
-		return false, "", fmt.Errorf("keystore: converged: %w", err)
-	}
-	rows, err := f.t.db.QueryContext(ctx, `SELECT id, heartbeat_at, cache_ttl, evicted_through FROM nodes ORDER BY id`)
+	// The nodes and the subject's last eviction in one statement (one
+	// round trip, one snapshot): each row carries the eviction's seq.
+	rows, err := f.t.db.QueryContext(ctx, `SELECT id, heartbeat_at, cache_ttl, evicted_through,
+		(SELECT max(seq) FROM evictions WHERE sid=?) FROM nodes ORDER BY id`, sid[:])
 	if err != nil {
 		return false, "", fmt.Errorf("keystore: converged: %w", err)
 	}
@@ -204,7 +203,8 @@ func (f *Follower) Converged(ctx context.Context, sid envelope.SID, committed, n
 	for rows.Next() {
 		var id string
 		var beat, ttl, through int64
-		if err := rows.Scan(&id, &beat, &ttl, &through); err != nil {
+		var seq sql.NullInt64
+		if err := rows.Scan(&id, &beat, &ttl, &through, &seq); err != nil {
 			return false, "", fmt.Errorf("keystore: converged: %w", err)
 		}
 		nodes++

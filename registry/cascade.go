@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"database/sql"
 
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/envelope"
@@ -103,29 +104,6 @@ func (s *Registry) Children(ctx context.Context, parent shredd.ID) ([]shredd.ID,
 	return out, rows.Err()
 }
 
-// CountLineage counts the artifacts of sid's lineage, settled or staged
-// (lineage_all).
-func (s *Registry) CountLineage(ctx context.Context, sid envelope.SID) (int, error) {
-	if err := s.Fold(ctx); err != nil { // every acknowledged registration in the tables
-		return 0, err
-	}
-	var n int
-	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM lineage_all WHERE sid = ?`, sid[:]).Scan(&n)
-	return n, err
-}
-
-// CountUnregisteredKinds counts the artifacts of sid's lineage, settled or
-// staged (lineage_all), whose kind is not registered.
-func (s *Registry) CountUnregisteredKinds(ctx context.Context, sid envelope.SID) (int, error) {
-	if err := s.Fold(ctx); err != nil { // every acknowledged registration in the tables
-		return 0, err
-	}
-	var n int
-	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM lineage_all l JOIN artifacts a ON a.id = l.artifact
-		LEFT JOIN kinds k ON k.name = a.kind WHERE l.sid = ? AND k.name IS NULL`, sid[:]).Scan(&n)
-	return n, err
-}
-
 // HeldBy returns the plaintext-held artifacts of sid's lineage, settled or
 // staged (lineage_all), held by holder ("" for every holder), by holder, in
 // registration order.
@@ -158,41 +136,69 @@ func (s *Registry) HeldBy(ctx context.Context, sid envelope.SID, holder string) 
 	return out, rows.Err()
 }
 
-// LiveLease is a lease not released nor expired (LiveLeases).
+// LiveLease is a lease not released nor expired (LineageFacts).
 type LiveLease struct {
 	ID        shredd.ID
 	Holder    string
 	ExpiresAt int64 // Unix nanoseconds
 }
 
-// LiveLeases lists the leases on artifacts of sid's lineage, settled or
-// staged (lineage_all), issued before issuedBefore and live at now (Unix
-// nanoseconds both), by expiry.
-func (s *Registry) LiveLeases(ctx context.Context, sid envelope.SID, issuedBefore, now int64) ([]LiveLease, error) {
+// LineageFacts is what a forget's verification reads of sid's lineage,
+// settled or staged (lineage_all), in one statement (LineageFactsOf).
+type LineageFacts struct {
+	Total        int                    // the artifacts of the lineage
+	Unregistered int                    // of them, those whose kind is not registered
+	Held         map[string][]shredd.ID // the plaintext-held ones, by holder, in registration order
+	Leases       []LiveLease            // leases issued before issuedBefore and live at now, by expiry
+}
+
+// LineageFactsOf reads sid's LineageFacts in one statement (one round
+// trip, one snapshot): the leases issued before issuedBefore and live at
+// now (Unix nanoseconds both).
+func (s *Registry) LineageFactsOf(ctx context.Context, sid envelope.SID, issuedBefore, now int64) (LineageFacts, error) {
 	if err := s.Fold(ctx); err != nil { // every acknowledged registration in the tables
-		return nil, err
+		return LineageFacts{}, err
 	}
-	// The lineage's artifacts first (IN), then their leases by index: a
-	// join would let the planner scan every lease for the staged rows.
-	lr, err := s.db.QueryContext(ctx, `SELECT le.id, le.holder, le.expires_at FROM leases le
-		WHERE le.artifact IN (SELECT artifact FROM lineage_all WHERE sid = ?)
-		AND le.issued_at < ? AND le.released_at IS NULL AND le.expires_at > ? ORDER BY le.expires_at`,
-		sid[:], issuedBefore, now)
+	// One row per count, per held artifact and per live lease, told apart
+	// by k; n orders each kind (registration order, expiry). The leases
+	// take the lineage's artifacts first (IN), then theirs by index: a join
+	// would let the planner scan every lease for the staged rows.
+	// (PostgreSQL types a union's columns pair by pair from the left: the
+	// branches with typed columns come first.)
+	rows, err := s.db.QueryContext(ctx, `SELECT 'h' AS k, a.id AS id, a.holder AS holder, a.seq AS n
+			FROM lineage_all l JOIN artifacts a ON a.id = l.artifact WHERE l.sid = ? AND NOT a.sealed
+		UNION ALL SELECT 'l', le.id, le.holder, le.expires_at FROM leases le
+			WHERE le.artifact IN (SELECT artifact FROM lineage_all WHERE sid = ?)
+			AND le.issued_at < ? AND le.released_at IS NULL AND le.expires_at > ?
+		UNION ALL SELECT 't', NULL, NULL, count(*) FROM lineage_all WHERE sid = ?
+		UNION ALL SELECT 'u', NULL, NULL, count(*) FROM lineage_all l JOIN artifacts a ON a.id = l.artifact
+			LEFT JOIN kinds k ON k.name = a.kind WHERE l.sid = ? AND k.name IS NULL
+		ORDER BY k, n`, sid[:], sid[:], issuedBefore, now, sid[:], sid[:])
 	if err != nil {
-		return nil, err
+		return LineageFacts{}, err
 	}
-	defer lr.Close()
-	var out []LiveLease
-	for lr.Next() {
+	defer rows.Close()
+	f := LineageFacts{Held: map[string][]shredd.ID{}}
+	for rows.Next() {
+		var k string
 		var idb []byte
-		var l LiveLease
-		if err := lr.Scan(&idb, &l.Holder, &l.ExpiresAt); err != nil {
-			return nil, err
+		var holder sql.NullString
+		var n int64
+		if err := rows.Scan(&k, &idb, &holder, &n); err != nil {
+			return LineageFacts{}, err
 		}
-		copy(l.ID[:], idb)
-		out = append(out, l)
+		var id shredd.ID
+		copy(id[:], idb)
+		switch k {
+		case "t":
+			f.Total = int(n)
+		case "u":
+			f.Unregistered = int(n)
+		case "h":
+			f.Held[holder.String] = append(f.Held[holder.String], id)
+		case "l":
+			f.Leases = append(f.Leases, LiveLease{ID: id, Holder: holder.String, ExpiresAt: n})
+		}
 	}
-	// The verification has always read what the rows gave, without
-	// lr.Err: kept as it was.
-	return out, nil
+	return f, rows.Err()
 }

@@ -41,8 +41,8 @@ func TestSettle(t *testing.T) {
 		t.Fatalf("summary before settling: %+v", before)
 	}
 	alice := st.Hasher.SID("alice")
-	if n, err := reg.CountLineage(ctx, alice); err != nil || n != 2 {
-		t.Fatalf("lineage of alice (settled or staged): %d, %v; want 2", n, err)
+	if f, err := reg.LineageFactsOf(ctx, alice, 0, 0); err != nil || f.Total != 2 || f.Unregistered != 0 || len(f.Held) != 0 {
+		t.Fatalf("lineage of alice (settled or staged): %+v, %v; want 2 artifacts, none held", f, err)
 	}
 	if err := reg.Settle(ctx); err != nil {
 		t.Fatal(err)
@@ -72,8 +72,8 @@ func TestSettle(t *testing.T) {
 	if err != nil || len(parents) != 2 || len(parents[sum.Artifact]) != 2 {
 		t.Fatalf("lineages of the parents: %v, %v", parents, err)
 	}
-	if n, err := reg.CountLineage(ctx, alice); err != nil || n != 2 {
-		t.Fatalf("lineage of alice after settling: %d, %v; want 2", n, err)
+	if f, err := reg.LineageFactsOf(ctx, alice, 0, 0); err != nil || f.Total != 2 {
+		t.Fatalf("lineage of alice after settling: %+v, %v; want 2", f, err)
 	}
 	if err := reg.Settle(ctx); err != nil { // nothing staged: one read
 		t.Fatal(err)
@@ -102,9 +102,9 @@ func TestLeases(t *testing.T) {
 	if err != nil || got.ID != l.ID || !got.ReleasedAt.IsZero() {
 		t.Fatalf("get lease: %+v, %v", got, err)
 	}
-	live, err := reg.LiveLeases(ctx, ref.SID, clock.Now().Add(time.Second).UnixNano(), clock.Now().UnixNano())
-	if err != nil || len(live) != 1 || live[0].ID != l.ID {
-		t.Fatalf("live leases: %+v, %v", live, err)
+	f, err := reg.LineageFactsOf(ctx, ref.SID, clock.Now().Add(time.Second).UnixNano(), clock.Now().UnixNano())
+	if err != nil || len(f.Leases) != 1 || f.Leases[0].ID != l.ID || f.Leases[0].Holder != "worker" || f.Leases[0].ExpiresAt != l.ExpiresAt.UnixNano() || f.Total != 1 {
+		t.Fatalf("live leases: %+v, %v", f, err)
 	}
 	if _, err := reg.ReleaseLease(ctx, l.ID, "other"); !errors.Is(err, shredd.ErrForbidden) {
 		t.Fatalf("release by another holder: %v, want ErrForbidden", err)
@@ -118,8 +118,8 @@ func TestLeases(t *testing.T) {
 	if again, err := reg.ReleaseLease(ctx, l.ID, ""); err != nil || !again.ReleasedAt.Equal(rel.ReleasedAt) {
 		t.Fatalf("second release: %+v, %v; want the first time kept", again, err)
 	}
-	if live, err := reg.LiveLeases(ctx, ref.SID, clock.Now().UnixNano(), clock.Now().UnixNano()); err != nil || len(live) != 0 {
-		t.Fatalf("live leases after release: %+v, %v", live, err)
+	if f, err := reg.LineageFactsOf(ctx, ref.SID, clock.Now().UnixNano(), clock.Now().UnixNano()); err != nil || len(f.Leases) != 0 {
+		t.Fatalf("live leases after release: %+v, %v", f.Leases, err)
 	}
 	if _, err := reg.GetLease(ctx, shredd.ID{1}); !errors.Is(err, shredd.ErrNotFound) {
 		t.Fatalf("unknown lease: %v, want ErrNotFound", err)

@@ -121,7 +121,7 @@ func TestWALFoldsAtOpen(t *testing.T) {
 	if ok, err := reg.Registered(ctx, rec.Artifact); err != nil || !ok {
 		t.Fatalf("registered after the restart: %v, %v", ok, err)
 	}
-	if n, err := reg.CountLineage(ctx, st.Hasher.SID("carol")); err != nil || n != 1 {
-		t.Fatalf("carol's lineage after the restart: %d, %v", n, err)
+	if f, err := reg.LineageFactsOf(ctx, st.Hasher.SID("carol"), 0, 0); err != nil || f.Total != 1 {
+		t.Fatalf("carol's lineage after the restart: %+v, %v", f, err)
 	}
 }
