@@ -64,6 +64,12 @@ func (c *core) queryForgets(ctx context.Context, tail string, args ...any) ([]fo
 func ts(n sql.NullInt64) time.Time { return registry.Time(n) }
 
 func (s *Eraser) view(ctx context.Context, r forgetRow, rr *rootRead) (shredd.Forget, error) {
+	return s.viewFrom(ctx, r, rr, nil)
+}
+
+// viewFrom is view, the verification judged from facts when not nil (read
+// with a group's: viewMany).
+func (s *Eraser) viewFrom(ctx context.Context, r forgetRow, rr *rootRead, facts *verifyFacts) (shredd.Forget, error) {
 	f := shredd.Forget{ID: r.id, State: r.state, Barrier: r.barrier.Int64,
 		RequestedAt: time.Unix(0, r.requested).UTC(), Deadline: time.Unix(0, r.deadline).UTC(),
 		CommittedAt: ts(r.committed), RekeyedAt: ts(r.rekeyed), ShreddedAt: ts(r.shredded), ErasedAt: ts(r.erased),
@@ -105,7 +111,7 @@ func (s *Eraser) view(ctx context.Context, r forgetRow, rr *rootRead) (shredd.Fo
 	if r.erased.Valid {
 		v, err = s.proofOf(ctx, r.id) // the evidence that erased it, as it was
 	} else {
-		v, _, err = s.verification(ctx, r, rr)
+		v, _, err = s.verification(ctx, r, rr, facts)
 	}
 	if err != nil {
 		return shredd.Forget{}, err
@@ -161,7 +167,8 @@ func (s *Eraser) Forget(ctx context.Context, subject string) (shredd.Forget, err
 		now := s.opts.Now()
 		salt := s.subjectSalt(ctx, sid)
 		req := &forgetRequest{at: now, commitment: attest.Commit(subject, salt), saltSealed: s.hasher.SealSalt(subject, id[:], salt)}
-		if err := s.commit(ctx, id, sid, req); errors.Is(err, errLost) && attempt < 3 {
+		answers, err := s.commit(ctx, id, sid, req)
+		if errors.Is(err, errLost) && attempt < 3 {
 			// Another node's forget of the subject committed first (the
 			// database holds one per subject): answer with that one.
 			continue
@@ -169,7 +176,7 @@ func (s *Eraser) Forget(ctx context.Context, subject string) (shredd.Forget, err
 			return shredd.Forget{}, err
 		}
 		s.Kick()
-		f, err := s.GetForget(ctx, id)
+		f, err := answers.get(ctx, s, id)
 		f.Salt = salt
 		return f, err
 	}
@@ -183,7 +190,7 @@ func forgetAgain(ctx context.Context, s *Eraser, subject string, sid envelope.SI
 	var f shredd.Forget
 	var err error
 	if r.state == shredd.StateRequested { // a commit that failed or crashed: finish it now
-		if err := s.commit(ctx, r.id, sid, nil); err != nil && !errors.Is(err, errStalled) {
+		if _, err := s.commit(ctx, r.id, sid, nil); err != nil && !errors.Is(err, errStalled) {
 			return shredd.Forget{}, err
 		}
 		if f, err = s.GetForget(ctx, r.id); err != nil {
@@ -262,17 +269,21 @@ func stallReason(err error) string {
 // row is one a crash left requested (data dirs of earlier releases wrote
 // it in a transaction of its own). Called with the subject's barrier lock
 // held (or at recovery, before serving), and it returns with the forget
-// durable, in the database and in the ledger.
-func (s *Eraser) commit(ctx context.Context, id shredd.ID, sid envelope.SID, req *forgetRequest) error {
+// durable, in the database and in the ledger, and with the group's
+// answers (nil when it did not commit: GetForget answers then).
+func (s *Eraser) commit(ctx context.Context, id shredd.ID, sid envelope.SID, req *forgetRequest) (*groupAnswers, error) {
 	// The ledger's room for the line first: a full disk refuses the forget
 	// here, before anything commits (shredd.ErrDiskFull).
 	release, err := s.ledgerReserve()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer release()
-	return s.group.do(&member{id: id, sid: sid, req: req})
+	m := &member{id: id, sid: sid, req: req}
+	err = s.group.do(m)
+	return m.answers, err
 }
+
 // GetForget returns a forget with its conditions.
 // An id migration 0007 merged into another forget of its subject answers
 // with that forget (its own id in it).
@@ -286,6 +297,45 @@ func (s *Eraser) GetForget(ctx context.Context, id shredd.ID) (shredd.Forget, er
 		return shredd.Forget{}, fmt.Errorf("erasure: forget: %w", err)
 	}
 	return s.view(ctx, r, nil)
+}
+
+// viewMany returns the views of forgets ids (a group commit's), as
+// GetForget would, reading the rows and the verifications' facts of all of
+// them together (readFacts). An id not found is absent.
+func viewMany(ctx context.Context, s *Eraser, ids []shredd.ID) (map[shredd.ID]shredd.Forget, error) {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id[:]
+	}
+	rows, err := s.queryForgets(ctx, ` WHERE id IN (`+strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ")+`)`, args...)
+	if err != nil {
+		return nil, err
+	}
+	var open []forgetRow // committed, not erased: verified now
+	for _, r := range rows {
+		if r.committed.Valid && !r.erased.Valid {
+			open = append(open, r)
+		}
+	}
+	facts := map[shredd.ID]*verifyFacts{}
+	if len(open) > 0 {
+		fs, err := readFacts(ctx, s, open, s.opts.Now())
+		if err != nil {
+			return nil, err
+		}
+		for i, r := range open {
+			facts[r.id] = &fs[i]
+		}
+	}
+	out := make(map[shredd.ID]shredd.Forget, len(rows))
+	for _, r := range rows {
+		f, err := s.viewFrom(ctx, r, nil, facts[r.id])
+		if err != nil {
+			return nil, err
+		}
+		out[r.id] = f
+	}
+	return out, nil
 }
 
 // Forgets lists forgets, newest first, optionally only those in state.
@@ -365,7 +415,7 @@ func (s *Eraser) commitRequested(ctx context.Context) error {
 	}
 	for _, r := range pending {
 		unlock := s.reg.LockSubject(r.sid)
-		err := s.commit(ctx, r.id, r.sid, nil)
+		_, err := s.commit(ctx, r.id, r.sid, nil)
 		unlock()
 		if err != nil && !errors.Is(err, errStalled) { // a stalled forget holds up no other
 			return err

@@ -31,6 +31,36 @@ type member struct {
 	req  *forgetRequest // nil: the row exists, left requested
 	err  error          // its own outcome, set by commitTx (errStalled ...)
 	done chan error
+
+	answers *groupAnswers // the views of the group's committed members, once committed
+}
+
+// groupAnswers answers the forgets a group committed: the first member to
+// ask reads the views of all of them (viewMany, a statement for all of
+// them per read), the others take theirs.
+type groupAnswers struct {
+	ids   []shredd.ID
+	once  sync.Once
+	views map[shredd.ID]shredd.Forget
+	err   error
+}
+
+// get returns forget id's view, read with its group's; nil g (the member
+// did not commit) or an id the group's read missed: read alone.
+func (g *groupAnswers) get(ctx context.Context, s *Eraser, id shredd.ID) (shredd.Forget, error) {
+	if g == nil {
+		return s.GetForget(ctx, id)
+	}
+	// Read for every member: one caller's cancellation must not fail the
+	// others' answers (the database's own deadlines bound it).
+	g.once.Do(func() { g.views, g.err = viewMany(context.WithoutCancel(ctx), s, g.ids) })
+	if g.err != nil {
+		return shredd.Forget{}, g.err
+	}
+	if f, ok := g.views[id]; ok {
+		return f, nil
+	}
+	return s.GetForget(ctx, id)
 }
 
 // committer commits concurrent forgets in groups, as the registry's group
@@ -117,10 +147,17 @@ func (c *committer) commitGroup(group []*member) {
 		}
 	}
 	err := c.finish(ctx, group)
+	answers := &groupAnswers{}
 	for _, m := range group {
 		if m.err == nil {
 			m.err = err
 		}
+		if m.err == nil {
+			answers.ids = append(answers.ids, m.id)
+			m.answers = answers
+		}
+	}
+	for _, m := range group {
 		m.done <- m.err
 	}
 }

@@ -117,31 +117,44 @@ func (c *core) ackedSet(ctx context.Context, forget shredd.ID) (map[shredd.ID]bo
 	return out, rows.Err()
 }
 
-// ackedAndBreaks is ackedSet and closureBreaks in one statement (one
-// round trip, one snapshot), for a forget's verification.
-func (c *core) ackedAndBreaks(ctx context.Context, forget shredd.ID) (map[shredd.ID]bool, []string, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT artifact, NULL AS holder FROM acked WHERE forget=?
-		UNION ALL SELECT NULL, holder FROM inventories WHERE unknown_artifacts > 0 OR unknown_kinds > 0
-		ORDER BY holder`, forget[:])
+// ackedAndBreaks is ackedSet of each of forgets and closureBreaks, in one
+// statement (one round trip, one snapshot), for a verification.
+// (PostgreSQL types a union's columns pair by pair from the left: the
+// typed branch first.)
+func (c *core) ackedAndBreaks(ctx context.Context, forgets []shredd.ID) (map[shredd.ID]map[shredd.ID]bool, []string, error) {
+	args := make([]any, len(forgets))
+	for i, id := range forgets {
+		args[i] = id[:]
+	}
+	rows, err := c.db.QueryContext(ctx, `SELECT forget, artifact, NULL AS holder FROM acked
+			WHERE forget IN (`+strings.TrimSuffix(strings.Repeat("?, ", len(forgets)), ", ")+`)
+		UNION ALL SELECT NULL, NULL, holder FROM inventories WHERE unknown_artifacts > 0 OR unknown_kinds > 0
+		ORDER BY holder`, args...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("erasure: acks: %w", err)
 	}
 	defer rows.Close()
-	acked := map[shredd.ID]bool{}
+	acked := make(map[shredd.ID]map[shredd.ID]bool, len(forgets))
+	for _, id := range forgets {
+		acked[id] = map[shredd.ID]bool{}
+	}
 	var breaks []string
 	for rows.Next() {
-		var b []byte
+		var fb, ab []byte
 		var h sql.NullString
-		if err := rows.Scan(&b, &h); err != nil {
+		if err := rows.Scan(&fb, &ab, &h); err != nil {
 			return nil, nil, fmt.Errorf("erasure: acks: %w", err)
 		}
 		if h.Valid {
 			breaks = append(breaks, h.String)
 			continue
 		}
-		var id shredd.ID
-		copy(id[:], b)
-		acked[id] = true
+		var forget, artifact shredd.ID
+		copy(forget[:], fb)
+		copy(artifact[:], ab)
+		if set := acked[forget]; set != nil {
+			set[artifact] = true
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, nil, fmt.Errorf("erasure: acks: %w", err)

@@ -1415,7 +1415,7 @@ func (s *Eraser) reapply(ctx context.Context, id shredd.ID, sid envelope.SID, e 
 		return false, fmt.Errorf("erasure: forget ledger: %w", err)
 	}
 	req := &forgetRequest{at: time.Unix(0, e.RequestedAt), commitment: e.Commitment, deadline: time.Unix(0, e.Deadline)}
-	err = s.commit(ctx, id, sid, req)
+	_, err = s.commit(ctx, id, sid, req)
 	if errors.Is(err, errLost) {
 		return false, nil // another forget of the subject, left requested: commitRequested finishes it
 	}

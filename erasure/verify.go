@@ -15,6 +15,7 @@ import (
 	"github.com/shredd/shredd/envelope"
 	"github.com/shredd/shredd/internal/crashpoint"
 	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/registry"
 )
 
 // rootRead is the root store's report of its versions, read from the root
@@ -41,12 +42,52 @@ func (rr *rootRead) versions(ctx context.Context, shred *keystore.Shredder) (key
 	return rr.v, rr.err
 }
 
+// verifyFacts is what a committed forget's verification reads of the
+// database (readFacts): the lineage, the acks and the inventories, the
+// nodes' convergence. The forgets of a group commit have theirs read
+// together, a statement for all of them.
+type verifyFacts struct {
+	lineage registry.LineageFacts
+	acked   map[shredd.ID]bool
+	breaks  []string
+	conv    keystore.Convergence
+}
+
+// readFacts reads the verifyFacts of the committed forgets rs, in three
+// statements whatever their number, as of now.
+func readFacts(ctx context.Context, s *Eraser, rs []forgetRow, now time.Time) ([]verifyFacts, error) {
+	sids, ids := make([]envelope.SID, len(rs)), make([]shredd.ID, len(rs))
+	issued, committed := make([]int64, len(rs)), make([]time.Time, len(rs))
+	for i, r := range rs {
+		sids[i], ids[i], issued[i], committed[i] = r.sid, r.id, r.committed.Int64, time.Unix(0, r.committed.Int64)
+	}
+	lineage, err := s.reg.LineageFactsOf(ctx, sids, issued, now.UnixNano())
+	if err != nil {
+		return nil, fmt.Errorf("erasure: verify: %w", err)
+	}
+	acked, breaks, err := s.ackedAndBreaks(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	conv, err := s.follow.Converged(ctx, sids, committed, now)
+	if err != nil {
+		return nil, fmt.Errorf("erasure: verify: %w", err)
+	}
+	out := make([]verifyFacts, len(rs))
+	for i, r := range rs {
+		out[i] = verifyFacts{lineage: lineage[i], acked: acked[r.id], breaks: breaks, conv: conv[i]}
+	}
+	return out, nil
+}
+
 // verification evaluates the five conditions of a committed forget. It reads
 // the registry and the key tree and writes nothing: the lineage by subject
 // through lineage_all, the settled and the staged rows (registry.Registry.Settle), so
 // that a forget's answer never waits for a settle. The root store's
 // versions come from rr (read afresh for the pass).
-func (s *Eraser) verification(ctx context.Context, r forgetRow, rr *rootRead) ([]shredd.Condition, bool, error) {
+// The facts are judged from facts when not nil (read with a group's:
+// readFacts), else from r's own read now.
+func (s *Eraser) verification(ctx context.Context, r forgetRow, rr *rootRead, facts *verifyFacts) ([]shredd.Condition, bool, error) {
 	now := s.opts.Now()
 	var out []shredd.Condition
 	allOK := true
@@ -65,22 +106,17 @@ func (s *Eraser) verification(ctx context.Context, r forgetRow, rr *rootRead) ([
 		}
 		return out, false, nil
 	}
-	committed := time.Unix(0, r.committed.Int64)
+	if facts == nil {
+		fs, err := readFacts(ctx, s, []forgetRow{r}, now)
+		if err != nil {
+			return nil, false, err
+		}
+		facts = &fs[0]
+	}
 
 	// 1. Cascade: every artifact of the lineage is sealed (and so now
 	// unreadable), or plaintext-held and named in its holder's signed ack.
-	// The lineage's facts (its count, held artifacts, live leases and
-	// unregistered kinds) in one read, the acks and the inventories' breaks
-	// in another.
-	facts, err := s.reg.LineageFactsOf(ctx, r.sid, committed.UnixNano(), now.UnixNano())
-	if err != nil {
-		return nil, false, fmt.Errorf("erasure: verify: %w", err)
-	}
-	total, held := facts.Total, facts.Held
-	acked, breaks, err := s.ackedAndBreaks(ctx, r.id)
-	if err != nil {
-		return nil, false, err
-	}
+	total, held, acked := facts.lineage.Total, facts.lineage.Held, facts.acked
 	var open, nheld int
 	var waiting, owing []string
 	for h, ids := range held {
@@ -109,7 +145,7 @@ func (s *Eraser) verification(ctx context.Context, r forgetRow, rr *rootRead) ([
 	var live int
 	var until int64
 	var named []string
-	for _, l := range facts.Leases {
+	for _, l := range facts.lineage.Leases {
 		live++
 		until = max(until, l.ExpiresAt)
 		if len(named) < 5 {
@@ -132,10 +168,7 @@ func (s *Eraser) verification(ctx context.Context, r forgetRow, rr *rootRead) ([
 	// (the eviction applied, or the cache TTL passed), the root versions
 	// that wrapped them are gone, and an actual key lookup for the subject
 	// fails as shredded.
-	converged, convergedWhy, err := s.follow.Converged(ctx, r.sid, committed, now)
-	if err != nil {
-		return nil, false, fmt.Errorf("erasure: verify: %w", err)
-	}
+	converged, convergedWhy := facts.conv.OK, facts.conv.Why
 	switch {
 	case !converged:
 		add(shredd.CondReadPathConverged, false, "", convergedWhy)
@@ -155,7 +188,7 @@ func (s *Eraser) verification(ctx context.Context, r forgetRow, rr *rootRead) ([
 
 	// 4. Closure: every artifact of the lineage has a registered kind, and no
 	// holder reported holding artifacts shredd never registered.
-	unregistered := facts.Unregistered
+	unregistered, breaks := facts.lineage.Unregistered, facts.breaks
 	switch {
 	case unregistered > 0:
 		add(shredd.CondClosureIntact, false, "", fmt.Sprintf("%d artifacts of the lineage have an unregistered kind", unregistered))
@@ -246,7 +279,7 @@ func (s *Eraser) verifyRow(ctx context.Context, r forgetRow, rr *rootRead) error
 	if r.erased.Valid || r.state != shredd.StateShredded {
 		return nil
 	}
-	conds, ok, err := s.verification(ctx, r, rr)
+	conds, ok, err := s.verification(ctx, r, rr, nil)
 	if err != nil || !ok {
 		return err
 	}

@@ -175,62 +175,106 @@ func (f *Follower) prune(ctx context.Context, self string) error {
 	return nil
 }
 
-// Converged reports whether every node's key cache has let go of sid's
-// keys as of now, for a forget committed at committed: each node recorded
-// in table nodes has applied the forget's eviction, or its cache TTL has
-// passed since the commit (an entry lives at most that long, whether its
-// node got the notification, missed it, or died). Without nodes recorded
-// (SQLite: the one node purged its cache at the commit) only the TTL
-// counts. It returns why not, or what holds.
-func (f *Follower) Converged(ctx context.Context, sid envelope.SID, committed, now time.Time) (bool, string, error) {
-	tprop := committed.Add(f.t.ttl)
+// Convergence is Converged's answer for one forget: whether the read path
+// converged, and why not, or what holds.
+type Convergence struct {
+	OK  bool
+	Why string
+}
+
+// Converged reports, for each forget (of subject sids[i], committed at
+// committed[i]), whether every node's key cache has let go of the
+// subject's keys as of now: each node recorded in table nodes has applied
+// the forget's eviction, or its cache TTL has passed since the commit (an
+// entry lives at most that long, whether its node got the notification,
+// missed it, or died). Without nodes recorded (SQLite: the one node purged
+// its cache at the commit) only the TTL counts. The nodes and the
+// subjects' last evictions are one statement (one round trip, one
+// snapshot), for one forget or a group commit's.
+func (f *Follower) Converged(ctx context.Context, sids []envelope.SID, committed []time.Time, now time.Time) ([]Convergence, error) {
+	out := make([]Convergence, len(sids))
 	if !f.t.db.Shared() {
-		if now.Before(tprop) {
-			return false, fmt.Sprintf("other nodes may serve the cached key until %s (cache TTL)", tprop.UTC().Format(time.RFC3339)), nil
+		for i := range sids {
+			out[i] = Convergence{true, "the cache TTL has passed"}
+			if tprop := committed[i].Add(f.t.ttl); now.Before(tprop) {
+				out[i] = Convergence{false, fmt.Sprintf("other nodes may serve the cached key until %s (cache TTL)", tprop.UTC().Format(time.RFC3339))}
+			}
 		}
-		return true, "the cache TTL has passed", nil
+		return out, nil
 	}
-	// The nodes and the subject's last eviction in one statement (one
-	// round trip, one snapshot): each row carries the eviction's seq.
-	rows, err := f.t.db.QueryContext(ctx, `SELECT id, heartbeat_at, cache_ttl, evicted_through,
-		(SELECT max(seq) FROM evictions WHERE sid=?) FROM nodes ORDER BY id`, sid[:])
+	nodes, last, err := f.nodesAndEvictions(ctx, sids)
 	if err != nil {
-		return false, "", fmt.Errorf("keystore: converged: %w", err)
+		return nil, err
+	}
+	for i, sid := range sids {
+		seq, evicted := last[sid]
+		var waiting int
+		until := committed[i]
+		for _, n := range nodes {
+			if evicted && n.through >= seq {
+				continue // applied the eviction
+			}
+			// A node that went silent (died, or froze) cached its last keys
+			// before its next heartbeat was due; each lives one TTL at most.
+			from := committed[i]
+			if silent := time.Unix(0, n.beat).Add(silentSlack); silent.Before(from) {
+				from = silent
+			}
+			if end := from.Add(time.Duration(n.ttl)); now.Before(end) {
+				waiting++
+				until = maxTime(until, end)
+			}
+		}
+		// A node serves only once it is recorded here (Follow's ready).
+		out[i] = Convergence{true, fmt.Sprintf("every node (%d) has applied the eviction or passed its cache TTL", len(nodes))}
+		if waiting > 0 {
+			out[i] = Convergence{false, fmt.Sprintf("%d of %d nodes have not applied the eviction; they may serve the cached key until %s (cache TTL)",
+				waiting, len(nodes), until.UTC().Format(time.RFC3339))}
+		}
+	}
+	return out, nil
+}
+
+// nodeRow is a row of table nodes, as Converged reads it.
+type nodeRow struct {
+	beat, ttl, through int64
+}
+
+// nodesAndEvictions reads the nodes and, by subject of sids, the seq of
+// its last eviction (absent: none), in one statement. (PostgreSQL types a
+// union's columns pair by pair from the left: the typed branch first.)
+func (f *Follower) nodesAndEvictions(ctx context.Context, sids []envelope.SID) ([]nodeRow, map[envelope.SID]int64, error) {
+	args := make([]any, len(sids))
+	for i, sid := range sids {
+		args[i] = sid[:]
+	}
+	rows, err := f.t.db.QueryContext(ctx, `SELECT id, heartbeat_at, cache_ttl, evicted_through, NULL AS sid FROM nodes
+		UNION ALL SELECT NULL, 0, 0, max(seq), sid FROM evictions WHERE sid IN (`+marks(len(sids))+`) GROUP BY sid`, args...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("keystore: converged: %w", err)
 	}
 	defer rows.Close()
-	var waiting []string
-	nodes, until := 0, committed
+	var nodes []nodeRow
+	last := map[envelope.SID]int64{}
 	for rows.Next() {
-		var id string
-		var beat, ttl, through int64
-		var seq sql.NullInt64
-		if err := rows.Scan(&id, &beat, &ttl, &through, &seq); err != nil {
-			return false, "", fmt.Errorf("keystore: converged: %w", err)
+		var id sql.NullString
+		var n nodeRow
+		var sidb []byte
+		if err := rows.Scan(&id, &n.beat, &n.ttl, &n.through, &sidb); err != nil {
+			return nil, nil, fmt.Errorf("keystore: converged: %w", err)
 		}
-		nodes++
-		if seq.Valid && through >= seq.Int64 {
-			continue // applied the eviction
+		if id.Valid {
+			nodes = append(nodes, n)
+			continue
 		}
-		// A node that went silent (died, or froze) cached its last keys
-		// before its next heartbeat was due; each lives one TTL at most.
-		from := committed
-		if silent := time.Unix(0, beat).Add(silentSlack); silent.Before(from) {
-			from = silent
-		}
-		if end := from.Add(time.Duration(ttl)); now.Before(end) {
-			waiting = append(waiting, id)
-			until = maxTime(until, end)
-		}
+		var sid envelope.SID
+		copy(sid[:], sidb)
+		last[sid] = n.through
 	}
 	if err := rows.Err(); err != nil {
-		return false, "", fmt.Errorf("keystore: converged: %w", err)
+		return nil, nil, fmt.Errorf("keystore: converged: %w", err)
 	}
-	// A node serves only once it is recorded here (Follow's ready).
-	if len(waiting) > 0 {
-		return false, fmt.Sprintf("%d of %d nodes have not applied the eviction; they may serve the cached key until %s (cache TTL)",
-			len(waiting), nodes, until.UTC().Format(time.RFC3339)), nil
-	}
-	return true, fmt.Sprintf("every node (%d) has applied the eviction or passed its cache TTL", nodes), nil
+	return nodes, last, nil
 }
 
 func maxTime(a, b time.Time) time.Time {

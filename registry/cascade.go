@@ -3,6 +3,9 @@ package registry
 import (
 	"context"
 	"database/sql"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/envelope"
@@ -143,62 +146,104 @@ type LiveLease struct {
 	ExpiresAt int64 // Unix nanoseconds
 }
 
-// LineageFacts is what a forget's verification reads of sid's lineage,
-// settled or staged (lineage_all), in one statement (LineageFactsOf).
+// LineageFacts is what a forget's verification reads of a subject's
+// lineage, settled or staged (lineage_all): LineageFactsOf.
 type LineageFacts struct {
 	Total        int                    // the artifacts of the lineage
 	Unregistered int                    // of them, those whose kind is not registered
 	Held         map[string][]shredd.ID // the plaintext-held ones, by holder, in registration order
-	Leases       []LiveLease            // leases issued before issuedBefore and live at now, by expiry
+	Leases       []LiveLease            // leases issued before the subject's time and live at now, by expiry
 }
 
-// LineageFactsOf reads sid's LineageFacts in one statement (one round
-// trip, one snapshot): the leases issued before issuedBefore and live at
-// now (Unix nanoseconds both).
-func (s *Registry) LineageFactsOf(ctx context.Context, sid envelope.SID, issuedBefore, now int64) (LineageFacts, error) {
+// LineageFactsOf reads the LineageFacts of subjects sids in one statement
+// (one round trip, one snapshot), in the order of sids: the leases of
+// sids[i] issued before issuedBefore[i] and live at now (Unix nanoseconds
+// all). The forgets of a group commit are answered with one call.
+func (s *Registry) LineageFactsOf(ctx context.Context, sids []envelope.SID, issuedBefore []int64, now int64) ([]LineageFacts, error) {
 	if err := s.Fold(ctx); err != nil { // every acknowledged registration in the tables
-		return LineageFacts{}, err
+		return nil, err
 	}
-	// One row per count, per held artifact and per live lease, told apart
-	// by k; n orders each kind (registration order, expiry). The leases
-	// take the lineage's artifacts first (IN), then theirs by index: a join
-	// would let the planner scan every lease for the staged rows.
-	// (PostgreSQL types a union's columns pair by pair from the left: the
-	// branches with typed columns come first.)
-	rows, err := s.db.QueryContext(ctx, `SELECT 'h' AS k, a.id AS id, a.holder AS holder, a.seq AS n
-			FROM lineage_all l JOIN artifacts a ON a.id = l.artifact WHERE l.sid = ? AND NOT a.sealed
-		UNION ALL SELECT 'l', le.id, le.holder, le.expires_at FROM leases le
-			WHERE le.artifact IN (SELECT artifact FROM lineage_all WHERE sid = ?)
-			AND le.issued_at < ? AND le.released_at IS NULL AND le.expires_at > ?
-		UNION ALL SELECT 't', NULL, NULL, count(*) FROM lineage_all WHERE sid = ?
-		UNION ALL SELECT 'u', NULL, NULL, count(*) FROM lineage_all l JOIN artifacts a ON a.id = l.artifact
-			LEFT JOIN kinds k ON k.name = a.kind WHERE l.sid = ? AND k.name IS NULL
-		ORDER BY k, n`, sid[:], sid[:], issuedBefore, now, sid[:], sid[:])
+	in := `(` + strings.TrimSuffix(strings.Repeat("?, ", len(sids)), ", ") + `)`
+	list := make([]any, len(sids))
+	for i, sid := range sids {
+		list[i] = sid[:]
+	}
+	// The held, the leases' (twice, then now), the total's, the kinds'.
+	args := slices.Concat(list, list, list, []any{now}, list, list)
+	// One row per count, per held artifact and per live lease, with its
+	// subject, told apart by k; n orders each kind (registration order,
+	// expiry). The leases take the lineage's artifacts first (IN), then
+	// theirs by index, then their subjects among sids: a lease on an
+	// artifact of several of them is one row each (and one per lineage
+	// row: settled and staged, told apart below). (PostgreSQL types a
+	// union's columns pair by pair from the left: the branches with typed
+	// columns come first.)
+	rows, err := s.db.QueryContext(ctx, `SELECT 'h' AS k, l.sid AS sid, a.id AS id, a.holder AS holder, a.seq AS n, 0 AS issued
+			FROM lineage_all l JOIN artifacts a ON a.id = l.artifact WHERE l.sid IN `+in+` AND NOT a.sealed
+		UNION ALL SELECT 'l', x.sid, le.id, le.holder, le.expires_at, le.issued_at FROM leases le JOIN lineage_all x ON x.artifact = le.artifact
+			WHERE x.sid IN `+in+` AND le.artifact IN (SELECT artifact FROM lineage_all WHERE sid IN `+in+`)
+			AND le.released_at IS NULL AND le.expires_at > ?
+		UNION ALL SELECT 't', sid, NULL, NULL, count(*), 0 FROM lineage_all WHERE sid IN `+in+` GROUP BY sid
+		UNION ALL SELECT 'u', l.sid, NULL, NULL, count(*), 0 FROM lineage_all l JOIN artifacts a ON a.id = l.artifact
+			LEFT JOIN kinds k ON k.name = a.kind WHERE l.sid IN `+in+` AND k.name IS NULL GROUP BY l.sid
+		ORDER BY 1, 5`, args...)
 	if err != nil {
-		return LineageFacts{}, err
+		return nil, err
 	}
 	defer rows.Close()
-	f := LineageFacts{Held: map[string][]shredd.ID{}}
+	by := make(map[envelope.SID]*LineageFacts, len(sids))
+	for _, sid := range sids {
+		by[sid] = &LineageFacts{Held: map[string][]shredd.ID{}}
+	}
+	type leaseOf struct {
+		sid    envelope.SID
+		issued int64
+		l      LiveLease
+	}
+	seen := map[[2]any]bool{}
+	var leases []leaseOf
 	for rows.Next() {
 		var k string
-		var idb []byte
+		var sidb, idb []byte
 		var holder sql.NullString
-		var n int64
-		if err := rows.Scan(&k, &idb, &holder, &n); err != nil {
-			return LineageFacts{}, err
+		var n, issued int64
+		if err := rows.Scan(&k, &sidb, &idb, &holder, &n, &issued); err != nil {
+			return nil, err
 		}
+		var sid envelope.SID
+		copy(sid[:], sidb)
 		var id shredd.ID
 		copy(id[:], idb)
+		f := by[sid]
+		if f == nil {
+			continue
+		}
 		switch k {
 		case "t":
-			f.Total = int(n)
+			f.Total += int(n) // a count per engine's grouping: one row per subject
 		case "u":
-			f.Unregistered = int(n)
+			f.Unregistered += int(n)
 		case "h":
 			f.Held[holder.String] = append(f.Held[holder.String], id)
 		case "l":
-			f.Leases = append(f.Leases, LiveLease{ID: id, Holder: holder.String, ExpiresAt: n})
+			if key := [2]any{sid, id}; !seen[key] {
+				seen[key] = true
+				leases = append(leases, leaseOf{sid, issued, LiveLease{ID: id, Holder: holder.String, ExpiresAt: n}})
+			}
 		}
 	}
-	return f, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]LineageFacts, len(sids))
+	for i, sid := range sids {
+		out[i] = *by[sid]
+		out[i].Held = maps.Clone(out[i].Held)
+		for _, l := range leases {
+			if l.sid == sid && l.issued < issuedBefore[i] {
+				out[i].Leases = append(out[i].Leases, l.l)
+			}
+		}
+	}
+	return out, nil
 }

@@ -41,7 +41,7 @@ func TestSettle(t *testing.T) {
 		t.Fatalf("summary before settling: %+v", before)
 	}
 	alice := st.Hasher.SID("alice")
-	if f, err := reg.LineageFactsOf(ctx, alice, 0, 0); err != nil || f.Total != 2 || f.Unregistered != 0 || len(f.Held) != 0 {
+	if f, err := lineageFacts(ctx, reg, alice, 0, 0); err != nil || f.Total != 2 || f.Unregistered != 0 || len(f.Held) != 0 {
 		t.Fatalf("lineage of alice (settled or staged): %+v, %v; want 2 artifacts, none held", f, err)
 	}
 	if err := reg.Settle(ctx); err != nil {
@@ -72,7 +72,7 @@ func TestSettle(t *testing.T) {
 	if err != nil || len(parents) != 2 || len(parents[sum.Artifact]) != 2 {
 		t.Fatalf("lineages of the parents: %v, %v", parents, err)
 	}
-	if f, err := reg.LineageFactsOf(ctx, alice, 0, 0); err != nil || f.Total != 2 {
+	if f, err := lineageFacts(ctx, reg, alice, 0, 0); err != nil || f.Total != 2 {
 		t.Fatalf("lineage of alice after settling: %+v, %v; want 2", f, err)
 	}
 	if err := reg.Settle(ctx); err != nil { // nothing staged: one read
@@ -102,7 +102,7 @@ func TestLeases(t *testing.T) {
 	if err != nil || got.ID != l.ID || !got.ReleasedAt.IsZero() {
 		t.Fatalf("get lease: %+v, %v", got, err)
 	}
-	f, err := reg.LineageFactsOf(ctx, ref.SID, clock.Now().Add(time.Second).UnixNano(), clock.Now().UnixNano())
+	f, err := lineageFacts(ctx, reg, ref.SID, clock.Now().Add(time.Second).UnixNano(), clock.Now().UnixNano())
 	if err != nil || len(f.Leases) != 1 || f.Leases[0].ID != l.ID || f.Leases[0].Holder != "worker" || f.Leases[0].ExpiresAt != l.ExpiresAt.UnixNano() || f.Total != 1 {
 		t.Fatalf("live leases: %+v, %v", f, err)
 	}
@@ -118,7 +118,7 @@ func TestLeases(t *testing.T) {
 	if again, err := reg.ReleaseLease(ctx, l.ID, ""); err != nil || !again.ReleasedAt.Equal(rel.ReleasedAt) {
 		t.Fatalf("second release: %+v, %v; want the first time kept", again, err)
 	}
-	if f, err := reg.LineageFactsOf(ctx, ref.SID, clock.Now().UnixNano(), clock.Now().UnixNano()); err != nil || len(f.Leases) != 0 {
+	if f, err := lineageFacts(ctx, reg, ref.SID, clock.Now().UnixNano(), clock.Now().UnixNano()); err != nil || len(f.Leases) != 0 {
 		t.Fatalf("live leases after release: %+v, %v", f.Leases, err)
 	}
 	if _, err := reg.GetLease(ctx, shredd.ID{1}); !errors.Is(err, shredd.ErrNotFound) {
@@ -299,5 +299,64 @@ func TestHasherAndSubjects(t *testing.T) {
 	}
 	if err := registry.CheckSubject("alice"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// lineageFacts reads one subject's LineageFacts.
+func lineageFacts(ctx context.Context, reg *registry.Registry, sid envelope.SID, issuedBefore, now int64) (registry.LineageFacts, error) {
+	fs, err := reg.LineageFactsOf(ctx, []envelope.SID{sid}, []int64{issuedBefore}, now)
+	if err != nil {
+		return registry.LineageFacts{}, err
+	}
+	return fs[0], nil
+}
+
+// The facts of several subjects read in one statement are each subject's
+// own: its count, its held artifacts by holder, its unregistered kinds,
+// and the live leases on its lineage issued before its own time (a lease
+// on an artifact of two of them counts for both); a subject without a
+// lineage has none.
+func TestLineageFactsOfMany(t *testing.T) {
+	ctx := context.Background()
+	clock := shreddtest.NewClock()
+	st := shreddtest.New(t, shreddtest.Options{Kinds: shreddtest.Kinds, Now: clock.Now, Registry: registry.Options{LeaseTTL: time.Minute}})
+	reg := st.Registry
+	rec := shreddtest.Seal(t, st.Sealer, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "record")
+	sum := shreddtest.Seal(t, st.Sealer, shredd.Source{Kind: "summary", Subjects: []string{"alice", "bob"}}, "summary")
+	emb, err := st.Sealer.Register(ctx, shredd.Source{Kind: "embedding", Parents: []shredd.ID{rec.Artifact}, Holder: "ann-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := st.Sealer.Register(ctx, shredd.Source{Kind: "summary", Subjects: []string{"bob"}, Holder: "cache-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice, bob, carol := liveRef(t, st, "alice"), liveRef(t, st, "bob"), st.Hasher.SID("carol")
+	unlock := reg.RLockSubjects([]envelope.SID{alice.SID, bob.SID})
+	l, err := reg.IssueLease(ctx, sum.Artifact, "worker", []envelope.Ref{alice, bob})
+	unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := clock.Now().UnixNano()
+	fs, err := reg.LineageFactsOf(ctx, []envelope.SID{alice.SID, bob.SID, carol}, []int64{now + 1, now, now + 1}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b, c := fs[0], fs[1], fs[2]
+	if a.Total != 3 || len(a.Held) != 1 || len(a.Held["ann-1"]) != 1 || a.Held["ann-1"][0] != emb.ID || a.Unregistered != 0 {
+		t.Fatalf("alice: %+v; want 3 artifacts, the embedding held by ann-1", a)
+	}
+	if len(a.Leases) != 1 || a.Leases[0].ID != l.ID || a.Leases[0].Holder != "worker" {
+		t.Fatalf("alice's leases: %+v; want the summary's", a.Leases)
+	}
+	if b.Total != 2 || len(b.Held) != 1 || len(b.Held["cache-2"]) != 1 || b.Held["cache-2"][0] != kv.ID {
+		t.Fatalf("bob: %+v; want 2 artifacts, the cache entry held by cache-2", b)
+	}
+	if len(b.Leases) != 0 {
+		t.Fatalf("bob's leases: %+v; the lease was issued at bob's time, not before", b.Leases)
+	}
+	if c.Total != 0 || len(c.Held) != 0 || len(c.Leases) != 0 {
+		t.Fatalf("carol: %+v; want nothing", c)
 	}
 }

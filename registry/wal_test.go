@@ -121,7 +121,7 @@ func TestWALFoldsAtOpen(t *testing.T) {
 	if ok, err := reg.Registered(ctx, rec.Artifact); err != nil || !ok {
 		t.Fatalf("registered after the restart: %v, %v", ok, err)
 	}
-	if f, err := reg.LineageFactsOf(ctx, st.Hasher.SID("carol"), 0, 0); err != nil || f.Total != 1 {
+	if f, err := lineageFacts(ctx, reg, st.Hasher.SID("carol"), 0, 0); err != nil || f.Total != 1 {
 		t.Fatalf("carol's lineage after the restart: %+v, %v", f, err)
 	}
 }
