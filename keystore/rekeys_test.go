@@ -11,12 +11,20 @@ import (
 	"github.com/shredd/shredd/storage"
 )
 
-// forgetMany builds a tree of n subjects over buckets buckets, forgets
-// every seventh subject and returns the database, the live keys, the
-// forgotten subjects and their buckets.
-func forgetMany(t *testing.T, dir string, buckets, n int) (*keystore.Tree, *storage.DB, map[envelope.SID][]byte, []envelope.SID, []int) {
+// forgetMany builds a tree of n subjects over buckets buckets in db (a
+// SQLite file in dir when nil), forgets every seventh subject and returns
+// the database, the live keys, the forgotten subjects and their buckets.
+func forgetMany(t *testing.T, dir string, db *storage.DB, buckets, n int) (*keystore.Tree, *storage.DB, map[envelope.SID][]byte, []envelope.SID, []int) {
 	t.Helper()
-	s, db := openTreeOpts(t, dir, localRoot, keystore.Options{Buckets: buckets})
+	var s *keystore.Tree
+	if db == nil {
+		s, db = openTreeOpts(t, dir, localRoot, keystore.Options{Buckets: buckets})
+	} else {
+		var err error
+		if s, err = keystore.Open(context.Background(), db, localRoot(t, dir), keystore.Options{Buckets: buckets}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	keys := createKeys(t, s, "subject-", n)
 	var gone []envelope.SID
 	var bs []int
@@ -53,7 +61,7 @@ func checkGens(t *testing.T, db *storage.DB, bs []int) {
 	t.Helper()
 	for _, b := range bs {
 		var g, pending, stale int
-		if err := db.QueryRowContext(context.Background(), `SELECT gen, next_wrapped IS NOT NULL,
+		if err := db.QueryRowContext(context.Background(), `SELECT gen, CASE WHEN next_wrapped IS NULL THEN 0 ELSE 1 END,
 			(SELECT count(*) FROM subjects WHERE bucket=buckets.id AND wrapped IS NOT NULL AND bucket_gen<>buckets.gen)
 			FROM buckets WHERE id=?`, b).Scan(&g, &pending, &stale); err != nil {
 			t.Fatal(err)
@@ -66,7 +74,8 @@ func checkGens(t *testing.T, db *storage.DB, bs []int) {
 
 // TestRekeyBuckets: one pass re-keys the buckets of many forgets, small
 // ones in groups and large ones chunk by chunk; every forgotten key is
-// gone after it and after the epoch, every other key still opens.
+// gone after it and after the epoch, every other key still opens, under
+// the buckets' next generation. On the database SHREDD_TEST_STORE names.
 func TestRekeyBuckets(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -80,7 +89,7 @@ func TestRekeyBuckets(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			s, db, keys, gone, bs := forgetMany(t, dir, tc.buckets, tc.n)
+			s, db, keys, gone, bs := forgetMany(t, dir, envDB(t, dir), tc.buckets, tc.n)
 			markers, err := keystore.NewShredder(s).RekeyBuckets(ctx, bs)
 			if err != nil {
 				t.Fatal(err)
@@ -122,7 +131,7 @@ func TestRekeyBucketsInterrupted(t *testing.T) {
 		for _, resume := range []string{"next pass", "epoch"} {
 			t.Run(c.name+"/"+resume, func(t *testing.T) {
 				dir := t.TempDir()
-				s, db, keys, gone, bs := forgetMany(t, dir, 1024, 3000)
+				s, db, keys, gone, bs := forgetMany(t, dir, nil, 1024, 3000) // the triggers are SQLite's
 				if _, err := db.ExecContext(ctx, c.trigger); err != nil {
 					t.Fatal(err)
 				}
