@@ -3,7 +3,9 @@ package keystore_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/shredd/shredd/envelope"
@@ -186,6 +188,79 @@ func TestRekeyBucketsInterrupted(t *testing.T) {
 				checkMany(t, r, keys, gone)
 				checkMany(t, reopen(t, dir, db), keys, gone)
 			})
+		}
+	}
+}
+
+// TestRekeyGroupReadBack: a database that silently skips the update of one
+// row of a group re-key (a planted trigger: a bucket's switch, or one
+// subject key's rewrap) fails the group's transaction with ErrReadBack
+// naming the bucket, reports none of the group re-keyed, and loses no
+// key; once the fault is gone the next pass re-keys them all.
+func TestRekeyGroupReadBack(t *testing.T) {
+	ctx := context.Background()
+	for table, col := range map[string]string{"buckets": "gen", "subjects": "wrapped"} {
+		t.Run(table, func(t *testing.T) {
+			dir := t.TempDir()
+			s, db, keys, gone, bs := forgetMany(t, dir, envDB(t, dir), 64, 200)
+			var victim int // the bucket whose row (or one of whose keys) is skipped
+			var where string
+			if table == "buckets" {
+				victim = bs[len(bs)/2]
+				where = fmt.Sprint("id = ", victim)
+			} else {
+				for id := range keys {
+					victim, where = s.BucketOf(id), fmt.Sprintf("sid = X'%x'", id[:])
+					if db.Shared() {
+						where = fmt.Sprintf(`sid = '\x%x'::bytea`, id[:])
+					}
+					bs = append(bs, victim)
+					break
+				}
+			}
+			drop := plantSkip(t, db, table, col, where)
+			markers, err := keystore.NewShredder(s).RekeyBuckets(ctx, bs)
+			if !errors.Is(err, keystore.ErrReadBack) || !strings.Contains(err.Error(), fmt.Sprintf("bucket %d", victim)) {
+				t.Fatalf("re-key with a skipped %s row: %v, want ErrReadBack naming bucket %d", table, err, victim)
+			}
+			if len(markers) != 0 {
+				t.Fatalf("%d buckets reported re-keyed by a failed group", len(markers))
+			}
+			checkMany(t, s, keys, gone)
+			checkMany(t, reopen(t, dir, db), keys, gone)
+			drop()
+			if _, err := keystore.NewShredder(s).RekeyBuckets(ctx, bs); err != nil {
+				t.Fatal(err)
+			}
+			checkGens(t, db, bs)
+			checkMany(t, reopen(t, dir, db), keys, gone)
+		})
+	}
+}
+
+// plantSkip plants a trigger that silently skips the updates of column
+// col of the rows of table where cond holds (SQL of the database's
+// engine), and returns the function that drops it.
+func plantSkip(t *testing.T, db *storage.DB, table, col, cond string) func() {
+	t.Helper()
+	ctx := context.Background()
+	stmts := []string{`CREATE TRIGGER skip BEFORE UPDATE OF ` + col + ` ON ` + table + ` WHEN old.` + cond + ` BEGIN SELECT RAISE(IGNORE); END`}
+	drop := `DROP TRIGGER skip`
+	if db.Shared() { // PostgreSQL: a BEFORE row trigger that returns NULL skips the row
+		stmts = []string{
+			`CREATE FUNCTION skip_row() RETURNS trigger AS $$ BEGIN RETURN NULL; END $$ LANGUAGE plpgsql`,
+			`CREATE TRIGGER skip BEFORE UPDATE OF ` + col + ` ON ` + table + ` FOR EACH ROW WHEN (OLD.` + cond + `) EXECUTE FUNCTION skip_row()`,
+		}
+		drop = `DROP TRIGGER skip ON ` + table
+	}
+	for _, q := range stmts {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	return func() {
+		if _, err := db.ExecContext(ctx, drop); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
