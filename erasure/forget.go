@@ -498,24 +498,54 @@ func (s *Eraser) rekeyBuckets(ctx context.Context, pending []forgetRow) error {
 	return nil
 }
 
+// markChunk bounds the forgets of one statement of markRekeyed: three
+// parameters a forget, far below any engine's limit on a statement's
+// parameters (SQLite's 32766, PostgreSQL's 65535). A pass's forgets are
+// as many as were waiting, so the bound is the chunk's, not the pass's.
+const markChunk = 1000
+
 // markRekeyed records at now, in one transaction, the re-key of the
-// pending forgets (of buckets, one each) whose buckets markers holds.
+// pending forgets (of buckets, one each) whose buckets markers holds: one
+// statement per markChunk forgets, not one per forget.
 func markRekeyed(ctx context.Context, db *storage.DB, pending []forgetRow, buckets []int, markers map[int]int64, now int64) error {
+	var ids []any
+	var marks []int64
+	for i, r := range pending {
+		if marker, ok := markers[buckets[i]]; ok {
+			ids, marks = append(ids, r.id[:]), append(marks, marker)
+		}
+	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("erasure: reconcile: %w", err)
 	}
 	defer tx.Rollback()
-	for i, r := range pending {
-		marker, ok := markers[buckets[i]]
-		if !ok {
-			continue
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE forgets SET rekeyed_at=?, rekey_marker=? WHERE id=?`, now, marker, r.id[:]); err != nil {
-			return fmt.Errorf("erasure: reconcile: %w", err)
+	for i := 0; i < len(ids); i += markChunk {
+		j := min(i+markChunk, len(ids))
+		if err := markRekeyedTx(ctx, tx, ids[i:j], marks[i:j], now); err != nil {
+			return err
 		}
 	}
 	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("erasure: reconcile: %w", err)
+	}
+	return nil
+}
+
+// markRekeyedTx records in tx, in one statement, the re-key at now of the
+// forgets ids, ids[i] with the marker marks[i].
+func markRekeyedTx(ctx context.Context, tx *storage.Tx, ids []any, marks []int64, now int64) error {
+	args := make([]any, 0, 1+3*len(ids))
+	args = append(args, now)
+	for i, id := range ids {
+		args = append(args, id, marks[i])
+	}
+	args = append(args, ids...)
+	// The CAST gives the CASE a type on PostgreSQL, which would infer text
+	// for results that are all parameters; SQLite takes it too.
+	if _, err := tx.ExecContext(ctx, `UPDATE forgets SET rekeyed_at=?,
+		rekey_marker=CASE id`+strings.Repeat(" WHEN ? THEN CAST(? AS BIGINT)", len(ids))+` ELSE rekey_marker END
+		WHERE id IN (`+strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ")+`)`, args...); err != nil {
 		return fmt.Errorf("erasure: reconcile: %w", err)
 	}
 	return nil

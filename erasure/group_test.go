@@ -2,6 +2,7 @@ package erasure_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/erasure"
+	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/testkit/shreddtest"
 )
 
@@ -79,6 +81,46 @@ func TestForgetGroup(t *testing.T) {
 		}
 		if _, err := s.DecryptFor(ctx, recs[i].Ciphertext, nil, "w"); !errors.Is(err, shredd.ErrShredded) {
 			t.Errorf("decrypt of %s after its forget: %v, want ErrShredded", subjects[i], err)
+		}
+	}
+}
+
+// TestReconcileMarksRekeyed: one reconcile pass re-keys the buckets of
+// many committed forgets and marks every one of them re-keyed, with its
+// marker (one statement for the pass's forgets); the records of the
+// subjects not forgotten, in the same buckets, still open.
+func TestReconcileMarksRekeyed(t *testing.T) {
+	ctx := context.Background()
+	st := shreddtest.New(t, shreddtest.Options{Kinds: []string{"episodic"}, Keystore: keystore.Options{Buckets: 16}})
+	s := st.Both()
+	const n = 40
+	recs := make([]shredd.Sealed, n)
+	for i := range recs {
+		recs[i] = shreddtest.Seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{fmt.Sprint("mark-", i)}}, fmt.Sprint("record ", i))
+	}
+	var ids []shredd.ID
+	for i := 0; i < n; i += 2 {
+		f, err := s.Forget(ctx, fmt.Sprint("mark-", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, f.ID)
+	}
+	if err := s.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		var rekeyed, marker sql.NullInt64
+		if err := st.DB.QueryRowContext(ctx, `SELECT rekeyed_at, rekey_marker FROM forgets WHERE id=?`, id[:]).Scan(&rekeyed, &marker); err != nil {
+			t.Fatal(err)
+		}
+		if !rekeyed.Valid || !marker.Valid {
+			t.Errorf("forget %s: rekeyed_at %v, rekey_marker %v after the pass", id, rekeyed, marker)
+		}
+	}
+	for i := 1; i < n; i += 2 {
+		if got, err := s.DecryptFor(ctx, recs[i].Ciphertext, nil, "w"); err != nil || string(got.Plaintext) != fmt.Sprint("record ", i) {
+			t.Fatalf("record %d after the re-key: %v", i, err)
 		}
 	}
 }

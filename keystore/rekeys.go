@@ -8,12 +8,28 @@ import (
 	"strings"
 
 	"github.com/shredd/shredd/internal/crashpoint"
+	"github.com/shredd/shredd/storage"
 )
 
 // rekeyGroupKeys bounds the subject keys one transaction of RekeyBuckets
 // rewraps over all its buckets, so that a forget's commit queued behind it
 // waits for about as long as behind a few chunks of RekeyBucket.
 const rekeyGroupKeys = 8 * rekeyChunk
+
+// maxParams is the most parameters a statement may have on every engine:
+// SQLite's limit (32766 since 3.32; PostgreSQL's is 65535). A re-key's
+// statements are bounded by its group: at most batchSize/2 buckets a group
+// (RekeyBuckets), seven parameters a bucket (storeNextKeys,
+// switchBuckets), and at most rewrapStmtKeys subject keys a statement,
+// three parameters a key and three a bucket (updateSubjects). The
+// constants below do not compile if a bound grows past the limit (a
+// negative constant is no uint).
+const maxParams = 32766
+
+const (
+	_ uint = maxParams - 7*batchSize/2
+	_ uint = maxParams - 3*rewrapStmtKeys - 3*rewrapStmtKeys
+)
 
 // RekeyBuckets re-keys buckets as RekeyBucket does each, with the same
 // markers, but in few transactions: re-keying bucket by bucket, a pass
@@ -204,32 +220,24 @@ func (s *Shredder) groupKeys(ctx context.Context, group []rekeyRow) (olds, nks [
 
 // switchGroup rewraps, in one durable transaction, every live subject key
 // of the group's buckets under their next keys and makes those the
-// buckets' keys. It returns the marker.
+// buckets' keys. It returns the marker. Its statements are a fixed number
+// whatever the group's size: one read of the buckets' generations, one of
+// their live keys, one update of the keys (per rewrapStmtKeys of them) and
+// one of the buckets. RekeyBucket's switch is this for a group of one.
 func (s *Shredder) switchGroup(ctx context.Context, group []rekeyRow, olds, nks [][]byte) (int64, error) {
 	tx, err := s.t.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("keystore: rekey: %w", err)
 	}
 	defer tx.Rollback()
-	for i, r := range group {
-		var gen int64
-		if err := tx.QueryRowContext(ctx, `SELECT gen FROM buckets WHERE id=?`, r.id).Scan(&gen); err != nil {
-			return 0, fmt.Errorf("keystore: rekey: %w", err)
-		}
-		if gen != r.gen {
-			return 0, fmt.Errorf("keystore: rekey: bucket changed concurrently") // cannot happen under treeMu
-		}
-		if _, _, err := rewrapIn(ctx, tx, r.id, r.gen, olds[i], nks[i], nil, -1); err != nil {
-			return 0, err
-		}
-		res, err := tx.ExecContext(ctx, `UPDATE buckets SET gen=?, root_version=?, wrapped=?, next_wrapped=NULL, next_version=NULL WHERE id=?`,
-			r.gen+1, r.nextVersion.Int64, r.next, r.id)
-		if err != nil {
-			return 0, fmt.Errorf("keystore: rekey: %w", err)
-		}
-		if n, err := res.RowsAffected(); err != nil || n != 1 {
-			return 0, fmt.Errorf("keystore: rekey: %w: the database did not apply bucket %d's new key", ErrReadBack, r.id)
-		}
+	if err := checkGroupGens(ctx, tx, group); err != nil {
+		return 0, err
+	}
+	if err := rewrapGroup(ctx, tx, group, olds, nks); err != nil {
+		return 0, err
+	}
+	if err := switchBuckets(ctx, tx, group); err != nil {
+		return 0, err
 	}
 	var marker int64
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM epochs`).Scan(&marker); err != nil {
@@ -239,4 +247,110 @@ func (s *Shredder) switchGroup(ctx context.Context, group []rekeyRow, olds, nks 
 		return 0, fmt.Errorf("keystore: rekey: %w", err)
 	}
 	return marker, nil
+}
+
+// checkGroupGens checks in tx, in one statement, that each bucket of group is
+// still at the generation the re-key started from.
+func checkGroupGens(ctx context.Context, tx *storage.Tx, group []rekeyRow) error {
+	ids := groupIDs(group)
+	rows, err := tx.QueryContext(ctx, `SELECT id, gen FROM buckets WHERE id IN (`+marks(len(ids))+`)`, ids...)
+	if err != nil {
+		return fmt.Errorf("keystore: rekey: %w", err)
+	}
+	defer rows.Close()
+	gens := make(map[int]int64, len(group))
+	for rows.Next() {
+		var b int
+		var g int64
+		if err := rows.Scan(&b, &g); err != nil {
+			return fmt.Errorf("keystore: rekey: %w", err)
+		}
+		gens[b] = g
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("keystore: rekey: %w", err)
+	}
+	for _, r := range group {
+		g, ok := gens[r.id]
+		if !ok {
+			return fmt.Errorf("keystore: rekey: bucket %d: %w", r.id, ErrNotFound)
+		}
+		if g != r.gen {
+			return fmt.Errorf("keystore: rekey: bucket %d changed concurrently", r.id) // cannot happen under treeMu
+		}
+	}
+	return nil
+}
+
+// groupIDs returns the ids of group's buckets, as statement arguments.
+func groupIDs(group []rekeyRow) []any {
+	ids := make([]any, len(group))
+	for i, r := range group {
+		ids[i] = r.id
+	}
+	return ids
+}
+
+// switchBuckets makes in tx, in one statement, each bucket's next key its
+// key, at the next generation, and reads back that every bucket row took
+// it. Seven parameters a bucket: see maxParams.
+func switchBuckets(ctx context.Context, tx *storage.Tx, group []rekeyRow) error {
+	var gens, versions, keys []any
+	for _, r := range group {
+		gens = append(gens, r.id, r.gen+1)
+		versions = append(versions, r.id, r.nextVersion.Int64)
+		keys = append(keys, r.id, r.next)
+	}
+	n := len(group)
+	args := slices.Concat(gens, versions, keys, groupIDs(group))
+	rows, err := tx.QueryContext(ctx, `UPDATE buckets SET gen=CASE id`+whens(n, true)+` ELSE gen END,
+		root_version=CASE id`+whens(n, true)+` ELSE root_version END,
+		wrapped=CASE id`+whens(n, false)+` ELSE wrapped END, next_wrapped=NULL, next_version=NULL
+		WHERE id IN (`+marks(n)+`) RETURNING id`, args...)
+	if err != nil {
+		return fmt.Errorf("keystore: rekey: %w", err)
+	}
+	if b, err := missingBucket(rows, group); err != nil || b >= 0 {
+		if err == nil {
+			err = fmt.Errorf("%w: the database did not apply bucket %d's new key", ErrReadBack, b)
+		}
+		return fmt.Errorf("keystore: rekey: %w", err)
+	}
+	return nil
+}
+
+// missingBucket reads the bucket ids an UPDATE ... RETURNING id returned
+// (and closes rows): it returns the first bucket of group not among them,
+// or -1 when none is.
+func missingBucket(rows *sql.Rows, group []rekeyRow) (int, error) {
+	defer rows.Close()
+	got := make(map[int]bool, len(group))
+	for rows.Next() {
+		var b int
+		if err := rows.Scan(&b); err != nil {
+			return 0, err
+		}
+		got[b] = true
+	}
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	for _, r := range group {
+		if !got[r.id] {
+			return r.id, nil
+		}
+	}
+	return -1, nil
+}
+
+// whens returns n arms " WHEN ? THEN ?" of a CASE. typed casts each result
+// to BIGINT, a type both engines know: PostgreSQL infers text for a CASE
+// whose results are all parameters, unless an ELSE of the column gives it
+// the column's type (as the BYTEA ones have).
+func whens(n int, typed bool) string {
+	arm := " WHEN ? THEN ?"
+	if typed {
+		arm = " WHEN ? THEN CAST(? AS BIGINT)"
+	}
+	return strings.Repeat(arm, n)
 }

@@ -3,7 +3,9 @@ package keystore_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/shredd/shredd/envelope"
@@ -11,12 +13,20 @@ import (
 	"github.com/shredd/shredd/storage"
 )
 
-// forgetMany builds a tree of n subjects over buckets buckets, forgets
-// every seventh subject and returns the database, the live keys, the
-// forgotten subjects and their buckets.
-func forgetMany(t *testing.T, dir string, buckets, n int) (*keystore.Tree, *storage.DB, map[envelope.SID][]byte, []envelope.SID, []int) {
+// forgetMany builds a tree of n subjects over buckets buckets in db (a
+// SQLite file in dir when nil), forgets every seventh subject and returns
+// the database, the live keys, the forgotten subjects and their buckets.
+func forgetMany(t *testing.T, dir string, db *storage.DB, buckets, n int) (*keystore.Tree, *storage.DB, map[envelope.SID][]byte, []envelope.SID, []int) {
 	t.Helper()
-	s, db := openTreeOpts(t, dir, localRoot, keystore.Options{Buckets: buckets})
+	var s *keystore.Tree
+	if db == nil {
+		s, db = openTreeOpts(t, dir, localRoot, keystore.Options{Buckets: buckets})
+	} else {
+		var err error
+		if s, err = keystore.Open(context.Background(), db, localRoot(t, dir), keystore.Options{Buckets: buckets}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	keys := createKeys(t, s, "subject-", n)
 	var gone []envelope.SID
 	var bs []int
@@ -53,7 +63,7 @@ func checkGens(t *testing.T, db *storage.DB, bs []int) {
 	t.Helper()
 	for _, b := range bs {
 		var g, pending, stale int
-		if err := db.QueryRowContext(context.Background(), `SELECT gen, next_wrapped IS NOT NULL,
+		if err := db.QueryRowContext(context.Background(), `SELECT gen, CASE WHEN next_wrapped IS NULL THEN 0 ELSE 1 END,
 			(SELECT count(*) FROM subjects WHERE bucket=buckets.id AND wrapped IS NOT NULL AND bucket_gen<>buckets.gen)
 			FROM buckets WHERE id=?`, b).Scan(&g, &pending, &stale); err != nil {
 			t.Fatal(err)
@@ -66,7 +76,8 @@ func checkGens(t *testing.T, db *storage.DB, bs []int) {
 
 // TestRekeyBuckets: one pass re-keys the buckets of many forgets, small
 // ones in groups and large ones chunk by chunk; every forgotten key is
-// gone after it and after the epoch, every other key still opens.
+// gone after it and after the epoch, every other key still opens, under
+// the buckets' next generation. On the database SHREDD_TEST_STORE names.
 func TestRekeyBuckets(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -80,7 +91,7 @@ func TestRekeyBuckets(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			s, db, keys, gone, bs := forgetMany(t, dir, tc.buckets, tc.n)
+			s, db, keys, gone, bs := forgetMany(t, dir, envDB(t, dir), tc.buckets, tc.n)
 			markers, err := keystore.NewShredder(s).RekeyBuckets(ctx, bs)
 			if err != nil {
 				t.Fatal(err)
@@ -122,7 +133,7 @@ func TestRekeyBucketsInterrupted(t *testing.T) {
 		for _, resume := range []string{"next pass", "epoch"} {
 			t.Run(c.name+"/"+resume, func(t *testing.T) {
 				dir := t.TempDir()
-				s, db, keys, gone, bs := forgetMany(t, dir, 1024, 3000)
+				s, db, keys, gone, bs := forgetMany(t, dir, nil, 1024, 3000) // the triggers are SQLite's
 				if _, err := db.ExecContext(ctx, c.trigger); err != nil {
 					t.Fatal(err)
 				}
@@ -177,6 +188,79 @@ func TestRekeyBucketsInterrupted(t *testing.T) {
 				checkMany(t, r, keys, gone)
 				checkMany(t, reopen(t, dir, db), keys, gone)
 			})
+		}
+	}
+}
+
+// TestRekeyGroupReadBack: a database that silently skips the update of one
+// row of a group re-key (a planted trigger: a bucket's switch, or one
+// subject key's rewrap) fails the group's transaction with ErrReadBack
+// naming the bucket, reports none of the group re-keyed, and loses no
+// key; once the fault is gone the next pass re-keys them all.
+func TestRekeyGroupReadBack(t *testing.T) {
+	ctx := context.Background()
+	for table, col := range map[string]string{"buckets": "gen", "subjects": "wrapped"} {
+		t.Run(table, func(t *testing.T) {
+			dir := t.TempDir()
+			s, db, keys, gone, bs := forgetMany(t, dir, envDB(t, dir), 64, 200)
+			var victim int // the bucket whose row (or one of whose keys) is skipped
+			var where string
+			if table == "buckets" {
+				victim = bs[len(bs)/2]
+				where = fmt.Sprint("id = ", victim)
+			} else {
+				for id := range keys {
+					victim, where = s.BucketOf(id), fmt.Sprintf("sid = X'%x'", id[:])
+					if db.Shared() {
+						where = fmt.Sprintf(`sid = '\x%x'::bytea`, id[:])
+					}
+					bs = append(bs, victim)
+					break
+				}
+			}
+			drop := plantSkip(t, db, table, col, where)
+			markers, err := keystore.NewShredder(s).RekeyBuckets(ctx, bs)
+			if !errors.Is(err, keystore.ErrReadBack) || !strings.Contains(err.Error(), fmt.Sprintf("bucket %d", victim)) {
+				t.Fatalf("re-key with a skipped %s row: %v, want ErrReadBack naming bucket %d", table, err, victim)
+			}
+			if len(markers) != 0 {
+				t.Fatalf("%d buckets reported re-keyed by a failed group", len(markers))
+			}
+			checkMany(t, s, keys, gone)
+			checkMany(t, reopen(t, dir, db), keys, gone)
+			drop()
+			if _, err := keystore.NewShredder(s).RekeyBuckets(ctx, bs); err != nil {
+				t.Fatal(err)
+			}
+			checkGens(t, db, bs)
+			checkMany(t, reopen(t, dir, db), keys, gone)
+		})
+	}
+}
+
+// plantSkip plants a trigger that silently skips the updates of column
+// col of the rows of table where cond holds (SQL of the database's
+// engine), and returns the function that drops it.
+func plantSkip(t *testing.T, db *storage.DB, table, col, cond string) func() {
+	t.Helper()
+	ctx := context.Background()
+	stmts := []string{`CREATE TRIGGER skip BEFORE UPDATE OF ` + col + ` ON ` + table + ` WHEN old.` + cond + ` BEGIN SELECT RAISE(IGNORE); END`}
+	drop := `DROP TRIGGER skip`
+	if db.Shared() { // PostgreSQL: a BEFORE row trigger that returns NULL skips the row
+		stmts = []string{
+			`CREATE FUNCTION skip_row() RETURNS trigger AS $$ BEGIN RETURN NULL; END $$ LANGUAGE plpgsql`,
+			`CREATE TRIGGER skip BEFORE UPDATE OF ` + col + ` ON ` + table + ` FOR EACH ROW WHEN (OLD.` + cond + `) EXECUTE FUNCTION skip_row()`,
+		}
+		drop = `DROP TRIGGER skip ON ` + table
+	}
+	for _, q := range stmts {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	return func() {
+		if _, err := db.ExecContext(ctx, drop); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/envelope"
@@ -50,19 +51,33 @@ const rekeyChunk = 32
 
 // storeNextKeys records the next keys nw (wrapped by the root) of the
 // buckets ids at generations gens, which must have none, in one
-// transaction. Relaxed, as the chunks: lost in a crash, the re-keys start
+// transaction of one statement (seven parameters a bucket: see
+// maxParams). Relaxed, as the chunks: lost in a crash, the re-keys start
 // over with other next keys.
 func (s *Shredder) storeNextKeys(ctx context.Context, ids []int, gens []int64, nw []Wrapped) error {
+	var keys, versions, olds []any
+	group := make([]rekeyRow, len(ids))
+	for j, b := range ids {
+		keys = append(keys, b, nw[j].Blob)
+		versions = append(versions, b, nw[j].Version)
+		olds = append(olds, b, gens[j])
+		group[j].id = b
+	}
+	n := len(ids)
+	args := slices.Concat(keys, versions, groupIDs(group), olds)
+	q := `UPDATE buckets SET next_wrapped=CASE id` + whens(n, false) + ` ELSE next_wrapped END,
+		next_version=CASE id` + whens(n, true) + ` ELSE next_version END
+		WHERE id IN (` + marks(n) + `) AND next_wrapped IS NULL AND gen=CASE id` + whens(n, true) + ` END RETURNING id`
 	return s.t.db.Bulk(ctx, storage.BulkOptions{Relaxed: true}, func(tx *storage.Tx) error {
-		for j, b := range ids {
-			res, err := tx.ExecContext(ctx, `UPDATE buckets SET next_wrapped=?, next_version=? WHERE id=? AND gen=? AND next_wrapped IS NULL`,
-				nw[j].Blob, nw[j].Version, b, gens[j])
-			if err != nil {
-				return fmt.Errorf("keystore: rekey: %w", err)
+		rows, err := tx.QueryContext(ctx, q, args...)
+		if err != nil {
+			return fmt.Errorf("keystore: rekey: %w", err)
+		}
+		if b, err := missingBucket(rows, group); err != nil || b >= 0 {
+			if err == nil {
+				err = fmt.Errorf("bucket %d changed concurrently", b) // cannot happen under treeMu
 			}
-			if n, _ := res.RowsAffected(); n != 1 {
-				return fmt.Errorf("keystore: rekey: bucket changed concurrently") // cannot happen under treeMu
-			}
+			return fmt.Errorf("keystore: rekey: %w", err)
 		}
 		return nil
 	})
@@ -144,36 +159,11 @@ func (s *Shredder) rekeyLocked(ctx context.Context, b int) (int64, error) {
 	}
 
 	// Keys created behind the walk (still under the old generation), then
-	// the switch, in one transaction.
-	tx, err := s.t.db.BeginTx(ctx, nil)
+	// the switch, in one transaction: a group of one bucket.
+	r := rekeyRow{id: b, gen: oldGen, next: nextBlob, nextVersion: nextVersion}
+	marker, err := s.switchGroup(ctx, []rekeyRow{r}, [][]byte{old}, [][]byte{nk})
 	if err != nil {
-		return 0, fmt.Errorf("keystore: rekey: %w", err)
-	}
-	defer tx.Rollback()
-	var gen int64
-	if err := tx.QueryRowContext(ctx, `SELECT gen FROM buckets WHERE id=?`, b).Scan(&gen); err != nil {
-		return 0, fmt.Errorf("keystore: rekey: %w", err)
-	}
-	if gen != oldGen {
-		return 0, fmt.Errorf("keystore: rekey: bucket changed concurrently") // cannot happen under treeMu
-	}
-	if _, _, err := rewrapIn(ctx, tx, b, oldGen, old, nk, nil, -1); err != nil {
 		return 0, err
-	}
-	res, err := tx.ExecContext(ctx, `UPDATE buckets SET gen=?, root_version=?, wrapped=?, next_wrapped=NULL, next_version=NULL WHERE id=?`,
-		oldGen+1, nextVersion.Int64, nextBlob, b)
-	if err != nil {
-		return 0, fmt.Errorf("keystore: rekey: %w", err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return 0, fmt.Errorf("keystore: rekey: %w: the database did not apply bucket %d's new key", ErrReadBack, b)
-	}
-	var marker int64
-	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM epochs`).Scan(&marker); err != nil {
-		return 0, fmt.Errorf("keystore: rekey: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return 0, fmt.Errorf("keystore: rekey: %w", err)
 	}
 	s.t.setBucketKey(b, oldGen+1, nk, nil)
 	crashpoint.Hit("rekey:committed")
@@ -208,7 +198,9 @@ func (s *Shredder) rewrapChunk(ctx context.Context, b int, oldGen int64, old, nk
 
 // rewrapIn rewraps in tx the live subject keys of bucket b under generation
 // oldGen (old) as generation oldGen+1 (nk): those with sids after after (all
-// if nil), at most limit of them (all if negative), in sid order.
+// if nil), at most limit of them (all if negative), in sid order. It reads
+// the bucket's keys in one statement and writes them in one per
+// rewrapStmtKeys (one for a chunk of rekeyChunk).
 func rewrapIn(ctx context.Context, tx *storage.Tx, b int, oldGen int64, old, nk, after []byte, limit int) (int, []byte, error) {
 	if after == nil {
 		after = []byte{} // below every sid (NULL would match none)
@@ -216,44 +208,166 @@ func rewrapIn(ctx context.Context, tx *storage.Tx, b int, oldGen int64, old, nk,
 	if limit < 0 {
 		limit = math.MaxInt32 // every engine takes a large LIMIT; not all take -1
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT sid, gen, wrapped FROM subjects
+	rows, err := tx.QueryContext(ctx, `SELECT bucket, sid, gen, wrapped FROM subjects
 		WHERE bucket=? AND sid > ? AND wrapped IS NOT NULL AND bucket_gen=? ORDER BY bucket, sid LIMIT ?`, b, after, oldGen, limit)
 	if err != nil {
 		return 0, nil, fmt.Errorf("keystore: rekey: %w", err)
 	}
-	type rw struct {
-		sid  []byte
-		blob []byte
+	out, err := rewrapRows(rows, map[int]rekeyKeys{b: {gen: oldGen, old: old, nk: nk}})
+	if err != nil {
+		return 0, nil, err
 	}
-	var out []rw
-	for rows.Next() {
-		var sidb, blob []byte
-		var g uint32
-		if err := rows.Scan(&sidb, &g, &blob); err != nil {
-			rows.Close()
-			return 0, nil, fmt.Errorf("keystore: rekey: %w", err)
-		}
-		var sid envelope.SID
-		copy(sid[:], sidb)
-		dek, err := unwrapDEK(old, blob, dekAAD(sid, g, b, oldGen))
-		if err != nil {
-			rows.Close()
-			return 0, nil, fmt.Errorf("keystore: rekey: subject key: %w", err)
-		}
-		out = append(out, rw{sidb, wrapDEK(nk, dek, dekAAD(sid, g, b, oldGen+1))})
-		clear(dek)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, nil, fmt.Errorf("keystore: rekey: %w", err)
-	}
-	for _, r := range out {
-		if _, err := tx.ExecContext(ctx, `UPDATE subjects SET wrapped=?, bucket_gen=? WHERE bucket=? AND sid=?`, r.blob, oldGen+1, b, r.sid); err != nil {
-			return 0, nil, fmt.Errorf("keystore: rekey: %w", err)
-		}
+	if err := storeRewrapped(ctx, tx, out); err != nil {
+		return 0, nil, err
 	}
 	if len(out) == 0 {
 		return 0, after, nil
 	}
 	return len(out), out[len(out)-1].sid, nil
+}
+
+// rewrapGroup rewraps in tx every live subject key of the group's buckets
+// still under their generation (olds[i] the key of group[i], nks[i] its
+// next key), in bucket then sid order: one read for the whole group, and
+// one write per rewrapStmtKeys keys. A group's live keys are about
+// rekeyGroupKeys (RekeyBuckets counts them), more only when keys were
+// created since: one write, in practice.
+func rewrapGroup(ctx context.Context, tx *storage.Tx, group []rekeyRow, olds, nks [][]byte) error {
+	keys := make(map[int]rekeyKeys, len(group))
+	var gens []any
+	for i, r := range group {
+		keys[r.id] = rekeyKeys{gen: r.gen, old: olds[i], nk: nks[i]}
+		gens = append(gens, r.id, r.gen)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT bucket, sid, gen, wrapped FROM subjects
+		WHERE bucket IN (`+marks(len(group))+`) AND wrapped IS NOT NULL AND bucket_gen=CASE bucket`+whens(len(group), true)+` END
+		ORDER BY bucket, sid`, append(groupIDs(group), gens...)...)
+	if err != nil {
+		return fmt.Errorf("keystore: rekey: %w", err)
+	}
+	out, err := rewrapRows(rows, keys)
+	if err != nil {
+		return err
+	}
+	return storeRewrapped(ctx, tx, out)
+}
+
+// rekeyKeys are a bucket's keys while it is re-keyed: its generation gen's
+// (old) and the next one's (nk).
+type rekeyKeys struct {
+	gen     int64
+	old, nk []byte
+}
+
+// rewrapped is a subject key rewrapped under its bucket's next key, for
+// the bucket's generation gen.
+type rewrapped struct {
+	bucket    int
+	sid, blob []byte
+	gen       int64
+}
+
+// rewrapRows rewraps the subject keys rows holds (bucket, sid, gen,
+// wrapped) under the next keys of their buckets in keys, and closes rows.
+func rewrapRows(rows *sql.Rows, keys map[int]rekeyKeys) ([]rewrapped, error) {
+	defer rows.Close()
+	var out []rewrapped
+	for rows.Next() {
+		var b int
+		var sidb, blob []byte
+		var g uint32
+		if err := rows.Scan(&b, &sidb, &g, &blob); err != nil {
+			return nil, fmt.Errorf("keystore: rekey: %w", err)
+		}
+		k, ok := keys[b]
+		if !ok {
+			return nil, fmt.Errorf("keystore: rekey: a subject key of bucket %d, not re-keyed here", b) // the statements select none
+		}
+		var sid envelope.SID
+		copy(sid[:], sidb)
+		dek, err := unwrapDEK(k.old, blob, dekAAD(sid, g, b, k.gen))
+		if err != nil {
+			return nil, fmt.Errorf("keystore: rekey: subject key: %w", err)
+		}
+		out = append(out, rewrapped{bucket: b, sid: sidb, blob: wrapDEK(k.nk, dek, dekAAD(sid, g, b, k.gen+1)), gen: k.gen + 1})
+		clear(dek)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("keystore: rekey: %w", err)
+	}
+	return out, nil
+}
+
+// rewrapStmtKeys bounds the subject keys of one statement of
+// storeRewrapped: twice a group's rekeyGroupKeys, so that a group's keys
+// take one statement, also with some created since it was counted.
+const rewrapStmtKeys = 2 * rekeyGroupKeys
+
+// storeRewrapped writes the rewrapped keys out in tx, one statement per
+// rewrapStmtKeys of them.
+func storeRewrapped(ctx context.Context, tx *storage.Tx, out []rewrapped) error {
+	for i := 0; i < len(out); i += rewrapStmtKeys {
+		if err := updateSubjects(ctx, tx, out[i:min(i+rewrapStmtKeys, len(out))]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// updateSubjects writes the rewrapped keys ks in tx in one statement, and
+// reads back that each row took its key: a row left under the old
+// generation would not open once the bucket switched. Its parameters are
+// three a key and three a bucket (at most one a key): see maxParams.
+func updateSubjects(ctx context.Context, tx *storage.Tx, ks []rewrapped) error {
+	var blobs, gens, buckets, sids []any
+	seen := map[int]bool{}
+	for _, k := range ks {
+		blobs = append(blobs, k.sid, k.blob)
+		sids = append(sids, k.sid)
+		if !seen[k.bucket] {
+			seen[k.bucket] = true
+			gens = append(gens, k.bucket, k.gen)
+			buckets = append(buckets, k.bucket)
+		}
+	}
+	// A row's bucket is a function of its sid (BucketOf): the two lists
+	// select exactly the rows of ks, by the table's key (inSubjects).
+	rows, err := tx.QueryContext(ctx, `UPDATE subjects SET wrapped=CASE sid`+whens(len(ks), false)+` ELSE wrapped END,
+		bucket_gen=CASE bucket`+whens(len(buckets), true)+` ELSE bucket_gen END
+		WHERE bucket IN (`+marks(len(buckets))+`) AND sid IN (`+marks(len(sids))+`) RETURNING sid`,
+		slices.Concat(blobs, gens, buckets, sids)...)
+	if err != nil {
+		return fmt.Errorf("keystore: rekey: %w", err)
+	}
+	if b, err := missingKey(rows, ks); err != nil || b >= 0 {
+		if err == nil {
+			err = fmt.Errorf("%w: the database did not apply a rewrapped subject key of bucket %d", ErrReadBack, b)
+		}
+		return fmt.Errorf("keystore: rekey: %w", err)
+	}
+	return nil
+}
+
+// missingKey reads the sids an UPDATE ... RETURNING sid returned (and
+// closes rows): it returns the bucket of the first key of ks not among
+// them, or -1 when none is.
+func missingKey(rows *sql.Rows, ks []rewrapped) (int, error) {
+	defer rows.Close()
+	got := make(map[string]bool, len(ks))
+	for rows.Next() {
+		var sid []byte
+		if err := rows.Scan(&sid); err != nil {
+			return 0, err
+		}
+		got[string(sid)] = true
+	}
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	for _, k := range ks {
+		if !got[string(k.sid)] {
+			return k.bucket, nil
+		}
+	}
+	return -1, nil
 }
