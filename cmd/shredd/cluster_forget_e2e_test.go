@@ -160,7 +160,7 @@ func TestClusterPruneNodes(t *testing.T) {
 	a, c := nodes[0], nodes[2]
 	a.putKinds(t, "episodic")
 	rec := a.seal(t, sealReq{Subject: "gone@example.com", Kind: "episodic"}, "x", "c")
-	c.open(t, rec) // c caches the key
+	c.open(t, rec)                                         // c caches the key
 	idOf := func(s *server) string { return nodeID(t, s) } // from its "node recorded" log line
 	if n := count(t, db, `SELECT count(*) FROM nodes`); n != 3 {
 		t.Fatalf("%d rows in nodes for 3 nodes", n)
