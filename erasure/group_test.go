@@ -124,3 +124,77 @@ func TestReconcileMarksRekeyed(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupAnswersMatchAlone: the forgets of one group are answered from
+// one read of all of them (their rows and their verifications' facts);
+// each answer says what the forget read alone says: subjects with a
+// plaintext-held artifact, a lease issued before the forget, or neither.
+func TestGroupAnswersMatchAlone(t *testing.T) {
+	ctx := context.Background()
+	st := shreddtest.New(t, shreddtest.Options{Kinds: shreddtest.Kinds})
+	s := st.Both()
+	subjects := []string{"held", "leased", "plain", "nothing"}
+	for _, subject := range subjects[:3] {
+		rec := shreddtest.Seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{subject}}, "record of "+subject)
+		switch subject {
+		case "held":
+			if _, err := s.Register(ctx, shredd.Source{Kind: "embedding", Parents: []shredd.ID{rec.Artifact}, Holder: "ann-1"}); err != nil {
+				t.Fatal(err)
+			}
+		case "leased":
+			if _, err := s.DecryptFor(ctx, rec.Ciphertext, nil, "worker-1"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	queued, release := erasure.HoldForgets(s.Eraser)
+	out := make([]shredd.Forget, len(subjects))
+	errs := make([]error, len(subjects))
+	var wg sync.WaitGroup
+	for i, subject := range subjects {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], errs[i] = s.Forget(ctx, subject)
+		}()
+	}
+	for queued() < len(subjects) {
+		time.Sleep(time.Millisecond)
+	}
+	release()
+	wg.Wait()
+	status := func(f shredd.Forget, name string) string {
+		for _, c := range f.Verification {
+			if c.Name == name {
+				return c.Status
+			}
+		}
+		return "absent"
+	}
+	for i, subject := range subjects {
+		if errs[i] != nil {
+			t.Fatalf("forget %s: %v", subject, errs[i])
+		}
+		alone, err := s.GetForget(ctx, out[i].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := fmt.Sprint(out[i].Verification), fmt.Sprint(alone.Verification); got != want {
+			t.Errorf("forget of %s answered in its group:\n%s\nread alone:\n%s", subject, got, want)
+		}
+		if out[i].State != alone.State || out[i].Barrier != alone.Barrier {
+			t.Errorf("forget of %s: answered %s (barrier %d), read alone %s (barrier %d)", subject, out[i].State, out[i].Barrier, alone.State, alone.Barrier)
+		}
+		cascade, workers := status(out[i], shredd.CondCascadeClosed), status(out[i], shredd.CondWorkersQuiesced)
+		wantCascade, wantWorkers := "ok", "ok"
+		switch subject {
+		case "held":
+			wantCascade = "pending"
+		case "leased":
+			wantWorkers = "pending"
+		}
+		if cascade != wantCascade || workers != wantWorkers {
+			t.Errorf("forget of %s: cascade %s, workers %s; want %s, %s", subject, cascade, workers, wantCascade, wantWorkers)
+		}
+	}
+}
