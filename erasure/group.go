@@ -208,11 +208,19 @@ func (c *committer) commitTx(ctx context.Context, group []*member) error {
 // tryTx runs commitTx's transaction once: it returns the index of the first
 // member whose read-back disagrees (nothing committed then), or -1 once
 // the transaction committed. Its statements are a fixed number for the
-// whole group, not a number per member: the transaction holds the
-// database's write lock, and every round trip in it is a wait for the
-// writers queued behind (docs/performance.md).
+// whole group, not a number per member: every round trip in it is a wait
+// for the writers queued behind its locks (docs/performance.md). It
+// declares its members' shards, exclusively (storage.TxOptions): the
+// registrations and leases of those subjects, and another node's forget
+// of one of them, wait for it, while writers of other shards (another
+// node's forget group among them) commit beside it, and the sequence lock
+// orders its evictions and log entries (forgetMany).
 func (c *committer) tryTx(ctx context.Context, group []*member) (int, error) {
-	tx, err := c.s.db.BeginTx(ctx, nil)
+	o := storage.TxOptions{Exclusive: true, Shards: make([]int, len(group))}
+	for i, m := range group {
+		o.Shards[i] = c.s.keys.ShardOf(m.sid)
+	}
+	tx, err := c.s.db.BeginTouching(ctx, o)
 	if err != nil {
 		return -1, fmt.Errorf("erasure: forget: %w", err)
 	}
@@ -265,8 +273,11 @@ func (c *committer) forgetMany(ctx context.Context, tx *storage.Tx, live []*memb
 		}
 	}
 	committed, err := c.commitRows(ctx, tx, live, gens)
-	if err != nil || c.s.opts.Journal == nil {
+	if err != nil {
 		return nil, err
+	}
+	if c.s.opts.Journal == nil {
+		return nil, c.s.keys.EvictManyTx(ctx, tx, sids)
 	}
 	var logIDs [][16]byte // the forget_committed events, appended together
 	var logEvs []attest.Event
@@ -279,6 +290,12 @@ func (c *committer) forgetMany(ctx context.Context, tx *storage.Tx, live []*memb
 	}
 	keyIdx, err := journal.KeyCreatedIndexes(ctx, tx, evSIDs, evGens)
 	if err != nil {
+		return nil, err
+	}
+	// Last, what is numbered in commit order: the evictions, then the log
+	// entries, under the sequence lock (storage.Tx.Sequence), which the
+	// group holds from here to its commit.
+	if err := c.s.keys.EvictManyTx(ctx, tx, sids); err != nil {
 		return nil, err
 	}
 	for i, id := range logIDs {

@@ -32,6 +32,9 @@ func (t *Tree) evictTx(ctx context.Context, tx *storage.Tx, sid envelope.SID, no
 	if !t.db.Shared() {
 		return nil
 	}
+	if err := tx.Sequence(ctx); err != nil { // seqs in commit order (evictManyTx)
+		return err
+	}
 	var seq int64
 	if err := tx.QueryRowContext(ctx, `INSERT INTO evictions(sid, at) VALUES (?, ?) RETURNING seq`, sid[:], now).Scan(&seq); err != nil {
 		return err

@@ -23,12 +23,12 @@ const evictPayloadMax = 7000
 
 // ForgetManyTx is ForgetTx for many subjects in a fixed number of
 // statements (per manyChunk subjects): one read of their rows, one update
-// of the existing ones, one insert of tombstones for the unknown ones and
-// one insert of their evictions. A forget group's transaction holds the
-// database's write lock, and a statement per subject made it hold the lock
-// for as many round trips (docs/performance.md). It returns the
+// of the existing ones and one insert of tombstones for the unknown ones.
+// A statement per subject made a forget group's transaction hold its
+// locks for as many round trips (docs/performance.md). It returns the
 // generation destroyed of each subject, in the order of sids. sids must
-// not repeat.
+// not repeat. The caller records the evictions with EvictManyTx in the
+// same transaction, as late as it can: they take the sequence lock.
 func (t *Tree) ForgetManyTx(ctx context.Context, tx *storage.Tx, sids []envelope.SID) ([]uint32, error) {
 	gens := make([]uint32, 0, len(sids))
 	for i := 0; i < len(sids); i += manyChunk {
@@ -73,10 +73,20 @@ func (t *Tree) forgetChunk(ctx context.Context, tx *storage.Tx, sids []envelope.
 			return nil, fmt.Errorf("keystore: forget: %w", err)
 		}
 	}
-	if err := t.evictManyTx(ctx, tx, sids, now); err != nil {
-		return nil, fmt.Errorf("keystore: forget: %w", err)
-	}
 	return gens, nil
+}
+
+// EvictManyTx records in tx the evictions of sids, whose keys tx destroyed
+// (ForgetManyTx), and notifies the other nodes at its commit, where nodes
+// share the database.
+func (t *Tree) EvictManyTx(ctx context.Context, tx *storage.Tx, sids []envelope.SID) error {
+	now := t.now().UnixNano()
+	for i := 0; i < len(sids); i += manyChunk {
+		if err := t.evictManyTx(ctx, tx, sids[i:min(i+manyChunk, len(sids))], now); err != nil {
+			return fmt.Errorf("keystore: forget: %w", err)
+		}
+	}
+	return nil
 }
 
 // rows reads the subjects rows of sids in one statement; a subject without
@@ -130,6 +140,12 @@ func (t *Tree) inSubjects(sids []envelope.SID) (string, []any) {
 func (t *Tree) evictManyTx(ctx context.Context, tx *storage.Tx, sids []envelope.SID, now int64) error {
 	if !t.db.Shared() {
 		return nil
+	}
+	// The seqs are taken under the sequence lock, so that they follow the
+	// commits: a node that has applied seq n (Follow) has seen every
+	// eviction below it that commits, which Converged relies on.
+	if err := tx.Sequence(ctx); err != nil {
+		return err
 	}
 	args := make([]any, 0, 2*len(sids))
 	for _, sid := range sids {

@@ -225,7 +225,11 @@ func (s *Shredder) groupKeys(ctx context.Context, group []rekeyRow) (olds, nks [
 // their live keys, one update of the keys (per rewrapStmtKeys of them) and
 // one of the buckets. RekeyBucket's switch is this for a group of one.
 func (s *Shredder) switchGroup(ctx context.Context, group []rekeyRow, olds, nks [][]byte) (int64, error) {
-	tx, err := s.t.db.BeginTx(ctx, nil)
+	ids := make([]int, len(group))
+	for i, r := range group {
+		ids[i] = r.id
+	}
+	tx, err := s.t.db.BeginTouching(ctx, s.t.bucketShards(ids...))
 	if err != nil {
 		return 0, fmt.Errorf("keystore: rekey: %w", err)
 	}

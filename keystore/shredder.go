@@ -68,7 +68,7 @@ func (s *Shredder) storeNextKeys(ctx context.Context, ids []int, gens []int64, n
 	q := `UPDATE buckets SET next_wrapped=CASE id` + whens(n, false) + ` ELSE next_wrapped END,
 		next_version=CASE id` + whens(n, true) + ` ELSE next_version END
 		WHERE id IN (` + marks(n) + `) AND next_wrapped IS NULL AND gen=CASE id` + whens(n, true) + ` END RETURNING id`
-	return s.t.db.Bulk(ctx, storage.BulkOptions{Relaxed: true}, func(tx *storage.Tx) error {
+	return s.t.db.Bulk(ctx, storage.BulkOptions{Relaxed: true, Tx: s.t.bucketShards(ids...)}, func(tx *storage.Tx) error {
 		rows, err := tx.QueryContext(ctx, q, args...)
 		if err != nil {
 			return fmt.Errorf("keystore: rekey: %w", err)
@@ -183,7 +183,7 @@ func (s *Shredder) rewrapChunk(ctx context.Context, b int, oldGen int64, old, nk
 	var n int
 	var last []byte
 	var inner error
-	err := s.t.db.Bulk(ctx, storage.BulkOptions{Relaxed: true}, func(tx *storage.Tx) error {
+	err := s.t.db.Bulk(ctx, storage.BulkOptions{Relaxed: true, Tx: s.t.bucketShards(b)}, func(tx *storage.Tx) error {
 		n, last, inner = rewrapIn(ctx, tx, b, oldGen, old, nk, after, rekeyChunk)
 		return inner
 	})

@@ -238,7 +238,22 @@ func (t *Tree) BucketOf(sid envelope.SID) int {
 // bucket count is the database's (fixed when the tree is made), so every
 // node maps a subject to the same shard.
 func (t *Tree) ShardOf(sid envelope.SID) int {
-	return t.BucketOf(sid) * storage.Shards / t.buckets
+	return t.shardOfBucket(t.BucketOf(sid))
+}
+
+// shardOfBucket returns the lock shard of bucket b's subjects.
+func (t *Tree) shardOfBucket(b int) int { return b * storage.Shards / t.buckets }
+
+// bucketShards returns the lock shards of the subjects of buckets, for a
+// re-key that declares them (storage.TxOptions, Exclusive): a forget of
+// one of those subjects waits for the re-key's transaction, and forgets
+// and registrations of other shards commit beside it.
+func (t *Tree) bucketShards(buckets ...int) storage.TxOptions {
+	o := storage.TxOptions{Exclusive: true, Shards: make([]int, 0, len(buckets))}
+	for _, b := range buckets {
+		o.Shards = append(o.Shards, t.shardOfBucket(b))
+	}
+	return o
 }
 
 func dekAAD(sid envelope.SID, gen uint32, bucket int, bucketGen int64) []byte {

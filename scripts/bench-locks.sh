@@ -15,7 +15,8 @@
 #
 # Settings (environment): BEFORE (the commit to compare with; default
 # main), ROUNDS (2), DURATION (10s), CLIENTS (32), OPS (encrypt),
-# RESULTS (a directory to keep the reports in), SHREDD_PG_BIN,
+# SUBJECTS (the load tool's --subjects; 1000; forgets take the upper
+# half, so give OPS=forget twice the forgets a run makes), RESULTS (a directory to keep the reports in), SHREDD_PG_BIN,
 # SHREDD_VAULT_BIN.
 set -euo pipefail
 
@@ -25,6 +26,7 @@ ROUNDS=${ROUNDS:-2}
 DURATION=${DURATION:-10s}
 CLIENTS=${CLIENTS:-32}
 OPS=${OPS:-encrypt}
+SUBJECTS=${SUBJECTS:-1000}
 PG_BIN=${SHREDD_PG_BIN:-/usr/lib/postgresql/15/bin}
 VAULT_BIN=${SHREDD_VAULT_BIN:-$top/.cache/bin/vault}
 for tool in jq curl python3 bc; do
@@ -181,12 +183,12 @@ for round in $(seq "$ROUNDS"); do
     tok="$work/nodes/$name-1/admin.token"
     # A short run first: it registers the kinds and creates the subjects'
     # keys (undeclared transactions), so that the measured run registers.
-    "$bench" --url "$(urls)" --token-file "$tok" --ops "$OPS" --clients "$CLIENTS" --duration 1s --noop=false --json >/dev/null 2>&1
+    "$bench" --url "$(urls)" --token-file "$tok" --ops "$OPS" --subjects "$SUBJECTS" --clients "$CLIENTS" --duration 1s --noop=false --json >/dev/null 2>&1
     c0=$(commits "$name"); w0=$(wal_sync); n0=$(cpu_ticks "${node_pids[@]}"); p0=$(pg_ticks)
     out="$RESULTS/$name.json"
     sample "$name" "$secs" >"$RESULTS/$name.locks" 2>"$RESULTS/$name.holders" &
     spid=$!
-    /usr/bin/time -f '%U %S' -o "$RESULTS/$name.time" "$bench" --url "$(urls)" --token-file "$tok" --ops "$OPS" --clients "$CLIENTS" \
+    /usr/bin/time -f '%U %S' -o "$RESULTS/$name.time" "$bench" --url "$(urls)" --token-file "$tok" --ops "$OPS" --subjects "$SUBJECTS" --clients "$CLIENTS" \
       --duration "$DURATION" --noop=false --json >"$out" 2>"$RESULTS/$name.log"
     wait "$spid" || true
     c1=$(commits "$name"); w1=$(wal_sync); n1=$(cpu_ticks "${node_pids[@]}"); p1=$(pg_ticks)

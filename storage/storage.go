@@ -202,16 +202,19 @@ func AllShards() []int {
 // snapshot), so that a registration committing beside it is either moved
 // whole or left staged for the next chunk.
 //
-// A forget still declares nothing: its commit records the barrier as the
-// newest registration's sequence number (a watermark that must see no
-// registration in flight) and appends to the transparency log; holding
-// the lock alone keeps the barrier exact (every registration before it is
-// committed and visible, none after it sees the subject live) and the log
-// one sequence. Subject key creation journals into the log too, and stays
-// undeclared, as do epochs, re-keys, kinds, holders, tokens and the
-// nodes' heartbeats (rare, or one small row a second). Exclusive shards
-// are for a writer of a subject's state that needs no global order (a
-// forget once the log has a sequencer of its own). Each shard held is an
+// A forget declares its subjects' shards, exclusively (erasure's group
+// commit): its commit records the barrier as the newest registration's
+// sequence number, which is exact for its own subjects (a registration
+// carrying one of them holds that shard, so it committed before or sees
+// the subject forgotten) though registrations of other shards may commit
+// beside it. What a forget numbers in commit order (its evictions, its
+// transparency log entries) it numbers under the sequence lock
+// (Tx.Sequence), which it takes last and holds to its commit. A bucket's
+// re-key declares the bucket's shard exclusively: the subjects of a
+// bucket are of one shard (keystore.Tree.ShardOf). Subject key creation
+// journals into the log too, and stays undeclared, as do epochs, kinds,
+// holders, tokens and the nodes' heartbeats (rare, or one small row a
+// second). Each shard held is an
 // entry of PostgreSQL's lock table (max_locks_per_transaction ×
 // max_connections entries): a group of registrations holds at most
 // Shards of them.
@@ -222,6 +225,38 @@ type TxOptions struct {
 	// Exclusive takes each shard alone; otherwise shared with the other
 	// transactions that declare it shared.
 	Exclusive bool
+}
+
+// A sequencer is an Engine on which declaring transactions commit side by
+// side (PostgreSQL): Sequence takes, in tx, the lock that keeps what such
+// transactions number in commit order (Tx.Sequence).
+type sequencer interface {
+	Sequence(ctx context.Context, tx *sql.Tx) error
+}
+
+// Sequence takes the database's sequence lock for the rest of the
+// transaction, before it numbers anything that readers consume in order
+// (transparency log entries, evictions): a number taken under it belongs
+// to a transaction that commits before any transaction that takes the
+// lock after it, so a reader that has seen number n has seen every number
+// below it that commits. A transaction that declares nothing holds the
+// write lock alone, which orders it already, and so does every
+// transaction on an engine of one writer (SQLite): Sequence does nothing
+// there. It is idempotent; callers take it as late as they can, as it
+// serialises the declaring transactions that take it.
+func (t *Tx) Sequence(ctx context.Context) error {
+	if !t.declared || t.sequenced {
+		return nil
+	}
+	sq, ok := t.d.eng.(sequencer)
+	if !ok {
+		return nil
+	}
+	if err := sq.Sequence(t.stmt(ctx), t.tx); err != nil {
+		return t.wrap(err)
+	}
+	t.sequenced = true
+	return nil
 }
 
 // BulkOptions tunes a bulk load (DB.Bulk). The zero value changes nothing.
@@ -371,7 +406,7 @@ func (d *DB) begin(ctx context.Context, opts *sql.TxOptions, o TxOptions) (*Tx, 
 		cancel()
 		return nil, wrapFull(err)
 	}
-	return &Tx{tx: tx, d: d, ctx: ctx, cancel: cancel}, nil
+	return &Tx{tx: tx, d: d, ctx: ctx, cancel: cancel, declared: len(o.Shards) > 0}, nil
 }
 
 // Bound gives ctx the store timeout (Engine.OpTimeout) when it has none of
@@ -409,7 +444,7 @@ func (d *DB) Bulk(ctx context.Context, o BulkOptions, fn func(*Tx) error) (err e
 		stx.Rollback()
 		return err
 	}
-	tx := &Tx{tx: stx, d: d}
+	tx := &Tx{tx: stx, d: d, declared: len(o.Tx.Shards) > 0}
 	defer tx.Rollback()
 	if err := fn(tx); err != nil {
 		return err
@@ -477,6 +512,10 @@ type Tx struct {
 	d      *DB
 	ctx    context.Context    // the transaction's own, with its deadline (BeginTx); nil for none
 	cancel context.CancelFunc // releases the transaction's deadline; nil for none
+	// declared: the transaction declared shards (TxOptions), so writers of
+	// other shards may commit beside it; sequenced: it holds the sequence
+	// lock (Sequence).
+	declared, sequenced bool
 }
 
 // stmt is the context of a statement of the transaction: ctx, or the

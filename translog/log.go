@@ -93,6 +93,12 @@ func (l *Log) AppendBatch(ctx context.Context, tx *storage.Tx, entries [][]byte)
 			return 0, fmt.Errorf("translog: append: entry %d of %d bytes: %w", i, len(e), ErrTooLarge)
 		}
 	}
+	// The log is one sequence: its size is read, and its entries
+	// numbered, under the sequence lock (storage.Tx.Sequence), so that
+	// two writers that commit side by side never take the same index.
+	if err := tx.Sequence(ctx); err != nil {
+		return 0, fmt.Errorf("translog: append: %w", err)
+	}
 	n, err := treeSize(ctx, tx)
 	if err != nil {
 		return 0, fmt.Errorf("translog: append: %w", err)

@@ -32,10 +32,12 @@ var migrationFiles embed.FS
 
 // writeLock is the key of the advisory lock every write transaction takes
 // (pg_advisory_xact_lock; shared by the transactions that declare their
-// shards); migrateLock the one around migrations.
+// shards); migrateLock the one around migrations; seqLock the sequence
+// lock of the declaring transactions (Sequence).
 const (
 	writeLock   = 0x73687265_64640001 // "shredd" 1
 	migrateLock = 0x73687265_64640002
+	seqLock     = 0x73687265_64640003
 )
 
 // LockTimeout bounds the wait for the write lock, as the SQLite backend's
@@ -205,6 +207,15 @@ func (e *engine) Begin(ctx context.Context, tx *sql.Tx, o storage.TxOptions) err
 	// taken in ascending order, so two declaring transactions never wait
 	// for each other in a cycle.
 	_, err = tx.ExecContext(ctx, `SELECT count(`+lock+`(k)) FROM (SELECT k FROM unnest($1::bigint[]) AS u(k) ORDER BY k) s`, keys)
+	return err
+}
+
+// Sequence takes the sequence lock (storage.Tx.Sequence) alone until the
+// transaction ends; lock_timeout, set by Begin, bounds the wait. Declaring
+// transactions take it after their shards, and no transaction takes a
+// shard after it, so the two kinds of lock never wait in a cycle.
+func (e *engine) Sequence(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(seqLock))
 	return err
 }
 
