@@ -14,9 +14,10 @@ import (
 // TestShardLocks checks the locks by what is touched on a real PostgreSQL
 // (storage.TxOptions): transactions that declare different shards, or
 // share one, are inside at the same time (both begun, neither committed);
-// two that take one shard exclusively, and a declaring one against one
-// that declares nothing, are serialised, the later one seen waiting in
-// pg_locks until the earlier one commits.
+// two that take one shard exclusively, a declaring one against one that
+// declares nothing, and two declaring ones that both take the sequence
+// lock (storage.Tx.Sequence), are serialised, the later one seen waiting
+// in pg_locks until the earlier one commits.
 func TestShardLocks(t *testing.T) {
 	dsn := pgtest.Shared(t).NewDatabase(t)
 	ctx := context.Background()
@@ -42,6 +43,23 @@ func TestShardLocks(t *testing.T) {
 		return touching(storage.TxOptions{Shards: shards, Exclusive: true})
 	}
 	type begin = func(context.Context) (*storage.Tx, error)
+	// seq begins with b, then takes the sequence lock (twice: it is
+	// idempotent).
+	seq := func(b begin) begin {
+		return func(ctx context.Context) (*storage.Tx, error) {
+			tx, err := b(ctx)
+			if err != nil {
+				return nil, err
+			}
+			for range 2 {
+				if err := tx.Sequence(ctx); err != nil {
+					tx.Rollback()
+					return nil, err
+				}
+			}
+			return tx, nil
+		}
+	}
 
 	for _, tc := range []struct {
 		name          string
@@ -57,6 +75,11 @@ func TestShardLocks(t *testing.T) {
 		{"declaring after undeclared", undeclared, own(3), false},
 		{"shared after undeclared", undeclared, shared(4), false},
 		{"undeclared after undeclared", undeclared, undeclared, false},
+		{"sequenced, different shards", seq(own(1)), seq(own(2)), false},
+		{"sequenced, shared shard", seq(shared(6)), seq(shared(6)), false},
+		{"one of two sequenced", seq(own(1)), own(2), true},
+		{"sequenced after one of two", own(1), seq(own(2)), true},
+		{"undeclared sequenced, then declaring", seq(undeclared), shared(3), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, err := tc.first(ctx)

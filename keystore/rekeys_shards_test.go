@@ -1,0 +1,108 @@
+package keystore_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/storage"
+)
+
+// TestRekeyTakesItsShards (PostgreSQL): a bucket's re-key declares the
+// shard of the bucket's subjects, exclusively (storage.TxOptions), in each
+// of its transactions: the group path (small buckets) and the chunked path
+// (a bucket of rekeyChunk keys or more). It runs while another writer
+// holds another shard, and waits while one holds the bucket's shard, even
+// shared (a registration of one of its subjects).
+func TestRekeyTakesItsShards(t *testing.T) {
+	if !onPostgres() {
+		t.Skipf("shard locks are PostgreSQL's (%s=postgres); on SQLite every writer is alone", storeEnv)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		buckets int
+		keys    int
+	}{
+		{"group of small buckets", 64, 192},
+		{"chunks of one large bucket", 2, 160},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			db := envDB(t, dir)
+			s, err := keystore.Open(ctx, db, localRoot(t, dir), keystore.Options{Buckets: tc.buckets})
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys := createKeys(t, s, "subject-", tc.keys)
+			var first, second int // two buckets of different shards
+			a := sid("subject-0")
+			first, second = s.BucketOf(a), -1
+			var b = a
+			for i := 1; second < 0; i++ {
+				b = sid(fmt.Sprint("subject-", i))
+				if s.ShardOf(b) != s.ShardOf(a) {
+					second = s.BucketOf(b)
+				}
+			}
+			shredder := keystore.NewShredder(s)
+
+			// Another shard held alone: the re-key runs beside it.
+			other, err := db.BeginTouching(ctx, storage.TxOptions{Shards: []int{s.ShardOf(b)}, Exclusive: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := shredder.RekeyBuckets(ctx, []int{first}); err != nil {
+				t.Fatalf("re-key beside a writer of another shard: %v", err)
+			}
+			if err := other.Commit(); err != nil {
+				t.Fatal(err)
+			}
+
+			// The bucket's shard held shared: the re-key waits for it.
+			own, err := db.BeginTouching(ctx, storage.TxOptions{Shards: []int{s.ShardOf(b)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := shredder.RekeyBuckets(ctx, []int{second})
+				done <- err
+			}()
+			deadline := time.Now().Add(15 * time.Second)
+			for advisoryWaiters(t, db) == 0 {
+				select {
+				case err := <-done:
+					t.Fatalf("the re-key ended while a registration held its shard (err %v)", err)
+				default:
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the re-key is neither waiting nor done")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if err := own.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			checkGens(t, db, []int{first, second})
+			checkMany(t, s, keys, nil)
+		})
+	}
+}
+
+// advisoryWaiters counts the advisory locks of db's database that a
+// session waits for.
+func advisoryWaiters(t *testing.T, db *storage.DB) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRowContext(context.Background(), `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
