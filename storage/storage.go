@@ -190,8 +190,9 @@ func AllShards() []int {
 // subjects (who take the shards exclusively, or declare nothing), but any
 // other transaction of its kind may commit beside it. So it must not
 // assign a number as max()+1, advance a watermark (a "last sequence"), or
-// append to the transparency log; identity columns and inserts of rows
-// with fresh random ids are safe.
+// append to the transparency log, except under the sequence lock
+// (Tx.Sequence: the log's appends and the evictions take it themselves);
+// identity columns and inserts of rows with fresh random ids are safe.
 //
 // Who declares today (docs/scale-out.md, "What holds across nodes"):
 // registrations and decrypt leases, with their lineage's shards, shared.
