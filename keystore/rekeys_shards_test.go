@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shredd/shredd/envelope"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/storage"
 )
@@ -105,4 +106,77 @@ func advisoryWaiters(t *testing.T, db *storage.DB) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestCreateKeyTakesItsShard (PostgreSQL): the creation of a subject's key
+// declares the subject's shard, shared: it commits while another writer
+// holds another shard alone, or the subject's shard shared (a
+// registration), and waits while one holds the subject's shard alone (a
+// forget, or a re-key of its bucket).
+func TestCreateKeyTakesItsShard(t *testing.T) {
+	if !onPostgres() {
+		t.Skipf("shard locks are PostgreSQL's (%s=postgres); on SQLite every writer is alone", storeEnv)
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	db := envDB(t, dir)
+	s, err := keystore.Open(ctx, db, localRoot(t, dir), keystore.Options{Buckets: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var next int
+	subject := func() envelope.SID {
+		next++
+		return sid(fmt.Sprint("create-", next))
+	}
+	hold := func(o storage.TxOptions) *storage.Tx {
+		t.Helper()
+		tx, err := db.BeginTouching(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tx
+	}
+
+	a := subject()
+	b := subject()
+	for s.ShardOf(b) == s.ShardOf(a) {
+		b = subject()
+	}
+	other := hold(storage.TxOptions{Shards: []int{s.ShardOf(b)}, Exclusive: true})
+	shared := hold(storage.TxOptions{Shards: []int{s.ShardOf(a)}})
+	if _, err := s.Key(ctx, a); err != nil {
+		t.Fatalf("key creation beside a writer of another shard and a registration of its own: %v", err)
+	}
+	for _, tx := range []*storage.Tx{other, shared} {
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	c := subject()
+	own := hold(storage.TxOptions{Shards: []int{s.ShardOf(c)}, Exclusive: true})
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Key(ctx, c)
+		done <- err
+	}()
+	deadline := time.Now().Add(15 * time.Second)
+	for advisoryWaiters(t, db) == 0 {
+		select {
+		case err := <-done:
+			t.Fatalf("the key was created while a forget held its shard (err %v)", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the key creation is neither waiting nor done")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := own.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
 }

@@ -685,7 +685,7 @@ func (t *Tree) tryCreate(ctx context.Context, sid envelope.SID, subject string, 
 			clear(dek)
 		}
 	}()
-	tx, err := t.db.BeginTx(ctx, nil)
+	tx, err := t.db.BeginTouching(ctx, t.creating(sid))
 	if err != nil {
 		return envelope.SubjectKey{}, nil, fmt.Errorf("keystore: create key: %w", err)
 	}
@@ -721,6 +721,17 @@ func (t *Tree) tryCreate(ctx context.Context, sid envelope.SID, subject string, 
 	return envelope.SubjectKey{}, &r, nil
 }
 
+// creating is what the creation of sid's key declares (storage.TxOptions):
+// its shard, shared. It inserts the subject's row (two creations of one
+// subject: the unique key takes one) and reads its bucket's generation,
+// so it waits for a forget of a subject of the shard and for a re-key of
+// its bucket (both take the shard alone), and commits beside
+// registrations and creations of other subjects. Its log entry takes the
+// sequence lock (storage.Tx.Sequence).
+func (t *Tree) creating(sid envelope.SID) storage.TxOptions {
+	return storage.TxOptions{Shards: []int{t.ShardOf(sid)}}
+}
+
 // journalKey logs a created key in tx, when there is a journal.
 func (t *Tree) journalKey(ctx context.Context, tx *storage.Tx, k envelope.SubjectKey, subject string) error {
 	if t.journal == nil {
@@ -739,7 +750,7 @@ func (t *Tree) createPerSubject(ctx context.Context, sid envelope.SID, subject s
 		return envelope.SubjectKey{}, fmt.Errorf("keystore: create key: %w", err)
 	}
 	created, err := func() (bool, error) {
-		tx, err := t.db.BeginTx(ctx, nil)
+		tx, err := t.db.BeginTouching(ctx, t.creating(sid))
 		if err != nil {
 			return false, fmt.Errorf("keystore: create key: %w", err)
 		}

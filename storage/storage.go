@@ -212,10 +212,10 @@ func AllShards() []int {
 // transparency log entries) it numbers under the sequence lock
 // (Tx.Sequence), which it takes last and holds to its commit. A bucket's
 // re-key declares the bucket's shard exclusively: the subjects of a
-// bucket are of one shard (keystore.Tree.ShardOf). Subject key creation
-// journals into the log too, and stays undeclared, as do epochs, kinds,
-// holders, tokens and the nodes' heartbeats (rare, or one small row a
-// second). Each shard held is an
+// bucket are of one shard (keystore.Tree.ShardOf). The creation of a
+// subject's key declares its shard, shared, and logs under the sequence
+// lock too. Epochs, bulk key creation, kinds, holders, tokens and the
+// nodes' heartbeats stay undeclared (rare, or one small row a second). Each shard held is an
 // entry of PostgreSQL's lock table (max_locks_per_transaction ×
 // max_connections entries): a group of registrations holds at most
 // Shards of them.
