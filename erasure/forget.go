@@ -487,7 +487,7 @@ func (s *Eraser) rekeyBuckets(ctx context.Context, pending []forgetRow) error {
 	}
 	markers, rerr := s.shred.RekeyBuckets(ctx, buckets)
 	if len(markers) > 0 {
-		if err := markRekeyed(ctx, s.db, pending, buckets, markers, s.opts.Now().UnixNano()); err != nil {
+		if err := markRekeyed(ctx, s.db, s.keys.ShardOf, pending, buckets, markers, s.opts.Now().UnixNano()); err != nil {
 			return err
 		}
 		crashpoint.Hit("forget:rekeyed")
@@ -506,16 +506,24 @@ const markChunk = 1000
 
 // markRekeyed records at now, in one transaction, the re-key of the
 // pending forgets (of buckets, one each) whose buckets markers holds: one
-// statement per markChunk forgets, not one per forget.
-func markRekeyed(ctx context.Context, db *storage.DB, pending []forgetRow, buckets []int, markers map[int]int64, now int64) error {
+// statement per markChunk forgets, not one per forget. The transaction
+// declares the forgets' subjects' shards (shardOf), alone: it writes
+// their rows only, and registrations and forgets of other shards commit
+// beside it.
+func markRekeyed(ctx context.Context, db *storage.DB, shardOf func(envelope.SID) int, pending []forgetRow, buckets []int, markers map[int]int64, now int64) error {
 	var ids []any
 	var marks []int64
+	o := storage.TxOptions{Exclusive: true}
 	for i, r := range pending {
 		if marker, ok := markers[buckets[i]]; ok {
 			ids, marks = append(ids, r.id[:]), append(marks, marker)
+			o.Shards = append(o.Shards, shardOf(r.sid))
 		}
 	}
-	tx, err := db.BeginTx(ctx, nil)
+	if len(ids) == 0 {
+		return nil
+	}
+	tx, err := db.BeginTouching(ctx, o)
 	if err != nil {
 		return fmt.Errorf("erasure: reconcile: %w", err)
 	}
