@@ -184,29 +184,27 @@ func rebind(q string) string {
 // waits for an undeclared one, and an undeclared one for all of them.
 // lock_timeout bounds every one of these waits.
 func (e *engine) Begin(ctx context.Context, tx *sql.Tx, o storage.TxOptions) error {
-	lock := `pg_advisory_xact_lock`
-	if len(o.Shards) > 0 {
-		lock = `pg_advisory_xact_lock_shared`
-	}
-	if _, err := tx.ExecContext(ctx, `SELECT set_config('lock_timeout', $1, true), `+lock+`($2)`,
-		strconv.FormatInt(e.lockTimeout.Milliseconds(), 10), int64(writeLock)); err != nil {
-		return err
-	}
+	timeout := strconv.FormatInt(e.lockTimeout.Milliseconds(), 10)
 	if len(o.Shards) == 0 {
-		return nil
+		_, err := tx.ExecContext(ctx, `SELECT set_config('lock_timeout', $1, true), pg_advisory_xact_lock($2)`, timeout, int64(writeLock))
+		return err
 	}
 	keys, err := shardKeys(o.Shards)
 	if err != nil {
 		return err
 	}
-	lock = `pg_advisory_xact_lock_shared`
+	lock := `pg_advisory_xact_lock_shared`
 	if o.Exclusive {
 		lock = `pg_advisory_xact_lock`
 	}
-	// The subquery's ORDER BY keeps it from being flattened: the locks are
-	// taken in ascending order, so two declaring transactions never wait
-	// for each other in a cycle.
-	_, err = tx.ExecContext(ctx, `SELECT count(`+lock+`(k)) FROM (SELECT k FROM unnest($1::bigint[]) AS u(k) ORDER BY k) s`, keys)
+	// One statement, one round trip: PostgreSQL evaluates a target list
+	// in order, so the timeout is set, then the write lock is taken
+	// (shared), then the shards', each in the scalar subquery, whose ORDER
+	// BY keeps it from being flattened: the locks are taken in ascending
+	// order, so two declaring transactions never wait for each other in a
+	// cycle.
+	_, err = tx.ExecContext(ctx, `SELECT set_config('lock_timeout', $1, true), pg_advisory_xact_lock_shared($2),
+		(SELECT count(`+lock+`(k)) FROM (SELECT k FROM unnest($3::bigint[]) AS u(k) ORDER BY k) s)`, timeout, int64(writeLock), keys)
 	return err
 }
 
