@@ -41,8 +41,9 @@ func (s *Shredder) DestroySubject(ctx context.Context, sid envelope.SID) error {
 }
 
 // rekeyChunk is the number of subject keys one re-key transaction
-// rewraps: the write lock is free between chunks, so a forget's commit
-// waits for one chunk, not for the whole bucket (docs/performance.md). The
+// rewraps: the lock it holds (the write lock on SQLite, the bucket's shard
+// on PostgreSQL) is free between chunks, so a forget's commit waits for one
+// chunk, not for the whole bucket (docs/performance.md). The
 // subjects of a bucket are adjacent in the table, so a chunk rewrites a
 // page or two. Measured at a million subjects (about 244 keys per bucket),
 // chunks of 32 gave forgets a lower p99 than chunks of 256 (one chunk per
@@ -178,7 +179,10 @@ func (s *Shredder) rekeyLocked(ctx context.Context, b int) (int64, error) {
 // Relaxed): a crash of the machine may lose it, in order, and the re-key
 // then resumes before it; the switch that ends the re-key is durable, and
 // makes every chunk before it durable. That saves an fsync per chunk, and
-// the write lock is held for the chunk's work alone.
+// the chunk's lock is held for its work alone. On PostgreSQL every
+// transaction of a re-key declares the bucket's shard, alone
+// (Tree.bucketShards): forgets and registrations of other shards commit
+// beside it.
 func (s *Shredder) rewrapChunk(ctx context.Context, b int, oldGen int64, old, nk, after []byte) (int, []byte, error) {
 	var n int
 	var last []byte
