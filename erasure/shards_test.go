@@ -8,6 +8,7 @@ import (
 
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/storage"
+	"github.com/shredd/shredd/testkit/pgtest"
 	"github.com/shredd/shredd/testkit/shreddtest"
 )
 
@@ -39,15 +40,6 @@ func TestForgetTakesItsShards(t *testing.T) {
 		shreddtest.Seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{subject}}, "record of "+subject)
 	}
 	shard := func(subject string) int { return st.Keys.ShardOf(st.Hasher.SID(subject)) }
-	waiters := func() int {
-		t.Helper()
-		var n int
-		if err := st.DB.QueryRowContext(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
 	forget := func(subject string) <-chan error {
 		done := make(chan error, 1)
 		go func() {
@@ -65,23 +57,7 @@ func TestForgetTakesItsShards(t *testing.T) {
 	// is open, then that it commits once tx does.
 	waits := func(tx *storage.Tx, done <-chan error) {
 		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for waiters() == 0 {
-			select {
-			case err := <-done:
-				t.Fatalf("the forget ended while the other transaction held its lock (err %v)", err)
-			default:
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the forget is neither waiting nor done")
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("the forget ended while the other transaction held its lock (err %v)", err)
-		default:
-		}
+		pgtest.AwaitLockWait(t, st.DB, "the forget", done)
 		if err := tx.Commit(); err != nil {
 			t.Fatal(err)
 		}

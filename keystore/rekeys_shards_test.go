@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/shredd/shredd/envelope"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/storage"
+	"github.com/shredd/shredd/testkit/pgtest"
 )
 
 // TestRekeyTakesItsShards (PostgreSQL): a bucket's re-key declares the
@@ -38,16 +38,13 @@ func TestRekeyTakesItsShards(t *testing.T) {
 				t.Fatal(err)
 			}
 			keys := createKeys(t, s, "subject-", tc.keys)
-			var first, second int // two buckets of different shards
+			// Two subjects, and their buckets, of different shards.
 			a := sid("subject-0")
-			first, second = s.BucketOf(a), -1
-			var b = a
-			for i := 1; second < 0; i++ {
+			b := a
+			for i := 1; s.ShardOf(b) == s.ShardOf(a); i++ {
 				b = sid(fmt.Sprint("subject-", i))
-				if s.ShardOf(b) != s.ShardOf(a) {
-					second = s.BucketOf(b)
-				}
 			}
+			first, second := s.BucketOf(a), s.BucketOf(b)
 			shredder := keystore.NewShredder(s)
 
 			// Another shard held alone: the re-key runs beside it.
@@ -72,18 +69,7 @@ func TestRekeyTakesItsShards(t *testing.T) {
 				_, err := shredder.RekeyBuckets(ctx, []int{second})
 				done <- err
 			}()
-			deadline := time.Now().Add(15 * time.Second)
-			for advisoryWaiters(t, db) == 0 {
-				select {
-				case err := <-done:
-					t.Fatalf("the re-key ended while a registration held its shard (err %v)", err)
-				default:
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("the re-key is neither waiting nor done")
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			pgtest.AwaitLockWait(t, db, "the re-key", done)
 			if err := own.Commit(); err != nil {
 				t.Fatal(err)
 			}
@@ -94,18 +80,6 @@ func TestRekeyTakesItsShards(t *testing.T) {
 			checkMany(t, s, keys, nil)
 		})
 	}
-}
-
-// advisoryWaiters counts the advisory locks of db's database that a
-// session waits for.
-func advisoryWaiters(t *testing.T, db *storage.DB) int {
-	t.Helper()
-	var n int
-	if err := db.QueryRowContext(context.Background(), `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
 
 // TestCreateKeyTakesItsShard (PostgreSQL): the creation of a subject's key
@@ -161,18 +135,7 @@ func TestCreateKeyTakesItsShard(t *testing.T) {
 		_, err := s.Key(ctx, c)
 		done <- err
 	}()
-	deadline := time.Now().Add(15 * time.Second)
-	for advisoryWaiters(t, db) == 0 {
-		select {
-		case err := <-done:
-			t.Fatalf("the key was created while a forget held its shard (err %v)", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the key creation is neither waiting nor done")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	pgtest.AwaitLockWait(t, db, "the key creation", done)
 	if err := own.Commit(); err != nil {
 		t.Fatal(err)
 	}

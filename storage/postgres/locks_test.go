@@ -102,7 +102,7 @@ func TestShardLocks(t *testing.T) {
 				if err := <-got; err != nil {
 					t.Fatalf("the second transaction could not begin while the first was open: %v", err)
 				}
-				if n := waiting(t, watch); n != 0 {
+				if n := pgtest.AdvisoryWaiters(t, watch); n != 0 {
 					t.Fatalf("%d advisory locks waiting with both transactions inside", n)
 				}
 				if err := a.Commit(); err != nil {
@@ -114,26 +114,7 @@ func TestShardLocks(t *testing.T) {
 				return
 			}
 			// The second waits in the database for the first's lock.
-			deadline := time.Now().Add(10 * time.Second)
-			for waiting(t, watch) == 0 {
-				select {
-				case err := <-got:
-					if err == nil {
-						b.Rollback()
-					}
-					t.Fatalf("the second transaction began while the first held its lock (err %v)", err)
-				default:
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("the second transaction is neither waiting nor begun")
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-			select {
-			case err := <-got:
-				t.Fatalf("the second transaction began while the first held its lock (err %v)", err)
-			default:
-			}
+			pgtest.AwaitLockWait(t, watch, "the second transaction", got)
 			if err := a.Commit(); err != nil {
 				t.Fatal(err)
 			}
@@ -155,16 +136,4 @@ func TestShardLocks(t *testing.T) {
 			}
 		}
 	})
-}
-
-// waiting counts the advisory locks of the test's database that a
-// session waits for.
-func waiting(t *testing.T, watch *sql.DB) int {
-	t.Helper()
-	var n int
-	if err := watch.QueryRow(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
