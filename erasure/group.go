@@ -51,9 +51,7 @@ func (g *groupAnswers) get(ctx context.Context, s *Eraser, id shredd.ID) (shredd
 	if g == nil {
 		return s.GetForget(ctx, id)
 	}
-	// Read for every member: one caller's cancellation must not fail the
-	// others' answers (the database's own deadlines bound it).
-	g.once.Do(func() { g.views, g.err = viewMany(context.WithoutCancel(ctx), s, g.ids) })
+	g.read(ctx, s)
 	if g.err != nil {
 		return shredd.Forget{}, g.err
 	}
@@ -61,6 +59,13 @@ func (g *groupAnswers) get(ctx context.Context, s *Eraser, id shredd.ID) (shredd
 		return f, nil
 	}
 	return s.GetForget(ctx, id)
+}
+
+// read reads the views of the group's forgets, once, for every member: one
+// caller's cancellation must not fail the others' answers (the database's
+// own deadlines bound it).
+func (g *groupAnswers) read(ctx context.Context, s *Eraser) {
+	g.once.Do(func() { g.views, g.err = viewMany(context.WithoutCancel(ctx), s, g.ids) })
 }
 
 // committer commits concurrent forgets in groups, as the registry's group
@@ -99,11 +104,27 @@ func (c *committer) do(m *member) error {
 }
 
 // drain commits the queued forgets, at most maxForgetGroup at a time, until
-// none is left.
+// none is left. A group's answers (its ledger lines, durable, then each
+// member's view) are made while the next group commits: the ledger's
+// fsync (and, with a root store that keeps forget records, its write)
+// is not a wait for the forgets queued behind it. At most one group is
+// being answered while another commits, in commit order.
 func (c *committer) drain() {
+	var answering chan struct{} // closed once the last group is answered; nil: none is
+	wait := func() {
+		if answering != nil {
+			<-answering
+		}
+	}
 	for {
 		c.mu.Lock()
 		n := min(len(c.queue), maxForgetGroup)
+		if n == 0 && answering != nil {
+			c.mu.Unlock()
+			wait() // then look again: what queued meanwhile is this drain's
+			answering = nil
+			continue
+		}
 		if n == 0 {
 			c.running = false
 			c.mu.Unlock()
@@ -113,11 +134,17 @@ func (c *committer) drain() {
 		c.queue = c.queue[n:]
 		c.mu.Unlock()
 		c.commitGroup(group)
+		wait()
+		answering = make(chan struct{})
+		go func(done chan struct{}) {
+			defer close(done)
+			c.answer(group)
+		}(answering)
 	}
 }
 
-// commitGroup commits a group and answers each member. Every member holds
-// its barrier lock: the fold first brings into the tables every
+// commitGroup commits a group; answer answers its members. Every member
+// holds its barrier lock: the fold first brings into the tables every
 // registration acknowledged before any of the locks, so each member's
 // barrier covers them, and none of its subject can be acknowledged before
 // the commit. When the shared transaction fails, each member is committed
@@ -128,7 +155,7 @@ func (c *committer) commitGroup(group []*member) {
 	ctx := context.Background()
 	if err := c.s.reg.Fold(ctx); err != nil {
 		for _, m := range group {
-			m.done <- fmt.Errorf("erasure: forget: %w", err)
+			m.err = fmt.Errorf("erasure: forget: %w", err)
 		}
 		return
 	}
@@ -146,18 +173,32 @@ func (c *committer) commitGroup(group []*member) {
 			}
 		}
 	}
-	err := c.finish(ctx, group)
+}
+
+// answer answers the members of a group commitGroup committed: the
+// committed ones' ledger lines are durable (finish) before any of them is
+// answered, and their views are read in the meantime (groupAnswers).
+func (c *committer) answer(group []*member) {
+	ctx := context.Background()
 	answers := &groupAnswers{}
+	for _, m := range group {
+		if m.err == nil {
+			answers.ids = append(answers.ids, m.id)
+		}
+	}
+	if len(answers.ids) > 0 {
+		// The read runs beside the ledger's fsync; nothing is answered
+		// before the fsync, and a failed append answers with its error.
+		go answers.read(ctx, c.s)
+	}
+	err := c.finish(ctx, group)
 	for _, m := range group {
 		if m.err == nil {
 			m.err = err
 		}
 		if m.err == nil {
-			answers.ids = append(answers.ids, m.id)
 			m.answers = answers
 		}
-	}
-	for _, m := range group {
 		m.done <- m.err
 	}
 }
@@ -292,18 +333,23 @@ func (c *committer) forgetMany(ctx context.Context, tx *storage.Tx, live []*memb
 	if err != nil {
 		return nil, err
 	}
+	for i, id := range logIDs {
+		r := committed[id]
+		logEvs = append(logEvs, attest.Event{Event: attest.EventForgetCommitted, Forget: &attest.ForgetEvent{
+			Forget: shredd.ID(id).String(), Subject: r.commitment, Generation: evGens[i], Barrier: r.barrier, KeyCreated: keyIdx[i]}})
+	}
+	// The events signed before the sequence lock, not under it.
+	signed, err := c.s.opts.Journal.SignForgets(logEvs)
+	if err != nil {
+		return nil, err
+	}
 	// Last, what is numbered in commit order: the evictions, then the log
 	// entries, under the sequence lock (storage.Tx.Sequence), which the
 	// group holds from here to its commit.
 	if err := c.s.keys.EvictManyTx(ctx, tx, sids); err != nil {
 		return nil, err
 	}
-	for i, id := range logIDs {
-		r := committed[id]
-		logEvs = append(logEvs, attest.Event{Event: attest.EventForgetCommitted, Forget: &attest.ForgetEvent{
-			Forget: shredd.ID(id).String(), Subject: r.commitment, Generation: evGens[i], Barrier: r.barrier, KeyCreated: keyIdx[i]}})
-	}
-	return nil, c.s.opts.Journal.AppendForgets(ctx, tx, logIDs, logEvs)
+	return nil, c.s.opts.Journal.AppendSigned(ctx, tx, logIDs, signed)
 }
 
 // committedRow is what the commit of a forget row returns: the
