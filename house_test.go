@@ -72,8 +72,9 @@ var allowed = map[string][]string{
 	// through cmd/shredd/node.Assemble, the one composition root: the one
 	// arrow from testkit into cmd, named in docs/design.md.
 	"testkit/testbin":      nil,
-	"testkit/pgtest":       nil,
-	"testkit/vaulttest":    nil,
+	"testkit/freeport":     nil,
+	"testkit/pgtest":       {"testkit/freeport"},
+	"testkit/vaulttest":    {"testkit/freeport"},
 	"testkit/testkeys":     {"envelope"},
 	"testkit/vectorgen":    {"envelope", "testkit/testkeys"},
 	"testkit/evidence":     {"attest", "bundle", "testkit/testkeys", "translog"},

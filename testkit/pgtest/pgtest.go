@@ -13,7 +13,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -26,6 +25,8 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the driver of the admin connection
+
+	"github.com/shredd/shredd/testkit/freeport"
 )
 
 // DefaultBin is where Debian's postgresql-15 puts the server binaries.
@@ -164,13 +165,10 @@ func removeStale() {
 	}
 }
 
+// freePort returns a port for a server, below the ephemeral range
+// (freeport).
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return freeport.Ports(1)
 }
 
 func (s *Server) waitReady(d time.Duration) error {

@@ -11,7 +11,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,6 +22,8 @@ import (
 	"time"
 
 	vaultapi "github.com/hashicorp/vault/api"
+
+	"github.com/shredd/shredd/testkit/freeport"
 )
 
 // Binary returns the path of the Vault binary: $SHREDD_VAULT_BIN, or
@@ -92,23 +93,18 @@ func (b *SyncBuffer) String() string {
 	return b.b.String()
 }
 
+// freePort returns a port PORT free with PORT+1 (dev servers and cluster
+// nodes also listen on PORT+1 for clustering), below the ephemeral range
+// (freeport): a cluster node binds PORT+1 only once it has joined,
+// seconds later, and a port of the ephemeral range could be an outgoing
+// connection's by then.
 func freePort(t testing.TB) int {
 	t.Helper()
-	for i := 0; i < 50; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		// Dev servers also listen on PORT+1 for clustering.
-		if l2, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+1)); err == nil {
-			l2.Close()
-			return p
-		}
+	p, err := freeport.Ports(2)
+	if err != nil {
+		t.Fatalf("vaulttest: %v", err)
 	}
-	t.Fatal("vaulttest: no free port pair")
-	return 0
+	return p
 }
 
 // Dev starts `vault server -dev` (in memory, root token "root") with the
