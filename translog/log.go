@@ -107,6 +107,9 @@ func (l *Log) AppendBatch(ctx context.Context, tx *storage.Tx, entries [][]byte)
 		return n, nil
 	}
 	w := &batchWriter{ctx: ctx, tx: tx}
+	if err := w.seedEdge(n); err != nil {
+		return 0, fmt.Errorf("translog: append: %w", err)
+	}
 	r := &hashReader{ctx: ctx, q: tx, edge: &w.edge}
 	for i, e := range entries {
 		idx := n + int64(i)
@@ -145,6 +148,33 @@ type edge [64]struct {
 	ok bool
 	n  int64
 	h  tlog.Hash
+}
+
+// seedEdge reads, in one statement, the hashes of the complete subtrees
+// that end a tree of n entries (one for each bit set in n) into the edge:
+// they are the only hashes stored before the batch that its entries
+// combine with (tlog.StoredHashes), which read them one level at a time
+// otherwise, a statement for each run of levels.
+func (w *batchWriter) seedEdge(n int64) error {
+	var idx []int64
+	var levels []int
+	for l := 0; l < len(w.edge) && n>>l > 0; l++ {
+		if (n>>l)&1 == 1 {
+			idx = append(idx, tlog.StoredHashIndex(l, (n>>l)-1))
+			levels = append(levels, l)
+		}
+	}
+	if len(idx) == 0 {
+		return nil
+	}
+	hs, err := (&hashReader{ctx: w.ctx, q: w.tx}).ReadHashes(idx)
+	if err != nil {
+		return err
+	}
+	for i, l := range levels {
+		w.edge[l].ok, w.edge[l].n, w.edge[l].h = true, (n>>l)-1, hs[i]
+	}
+	return nil
 }
 
 func (w *batchWriter) add(idx int64, entry []byte, hashes []tlog.Hash) error {

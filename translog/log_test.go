@@ -502,3 +502,41 @@ func TestConcurrentAppends(t *testing.T) {
 		t.Errorf("checkpoint %v, want the tree of the %d entries", c, workers*each)
 	}
 }
+
+// TestAppendBatchAtEverySize appends batches of 1 to 9 entries onto trees
+// of every size up to a few hundred: the hashes a batch combines with
+// before its own (the subtrees that end the tree, one per bit set in its
+// size, read in one statement) give the reference tree's root after each
+// batch, and an entry from before the batch still proves its inclusion.
+func TestAppendBatchAtEverySize(t *testing.T) {
+	ctx := context.Background()
+	db, l := newLog(t)
+	v := testVerifier(t, testVkey)
+	all := entries(0, 400)
+	ref := newRefTree(all)
+	n := 0
+	for k := 1; n+k <= len(all); k = k%9 + 1 {
+		appendTx(t, db, l, all[n:n+k]...)
+		n += k
+		proof, err := l.Prove(ctx, int64(n-1), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := translog.CheckProof(proof, all[n-1], v)
+		if err != nil {
+			t.Fatalf("the last entry of a tree of %d: %v", n, err)
+		}
+		if c.Size != int64(n) || c.Hash != ref.mth(0, n) {
+			t.Fatalf("after a batch of %d: size %d root %s, want %d %s", k, c.Size, c.Hash, n, ref.mth(0, n))
+		}
+		if i := (n - k) / 2; n > k {
+			p, err := l.Prove(ctx, int64(i), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := translog.CheckProof(p, all[i], v); err != nil {
+				t.Fatalf("entry %d in a tree of %d: %v", i, n, err)
+			}
+		}
+	}
+}
