@@ -154,18 +154,27 @@ func (s *Eraser) Forget(ctx context.Context, subject string) (shredd.Forget, err
 	sid := s.hasher.SID(subject)
 	defer s.reg.LockSubject(sid)()
 	for attempt := 1; ; attempt++ {
-		r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE sid=?`, sid[:]))
-		if err == nil {
-			return forgetAgain(ctx, s, subject, sid, r)
-		} else if !errors.Is(err, sql.ErrNoRows) {
-			return shredd.Forget{}, fmt.Errorf("erasure: forget: %w", err)
+		// The subject's key first. A committed forget leaves its subject
+		// forgotten, so a subject with a live key or none has no forget
+		// but one a crash left requested or another node's racing this one:
+		// the first attempt goes to the group, whose insert finds the
+		// subject taken then (errLost), and the next attempt reads that
+		// forget. One read fewer for each new forget.
+		st, gen, serr := s.keys.State(ctx, sid)
+		if attempt > 1 || serr != nil || st == keystore.SubjectForgotten {
+			r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE sid=?`, sid[:]))
+			if err == nil {
+				return forgetAgain(ctx, s, subject, sid, r)
+			} else if !errors.Is(err, sql.ErrNoRows) {
+				return shredd.Forget{}, fmt.Errorf("erasure: forget: %w", err)
+			}
 		}
 		id, err := s.newID()
 		if err != nil {
 			return shredd.Forget{}, err
 		}
 		now := s.opts.Now()
-		salt := s.subjectSalt(ctx, sid)
+		salt := s.subjectSalt(ctx, sid, st, gen, serr)
 		req := &forgetRequest{at: now, commitment: attest.Commit(subject, salt), saltSealed: s.hasher.SealSalt(subject, id[:], salt)}
 		answers, err := s.commit(ctx, id, sid, req)
 		if errors.Is(err, errLost) && attempt < 3 {

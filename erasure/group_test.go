@@ -198,3 +198,50 @@ func TestGroupAnswersMatchAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestForgetAgainOfRequested: a forget left requested (its key deletion
+// did not read back), forgotten again, answers with the same forget: the
+// first attempt finds the subject taken in the group's insert, the next
+// reads the forget; once the deletion reads back, forgetting again commits
+// that same forget, and the subject's records no longer open.
+func TestForgetAgainOfRequested(t *testing.T) {
+	ctx := context.Background()
+	st := shreddtest.New(t, shreddtest.Options{Kinds: []string{"episodic"}})
+	s := st.Both()
+	const subject = "again-requested"
+	rec := shreddtest.Seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{subject}}, "record of "+subject)
+	sid := st.Hasher.SID(subject)
+	unplant := plantIgnoreSID(t, st.DB, "subjects", "wrapped", sid[:])
+	first, err := s.Forget(ctx, subject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.State != shredd.StateRequested {
+		t.Fatalf("the forget whose deletion is ignored is %s, want requested", first.State)
+	}
+	again, err := s.Forget(ctx, subject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.ID != first.ID || again.State != shredd.StateRequested {
+		t.Fatalf("forgotten again: %s %s, want %s requested", again.ID, again.State, first.ID)
+	}
+	unplant()
+	done, err := s.Forget(ctx, subject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.ID != first.ID || done.State != shredd.StateCommitted {
+		t.Fatalf("forgotten once the deletion reads back: %s %s, want %s committed", done.ID, done.State, first.ID)
+	}
+	var n int
+	if err := st.DB.QueryRowContext(ctx, `SELECT count(*) FROM forgets WHERE sid=?`, sid[:]).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Fatalf("%d forgets of the subject, want 1", n)
+	}
+	if _, err := s.DecryptFor(ctx, rec.Ciphertext, nil, "w"); !errors.Is(err, shredd.ErrShredded) {
+		t.Fatalf("decrypt after the forget committed: %v, want ErrShredded", err)
+	}
+}
