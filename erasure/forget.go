@@ -160,8 +160,11 @@ func (s *Eraser) Forget(ctx context.Context, subject string) (shredd.Forget, err
 		// the first attempt goes to the group, whose insert finds the
 		// subject taken then (errLost), and the next attempt reads that
 		// forget. One read fewer for each new forget.
-		st, gen, serr := s.keys.State(ctx, sid)
-		if attempt > 1 || serr != nil || st == keystore.SubjectForgotten {
+		st, gen, err := s.keys.State(ctx, sid)
+		if err != nil {
+			return shredd.Forget{}, fmt.Errorf("erasure: forget: %w", err)
+		}
+		if attempt > 1 || st == keystore.SubjectForgotten {
 			r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE sid=?`, sid[:]))
 			if err == nil {
 				return forgetAgain(ctx, s, subject, sid, r)
@@ -174,7 +177,7 @@ func (s *Eraser) Forget(ctx context.Context, subject string) (shredd.Forget, err
 			return shredd.Forget{}, err
 		}
 		now := s.opts.Now()
-		salt := s.subjectSalt(ctx, sid, st, gen, serr)
+		salt := s.subjectSalt(ctx, sid, st, gen)
 		req := &forgetRequest{at: now, commitment: attest.Commit(subject, salt), saltSealed: s.hasher.SealSalt(subject, id[:], salt)}
 		answers, err := s.commit(ctx, id, sid, req)
 		if errors.Is(err, errLost) && attempt < 3 {
