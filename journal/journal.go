@@ -151,15 +151,16 @@ type Signed struct {
 	entries [][]byte
 }
 
-// parallelSign is the number of events from which SignForgets signs on
-// every processor: below it, starting goroutines costs more than it saves.
+// parallelSign is the fewest events SignForgets gives a goroutine of its
+// own (so a group signs on two processors from 16 events): for fewer,
+// starting goroutines costs more than it saves.
 const parallelSign = 8
 
 // SignForgets signs the forget events evs as log entries, stamped with
-// the journal's clock now, on every processor. A forget group signs its
-// events before it takes the sequence lock (storage.Tx.Sequence): the
-// signatures (about 40 µs each) are not a wait for the writers queued
-// behind that lock.
+// the journal's clock now, on up to every processor (parallelSign). A
+// forget group signs its events before it takes the sequence lock
+// (storage.Tx.Sequence): the signatures (about 40 µs each) are not a wait
+// for the writers queued behind that lock.
 func (j *Journal) SignForgets(evs []attest.Event) (Signed, error) {
 	if len(evs) == 0 {
 		return Signed{}, nil
