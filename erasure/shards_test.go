@@ -53,18 +53,6 @@ func TestForgetTakesItsShards(t *testing.T) {
 		}()
 		return done
 	}
-	// waits checks that the forget of done waits in the database while tx
-	// is open, then that it commits once tx does.
-	waits := func(tx *storage.Tx, done <-chan error) {
-		t.Helper()
-		pgtest.AwaitLockWait(t, st.DB, "the forget", done)
-		if err := tx.Commit(); err != nil {
-			t.Fatal(err)
-		}
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-	}
 
 	// Another shard held alone: the forget commits beside it.
 	other, err := st.DB.BeginTouching(ctx, storage.TxOptions{Shards: []int{shard(subjects[1])}, Exclusive: true})
@@ -84,7 +72,7 @@ func TestForgetTakesItsShards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waits(own, forget(subjects[2]))
+	pgtest.AwaitBlockedBy(t, st.DB, "the forget", own, forget(subjects[2]))
 
 	// The sequence lock held by a writer of another shard that numbered an
 	// eviction: the forget waits, and its eviction comes after.
@@ -99,7 +87,7 @@ func TestForgetTakesItsShards(t *testing.T) {
 	if err := seq.QueryRowContext(ctx, `INSERT INTO evictions(sid, at) VALUES (?, ?) RETURNING seq`, make([]byte, 32), time.Now().UnixNano()).Scan(&held); err != nil {
 		t.Fatal(err)
 	}
-	waits(seq, forget(subjects[3]))
+	pgtest.AwaitBlockedBy(t, st.DB, "the forget", seq, forget(subjects[3]))
 	sid := st.Hasher.SID(subjects[3])
 	var got int64
 	if err := st.DB.QueryRowContext(ctx, `SELECT max(seq) FROM evictions WHERE sid=?`, sid[:]).Scan(&got); err != nil {

@@ -69,13 +69,7 @@ func TestRekeyTakesItsShards(t *testing.T) {
 				_, err := shredder.RekeyBuckets(ctx, []int{second})
 				done <- err
 			}()
-			pgtest.AwaitLockWait(t, db, "the re-key", done)
-			if err := own.Commit(); err != nil {
-				t.Fatal(err)
-			}
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
+			pgtest.AwaitBlockedBy(t, db, "the re-key", own, done)
 			checkGens(t, db, []int{first, second})
 			checkMany(t, s, keys, nil)
 		})
@@ -135,11 +129,5 @@ func TestCreateKeyTakesItsShard(t *testing.T) {
 		_, err := s.Key(ctx, c)
 		done <- err
 	}()
-	pgtest.AwaitLockWait(t, db, "the key creation", done)
-	if err := own.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	pgtest.AwaitBlockedBy(t, db, "the key creation", own, done)
 }

@@ -49,3 +49,17 @@ func AwaitLockWait(t testing.TB, q RowQuerier, what string, done <-chan error) {
 	default:
 	}
 }
+
+// AwaitBlockedBy checks that the work of done waits in q's database for a
+// lock of holder, a transaction the test holds (AwaitLockWait), then
+// commits holder and checks that the work ends without error.
+func AwaitBlockedBy(t testing.TB, q RowQuerier, what string, holder interface{ Commit() error }, done <-chan error) {
+	t.Helper()
+	AwaitLockWait(t, q, what, done)
+	if err := holder.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("%s, once the lock it waited for was free: %v", what, err)
+	}
+}
