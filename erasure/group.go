@@ -114,6 +114,7 @@ func (c *committer) drain() {
 	wait := func() {
 		if answering != nil {
 			<-answering
+			answering = nil
 		}
 	}
 	for {
@@ -122,7 +123,6 @@ func (c *committer) drain() {
 		if n == 0 && answering != nil {
 			c.mu.Unlock()
 			wait() // then look again: what queued meanwhile is this drain's
-			answering = nil
 			continue
 		}
 		if n == 0 {

@@ -215,10 +215,10 @@ func AllShards() []int {
 // bucket are of one shard (keystore.Tree.ShardOf). The creation of a
 // subject's key declares its shard, shared, and logs under the sequence
 // lock too. Epochs, bulk key creation, kinds, holders, tokens and the
-// nodes' heartbeats stay undeclared (rare, or one small row a second). Each shard held is an
-// entry of PostgreSQL's lock table (max_locks_per_transaction ×
-// max_connections entries): a group of registrations holds at most
-// Shards of them.
+// nodes' heartbeats stay undeclared (rare, or one small row a second).
+// Each shard held is an entry of PostgreSQL's lock table
+// (max_locks_per_transaction × max_connections entries): a group of
+// registrations holds at most Shards of them.
 type TxOptions struct {
 	// Shards are the shards, in [0, Shards), of the subjects whose state
 	// the transaction reads or writes: duplicates and order do not matter.
