@@ -485,86 +485,56 @@ func (s *Eraser) destroySubjects(ctx context.Context, pending []forgetRow) error
 }
 
 // rekeyBuckets re-keys the buckets of committed forgets in one pass
-// (keystore.Shredder.RekeyBuckets) and marks them re-keyed in one
-// transaction: forget by forget, the pass queued at the write gate behind
-// the forgets' own commits and fell behind a steady stream of them. The
-// forgets of the buckets re-keyed before an error are marked too.
+// (keystore.Shredder.RekeyBuckets), and marks each forget re-keyed in the
+// transaction that switches its bucket: forget by forget, the pass queued
+// at the write gate behind the forgets' own commits and fell behind a
+// steady stream of them, and a transaction of its own for the marks held
+// the forgets' shards once more, for another fsync. The forgets of the
+// buckets re-keyed before an error stay marked.
 func (s *Eraser) rekeyBuckets(ctx context.Context, pending []forgetRow) error {
 	if len(pending) == 0 {
 		return nil
 	}
-	var buckets []int
+	buckets := make([]int, 0, len(pending))
+	ids := make(map[int][]any, len(pending)) // the forgets of each bucket
 	for _, r := range pending {
-		buckets = append(buckets, s.keys.BucketOf(r.sid))
+		b := s.keys.BucketOf(r.sid)
+		buckets = append(buckets, b)
+		ids[b] = append(ids[b], r.id[:])
 	}
-	markers, rerr := s.shred.RekeyBuckets(ctx, buckets)
-	if len(markers) > 0 {
-		if err := markRekeyed(ctx, s.db, s.keys.ShardOf, pending, buckets, markers, s.opts.Now().UnixNano()); err != nil {
-			return err
+	now := s.opts.Now().UnixNano()
+	markers, err := s.shred.RekeyBuckets(ctx, buckets, func(ctx context.Context, tx *storage.Tx, switched []int, marker int64) error {
+		var of []any
+		for _, b := range switched {
+			of = append(of, ids[b]...)
 		}
+		for i := 0; i < len(of); i += markChunk {
+			if err := markRekeyedTx(ctx, tx, of[i:min(i+markChunk, len(of))], marker, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if len(markers) > 0 {
 		crashpoint.Hit("forget:rekeyed")
 	}
-	if rerr != nil {
-		return mapKeyErr(rerr)
+	if err != nil {
+		return mapKeyErr(err)
 	}
 	return nil
 }
 
-// markChunk bounds the forgets of one statement of markRekeyed: three
-// parameters a forget, far below any engine's limit on a statement's
+// markChunk bounds the forgets of one statement of markRekeyedTx: one
+// parameter a forget, far below any engine's limit on a statement's
 // parameters (SQLite's 32766, PostgreSQL's 65535). A pass's forgets are
 // as many as were waiting, so the bound is the chunk's, not the pass's.
 const markChunk = 1000
 
-// markRekeyed records at now, in one transaction, the re-key of the
-// pending forgets (of buckets, one each) whose buckets markers holds: one
-// statement per markChunk forgets, not one per forget. The transaction
-// declares the forgets' subjects' shards (shardOf), alone: it writes
-// their rows only, and registrations and forgets of other shards commit
-// beside it.
-func markRekeyed(ctx context.Context, db *storage.DB, shardOf func(envelope.SID) int, pending []forgetRow, buckets []int, markers map[int]int64, now int64) error {
-	var ids []any
-	var marks []int64
-	o := storage.TxOptions{Exclusive: true}
-	for i, r := range pending {
-		if marker, ok := markers[buckets[i]]; ok {
-			ids, marks = append(ids, r.id[:]), append(marks, marker)
-			o.Shards = append(o.Shards, shardOf(r.sid))
-		}
-	}
-	if len(ids) == 0 {
-		return nil
-	}
-	tx, err := db.BeginTouching(ctx, o)
-	if err != nil {
-		return fmt.Errorf("erasure: reconcile: %w", err)
-	}
-	defer tx.Rollback()
-	for i := 0; i < len(ids); i += markChunk {
-		j := min(i+markChunk, len(ids))
-		if err := markRekeyedTx(ctx, tx, ids[i:j], marks[i:j], now); err != nil {
-			return err
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("erasure: reconcile: %w", err)
-	}
-	return nil
-}
-
 // markRekeyedTx records in tx, in one statement, the re-key at now of the
-// forgets ids, ids[i] with the marker marks[i].
-func markRekeyedTx(ctx context.Context, tx *storage.Tx, ids []any, marks []int64, now int64) error {
-	args := make([]any, 0, 1+3*len(ids))
-	args = append(args, now)
-	for i, id := range ids {
-		args = append(args, id, marks[i])
-	}
-	args = append(args, ids...)
-	// The CAST gives the CASE a type on PostgreSQL, which would infer text
-	// for results that are all parameters; SQLite takes it too.
-	if _, err := tx.ExecContext(ctx, `UPDATE forgets SET rekeyed_at=?,
-		rekey_marker=CASE id`+strings.Repeat(" WHEN ? THEN CAST(? AS BIGINT)", len(ids))+` ELSE rekey_marker END
+// forgets ids, with marker.
+func markRekeyedTx(ctx context.Context, tx *storage.Tx, ids []any, marker, now int64) error {
+	args := append([]any{now, marker}, ids...)
+	if _, err := tx.ExecContext(ctx, `UPDATE forgets SET rekeyed_at=?, rekey_marker=?
 		WHERE id IN (`+strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ")+`)`, args...); err != nil {
 		return fmt.Errorf("erasure: reconcile: %w", err)
 	}

@@ -234,7 +234,7 @@ func (s *Shredder) finishRekeys(ctx context.Context) error {
 		return fmt.Errorf("keystore: epoch: %w", err)
 	}
 	for _, b := range ids {
-		if _, err := s.rekeyLocked(ctx, b); err != nil {
+		if _, err := s.rekeyLocked(ctx, b, nil); err != nil {
 			return fmt.Errorf("keystore: epoch: %w", err)
 		}
 	}

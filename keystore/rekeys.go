@@ -31,6 +31,13 @@ const (
 	_ uint = maxParams - 3*rewrapStmtKeys - 3*rewrapStmtKeys
 )
 
+// Switched is what a caller of RekeyBuckets records in the transaction
+// that makes the next keys of buckets theirs, with their marker: its
+// writes commit with the switch, or neither does. The transaction
+// declares the buckets' shards (exclusively), and then writes only rows
+// of the buckets' subjects.
+type Switched func(ctx context.Context, tx *storage.Tx, buckets []int, marker int64) error
+
 // RekeyBuckets re-keys buckets as RekeyBucket does each, with the same
 // markers, but in few transactions: re-keying bucket by bucket, a pass
 // behind a stream of forgets queues four times per bucket at the write
@@ -48,8 +55,9 @@ const (
 // the re-key. A larger bucket takes RekeyBucket's resumable path.
 //
 // The map holds the markers of the buckets re-keyed, also when the error
-// is not nil: those stay re-keyed.
-func (s *Shredder) RekeyBuckets(ctx context.Context, buckets []int) (map[int]int64, error) {
+// is not nil: those stay re-keyed. then, if not nil, runs in each
+// transaction that switches buckets (Switched), before it commits.
+func (s *Shredder) RekeyBuckets(ctx context.Context, buckets []int, then Switched) (map[int]int64, error) {
 	unlock, err := s.t.lockTree(ctx)
 	if err != nil {
 		return nil, err
@@ -70,7 +78,7 @@ func (s *Shredder) RekeyBuckets(ctx context.Context, buckets []int) (map[int]int
 		keys := 0
 		for _, r := range rows {
 			if r.live >= rekeyChunk {
-				marker, err := s.rekeyLocked(ctx, r.id)
+				marker, err := s.rekeyLocked(ctx, r.id, then)
 				if err != nil {
 					return done, err
 				}
@@ -78,7 +86,7 @@ func (s *Shredder) RekeyBuckets(ctx context.Context, buckets []int) (map[int]int
 				continue
 			}
 			if keys+r.live > rekeyGroupKeys || len(group) == batchSize/2 { // two blobs a bucket in one root call
-				if err := s.rekeyGroup(ctx, group, done); err != nil {
+				if err := s.rekeyGroup(ctx, group, done, then); err != nil {
 					return done, err
 				}
 				group, keys = nil, 0
@@ -86,7 +94,7 @@ func (s *Shredder) RekeyBuckets(ctx context.Context, buckets []int) (map[int]int
 			group = append(group, r)
 			keys += r.live
 		}
-		if err := s.rekeyGroup(ctx, group, done); err != nil {
+		if err := s.rekeyGroup(ctx, group, done, then); err != nil {
 			return done, err
 		}
 	}
@@ -137,7 +145,7 @@ func (s *Shredder) rekeyRows(ctx context.Context, buckets []int) ([]rekeyRow, er
 
 // rekeyGroup re-keys the buckets of group, small ones, in two
 // transactions, and records their markers in done.
-func (s *Shredder) rekeyGroup(ctx context.Context, group []rekeyRow, done map[int]int64) error {
+func (s *Shredder) rekeyGroup(ctx context.Context, group []rekeyRow, done map[int]int64, then Switched) error {
 	if len(group) == 0 {
 		return nil
 	}
@@ -155,7 +163,7 @@ func (s *Shredder) rekeyGroup(ctx context.Context, group []rekeyRow, done map[in
 	for i, r := range group {
 		s.t.setBucketKey(r.id, r.gen, olds[i], nks[i])
 	}
-	marker, err := s.switchGroup(ctx, group, olds, nks)
+	marker, err := s.switchGroup(ctx, group, olds, nks, then)
 	if err != nil {
 		return err
 	}
@@ -224,7 +232,8 @@ func (s *Shredder) groupKeys(ctx context.Context, group []rekeyRow) (olds, nks [
 // whatever the group's size: one read of the buckets' generations, one of
 // their live keys, one update of the keys (per rewrapStmtKeys of them) and
 // one of the buckets. RekeyBucket's switch is this for a group of one.
-func (s *Shredder) switchGroup(ctx context.Context, group []rekeyRow, olds, nks [][]byte) (int64, error) {
+// then, if not nil, runs in the transaction before it commits.
+func (s *Shredder) switchGroup(ctx context.Context, group []rekeyRow, olds, nks [][]byte, then Switched) (int64, error) {
 	ids := make([]int, len(group))
 	for i, r := range group {
 		ids[i] = r.id
@@ -246,6 +255,11 @@ func (s *Shredder) switchGroup(ctx context.Context, group []rekeyRow, olds, nks 
 	var marker int64
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(id), 0) FROM epochs`).Scan(&marker); err != nil {
 		return 0, fmt.Errorf("keystore: rekey: %w", err)
+	}
+	if then != nil {
+		if err := then(ctx, tx, ids, marker); err != nil {
+			return 0, err
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("keystore: rekey: %w", err)

@@ -52,7 +52,7 @@ func TestRekeyTakesItsShards(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := shredder.RekeyBuckets(ctx, []int{first}); err != nil {
+			if _, err := shredder.RekeyBuckets(ctx, []int{first}, nil); err != nil {
 				t.Fatalf("re-key beside a writer of another shard: %v", err)
 			}
 			if err := other.Commit(); err != nil {
@@ -66,7 +66,7 @@ func TestRekeyTakesItsShards(t *testing.T) {
 			}
 			done := make(chan error, 1)
 			go func() {
-				_, err := shredder.RekeyBuckets(ctx, []int{second})
+				_, err := shredder.RekeyBuckets(ctx, []int{second}, nil)
 				done <- err
 			}()
 			pgtest.AwaitBlockedBy(t, db, "the re-key", own, done)

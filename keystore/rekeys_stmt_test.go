@@ -87,7 +87,7 @@ func TestRekeyGroupStatements(t *testing.T) {
 					t.Fatalf("%s: %v", q, err)
 				}
 			}
-			markers, err := keystore.NewShredder(s).RekeyBuckets(ctx, bs)
+			markers, err := keystore.NewShredder(s).RekeyBuckets(ctx, bs, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

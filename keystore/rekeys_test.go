@@ -92,14 +92,32 @@ func TestRekeyBuckets(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			s, db, keys, gone, bs := forgetMany(t, dir, envDB(t, dir), tc.buckets, tc.n)
-			markers, err := keystore.NewShredder(s).RekeyBuckets(ctx, bs)
+			// then runs in each switch, which it sees done: the buckets at
+			// their next generation, before the commit.
+			seen := map[int]int64{}
+			markers, err := keystore.NewShredder(s).RekeyBuckets(ctx, bs, func(ctx context.Context, tx *storage.Tx, switched []int, marker int64) error {
+				for _, b := range switched {
+					if _, ok := seen[b]; ok {
+						return fmt.Errorf("bucket %d switched twice", b)
+					}
+					seen[b] = marker
+					var g int
+					if err := tx.QueryRowContext(ctx, `SELECT gen FROM buckets WHERE id=?`, b).Scan(&g); err != nil || g != 2 {
+						return fmt.Errorf("bucket %d at generation %d in its switch: %v", b, g, err)
+					}
+				}
+				return nil
+			})
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, b := range bs {
-				if _, ok := markers[b]; !ok {
-					t.Fatalf("no marker for bucket %d", b)
+				if m, ok := markers[b]; !ok || seen[b] != m {
+					t.Fatalf("bucket %d: marker %d (%v), switched with %d", b, m, ok, seen[b])
 				}
+			}
+			if len(seen) != len(markers) {
+				t.Fatalf("%d buckets switched, %d markers", len(seen), len(markers))
 			}
 			checkGens(t, db, bs)
 			checkMany(t, s, keys, gone)
@@ -107,6 +125,46 @@ func TestRekeyBuckets(t *testing.T) {
 			if e, err := keystore.NewShredder(s).RunEpoch(ctx); err != nil || e.State != "done" {
 				t.Fatalf("epoch: %+v, %v", e, err)
 			}
+			checkMany(t, reopen(t, dir, db), keys, gone)
+		})
+	}
+}
+
+// TestRekeyBucketsThenFails: a switch whose then fails commits nothing of
+// either: the pass returns that error, its buckets stay at their
+// generation with every key opening, and the next pass re-keys them.
+func TestRekeyBucketsThenFails(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name       string
+		buckets, n int
+	}{
+		{"grouped", 128, 700},
+		{"chunked", 4, 300},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s, db, keys, gone, bs := forgetMany(t, dir, envDB(t, dir), tc.buckets, tc.n)
+			refused := errors.New("refused")
+			markers, err := keystore.NewShredder(s).RekeyBuckets(ctx, bs, func(ctx context.Context, tx *storage.Tx, _ []int, _ int64) error {
+				if _, err := tx.ExecContext(ctx, `UPDATE subjects SET wrapped=NULL`); err != nil {
+					return err
+				}
+				return refused
+			})
+			if !errors.Is(err, refused) || len(markers) != 0 {
+				t.Fatalf("RekeyBuckets with a failing then: %v, %d markers", err, len(markers))
+			}
+			var switched int
+			if err := db.QueryRowContext(ctx, `SELECT count(*) FROM buckets WHERE gen<>1`).Scan(&switched); err != nil || switched != 0 {
+				t.Fatalf("%d buckets switched: %v", switched, err)
+			}
+			checkMany(t, s, keys, gone)
+			checkMany(t, reopen(t, dir, db), keys, gone)
+			if _, err := keystore.NewShredder(s).RekeyBuckets(ctx, bs, nil); err != nil {
+				t.Fatal(err)
+			}
+			checkGens(t, db, bs)
 			checkMany(t, reopen(t, dir, db), keys, gone)
 		})
 	}
@@ -137,7 +195,7 @@ func TestRekeyBucketsInterrupted(t *testing.T) {
 				if _, err := db.ExecContext(ctx, c.trigger); err != nil {
 					t.Fatal(err)
 				}
-				markers, err := keystore.NewShredder(s).RekeyBuckets(ctx, bs)
+				markers, err := keystore.NewShredder(s).RekeyBuckets(ctx, bs, nil)
 				if err == nil {
 					t.Fatal("the pass was not cut")
 				}
@@ -173,7 +231,7 @@ func TestRekeyBucketsInterrupted(t *testing.T) {
 							rest = append(rest, b)
 						}
 					}
-					if _, err := keystore.NewShredder(r).RekeyBuckets(ctx, rest); err != nil {
+					if _, err := keystore.NewShredder(r).RekeyBuckets(ctx, rest, nil); err != nil {
 						t.Fatal(err)
 					}
 					checkGens(t, db, bs)
@@ -219,7 +277,7 @@ func TestRekeyGroupReadBack(t *testing.T) {
 				}
 			}
 			drop := plantSkip(t, db, table, col, where)
-			markers, err := keystore.NewShredder(s).RekeyBuckets(ctx, bs)
+			markers, err := keystore.NewShredder(s).RekeyBuckets(ctx, bs, nil)
 			if !errors.Is(err, keystore.ErrReadBack) || !strings.Contains(err.Error(), fmt.Sprintf("bucket %d", victim)) {
 				t.Fatalf("re-key with a skipped %s row: %v, want ErrReadBack naming bucket %d", table, err, victim)
 			}
@@ -229,7 +287,7 @@ func TestRekeyGroupReadBack(t *testing.T) {
 			checkMany(t, s, keys, gone)
 			checkMany(t, reopen(t, dir, db), keys, gone)
 			drop()
-			if _, err := keystore.NewShredder(s).RekeyBuckets(ctx, bs); err != nil {
+			if _, err := keystore.NewShredder(s).RekeyBuckets(ctx, bs, nil); err != nil {
 				t.Fatal(err)
 			}
 			checkGens(t, db, bs)

@@ -106,11 +106,12 @@ func (s *Shredder) RekeyBucket(ctx context.Context, b int) (int64, error) {
 		return 0, err
 	}
 	defer unlock()
-	return s.rekeyLocked(ctx, b)
+	return s.rekeyLocked(ctx, b, nil)
 }
 
-// rekeyLocked is RekeyBucket under the tree lock.
-func (s *Shredder) rekeyLocked(ctx context.Context, b int) (int64, error) {
+// rekeyLocked is RekeyBucket under the tree lock; then, if not nil, runs
+// in its switch (RekeyBuckets).
+func (s *Shredder) rekeyLocked(ctx context.Context, b int, then Switched) (int64, error) {
 	var oldGen int64
 	var oldBlob, nextBlob []byte
 	var nextVersion sql.NullInt64
@@ -162,7 +163,7 @@ func (s *Shredder) rekeyLocked(ctx context.Context, b int) (int64, error) {
 	// Keys created behind the walk (still under the old generation), then
 	// the switch, in one transaction: a group of one bucket.
 	r := rekeyRow{id: b, gen: oldGen, next: nextBlob, nextVersion: nextVersion}
-	marker, err := s.switchGroup(ctx, []rekeyRow{r}, [][]byte{old}, [][]byte{nk})
+	marker, err := s.switchGroup(ctx, []rekeyRow{r}, [][]byte{old}, [][]byte{nk}, then)
 	if err != nil {
 		return 0, err
 	}
