@@ -22,25 +22,18 @@ type leaseReq struct {
 	done chan error
 }
 
+// maxLeaseGroup bounds the leases of one group commit.
+const maxLeaseGroup = 512
+
 // leaseWriter commits leases in groups: every decrypt needs its lease durable
 // before the plaintext leaves, and one transaction (one fsync) per decrypt
 // would bound decrypts by the disk. Requests that arrive while a commit runs
 // share the next one.
 func (s *Registry) leaseWriter() {
+	last := 1 // the last group's size (collect)
 	for first := range s.leaseQ {
-		batch := []leaseReq{first}
-	collect:
-		for len(batch) < 512 {
-			select {
-			case r, ok := <-s.leaseQ:
-				if !ok {
-					break collect
-				}
-				batch = append(batch, r)
-			default:
-				break collect
-			}
-		}
+		batch := collect(s.leaseQ, first, maxLeaseGroup, last)
+		last = len(batch)
 		err := s.writeLeases(batch)
 		for _, r := range batch {
 			if err == nil {

@@ -124,20 +124,10 @@ func (s *Registry) recordWriter() {
 	if s.ws != nil {
 		write = s.ws.records // the registration WAL (wal.go, fold.go)
 	}
+	last := 1 // the last group's size (collect)
 	for first := range s.recordQ {
-		batch := []recordReq{first}
-	collect:
-		for len(batch) < maxRecordGroup {
-			select {
-			case r, ok := <-s.recordQ:
-				if !ok {
-					break collect
-				}
-				batch = append(batch, r)
-			default:
-				break collect
-			}
-		}
+		batch := collect(s.recordQ, first, maxRecordGroup, last)
+		last = len(batch)
 		for i, err := range write(batch, kinds) {
 			batch[i].done <- err
 		}
