@@ -17,7 +17,9 @@
 # main), ROUNDS (2), DURATION (10s), CLIENTS (32), OPS (encrypt),
 # SUBJECTS (the load tool's --subjects; 1000; forgets take the upper
 # half, so give OPS=forget twice the forgets a run makes), RESULTS (a directory to keep the reports in), SHREDD_PG_BIN,
-# SHREDD_VAULT_BIN.
+# SHREDD_VAULT_BIN, STATEMENTS (1: also count the measured run's
+# statements with pg_stat_statements, into RESULTS/NAME.statements, the
+# most called first).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,6 +29,7 @@ DURATION=${DURATION:-10s}
 CLIENTS=${CLIENTS:-32}
 OPS=${OPS:-encrypt}
 SUBJECTS=${SUBJECTS:-1000}
+STATEMENTS=${STATEMENTS:-0}
 PG_BIN=${SHREDD_PG_BIN:-/usr/lib/postgresql/15/bin}
 VAULT_BIN=${SHREDD_VAULT_BIN:-$top/.cache/bin/vault}
 for tool in jq curl python3 bc; do
@@ -69,8 +72,10 @@ if [ "$(id -u)" = 0 ]; then chown postgres: "$work/pg"; as_pg=(runuser -u postgr
 "${as_pg[@]}" "$PG_BIN/initdb" -D "$work/pg/data" -U shredd -A trust -E UTF8 --no-locale >/dev/null
 pg_port=$(free_port)
 pg_up=1
+pg_extra=""
+[ "$STATEMENTS" = 1 ] && pg_extra="-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all"
 "${as_pg[@]}" "$PG_BIN/pg_ctl" -D "$work/pg/data" -l "$work/pg/log" -w -t 60 start \
-  -o "-p $pg_port -k $work/pg -c listen_addresses=127.0.0.1 -c max_connections=200 -c shared_buffers=256MB -c fsync=on -c synchronous_commit=on -c track_wal_io_timing=on" \
+  -o "-p $pg_port -k $work/pg -c listen_addresses=127.0.0.1 -c max_connections=200 -c shared_buffers=256MB -c fsync=on -c synchronous_commit=on -c track_wal_io_timing=on $pg_extra" \
   >/dev/null || { cat "$work/pg/log" >&2; exit 1; }
 pg_pid=$(head -1 "$work/pg/data/postmaster.pid")
 psql() { "$PG_BIN/psql" -q -X -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$pg_port" -U shredd "$@"; }
@@ -184,6 +189,9 @@ for round in $(seq "$ROUNDS"); do
     # A short run first: it registers the kinds and creates the subjects'
     # keys (undeclared transactions), so that the measured run registers.
     "$bench" --url "$(urls)" --token-file "$tok" --ops "$OPS" --subjects "$SUBJECTS" --clients "$CLIENTS" --duration 1s --noop=false --json >/dev/null 2>&1
+    if [ "$STATEMENTS" = 1 ]; then
+      psql -d "$name" -c "CREATE SCHEMA IF NOT EXISTS bench_stats; CREATE EXTENSION IF NOT EXISTS pg_stat_statements SCHEMA bench_stats; SELECT bench_stats.pg_stat_statements_reset()" >/dev/null
+    fi
     c0=$(commits "$name"); w0=$(wal_sync); n0=$(cpu_ticks "${node_pids[@]}"); p0=$(pg_ticks)
     out="$RESULTS/$name.json"
     sample "$name" "$secs" >"$RESULTS/$name.locks" 2>"$RESULTS/$name.holders" &
@@ -192,6 +200,11 @@ for round in $(seq "$ROUNDS"); do
       --duration "$DURATION" --noop=false --json >"$out" 2>"$RESULTS/$name.log"
     wait "$spid" || true
     c1=$(commits "$name"); w1=$(wal_sync); n1=$(cpu_ticks "${node_pids[@]}"); p1=$(pg_ticks)
+    if [ "$STATEMENTS" = 1 ]; then
+      psql -d "$name" -A -F' | ' -c "SELECT calls, round(total_exec_time::numeric, 1) AS ms, left(regexp_replace(query, '\s+', ' ', 'g'), 120) AS query
+        FROM bench_stats.pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = '$name' ORDER BY calls DESC LIMIT 40" >"$RESULTS/$name.statements"
+      psql -d postgres -tAc "SELECT 'multixacts since the database was made: ' || mxid_age(datminmxid) FROM pg_database WHERE datname = '$name'" >>"$RESULTS/$name.statements"
+    fi
     stop_cluster
     read -r samples intx waiting maxf <"$RESULTS/$name.locks" || true
     read -r ws0 wt0 <<<"$w0"; read -r ws1 wt1 <<<"$w1"
