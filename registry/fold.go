@@ -283,7 +283,7 @@ func (ws *walState) foldIn(ctx context.Context, recs []*walRecord) error {
 		return fmt.Errorf("registry: fold: %w", err)
 	}
 	defer tx.Rollback()
-	st := newTxStmts(tx)
+	st := newTxStmts(ws.db, tx)
 	defer st.close()
 	kinds := map[string]bool{}
 	rows := make([]recordReq, 0, len(recs))

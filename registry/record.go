@@ -221,7 +221,7 @@ func (s *Registry) writeGroup(batch []recordReq, kinds map[string]bool) ([]error
 		return nil, fmt.Errorf("sealing: record: %w", err)
 	}
 	defer tx.Rollback()
-	st := newTxStmts(tx)
+	st := newTxStmts(s.db, tx)
 	defer st.close()
 	// Every lineage subject of the group is checked live in this
 	// transaction (a query per hundred subjects): no forget can commit
@@ -246,14 +246,22 @@ func (s *Registry) writeGroup(batch []recordReq, kinds map[string]bool) ([]error
 	return errs, nil
 }
 
-// txStmts runs queries in a transaction, preparing each query text once:
-// the registrations of a group run the same few queries many times.
+// txStmts runs queries in a transaction, preparing each query text once
+// on SQLite: the registrations of a group run the same few queries many
+// times. On PostgreSQL (direct) it runs them as they are: the driver
+// prepares each query text once per connection and keeps it, where a
+// statement prepared for the transaction took a round trip to prepare
+// and another to release, for each text of every group.
 type txStmts struct {
-	tx *storage.Tx
-	m  map[string]*sql.Stmt
+	tx     *storage.Tx
+	direct bool
+	m      map[string]*sql.Stmt
 }
 
-func newTxStmts(tx *storage.Tx) *txStmts { return &txStmts{tx: tx, m: map[string]*sql.Stmt{}} }
+// newTxStmts returns the statements of tx, a transaction of db.
+func newTxStmts(db *storage.DB, tx *storage.Tx) *txStmts {
+	return &txStmts{tx: tx, direct: db.Shared(), m: map[string]*sql.Stmt{}}
+}
 
 func (t *txStmts) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 	if st, ok := t.m[q]; ok {
@@ -269,6 +277,9 @@ func (t *txStmts) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 
 // QueryRowContext is the transaction's, with the statement prepared once.
 func (t *txStmts) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	if t.direct {
+		return t.tx.QueryRowContext(ctx, q, args...)
+	}
 	st, err := t.stmt(ctx, q)
 	if err != nil {
 		return t.tx.QueryRowContext(ctx, q, args...) // reports the error through Scan
@@ -278,6 +289,9 @@ func (t *txStmts) QueryRowContext(ctx context.Context, q string, args ...any) *s
 
 // ExecContext is the transaction's, with the statement prepared once.
 func (t *txStmts) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	if t.direct {
+		return t.tx.ExecContext(ctx, q, args...)
+	}
 	st, err := t.stmt(ctx, q)
 	if err != nil {
 		return nil, err
