@@ -381,11 +381,16 @@ func insertStaged(ctx context.Context, st *txStmts, recs []recordReq, multi bool
 }
 
 // insertLineage writes the parent and lineage rows of artifacts whose
-// artifact rows are written (the fold of the registration WAL), one row
-// per prepared statement.
+// artifact rows are written (the fold of the registration WAL, on SQLite),
+// foldRowsPerInsert rows a statement: a fold writes thousands of rows, and
+// one statement of many rows, prepared once, costs less than one
+// statement's call per row.
 func insertLineage(ctx context.Context, st *txStmts, recs []recordReq) error {
-	return insertStagedRows(ctx, st, recs, 1, 1)
+	return insertStagedRows(ctx, st, recs, foldRowsPerInsert, foldRowsPerInsert)
 }
+
+// foldRowsPerInsert is the rows of a statement of insertLineage.
+const foldRowsPerInsert = 64
 
 // insertStagedRows writes the parent and lineage rows of recs into the
 // staging tables, at most perParent and perLineage rows a statement.
@@ -405,11 +410,17 @@ func insertStagedRows(ctx context.Context, st *txStmts, recs []recordReq, perPar
 	return insertRows(ctx, st, `INSERT INTO lineage_staged(artifact, sid, gen, direct) VALUES `, 4, perLineage, lineage)
 }
 
-// insertRows runs prefix with args as rows of cols values, at most per
-// rows a statement.
+// insertRows runs prefix with args as rows of cols values, per rows a
+// statement; the rows left after the last full statement take one more on
+// PostgreSQL (each statement is a round trip), and one each on SQLite (a
+// single-row statement prepared once, where a statement of their number
+// would be planned for them alone).
 func insertRows(ctx context.Context, st *txStmts, prefix string, cols, per int, args []any) error {
 	for len(args) > 0 {
 		n := min(len(args)/cols, per)
+		if n < per && !st.direct {
+			n = 1
+		}
 		if _, err := st.ExecContext(ctx, valuesSQL(prefix, cols, n), args[:n*cols]...); err != nil {
 			return fmt.Errorf("sealing: record: %w", err)
 		}
