@@ -120,10 +120,11 @@ type Registry struct {
 
 	leaseQ     chan leaseReq
 	recordQ    chan recordReq
-	recordDone chan struct{} // closed when the registration writer returns
-	ws         *walState     // the registration WAL; nil without one
-	ckptKick   chan struct{} // a group commit happened: checkpoint soon
-	stop       chan struct{} // closed by Close
+	recordDone chan struct{}  // closed when the registration writer returns
+	ws         *walState      // the registration WAL; nil without one
+	ckptKick   chan struct{}  // a group commit happened: checkpoint soon
+	stop       chan struct{}  // closed by Close
+	background sync.WaitGroup // the lease writer, the checkpointer and the settler: Close waits for them
 	closeOnce  sync.Once
 	closeMu    sync.RWMutex // held shared while queueing a request; Close takes it to close the queues
 	closed     bool
@@ -149,18 +150,24 @@ func Open(ctx context.Context, db *storage.DB, live Liveness, opts Options) (*Re
 			return nil, err
 		}
 	}
-	go s.leaseWriter()
 	go s.recordWriter()
-	go s.checkpointer()
-	go s.settleLoop()
+	for _, run := range []func(){s.leaseWriter, s.checkpointer, s.settleLoop} {
+		s.background.Add(1)
+		go func() {
+			defer s.background.Done()
+			run()
+		}()
+	}
 	return s, nil
 }
 
 // Close stops the background lease and registration writers once they
-// have answered what was queued; with a registration WAL it waits for the
-// registration writer and folds what is left (what it cannot fold stays in
-// the WAL for the next Open). Calls after Close that need a lease or a
-// registration fail with ErrUnavailable.
+// have answered what was queued, and the checkpointer and the settler (a
+// settle under way is cancelled: it commits nothing then), and returns
+// once none of them uses the database; with a registration WAL it folds
+// what is left (what it cannot fold stays in the WAL for the next Open).
+// Calls after Close that need a lease or a registration fail with
+// ErrUnavailable.
 func (s *Registry) Close() {
 	s.closeOnce.Do(func() {
 		s.closeMu.Lock()
@@ -169,10 +176,11 @@ func (s *Registry) Close() {
 		close(s.recordQ)
 		close(s.stop)
 		s.closeMu.Unlock()
+		<-s.recordDone
 		if s.ws != nil {
-			<-s.recordDone
 			s.ws.close()
 		}
+		s.background.Wait()
 	})
 }
 

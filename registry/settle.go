@@ -144,13 +144,19 @@ func settleIn(ctx context.Context, tx *storage.Tx, limit []byte, shared bool) (b
 func (s *Registry) settleLoop() {
 	t := time.NewTicker(settleInterval)
 	defer t.Stop()
+	base, stopped := context.WithCancel(context.Background()) // cancelled by Close
+	defer stopped()
+	go func() {
+		<-s.stop
+		stopped()
+	}()
 	for {
 		select {
 		case <-s.stop:
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(base, 30*time.Second)
 		_ = s.Settle(ctx)
 		cancel()
 	}
