@@ -34,15 +34,7 @@ func BenchmarkRegistrations(b *testing.B) {
 	const par = 512
 	ctx := context.Background()
 	st := shreddtest.New(b, shreddtest.Options{Kinds: shreddtest.Kinds})
-	refs := make([]envelope.Ref, 1024)
-	for i := range refs {
-		subject := fmt.Sprint("bench-", i)
-		k, err := st.Keys.KeyWithSubject(ctx, st.Hasher.SID(subject), subject)
-		if err != nil {
-			b.Fatal(err)
-		}
-		refs[i] = k.Ref
-	}
+	refs := subjectRefs(b, st, "bench-", 1024)
 	var next atomic.Uint64
 	mk := func() registry.Registration {
 		n := next.Add(1)
@@ -65,18 +57,7 @@ func BenchmarkRegistrations(b *testing.B) {
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			r := mk()
-			sids := make([]envelope.SID, len(r.Lineage))
-			for i, ref := range r.Lineage {
-				sids[i] = ref.SID
-			}
-			unlock := st.Registry.RLockSubjects(sids)
-			p, err := st.Registry.Queue(ctx, r)
-			if err == nil {
-				err = p.Wait()
-			}
-			unlock()
-			if err != nil {
+			if err := register(ctx, st, mk()); err != nil {
 				b.Error(err)
 				return
 			}
@@ -91,6 +72,38 @@ func BenchmarkRegistrations(b *testing.B) {
 	b.ReportMetric(acked, "items/s")
 	b.ReportMetric(folded, "folded-items/s")
 	b.ReportMetric(acked/plain, "ratio")
+}
+
+// subjectRefs makes the keys of n subjects named prefix and a number, and
+// returns their refs.
+func subjectRefs(tb testing.TB, st *shreddtest.Stack, prefix string, n int) []envelope.Ref {
+	tb.Helper()
+	refs := make([]envelope.Ref, n)
+	for i := range refs {
+		subject := fmt.Sprint(prefix, i)
+		k, err := st.Keys.KeyWithSubject(context.Background(), st.Hasher.SID(subject), subject)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		refs[i] = k.Ref
+	}
+	return refs
+}
+
+// register registers r as sealing does once its envelope is made: the
+// read side of its lineage's barrier locks held until it is written.
+func register(ctx context.Context, st *shreddtest.Stack, r registry.Registration) error {
+	sids := make([]envelope.SID, len(r.Lineage))
+	for i, ref := range r.Lineage {
+		sids[i] = ref.SID
+	}
+	unlock := st.Registry.RLockSubjects(sids)
+	defer unlock()
+	p, err := st.Registry.Queue(ctx, r)
+	if err != nil {
+		return err
+	}
+	return p.Wait()
 }
 
 // plainAppend appends b.N registrations from the same goroutines through

@@ -21,15 +21,7 @@ import (
 func TestFoldWritesEveryRow(t *testing.T) {
 	ctx := context.Background()
 	st := shreddtest.New(t, shreddtest.Options{Kinds: shreddtest.Kinds})
-	refs := make([]envelope.Ref, 50)
-	for i := range refs {
-		subject := fmt.Sprint("fold-", i)
-		k, err := st.Keys.KeyWithSubject(ctx, st.Hasher.SID(subject), subject)
-		if err != nil {
-			t.Fatal(err)
-		}
-		refs[i] = k.Ref
-	}
+	refs := subjectRefs(t, st, "fold-", 50)
 	mk := func(n int, parents []shredd.ID) registry.Registration {
 		var id shredd.ID
 		binary.BigEndian.PutUint64(id[:], uint64(time.Now().UnixMilli())<<16)
@@ -42,23 +34,13 @@ func TestFoldWritesEveryRow(t *testing.T) {
 		}
 		return r
 	}
-	register := func(rs []registry.Registration) {
+	registerAll := func(rs []registry.Registration) {
 		var wg sync.WaitGroup
 		for _, r := range rs {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				sids := make([]envelope.SID, len(r.Lineage))
-				for i, ref := range r.Lineage {
-					sids[i] = ref.SID
-				}
-				unlock := st.Registry.RLockSubjects(sids)
-				defer unlock()
-				p, err := st.Registry.Queue(ctx, r)
-				if err == nil {
-					err = p.Wait()
-				}
-				if err != nil {
+				if err := register(ctx, st, r); err != nil {
 					t.Error(err)
 				}
 			}()
@@ -70,7 +52,7 @@ func TestFoldWritesEveryRow(t *testing.T) {
 	for n := range 10 {
 		first = append(first, mk(n, nil))
 	}
-	register(first)
+	registerAll(first)
 	want := map[string]int{"artifacts": 10}
 	for _, r := range first {
 		want["lineage"] += len(r.Lineage)
@@ -87,7 +69,7 @@ func TestFoldWritesEveryRow(t *testing.T) {
 		want["lineage"] += len(r.Lineage)
 		want["parents"] += len(parents)
 	}
-	register(rest)
+	registerAll(rest)
 	if err := st.Registry.Fold(ctx); err != nil {
 		t.Fatal(err)
 	}
