@@ -237,7 +237,7 @@ func (s *Registry) writeGroup(batch []recordReq, kinds map[string]bool) ([]error
 			rows = append(rows, r)
 		}
 	}
-	if err := insertStaged(ctx, st, rows, s.db.Shared()); err != nil {
+	if err := insertStaged(ctx, st, rows); err != nil {
 		return nil, err
 	}
 	if err := tx.Commit(); err != nil {
@@ -363,11 +363,11 @@ const (
 )
 
 // insertStaged writes the rows of a group's artifacts: the artifacts, and
-// their parents and lineage into the staging tables (Settle); multi says
-// whether to write many rows per statement.
-func insertStaged(ctx context.Context, st *txStmts, recs []recordReq, multi bool) error {
+// their parents and lineage into the staging tables (Settle), many rows a
+// statement on a shared database (st.direct), one on SQLite.
+func insertStaged(ctx context.Context, st *txStmts, recs []recordReq) error {
 	perArt, perParent, perLineage := 1, 1, 1
-	if multi {
+	if st.direct {
 		perArt, perParent, perLineage = artifactRowsPerInsert, parentRowsPerInsert, lineageRowsPerInsert
 	}
 	arts := make([]any, 0, 5*len(recs))
