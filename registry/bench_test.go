@@ -171,3 +171,86 @@ func plainAppend(b *testing.B, path string, mk func() registry.Registration) flo
 	wg.Wait()
 	return rate
 }
+
+// BenchmarkLineageFacts measures LineageFactsOf, what a forget's
+// verification reads of each subject of a group (issue 25's P4 profile:
+// a third of the server's CPU at 1M subjects / 10M artifacts): groups of
+// 16 subjects, each with ten artifacts (two held by a holder, one of them
+// shared with the next subject) and a live lease on one of them.
+//
+//	go test -run '^$' -bench LineageFacts ./registry/
+func BenchmarkLineageFacts(b *testing.B) {
+	const subjects, perSubject, group = 4096, 10, 16
+	ctx := context.Background()
+	st := shreddtest.New(b, shreddtest.Options{Kinds: shreddtest.Kinds, Registry: registry.Options{LeaseTTL: time.Hour}})
+	refs := subjectRefs(b, st, "facts-", subjects)
+	var next uint64
+	var leased []shredd.ID
+	var wg sync.WaitGroup
+	errs := make(chan error, subjects)
+	for i, ref := range refs {
+		for j := range perSubject {
+			next++
+			var id shredd.ID
+			binary.BigEndian.PutUint64(id[:], uint64(time.Now().UnixMilli())<<16)
+			binary.BigEndian.PutUint64(id[8:], next)
+			r := registry.Registration{ID: id, Kind: "episodic", Sealed: j >= 2, At: time.Now(),
+				Lineage: []envelope.Ref{ref}, Direct: map[envelope.SID]bool{ref.SID: true}}
+			if j < 2 {
+				r.Holder = "cache-1"
+			}
+			if j == 1 {
+				other := refs[(i+1)%len(refs)]
+				r.Lineage = append(r.Lineage, other)
+				r.Direct[other.SID] = true
+			}
+			if j == 2 {
+				leased = append(leased, id)
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := register(ctx, st, r); err != nil {
+					errs <- err
+				}
+			}()
+		}
+		if i%256 == 255 {
+			wg.Wait()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	if err := st.Registry.Settle(ctx); err != nil {
+		b.Fatal(err)
+	}
+	for i, id := range leased {
+		unlock := st.Registry.RLockSubjects([]envelope.SID{refs[i].SID})
+		_, err := st.Registry.IssueLease(ctx, id, "worker", []envelope.Ref{refs[i]})
+		unlock()
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	now := time.Now().UnixNano()
+	sids := make([]envelope.SID, group)
+	issued := make([]int64, group)
+	b.ResetTimer()
+	for n := range b.N {
+		for i := range sids {
+			sids[i] = refs[(n*group*7+i*131)%len(refs)].SID
+			issued[i] = now + 1
+		}
+		fs, err := st.Registry.LineageFactsOf(ctx, sids, issued, now)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if fs[0].Total < perSubject || len(fs[0].Leases) != 1 {
+			b.Fatalf("facts %+v; want at least %d artifacts and one lease", fs[0], perSubject)
+		}
+	}
+	b.ReportMetric(float64(b.N*group)/b.Elapsed().Seconds(), "subjects/s")
+}

@@ -1,9 +1,9 @@
 package registry
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
-	"maps"
 	"slices"
 	"strings"
 
@@ -164,72 +164,80 @@ func (s *Registry) LineageFactsOf(ctx context.Context, sids []envelope.SID, issu
 		return nil, err
 	}
 	in := `(` + strings.TrimSuffix(strings.Repeat("?, ", len(sids)), ", ") + `)`
-	list := make([]any, len(sids))
-	for i, sid := range sids {
-		list[i] = sid[:]
+	args := make([]any, 0, 1+len(sids))
+	args = append(args, now)
+	for _, sid := range sids {
+		args = append(args, sid[:])
 	}
-	// The held, the leases' (twice, then now), the total's, the kinds'.
-	args := slices.Concat(list, list, list, []any{now}, list, list)
-	// One row per count, per held artifact and per live lease, with its
-	// subject, told apart by k; n orders each kind (registration order,
-	// expiry). The leases take the lineage's artifacts first (IN), then
-	// theirs by index, then their subjects among sids: a lease on an
-	// artifact of several of them is one row each (and one per lineage
-	// row: settled and staged, told apart below). (PostgreSQL types a
-	// union's columns pair by pair from the left: the branches with typed
-	// columns come first.)
-	rows, err := s.db.QueryContext(ctx, `SELECT 'h' AS k, l.sid AS sid, a.id AS id, a.holder AS holder, a.seq AS n, 0 AS issued
-			FROM lineage_all l JOIN artifacts a ON a.id = l.artifact WHERE l.sid IN `+in+` AND NOT a.sealed
-		UNION ALL SELECT 'l', x.sid, le.id, le.holder, le.expires_at, le.issued_at FROM leases le JOIN lineage_all x ON x.artifact = le.artifact
-			WHERE x.sid IN `+in+` AND le.artifact IN (SELECT artifact FROM lineage_all WHERE sid IN `+in+`)
-			AND le.released_at IS NULL AND le.expires_at > ?
-		UNION ALL SELECT 't', sid, NULL, NULL, count(*), 0 FROM lineage_all WHERE sid IN `+in+` GROUP BY sid
-		UNION ALL SELECT 'u', l.sid, NULL, NULL, count(*), 0 FROM lineage_all l JOIN artifacts a ON a.id = l.artifact
-			LEFT JOIN kinds k ON k.name = a.kind WHERE l.sid IN `+in+` AND k.name IS NULL GROUP BY l.sid
-		ORDER BY 1, 5`, args...)
+	// One row per lineage row and live lease on its artifact (one row
+	// without a lease if none), in one pass over the lineage: the
+	// artifact (none if unknown: counted, neither held nor unregistered),
+	// its flags (1 held: not sealed; 2 of an unregistered kind) and
+	// registration order, and the lease.
+	rows, err := s.db.QueryContext(ctx, `SELECT l.sid, l.artifact, a.holder, a.seq,
+			(CASE WHEN a.id IS NOT NULL AND NOT a.sealed THEN 1 ELSE 0 END) + (CASE WHEN a.id IS NOT NULL AND k.name IS NULL THEN 2 ELSE 0 END),
+			le.id, le.holder, le.expires_at, le.issued_at
+		FROM lineage_all l LEFT JOIN artifacts a ON a.id = l.artifact LEFT JOIN kinds k ON k.name = a.kind
+			LEFT JOIN leases le ON le.artifact = l.artifact AND le.released_at IS NULL AND le.expires_at > ?
+		WHERE l.sid IN `+in, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	by := make(map[envelope.SID]*LineageFacts, len(sids))
+	type held struct {
+		id  shredd.ID
+		seq int64
+	}
+	type fact struct {
+		LineageFacts
+		held   map[string][]held
+		issued []int64 // of Leases
+	}
+	by := make(map[envelope.SID]*fact, len(sids))
 	for _, sid := range sids {
-		by[sid] = &LineageFacts{Held: map[string][]shredd.ID{}}
+		by[sid] = &fact{held: map[string][]held{}}
 	}
-	type leaseOf struct {
-		sid    envelope.SID
-		issued int64
-		l      LiveLease
+	type pair struct {
+		sid envelope.SID
+		id  shredd.ID
 	}
-	seen := map[[2]any]bool{}
-	var leases []leaseOf
+	artifacts := map[pair]bool{} // a lineage row is one row per lease on its artifact
+	leases := map[pair]bool{}    // a lease is one row per lineage row of its artifact (settled, staged)
 	for rows.Next() {
-		var k string
-		var sidb, idb []byte
-		var holder sql.NullString
-		var n, issued int64
-		if err := rows.Scan(&k, &sidb, &idb, &holder, &n, &issued); err != nil {
+		var sidb, artb, leaseb []byte
+		var holder, leaseHolder sql.NullString
+		var seq, expires, issued sql.NullInt64
+		var flags int64
+		if err := rows.Scan(&sidb, &artb, &holder, &seq, &flags, &leaseb, &leaseHolder, &expires, &issued); err != nil {
 			return nil, err
 		}
-		var sid envelope.SID
-		copy(sid[:], sidb)
-		var id shredd.ID
-		copy(id[:], idb)
-		f := by[sid]
+		var p pair
+		copy(p.sid[:], sidb)
+		copy(p.id[:], artb)
+		f := by[p.sid]
 		if f == nil {
 			continue
 		}
-		switch k {
-		case "t":
-			f.Total += int(n) // a count per engine's grouping: one row per subject
-		case "u":
-			f.Unregistered += int(n)
-		case "h":
-			f.Held[holder.String] = append(f.Held[holder.String], id)
-		case "l":
-			if key := [2]any{sid, id}; !seen[key] {
-				seen[key] = true
-				leases = append(leases, leaseOf{sid, issued, LiveLease{ID: id, Holder: holder.String, ExpiresAt: n}})
+		if !artifacts[p] {
+			artifacts[p] = true
+			f.Total++
+			if flags&1 != 0 {
+				f.held[holder.String] = append(f.held[holder.String], held{p.id, seq.Int64})
 			}
+			if flags&2 != 0 {
+				f.Unregistered++
+			}
+		}
+		if leaseb == nil {
+			continue
+		}
+		var l pair
+		l.sid = p.sid
+		copy(l.id[:], leaseb)
+		if !leases[l] {
+			leases[l] = true
+			f.Leases = append(f.Leases, LiveLease{ID: l.id, Holder: leaseHolder.String, ExpiresAt: expires.Int64})
+			f.issued = append(f.issued, issued.Int64)
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -237,13 +245,22 @@ func (s *Registry) LineageFactsOf(ctx context.Context, sids []envelope.SID, issu
 	}
 	out := make([]LineageFacts, len(sids))
 	for i, sid := range sids {
-		out[i] = *by[sid]
-		out[i].Held = maps.Clone(out[i].Held)
-		for _, l := range leases {
-			if l.sid == sid && l.issued < issuedBefore[i] {
-				out[i].Leases = append(out[i].Leases, l.l)
+		f := by[sid]
+		out[i] = LineageFacts{Total: f.Total, Unregistered: f.Unregistered, Held: make(map[string][]shredd.ID, len(f.held))}
+		for h, hs := range f.held {
+			slices.SortFunc(hs, func(a, b held) int { return cmp.Compare(a.seq, b.seq) })
+			ids := make([]shredd.ID, len(hs))
+			for j, x := range hs {
+				ids[j] = x.id
+			}
+			out[i].Held[h] = ids
+		}
+		for j, l := range f.Leases {
+			if f.issued[j] < issuedBefore[i] {
+				out[i].Leases = append(out[i].Leases, l)
 			}
 		}
+		slices.SortStableFunc(out[i].Leases, func(a, b LiveLease) int { return cmp.Compare(a.ExpiresAt, b.ExpiresAt) })
 	}
 	return out, nil
 }
