@@ -351,33 +351,72 @@ func (s *Registry) checkLive(ctx context.Context, st *txStmts, refs []envelope.R
 	return out, nil
 }
 
-// Rows per statement of insertStaged on a shared database: multi-row
-// inserts, so that a group costs a few round trips instead of a few per
-// artifact (3 to 7 times the registrations per second on PostgreSQL,
-// BenchmarkRegister). On SQLite, in process, one prepared single-row
-// statement per table costs less than planning a statement per group.
-const (
-	artifactRowsPerInsert = 100 // 5 parameters each
-	lineageRowsPerInsert  = 200 // 4
-	parentRowsPerInsert   = 250 // 2
-)
-
 // insertStaged writes the rows of a group's artifacts: the artifacts, and
-// their parents and lineage into the staging tables (Settle), many rows a
-// statement on a shared database (st.direct), one on SQLite.
+// their parents and lineage into the staging tables (Settle). On SQLite,
+// in process, one prepared single-row statement per table costs less than
+// planning a statement per group; on a shared database (st.direct) the
+// group is one statement (insertStagedShared).
 func insertStaged(ctx context.Context, st *txStmts, recs []recordReq) error {
-	perArt, perParent, perLineage := 1, 1, 1
 	if st.direct {
-		perArt, perParent, perLineage = artifactRowsPerInsert, parentRowsPerInsert, lineageRowsPerInsert
+		return insertStagedShared(ctx, st, recs)
 	}
 	arts := make([]any, 0, 5*len(recs))
 	for _, r := range recs {
 		arts = append(arts, r.ID[:], r.Kind, r.Holder, r.Sealed, r.At.UnixNano())
 	}
-	if err := insertRows(ctx, st, `INSERT INTO artifacts(id, kind, holder, sealed, created_at) VALUES `, 5, perArt, arts); err != nil {
+	if err := insertRows(ctx, st, `INSERT INTO artifacts(id, kind, holder, sealed, created_at) VALUES `, 5, 1, arts); err != nil {
 		return err
 	}
-	return insertStagedRows(ctx, st, recs, perParent, perLineage)
+	return insertStagedRows(ctx, st, recs, 1, 1)
+}
+
+// stagedSharedSQL writes a group's artifact, parent and lineage rows in
+// one statement from one array per column: one round trip for the group
+// whatever its size (each statement of a group transaction is one, and on
+// PostgreSQL a transaction of a few registrations costs more in round
+// trips than in rows), and one statement text, which the driver prepares
+// once per connection. The parents' and the lineage's inserts see nothing
+// of the artifacts' (a statement's parts share one snapshot), and need
+// not: the staging tables have no foreign key.
+const stagedSharedSQL = `WITH a AS (
+	INSERT INTO artifacts(id, kind, holder, sealed, created_at)
+	SELECT * FROM unnest($1::bytea[], $2::text[], $3::text[], $4::boolean[], $5::bigint[])
+), p AS (
+	INSERT INTO parents_staged(artifact, parent)
+	SELECT * FROM unnest($6::bytea[], $7::bytea[])
+)
+INSERT INTO lineage_staged(artifact, sid, gen, direct)
+SELECT * FROM unnest($8::bytea[], $9::bytea[], $10::bigint[], $11::boolean[])`
+
+// insertStagedShared writes recs with stagedSharedSQL.
+func insertStagedShared(ctx context.Context, st *txStmts, recs []recordReq) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	var (
+		ids, kinds, holders = make([][]byte, len(recs)), make([]string, len(recs)), make([]string, len(recs))
+		sealed, at          = make([]bool, len(recs)), make([]int64, len(recs))
+		pArt, pPar          [][]byte
+		lArt, lSID          [][]byte
+		lGen                []int64
+		lDirect             []bool
+	)
+	for i, r := range recs {
+		ids[i], kinds[i], holders[i], sealed[i], at[i] = r.ID[:], r.Kind, r.Holder, r.Sealed, r.At.UnixNano()
+		for _, par := range r.Parents {
+			pArt, pPar = append(pArt, r.ID[:]), append(pPar, par[:])
+		}
+		for _, ref := range r.Lineage {
+			lArt, lSID = append(lArt, r.ID[:]), append(lSID, ref.SID[:])
+			lGen, lDirect = append(lGen, int64(ref.Gen)), append(lDirect, r.Direct[ref.SID])
+		}
+	}
+	// A column without rows (no parents) is sent as NULL: unnest of it is
+	// no row.
+	if _, err := st.ExecContext(ctx, stagedSharedSQL, ids, kinds, holders, sealed, at, pArt, pPar, lArt, lSID, lGen, lDirect); err != nil {
+		return fmt.Errorf("sealing: record: %w", err)
+	}
+	return nil
 }
 
 // insertLineage writes the parent and lineage rows of artifacts whose
