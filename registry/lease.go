@@ -9,6 +9,7 @@ import (
 
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/envelope"
+	"github.com/shredd/shredd/storage"
 )
 
 // DefaultLeaseTTL is how long a decrypt's lease lasts unless released.
@@ -50,8 +51,14 @@ func (s *Registry) writeLeases(batch []leaseReq) error {
 	ctx, cancel := s.db.Bound(context.Background())
 	defer cancel()
 	var refs []envelope.Ref
+	seen := map[envelope.Ref]bool{}
 	for _, r := range batch {
-		refs = append(refs, r.refs...)
+		for _, ref := range r.refs {
+			if !seen[ref] {
+				seen[ref] = true
+				refs = append(refs, ref)
+			}
+		}
 	}
 	// The lineages' shards (touching): leases of other nodes commit
 	// beside this group; a forget waits for it or it for the forget.
@@ -60,30 +67,66 @@ func (s *Registry) writeLeases(batch []leaseReq) error {
 		return fmt.Errorf("sealing: lease: %w", err)
 	}
 	defer tx.Rollback()
-	for i := range batch {
-		r := &batch[i]
-		// Where nodes share the database, a forget committed on another
-		// node holds no barrier lock here: the lineage is checked live in
-		// the lease's own transaction, which the write lock (shared here,
-		// alone in the forget) orders against the forget's commit (either
-		// the forget sees the lease, or the lease sees the tombstone).
-		// One node's barrier locks order it.
-		if s.db.Shared() {
-			if err := s.live.CheckLive(ctx, tx, r.refs); err != nil {
-				if r.err = MapKeyErr(err); !errors.Is(r.err, shredd.ErrShredded) && !errors.Is(r.err, shredd.ErrEnvelope) {
-					return fmt.Errorf("sealing: lease: %w", err)
-				}
-				continue
-			}
-		}
-		l := r.l
-		if _, err := tx.ExecContext(ctx, `INSERT INTO leases(id, artifact, holder, issued_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
-			l.ID[:], l.Artifact[:], l.Holder, l.IssuedAt.UnixNano(), l.ExpiresAt.UnixNano()); err != nil {
+	// Where nodes share the database, a forget committed on another node
+	// holds no barrier lock here: the lineages are checked live in the
+	// leases' own transaction (a query per hundred subjects), which the
+	// write lock (shared here, alone in the forget) orders against the
+	// forget's commit (either the forget sees the lease, or the lease sees
+	// the tombstone). One node's barrier locks order it.
+	var notLive map[envelope.Ref]error
+	if s.db.Shared() {
+		if notLive, err = s.live.CheckLiveMany(ctx, tx, refs); err != nil {
 			return fmt.Errorf("sealing: lease: %w", err)
 		}
 	}
+	granted := make([]*shredd.Lease, 0, len(batch))
+	for i := range batch {
+		r := &batch[i]
+		for _, ref := range r.refs {
+			if err := notLive[ref]; err != nil {
+				r.err = MapKeyErr(err)
+				break
+			}
+		}
+		if r.err == nil {
+			granted = append(granted, &r.l)
+		}
+	}
+	if err := insertLeases(ctx, s.db, tx, granted); err != nil {
+		return err
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sealing: lease: %w", err)
+	}
+	return nil
+}
+
+// insertLeases writes the rows of leases in tx: on a shared database one
+// statement for the group (one round trip, as insertStagedShared), on
+// SQLite one prepared single-row statement per lease.
+func insertLeases(ctx context.Context, db *storage.DB, tx *storage.Tx, leases []*shredd.Lease) error {
+	if len(leases) == 0 {
+		return nil
+	}
+	if db.Shared() {
+		ids, arts := make([][]byte, len(leases)), make([][]byte, len(leases))
+		holders, issued, expires := make([]string, len(leases)), make([]int64, len(leases)), make([]int64, len(leases))
+		for i, l := range leases {
+			ids[i], arts[i], holders[i], issued[i], expires[i] = l.ID[:], l.Artifact[:], l.Holder, l.IssuedAt.UnixNano(), l.ExpiresAt.UnixNano()
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO leases(id, artifact, holder, issued_at, expires_at)
+			SELECT * FROM unnest($1::bytea[], $2::bytea[], $3::text[], $4::bigint[], $5::bigint[])`, ids, arts, holders, issued, expires); err != nil {
+			return fmt.Errorf("sealing: lease: %w", err)
+		}
+		return nil
+	}
+	st := newTxStmts(db, tx)
+	defer st.close()
+	for _, l := range leases {
+		if _, err := st.ExecContext(ctx, `INSERT INTO leases(id, artifact, holder, issued_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
+			l.ID[:], l.Artifact[:], l.Holder, l.IssuedAt.UnixNano(), l.ExpiresAt.UnixNano()); err != nil {
+			return fmt.Errorf("sealing: lease: %w", err)
+		}
 	}
 	return nil
 }

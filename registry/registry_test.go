@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -358,5 +359,74 @@ func TestLineageFactsOfMany(t *testing.T) {
 	}
 	if c.Total != 0 || len(c.Held) != 0 || len(c.Leases) != 0 {
 		t.Fatalf("carol: %+v; want nothing", c)
+	}
+}
+
+// A group of leases, some of whose lineages a forget reached outside this
+// registry's barrier locks (as another node's forget does on a shared
+// database): on a shared database each lease is checked live in the
+// group's transaction and gets its own answer, refused or granted, and
+// only the granted ones are written. On SQLite, one process, the barrier
+// locks are the check: such a forget is not one it can meet, and every
+// lease is granted.
+func TestLeaseGroupOutcomes(t *testing.T) {
+	ctx := context.Background()
+	st := shreddtest.New(t, shreddtest.Options{Kinds: shreddtest.Kinds})
+	reg := st.Registry
+	a := shreddtest.Seal(t, st.Sealer, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "alice's")
+	b := shreddtest.Seal(t, st.Sealer, shredd.Source{Kind: "summary", Subjects: []string{"alice", "bob"}}, "both")
+	c := shreddtest.Seal(t, st.Sealer, shredd.Source{Kind: "episodic", Subjects: []string{"bob"}}, "bob's")
+	alice, bob := liveRef(t, st, "alice"), liveRef(t, st, "bob")
+	tx, err := st.DB.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Keys.ForgetTx(ctx, tx, alice.SID); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	type ask struct {
+		art  shredd.ID
+		refs []envelope.Ref
+		dead bool // a lineage subject forgotten
+	}
+	asks := []ask{{a.Artifact, []envelope.Ref{alice}, true}, {b.Artifact, []envelope.Ref{bob, alice}, true}, {c.Artifact, []envelope.Ref{bob}, false}}
+	const n = 96
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k := asks[i%len(asks)]
+			unlock := reg.RLockSubjects([]envelope.SID{bob.SID})
+			defer unlock()
+			_, errs[i] = reg.IssueLease(ctx, k.art, "worker", k.refs)
+		}()
+	}
+	wg.Wait()
+	granted := 0
+	for i, err := range errs {
+		refuse := asks[i%len(asks)].dead && st.DB.Shared()
+		switch {
+		case refuse && !errors.Is(err, shredd.ErrShredded):
+			t.Errorf("lease %d (a forgotten subject in its lineage): %v, want ErrShredded", i, err)
+		case !refuse && err != nil:
+			t.Errorf("lease %d: %v, want granted", i, err)
+		case err == nil:
+			granted++
+		}
+	}
+	var rows int
+	if err := st.DB.QueryRowContext(ctx, `SELECT count(*) FROM leases`).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != granted {
+		t.Fatalf("%d lease rows for %d leases granted", rows, granted)
+	}
+	if st.DB.Shared() && granted != n/3 {
+		t.Fatalf("%d leases granted, want %d (bob's record only)", granted, n/3)
 	}
 }
