@@ -44,7 +44,7 @@ go vet ./...
 go test -race -count=1 -timeout 30m ./...
 echo "go test (SQLite and the PostgreSQL conformance suite): $((SECONDS - start)) s" >&2
 # The service's own suites once more, every stack on PostgreSQL.
-SHREDD_TEST_STORE=postgres go test -race -count=1 -timeout 20m ./sealing/ ./erasure/ ./api/ ./api/client/
+SHREDD_TEST_STORE=postgres go test -race -count=1 -timeout 20m ./registry/ ./sealing/ ./erasure/ ./api/ ./api/client/
 echo "go test on PostgreSQL: $((SECONDS - start)) s" >&2
 ./scripts/test-typescript.sh
 ./scripts/test-python.sh
