@@ -60,6 +60,17 @@ type dataKeyAnswer struct {
 // Seal seals one artifact on the client (see SealMany). The error is the
 // item's or the call's.
 func (c *Client) Seal(ctx context.Context, req EncryptRequest) (SealResult, error) {
+	return c.SealTo(ctx, nil, req)
+}
+
+// SealTo is Seal with the envelope written into buf's storage: the
+// result's Envelope is the envelope appended to buf[:0]. A writer that
+// seals large records one after another, each written out before the next
+// is sealed, passes the last result's Envelope back as buf, and once it
+// is large enough sealing allocates nothing per record (Seal allocates
+// the envelope each time, and the garbage collector then works for every
+// record). buf must not be in use elsewhere: its bytes are overwritten.
+func (c *Client) SealTo(ctx context.Context, buf []byte, req EncryptRequest) (SealResult, error) {
 	if err := envelope.CheckSizes(req.Plaintext, req.Context); err != nil {
 		return SealResult{}, fmt.Errorf("shredd: POST /v1/datakey: %w", err)
 	}
@@ -67,7 +78,7 @@ func (c *Client) Seal(ctx context.Context, req EncryptRequest) (SealResult, erro
 	if _, _, err := c.call(ctx, http.MethodPost, "/v1/datakey", req.dataKeyWire(), &a); err != nil {
 		return SealResult{}, err
 	}
-	r, err := sealItem(&a, req)
+	r, err := sealItem(buf[:0], &a, req)
 	if err != nil {
 		return SealResult{}, fmt.Errorf("shredd: POST /v1/datakey: %w", err)
 	}
@@ -122,7 +133,7 @@ func (c *Client) SealMany(ctx context.Context, reqs []EncryptRequest) ([]SealRes
 					res[i] = SealResult{Err: a.Err}
 					continue
 				}
-				res[i], errs[i] = sealItem(a, reqs[i])
+				res[i], errs[i] = sealItem(nil, a, reqs[i])
 			}
 		}()
 	}
@@ -142,10 +153,10 @@ func (c *Client) SealMany(ctx context.Context, reqs []EncryptRequest) ([]SealRes
 }
 
 // sealItem seals req's plaintext with the data key of a and clears the key.
-func sealItem(a *dataKeyAnswer, req EncryptRequest) (SealResult, error) {
+func sealItem(dst []byte, a *dataKeyAnswer, req EncryptRequest) (SealResult, error) {
 	dk := envelope.DataKey{Header: a.Header, Key: a.Key}
 	defer dk.Clear()
-	b, err := envelope.SealWithKey(nil, dk, req.Plaintext, req.Context)
+	b, err := envelope.SealWithKey(dst, dk, req.Plaintext, req.Context)
 	if err != nil {
 		return SealResult{}, err
 	}

@@ -3,6 +3,7 @@ package client_test
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -109,4 +110,41 @@ func envelopeID(a envelope.ArtifactID) string {
 		b.WriteByte(hexdigits[x&15])
 	}
 	return b.String()
+}
+
+// SealTo writes each envelope into the buffer it is given: sealed one
+// after another into one buffer, each envelope opens to its own record,
+// the buffer's storage is reused once it is large enough, and a refused
+// item leaves nothing sealed.
+func TestSealTo(t *testing.T) {
+	s := newServer(t)
+	c := s.client("")
+	ctx := t.Context()
+	setupKinds(t, c, "episodic")
+	var buf []byte
+	for i := range 4 {
+		pt := bytes.Repeat([]byte{byte('a' + i)}, 64<<10+i) // each a little larger
+		res, err := c.SealTo(ctx, buf, client.EncryptRequest{Subjects: []string{"hana@example.com"}, Kind: "episodic", Plaintext: pt, Context: []byte{byte(i)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 && cap(buf) >= len(res.Envelope) && &res.Envelope[0] != &buf[:1][0] {
+			t.Fatalf("record %d: sealed into new storage though the buffer (cap %d) held its %d bytes", i, cap(buf), len(res.Envelope))
+		}
+		out, err := c.DecryptRaw(ctx, res.Envelope, []byte{byte(i)}, "")
+		if err != nil || !bytes.Equal(out.Plaintext, pt) || out.Artifact != res.Artifact {
+			t.Fatalf("record %d: %v", i, err)
+		}
+		buf = res.Envelope
+		if i == 0 {
+			buf = slices.Grow(buf[:0], 1<<20) // room for the others
+		}
+	}
+	before := slices.Clone(buf)
+	if _, err := c.SealTo(ctx, buf, client.EncryptRequest{Subjects: []string{"hana@example.com"}, Kind: "no-such-kind", Plaintext: []byte("x")}); err == nil {
+		t.Fatal("SealTo of an unknown kind: no error")
+	}
+	if !bytes.Equal(buf, before) {
+		t.Fatal("a refused SealTo wrote into the buffer")
+	}
 }
