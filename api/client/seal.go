@@ -94,6 +94,17 @@ func (c *Client) SealTo(ctx context.Context, buf []byte, req EncryptRequest) (Se
 // that failed has Err set, and the others took effect (registrations are
 // not rolled back). The error is for the call as a whole.
 func (c *Client) SealMany(ctx context.Context, reqs []EncryptRequest) ([]SealResult, error) {
+	return c.SealManyTo(ctx, nil, reqs)
+}
+
+// SealManyTo is SealMany with each envelope written into a buffer of bufs
+// (nil: none), as SealTo does: item i's Envelope is appended to
+// bufs[i][:0]. bufs, when given, has one buffer per request; passing the
+// last call's Envelopes back reuses their storage.
+func (c *Client) SealManyTo(ctx context.Context, bufs [][]byte, reqs []EncryptRequest) ([]SealResult, error) {
+	if bufs != nil && len(bufs) != len(reqs) {
+		return nil, fmt.Errorf("shredd: POST /v1/datakey: %d buffers for %d items", len(bufs), len(reqs))
+	}
 	in := struct {
 		BatchInput []dataKeyWire `json:"batch_input"`
 	}{make([]dataKeyWire, len(reqs))}
@@ -133,7 +144,11 @@ func (c *Client) SealMany(ctx context.Context, reqs []EncryptRequest) ([]SealRes
 					res[i] = SealResult{Err: a.Err}
 					continue
 				}
-				res[i], errs[i] = sealItem(nil, a, reqs[i])
+				var buf []byte
+				if bufs != nil {
+					buf = bufs[i][:0]
+				}
+				res[i], errs[i] = sealItem(buf, a, reqs[i])
 			}
 		}()
 	}

@@ -147,4 +147,36 @@ func TestSealTo(t *testing.T) {
 	if !bytes.Equal(buf, before) {
 		t.Fatal("a refused SealTo wrote into the buffer")
 	}
+
+	// SealManyTo: a buffer per item, reused from call to call; a refused
+	// item leaves its buffer alone.
+	bufs := [][]byte{make([]byte, 0, 1<<20), make([]byte, 0, 1<<20), make([]byte, 0, 1<<20)}
+	first := []*byte{&bufs[0][:1][0], &bufs[1][:1][0], &bufs[2][:1][0]}
+	for round := range 2 {
+		reqs := []client.EncryptRequest{
+			{Subjects: []string{"hana@example.com"}, Kind: "episodic", Plaintext: bytes.Repeat([]byte{'x'}, 200<<10+round)},
+			{Subjects: []string{"hana@example.com"}, Kind: "no-such-kind", Plaintext: []byte("y")},
+			{Subjects: []string{"ivan@example.com"}, Kind: "episodic", Plaintext: []byte("z"), Context: []byte("c")},
+		}
+		res, err := c.SealManyTo(ctx, bufs, reqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res[1].Err == nil || res[1].Envelope != nil {
+			t.Fatalf("round %d: the unknown kind: %+v", round, res[1])
+		}
+		for _, i := range []int{0, 2} {
+			if &res[i].Envelope[0] != first[i] {
+				t.Fatalf("round %d, item %d: not sealed into its buffer", round, i)
+			}
+			out, err := c.DecryptRaw(ctx, res[i].Envelope, reqs[i].Context, "")
+			if err != nil || !bytes.Equal(out.Plaintext, reqs[i].Plaintext) {
+				t.Fatalf("round %d, item %d: %v", round, i, err)
+			}
+			bufs[i] = res[i].Envelope
+		}
+	}
+	if _, err := c.SealManyTo(ctx, bufs[:2], make([]client.EncryptRequest, 3)); err == nil {
+		t.Fatal("SealManyTo with 2 buffers for 3 items: no error")
+	}
 }

@@ -72,6 +72,7 @@ type benchConfig struct {
 	Payload    int
 	RawPayload int
 	Batch      int
+	RawBatch   int
 	Subjects   int
 	URL        string   // --url as given
 	URLs       []string // --url's nodes: clients spread round-robin over them
@@ -100,6 +101,7 @@ func parseBench(args []string, stderr io.Writer, getenv func(string) string) (*b
 	fl.IntVar(&c.Payload, "payload", 1024, "plaintext bytes of encrypt, decrypt, batch and mixed")
 	fl.IntVar(&c.RawPayload, "raw-payload", 1<<20, "plaintext bytes of raw, raw-decrypt and seal-raw")
 	fl.IntVar(&c.Batch, "batch", 100, "items per batch")
+	fl.IntVar(&c.RawBatch, "raw-batch", 1, "records of --raw-payload bytes per seal-raw call: 1 seals with SealTo, more with SealManyTo")
 	fl.IntVar(&c.Subjects, "subjects", 1000, "subjects: encrypt and decrypt use the lower half ("+benchSubject(0)+" ...), forget the upper half from the top")
 	fl.StringVar(&c.URL, "url", "", "shredd to drive (default: start one, --serve-self); several nodes of one cluster, comma-separated: clients spread round-robin over them")
 	tokenFile := fl.String("token-file", "", "file holding the bearer token for --url (needs admin, or encrypt, decrypt and forget scopes and the kinds registered)")
@@ -127,7 +129,7 @@ func parseBench(args []string, stderr io.Writer, getenv func(string) string) (*b
 		return nil, err
 	}
 	if !c.inRange() {
-		fmt.Fprintln(stderr, "shredd-bench: needs --ops, 1 <= --clients <= 1024, 0 < --duration <= 1h, --max-ops >= 1, --payload <= 1 MiB, --raw-payload <= 64 MiB, 1 <= --batch <= 1000, --subjects >= 2")
+		fmt.Fprintln(stderr, "shredd-bench: needs --ops, 1 <= --clients <= 1024, 0 < --duration <= 1h, --max-ops >= 1, --payload <= 1 MiB, --raw-payload <= 64 MiB, 1 <= --batch <= 1000, 1 <= --raw-batch <= 64, --subjects >= 2")
 		return nil, errors.New("bad flag value")
 	}
 	if c.URL == "" {
@@ -169,7 +171,8 @@ func parseOps(ops string, stderr io.Writer) ([]string, error) {
 // there is an operation to run.
 func (c *benchConfig) inRange() bool {
 	return len(c.Ops) > 0 && c.Clients >= 1 && c.Clients <= 1024 && c.Duration > 0 && c.Duration <= time.Hour && c.MaxOps >= 1 &&
-		c.Payload >= 0 && c.Payload <= 1<<20 && c.RawPayload >= 0 && c.RawPayload <= 64<<20 && c.Batch >= 1 && c.Batch <= 1000 && c.Subjects >= 2
+		c.Payload >= 0 && c.Payload <= 1<<20 && c.RawPayload >= 0 && c.RawPayload <= 64<<20 && c.Batch >= 1 && c.Batch <= 1000 &&
+		c.RawBatch >= 1 && c.RawBatch <= 64 && c.Subjects >= 2
 }
 
 // parseURL checks --url (loopback addresses, 1 to 64 of them, not with
@@ -270,6 +273,7 @@ type reportConfig struct {
 	Payload    int      `json:"payload"`
 	RawPayload int      `json:"raw_payload"`
 	Batch      int      `json:"batch"`
+	RawBatch   int      `json:"raw_batch"`
 	Subjects   int      `json:"subjects"`
 	ServeSelf  bool     `json:"serve_self"`
 	Nodes      int      `json:"nodes"` // shredd nodes driven (--url's addresses)
@@ -711,7 +715,7 @@ type workload struct {
 func (c *benchConfig) run(ctx context.Context, stderr io.Writer) (*benchReport, error) {
 	rep := &benchReport{Machine: machine(), Ratios: []benchRatio{},
 		Config: reportConfig{Ops: c.Ops, Clients: c.Clients, DurationS: c.Duration.Seconds(), Payload: c.Payload, RawPayload: c.RawPayload,
-			Batch: c.Batch, Subjects: c.Subjects, ServeSelf: c.ServeSelf, Nodes: max(1, len(c.URLs)), DataDir: c.DataDir}}
+			Batch: c.Batch, RawBatch: c.RawBatch, Subjects: c.Subjects, ServeSelf: c.ServeSelf, Nodes: max(1, len(c.URLs)), DataDir: c.DataDir}}
 	logf := func(format string, a ...any) { fmt.Fprintf(stderr, "shredd-bench: "+format+"\n", a...) }
 	var undo cleanups
 	defer undo.run()
@@ -1268,37 +1272,53 @@ func (d *benchData) forgetCall(c *benchConfig) call {
 }
 
 // sealWorkload returns the client-side sealing calls of op (seal,
-// seal-batch, seal-raw): 16 requests, each of one item or a batch.
+// seal-batch, seal-raw): 16 requests, each of one item or a batch
+// (--batch items of seal-batch, --raw-batch records of seal-raw).
 func (d *benchData) sealWorkload(c *benchConfig, op string) *workload {
 	pt, size := d.pt, 1
 	switch op {
 	case opSealBatch:
 		size = c.Batch
 	case opSealRaw:
-		pt = d.rawPT
+		pt, size = d.rawPT, c.RawBatch
 	}
+	// seal-raw's records are sealed into buffers reused from call to call
+	// (client.SealTo, SealManyTo), as the AES-GCM baseline reuses its
+	// output: a set of size buffers per call in flight.
+	bufs := &sync.Pool{New: func() any { return new([][]byte) }}
 	var calls []call
-	bufs := &sync.Pool{New: func() any { return new([]byte) }}
 	for i := range 16 {
 		reqs := make([]client.EncryptRequest, size)
 		for j := range reqs {
 			reqs[j] = client.EncryptRequest{Subjects: []string{benchSubject(d.pool[(i*size+j)%len(d.pool)])}, Kind: "episodic", Plaintext: pt}
 		}
 		calls = append(calls, call{items: size, bytes: size * len(pt), want: 200, seal: func(ctx context.Context, gc *client.Client) (int, error) {
-			if size == 1 {
-				if op != opSealRaw {
-					_, err := gc.Seal(ctx, reqs[0])
+			if op == opSealRaw {
+				b := bufs.Get().(*[][]byte)
+				defer bufs.Put(b)
+				if len(*b) != size {
+					*b = make([][]byte, size)
+				}
+				if size == 1 {
+					res, err := gc.SealTo(ctx, (*b)[0], reqs[0])
+					if err == nil {
+						(*b)[0] = res.Envelope
+					}
 					return 0, err
 				}
-				// Large records: each sealed into a buffer reused from
-				// record to record (client.SealTo), as the AES-GCM
-				// baseline reuses its output.
-				b := bufs.Get().(*[]byte)
-				res, err := gc.SealTo(ctx, *b, reqs[0])
-				if err == nil {
-					*b = res.Envelope
+				res, err := gc.SealManyTo(ctx, *b, reqs)
+				failed := 0
+				for j, r := range res {
+					if r.Err != nil {
+						failed++
+					} else {
+						(*b)[j] = r.Envelope
+					}
 				}
-				bufs.Put(b)
+				return failed, err
+			}
+			if size == 1 {
+				_, err := gc.Seal(ctx, reqs[0])
 				return 0, err
 			}
 			res, err := gc.SealMany(ctx, reqs)
@@ -1481,6 +1501,9 @@ func (lr *loadRun) result(op string, nodes int, el float64) benchResult {
 		P50ms: q(0.50), P99ms: q(0.99), P999ms: q(0.999), MaxMs: q(1)}
 	if op == opBatch || op == opSealBatch {
 		r.Batch = c.Batch
+	}
+	if op == opSealRaw && c.RawBatch > 1 {
+		r.Batch = c.RawBatch
 	}
 	if op == opRaw || op == opRawDecrypt || op == opSealRaw {
 		r.Payload = c.RawPayload

@@ -191,7 +191,7 @@ func TestBench(t *testing.T) {
 	ops := []string{opEncrypt, opDecrypt, opBatch, opForget, opMixed, opRaw, opRawDecrypt, opSeal, opSealBatch, opSealRaw}
 	out := runBench(t, []string{"VAULT_ADDR=" + v.Addr, "VAULT_TOKEN=" + v.RootToken},
 		"--ops", strings.Join(ops, ","), "--duration", "300ms", "--clients", "4", "--subjects", "200",
-		"--batch", "10", "--raw-payload", "65536", "--json")
+		"--batch", "10", "--raw-payload", "65536", "--raw-batch", "3", "--json")
 	var rep benchReport
 	dec := json.NewDecoder(bytes.NewReader(out))
 	dec.DisallowUnknownFields()
@@ -229,6 +229,9 @@ func TestBench(t *testing.T) {
 		if b := got[targetShredd+"/"+op]; b.Items != 10*b.Requests || b.Batch != 10 {
 			t.Errorf("%s: %d items in %d requests of %d", op, b.Items, b.Requests, b.Batch)
 		}
+	}
+	if b := got[targetShredd+"/"+opSealRaw]; b.Items != 3*b.Requests || b.Batch != 3 || rep.Config.RawBatch != 3 {
+		t.Errorf("seal-raw: %d records in %d requests of %d (--raw-batch %d)", b.Items, b.Requests, b.Batch, rep.Config.RawBatch)
 	}
 	if rep.Fsync == nil || rep.Fsync.Samples < 1 || rep.Fsync.CeilingPerS <= 0 {
 		t.Errorf("fsync baseline %+v", rep.Fsync)
