@@ -1,12 +1,15 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"fmt"
 	"net/http"
 	"runtime"
+	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/shredd/shredd/envelope"
 )
@@ -74,6 +77,9 @@ func (c *Client) SealTo(ctx context.Context, buf []byte, req EncryptRequest) (Se
 	if err := envelope.CheckSizes(req.Plaintext, req.Context); err != nil {
 		return SealResult{}, fmt.Errorf("shredd: POST /v1/datakey: %w", err)
 	}
+	if err := checkBuffers([][]byte{buf}, []EncryptRequest{req}); err != nil {
+		return SealResult{}, fmt.Errorf("shredd: POST /v1/datakey: %w", err)
+	}
 	var a dataKeyAnswer
 	if _, _, err := c.call(ctx, http.MethodPost, "/v1/datakey", req.dataKeyWire(), &a); err != nil {
 		return SealResult{}, err
@@ -103,7 +109,10 @@ func (c *Client) SealMany(ctx context.Context, reqs []EncryptRequest) ([]SealRes
 // last call's Envelopes back reuses their storage.
 func (c *Client) SealManyTo(ctx context.Context, bufs [][]byte, reqs []EncryptRequest) ([]SealResult, error) {
 	if bufs != nil && len(bufs) != len(reqs) {
-		return nil, fmt.Errorf("shredd: POST /v1/datakey: %d buffers for %d items", len(bufs), len(reqs))
+		return nil, fmt.Errorf("shredd: POST /v1/datakey: %w: %d buffers for %d items", envelope.ErrInvalid, len(bufs), len(reqs))
+	}
+	if err := checkBuffers(bufs, reqs); err != nil {
+		return nil, fmt.Errorf("shredd: POST /v1/datakey: %w", err)
 	}
 	in := struct {
 		BatchInput []dataKeyWire `json:"batch_input"`
@@ -165,6 +174,52 @@ func (c *Client) SealManyTo(ctx context.Context, bufs [][]byte, reqs []EncryptRe
 		}
 	}
 	return res, nil
+}
+
+// checkBuffers refuses buffers that share memory with each other or with
+// a plaintext or context of reqs: sealing writes into a buffer's whole
+// capacity, so another item's buffer would be overwritten (items seal in
+// parallel) and a plaintext read while it is overwritten (AES-GCM panics
+// on such an overlap). Plaintexts and contexts may share memory among
+// themselves. It is checked before anything is registered.
+func checkBuffers(bufs [][]byte, reqs []EncryptRequest) error {
+	type span struct {
+		start, end uintptr
+		buf        bool
+	}
+	var spans []span
+	add := func(b []byte, capacity, buf bool) {
+		n := len(b)
+		if capacity {
+			n = cap(b)
+		}
+		if n > 0 {
+			p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+			spans = append(spans, span{p, p + uintptr(n), buf})
+		}
+	}
+	for _, b := range bufs {
+		add(b, true, true)
+	}
+	if len(spans) == 0 {
+		return nil
+	}
+	for _, r := range reqs {
+		add(r.Plaintext, false, false)
+		add(r.Context, false, false)
+	}
+	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.start, b.start) })
+	var maxEnd, maxBufEnd uintptr // of the spans before, all and buffers only
+	for _, s := range spans {
+		if (s.buf && maxEnd > s.start) || maxBufEnd > s.start {
+			return fmt.Errorf("%w: a buffer shares memory with another buffer, a plaintext or a context", envelope.ErrInvalid)
+		}
+		maxEnd = max(maxEnd, s.end)
+		if s.buf {
+			maxBufEnd = max(maxBufEnd, s.end)
+		}
+	}
+	return nil
 }
 
 // sealItem seals req's plaintext with the data key of a and clears the key.

@@ -176,7 +176,41 @@ func TestSealTo(t *testing.T) {
 			bufs[i] = res[i].Envelope
 		}
 	}
-	if _, err := c.SealManyTo(ctx, bufs[:2], make([]client.EncryptRequest, 3)); err == nil {
-		t.Fatal("SealManyTo with 2 buffers for 3 items: no error")
+	if _, err := c.SealManyTo(ctx, bufs[:2], make([]client.EncryptRequest, 3)); !errors.Is(err, envelope.ErrInvalid) {
+		t.Fatalf("SealManyTo with 2 buffers for 3 items: %v, want ErrInvalid", err)
+	}
+
+	// A buffer that shares memory with a plaintext, a context or another
+	// buffer is refused before anything is sealed (sealing would overwrite
+	// what it reads, or another item's envelope); plaintexts may share.
+	pt := make([]byte, 1000, 4096)
+	hana := func(p, ctx []byte) client.EncryptRequest {
+		return client.EncryptRequest{Subjects: []string{"hana@example.com"}, Kind: "episodic", Plaintext: p, Context: ctx}
+	}
+	for name, call := range map[string]func() error{
+		"SealTo into its plaintext":   func() error { _, err := c.SealTo(ctx, pt[:0], hana(pt, nil)); return err },
+		"SealTo before its plaintext": func() error { _, err := c.SealTo(ctx, pt[:0], hana(pt[500:], nil)); return err },
+		"SealTo into its context":     func() error { _, err := c.SealTo(ctx, pt[:0], hana([]byte("x"), pt[:10])); return err },
+		"SealManyTo, one buffer twice": func() error {
+			_, err := c.SealManyTo(ctx, [][]byte{bufs[0], bufs[0]}, []client.EncryptRequest{hana(nil, nil), hana(nil, nil)})
+			return err
+		},
+		"SealManyTo, overlapping halves": func() error {
+			_, err := c.SealManyTo(ctx, [][]byte{pt[:0:2048], pt[2000:2000]}, []client.EncryptRequest{hana(nil, nil), hana(nil, nil)})
+			return err
+		},
+		"SealManyTo into another's plaintext": func() error {
+			_, err := c.SealManyTo(ctx, [][]byte{nil, pt[1000:1000]}, []client.EncryptRequest{hana(pt[1000:1100], nil), hana(nil, nil)})
+			return err
+		},
+	} {
+		if err := call(); !errors.Is(err, envelope.ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		}
+	}
+	shared := []client.EncryptRequest{hana(pt[:1000], nil), hana(pt[:1000], nil)}
+	res, err := c.SealManyTo(ctx, [][]byte{nil, make([]byte, 0, 2048)}, shared)
+	if err != nil || res[0].Err != nil || res[1].Err != nil {
+		t.Fatalf("SealManyTo of one plaintext twice: %v %+v", err, res)
 	}
 }
