@@ -50,16 +50,7 @@ func (s *Registry) leaseWriter() {
 func (s *Registry) writeLeases(batch []leaseReq) error {
 	ctx, cancel := s.db.Bound(context.Background())
 	defer cancel()
-	var refs []envelope.Ref
-	seen := map[envelope.Ref]bool{}
-	for _, r := range batch {
-		for _, ref := range r.refs {
-			if !seen[ref] {
-				seen[ref] = true
-				refs = append(refs, ref)
-			}
-		}
-	}
+	refs := distinctRefs(len(batch), func(i int) []envelope.Ref { return batch[i].refs })
 	// The lineages' shards (touching): leases of other nodes commit
 	// beside this group; a forget waits for it or it for the forget.
 	tx, err := s.db.BeginTouching(ctx, s.touching(refs))

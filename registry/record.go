@@ -203,16 +203,7 @@ func (s *Registry) writeGroup(batch []recordReq, kinds map[string]bool) ([]error
 	// Every statement within the store timeout, prepared ones included.
 	ctx, cancel := s.db.Bound(context.Background())
 	defer cancel()
-	var refs []envelope.Ref
-	seen := map[envelope.Ref]bool{}
-	for _, r := range batch {
-		for _, ref := range r.Lineage {
-			if !seen[ref] {
-				seen[ref] = true
-				refs = append(refs, ref)
-			}
-		}
-	}
+	refs := distinctRefs(len(batch), func(i int) []envelope.Ref { return batch[i].Lineage })
 	// The transaction declares its lineage's shards (touching): groups of
 	// other nodes commit beside it, a forget waits for it or it for the
 	// forget.
@@ -244,6 +235,23 @@ func (s *Registry) writeGroup(batch []recordReq, kinds map[string]bool) ([]error
 		return nil, fmt.Errorf("sealing: record: %w", err)
 	}
 	return errs, nil
+}
+
+// distinctRefs returns the refs of the lineages of a group's n items
+// (lineage(i)), each once, in the order first met: what the group's
+// transaction declares and checks live.
+func distinctRefs(n int, lineage func(i int) []envelope.Ref) []envelope.Ref {
+	var refs []envelope.Ref
+	seen := map[envelope.Ref]bool{}
+	for i := range n {
+		for _, ref := range lineage(i) {
+			if !seen[ref] {
+				seen[ref] = true
+				refs = append(refs, ref)
+			}
+		}
+	}
+	return refs
 }
 
 // txStmts runs queries in a transaction, preparing each query text once
