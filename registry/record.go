@@ -458,14 +458,14 @@ func insertStagedRows(ctx context.Context, st *txStmts, recs []recordReq, perPar
 }
 
 // insertRows runs prefix with args as rows of cols values, per rows a
-// statement; the rows left after the last full statement take one more on
-// PostgreSQL (each statement is a round trip), and one each on SQLite (a
-// single-row statement prepared once, where a statement of their number
-// would be planned for them alone).
+// statement, on SQLite (a shared database writes a group in one statement,
+// insertStagedShared): the rows left after the last full statement take
+// one each (a single-row statement prepared once, where a statement of
+// their number would be planned for them alone).
 func insertRows(ctx context.Context, st *txStmts, prefix string, cols, per int, args []any) error {
 	for len(args) > 0 {
 		n := min(len(args)/cols, per)
-		if n < per && !st.direct {
+		if n < per {
 			n = 1
 		}
 		if _, err := st.ExecContext(ctx, valuesSQL(prefix, cols, n), args[:n*cols]...); err != nil {
