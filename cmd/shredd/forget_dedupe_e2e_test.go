@@ -51,6 +51,7 @@ func TestForgetDedupeUpgrade(t *testing.T) {
 	}
 	for _, q := range []string{
 		`DELETE FROM migrations WHERE version >= 7`,
+		`DROP INDEX artifacts_facts`,          // migration 0009's
 		`DROP INDEX forgets_by_state_rekeyed`, // migration 0008's, made after 0007's
 		`DROP INDEX forgets_by_state_marker`,
 		`DROP INDEX buckets_by_root_version`,
