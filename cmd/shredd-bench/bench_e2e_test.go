@@ -236,8 +236,13 @@ func TestBench(t *testing.T) {
 	if rep.Fsync == nil || rep.Fsync.Samples < 1 || rep.Fsync.CeilingPerS <= 0 {
 		t.Errorf("fsync baseline %+v", rep.Fsync)
 	}
-	if rep.AEAD == nil || rep.AEAD.MBPerS <= 0 || rep.AEAD.Payload != 65536 {
+	if rep.AEAD == nil || rep.AEAD.MBPerS <= 0 || rep.AEAD.Payload != 65536 || rep.AEAD.Buffers != 1 {
 		t.Errorf("aead baseline %+v", rep.AEAD)
+	}
+	// seal-raw's records in flight (clients × --raw-batch), spread over
+	// the workers.
+	if a := rep.AEADSpread; a == nil || a.MBPerS <= 0 || a.Payload != 65536 || a.Buffers != max(1, rep.Config.Clients*3/a.Workers) {
+		t.Errorf("aead baseline over seal-raw's buffers %+v", a)
 	}
 	ratios := map[string]bool{}
 	for _, r := range rep.Ratios {
