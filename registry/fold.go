@@ -284,7 +284,6 @@ func (ws *walState) foldIn(ctx context.Context, recs []*walRecord) error {
 	}
 	defer tx.Rollback()
 	st := newTxStmts(ws.db, tx)
-	defer st.close()
 	kinds := map[string]bool{}
 	rows := make([]recordReq, 0, len(recs))
 	for _, r := range recs {

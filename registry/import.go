@@ -58,7 +58,6 @@ func (s *Registry) BulkImport(ctx context.Context, arts []BulkArtifact, o storag
 
 func (s *Registry) bulkImport(ctx context.Context, tx *storage.Tx, arts []BulkArtifact) error {
 	st := newTxStmts(s.db, tx)
-	defer st.close()
 	live := map[envelope.Ref]bool{}
 	kinds := map[string]bool{}
 	for i := range arts {

@@ -66,7 +66,7 @@ func (s *Registry) KindRegistered(ctx context.Context, name string) (bool, error
 }
 
 // rowQuerier runs a query for one row: the database, a transaction, or
-// a group's prepared statements (txStmts).
+// a group's transaction (txStmts).
 type rowQuerier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }

@@ -112,7 +112,6 @@ func insertLeases(ctx context.Context, db *storage.DB, tx *storage.Tx, leases []
 		return nil
 	}
 	st := newTxStmts(db, tx)
-	defer st.close()
 	for _, l := range leases {
 		if _, err := st.ExecContext(ctx, `INSERT INTO leases(id, artifact, holder, issued_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
 			l.ID[:], l.Artifact[:], l.Holder, l.IssuedAt.UnixNano(), l.ExpiresAt.UnixNano()); err != nil {

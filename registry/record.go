@@ -213,7 +213,6 @@ func (s *Registry) writeGroup(batch []recordReq, kinds map[string]bool) ([]error
 	}
 	defer tx.Rollback()
 	st := newTxStmts(s.db, tx)
-	defer st.close()
 	// Every lineage subject of the group is checked live in this
 	// transaction (a query per hundred subjects): no forget can commit
 	// before it ends.
@@ -254,63 +253,30 @@ func distinctRefs(n int, lineage func(i int) []envelope.Ref) []envelope.Ref {
 	return refs
 }
 
-// txStmts runs queries in a transaction, preparing each query text once
-// on SQLite: the registrations of a group run the same few queries many
-// times. On PostgreSQL (direct) it runs them as they are: the driver
-// prepares each query text once per connection and keeps it, where a
-// statement prepared for the transaction took a round trip to prepare
-// and another to release, for each text of every group.
+// txStmts runs a group's queries in a transaction, and says whether the
+// database is shared (direct: PostgreSQL, where a group writes its rows in
+// one statement). The registrations of a group run the same few query
+// texts many times; each engine's driver prepares a text once per
+// connection and keeps it (SQLite: storage/sqlite.StmtCache), so they are
+// run as they are, with no statement prepared per transaction.
 type txStmts struct {
 	tx     *storage.Tx
 	direct bool
-	m      map[string]*sql.Stmt
 }
 
 // newTxStmts returns the statements of tx, a transaction of db.
 func newTxStmts(db *storage.DB, tx *storage.Tx) *txStmts {
-	return &txStmts{tx: tx, direct: db.Shared(), m: map[string]*sql.Stmt{}}
+	return &txStmts{tx: tx, direct: db.Shared()}
 }
 
-func (t *txStmts) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
-	if st, ok := t.m[q]; ok {
-		return st, nil
-	}
-	st, err := t.tx.PrepareContext(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	t.m[q] = st
-	return st, nil
-}
-
-// QueryRowContext is the transaction's, with the statement prepared once.
+// QueryRowContext is the transaction's.
 func (t *txStmts) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	if t.direct {
-		return t.tx.QueryRowContext(ctx, q, args...)
-	}
-	st, err := t.stmt(ctx, q)
-	if err != nil {
-		return t.tx.QueryRowContext(ctx, q, args...) // reports the error through Scan
-	}
-	return st.QueryRowContext(ctx, args...)
+	return t.tx.QueryRowContext(ctx, q, args...)
 }
 
-// ExecContext is the transaction's, with the statement prepared once.
+// ExecContext is the transaction's.
 func (t *txStmts) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	if t.direct {
-		return t.tx.ExecContext(ctx, q, args...)
-	}
-	st, err := t.stmt(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	return st.ExecContext(ctx, args...)
-}
-
-func (t *txStmts) close() {
-	for _, st := range t.m {
-		st.Close()
-	}
+	return t.tx.ExecContext(ctx, q, args...)
 }
 
 // checkRecord checks one registration, inside the group's transaction or,
