@@ -49,10 +49,22 @@ var registerDriver sync.Once
 // the commit that crosses it copy the WAL into the database file and fsync
 // it before returning: under load that is most commits of the registry's
 // group commits, each copying the same hot index pages again. shredd's
-// service checkpoints in the background instead (storage.DB.Checkpoint, after
-// commits, at most every few milliseconds); this bound only caps the WAL
-// when nothing does.
-const WALAutoCheckpoint = 10_000
+// registry checkpoints in the background after its own commits
+// (storage.DB.Checkpoint, at most every 50 ms), but the commit that crosses
+// this bound is still what starts the WAL again under a stream of writes
+// (a checkpoint beside the writers never copies what they committed while
+// it ran), and forgets and re-keys ask for no background checkpoint: that
+// commit copies what is left while every writer waits behind it. Under a
+// stream of forgets and re-keys (about 10,000 pages a second at 1M
+// subjects) 10,000 pages made that wait 40 to 100 ms about once a second,
+// which was most of the forgets past 10 ms; at 40,000 it comes a quarter as
+// often and lasts up to about twice as long, and the copies, of the same
+// hot pages, are fewer (docs/performance.md, "Rarer checkpoints in the
+// commit path"). Copying in the background after every writer's commits
+// instead was measured and is slower: its fsyncs of the database file
+// delay the commits' own. The WAL file keeps its largest size: up to about
+// 160 MiB at 4 KiB pages.
+const WALAutoCheckpoint = 40_000
 
 // Open opens (creating if needed) the SQLite database at path with the
 // settings shredd depends on, checks that they took effect, and migrates
@@ -108,7 +120,15 @@ func Open(path string) (*storage.DB, error) {
 	db.SetConnMaxIdleTime(time.Minute)
 	ctx := context.Background()
 	var mode string
-	var sd int
+	var sd, ac int
+	if err := db.QueryRowContext(ctx, "PRAGMA wal_autocheckpoint").Scan(&ac); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("storage: open db: %w", err)
+	}
+	if ac != WALAutoCheckpoint {
+		db.Close()
+		return nil, fmt.Errorf("storage: open db: wal_autocheckpoint=%d, want %d", ac, WALAutoCheckpoint)
+	}
 	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("storage: open db: %w", err)
