@@ -57,14 +57,14 @@ var registerDriver sync.Once
 // commit copies what is left while every writer waits behind it. Under a
 // stream of forgets and re-keys (about 10,000 pages a second at 1M
 // subjects) 10,000 pages made that wait 40 to 100 ms about once a second,
-// which was most of the forgets past 10 ms; at 40,000 it comes a quarter as
-// often and lasts up to about twice as long, and the copies, of the same
-// hot pages, are fewer (docs/performance.md, "Rarer checkpoints in the
-// commit path"). Copying in the background after every writer's commits
-// instead was measured and is slower: its fsyncs of the database file
-// delay the commits' own. The WAL file keeps its largest size: up to about
-// 160 MiB at 4 KiB pages.
-const WALAutoCheckpoint = 40_000
+// which was about half the forgets past 10 ms. At 20,000 it comes half as
+// often and lasts up to about 70 ms, and the copies, of the same hot pages,
+// are fewer; 40,000 gave the same p99 and a p99.9 of 100 ms
+// (docs/performance.md, "Rarer checkpoints in the commit path"). Copying in
+// the background after every writer's commits instead was measured and is
+// slower: its fsyncs of the database file delay the commits' own. The WAL
+// file keeps its largest size: up to about 80 MiB at 4 KiB pages.
+const WALAutoCheckpoint = 20_000
 
 // Open opens (creating if needed) the SQLite database at path with the
 // settings shredd depends on, checks that they took effect, and migrates
