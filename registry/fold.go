@@ -283,18 +283,17 @@ func (ws *walState) foldIn(ctx context.Context, recs []*walRecord) error {
 		return fmt.Errorf("registry: fold: %w", err)
 	}
 	defer tx.Rollback()
-	st := newTxStmts(ws.db, tx)
 	kinds := map[string]bool{}
 	rows := make([]recordReq, 0, len(recs))
 	for _, r := range recs {
 		if !kinds[r.reg.Kind] {
 			kinds[r.reg.Kind] = true
-			if _, err := st.ExecContext(ctx, `INSERT INTO kinds(name, description, created_at) VALUES (?, '', ?) ON CONFLICT(name) DO NOTHING`,
+			if _, err := tx.ExecContext(ctx, `INSERT INTO kinds(name, description, created_at) VALUES (?, '', ?) ON CONFLICT(name) DO NOTHING`,
 				r.reg.Kind, r.reg.At.UnixNano()); err != nil {
 				return fmt.Errorf("registry: fold: %w", err)
 			}
 		}
-		res, err := st.ExecContext(ctx, `INSERT INTO artifacts(id, kind, holder, sealed, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
+		res, err := tx.ExecContext(ctx, `INSERT INTO artifacts(id, kind, holder, sealed, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
 			r.reg.ID[:], r.reg.Kind, r.reg.Holder, r.reg.Sealed, r.reg.At.UnixNano())
 		if err != nil {
 			return fmt.Errorf("registry: fold: %w", err)
@@ -304,10 +303,10 @@ func (ws *walState) foldIn(ctx context.Context, recs []*walRecord) error {
 		}
 		rows = append(rows, recordReq{Registration: r.reg})
 	}
-	if err := insertLineage(ctx, st, rows); err != nil {
+	if err := insertLineage(ctx, tx, rows); err != nil {
 		return err
 	}
-	if _, err := st.ExecContext(ctx, `UPDATE registry_wal SET folded=? WHERE id=1`, int64(recs[len(recs)-1].seq)); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE registry_wal SET folded=? WHERE id=1`, int64(recs[len(recs)-1].seq)); err != nil {
 		return fmt.Errorf("registry: fold: %w", err)
 	}
 	if err := tx.Commit(); err != nil {

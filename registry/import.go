@@ -57,7 +57,6 @@ func (s *Registry) BulkImport(ctx context.Context, arts []BulkArtifact, o storag
 }
 
 func (s *Registry) bulkImport(ctx context.Context, tx *storage.Tx, arts []BulkArtifact) error {
-	st := newTxStmts(s.db, tx)
 	live := map[envelope.Ref]bool{}
 	kinds := map[string]bool{}
 	for i := range arts {
@@ -67,7 +66,7 @@ func (s *Registry) bulkImport(ctx context.Context, tx *storage.Tx, arts []BulkAr
 		}
 		if !kinds[a.Kind] {
 			var one int
-			if err := st.QueryRowContext(ctx, `SELECT 1 FROM kinds WHERE name=?`, a.Kind).Scan(&one); err != nil {
+			if err := tx.QueryRowContext(ctx, `SELECT 1 FROM kinds WHERE name=?`, a.Kind).Scan(&one); err != nil {
 				if errors.Is(err, sql.ErrNoRows) {
 					return fmt.Errorf("sealing: import: kind %q: %w", a.Kind, shredd.ErrUnknownKind)
 				}
@@ -79,7 +78,7 @@ func (s *Registry) bulkImport(ctx context.Context, tx *storage.Tx, arts []BulkAr
 			if live[r] {
 				continue
 			}
-			if err := s.live.CheckLive(ctx, st, []envelope.Ref{r}); err != nil {
+			if err := s.live.CheckLive(ctx, tx, []envelope.Ref{r}); err != nil {
 				return MapKeyErr(err)
 			}
 			live[r] = true
@@ -92,7 +91,7 @@ func (s *Registry) bulkImport(ctx context.Context, tx *storage.Tx, arts []BulkAr
 			}
 			return false
 		}
-		if err := insertRecord(ctx, st, a.ID, a.Kind, a.Holder, a.Sealed, s.opts.Now(), a.Parents, a.Lineage, direct); err != nil {
+		if err := insertRecord(ctx, tx, a.ID, a.Kind, a.Holder, a.Sealed, s.opts.Now(), a.Parents, a.Lineage, direct); err != nil {
 			return err
 		}
 	}

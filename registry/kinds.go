@@ -65,8 +65,7 @@ func (s *Registry) KindRegistered(ctx context.Context, name string) (bool, error
 	return kindRegistered(ctx, s.db, name)
 }
 
-// rowQuerier runs a query for one row: the database, a transaction, or
-// a group's transaction (txStmts).
+// rowQuerier runs a query for one row: the database or a transaction.
 type rowQuerier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }

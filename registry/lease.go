@@ -111,9 +111,8 @@ func insertLeases(ctx context.Context, db *storage.DB, tx *storage.Tx, leases []
 		}
 		return nil
 	}
-	st := newTxStmts(db, tx)
 	for _, l := range leases {
-		if _, err := st.ExecContext(ctx, `INSERT INTO leases(id, artifact, holder, issued_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
+		if _, err := tx.ExecContext(ctx, `INSERT INTO leases(id, artifact, holder, issued_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
 			l.ID[:], l.Artifact[:], l.Holder, l.IssuedAt.UnixNano(), l.ExpiresAt.UnixNano()); err != nil {
 			return fmt.Errorf("sealing: lease: %w", err)
 		}

@@ -2,7 +2,6 @@ package registry
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -212,22 +211,21 @@ func (s *Registry) writeGroup(batch []recordReq, kinds map[string]bool) ([]error
 		return nil, fmt.Errorf("sealing: record: %w", err)
 	}
 	defer tx.Rollback()
-	st := newTxStmts(s.db, tx)
 	// Every lineage subject of the group is checked live in this
 	// transaction (a query per hundred subjects): no forget can commit
 	// before it ends.
-	notLive, err := s.checkLive(ctx, st, refs)
+	notLive, err := s.checkLive(ctx, tx, refs)
 	if err != nil {
 		return nil, MapKeyErr(err)
 	}
 	errs := make([]error, len(batch))
 	rows := make([]recordReq, 0, len(batch))
 	for i, r := range batch {
-		if errs[i] = checkRecord(ctx, st, kinds, notLive, &r.Registration); errs[i] == nil {
+		if errs[i] = checkRecord(ctx, tx, kinds, notLive, &r.Registration); errs[i] == nil {
 			rows = append(rows, r)
 		}
 	}
-	if err := insertStaged(ctx, st, rows); err != nil {
+	if err := insertStaged(ctx, tx, s.db.Shared(), rows); err != nil {
 		return nil, err
 	}
 	if err := tx.Commit(); err != nil {
@@ -251,32 +249,6 @@ func distinctRefs(n int, lineage func(i int) []envelope.Ref) []envelope.Ref {
 		}
 	}
 	return refs
-}
-
-// txStmts runs a group's queries in a transaction, and says whether the
-// database is shared (direct: PostgreSQL, where a group writes its rows in
-// one statement). The registrations of a group run the same few query
-// texts many times; each engine's driver prepares a text once per
-// connection and keeps it (SQLite: storage/sqlite.StmtCache), so they are
-// run as they are, with no statement prepared per transaction.
-type txStmts struct {
-	tx     *storage.Tx
-	direct bool
-}
-
-// newTxStmts returns the statements of tx, a transaction of db.
-func newTxStmts(db *storage.DB, tx *storage.Tx) *txStmts {
-	return &txStmts{tx: tx, direct: db.Shared()}
-}
-
-// QueryRowContext is the transaction's.
-func (t *txStmts) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	return t.tx.QueryRowContext(ctx, q, args...)
-}
-
-// ExecContext is the transaction's.
-func (t *txStmts) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	return t.tx.ExecContext(ctx, q, args...)
 }
 
 // checkRecord checks one registration, inside the group's transaction or,
@@ -309,13 +281,13 @@ func checkRecord(ctx context.Context, q rowQuerier, known map[string]bool, notLi
 // (keystore.CheckLiveMany), as each query is a round trip; on SQLite, in
 // process, one prepared query per ref, which costs less than planning one
 // query over many.
-func (s *Registry) checkLive(ctx context.Context, st *txStmts, refs []envelope.Ref) (map[envelope.Ref]error, error) {
+func (s *Registry) checkLive(ctx context.Context, tx *storage.Tx, refs []envelope.Ref) (map[envelope.Ref]error, error) {
 	if s.db.Shared() {
-		return s.live.CheckLiveMany(ctx, st.tx, refs)
+		return s.live.CheckLiveMany(ctx, tx, refs)
 	}
 	out := map[envelope.Ref]error{}
 	for _, ref := range refs {
-		if err := s.live.CheckLive(ctx, st, []envelope.Ref{ref}); err != nil {
+		if err := s.live.CheckLive(ctx, tx, []envelope.Ref{ref}); err != nil {
 			if !errors.Is(err, keystore.ErrNotFound) && !errors.Is(err, keystore.ErrShredded) {
 				return nil, err
 			}
@@ -328,20 +300,21 @@ func (s *Registry) checkLive(ctx context.Context, st *txStmts, refs []envelope.R
 // insertStaged writes the rows of a group's artifacts: the artifacts, and
 // their parents and lineage into the staging tables (Settle). On SQLite,
 // in process, one prepared single-row statement per table costs less than
-// planning a statement per group; on a shared database (st.direct) the
+// planning a statement per group (each connection keeps its prepared
+// statements: storage/sqlite.StmtCache); on a shared database the
 // group is one statement (insertStagedShared).
-func insertStaged(ctx context.Context, st *txStmts, recs []recordReq) error {
-	if st.direct {
-		return insertStagedShared(ctx, st, recs)
+func insertStaged(ctx context.Context, tx *storage.Tx, shared bool, recs []recordReq) error {
+	if shared {
+		return insertStagedShared(ctx, tx, recs)
 	}
 	arts := make([]any, 0, 5*len(recs))
 	for _, r := range recs {
 		arts = append(arts, r.ID[:], r.Kind, r.Holder, r.Sealed, r.At.UnixNano())
 	}
-	if err := insertRows(ctx, st, `INSERT INTO artifacts(id, kind, holder, sealed, created_at) VALUES `, 5, 1, arts); err != nil {
+	if err := insertRows(ctx, tx, `INSERT INTO artifacts(id, kind, holder, sealed, created_at) VALUES `, 5, 1, arts); err != nil {
 		return err
 	}
-	return insertStagedRows(ctx, st, recs, 1, 1)
+	return insertStagedRows(ctx, tx, recs, 1, 1)
 }
 
 // stagedSharedSQL writes a group's artifact, parent and lineage rows in
@@ -363,7 +336,7 @@ INSERT INTO lineage_staged(artifact, sid, gen, direct)
 SELECT * FROM unnest($8::bytea[], $9::bytea[], $10::bigint[], $11::boolean[])`
 
 // insertStagedShared writes recs with stagedSharedSQL.
-func insertStagedShared(ctx context.Context, st *txStmts, recs []recordReq) error {
+func insertStagedShared(ctx context.Context, tx *storage.Tx, recs []recordReq) error {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -387,7 +360,7 @@ func insertStagedShared(ctx context.Context, st *txStmts, recs []recordReq) erro
 	}
 	// A column without rows (no parents) is sent as NULL: unnest of it is
 	// no row.
-	if _, err := st.ExecContext(ctx, stagedSharedSQL, ids, kinds, holders, sealed, at, pArt, pPar, lArt, lSID, lGen, lDirect); err != nil {
+	if _, err := tx.ExecContext(ctx, stagedSharedSQL, ids, kinds, holders, sealed, at, pArt, pPar, lArt, lSID, lGen, lDirect); err != nil {
 		return fmt.Errorf("sealing: record: %w", err)
 	}
 	return nil
@@ -398,8 +371,8 @@ func insertStagedShared(ctx context.Context, st *txStmts, recs []recordReq) erro
 // foldRowsPerInsert rows a statement: a fold writes thousands of rows, and
 // one statement of many rows, prepared once, costs less than one
 // statement's call per row.
-func insertLineage(ctx context.Context, st *txStmts, recs []recordReq) error {
-	return insertStagedRows(ctx, st, recs, foldRowsPerInsert, foldRowsPerInsert)
+func insertLineage(ctx context.Context, tx *storage.Tx, recs []recordReq) error {
+	return insertStagedRows(ctx, tx, recs, foldRowsPerInsert, foldRowsPerInsert)
 }
 
 // foldRowsPerInsert is the rows of a statement of insertLineage.
@@ -407,7 +380,7 @@ const foldRowsPerInsert = 64
 
 // insertStagedRows writes the parent and lineage rows of recs into the
 // staging tables, at most perParent and perLineage rows a statement.
-func insertStagedRows(ctx context.Context, st *txStmts, recs []recordReq, perParent, perLineage int) error {
+func insertStagedRows(ctx context.Context, tx *storage.Tx, recs []recordReq, perParent, perLineage int) error {
 	var lineage, parents []any
 	for _, r := range recs {
 		for _, par := range r.Parents {
@@ -417,10 +390,10 @@ func insertStagedRows(ctx context.Context, st *txStmts, recs []recordReq, perPar
 			lineage = append(lineage, r.ID[:], ref.SID[:], ref.Gen, r.Direct[ref.SID])
 		}
 	}
-	if err := insertRows(ctx, st, `INSERT INTO parents_staged(artifact, parent) VALUES `, 2, perParent, parents); err != nil {
+	if err := insertRows(ctx, tx, `INSERT INTO parents_staged(artifact, parent) VALUES `, 2, perParent, parents); err != nil {
 		return err
 	}
-	return insertRows(ctx, st, `INSERT INTO lineage_staged(artifact, sid, gen, direct) VALUES `, 4, perLineage, lineage)
+	return insertRows(ctx, tx, `INSERT INTO lineage_staged(artifact, sid, gen, direct) VALUES `, 4, perLineage, lineage)
 }
 
 // insertRows runs prefix with args as rows of cols values, per rows a
@@ -428,13 +401,13 @@ func insertStagedRows(ctx context.Context, st *txStmts, recs []recordReq, perPar
 // insertStagedShared): the rows left after the last full statement take
 // one each (a single-row statement prepared once, where a statement of
 // their number would be planned for them alone).
-func insertRows(ctx context.Context, st *txStmts, prefix string, cols, per int, args []any) error {
+func insertRows(ctx context.Context, tx *storage.Tx, prefix string, cols, per int, args []any) error {
 	for len(args) > 0 {
 		n := min(len(args)/cols, per)
 		if n < per {
 			n = 1
 		}
-		if _, err := st.ExecContext(ctx, valuesSQL(prefix, cols, n), args[:n*cols]...); err != nil {
+		if _, err := tx.ExecContext(ctx, valuesSQL(prefix, cols, n), args[:n*cols]...); err != nil {
 			return fmt.Errorf("sealing: record: %w", err)
 		}
 		args = args[n*cols:]
@@ -459,19 +432,19 @@ func valuesSQL(prefix string, cols, n int) string {
 
 // insertRecord writes the rows of one artifact of a bulk import, its
 // lineage and parents straight into lineage and artifact_parents.
-func insertRecord(ctx context.Context, st *txStmts, id shredd.ID, kind, holder string, sealed bool, now time.Time, parents []shredd.ID,
+func insertRecord(ctx context.Context, tx *storage.Tx, id shredd.ID, kind, holder string, sealed bool, now time.Time, parents []shredd.ID,
 	refs []envelope.Ref, direct func(envelope.SID) bool) error {
-	if _, err := st.ExecContext(ctx, `INSERT INTO artifacts(id, kind, holder, sealed, created_at) VALUES (?, ?, ?, ?, ?)`,
+	if _, err := tx.ExecContext(ctx, `INSERT INTO artifacts(id, kind, holder, sealed, created_at) VALUES (?, ?, ?, ?, ?)`,
 		id[:], kind, holder, sealed, now.UnixNano()); err != nil {
 		return fmt.Errorf("sealing: record: %w", err)
 	}
 	for _, par := range parents {
-		if _, err := st.ExecContext(ctx, `INSERT INTO artifact_parents(artifact, parent) VALUES (?, ?)`, id[:], par[:]); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO artifact_parents(artifact, parent) VALUES (?, ?)`, id[:], par[:]); err != nil {
 			return fmt.Errorf("sealing: record: %w", err)
 		}
 	}
 	for _, ref := range refs {
-		if _, err := st.ExecContext(ctx, `INSERT INTO lineage(artifact, sid, gen, direct) VALUES (?, ?, ?, ?)`,
+		if _, err := tx.ExecContext(ctx, `INSERT INTO lineage(artifact, sid, gen, direct) VALUES (?, ?, ?, ?)`,
 			id[:], ref.SID[:], ref.Gen, direct(ref.SID)); err != nil {
 			return fmt.Errorf("sealing: record: %w", err)
 		}
