@@ -70,7 +70,14 @@ assert.ok(url, "shredd did not start:\n" + readFileSync(logFile, "utf8"));
 try {
   await main(new Client(url, { token: readFileSync(join(tmp, "d", "admin.token"), "ascii").trim() }), join(tmp, "d"));
 } finally {
-  proc.kill();
+  // The server writes into its data directory until it has exited (its
+  // shutdown closes the database): remove the directory only then, as the
+  // TypeScript client's test server does (clients/typescript/test/server.ts).
+  if (proc.exitCode === null && proc.signalCode === null) {
+    const exited = new Promise((r) => proc.once("exit", r));
+    proc.kill("SIGTERM");
+    await exited;
+  }
   rmSync(tmp, { recursive: true, force: true });
 }
 
