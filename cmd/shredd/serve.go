@@ -77,6 +77,9 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer, getenv func(
 	if err != nil {
 		return 2
 	}
+	gcCtx, stopGC := context.WithCancel(ctx)
+	gcDone := startGCTuner(gcCtx, getenv)
+	defer func() { stopGC(); <-gcDone }()
 	if err := p.Run(ctx); err != nil {
 		p.Close()
 		fmt.Fprintln(stderr, "shredd:", err)
