@@ -186,7 +186,29 @@ func ParseText(s string) (*Envelope, error) {
 // String returns the text form of e: Prefix followed by e.Marshal() in
 // base64url without padding. Like Marshal, it panics if e.Header is invalid.
 func (e *Envelope) String() string {
-	return Prefix + textEncoding.EncodeToString(e.Marshal())
+	return Text(e.Marshal())
+}
+
+// Text returns the text form of the binary envelope b: Prefix followed by
+// b in base64url without padding. It does not parse b. The string is the
+// one allocation: the encrypt path answers one per request, and
+// concatenating Prefix to EncodeToString's result would copy it twice more.
+func Text(b []byte) string {
+	var sb strings.Builder
+	sb.Grow(len(Prefix) + textEncoding.EncodedLen(len(b)))
+	sb.WriteString(Prefix)
+	// Whole groups of 3 bytes encode to whole groups of 4 characters, so
+	// the chunks' encodings joined are the encoding of b.
+	var chunk [1024]byte
+	const in = len(chunk) / 4 * 3
+	for len(b) > 0 {
+		n := min(len(b), in)
+		m := textEncoding.EncodedLen(n)
+		textEncoding.Encode(chunk[:m], b[:n])
+		sb.Write(chunk[:m])
+		b = b[n:]
+	}
+	return sb.String()
 }
 
 // otherVersionPrefix reports whether s starts with the text prefix of a

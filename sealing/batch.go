@@ -2,7 +2,6 @@ package sealing
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"slices"
 
@@ -32,17 +31,22 @@ func (s *Sealer) EncryptMany(ctx context.Context, in []shredd.SealInput) ([]shre
 		srcs[i] = it.Source
 		pre[i] = checkSealable(it.Plaintext, it.Context)
 	}
+	// withLineageMany prepares the items one after the other: each is
+	// sealed into one buffer and kept in its text form.
+	var buf []byte
 	errs := s.withLineageMany(ctx, srcs, pre, func(i int, id shredd.ID, p *plan, keys []envelope.SubjectKey, refs []envelope.Ref) (func(), error) {
 		h, err := envelope.NewHeader(s.opts.Rand, envelope.ArtifactID(id), p.kind, refs)
 		if err != nil {
 			return nil, fmt.Errorf("sealing: encrypt: %w: %w", shredd.ErrInvalid, err)
 		}
-		b, err := envelope.AppendSeal(nil, h, keys, in[i].Plaintext, in[i].Context)
+		b, err := envelope.AppendSeal(buf[:0], h, keys, in[i].Plaintext, in[i].Context)
 		if err != nil {
 			return nil, fmt.Errorf("sealing: encrypt: %w", err)
 		}
+		buf = b
+		text := envelope.Text(b)
 		return func() {
-			out[i] = shredd.Sealed{Artifact: id, Ciphertext: envelope.Prefix + base64.RawURLEncoding.EncodeToString(b), Lineage: len(refs)}
+			out[i] = shredd.Sealed{Artifact: id, Ciphertext: text, Lineage: len(refs)}
 		}, nil
 	})
 	return out, errs

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/shredd/shredd"
@@ -260,13 +260,24 @@ func (s *Sealer) record(ctx context.Context, id shredd.ID, p *plan, refs []envel
 // forget's barrier can carry the forgotten subject.
 func (s *Sealer) Encrypt(ctx context.Context, src shredd.Source, plaintext, context []byte) (shredd.Sealed, error) {
 	var out shredd.Sealed
-	err := s.seal(ctx, src, plaintext, context, func(id shredd.ID, b []byte, lineage int) {
-		// The text form is Prefix and the binary form in unpadded base64url
-		// (envelope.String).
-		out = shredd.Sealed{Artifact: id, Ciphertext: envelope.Prefix + base64.RawURLEncoding.EncodeToString(b), Lineage: lineage}
+	// The binary envelope is only the text form's source: it is sealed
+	// into a buffer kept for the next call.
+	bp := sealBufs.Get().(*[]byte)
+	err := s.sealTo(ctx, (*bp)[:0], src, plaintext, context, func(id shredd.ID, b []byte, lineage int) {
+		out = shredd.Sealed{Artifact: id, Ciphertext: envelope.Text(b), Lineage: lineage}
+		if cap(b) <= maxPooledSeal {
+			*bp = b[:0]
+		}
 	})
+	sealBufs.Put(bp)
 	return out, err
 }
+
+// sealBufs holds Encrypt's buffers for binary envelopes (*[]byte), up to
+// maxPooledSeal bytes each: they hold ciphertext only.
+var sealBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledSeal = 64 << 10
 
 // EncryptBinary is Encrypt answering the binary form of the envelope
 // (envelope.Parse reads it) instead of the text form: for large payloads,

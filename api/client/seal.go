@@ -3,7 +3,6 @@ package client
 import (
 	"cmp"
 	"context"
-	"encoding/base64"
 	"fmt"
 	"net/http"
 	"runtime"
@@ -34,7 +33,7 @@ func (r SealResult) Ciphertext() string {
 	if r.Envelope == nil {
 		return ""
 	}
-	return envelope.Prefix + base64.RawURLEncoding.EncodeToString(r.Envelope)
+	return envelope.Text(r.Envelope)
 }
 
 // dataKeyWire is one item of POST /v1/datakey: an encrypt without the
