@@ -380,6 +380,28 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // each value has one spelling.
 var strictBase64 = base64.StdEncoding.Strict()
 
+// b64String is base64.StdEncoding.EncodeToString(b) in one allocation,
+// the string's (EncodeToString allocates the encoded bytes, then copies
+// them into the string): for the plaintexts and data keys of the answers,
+// of which it leaves no copy but the string it returns.
+func b64String(b []byte) string {
+	var sb strings.Builder
+	sb.Grow(base64.StdEncoding.EncodedLen(len(b)))
+	// Whole groups of 3 bytes encode to whole groups of 4 characters
+	// without padding, so the chunks' encodings joined are b's.
+	var chunk [1024]byte
+	const in = len(chunk) / 4 * 3
+	for len(b) > 0 {
+		n := min(len(b), in)
+		m := base64.StdEncoding.EncodedLen(n)
+		base64.StdEncoding.Encode(chunk[:m], b[:n])
+		sb.Write(chunk[:m])
+		b = b[n:]
+	}
+	clear(chunk[:])
+	return sb.String()
+}
+
 // b64 decodes the base64 of a field or header: standard alphabet, padded,
 // canonical. The decoder skips CR and LF even in strict mode; b64 refuses
 // them, so that "YQ==\n" is not a second spelling of "YQ==".

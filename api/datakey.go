@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"encoding/base64"
 	"net/http"
 
 	"github.com/shredd/shredd"
@@ -40,8 +39,8 @@ func dataKeyAnswer(dk shredd.DataKey) dataKeyResponse {
 	defer clear(dk.Key)
 	return dataKeyResponse{
 		Artifact:    dk.Artifact.String(),
-		Header:      base64.StdEncoding.EncodeToString(dk.Header),
-		Key:         base64.StdEncoding.EncodeToString(dk.Key),
+		Header:      b64String(dk.Header),
+		Key:         b64String(dk.Key),
 		LineageSize: dk.Lineage,
 	}
 }

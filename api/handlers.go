@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"encoding/base64"
 	"net/http"
 	"time"
 
@@ -227,7 +226,7 @@ func (s *sealHandlers) decryptItem(ctx context.Context, req *decryptRequest) (de
 		return decryptResponse{}, err
 	}
 	defer clear(out.Plaintext)
-	return decryptResponse{Plaintext: base64.StdEncoding.EncodeToString(out.Plaintext), Artifact: out.Artifact.String(), Kind: out.Kind,
+	return decryptResponse{Plaintext: b64String(out.Plaintext), Artifact: out.Artifact.String(), Kind: out.Kind,
 		Lease: leaseOf(out.Lease)}, nil
 }
 
