@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"runtime"
 	"runtime/debug"
 	"testing"
+	"time"
 )
 
 func TestGCPercent(t *testing.T) {
@@ -38,6 +40,28 @@ func TestGCTuner(t *testing.T) {
 		t.Errorf("GOGC while the tuner runs = %d, want %d", got, gcMaxPercent)
 	}
 	debug.SetGCPercent(gcMaxPercent)
+
+	// A live heap of 48 MiB: after the next collection the tuner sets
+	// GOGC for it.
+	ballast := make([]byte, 48<<20)
+	for i := range ballast {
+		ballast[i] = byte(i)
+	}
+	// The rest of the test binary's heap adds a little to the 48 MiB.
+	hi, lo := gcPercent(48<<20), gcPercent(56<<20)
+	got := gcMaxPercent
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		runtime.GC()
+		got = debug.SetGCPercent(-1)
+		debug.SetGCPercent(got)
+		if got >= lo && got <= hi {
+			break
+		}
+	}
+	runtime.KeepAlive(ballast)
+	if got < lo || got > hi {
+		t.Errorf("GOGC after collections with 48 MiB live = %d, want %d to %d", got, lo, hi)
+	}
 	cancel()
 	<-done
 	if got := debug.SetGCPercent(100); got != 100 {
