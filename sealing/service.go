@@ -291,11 +291,6 @@ func (s *Sealer) EncryptBinary(ctx context.Context, src shredd.Source, plaintext
 	return id, out, n, err
 }
 
-// seal seals and registers, then hands the binary envelope to done.
-func (s *Sealer) seal(ctx context.Context, src shredd.Source, plaintext, context []byte, done func(shredd.ID, []byte, int)) error {
-	return s.sealTo(ctx, nil, src, plaintext, context, done)
-}
-
 // checkSealable refuses a plaintext or context the envelope cannot hold,
 // before anything is registered.
 func checkSealable(plaintext, context []byte) error {
@@ -308,7 +303,8 @@ func checkSealable(plaintext, context []byte) error {
 	return nil
 }
 
-// sealTo is seal appending the envelope to dst.
+// sealTo seals and registers, appending the envelope to dst, then hands
+// the binary envelope to done.
 func (s *Sealer) sealTo(ctx context.Context, dst []byte, src shredd.Source, plaintext, context []byte, done func(shredd.ID, []byte, int)) error {
 	if err := checkSealable(plaintext, context); err != nil {
 		return err
