@@ -38,7 +38,8 @@ import (
 //	magic "SRW1" | header CRC | first seq u64 | count u32 | body length u32 | body CRC | 0 u32 | MAC (16 bytes)
 //	body: count times (uvarint length | registration)
 //
-// little-endian, CRC-32C; the header CRC covers the header's bytes after
+// then, in the segment being appended to, zeros (prezero); little-endian,
+// CRC-32C; the header CRC covers the header's bytes after
 // it up to the MAC. The MAC is HMAC-SHA256 under the WAL key (WALKey,
 // derived from the subject secret), cut to 16 bytes, over the first 32
 // bytes of the header and the body: the CRCs tell a torn write, the MAC a
@@ -108,7 +109,8 @@ type wal struct {
 	segBytes int64
 	segs     []walSegment // in order; the last is the one appended to when f is set
 	f        *os.File     // the segment being appended to, nil until the first append of this process
-	size     int64        // bytes in f
+	size     int64        // bytes of frames in f
+	zeroed   int64        // bytes of f written, frames then zeros (prezero)
 	next     uint64       // the sequence number of the next registration
 	broken   error        // a write or sync failed: no more appends (its state on disk is unknown)
 }
@@ -262,6 +264,11 @@ func (w *wal) readSegment(seg *walSegment, last bool, warnings *[]string) ([]wal
 	if err == nil {
 		return out, nil
 	}
+	if allZero(b[off:]) {
+		// The zeros written ahead of the frames (prezero) of a segment
+		// whose process stopped before cutting them: its end.
+		return out, cutFile(seg.path, int64(off))
+	}
 	if !last || errors.Is(err, errFrameMAC) || validFrameAfter(b[off+1:], w.key, seg.last+1) {
 		return nil, fmt.Errorf("registry: wal: %s at byte %d: %w: %v", seg.path, off, ErrWALDamaged, err)
 	}
@@ -271,6 +278,22 @@ func (w *wal) readSegment(seg *walSegment, last bool, warnings *[]string) ([]wal
 	}
 	*warnings = append(*warnings, fmt.Sprintf("registration WAL: cut a torn last frame of %d bytes from %s (never acknowledged)", len(b)-off, filepath.Base(seg.path)))
 	return out, nil
+}
+
+// allZero reports whether b holds only zero bytes.
+func allZero(b []byte) bool {
+	for len(b) >= 8 {
+		if binary.LittleEndian.Uint64(b) != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // scanFrames parses the frames of a segment's bytes b, the first starting
@@ -532,7 +555,11 @@ func (w *wal) append(frame []byte, n int) error {
 			return err
 		}
 	}
-	if _, err := w.f.Write(frame); err != nil {
+	if err := w.prezero(int64(len(frame))); err != nil {
+		w.broken = err
+		return err
+	}
+	if _, err := w.f.WriteAt(frame, w.size); err != nil {
 		w.broken = fmt.Errorf("registry: wal: %w: %w", shredd.ErrUnavailable, err)
 		return w.broken
 	}
@@ -549,17 +576,52 @@ func (w *wal) append(frame []byte, n int) error {
 	return nil
 }
 
-// rotate closes the segment being appended to (it is synced) and creates
-// the next one, named for w.next, durably.
+// walZeroStep is how far ahead of its frames a segment is written with
+// zeros (prezero).
+const walZeroStep = 1 << 20
+
+// prezero makes sure the next n bytes of the segment lie in its zeroed
+// part, writing the next walZeroStep bytes (at least n) with zeros when
+// they do not. A frame then overwrites blocks that the file already has,
+// within its size, so the group's fdatasync writes the frame's pages and
+// nothing of the file system's journal: appending past the end would
+// change the file's size and blocks with every group, and each fdatasync
+// would commit the journal too (on ext4 a second write to the device,
+// behind every other file's pending data). The zeros reach the disk with
+// the next group's fdatasync, once per walZeroStep bytes of frames. A
+// reader takes the zeros after a segment's last frame for its end
+// (readSegment).
+func (w *wal) prezero(n int64) error {
+	if w.size+n <= w.zeroed {
+		return nil
+	}
+	step := max(int64(walZeroStep), n)
+	if _, err := w.f.WriteAt(make([]byte, step), w.zeroed); err != nil {
+		return fmt.Errorf("registry: wal: %w: %w", shredd.ErrUnavailable, err)
+	}
+	w.zeroed += step
+	return nil
+}
+
+// rotate closes the segment being appended to (it is synced), cut to its
+// frames, and creates the next one, named for w.next, durably.
 func (w *wal) rotate() error {
 	if w.f != nil {
+		if w.zeroed > w.size {
+			if err := w.f.Truncate(w.size); err != nil {
+				return fmt.Errorf("registry: wal: %w: %w", shredd.ErrUnavailable, err)
+			}
+			if err := w.f.Sync(); err != nil {
+				return fmt.Errorf("registry: wal: %w: %w", shredd.ErrUnavailable, err)
+			}
+		}
 		if err := w.f.Close(); err != nil {
 			return fmt.Errorf("registry: wal: %w: %w", shredd.ErrUnavailable, err)
 		}
 		w.f = nil
 	}
 	path := filepath.Join(w.dir, segName(w.next))
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		return fmt.Errorf("registry: wal: %w: %w", shredd.ErrUnavailable, err)
 	}
@@ -567,7 +629,7 @@ func (w *wal) rotate() error {
 		f.Close()
 		return fmt.Errorf("registry: wal: %w: %w", shredd.ErrUnavailable, err)
 	}
-	w.f, w.size = f, 0
+	w.f, w.size, w.zeroed = f, 0, 0
 	w.segs = append(w.segs, walSegment{path: path, first: w.next, last: w.next - 1})
 	return nil
 }
@@ -620,7 +682,14 @@ func (w *wal) close() error {
 	if w.f == nil {
 		return nil
 	}
-	err := w.f.Close()
+	var err error
+	if w.broken == nil && w.zeroed > w.size {
+		// Cut the zeros after the frames (a reader would skip them).
+		if err = w.f.Truncate(w.size); err == nil {
+			err = w.f.Sync()
+		}
+	}
+	err = errors.Join(err, w.f.Close())
 	w.f = nil
 	return err
 }

@@ -123,7 +123,9 @@ func TestWALTornLastFrame(t *testing.T) {
 	}{
 		{"cut short", func(b []byte, _ int) []byte { return b[:len(b)-7] }},
 		{"header only", func(b []byte, first int) []byte { return b[:first+frameHeaderSize] }},
-		{"zeros", func(b []byte, _ int) []byte { return append(b, make([]byte, 300)...) }},
+		{"zeros after a part", func(b []byte, first int) []byte {
+			return append(b[:first+frameHeaderSize+3], make([]byte, 300)...)
+		}},
 		{"scrambled body", func(b []byte, _ int) []byte { b[len(b)-3] ^= 0xff; return b }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -131,16 +133,14 @@ func TestWALTornLastFrame(t *testing.T) {
 			all := writeWAL(t, dir, 0, 2, 3)
 			segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
 			b, _ := os.ReadFile(segs[0])
-			keep := len(b)
+			var keep int
 			_, first, err := parseFrame(b, testWALKey, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tc.name != "zeros" {
-				// The second frame is the torn one.
-				keep = first
-				all = all[:2]
-			}
+			// The second frame is the torn one.
+			keep = first
+			all = all[:2]
 			if err := os.WriteFile(segs[0], tc.tear(b, first), 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -161,6 +161,97 @@ func TestWALTornLastFrame(t *testing.T) {
 				t.Fatalf("next %d, want %d", w.next, len(all)+1)
 			}
 		})
+	}
+}
+
+// A segment is written with zeros ahead of its frames, so that a group's
+// fdatasync neither grows the file nor allocates its blocks: the file's
+// size stays put across appends within walZeroStep, and the zeros go when
+// the segment is closed. The zeros after the frames of a process that
+// died are the segment's end, in the last segment or any other: no
+// warning, every registration back, the file cut to its frames.
+func TestWALPrezero(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), WALDir)
+	w, _, _, err := openWAL(dir, testWALKey, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []Registration
+	var sizes []int64
+	for i := range 3 {
+		r := walReg(i)
+		all = append(all, r)
+		if err := w.append(appendFrame(nil, testWALKey, w.next, []*Registration{&r}), 1); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := w.f.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, fi.Size())
+	}
+	if sizes[0] != walZeroStep || sizes[1] != walZeroStep || sizes[2] != walZeroStep {
+		t.Fatalf("segment sizes after each append %v, want %d each", sizes, walZeroStep)
+	}
+	frames := w.size
+	// A frame larger than what is left of the zeroed part: zeros for it.
+	big := walReg(3)
+	big.Holder = strings.Repeat("h", walZeroStep)
+	all = append(all, big)
+	if err := w.append(appendFrame(nil, testWALKey, w.next, []*Registration{&big}), 1); err != nil {
+		t.Fatal(err)
+	}
+	if w.zeroed < w.size || w.zeroed < walZeroStep+frames {
+		t.Fatalf("zeroed %d for frames of %d bytes", w.zeroed, w.size)
+	}
+	segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
+	// The process dies here: the file keeps its zeros.
+	b, _ := os.ReadFile(segs[0])
+	if int64(len(b)) != w.zeroed || !allZero(b[w.size:]) {
+		t.Fatalf("segment of %d bytes, want %d ending in zeros", len(b), w.zeroed)
+	}
+	size := w.size
+	w.f.Close()
+	w2, recs, warnings, err := openWAL(dir, testWALKey, 0, 0)
+	if err != nil || len(warnings) != 0 {
+		t.Fatalf("open: %v %q", err, warnings)
+	}
+	if got := regsOf(recs); !reflect.DeepEqual(got, all) {
+		t.Fatalf("read back %d registrations, want %d", len(got), len(all))
+	}
+	if fi, _ := os.Stat(segs[0]); fi.Size() != size {
+		t.Fatalf("segment of %d bytes after open, want its frames' %d", fi.Size(), size)
+	}
+	// The next process appends to a new segment and closes it cut.
+	r := walReg(4)
+	all = append(all, r)
+	if err := w2.append(appendFrame(nil, testWALKey, w2.next, []*Registration{&r}), 1); err != nil {
+		t.Fatal(err)
+	}
+	last := w2.size
+	if err := w2.close(); err != nil {
+		t.Fatal(err)
+	}
+	segs, _ = filepath.Glob(filepath.Join(dir, "*.seg"))
+	if fi, _ := os.Stat(segs[1]); len(segs) != 2 || fi.Size() != last {
+		t.Fatalf("%d segments, the last of %d bytes after close, want 2 and %d", len(segs), fi.Size(), last)
+	}
+	// Zeros after the frames of a segment that another follows.
+	f, err := os.OpenFile(segs[0], os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(make([]byte, 5000))
+	f.Close()
+	_, recs, warnings, err = openWAL(dir, testWALKey, 0, 0)
+	if err != nil || len(warnings) != 0 {
+		t.Fatalf("open: %v %q", err, warnings)
+	}
+	if got := regsOf(recs); !reflect.DeepEqual(got, all) {
+		t.Fatalf("read back %d registrations, want %d", len(got), len(all))
+	}
+	if n, err := Acknowledged(dir, testWALKey); err != nil || n != uint64(len(all)) {
+		t.Fatalf("acknowledged: %d, %v; want %d", n, err, len(all))
 	}
 }
 
