@@ -38,9 +38,15 @@ func (t *Tree) CheckRoot(ctx context.Context) error {
 	}
 	switch {
 	case int(lo.Int64) < v.MinAvailable:
+		advice := "Restore a backup taken after the last epoch (shredd backup list --dir BACKUP_DIR shows each backup's root version; --backup-dir keeps one after every epoch)"
+		if t.db.Shared() {
+			// PostgreSQL: shredd takes no backups there (docs/scale-out.md).
+			advice = "Restore a dump (pg_dump, or a base backup and its WAL) taken after the last epoch: " +
+				"the root version a dump needs is the largest root_version of its buckets table, and it must be at least the root store's oldest version"
+		}
 		return fmt.Errorf("keystore: the database's bucket keys are wrapped under root version %d, which the %s root store destroyed in an epoch (its oldest version is %d): %w; "+
-			"this database is a backup taken before that epoch and opens no key. Restore a backup taken after the last epoch (shredd backup list --dir BACKUP_DIR shows each backup's root version; --backup-dir keeps one after every epoch)",
-			lo.Int64, t.Root().Kind(), v.MinAvailable, ErrStaleDatabase)
+			"this database is a backup taken before that epoch and opens no key. %s",
+			lo.Int64, t.Root().Kind(), v.MinAvailable, ErrStaleDatabase, advice)
 	case int(hi.Int64) > v.Latest:
 		return fmt.Errorf("keystore: the database's bucket keys are wrapped under root version %d, but the %s root store's latest version is %d: %w; "+
 			"the root store was restored from an older copy. Put back the root store that goes with this database (never restore root.key from a backup)",

@@ -373,6 +373,10 @@ func TestPostgresRestoreDrill(t *testing.T) {
 	if !strings.Contains(c.logs.String(), "backup taken before that epoch") {
 		t.Fatalf("a dump older than the last epoch was not refused with its reason:\n%s", c.logs.String())
 	}
+	// The advice is PostgreSQL's, not SQLite's backup commands.
+	if !strings.Contains(c.logs.String(), "Restore a dump (pg_dump") || strings.Contains(c.logs.String(), "shredd backup list") {
+		t.Fatalf("the refusal of a dump older than the last epoch advises the wrong tools:\n%s", c.logs.String())
+	}
 }
 
 // pgDump dumps the database of dsn (custom format) and returns the file.
