@@ -52,7 +52,7 @@ func decodeCall[Req any](body []byte, single *Req) ([]*Req, error) {
 		return items, nil
 	}
 	var zero Req
-	*single = zero // the hot path may have filled part of it
+	*single = zero // the hot path may have filled part of it (and wiped it)
 	return decodeCallReflect(body, single)
 }
 

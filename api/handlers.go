@@ -111,7 +111,17 @@ type encryptRequest struct {
 	Holder    string   `json:"holder,omitempty"`
 	Plaintext string   `json:"plaintext"`
 	Context   string   `json:"context,omitempty"`
+	// plain is the plaintext that the hot decoder decoded from base64
+	// straight out of the body (Plaintext is then empty): no copy of the
+	// plaintext's base64 outlives the body's buffer, which is cleared once
+	// decoded. Nil when Plaintext holds it (the reflective path, or a value
+	// with escapes or not strict base64, for b64 to decode or refuse).
+	plain []byte
 }
+
+// wipe clears the plaintext the hot decoder decoded (a request decoded in
+// part, then left to the reflective path, or refused before it runs).
+func (req *encryptRequest) wipe() { clear(req.plain) }
 
 type encryptResponse struct {
 	Artifact    string `json:"artifact"`
@@ -128,11 +138,14 @@ func (s *sealHandlers) encrypt(w http.ResponseWriter, r *http.Request) {
 func (req *encryptRequest) sealInput(ctx context.Context) (shredd.SealInput, error) {
 	src, err := sourceBody{Subject: req.Subject, Subjects: req.Subjects, Parents: req.Parents, Leases: req.Leases, Kind: req.Kind, Holder: req.Holder}.forToken(ctx)
 	if err != nil {
+		req.wipe()
 		return shredd.SealInput{}, err
 	}
-	pt, err := b64("plaintext", req.Plaintext)
-	if err != nil {
-		return shredd.SealInput{}, err
+	pt := req.plain
+	if pt == nil {
+		if pt, err = b64("plaintext", req.Plaintext); err != nil {
+			return shredd.SealInput{}, err
+		}
 	}
 	aad, err := b64("context", req.Context)
 	if err != nil {

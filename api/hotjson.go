@@ -25,6 +25,14 @@ import (
 // null in a list, escaped keys, a lone surrogate, invalid UTF-8, any
 // syntax error) is left to the reflective path, which refuses most of it
 // and accepts the rest (an escaped key, a null list item) slowly.
+//
+// An encrypt's plaintext is the one value the lexer decodes further: its
+// base64, when it holds no escape and is strict, goes straight from the
+// body into a buffer of its own (lexer.b64, encryptRequest.plain), which
+// the handler clears after sealing, as it clears what b64 decodes. The
+// body's buffer is cleared too (putBody), so no copy of the plaintext's
+// text is left for the collector. The differential fuzz target compares
+// the two paths with that buffer encoded again.
 
 // hotRequest is a request type with a hand-written decoder.
 type hotRequest interface {
@@ -56,7 +64,7 @@ func (r *encryptRequest) hotField(l *lexer, key []byte) bool {
 	case "holder":
 		return l.once(5) && l.str(&r.Holder)
 	case "plaintext":
-		return l.once(6) && l.str(&r.Plaintext)
+		return l.once(6) && l.b64(&r.Plaintext, &r.plain)
 	case "context":
 		return l.once(7) && l.str(&r.Context)
 	}
@@ -103,6 +111,17 @@ func (l *lexer) once(bit uint) bool {
 	return true
 }
 
+// wiper is a request that may hold a secret decoded by the lexer
+// (encryptRequest.plain), cleared by wipe.
+type wiper interface{ wipe() }
+
+// wipe clears the secrets of v, a request the lexer read in part or whole.
+func wipe(v any) {
+	if w, ok := v.(wiper); ok {
+		w.wipe()
+	}
+}
+
 // decodeHot decodes body into v when v is a hot request type and the lexer
 // accepts body, and reports whether it did. On false, v may hold part of
 // the body: the caller resets it before the reflective path runs.
@@ -122,7 +141,11 @@ func decodeHot[Req any](body []byte, v *Req) bool {
 // reflective path.
 func decodeCallHot[Req any](body []byte, single *Req) (items []*Req, ok bool) {
 	if !bytes.Contains(body, []byte(`"batch_input"`)) {
-		return nil, decodeHot(body, single)
+		if !decodeHot(body, single) {
+			wipe(single)
+			return nil, false
+		}
+		return nil, true
 	}
 	if _, ok := any(single).(hotRequest); !ok {
 		return nil, false
@@ -148,6 +171,13 @@ func decodeCallHot[Req any](body []byte, single *Req) (items []*Req, ok bool) {
 	// the end, once it no longer moves. Each item opens with a '{': their
 	// count bounds the items, so that the array is allocated once.
 	reqs := make([]Req, 0, min(bytes.Count(body, []byte{'{'}), MaxBatch))
+	defer func() {
+		if !ok {
+			for i := range reqs {
+				wipe(&reqs[i])
+			}
+		}
+	}()
 	for {
 		l.ws()
 		if len(reqs) == MaxBatch {
@@ -284,6 +314,42 @@ func (l *lexer) str(dst *string) bool {
 	s, ok := l.string()
 	*dst = s
 	return ok
+}
+
+// b64 reads a base64 field into out, decoded: a string of plain bytes
+// (no escape: the usual case) that is strict base64 is decoded straight
+// out of the body, so that no copy of its text outlives the body's buffer
+// (encryptRequest.plain). Any other string goes into dst as str reads it,
+// for b64 (the function) to decode or refuse as the reflective path's
+// value is; null leaves both as they are.
+func (l *lexer) b64(dst *string, out *[]byte) bool {
+	if l.null() {
+		return true
+	}
+	if !l.eat('"') {
+		return false
+	}
+	b, start := l.b, l.i
+	i := start
+	for i < len(b) && plain[b[i]] {
+		i++
+	}
+	if i >= len(b) || b[i] != '"' {
+		s, ok := l.stringSlow(start, i)
+		*dst = s
+		return ok
+	}
+	l.i = i + 1
+	src := b[start:i]
+	buf := make([]byte, strictBase64.DecodedLen(len(src)))
+	n, err := strictBase64.Decode(buf, src)
+	if err != nil {
+		clear(buf)
+		*dst = string(src)
+		return true
+	}
+	*out = buf[:n]
+	return true
 }
 
 // strs reads a string list field: null (nil, as encoding/json sets it),
