@@ -39,44 +39,73 @@ const (
 // of maxBody.
 var rawRoutes = map[string]bool{"/v1/encrypt/raw": true, "/v1/decrypt/raw": true}
 
-// rawPoolMax bounds the buffers rawPool keeps.
-const rawPoolMax = 4 << 20
+// Raw bodies and answers take buffers of a few sizes (classes): a
+// capacity of 2^k + rawClassSlack bytes, for k from rawMinShift (256 KiB)
+// to rawMaxShift (4 MiB), each class with a pool of its own. Allocating
+// (and zeroing) a megabyte twice per request costs about as much as its
+// AES-GCM, so buffers are recycled; with one pool of any sizes, a buffer
+// taken was often too small for the body (one of the smaller ones its
+// growth had left there), went back, and a new one was made beside it,
+// and the pool filled with buffers of every size: at 16 clients of 1 MiB
+// bodies the server held 400 to 870 MiB. A class's buffer fits what it is
+// taken for, and goes back to its class. The slack makes a body of 2^k
+// bytes (plus the byte of the read that meets EOF), and an envelope of a
+// 2^k-byte plaintext (its header under 64 KiB), fit the 2^k class. Buffers
+// that held plaintext are cleared before they go back; larger ones (up to
+// MaxRawBody) are made for the request and dropped.
+const (
+	rawMinShift   = 18
+	rawMaxShift   = 22
+	rawClassSlack = 64 << 10
+	// rawPoolMax is the capacity of the largest class.
+	rawPoolMax = 1<<rawMaxShift + rawClassSlack
+)
 
-// rawPool recycles the buffers of raw bodies and answers up to rawPoolMax:
-// allocating (and zeroing) a megabyte twice per request costs about as much
-// as its AES-GCM. Buffers that held plaintext are cleared before they go
-// back.
-var rawPool sync.Pool // of *[]byte
+var rawPools [rawMaxShift - rawMinShift + 1]sync.Pool // of *[]byte, one per class
 
-func getRaw(n int64) []byte {
-	if n <= rawPoolMax {
-		if p, ok := rawPool.Get().(*[]byte); ok {
-			if int64(cap(*p)) >= n {
-				return (*p)[:0]
-			}
-			rawPool.Put(p)
+// rawClass returns the smallest class whose buffers hold n bytes, or -1
+// when n is beyond the largest.
+func rawClass(n int64) int {
+	for i := range rawPools {
+		if n <= rawClassCap(i) {
+			return i
 		}
 	}
-	return make([]byte, 0, max(n, 512))
+	return -1
 }
 
-// putRaw gives a buffer back; clear says it held plaintext.
-func putRaw(b []byte, clearIt bool) {
-	if cap(b) > rawPoolMax {
-		if clearIt {
-			clear(b)
-		}
-		return
+// rawClassCap is the capacity of the buffers of class i.
+func rawClassCap(i int) int64 { return 1<<(rawMinShift+i) + rawClassSlack }
+
+// getRaw returns an empty buffer of capacity at least n: a class's, or
+// for n beyond rawPoolMax one made for it.
+func getRaw(n int64) []byte {
+	i := rawClass(n)
+	if i < 0 {
+		return make([]byte, 0, n)
 	}
+	if p, ok := rawPools[i].Get().(*[]byte); ok {
+		return (*p)[:0]
+	}
+	return make([]byte, 0, rawClassCap(i))
+}
+
+// putRaw gives a buffer back to its class; clear says it held plaintext.
+// A buffer of no class (one made beyond rawPoolMax) is dropped.
+func putRaw(b []byte, clearIt bool) {
 	if clearIt {
 		clear(b[:cap(b)])
 	}
+	i := rawClass(int64(cap(b)))
+	if i < 0 || int64(cap(b)) != rawClassCap(i) {
+		return
+	}
 	b = b[:0]
-	rawPool.Put(&b)
+	rawPools[i].Put(&b)
 }
 
 // readRaw reads a request body of content type application/octet-stream,
-// within the raw body limit, into a buffer of rawPool (putRaw gives it back).
+// within the raw body limit, into a raw buffer (getRaw; putRaw gives it back).
 // The buffer grows with the bytes received, never ahead of them beyond
 // rawStartCap (see there).
 func (c *codec) readRaw(r *http.Request) ([]byte, error) {
@@ -121,8 +150,9 @@ const rawStartCap = 256 << 10
 
 // growRaw returns a buffer holding buf's bytes with twice its capacity, but
 // no more than want while buf is below it (so that a body of the announced
-// size ends in a buffer of that size, not up to twice it). buf goes back to
-// rawPool, cleared: a raw encrypt body is plaintext. The copies add up to
+// size ends in the smallest class that holds it, or beyond the classes in
+// a buffer of its size, not up to twice that). buf goes back to
+// its class, cleared: a raw encrypt body is plaintext. The copies add up to
 // less than the final size: for 64 MiB, 8 doublings from rawStartCap.
 func growRaw(buf []byte, want int64) []byte {
 	n := 2 * int64(cap(buf))

@@ -57,3 +57,44 @@ func TestReadRawGrowsWithTheBody(t *testing.T) {
 		t.Fatalf("body over the limit: %v", err)
 	}
 }
+
+// A raw buffer is of the smallest class that holds what it is taken for:
+// a body of 2^k bytes and the byte of the read that meets EOF, or the
+// envelope of a 2^k-byte plaintext, fit the 2^k class; beyond the largest
+// class a buffer is made to measure. A 1 MiB body is read into a buffer of
+// the 1 MiB class, whatever buffers the pool holds.
+func TestRawClasses(t *testing.T) {
+	for _, tc := range []struct {
+		n    int64
+		want int64
+	}{
+		{0, 1<<18 + rawClassSlack}, {1<<18 + 1, 1<<18 + rawClassSlack}, {1<<18 + rawClassSlack + 1, 1<<19 + rawClassSlack},
+		{1<<20 + 1, 1<<20 + rawClassSlack}, {1<<20 + 64<<10, 1<<20 + rawClassSlack}, {1<<20 + 64<<10 + 1, 1<<21 + rawClassSlack},
+		{rawPoolMax, rawPoolMax}, {rawPoolMax + 1, rawPoolMax + 1},
+	} {
+		b := getRaw(tc.n)
+		if int64(cap(b)) != tc.want || len(b) != 0 {
+			t.Errorf("getRaw(%d): len %d cap %d, want cap %d", tc.n, len(b), cap(b), tc.want)
+		}
+		putRaw(b, false)
+	}
+	// Fill the pools with buffers of every class, as growth leaves them.
+	for i := range rawPools {
+		for range 4 {
+			putRaw(make([]byte, 0, rawClassCap(i)), false)
+		}
+	}
+	s := New(Config{})
+	body := make([]byte, 1<<20)
+	rand.Read(body)
+	r := httptest.NewRequest("POST", "/v1/encrypt/raw", bytes.NewReader(body))
+	r.Header.Set("Content-Type", "application/octet-stream")
+	got, err := s.readRaw(r)
+	if err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("a 1 MiB body: %d bytes, %v", len(got), err)
+	}
+	if cap(got) != 1<<20+rawClassSlack {
+		t.Fatalf("a 1 MiB body in a buffer of %d bytes, want the 1 MiB class's %d", cap(got), 1<<20+rawClassSlack)
+	}
+	putRaw(got, true)
+}
