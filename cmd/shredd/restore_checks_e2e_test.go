@@ -436,8 +436,11 @@ func TestPostgresRefusesPlantedTrigger(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	cli(t, "", nil, nil, "serve", "--data-dir", dir, "--addr", "127.0.0.1:0", "--store", dsn).
-		want(t, 1, "extra trigger keep_keys on subjects", "extra function keep_keys()", "restore the newest backup")
+	refused := cli(t, "", nil, nil, "serve", "--data-dir", dir, "--addr", "127.0.0.1:0", "--store", dsn)
+	refused.want(t, 1, "extra trigger keep_keys on subjects", "extra function keep_keys()", "restore the newest dump (pg_dump)")
+	if bytes.Contains(refused.stderr, []byte("shredd restore")) {
+		t.Fatalf("the refusal on PostgreSQL advises SQLite's shredd restore:\n%s", refused.stderr)
+	}
 
 	if _, err := db.Exec(`DROP TRIGGER keep_keys ON subjects; DROP FUNCTION keep_keys()`); err != nil {
 		t.Fatal(err)

@@ -427,7 +427,12 @@ func checkRoot(ctx context.Context, keys *keystore.Tree, rootDown bool, log *slo
 func checkSchema(ctx context.Context, db *storage.DB) error {
 	err := db.CheckSchema(ctx)
 	if errors.Is(err, storage.ErrSchemaAltered) {
-		return fmt.Errorf("%w; something changed the database outside shredd, and such an object can keep destroyed keys alive: restore the newest backup that shredd restore accepts (docs/operations.md, Backups and restores), or, after reading what the object does, remove it with the engine's own tools", err)
+		restore := "restore the newest backup that shredd restore accepts (docs/operations.md, Backups and restores)"
+		if db.Shared() {
+			// PostgreSQL: its own dumps, not shredd backup and restore.
+			restore = "restore the newest dump (pg_dump) taken before the change and after the last epoch (docs/scale-out.md, Backups on PostgreSQL)"
+		}
+		return fmt.Errorf("%w; something changed the database outside shredd, and such an object can keep destroyed keys alive: %s, or, after reading what the object does, remove it with the engine's own tools", err, restore)
 	}
 	return err
 }
