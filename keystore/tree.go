@@ -318,11 +318,15 @@ func (t *Tree) bucketKey(ctx context.Context, b int) (int64, []byte, error) {
 func (t *Tree) bucketKeys(ctx context.Context, b int) (bucketEntry, error) {
 	now := t.now()
 	t.cacheMu.Lock()
-	e, ok := t.bkeys[b]
-	t.cacheMu.Unlock()
-	if ok && now.Before(e.expires) {
-		return bucketEntry{gen: e.gen, key: slices.Clone(e.key), next: slices.Clone(e.next)}, nil
+	if e, ok := t.bkeys[b]; ok && now.Before(e.expires) {
+		// Copied under the lock: setBucketKey clears the entry it
+		// replaces, and a copy taken after it did would be zeros, under
+		// which a key created now would be wrapped for good.
+		out := bucketEntry{gen: e.gen, key: slices.Clone(e.key), next: slices.Clone(e.next)}
+		t.cacheMu.Unlock()
+		return out, nil
 	}
+	t.cacheMu.Unlock()
 	for attempt := 0; ; attempt++ {
 		purges := t.purges.Load()
 		var gen int64
