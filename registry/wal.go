@@ -603,17 +603,28 @@ func (w *wal) prezero(n int64) error {
 	return nil
 }
 
+// cutZeros cuts the zeros after the frames of the segment being appended
+// to (prezero), durably.
+func (w *wal) cutZeros() error {
+	if w.zeroed <= w.size {
+		return nil
+	}
+	if err := w.f.Truncate(w.size); err != nil {
+		return err
+	}
+	if err := w.f.Sync(); err != nil {
+		return err
+	}
+	w.zeroed = w.size
+	return nil
+}
+
 // rotate closes the segment being appended to (it is synced), cut to its
 // frames, and creates the next one, named for w.next, durably.
 func (w *wal) rotate() error {
 	if w.f != nil {
-		if w.zeroed > w.size {
-			if err := w.f.Truncate(w.size); err != nil {
-				return fmt.Errorf("registry: wal: %w: %w", shredd.ErrUnavailable, err)
-			}
-			if err := w.f.Sync(); err != nil {
-				return fmt.Errorf("registry: wal: %w: %w", shredd.ErrUnavailable, err)
-			}
+		if err := w.cutZeros(); err != nil {
+			return fmt.Errorf("registry: wal: %w: %w", shredd.ErrUnavailable, err)
 		}
 		if err := w.f.Close(); err != nil {
 			return fmt.Errorf("registry: wal: %w: %w", shredd.ErrUnavailable, err)
@@ -683,11 +694,8 @@ func (w *wal) close() error {
 		return nil
 	}
 	var err error
-	if w.broken == nil && w.zeroed > w.size {
-		// Cut the zeros after the frames (a reader would skip them).
-		if err = w.f.Truncate(w.size); err == nil {
-			err = w.f.Sync()
-		}
+	if w.broken == nil {
+		err = w.cutZeros() // a reader would skip them
 	}
 	err = errors.Join(err, w.f.Close())
 	w.f = nil
