@@ -326,21 +326,11 @@ func (l *lexer) b64(dst *string, out *[]byte) bool {
 	if l.null() {
 		return true
 	}
-	if !l.eat('"') {
-		return false
-	}
-	b, start := l.b, l.i
-	i := start
-	for i < len(b) && plain[b[i]] {
-		i++
-	}
-	if i >= len(b) || b[i] != '"' {
-		s, ok := l.stringSlow(start, i)
-		*dst = s
+	src, isRaw, text, ok := l.rawString()
+	if !isRaw {
+		*dst = text
 		return ok
 	}
-	l.i = i + 1
-	src := b[start:i]
 	buf := make([]byte, strictBase64.DecodedLen(len(src)))
 	n, err := strictBase64.Decode(buf, src)
 	if err != nil {
@@ -390,8 +380,20 @@ func (l *lexer) strs(dst *[]string) bool {
 // string reads a string and returns its text: a copy, never aliasing the
 // body, which goes back to a pool once decoded (bodyPool).
 func (l *lexer) string() (string, bool) {
+	raw, isRaw, text, ok := l.rawString()
+	if isRaw {
+		return string(raw), true
+	}
+	return text, ok
+}
+
+// rawString reads a string. One of plain bytes only (no escape: the usual
+// case) comes back as those bytes, aliasing the body, with isRaw true;
+// any other as its text (stringSlow), with ok false when it is not one the
+// lexer accepts.
+func (l *lexer) rawString() (raw []byte, isRaw bool, text string, ok bool) {
 	if !l.eat('"') {
-		return "", false
+		return nil, false, "", false
 	}
 	b, start := l.b, l.i
 	i := start
@@ -400,9 +402,10 @@ func (l *lexer) string() (string, bool) {
 	}
 	if i < len(b) && b[i] == '"' {
 		l.i = i + 1
-		return string(b[start:i]), true
+		return b[start:i], true, "", true
 	}
-	return l.stringSlow(start, i)
+	text, ok = l.stringSlow(start, i)
+	return nil, false, text, ok
 }
 
 // stringSlow reads the rest of a string that holds an escape or a byte
