@@ -93,6 +93,21 @@ type RootStore interface {
 	KeepLedgerHead(ctx context.Context, slot string, h LedgerHead) error
 }
 
+// MarkKeeper is a root store that keeps the high-water marks of durable
+// streams (the registration WAL's last acknowledged registration) beside
+// the root, where a restore of the database or of the stream's own files
+// cannot roll them back with it. A mark is a JSON value the root store
+// does not interpret.
+type MarkKeeper interface {
+	// Mark returns the mark last kept for stream, or an error wrapping
+	// ErrNotFound when none was kept; ErrRootUnavailable when the store
+	// does not answer.
+	Mark(ctx context.Context, stream string) ([]byte, error)
+	// KeepMark durably records mark as stream's mark, replacing the one
+	// kept before, before it returns.
+	KeepMark(ctx context.Context, stream string, mark []byte) error
+}
+
 // LedgerHead is the position of a forget ledger (package erasure), kept
 // with the root so that a ledger rolled back, truncated or replaced is
 // told apart from one that is whole: the ledger's instance, the sequence

@@ -78,6 +78,11 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // a torn write but a frame shredd did not write.
 var errFrameMAC = errors.New("the frame's MAC does not verify: shredd did not write it")
 
+// errFrameSeq is a frame whose header checksum holds and whose sequence
+// number is not the one its place in the WAL needs: a whole frame of
+// another segment or instance, never a torn write.
+var errFrameSeq = errors.New("a whole frame out of sequence: not this WAL's frame for its place")
+
 // WALKey derives the registration WAL's MAC key from the subject secret.
 func WALKey(secret []byte) []byte {
 	m := hmac.New(sha256.New, secret)
@@ -112,6 +117,7 @@ type wal struct {
 	size     int64        // bytes of frames in f
 	zeroed   int64        // bytes of f written, frames then zeros (prezero)
 	next     uint64       // the sequence number of the next registration
+	lastMAC  []byte       // the MAC of the frame that ends at next-1; nil when no segment holds it
 	broken   error        // a write or sync failed: no more appends (its state on disk is unknown)
 }
 
@@ -141,7 +147,7 @@ func openWAL(dir string, key []byte, segBytes int64, folded uint64) (*wal, []wal
 		return nil, nil, nil, fmt.Errorf("registry: wal: %w", err)
 	}
 	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
-		return nil, nil, nil, fmt.Errorf("registry: wal: %s: %w: not a directory (a symlink is refused)", dir, datadir.ErrUnsafe)
+		return nil, nil, nil, fmt.Errorf("registry: wal: %s: %w: not a directory (a symlink is refused): nothing was changed; put the directory itself in its place (for a symlink: rm %s, then mv the directory it named to %s)", dir, datadir.ErrUnsafe, dir, dir)
 	}
 	if err := datadir.CheckDir(dir); err != nil {
 		return nil, nil, nil, fmt.Errorf("registry: wal: %w", err)
@@ -155,7 +161,7 @@ func openWAL(dir string, key []byte, segBytes int64, folded uint64) (*wal, []wal
 		name := e.Name()
 		first, ok := parseSegName(name)
 		if !ok {
-			return nil, nil, nil, fmt.Errorf("registry: wal: %s: %w: not a segment of the registration WAL; move it out of %s", name, ErrWALDamaged, dir)
+			return nil, nil, nil, fmt.Errorf("registry: wal: %s: %w: not a segment of the registration WAL; nothing was changed: move it out of %s", name, ErrWALDamaged, dir)
 		}
 		w.segs = append(w.segs, walSegment{path: filepath.Join(dir, name), first: first})
 	}
@@ -180,6 +186,9 @@ func openWAL(dir string, key []byte, segBytes int64, folded uint64) (*wal, []wal
 		expect = seg.last + 1
 	}
 	w.next = max(expect, folded+1, 1)
+	if w.next != expect {
+		w.lastMAC = nil // the frame that ends at next-1 is in no segment
+	}
 	if len(out) > 0 && out[0].seq > folded+1 {
 		warnings = append(warnings, gapWarning(folded+1, out[0].seq, folded))
 	}
@@ -258,9 +267,12 @@ func (w *wal) readSegment(seg *walSegment, last bool, warnings *[]string) ([]wal
 	if err != nil {
 		return nil, fmt.Errorf("registry: wal: %w", err)
 	}
-	out, off, err := scanFrames(b, w.key, seg.first)
+	out, off, mac, err := scanFramesMAC(b, w.key, seg.first)
 	seg.last = seg.first - 1 + uint64(len(out))
 	seg.size = int64(off)
+	if mac != nil {
+		w.lastMAC = bytes.Clone(mac)
+	}
 	if err == nil {
 		return out, nil
 	}
@@ -269,8 +281,10 @@ func (w *wal) readSegment(seg *walSegment, last bool, warnings *[]string) ([]wal
 		// whose process stopped before cutting them: its end.
 		return out, cutFile(seg.path, int64(off))
 	}
-	if !last || errors.Is(err, errFrameMAC) || validFrameAfter(b[off+1:], w.key, seg.last+1) {
-		return nil, fmt.Errorf("registry: wal: %s at byte %d: %w: %v", seg.path, off, ErrWALDamaged, err)
+	if !last || errors.Is(err, errFrameMAC) || errors.Is(err, errFrameSeq) || validFrameAfter(b[off+1:], w.key, seg.last+1) {
+		return nil, fmt.Errorf("registry: wal: %s at byte %d: %w: %v; nothing was changed: put back this data directory's own copy of %s, "+
+			"or move the file out of %s to go on without what it holds (the start then names any acknowledged registration that is missing, and shredd wal accept-loss records such a loss)",
+			seg.path, off, ErrWALDamaged, err, filepath.Base(seg.path), filepath.Dir(seg.path))
 	}
 	// A torn last frame: never synced, never acknowledged.
 	if err := cutFile(seg.path, int64(off)); err != nil {
@@ -300,17 +314,26 @@ func allZero(b []byte) bool {
 // with sequence number first, and returns their registrations, the offset
 // where it stopped (len(b) when every frame parsed) and the error there.
 func scanFrames(b, key []byte, first uint64) ([]walRecord, int, error) {
+	out, off, _, err := scanFramesMAC(b, key, first)
+	return out, off, err
+}
+
+// scanFramesMAC is scanFrames that also returns the MAC of the last frame
+// that parsed (nil for none).
+func scanFramesMAC(b, key []byte, first uint64) ([]walRecord, int, []byte, error) {
 	var out []walRecord
+	var mac []byte
 	off := 0
 	for off < len(b) {
 		recs, n, err := parseFrame(b[off:], key, first+uint64(len(out)))
 		if err != nil {
-			return out, off, err
+			return out, off, mac, err
 		}
+		mac = b[off+frameMACOffset : off+frameHeaderSize]
 		out = append(out, recs...)
 		off += n
 	}
-	return out, off, nil
+	return out, off, mac, nil
 }
 
 // validFrameAfter reports whether a whole valid frame starting with
@@ -361,7 +384,7 @@ func parseFrame(b, key []byte, seq uint64) ([]walRecord, int, error) {
 	count := binary.LittleEndian.Uint32(b[16:])
 	n := binary.LittleEndian.Uint32(b[20:])
 	if seq != 0 && first != seq {
-		return nil, 0, fmt.Errorf("the frame starts at registration %d, not %d", first, seq)
+		return nil, 0, fmt.Errorf("%w: it starts at registration %d, not %d", errFrameSeq, first, seq)
 	}
 	if count == 0 || n > maxFrameBody || binary.LittleEndian.Uint32(b[28:]) != 0 {
 		return nil, 0, errors.New("a frame header out of range")
@@ -571,6 +594,7 @@ func (w *wal) append(frame []byte, n int) error {
 	crashpoint.Hit("wal:synced") // durable, not yet answered
 	w.size += int64(len(frame))
 	w.next += uint64(n)
+	w.lastMAC = append(w.lastMAC[:0], frame[frameMACOffset:frameHeaderSize]...)
 	cur := &w.segs[len(w.segs)-1]
 	cur.last, cur.size = w.next-1, w.size
 	return nil
@@ -632,6 +656,23 @@ func (w *wal) rotate() error {
 		w.f = nil
 	}
 	path := filepath.Join(w.dir, segName(w.next))
+	if n := len(w.segs); n > 0 && w.segs[n-1].path == path && w.segs[n-1].last+1 == w.segs[n-1].first {
+		// A segment with no frame, named for the next registration: a
+		// process that died between creating it and its first frame made
+		// it. Append to it, rather than fail to create it again.
+		f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+		if err == nil {
+			err = f.Truncate(0)
+			if err != nil {
+				f.Close()
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("registry: wal: %w: %w", shredd.ErrUnavailable, err)
+		}
+		w.f, w.size, w.zeroed = f, 0, 0
+		return nil
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		return fmt.Errorf("registry: wal: %w: %w", shredd.ErrUnavailable, err)

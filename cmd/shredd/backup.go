@@ -369,14 +369,14 @@ func restore(ctx context.Context, dir, ledger, backup string, stdout, stderr io.
 	if err := datadir.Prepare(dir); err != nil {
 		return err
 	}
-	lock, err := os.OpenFile(filepath.Join(dir, node.LockFile), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	lock, err := datadir.LockDir(dir)
+	if errors.Is(err, datadir.ErrLocked) {
+		return fmt.Errorf("data dir %s is in use by a running shredd or another shredd restore: stop the server, or let the other restore finish, then run this one again", dir)
+	}
 	if err != nil {
 		return err
 	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		return fmt.Errorf("data dir %s is in use by a running shredd or another shredd restore: stop the server, or let the other restore finish, then run this one again", dir)
-	}
+	defer lock.Unlock()
 	key, err := manifestKey(dir)
 	if err != nil {
 		return err

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 
 	"github.com/shredd/shredd/cmd/shredd/node"
 	"github.com/shredd/shredd/erasure"
@@ -89,14 +88,14 @@ func checkLedger(ctx context.Context, p *Program) (erasure.LedgerCheck, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return erasure.LedgerCheck{}, err
 	}
-	lock, err := os.OpenFile(filepath.Join(dir, node.LockFile), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	lock, err := datadir.LockDir(dir)
+	if errors.Is(err, datadir.ErrLocked) {
+		return erasure.LedgerCheck{}, fmt.Errorf("data dir %s is in use by a running shredd: stop it first", dir)
+	}
 	if err != nil {
 		return erasure.LedgerCheck{}, err
 	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		return erasure.LedgerCheck{}, fmt.Errorf("data dir %s is in use by a running shredd: stop it first", dir)
-	}
+	defer lock.Unlock()
 	secret, err := datadir.Read(filepath.Join(dir, node.SecretFile), datadir.Secret, 1<<10)
 	if err != nil {
 		return erasure.LedgerCheck{}, fmt.Errorf("subject secret (the ledger's MAC key derives from it): %w", err)

@@ -15,8 +15,10 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,6 +61,11 @@ type Root struct {
 	latest   int
 	min      int
 	head     *keystore.LedgerHead // the forget ledger's head kept with the root; nil for none
+	marks    map[string]json.RawMessage
+	instance string   // the root's identity (fileForm.Instance); "" for a file of an earlier release until its first write
+	gen      uint64   // the writer generation this process read or wrote last
+	onDisk   [32]byte // SHA-256 of the file's bytes as this process read or wrote them last
+	fenced   error    // set once the file was found changed by someone else: no more writes
 }
 
 type fileForm struct {
@@ -69,14 +76,42 @@ type fileForm struct {
 	// LedgerHead is the forget ledger's head (keystore.LedgerHead): one
 	// per root file, since a root file serves one data directory.
 	LedgerHead *keystore.LedgerHead `json:"ledger_head,omitempty"`
+	// Instance is the root's random identity (32 hex digits), made with
+	// the file and never changed: the database pins it, so that another
+	// instance's root file, or a new one, put in this one's place is a
+	// refused start. Files of releases before 2026-12 have none until
+	// their first write (Claim) gives them one.
+	Instance string `json:"instance,omitempty"`
+	// Generation is the writer generation: each process that serves the
+	// data directory raises it once at start (Claim), and every later
+	// write of that process checks that the file still holds its
+	// generation and the bytes it wrote last, so that a second process
+	// can never write the root from a memory the first has moved past.
+	Generation uint64 `json:"generation,omitempty"`
+	// Destroyed lists the versions an epoch destroyed (every version
+	// below MinVersion, as numbers: no key bytes), so that a file that
+	// holds one again is recognised as a resurrection, not a new version.
+	Destroyed []int `json:"destroyed,omitempty"`
+	// Marks are the high-water marks of durable streams kept beside the
+	// root (keystore.MarkKeeper), by stream name, each opaque to the root.
+	Marks map[string]json.RawMessage `json:"marks,omitempty"`
 }
 
 // maxFileSize bounds the root file: a few thousand versions at most.
 const maxFileSize = 1 << 20
 
-// ErrConflict means the data directory holds root material that disagrees
-// with the live root file: shredd refuses to guess which one is right.
-var ErrConflict = errors.New("conflicting root files")
+// Errors of the local root store.
+var (
+	// ErrConflict means the data directory holds root material that
+	// disagrees with the live root file: shredd refuses to guess which one
+	// is right.
+	ErrConflict = errors.New("conflicting root files")
+	// ErrFenced means the root file changed under this process since it
+	// read or wrote it last (another process claimed it, or it was
+	// replaced): this process writes it no more. Errors wrapping it also
+	// wrap shredd.ErrUnavailable, so that the API answers 503.
+	ErrFenced = errors.New("root file written by another process")
+)
 
 // Open opens the root file at path, creating it with a first version (mode
 // 0600) when it does not exist and no leftover of an interrupted write does
@@ -110,9 +145,14 @@ func Open(path string) (*Root, error) {
 		}
 		s.versions = map[int][]byte{1: k}
 		s.latest, s.min = 1, 1
-		if err := datadir.Create(path, s.encode(), datadir.Secret); err != nil {
+		if s.instance, err = newInstance(); err != nil {
+			return nil, err
+		}
+		b := s.encode()
+		if err := datadir.Create(path, b, datadir.Secret); err != nil {
 			return nil, fmt.Errorf("local root: create: %w", err)
 		}
+		s.onDisk = sha256.Sum256(b)
 		return s, nil
 	case err != nil:
 		return nil, fmt.Errorf("local root: %w", err)
@@ -251,16 +291,50 @@ func (s *Root) decode(b []byte) error {
 	if _, ok := s.versions[f.Latest]; !ok {
 		return fmt.Errorf("%w: latest version missing", keystore.ErrCorrupt)
 	}
+	if f.Instance != "" && !validInstance(f.Instance) {
+		return fmt.Errorf("%w: bad instance %q", keystore.ErrCorrupt, f.Instance)
+	}
+	for _, v := range f.Destroyed {
+		if v >= f.MinVersion {
+			return fmt.Errorf("%w: root version %d is recorded as destroyed, yet the file holds it or names it available (its oldest version is %d): a destroyed version was put back",
+				keystore.ErrCorrupt, v, f.MinVersion)
+		}
+	}
 	s.latest, s.min, s.head = f.Latest, f.MinVersion, f.LedgerHead
+	s.instance, s.gen, s.marks = f.Instance, f.Generation, f.Marks
+	s.onDisk = sha256.Sum256(b)
 	return nil
+}
+
+// validInstance reports whether id is an instance identity: 32 lower-case
+// hex digits.
+func validInstance(id string) bool {
+	if len(id) != 32 {
+		return false
+	}
+	_, err := hex.DecodeString(id)
+	return err == nil && strings.ToLower(id) == id
+}
+
+// newInstance returns a fresh random instance identity.
+func newInstance() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
 }
 
 // encode returns the root file's contents. Called with mu held (or before
 // sharing).
 func (s *Root) encode() []byte {
-	f := fileForm{Format: fileFormat, MinVersion: s.min, Latest: s.latest, Versions: map[string]string{}, LedgerHead: s.head}
+	f := fileForm{Format: fileFormat, MinVersion: s.min, Latest: s.latest, Versions: map[string]string{}, LedgerHead: s.head,
+		Instance: s.instance, Generation: s.gen, Marks: s.marks}
 	for v, k := range s.versions {
 		f.Versions[strconv.Itoa(v)] = base64.StdEncoding.EncodeToString(k)
+	}
+	for v := 1; v < s.min; v++ {
+		f.Destroyed = append(f.Destroyed, v)
 	}
 	b, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
@@ -275,6 +349,9 @@ func (s *Root) encode() []byte {
 // bytes are overwritten, once the new file is durable, through a descriptor
 // opened before the rename. Called with mu held for writing.
 func (s *Root) write(destroyOld bool) error {
+	if err := s.fence(); err != nil {
+		return err
+	}
 	var old *os.File
 	if destroyOld {
 		f, err := datadir.OpenForDestroy(s.path, datadir.Secret)
@@ -284,7 +361,8 @@ func (s *Root) write(destroyOld bool) error {
 		defer f.Close()
 		old = f
 	}
-	tmp, err := datadir.WriteTemp(s.path, s.encode(), datadir.Secret)
+	b := s.encode()
+	tmp, err := datadir.WriteTemp(s.path, b, datadir.Secret)
 	if err != nil {
 		return err
 	}
@@ -292,6 +370,7 @@ func (s *Root) write(destroyOld bool) error {
 	if err := datadir.Commit(tmp, s.path); err != nil {
 		return err
 	}
+	s.onDisk = sha256.Sum256(b)
 	crashpoint.Hit("localroot:renamed")
 	if old != nil {
 		// The old file has no name left; its blocks are freed when it is
@@ -301,6 +380,165 @@ func (s *Root) write(destroyOld bool) error {
 		}
 	}
 	return nil
+}
+
+// fence reads the root file back before a write and refuses the write
+// when it is not the file this process read or wrote last: root versions
+// are never written from memory over a file someone else moved on. Once
+// fenced, every later write is refused too. Called with mu held for
+// writing.
+func (s *Root) fence() error {
+	if s.fenced != nil {
+		return s.fenced
+	}
+	b, err := datadir.Read(s.path, datadir.Secret, maxFileSize)
+	if err != nil {
+		return fmt.Errorf("local root: read back before writing: %w: %w", shredd.ErrUnavailable, err)
+	}
+	if sha256.Sum256(b) == s.onDisk {
+		return nil
+	}
+	what := "its contents are not what this process wrote or read last"
+	var o Root
+	if o.decode(b) == nil {
+		switch {
+		case s.instance != "" && o.instance != s.instance:
+			what = fmt.Sprintf("it is now another root (instance %q, this process's is %q)", o.instance, s.instance)
+		case o.gen > s.gen:
+			what = fmt.Sprintf("another process claimed it (writer generation %d, this process's is %d)", o.gen, s.gen)
+		case o.latest < s.latest || o.min < s.min:
+			what = fmt.Sprintf("it went back (versions %d..%d, this process's are %d..%d)", o.min, o.latest, s.min, s.latest)
+		}
+		for _, k := range o.versions {
+			clear(k)
+		}
+	}
+	s.fenced = fmt.Errorf("local root: %s changed under this process: %s: %w (%w); this process writes it no more: stop every shredd on this data directory, check that root.key is this instance's, and start one again",
+		s.path, what, ErrFenced, shredd.ErrUnavailable)
+	return s.fenced
+}
+
+// Claim makes this process the root file's writer: it raises the file's
+// writer generation (and gives a file of an earlier release its instance
+// identity), after checking that the file is still what Open read. A
+// process whose Claim succeeded is the only one whose writes the file
+// accepts until another process claims it: an earlier writer's next write
+// is refused (ErrFenced). shredd serve claims the root once per start,
+// after its checks and before it writes anything else.
+func (s *Root) Claim() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prevInst := s.instance
+	if s.instance == "" {
+		id, err := newInstance()
+		if err != nil {
+			return err
+		}
+		s.instance = id
+	}
+	s.gen++
+	if err := s.write(false); err != nil {
+		s.gen--
+		s.instance = prevInst
+		return fmt.Errorf("local root: claim: %w", err)
+	}
+	return nil
+}
+
+// Instance returns the root file's instance identity: "" for a file of a
+// release before 2026-12 that no process has claimed yet.
+func (s *Root) Instance() string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.instance
+}
+
+// Generation returns the writer generation this process holds.
+func (s *Root) Generation() uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.gen
+}
+
+// ReadInstance reads the instance identity of the root file at path
+// without opening it as a store ("" for a file of an earlier release).
+func ReadInstance(path string) (string, error) {
+	b, err := datadir.Read(path, datadir.Secret, maxFileSize)
+	if err != nil {
+		return "", fmt.Errorf("local root: %w", err)
+	}
+	var s Root
+	if err := s.decode(b); err != nil {
+		return "", fmt.Errorf("local root: %s: %w", path, err)
+	}
+	for _, k := range s.versions {
+		clear(k)
+	}
+	return s.instance, nil
+}
+
+var _ keystore.MarkKeeper = (*Root)(nil)
+
+// Mark returns the high-water mark kept for stream, or an error wrapping
+// keystore.ErrNotFound when none was kept.
+func (s *Root) Mark(_ context.Context, stream string) ([]byte, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	m, ok := s.marks[stream]
+	if !ok {
+		return nil, fmt.Errorf("local root: mark %q: %w", stream, keystore.ErrNotFound)
+	}
+	return bytes.Clone(m), nil
+}
+
+// KeepMark records mark (a JSON value) as stream's high-water mark in the
+// root file (a fresh file, fsynced and renamed, as every change of the
+// root: see write).
+func (s *Root) KeepMark(_ context.Context, stream string, mark []byte) error {
+	if !json.Valid(mark) {
+		return fmt.Errorf("local root: mark %q: not JSON: %w", stream, shredd.ErrInvalid)
+	}
+	var c bytes.Buffer
+	if err := json.Compact(&c, mark); err != nil {
+		return fmt.Errorf("local root: mark %q: %w", stream, shredd.ErrInvalid)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prev, had := s.marks[stream]
+	if s.marks == nil {
+		s.marks = map[string]json.RawMessage{}
+	}
+	s.marks[stream] = c.Bytes()
+	if err := s.write(false); err != nil {
+		if had {
+			s.marks[stream] = prev
+		} else {
+			delete(s.marks, stream)
+		}
+		return fmt.Errorf("local root: keep mark %q: %w", stream, err)
+	}
+	return nil
+}
+
+// ReadMark reads stream's mark from the root file at path without opening
+// it as a store; keystore.ErrNotFound when none was kept.
+func ReadMark(path, stream string) ([]byte, error) {
+	b, err := datadir.Read(path, datadir.Secret, maxFileSize)
+	if err != nil {
+		return nil, fmt.Errorf("local root: %w", err)
+	}
+	var s Root
+	if err := s.decode(b); err != nil {
+		return nil, fmt.Errorf("local root: %s: %w", path, err)
+	}
+	for _, k := range s.versions {
+		clear(k)
+	}
+	m, ok := s.marks[stream]
+	if !ok {
+		return nil, fmt.Errorf("local root: mark %q: %w", stream, keystore.ErrNotFound)
+	}
+	return m, nil
 }
 
 // errOldBytes means the new root file is in place and only overwriting the

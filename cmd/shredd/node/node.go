@@ -33,7 +33,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/shredd/shredd/erasure"
@@ -52,7 +51,6 @@ const (
 	RootFile   = "root.key"
 	SecretFile = "subject.key"
 	TokenFile  = "admin.token"
-	LockFile   = "lock"
 	LedgerFile = "forgets.ledger"
 )
 
@@ -371,20 +369,20 @@ func (n *Node) readLocalSecrets(ctx context.Context, c Config, log *slog.Logger)
 	return sec, nil
 }
 
-// lockDir prepares the data directory and takes its lock: one process per
-// data directory.
+// lockDir prepares the data directory and takes its lock (datadir.LockDir,
+// on the directory itself): one process per data directory.
 func (n *Node) lockDir(dir string) error {
 	if err := datadir.Prepare(dir); err != nil {
 		return err
 	}
-	lock, err := os.OpenFile(filepath.Join(dir, LockFile), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	lock, err := datadir.LockDir(dir)
+	if errors.Is(err, datadir.ErrLocked) {
+		return fmt.Errorf("data dir %s is in use by another shredd process: stop it first; two processes on one data directory would each write the root from their own memory", dir)
+	}
 	if err != nil {
-		return fmt.Errorf("data dir: %w", err)
+		return err
 	}
-	n.onClose(func() { lock.Close() })
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		return fmt.Errorf("data dir %s is in use by another shredd process", dir)
-	}
+	n.onClose(lock.Unlock)
 	return nil
 }
 

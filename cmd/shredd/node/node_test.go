@@ -37,7 +37,7 @@ func TestOpenClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{DBFile, RootFile, SecretFile, TokenFile, LockFile, LedgerFile, AttestationKeyFile, AttestationPubFile, LogKeyFile, LogVKeyFile} {
+	for _, f := range []string{DBFile, RootFile, SecretFile, TokenFile, LedgerFile, AttestationKeyFile, AttestationPubFile, LogKeyFile, LogVKeyFile} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("after the first Open: %v", err)
 		}
