@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+
+	"github.com/shredd/shredd/storage"
 )
 
 // Errors of the start-up check that ties a database to its root store.
@@ -24,33 +26,39 @@ var (
 // and its latest. It returns an error wrapping ErrStaleDatabase or
 // ErrRootBehind, with what to do, when not; ErrRootUnavailable when the root
 // store does not answer.
-func (t *Tree) CheckRoot(ctx context.Context) error {
+func (t *Tree) CheckRoot(ctx context.Context) error { return CheckRoot(ctx, t.db, t.Root()) }
+
+// CheckRoot is Tree.CheckRoot before a tree is opened on db: it reads
+// the database and asks root, and changes nothing, so that a start can
+// refuse before it writes a byte. A database without a buckets table yet
+// (new) passes.
+func CheckRoot(ctx context.Context, db *storage.DB, root RootStore) error {
 	var lo, hi sql.NullInt64
-	if err := t.db.QueryRowContext(ctx, `SELECT min(root_version), max(root_version) FROM buckets`).Scan(&lo, &hi); err != nil {
+	if err := db.QueryRowContext(ctx, `SELECT min(root_version), max(root_version) FROM buckets`).Scan(&lo, &hi); err != nil {
 		return fmt.Errorf("keystore: check root: %w", err)
 	}
 	if !lo.Valid {
 		return nil
 	}
-	v, err := t.Root().Versions(ctx)
+	v, err := root.Versions(ctx)
 	if err != nil {
 		return fmt.Errorf("keystore: check root: %w", err)
 	}
 	switch {
 	case int(lo.Int64) < v.MinAvailable:
 		advice := "Restore a backup taken after the last epoch (shredd backup list --dir BACKUP_DIR shows each backup's root version; --backup-dir keeps one after every epoch)"
-		if t.db.Shared() {
+		if db.Shared() {
 			// PostgreSQL: shredd takes no backups there (docs/scale-out.md).
 			advice = "Restore a dump (pg_dump, or a base backup and its WAL) taken after the last epoch: " +
 				"the root version a dump needs is the largest root_version of its buckets table, and it must be at least the root store's oldest version"
 		}
 		return fmt.Errorf("keystore: the database's bucket keys are wrapped under root version %d, which the %s root store destroyed in an epoch (its oldest version is %d): %w; "+
 			"this database is a backup taken before that epoch and opens no key. %s",
-			lo.Int64, t.Root().Kind(), v.MinAvailable, ErrStaleDatabase, advice)
+			lo.Int64, root.Kind(), v.MinAvailable, ErrStaleDatabase, advice)
 	case int(hi.Int64) > v.Latest:
 		return fmt.Errorf("keystore: the database's bucket keys are wrapped under root version %d, but the %s root store's latest version is %d: %w; "+
 			"the root store was restored from an older copy. Put back the root store that goes with this database (never restore root.key from a backup)",
-			hi.Int64, t.Root().Kind(), v.Latest, ErrRootBehind)
+			hi.Int64, root.Kind(), v.Latest, ErrRootBehind)
 	}
 	return nil
 }

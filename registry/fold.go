@@ -65,6 +65,12 @@ type walState struct {
 	segMu    sync.Mutex // w's segments: the writer appends, the folder removes
 	retain   int64
 	log      *slog.Logger
+	root     keystore.RootStore // keeps the mark (mark.go); nil for none
+
+	markMu   sync.Mutex // keepMark, one at a time
+	mark     Mark       // the mark as last read or kept
+	markKept bool       // this process kept the mark at least once
+	markAt   time.Time  // when it kept it last
 
 	mu       sync.Mutex
 	tail     []*walRecord                // acknowledged, not folded, in order
@@ -73,6 +79,7 @@ type walState struct {
 	folded   uint64                      // the last folded one
 	foldedCh chan struct{}               // closed (and replaced) when folded moves or a fold fails
 	foldErr  error                       // the last fold's error, nil once one succeeds
+	markErr  error                       // the last failure to keep the mark, nil once one succeeds
 	room     chan struct{}               // signalled when the tail shrinks (the writer waits on it)
 	frame    []byte                      // the writer's frame buffer
 	liveGen  map[envelope.SID]uint32     // subjects seen live at a generation (the writer's cache)
@@ -111,6 +118,13 @@ func openWALState(ctx context.Context, s *Registry) error {
 	if ws.retain <= 0 {
 		ws.retain = DefaultWALRetain
 	}
+	if s.opts.MarkRoot != nil {
+		m, _, err := ReadMark(ctx, s.opts.MarkRoot)
+		if err != nil {
+			return err
+		}
+		ws.root, ws.mark = s.opts.MarkRoot, m
+	}
 	for i := range recs {
 		ws.tail = append(ws.tail, &recs[i])
 		ws.byID[recs[i].reg.ID] = &recs[i].reg
@@ -123,6 +137,9 @@ func openWALState(ctx context.Context, s *Registry) error {
 	// Fold what was left before serving: the readers then start from
 	// complete tables, and a ledger reconciliation after Open sees them.
 	if err := ws.foldAll(ctx); err != nil {
+		return err
+	}
+	if err := ws.keepMark(ctx); err != nil {
 		return err
 	}
 	if _, err := ws.truncate(ctx); err != nil {
@@ -216,6 +233,11 @@ func (ws *walState) run() {
 			}
 			if n == 0 {
 				break
+			}
+			if time.Since(ws.markAt) >= markInterval {
+				if err := ws.keepMark(context.Background()); err != nil {
+					ws.log.Error("registration WAL: keeping its mark with the root failed", "err", err)
+				}
 			}
 			if _, err := ws.truncate(context.Background()); err != nil {
 				ws.log.Error("registration WAL: removing folded segments failed", "err", err)
@@ -329,10 +351,21 @@ func (ws *walState) truncate(ctx context.Context) (int, error) {
 	upTo := ws.folded
 	ws.mu.Unlock()
 	ws.segMu.Lock()
-	defer ws.segMu.Unlock()
 	if backedUp != nil && uint64(*backedUp) < upTo {
 		upTo = max(uint64(*backedUp), ws.w.retainedFrom(upTo, ws.retain))
 	}
+	removable := len(ws.w.segs) > 0 && ws.w.segs[0].last <= upTo && (ws.w.f == nil || len(ws.w.segs) > 1)
+	ws.segMu.Unlock()
+	if !removable {
+		return 0, nil
+	}
+	// The mark first: once the segments are gone, only the mark says that
+	// a database restored from before them lacks their registrations.
+	if err := ws.keepMark(ctx); err != nil {
+		return 0, err
+	}
+	ws.segMu.Lock()
+	defer ws.segMu.Unlock()
 	return ws.w.removeThrough(upTo)
 }
 
@@ -504,6 +537,9 @@ func (ws *walState) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = ws.foldAll(ctx) // what is left is in the WAL: the next Open folds it
+	if err := ws.keepMark(ctx); err != nil {
+		ws.log.Error("registration WAL: keeping its mark with the root at close failed", "err", err)
+	}
 	ws.segMu.Lock()
 	_ = ws.w.close()
 	ws.segMu.Unlock()

@@ -69,6 +69,11 @@ type Options struct {
 	// WALRetain bounds the bytes of folded segments the WAL keeps for a
 	// restore of the newest backup (DefaultWALRetain).
 	WALRetain int64
+	// MarkRoot, with WALDir, is the root store that keeps the WAL's
+	// high-water mark (mark.go) when it is a keystore.MarkKeeper: the mark
+	// is kept at open, while registrations come in, before any segment is
+	// removed and at Close. Nil keeps none.
+	MarkRoot keystore.RootStore
 	// Logger receives the WAL's warnings (a torn frame cut, registrations
 	// a restore cannot replay) and fold errors; nil discards them.
 	Logger *slog.Logger

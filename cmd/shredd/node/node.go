@@ -106,6 +106,7 @@ type Node struct {
 
 	ledger     *erasure.Ledger
 	closeFuncs []func()
+	failFuncs  []func() // undo what a refused start made, after Close
 }
 
 // Open assembles the data directory's stack as shredd serve runs it, in
@@ -169,6 +170,9 @@ func open(ctx context.Context, c Config, full bool) (*Node, error) {
 	n := &Node{Stack: &Stack{}} // the parts as they are opened, until Assemble
 	if err := n.assemble(ctx, c, full); err != nil {
 		n.Close()
+		for i := len(n.failFuncs) - 1; i >= 0; i-- {
+			n.failFuncs[i]()
+		}
 		return nil, err
 	}
 	return n, nil
@@ -231,12 +235,36 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 		}
 		n.onClose(func() { n.DB.Close() })
 	}
-	// The schema first (a planted trigger, view or table is refused before
-	// anything is written), then the secrets' pins.
+	// Phase one, which writes nothing: the schema (a planted trigger,
+	// view or table is refused before anything is written), the secrets'
+	// pins, the root's versions against the database's, and the
+	// registration WAL against its mark kept with the root. A refusal
+	// here leaves the data directory as it was.
 	if err := checkSchema(ctx, n.DB); err != nil {
 		return err
 	}
-	if err := pinSecrets(ctx, n.DB, c.DataDir, sec.pins(n.Root)); err != nil {
+	pins := sec.pins(n.Root)
+	missingPins, err := checkPins(ctx, n.DB, c.DataDir, pins)
+	if err != nil {
+		return err
+	}
+	if full {
+		if err := checkRoot(ctx, n.DB, n.Root, rootDown, log); err != nil {
+			return err
+		}
+	}
+	walDir := filepath.Join(c.DataDir, registry.WALDir)
+	if !n.DB.Shared() {
+		if err := registry.CheckWAL(ctx, n.DB, n.Root, walDir, registry.WALKey(sec.subject)); err != nil {
+			return err
+		}
+	}
+	// Phase two: this process becomes the root's one writer, then pins
+	// what the database lacks, and only then folds, repairs and creates.
+	if err := claimRoot(n.Root, pins, missingPins); err != nil {
+		return err
+	}
+	if err := n.DB.PinSecrets(ctx, missingPins, time.Now()); err != nil {
 		return err
 	}
 	// A random id per start: nothing in the data directory names the node,
@@ -255,6 +283,10 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 	secret := sec.subject
 	n.AttestationKey = sec.att
 	if full {
+		if _, err := os.Lstat(c.LedgerPath()); errors.Is(err, fs.ErrNotExist) {
+			// A start refused after this removes the empty ledger it made.
+			n.onFail(func() { os.Remove(c.LedgerPath()) })
+		}
 		if n.ledger, err = erasure.OpenLedger(c.LedgerPath(), erasure.LedgerKey(secret), erasure.LedgerOptions{
 			Fingerprints: sec.fingerprints(n.Root), AcceptLoss: c.LedgerAcceptLoss}); err != nil {
 			return err
@@ -263,8 +295,8 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 	}
 	st, err := Assemble(ctx, Parts{DB: n.DB, Root: n.Root, Hasher: n.Hasher, Journal: journal, Ledger: n.ledger}, Options{
 		Keystore: keystore.Options{Buckets: c.Buckets, CacheTTL: c.CacheTTL, SubjectKMS: kms},
-		Registry: registry.Options{LeaseTTL: c.LeaseTTL, WALDir: filepath.Join(c.DataDir, registry.WALDir),
-			WALKey: registry.WALKey(secret), Logger: c.Logger},
+		Registry: registry.Options{LeaseTTL: c.LeaseTTL, WALDir: walDir,
+			WALKey: registry.WALKey(secret), MarkRoot: n.Root, Logger: c.Logger},
 		Erasure: erasure.Options{Deadline: c.ForgetDeadline, AfterEpoch: c.AfterEpoch},
 		Tokens:  full,
 	})
@@ -275,9 +307,6 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 	n.onClose(st.Close)
 	if !full {
 		return nil
-	}
-	if err := checkRoot(ctx, n.Keys, rootDown, log); err != nil {
-		return err
 	}
 	n.onClose(func() { n.keepLedgerHead(log) })
 	return n.prepare(ctx, c.DataDir, log)
@@ -404,12 +433,12 @@ type RootOpener func(ctx context.Context, dir string, log *slog.Logger) (Root, e
 // database), with what to do, instead of answering 410 for everyone. It is
 // not asked again when the root store just failed to answer (each try is a
 // Vault login, and Vault locks an AppRole out after a few failed ones).
-func checkRoot(ctx context.Context, keys *keystore.Tree, rootDown bool, log *slog.Logger) error {
+func checkRoot(ctx context.Context, db *storage.DB, root keystore.RootStore, rootDown bool, log *slog.Logger) error {
 	if rootDown {
 		log.Warn("root store unavailable at start-up: the database's root versions were not checked")
 		return nil
 	}
-	switch err := keys.CheckRoot(ctx); {
+	switch err := keystore.CheckRoot(ctx, db, root); {
 	case errors.Is(err, keystore.ErrRootUnavailable):
 		log.Warn("root store unavailable at start-up: the database's root versions were not checked", "error", err.Error())
 	case err != nil:
@@ -519,6 +548,8 @@ func (n *Node) keepLedgerHead(log *slog.Logger) {
 }
 
 func (n *Node) onClose(f func()) { n.closeFuncs = append(n.closeFuncs, f) }
+
+func (n *Node) onFail(f func()) { n.failFuncs = append(n.failFuncs, f) }
 
 // Close releases the node in the reverse order of Open: the service, the
 // forget ledger, the database, the lock, then the Vault token's renewal.

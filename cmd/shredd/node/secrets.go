@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"golang.org/x/mod/sumdb/note"
 
@@ -205,35 +204,83 @@ func (s *secrets) fingerprints(root keystore.RootStore) erasure.LedgerFingerprin
 // pins are the fingerprints as the database pins them, by file name.
 func (s *secrets) pins(root keystore.RootStore) map[string]string {
 	f := s.fingerprints(root)
-	return map[string]string{SecretFile: f.SubjectKey, AttestationKeyFile: f.AttestationKey, LogKeyFile: f.LogKey, "root": f.Root}
+	p := map[string]string{SecretFile: f.SubjectKey, AttestationKeyFile: f.AttestationKey, LogKeyFile: f.LogKey, "root": f.Root}
+	if r, ok := root.(instanceRoot); ok {
+		p[rootInstancePin] = r.Instance()
+		p[localKindPin] = "local"
+	}
+	return p
 }
 
-// pinSecrets compares the secrets with the fingerprints the database pins
-// and pins those it lacks (a new database, or one from a release before
-// the pins). A secret that differs from its pin is a refused start that
-// names the file and the fix.
-func pinSecrets(ctx context.Context, db *storage.DB, dir string, want map[string]string) error {
-	have, err := db.SecretPins(ctx)
-	if err != nil {
+// localKindPin marks, in the pins map only (never in the database), that
+// the root is a local root file with an instance identity.
+const localKindPin = "\x00local"
+
+func isLocal(want map[string]string) bool { return want[localKindPin] == "local" }
+
+// rootInstancePin is the pin of the local root file's instance identity.
+const rootInstancePin = "root-instance"
+
+// instanceRoot is a root store with an instance identity and a writer
+// claim (keystore/local).
+type instanceRoot interface {
+	Instance() string
+	Claim() error
+}
+
+// claimRoot makes this process the root's writer (local.Root.Claim) and
+// adds its instance identity to the pins the database lacks: a root file
+// of an earlier release gets its identity from the claim.
+func claimRoot(root keystore.RootStore, pins, missing map[string]string) error {
+	r, ok := root.(instanceRoot)
+	if !ok {
+		return nil
+	}
+	if err := r.Claim(); err != nil {
 		return err
 	}
-	for _, name := range []string{SecretFile, AttestationKeyFile, LogKeyFile, "root"} {
+	if pins[rootInstancePin] == "" && r.Instance() != "" {
+		// A root file of an earlier release, given its identity by the
+		// claim: checkPins refused a database that pins another, so this
+		// one pins none yet.
+		missing[rootInstancePin] = r.Instance()
+	}
+	return nil
+}
+
+// checkPins compares the secrets with the fingerprints the database pins,
+// writing nothing, and returns the pins the database lacks. A secret that
+// differs from its pin is a refused start that names the file and the fix.
+func checkPins(ctx context.Context, db *storage.DB, dir string, want map[string]string) (map[string]string, error) {
+	have, err := db.SecretPins(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range []string{SecretFile, AttestationKeyFile, LogKeyFile, "root", rootInstancePin} {
 		pinned, ok := have[name]
 		if !ok || want[name] == "" || pinned == want[name] {
 			continue
 		}
 		what := filepath.Join(dir, name)
-		if name == "root" {
+		switch name {
+		case "root":
 			what = "the root store (--root and its key name)"
+		case rootInstancePin:
+			what = "the root file " + filepath.Join(dir, RootFile) + " (its instance " + want[name] + ")"
+			name = RootFile
 		}
-		return fmt.Errorf("%s is not the one this database was made with (fingerprint %s, the database pins %s): nothing was written. Put back the %s that goes with this database, or point the server at the database that goes with it (docs/operations.md, \"What each file is for\")",
+		return nil, fmt.Errorf("%s is not the one this database was made with (fingerprint %s, the database pins %s): nothing was written. Put back the %s that goes with this database, or point the server at the database that goes with it (docs/operations.md, \"What each file is for\")",
 			what, want[name], pinned, name)
 	}
+	if r, ok := have[rootInstancePin]; ok && want["root"] != "" && want[rootInstancePin] == "" && isLocal(want) {
+		return nil, fmt.Errorf("the root file %s has no instance identity, but the database pins root instance %s: it is a root file of an earlier release or of another data directory, not this database's: nothing was written. Put back the root.key that goes with this database (docs/operations.md, \"What each file is for\")",
+			filepath.Join(dir, RootFile), r)
+	}
 	missing := map[string]string{}
-	for _, name := range []string{SecretFile, AttestationKeyFile, LogKeyFile, "root"} {
+	for _, name := range []string{SecretFile, AttestationKeyFile, LogKeyFile, "root", rootInstancePin} {
 		if _, ok := have[name]; !ok && want[name] != "" {
 			missing[name] = want[name]
 		}
 	}
-	return db.PinSecrets(ctx, missing, time.Now())
+	return missing, nil
 }

@@ -1,0 +1,284 @@
+package registry
+
+import (
+	"context"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/shredd/shredd"
+	"github.com/shredd/shredd/internal/datadir"
+	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/storage"
+)
+
+// The registration WAL's high-water mark (docs/operations.md, "The
+// registration WAL's mark"). The WAL and the database can both be rolled
+// back by a restore, a copy or a lost file; the mark is kept beside the
+// root (keystore.MarkKeeper), where they cannot take it with them. A start
+// that finds fewer acknowledged registrations than the mark in the
+// database and the WAL together is refused (CheckWAL) until they are put
+// back or the loss is accepted (AcceptLoss), which the mark then records
+// and every later attestation states (LostRegistrations).
+
+// MarkStream is the name of the registration WAL's mark in the root store.
+const MarkStream = "registrations"
+
+// markInterval is how often the folder keeps the mark while registrations
+// come in. The mark is also kept before any segment is removed and when
+// the registry closes, so that what the interval leaves out is only what
+// a crash interrupts while its segments are still on disk.
+const markInterval = time.Second
+
+// ErrWALBehind means the database and the registration WAL together hold
+// fewer registrations than shredd acknowledged (the mark kept with the
+// root): a restore, a lost database or lost segments dropped some.
+var ErrWALBehind = errors.New("acknowledged registrations missing")
+
+// Mark is the registration WAL's high-water mark.
+type Mark struct {
+	// Seq is the sequence number of the last registration acknowledged
+	// when the mark was kept (0: none).
+	Seq uint64 `json:"seq"`
+	// MAC is the MAC of the WAL frame that ends at Seq (hex), when a
+	// segment held it: a WAL that holds other registrations at Seq (a copy
+	// that went its own way) is told apart from this one.
+	MAC string `json:"mac,omitempty"`
+	// Lost are the registrations whose loss an operator accepted
+	// (AcceptLoss), oldest first.
+	Lost []LostRange `json:"lost,omitempty"`
+}
+
+// LostRange is a run of acknowledged registrations whose loss was
+// accepted: their artifacts and lineage are unknown to shredd.
+type LostRange struct {
+	From       uint64 `json:"from"`
+	To         uint64 `json:"to"`
+	AcceptedAt int64  `json:"accepted_at"` // Unix nanoseconds
+}
+
+// ReadMark reads the mark kept in root: ok false when none was kept (a data
+// directory of an earlier release, or a root store that keeps none).
+func ReadMark(ctx context.Context, root keystore.RootStore) (Mark, bool, error) {
+	mk, ok := root.(keystore.MarkKeeper)
+	if !ok {
+		return Mark{}, false, nil
+	}
+	b, err := mk.Mark(ctx, MarkStream)
+	if errors.Is(err, keystore.ErrNotFound) {
+		return Mark{}, false, nil
+	}
+	if err != nil {
+		return Mark{}, false, fmt.Errorf("registry: the registration WAL's mark: %w", err)
+	}
+	var m Mark
+	if err := json.Unmarshal(b, &m); err != nil {
+		return Mark{}, false, fmt.Errorf("registry: the registration WAL's mark kept with the root: %w: %v", keystore.ErrCorrupt, err)
+	}
+	return m, true, nil
+}
+
+func keepMark(ctx context.Context, root keystore.RootStore, m Mark) error {
+	mk, ok := root.(keystore.MarkKeeper)
+	if !ok {
+		return nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	if err := mk.KeepMark(ctx, MarkStream, b); err != nil {
+		return fmt.Errorf("registry: keep the registration WAL's mark with the root: %w", err)
+	}
+	return nil
+}
+
+// LostRegistrations returns the runs of registrations whose loss was
+// accepted (AcceptLoss), as the mark kept with the root records them.
+func LostRegistrations(ctx context.Context, root keystore.RootStore) ([]LostRange, error) {
+	m, _, err := ReadMark(ctx, root)
+	return m.Lost, err
+}
+
+// walCoverage is what the database and the WAL hold: the database every
+// registration up to folded, the segments theirs.
+type walCoverage struct {
+	folded uint64
+	segs   []walSegment // first..last of each, in order
+	macAt  map[uint64][]byte
+}
+
+// missing returns the first run of registrations up to seq that neither
+// the database nor a segment holds (ok false when none is missing).
+func (c walCoverage) missing(seq uint64) (from, to uint64, ok bool) {
+	next := c.folded + 1
+	for _, s := range c.segs {
+		if s.last < s.first || s.last < next {
+			continue
+		}
+		if s.first > next {
+			return next, min(s.first-1, seq), next <= seq
+		}
+		next = s.last + 1
+	}
+	if next <= seq {
+		return next, seq, true
+	}
+	return 0, 0, false
+}
+
+// held returns the last sequence number the database and the WAL hold
+// without a gap.
+func (c walCoverage) held() uint64 {
+	next := c.folded + 1
+	for _, s := range c.segs {
+		if s.last < s.first || s.last < next {
+			continue
+		}
+		if s.first > next {
+			break
+		}
+		next = s.last + 1
+	}
+	return next - 1
+}
+
+// readCoverage reads, changing nothing, the last folded sequence number of
+// db and the registrations the segments in dir hold. A segment whose
+// frames stop at damage counts up to its last whole frame.
+func readCoverage(ctx context.Context, db *storage.DB, dir string, key []byte) (walCoverage, error) {
+	var c walCoverage
+	var folded int64
+	err := db.QueryRowContext(ctx, `SELECT folded FROM registry_wal WHERE id=1`).Scan(&folded)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return c, fmt.Errorf("registry: wal: %w", err)
+	}
+	c.folded, c.macAt = uint64(folded), map[uint64][]byte{}
+	if fi, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return c, nil
+	} else if err != nil || !fi.IsDir() {
+		return c, nil // openWAL refuses it, with the fix
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return c, fmt.Errorf("registry: wal: %w", err)
+	}
+	for _, e := range entries {
+		first, ok := parseSegName(e.Name())
+		if !ok {
+			continue // openWAL refuses it, with the fix
+		}
+		b, err := datadir.Read(filepath.Join(dir, e.Name()), datadir.Secret, 1<<40)
+		if err != nil {
+			continue // openWAL refuses it, with the fix
+		}
+		recs, _, mac, _ := scanFramesMAC(b, key, first)
+		last := first - 1 + uint64(len(recs))
+		if mac != nil {
+			c.macAt[last] = mac
+		}
+		c.segs = append(c.segs, walSegment{first: first, last: last})
+	}
+	slices.SortFunc(c.segs, func(a, b walSegment) int { return cmpU64(a.first, b.first) })
+	return c, nil
+}
+
+// CheckWAL compares, changing nothing, the registrations the database db
+// and the WAL in dir hold with the mark kept with root, and refuses
+// (ErrWALBehind) when shredd acknowledged registrations that neither
+// holds, naming them and the fix. A WAL whose frame at the mark is not the
+// one the mark names (another copy's segments) is refused too. Without a
+// mark there is nothing to check. The start runs it before it folds,
+// removes or writes anything.
+func CheckWAL(ctx context.Context, db *storage.DB, root keystore.RootStore, dir string, key []byte) error {
+	m, ok, err := ReadMark(ctx, root)
+	if err != nil || !ok || m.Seq == 0 {
+		return err
+	}
+	c, err := readCoverage(ctx, db, dir, key)
+	if err != nil {
+		return err
+	}
+	if from, to, miss := c.missing(m.Seq); miss {
+		return fmt.Errorf("registry: registrations %d to %d were acknowledged (the mark kept with the root says %d were) but are neither in the database (it holds up to %d) nor in %s: %w; "+
+			"nothing was changed. Put back the segments of %s, or the database that holds them (shredd restore of the newest backup), "+
+			"or, to go on without them, run shredd wal accept-loss, which records the loss with the root and states it in every later erasure attestation",
+			from, to, m.Seq, c.folded, dir, ErrWALBehind, dir)
+	}
+	if mac, ok := c.macAt[m.Seq]; ok && m.MAC != "" && hex.EncodeToString(mac) != m.MAC {
+		return fmt.Errorf("registry: %s holds other registrations at %d than the ones shredd acknowledged (the mark kept with the root names another frame): %w; "+
+			"nothing was changed. These segments are another copy's: put back this data directory's own %s", dir, m.Seq, ErrWALBehind, dir)
+	}
+	return nil
+}
+
+// AcceptLoss records with root that the registrations the database db and
+// the WAL in dir lack, up to the mark, are lost: the mark is lowered to
+// what they hold and the run is added to its Lost list, which every later
+// erasure attestation states. It returns the run (zero when nothing is
+// missing). For shredd wal accept-loss, with the data directory's lock
+// held.
+func AcceptLoss(ctx context.Context, db *storage.DB, root keystore.RootStore, dir string, key []byte, now time.Time) (LostRange, error) {
+	m, ok, err := ReadMark(ctx, root)
+	if err != nil || !ok {
+		return LostRange{}, err
+	}
+	c, err := readCoverage(ctx, db, dir, key)
+	if err != nil {
+		return LostRange{}, err
+	}
+	if _, _, miss := c.missing(m.Seq); !miss {
+		return LostRange{}, nil
+	}
+	held := c.held()
+	lost := LostRange{From: held + 1, To: m.Seq, AcceptedAt: now.UnixNano()}
+	m.Lost = append(m.Lost, lost)
+	m.Seq, m.MAC = held, ""
+	if mac, ok := c.macAt[held]; ok {
+		m.MAC = hex.EncodeToString(mac)
+	}
+	if err := keepMark(ctx, root, m); err != nil {
+		return LostRange{}, err
+	}
+	return lost, nil
+}
+
+// keepMark keeps the WAL's mark with the root: the last acknowledged
+// registration and its frame's MAC, and the losses accepted before. It
+// never lowers the mark. A failure is kept in markErr (Healthy reports it)
+// and returned.
+func (ws *walState) keepMark(ctx context.Context) error {
+	if ws.root == nil {
+		return nil
+	}
+	ws.markMu.Lock()
+	defer ws.markMu.Unlock()
+	ws.segMu.Lock()
+	seq := ws.w.next - 1
+	mac := hex.EncodeToString(ws.w.lastMAC)
+	ws.segMu.Unlock()
+	if ws.markKept && seq == ws.mark.Seq {
+		return nil
+	}
+	if seq < ws.mark.Seq {
+		return nil
+	}
+	m := ws.mark
+	m.Seq, m.MAC = seq, mac
+	err := keepMark(ctx, ws.root, m)
+	ws.mu.Lock()
+	ws.markErr = err
+	ws.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("%w: %w", shredd.ErrUnavailable, err)
+	}
+	ws.mark, ws.markKept, ws.markAt = m, true, time.Now()
+	return nil
+}
