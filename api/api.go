@@ -56,6 +56,16 @@ type Config struct {
 	// Disks are the directories shredd writes to, each probed by GET
 	// /readyz with a small file (a directory named twice is probed once).
 	Disks []Disk
+	// Writes, when set, is asked by GET /readyz whether the durable
+	// writers (the registration WAL and its mark, the forget ledger, the
+	// root file) take their writes; an error answers 503.
+	Writes WriteProbe
+}
+
+// WriteProbe reports why shredd's durable writes fail now: nil while
+// they succeed.
+type WriteProbe interface {
+	WriteErr() error
 }
 
 // Server serves the HTTP API. It holds the router's own concerns (the
@@ -108,7 +118,7 @@ func New(c Config) *Server {
 		forgets:  &forgetHandlers{codec: cd, svc: c.Service, evidence: c.Service, attKey: c.AttestationKey},
 		holders:  &holderHandlers{codec: cd, svc: c.Service},
 		tlog:     &logHandlers{codec: cd, svc: c.Service},
-		health:   &healthHandlers{codec: cd, root: c.Root, tokens: c.Tokens},
+		health:   &healthHandlers{codec: cd, root: c.Root, tokens: c.Tokens, writes: c.Writes},
 	}
 	byDir := map[string]*diskProbe{}
 	for _, d := range c.Disks {

@@ -27,6 +27,7 @@ type healthHandlers struct {
 	root   RootProbe
 	tokens *access.Tokens // the one handle to the database (probeDB)
 	disks  []diskCheck
+	writes WriteProbe // nil: not asked
 }
 
 // RootProbe is what GET /healthz and GET /readyz ask of the root store.
@@ -57,7 +58,8 @@ func (hc *healthHandlers) livez(w http.ResponseWriter, r *http.Request) {
 }
 
 // readyz answers GET /readyz: 200 only when the database accepts a write,
-// the root store answers and every disk of Config.Disks takes a file
+// the root store answers, the durable writers report no failure
+// (Config.Writes) and every disk of Config.Disks takes a file
 // (diskProbe), else 503 not_ready naming the parts that failed (their
 // errors go to the log, never to the client). Every part is probed every
 // time, so that the answer names all that failed; a disk's probe result is
@@ -84,6 +86,13 @@ func (hc *healthHandlers) readyz(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		disks[d.name] = "ok"
+	}
+	if hc.writes != nil {
+		if err := hc.writes.WriteErr(); err != nil {
+			failed = append(failed, "writes: registrations, forgets or the root file cannot be made durable")
+			hc.log.LogAttrs(r.Context(), slog.LevelError, "not ready", slog.String("request_id", requestID(r.Context())),
+				slog.String("part", "writes"), slog.String("error", err.Error()))
+		}
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	v, err := hc.root.LatestVersion(ctx)

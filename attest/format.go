@@ -141,6 +141,12 @@ const (
 	// was destroyed; the claim rests on the tombstone that refuses the
 	// subject from the forget on. Present exactly when that is so.
 	ResidualNoKeyIssued = "no_key_issued"
+	// ResidualLostRegistrations: registrations shredd acknowledged were
+	// lost (a restore, a lost database or lost WAL segments) and an
+	// operator accepted the loss (shredd wal accept-loss): artifacts
+	// among them, of unknown lineage, are outside the proof. Present in
+	// every attestation signed after such a loss.
+	ResidualLostRegistrations = "lost_registrations"
 )
 
 // maxID bounds identifiers (forget, artifact, holder, kind) in bytes.

@@ -113,6 +113,15 @@ func (c *core) signAttestation(ctx context.Context, r forgetRow, conds []shredd.
 		p.Residuals = append(p.Residuals, attest.Residual{Kind: attest.ResidualHolderTrust,
 			Description: fmt.Sprintf("%d plaintext-held artifacts are closed by their holders' signed acks: the acks prove what the holders declared, not what their storage holds", countHeldAcked(p.Artifacts))})
 	}
+	lost, err := registry.LostRegistrations(ctx, c.keys.Root())
+	if err != nil {
+		return attest.Envelope{}, "", fmt.Errorf("erasure: attestation: %w", err)
+	}
+	for _, l := range lost {
+		p.Residuals = append(p.Residuals, attest.Residual{Kind: attest.ResidualLostRegistrations,
+			Description: fmt.Sprintf("registrations %d to %d acknowledged by shredd were lost and the loss was accepted at %s (shredd wal accept-loss): artifacts among them, whose lineage shredd no longer knows, may carry this subject and are outside this proof",
+				l.From, l.To, time.Unix(0, l.AcceptedAt).UTC().Format(time.RFC3339))})
+	}
 	env, err := attest.Sign(attest.NewStatement(commitment, p), signer)
 	if err != nil {
 		return attest.Envelope{}, "", fmt.Errorf("erasure: attestation: %w", err)

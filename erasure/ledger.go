@@ -166,6 +166,28 @@ type Ledger struct {
 
 	headMu sync.Mutex           // serialises KeepLedgerHead
 	kept   *keystore.LedgerHead // the head last kept with the root by this process
+
+	errMu   sync.Mutex
+	lastErr error // the last append's failure, nil once one succeeds (WriteErr)
+}
+
+// WriteErr returns the error of the last append that failed, or nil when
+// the last one succeeded (or none was made): GET /readyz answers 503 while
+// the ledger does not take its lines.
+func (l *Ledger) WriteErr() error {
+	if l == nil {
+		return nil
+	}
+	l.errMu.Lock()
+	defer l.errMu.Unlock()
+	return l.lastErr
+}
+
+func (l *Ledger) setWriteErr(err error) error {
+	l.errMu.Lock()
+	l.lastErr = err
+	l.errMu.Unlock()
+	return err
 }
 
 // ledgerLine is one line of the ledger file. Seq and Forget come first: a
@@ -687,7 +709,7 @@ func (l *Ledger) release() {
 // appendAll writes the lines of forgets not yet in the ledger, chained,
 // and fsyncs them once.
 func (l *Ledger) appendAll(lines []ledgerLine) error {
-	return l.appendLines(lines, false)
+	return l.setWriteErr(l.appendLines(lines, false))
 }
 
 // appendLines is appendAll; with force, it also writes lines of forgets

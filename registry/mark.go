@@ -282,3 +282,26 @@ func (ws *walState) keepMark(ctx context.Context) error {
 	ws.mark, ws.markKept, ws.markAt = m, true, time.Now()
 	return nil
 }
+
+// WriteErr returns why registrations cannot be made durable now, or nil:
+// the WAL refuses appends after a failed write or sync, the last fold
+// failed, or the mark could not be kept with the root. GET /readyz answers
+// 503 while it is not nil. A registry without a WAL has nothing to report.
+func (s *Registry) WriteErr() error {
+	ws := s.ws
+	if ws == nil {
+		return nil
+	}
+	ws.segMu.Lock()
+	broken := ws.w.broken
+	ws.segMu.Unlock()
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	switch {
+	case broken != nil:
+		return broken
+	case ws.foldErr != nil:
+		return ws.foldErr
+	}
+	return ws.markErr
+}

@@ -41,6 +41,7 @@ var commands = []command{
 	{"backup", "[--out FILE | --dir DIR] | list --dir DIR", "an online backup of the database with its manifest; list backups"},
 	{"restore", "BACKUP", "check a backup against its manifest and put it in place of the database (server stopped)"},
 	{"ledger", "check|repair [--accept-loss]", "what of the forget ledger is damaged; repair it (server stopped)"},
+	{"wal", "check|accept-loss", "whether every acknowledged registration is held; record an accepted loss (server stopped)"},
 	{"reregister", "[--context STR] [FILE ...]", "register again, from their envelopes, the artifacts a restore lost"},
 	{"verify", "FILE --key PUB.pem --subject ID --salt HEX", "check an attestation or an export offline"},
 	{"witness", "--key FILE --log VKEY --state DIR | keygen", "a witness that cosigns the transparency log's checkpoints (C2SP tlog-witness)"},
@@ -54,6 +55,7 @@ var subcommands = map[string][]string{
 	"token":      {"create", "list", "revoke"},
 	"backup":     {"list"},
 	"ledger":     {"check", "repair"},
+	"wal":        {"check", "accept-loss"},
 	"completion": {"bash", "zsh"},
 	"witness":    {"keygen"},
 }
@@ -140,6 +142,9 @@ func commandHelp(ctx context.Context, cmd string, args []string, w io.Writer, ge
 		code = restoreCmd(ctx, []string{"-h"}, &buf, &buf, getenv)
 	case "ledger":
 		fmt.Fprintln(&buf, ledgerUsage)
+		code = exitOK
+	case "wal":
+		fmt.Fprintln(&buf, walUsage)
 		code = exitOK
 	case "reregister":
 		code = reregisterCmd(ctx, []string{"-h"}, strings.NewReader(""), &buf, &buf, getenv)

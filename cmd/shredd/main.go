@@ -80,6 +80,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 		return restoreCmd(ctx, args, stdout, stderr, getenv)
 	case "ledger":
 		return ledgerCmd(ctx, args, stdout, stderr, getenv)
+	case "wal":
+		return walCmd(ctx, args, stdout, stderr, getenv)
 	case "reregister":
 		return reregisterCmd(ctx, args, os.Stdin, stdout, stderr, getenv)
 	case "verify":

@@ -453,6 +453,14 @@ func (s *Root) Instance() string {
 	return s.instance
 }
 
+// WriteErr returns ErrFenced (wrapped, with what changed) once a write
+// found the root file changed under this process, nil until then.
+func (s *Root) WriteErr() error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.fenced
+}
+
 // Generation returns the writer generation this process holds.
 func (s *Root) Generation() uint64 {
 	s.mu.RLock()

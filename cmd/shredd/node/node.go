@@ -549,6 +549,24 @@ func (n *Node) keepLedgerHead(log *slog.Logger) {
 
 func (n *Node) onClose(f func()) { n.closeFuncs = append(n.closeFuncs, f) }
 
+// WriteErr reports why the node's durable writes fail now (api.WriteProbe):
+// the registration WAL or its mark, the forget ledger, or a root file that
+// another process changed (fenced); nil while they succeed.
+func (n *Node) WriteErr() error {
+	if n.Registry != nil {
+		if err := n.Registry.WriteErr(); err != nil {
+			return err
+		}
+	}
+	if err := n.ledger.WriteErr(); err != nil {
+		return err
+	}
+	if r, ok := n.Root.(interface{ WriteErr() error }); ok {
+		return r.WriteErr()
+	}
+	return nil
+}
+
 func (n *Node) onFail(f func()) { n.failFuncs = append(n.failFuncs, f) }
 
 // Close releases the node in the reverse order of Open: the service, the
