@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -1168,6 +1169,49 @@ func CheckLedger(ctx context.Context, db *storage.DB, path string, key []byte, k
 		return LedgerCheck{}, err
 	}
 	return assess(path, &sc, kept, keptErr, forgets), nil
+}
+
+// PrecheckLedger is the start's check of the ledger at path before it
+// writes anything (phase one): the file (missing: empty), its chain and
+// the head kept with the local root (root), against the forgets of db. A
+// ledger whose repair would lose a forget the database lacks is refused,
+// as ReconcileLedger would refuse it later, unless acceptLoss; a root
+// store that keeps forget records instead of the head (Vault) is left to
+// ReconcileLedger.
+func PrecheckLedger(ctx context.Context, db *storage.DB, path string, key []byte, root keystore.RootStore, acceptLoss bool) error {
+	if root.Kind() != "local" || acceptLoss {
+		return nil
+	}
+	b, err := datadir.Read(path, datadir.Secret, 1<<40)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		b = nil
+	case err != nil:
+		return nil // opening it refuses it, with the fix
+	}
+	l := &Ledger{path: path, key: key}
+	sc, err := l.scan(b)
+	if err != nil || sc.v1 != nil {
+		return nil // opening it refuses or converts it
+	}
+	var kept *keystore.LedgerHead
+	h, keptErr := root.LedgerHead(ctx, "")
+	switch {
+	case keptErr == nil:
+		kept = &h
+	case errors.Is(keptErr, keystore.ErrNotFound):
+		keptErr = nil
+	}
+	forgets, err := committedForgets(ctx, db)
+	if err != nil {
+		return err
+	}
+	check := assess(path, &sc, kept, keptErr, forgets)
+	if check.Damage() && check.Loss() {
+		return fmt.Errorf("%w: %s is not whole: %s. Nothing was changed. Run `shredd ledger check` (server stopped) to see what is damaged and what would be lost, then restore the ledger file, or accept the loss with `shredd ledger repair --accept-loss` (docs/operations.md, \"The forget ledger\")",
+			shredd.ErrLedger, path, check.Summary())
+	}
+	return nil
 }
 
 // LedgerReport says what ReconcileLedger did.

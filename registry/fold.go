@@ -69,7 +69,6 @@ type walState struct {
 
 	markMu   sync.Mutex // keepMark, one at a time
 	mark     Mark       // the mark as last read or kept
-	markKept bool       // this process kept the mark at least once
 	markAt   time.Time  // when it kept it last
 
 	mu       sync.Mutex

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/shredd/shredd"
+	"github.com/shredd/shredd/internal/crashpoint"
 	"github.com/shredd/shredd/internal/datadir"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/storage"
@@ -264,11 +265,8 @@ func (ws *walState) keepMark(ctx context.Context) error {
 	seq := ws.w.next - 1
 	mac := hex.EncodeToString(ws.w.lastMAC)
 	ws.segMu.Unlock()
-	if ws.markKept && seq == ws.mark.Seq {
-		return nil
-	}
-	if seq < ws.mark.Seq {
-		return nil
+	if seq < ws.mark.Seq || seq == ws.mark.Seq && (mac == ws.mark.MAC || mac == "") {
+		return nil // kept already (or lowered by an accepted loss: never raised back over it here)
 	}
 	m := ws.mark
 	m.Seq, m.MAC = seq, mac
@@ -279,7 +277,8 @@ func (ws *walState) keepMark(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", shredd.ErrUnavailable, err)
 	}
-	ws.mark, ws.markKept, ws.markAt = m, true, time.Now()
+	ws.mark, ws.markAt = m, time.Now()
+	crashpoint.Hit("wal:markkept")
 	return nil
 }
 

@@ -66,6 +66,7 @@ type Root struct {
 	gen      uint64   // the writer generation this process read or wrote last
 	onDisk   [32]byte // SHA-256 of the file's bytes as this process read or wrote them last
 	fenced   error    // set once the file was found changed by someone else: no more writes
+	claiming bool     // Claim is writing (its own crash points)
 }
 
 type fileForm struct {
@@ -366,12 +367,20 @@ func (s *Root) write(destroyOld bool) error {
 	if err != nil {
 		return err
 	}
-	crashpoint.Hit("localroot:synced")
+	if s.claiming {
+		crashpoint.Hit("localroot:claimsynced")
+	} else {
+		crashpoint.Hit("localroot:synced")
+	}
 	if err := datadir.Commit(tmp, s.path); err != nil {
 		return err
 	}
 	s.onDisk = sha256.Sum256(b)
-	crashpoint.Hit("localroot:renamed")
+	if s.claiming {
+		crashpoint.Hit("localroot:claimed")
+	} else {
+		crashpoint.Hit("localroot:renamed")
+	}
 	if old != nil {
 		// The old file has no name left; its blocks are freed when it is
 		// closed. Overwrite them first.
@@ -437,7 +446,10 @@ func (s *Root) Claim() error {
 		s.instance = id
 	}
 	s.gen++
-	if err := s.write(false); err != nil {
+	s.claiming = true
+	err := s.write(false)
+	s.claiming = false
+	if err != nil {
 		s.gen--
 		s.instance = prevInst
 		return fmt.Errorf("local root: claim: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/shredd/shredd/storage"
@@ -134,4 +135,31 @@ func freshSchema(ctx context.Context, v int) ([]storage.SchemaObject, error) {
 		return nil, fmt.Errorf("storage: schema check: fresh migration: %w", err)
 	}
 	return schemaObjects(ctx, db)
+}
+
+// OpenReadOnly opens the SQLite database at path for reading only: no
+// migration, no journal mode set, nothing written, so that a start can run
+// its checks before it touches a byte. current is false (and the database
+// nil) when the database's schema is not this release's (it needs a
+// migration first, which only Open makes).
+func OpenReadOnly(ctx context.Context, path string) (db *storage.DB, current bool, err error) {
+	// Without a -wal file the database file holds everything: immutable
+	// keeps SQLite from making -wal and -shm files to read it. With one (a
+	// crash left it), its pages count, and SQLite reads it through the
+	// -shm file that is there with it.
+	q := "?mode=ro&_query_only=1&immutable=1"
+	if _, err := os.Lstat(path + "-wal"); err == nil {
+		q = "?mode=ro&_query_only=1"
+	}
+	sdb, err := sql.Open("sqlite3", "file:"+uriEscape(path)+q)
+	if err != nil {
+		return nil, false, fmt.Errorf("storage: open db read-only: %w", err)
+	}
+	sdb.SetMaxOpenConns(1)
+	v, err := recordedVersion(ctx, sdb)
+	if err != nil || v != SchemaVersion() {
+		sdb.Close()
+		return nil, false, err
+	}
+	return storage.New(sdb, &engine{db: sdb}), true, nil
 }

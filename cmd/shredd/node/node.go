@@ -229,35 +229,57 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 		}
 	}
 	kms, rootDown := root.SubjectKMS, root.Down
+	if n.DB == nil && c.Store == "" {
+		if err := checkDBPresent(ctx, c.DataDir, n.Root); err != nil {
+			return err
+		}
+	}
+	// Phase one, which writes nothing: the schema (a planted trigger,
+	// view or table is refused before anything is written), the secrets'
+	// pins, the root's versions against the database's, and the
+	// registration WAL against its mark kept with the root. An existing
+	// SQLite database is checked through a read-only connection first
+	// (opening it for writing sets its journal mode and migrates it), so
+	// that a refusal leaves the data directory as it was.
+	walDir := filepath.Join(c.DataDir, registry.WALDir)
+	pins := sec.pins(n.Root)
+	check := func(db *storage.DB) (map[string]string, error) {
+		missing, err := checkState(ctx, db, c.DataDir, walDir, sec, n.Root, pins, full && !rootDown, log)
+		if err == nil && full {
+			err = erasure.PrecheckLedger(ctx, db, c.LedgerPath(), erasure.LedgerKey(sec.subject), n.Root, c.LedgerAcceptLoss)
+		}
+		return missing, err
+	}
+	if n.DB == nil && c.Store == "" {
+		ro, current, err := sqlite.OpenReadOnly(ctx, filepath.Join(c.DataDir, DBFile))
+		if err == nil && current {
+			_, err = check(ro)
+			ro.Close()
+			if err != nil {
+				return err
+			}
+		}
+		if _, statErr := os.Lstat(filepath.Join(c.DataDir, DBFile)); errors.Is(statErr, fs.ErrNotExist) {
+			// A refused start removes the database it made.
+			n.onFail(func() {
+				for _, suffix := range []string{"", "-wal", "-shm"} {
+					os.Remove(filepath.Join(c.DataDir, DBFile+suffix))
+				}
+			})
+		}
+	}
 	if n.DB == nil {
 		if n.DB, err = openStore(ctx, c.DataDir, c.Store, c.StoreTimeout); err != nil {
 			return err
 		}
 		n.onClose(func() { n.DB.Close() })
 	}
-	// Phase one, which writes nothing: the schema (a planted trigger,
-	// view or table is refused before anything is written), the secrets'
-	// pins, the root's versions against the database's, and the
-	// registration WAL against its mark kept with the root. A refusal
-	// here leaves the data directory as it was.
-	if err := checkSchema(ctx, n.DB); err != nil {
-		return err
+	if full && rootDown {
+		log.Warn("root store unavailable at start-up: the database's root versions were not checked")
 	}
-	pins := sec.pins(n.Root)
-	missingPins, err := checkPins(ctx, n.DB, c.DataDir, pins)
+	missingPins, err := check(n.DB)
 	if err != nil {
 		return err
-	}
-	if full {
-		if err := checkRoot(ctx, n.DB, n.Root, rootDown, log); err != nil {
-			return err
-		}
-	}
-	walDir := filepath.Join(c.DataDir, registry.WALDir)
-	if !n.DB.Shared() {
-		if err := registry.CheckWAL(ctx, n.DB, n.Root, walDir, registry.WALKey(sec.subject)); err != nil {
-			return err
-		}
 	}
 	// Phase two: this process becomes the root's one writer, then pins
 	// what the database lacks, and only then folds, repairs and creates.
@@ -433,11 +455,7 @@ type RootOpener func(ctx context.Context, dir string, log *slog.Logger) (Root, e
 // database), with what to do, instead of answering 410 for everyone. It is
 // not asked again when the root store just failed to answer (each try is a
 // Vault login, and Vault locks an AppRole out after a few failed ones).
-func checkRoot(ctx context.Context, db *storage.DB, root keystore.RootStore, rootDown bool, log *slog.Logger) error {
-	if rootDown {
-		log.Warn("root store unavailable at start-up: the database's root versions were not checked")
-		return nil
-	}
+func checkRoot(ctx context.Context, db *storage.DB, root keystore.RootStore, log *slog.Logger) error {
 	switch err := keystore.CheckRoot(ctx, db, root); {
 	case errors.Is(err, keystore.ErrRootUnavailable):
 		log.Warn("root store unavailable at start-up: the database's root versions were not checked", "error", err.Error())
@@ -445,6 +463,50 @@ func checkRoot(ctx context.Context, db *storage.DB, root keystore.RootStore, roo
 		return err
 	}
 	return nil
+}
+
+// checkState runs the start's checks that write nothing (phase one) on
+// db: the schema, the secrets' pins, with checkRoot the root's versions
+// against the database's, and the registration WAL against its mark. It
+// returns the pins the database lacks.
+func checkState(ctx context.Context, db *storage.DB, dir, walDir string, sec *secrets, root keystore.RootStore, pins map[string]string, checkRootVersions bool, log *slog.Logger) (map[string]string, error) {
+	if err := checkSchema(ctx, db); err != nil {
+		return nil, err
+	}
+	missing, err := checkPins(ctx, db, dir, pins)
+	if err != nil {
+		return nil, err
+	}
+	if checkRootVersions {
+		if err := checkRoot(ctx, db, root, log); err != nil {
+			return nil, err
+		}
+	}
+	if !db.Shared() {
+		if err := registry.CheckWAL(ctx, db, root, walDir, registry.WALKey(sec.subject)); err != nil {
+			return nil, err
+		}
+	}
+	return missing, nil
+}
+
+// checkDBPresent refuses to create a new SQLite database in a data
+// directory whose root says registrations were acknowledged there (the
+// registration WAL's mark): the database was lost, and a new one beside
+// the old root and WAL would start with none of its keys, fold what is
+// left of the WAL into it and move the WAL on, so that the restore of the
+// newest backup that should follow misses the registrations in between.
+func checkDBPresent(ctx context.Context, dir string, root keystore.RootStore) error {
+	if _, err := os.Lstat(filepath.Join(dir, DBFile)); !errors.Is(err, fs.ErrNotExist) {
+		return nil // present, or refused with its own fix when opened
+	}
+	m, ok, err := registry.ReadMark(ctx, root)
+	if err != nil || !ok || m.Seq == 0 {
+		return err
+	}
+	return fmt.Errorf("the database %s is missing, but the root says this data directory acknowledged %d registrations: nothing was written. "+
+		"Restore the newest backup (shredd restore --data-dir %s BACKUP; shredd backup list --dir DIR lists them), then start shredd: the registrations after it are replayed from %s",
+		filepath.Join(dir, DBFile), m.Seq, dir, filepath.Join(dir, registry.WALDir))
 }
 
 // checkSchema refuses a database whose schema is not exactly what this
