@@ -67,9 +67,9 @@ type walState struct {
 	log      *slog.Logger
 	root     keystore.RootStore // keeps the mark (mark.go); nil for none
 
-	markMu   sync.Mutex // keepMark, one at a time
-	mark     Mark       // the mark as last read or kept
-	markAt   time.Time  // when it kept it last
+	markMu sync.Mutex // keepMark, one at a time
+	mark   Mark       // the mark as last read or kept
+	markAt time.Time  // when it kept it last
 
 	mu       sync.Mutex
 	tail     []*walRecord                // acknowledged, not folded, in order
