@@ -200,8 +200,26 @@ func readCoverage(ctx context.Context, db *storage.DB, dir string, key []byte) (
 // removes or writes anything.
 func CheckWAL(ctx context.Context, db *storage.DB, root keystore.RootStore, dir string, key []byte) error {
 	m, ok, err := ReadMark(ctx, root)
-	if err != nil || !ok || m.Seq == 0 {
+	if err != nil || !ok {
 		return err
+	}
+	return CheckWALMark(ctx, db, m, dir, key)
+}
+
+// ParseMark parses a mark as a root store keeps it (for the commands that
+// read the root file without opening it as a store).
+func ParseMark(b []byte) (Mark, error) {
+	var m Mark
+	if err := json.Unmarshal(b, &m); err != nil {
+		return Mark{}, fmt.Errorf("registry: the registration WAL's mark: %w: %v", keystore.ErrCorrupt, err)
+	}
+	return m, nil
+}
+
+// CheckWALMark is CheckWAL against the mark m.
+func CheckWALMark(ctx context.Context, db *storage.DB, m Mark, dir string, key []byte) error {
+	if m.Seq == 0 {
+		return nil
 	}
 	c, err := readCoverage(ctx, db, dir, key)
 	if err != nil {

@@ -152,9 +152,23 @@ func TestAcknowledgedRegistrationsKept(t *testing.T) {
 	s.stop()
 
 	t.Run("older backup restored", func(t *testing.T) {
-		cli(t, "", nil, nil, "restore", "--data-dir", dir, b1).want(t, 0)
+		// shredd restore refuses it before it replaces anything.
+		before := dirState(t, dir)
+		cli(t, "", nil, nil, "restore", "--data-dir", dir, b1).want(t, 1, "were acknowledged", "Nothing was replaced", "--accept-loss")
+		if after := dirState(t, dir); after != before {
+			t.Fatalf("a refused restore changed the data directory:\nbefore:\n%s\nafter:\n%s", before, after)
+		}
+		// A hand copy of the older backup put in place: the start refuses.
+		live := readFile(t, filepath.Join(dir, node.DBFile))
+		if err := os.WriteFile(filepath.Join(dir, node.DBFile), readFile(t, b1), 0o600); err != nil {
+			t.Fatal(err)
+		}
 		refusedUnchanged(t, dir, "were acknowledged", "neither in the database", "nothing was changed", "shredd wal accept-loss", "shredd restore")
 		cli(t, "", nil, nil, "wal", "check", "--data-dir", dir).want(t, 1, "were acknowledged")
+		if err := os.WriteFile(filepath.Join(dir, node.DBFile), live, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		// The newest backup holds them.
 		cli(t, "", nil, nil, "restore", "--data-dir", dir, b2).want(t, 0)
 		if r := cli(t, "", nil, nil, "wal", "check", "--data-dir", dir).want(t, 0); !strings.Contains(string(r.stdout), "every registration") {
 			t.Fatalf("shredd wal check after the newest backup: %s", r.stdout)
@@ -175,22 +189,56 @@ func TestAcknowledgedRegistrationsKept(t *testing.T) {
 		}
 	})
 	t.Run("accepted loss", func(t *testing.T) {
-		cli(t, "", nil, nil, "restore", "--data-dir", dir, b1).want(t, 0)
-		refusedUnchanged(t, dir, "were acknowledged")
-		if r := cli(t, "", nil, nil, "wal", "accept-loss", "--data-dir", dir).want(t, 0); !strings.Contains(string(r.stdout), "are lost") {
-			t.Fatalf("shredd wal accept-loss: %s", r.stdout)
+		r := cli(t, "", nil, nil, "restore", "--accept-loss", "--data-dir", dir, b1).want(t, 0)
+		if !strings.Contains(string(r.stdout), "are lost") {
+			t.Fatalf("shredd restore --accept-loss: %s", r.stdout)
 		}
+		cli(t, "", nil, nil, "wal", "check", "--data-dir", dir).want(t, 0)
 		s := startServer(t, dir, serverOpts{Args: []string{"--cache-ttl", "1s"}})
 		s.expectProblem(t, http.StatusNotFound, "not_found", http.MethodGet, "/v1/artifacts/"+held, nil)
 		f := s.forget(t, "alice")
 		s.runEpoch(t)
 		s.waitForget(t, f.Forget, "erased", func(v forgetView) bool { return v.State == "erased" })
-		r := s.expect(t, http.StatusOK, http.MethodGet, "/v1/forgets/"+f.Forget+"/attestation", nil)
-		if !strings.Contains(decodeDSSE(t, r.Body), `"lost_registrations"`) {
-			t.Fatalf("the attestation after an accepted loss does not state it:\n%s", decodeDSSE(t, r.Body))
+		att := s.expect(t, http.StatusOK, http.MethodGet, "/v1/forgets/"+f.Forget+"/attestation", nil)
+		if !strings.Contains(decodeDSSE(t, att.Body), `"lost_registrations"`) {
+			t.Fatalf("the attestation after an accepted loss does not state it:\n%s", decodeDSSE(t, att.Body))
 		}
 		s.stop()
 	})
+}
+
+// TestWALAcceptLoss: shredd wal accept-loss records a loss the start
+// refused, and the start then serves.
+func TestWALAcceptLoss(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := startServer(t, dir, serverOpts{})
+	s.putKinds(t, "episodic", "embedding")
+	s.seal(t, sealReq{Subject: "alice", Kind: "episodic"}, "alice's record", "a")
+	s.stop()
+	copyDB := readFile(t, filepath.Join(dir, node.DBFile))
+	s = startServer(t, dir, serverOpts{})
+	held := s.heldArtifact(t, "alice", "ann")
+	s.stop()
+	// Segments lost, and a hand copy of the database from before.
+	if err := os.RemoveAll(filepath.Join(dir, registry.WALDir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, node.DBFile), copyDB, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	refusedUnchanged(t, dir, "were acknowledged")
+	cli(t, "", nil, nil, "wal", "check", "--data-dir", dir).want(t, 1, "were acknowledged")
+	if r := cli(t, "", nil, nil, "wal", "accept-loss", "--data-dir", dir).want(t, 0); !strings.Contains(string(r.stdout), "are lost") {
+		t.Fatalf("shredd wal accept-loss: %s", r.stdout)
+	}
+	m, _ := readMarkFile(t, dir)
+	if len(m.Lost) != 1 || m.Lost[0].To < m.Lost[0].From {
+		t.Fatalf("the mark after accept-loss: %+v", m)
+	}
+	s = startServer(t, dir, serverOpts{})
+	s.expectProblem(t, http.StatusNotFound, "not_found", http.MethodGet, "/v1/artifacts/"+held, nil)
+	s.stop()
 }
 
 // TestEmptySegmentRecovered is route 3: a crash between creating a WAL

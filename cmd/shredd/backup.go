@@ -335,6 +335,7 @@ func restoreCmd(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 	fl.SetOutput(stderr)
 	dataDir := fl.String("data-dir", envOr(getenv, "SHREDD_DATA_DIR", "./shredd-data"), "data directory")
 	ledger := fl.String("forget-ledger", getenv("SHREDD_FORGET_LEDGER"), "the forget ledger, as shredd serve --forget-ledger (default DATA_DIR/forgets.ledger): restore warns when it looks lost")
+	acceptLoss := fl.Bool("accept-loss", false, "restore a backup that lacks registrations shredd acknowledged after it (and the WAL no longer has), recording their loss with the root")
 	if err := fl.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -345,7 +346,7 @@ func restoreCmd(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 	if *ledger == "" {
 		*ledger = filepath.Join(*dataDir, node.LedgerFile)
 	}
-	if err := restore(ctx, *dataDir, *ledger, fl.Arg(0), stdout, stderr); err != nil {
+	if err := restore(ctx, *dataDir, *ledger, fl.Arg(0), *acceptLoss, stdout, stderr); err != nil {
 		fmt.Fprintln(stderr, "shredd restore:", err)
 		return exitFailed
 	}
@@ -361,11 +362,14 @@ func restoreCmd(ctx context.Context, args []string, stdout, stderr io.Writer, ge
 // SHA-256 (the check is made on the copy that is put in place, not on the
 // file it was read from); the copy passes SQLite's integrity check and its
 // schema is exactly what the migrations make for its version; and, with
-// the local root store, its root versions were not destroyed by an epoch.
+// the local root store, its root versions were not destroyed by an epoch,
+// and it holds, with the registration WAL, every registration the mark
+// kept in root.key says was acknowledged (unless acceptLoss, which then
+// records the loss with the root).
 // The database being replaced is moved, with its WAL, to names created
 // exclusively (time in nanoseconds and a random part): nothing is ever
 // overwritten.
-func restore(ctx context.Context, dir, ledger, backup string, stdout, stderr io.Writer) error {
+func restore(ctx context.Context, dir, ledger, backup string, acceptLoss bool, stdout, stderr io.Writer) error {
 	if err := datadir.Prepare(dir); err != nil {
 		return err
 	}
@@ -430,6 +434,9 @@ func restore(ctx context.Context, dir, ledger, backup string, stdout, stderr io.
 			backup, m.MinVersion, rootV.MinAvailable)
 	}
 	warnLedger(stderr, ledger, m, rootErr == nil && rootV.MinAvailable <= m.MinVersion)
+	if err := checkRestoreWAL(ctx, dir, tmp, acceptLoss); err != nil {
+		return err
+	}
 
 	// The database being replaced, with its WAL, is moved aside, not
 	// deleted: the operator decides when it goes.
@@ -454,7 +461,73 @@ func restore(ctx context.Context, dir, ledger, backup string, stdout, stderr io.
 	if len(moved) > 0 {
 		fmt.Fprintf(stdout, "the replaced database was moved to %s\n", strings.Join(moved, ", "))
 	}
+	if acceptLoss {
+		if err := acceptRestoreLoss(ctx, dir, dbPath, stdout); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintln(stdout, "start shredd: it re-applies the forgets of the forget ledger that the backup lacks, and refuses a backup older than the root's last epoch")
+	return nil
+}
+
+// checkRestoreWAL refuses, before anything is replaced, a backup that
+// with the registration WAL in dir holds fewer registrations than the mark
+// the local root keeps (registry.CheckWALMark): registrations acknowledged
+// after it that the WAL no longer has (a newer backup let them go). With
+// acceptLoss it lets the restore go on; the loss is recorded once the
+// backup is in place (acceptRestoreLoss).
+func checkRestoreWAL(ctx context.Context, dir, copyPath string, acceptLoss bool) error {
+	raw, err := local.ReadMark(filepath.Join(dir, node.RootFile), registry.MarkStream)
+	if err != nil {
+		return nil // no local root, or no mark kept: nothing to check here (the start checks what it can)
+	}
+	mark, err := registry.ParseMark(raw)
+	if err != nil {
+		return err
+	}
+	secret, err := subjectSecret(dir)
+	if err != nil {
+		return err
+	}
+	db, current, err := sqlite.OpenReadOnly(ctx, copyPath)
+	if err != nil || !current {
+		return nil // a backup of an earlier schema: its start migrates it, then checks
+	}
+	defer db.Close()
+	err = registry.CheckWALMark(ctx, db, mark, filepath.Join(dir, registry.WALDir), registry.WALKey(secret))
+	if errors.Is(err, registry.ErrWALBehind) && !acceptLoss {
+		return fmt.Errorf("WAL check: %w. Nothing was replaced: restore a newer backup that holds them (shredd backup list --dir DIR), or, to restore this one and lose them, run the restore again with --accept-loss, which records the loss with the root (every later erasure attestation states it)", err)
+	}
+	if errors.Is(err, registry.ErrWALBehind) {
+		return nil
+	}
+	return err
+}
+
+// acceptRestoreLoss records with the local root the registrations the
+// restored database at dbPath and the WAL lack (shredd restore
+// --accept-loss).
+func acceptRestoreLoss(ctx context.Context, dir, dbPath string, stdout io.Writer) error {
+	root, err := local.Open(filepath.Join(dir, node.RootFile))
+	if err != nil {
+		return err
+	}
+	secret, err := subjectSecret(dir)
+	if err != nil {
+		return err
+	}
+	db, _, err := sqlite.OpenReadOnly(ctx, dbPath)
+	if err != nil || db == nil {
+		return fmt.Errorf("recording the loss: the restored database: %v; run shredd wal accept-loss", err)
+	}
+	defer db.Close()
+	lost, err := registry.AcceptLoss(ctx, db, root, filepath.Join(dir, registry.WALDir), registry.WALKey(secret), time.Now())
+	if err != nil {
+		return fmt.Errorf("recording the loss: %w; run shredd wal accept-loss", err)
+	}
+	if lost.To > 0 {
+		fmt.Fprintf(stdout, "recorded with the root: registrations %d to %d are lost; every erasure attestation signed from now on states it (residual lost_registrations)\n", lost.From, lost.To)
+	}
 	return nil
 }
 
