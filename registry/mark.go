@@ -162,28 +162,44 @@ func readCoverage(ctx context.Context, db *storage.DB, dir string, key []byte) (
 		return c, fmt.Errorf("registry: wal: %w", err)
 	}
 	c.folded, c.macAt = uint64(folded), map[uint64][]byte{}
-	if fi, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+	fi, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return c, nil
-	} else if err != nil || !fi.IsDir() {
-		return c, nil // openWAL refuses it, with the fix
+	case err != nil:
+		return c, fmt.Errorf("registry: wal: %w", err)
+	case !fi.IsDir():
+		return c, fmt.Errorf("registry: wal: %s: %w: not a directory (a symlink is refused): nothing was changed; put the directory itself in its place (for a symlink: rm %s, then mv the directory it named to %s)", dir, datadir.ErrUnsafe, dir, dir)
+	}
+	if err := datadir.CheckDir(dir); err != nil {
+		return c, fmt.Errorf("registry: wal: %w", err)
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return c, fmt.Errorf("registry: wal: %w", err)
 	}
+	var firsts []uint64
 	for _, e := range entries {
 		first, ok := parseSegName(e.Name())
 		if !ok {
-			continue // openWAL refuses it, with the fix
+			return c, fmt.Errorf("registry: wal: %s: %w: not a segment of the registration WAL; nothing was changed: move it out of %s", e.Name(), ErrWALDamaged, dir)
 		}
-		b, err := datadir.Read(filepath.Join(dir, e.Name()), datadir.Secret, 1<<40)
+		firsts = append(firsts, first)
+	}
+	slices.Sort(firsts)
+	for i, first := range firsts {
+		path := filepath.Join(dir, segName(first))
+		b, err := datadir.Read(path, datadir.Secret, 1<<40)
 		if err != nil {
-			continue // openWAL refuses it, with the fix
+			return c, fmt.Errorf("registry: wal: %w", err)
 		}
-		recs, _, mac, _ := scanFramesMAC(b, key, first)
-		last := first - 1 + uint64(len(recs))
-		if mac != nil {
-			c.macAt[last] = mac
+		v, err := judgeSegment(path, b, key, first, i == len(firsts)-1)
+		if err != nil {
+			return c, err
+		}
+		last := first - 1 + uint64(len(v.recs))
+		if v.mac != nil {
+			c.macAt[last] = v.mac
 		}
 		c.segs = append(c.segs, walSegment{first: first, last: last})
 	}
@@ -199,8 +215,8 @@ func readCoverage(ctx context.Context, db *storage.DB, dir string, key []byte) (
 // mark there is nothing to check. The start runs it before it folds,
 // removes or writes anything.
 func CheckWAL(ctx context.Context, db *storage.DB, root keystore.RootStore, dir string, key []byte) error {
-	m, ok, err := ReadMark(ctx, root)
-	if err != nil || !ok {
+	m, _, err := ReadMark(ctx, root)
+	if err != nil {
 		return err
 	}
 	return CheckWALMark(ctx, db, m, dir, key)
@@ -218,11 +234,8 @@ func ParseMark(b []byte) (Mark, error) {
 
 // CheckWALMark is CheckWAL against the mark m.
 func CheckWALMark(ctx context.Context, db *storage.DB, m Mark, dir string, key []byte) error {
-	if m.Seq == 0 {
-		return nil
-	}
 	c, err := readCoverage(ctx, db, dir, key)
-	if err != nil {
+	if err != nil || m.Seq == 0 {
 		return err
 	}
 	if from, to, miss := c.missing(m.Seq); miss {

@@ -267,31 +267,58 @@ func (w *wal) readSegment(seg *walSegment, last bool, warnings *[]string) ([]wal
 	if err != nil {
 		return nil, fmt.Errorf("registry: wal: %w", err)
 	}
-	out, off, mac, err := scanFramesMAC(b, w.key, seg.first)
-	seg.last = seg.first - 1 + uint64(len(out))
-	seg.size = int64(off)
-	if mac != nil {
-		w.lastMAC = bytes.Clone(mac)
-	}
-	if err == nil {
-		return out, nil
-	}
-	if allZero(b[off:]) {
-		// The zeros written ahead of the frames (prezero) of a segment
-		// whose process stopped before cutting them: its end.
-		return out, cutFile(seg.path, int64(off))
-	}
-	if !last || errors.Is(err, errFrameMAC) || errors.Is(err, errFrameSeq) || validFrameAfter(b[off+1:], w.key, seg.last+1) {
-		return nil, fmt.Errorf("registry: wal: %s at byte %d: %w: %v; nothing was changed: put back this data directory's own copy of %s, "+
-			"or move the file out of %s to go on without what it holds (the start then names any acknowledged registration that is missing, and shredd wal accept-loss records such a loss)",
-			seg.path, off, ErrWALDamaged, err, filepath.Base(seg.path), filepath.Dir(seg.path))
-	}
-	// A torn last frame: never synced, never acknowledged.
-	if err := cutFile(seg.path, int64(off)); err != nil {
+	v, err := judgeSegment(seg.path, b, w.key, seg.first, last)
+	if err != nil {
 		return nil, err
 	}
-	*warnings = append(*warnings, fmt.Sprintf("registration WAL: cut a torn last frame of %d bytes from %s (never acknowledged)", len(b)-off, filepath.Base(seg.path)))
-	return out, nil
+	seg.last = seg.first - 1 + uint64(len(v.recs))
+	seg.size = int64(v.end)
+	if v.mac != nil {
+		w.lastMAC = bytes.Clone(v.mac)
+	}
+	if v.end == len(b) {
+		return v.recs, nil
+	}
+	if err := cutFile(seg.path, int64(v.end)); err != nil {
+		return nil, err
+	}
+	if !v.zeros {
+		*warnings = append(*warnings, fmt.Sprintf("registration WAL: cut a torn last frame of %d bytes from %s (never acknowledged)", len(b)-v.end, filepath.Base(seg.path)))
+	}
+	return v.recs, nil
+}
+
+// segmentVerdict is what judgeSegment found in a segment's bytes.
+type segmentVerdict struct {
+	recs  []walRecord
+	end   int    // where its whole frames end: the rest is cut at open
+	mac   []byte // the last whole frame's MAC; nil for none
+	zeros bool   // what follows end is the zeros written ahead (prezero), not a torn frame
+}
+
+// judgeSegment reads the frames of a segment's bytes b without changing
+// anything. In the last segment (last) a damaged frame that no valid frame
+// follows is a torn write, to be cut at end; the zeros written ahead of
+// the frames are its end too. Anywhere else a damaged frame, a whole frame
+// out of sequence or a frame whose MAC does not verify is ErrWALDamaged,
+// naming the file and the fix. The start's read-only check (CheckWAL) and
+// the open (readSegment) judge alike.
+func judgeSegment(path string, b, key []byte, first uint64, last bool) (segmentVerdict, error) {
+	out, off, mac, err := scanFramesMAC(b, key, first)
+	v := segmentVerdict{recs: out, end: off, mac: mac}
+	if err == nil {
+		return v, nil
+	}
+	if allZero(b[off:]) {
+		v.zeros = true
+		return v, nil
+	}
+	if !last || errors.Is(err, errFrameMAC) || errors.Is(err, errFrameSeq) || validFrameAfter(b[off+1:], key, first+uint64(len(out))) {
+		return v, fmt.Errorf("registry: wal: %s at byte %d: %w: %v; nothing was changed: put back this data directory's own copy of %s, "+
+			"or move the file out of %s to go on without what it holds (the start then names any acknowledged registration that is missing, and shredd wal accept-loss records such a loss)",
+			path, off, ErrWALDamaged, err, filepath.Base(path), filepath.Dir(path))
+	}
+	return v, nil // a torn last frame: never synced, never acknowledged
 }
 
 // allZero reports whether b holds only zero bytes.

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shredd/shredd/cmd/shredd/node"
+	"github.com/shredd/shredd/registry"
+)
+
+// TestMutationsNothingVanishes grows the mutation test by the classes of
+// issue 44: the registration WAL lost, emptied, swapped with another
+// instance's, rolled back to an earlier copy; another instance's root
+// file; a root file from before the epoch; a database put back by hand
+// from an older backup; each alone and with shredd restore of that backup
+// after it; and a second writer once the lock's file is gone. One
+// invariant on each: a refused start or restore changes no byte; a served
+// data directory never decrypts the forgotten subject, still knows the
+// acknowledged registration (or refused to start), keeps the acknowledged
+// forget, and lets no forget reach erased while that registration is
+// unaccounted for.
+func TestMutationsNothingVanishes(t *testing.T) {
+	t.Parallel()
+	fast := serverOpts{Args: []string{"--cache-ttl", "1s"}}
+	base := t.TempDir()
+	s := startServer(t, base, fast)
+	s.putKinds(t, "episodic", "embedding")
+	alice := s.seal(t, sealReq{Subject: "alice", Kind: "episodic"}, "alice's record", "a")
+	dave := s.seal(t, sealReq{Subject: "dave", Kind: "episodic"}, "dave's record", "d")
+	fa := s.forget(t, "alice")
+	s.runEpoch(t)
+	s.waitForget(t, fa.Forget, "shredded", func(v forgetView) bool { return shreddedOrLater(v.State) })
+	backup := filepath.Join(t.TempDir(), "b.db")
+	cli(t, "", nil, nil, "backup", "--data-dir", base, "--out", backup).want(t, 0)
+	s.stop()
+	before := copyDir(t, base) // the WAL as it was before the registration below
+	s = startServer(t, base, fast)
+	held := s.heldArtifact(t, "dave", "ann") // acknowledged after the backup
+	s.stop()
+	other := t.TempDir()
+	o := startServer(t, other, serverOpts{})
+	o.putKinds(t, "episodic")
+	o.seal(t, sealReq{Subject: "x", Kind: "episodic"}, "x", "x")
+	o.stop()
+
+	replaceWith := func(from string, names ...string) func(t *testing.T, dir string) {
+		return func(t *testing.T, dir string) {
+			for _, n := range names {
+				os.RemoveAll(filepath.Join(dir, n))
+				if err := os.CopyFS(filepath.Join(dir, n), os.DirFS(filepath.Join(from, n))); err != nil {
+					// A file, not a directory.
+					b, err := os.ReadFile(filepath.Join(from, n))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(filepath.Join(dir, n), b, 0o600); err != nil {
+						t.Fatal(err)
+					}
+				}
+				fixModes(t, filepath.Join(dir, n))
+			}
+		}
+	}
+	walLost := func(t *testing.T, dir string) { os.RemoveAll(filepath.Join(dir, registry.WALDir)) }
+	walEmptied := func(t *testing.T, dir string) {
+		segs, _ := filepath.Glob(filepath.Join(dir, registry.WALDir, "*.seg"))
+		for _, p := range segs {
+			if err := os.Truncate(p, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	oldDB := func(t *testing.T, dir string) {
+		for _, suffix := range []string{"-wal", "-shm"} {
+			os.Remove(filepath.Join(dir, node.DBFile+suffix))
+		}
+		if err := os.WriteFile(filepath.Join(dir, node.DBFile), readFile(t, backup), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	both := func(fs ...func(t *testing.T, dir string)) func(t *testing.T, dir string) {
+		return func(t *testing.T, dir string) {
+			for _, f := range fs {
+				f(t, dir)
+			}
+		}
+	}
+	type mutation struct {
+		name    string
+		do      func(t *testing.T, dir string)
+		restore bool // shredd restore of the backup after the mutation
+	}
+	var muts []mutation
+	for _, m := range []mutation{
+		{name: "WAL lost", do: walLost},
+		{name: "WAL emptied", do: walEmptied},
+		{name: "WAL swapped with another instance's", do: replaceWith(other, registry.WALDir)},
+		{name: "WAL rolled back", do: replaceWith(before, registry.WALDir)},
+		{name: "nothing"},
+	} {
+		if m.do == nil {
+			m.do = func(*testing.T, string) {}
+		}
+		muts = append(muts, m,
+			mutation{name: m.name + ", then restore", do: m.do, restore: true},
+			mutation{name: m.name + ", older database by hand", do: both(m.do, oldDB)})
+	}
+	muts = append(muts,
+		mutation{name: "another instance's root.key", do: replaceWith(other, node.RootFile)},
+		mutation{name: "root.key from before the epoch", do: replaceWith(before, node.RootFile)},
+		mutation{name: "root.key from before the epoch, then restore", do: replaceWith(before, node.RootFile), restore: true},
+		mutation{name: "another instance's root.key and WAL", do: replaceWith(other, node.RootFile, registry.WALDir)},
+	)
+
+	served, refused := 0, 0
+	for _, m := range muts {
+		t.Run(m.name, func(t *testing.T) {
+			dir := copyDir(t, base)
+			m.do(t, dir)
+			if m.restore {
+				was := dirState(t, dir)
+				if r := cli(t, "", nil, nil, "restore", "--data-dir", dir, backup); r.code != 0 {
+					if now := dirState(t, dir); now != was {
+						t.Fatalf("a refused restore changed the data directory:\n%s\n%s\nbefore:\n%s\nafter:\n%s", r.stdout, r.stderr, was, now)
+					}
+				}
+			}
+			was := dirState(t, dir)
+			srv := startProcess(t, dir, fast)
+			if !srv.waitListening() {
+				refused++
+				if now := dirState(t, dir); now != was {
+					t.Fatalf("a refused start changed the data directory:\n%s\nbefore:\n%s\nafter:\n%s", srv.logs.String(), was, now)
+				}
+				if !strings.Contains(srv.logs.String(), ":") {
+					t.Fatalf("a refused start said nothing: %q", srv.logs.String())
+				}
+				return
+			}
+			served++
+			defer srv.stop()
+			for _, r := range []reply{
+				mustDo(t, srv, "POST", "/v1/decrypt", decryptReq(alice)),
+				mustDo(t, srv, "POST", "/v1/encrypt", map[string]any{"subject": "alice", "kind": "episodic", "plaintext": b64("again")}),
+			} {
+				if r.Status == http.StatusOK {
+					t.Fatalf("the forgotten subject answered 200 after the mutation")
+				}
+			}
+			if r := mustDo(t, srv, "GET", "/v1/forgets/"+fa.Forget, nil); r.Status != http.StatusOK {
+				t.Fatalf("the acknowledged forget of alice is gone: %d %s", r.Status, r.Body)
+			}
+			if r := mustDo(t, srv, "GET", "/v1/artifacts/"+held, nil); r.Status != http.StatusOK {
+				t.Fatalf("the acknowledged registration %s vanished without a refused start: %d %s", held, r.Status, r.Body)
+			}
+			// dave's forget: the plaintext-held artifact keeps it short of
+			// erased (ann never acks); erased would be a false claim.
+			r := mustDo(t, srv, "POST", "/v1/forget", map[string]any{"subject": "dave"})
+			if r.Status != http.StatusAccepted && r.Status != http.StatusOK {
+				return
+			}
+			var f forgetView
+			r.into(t, &f)
+			deadline := time.Now().Add(4 * time.Second)
+			for time.Now().Before(deadline) && f.State != "erased" {
+				mustDo(t, srv, "POST", "/v1/epoch", nil)
+				if v := mustDo(t, srv, "POST", "/v1/forgets/"+f.Forget+"/verify", nil); v.Status == http.StatusOK {
+					v.into(t, &f)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			if f.State == "erased" {
+				t.Fatalf("dave's forget reached erased while ann holds dave's plaintext-held artifact %s and never acked", held)
+			}
+			if d := mustDo(t, srv, "POST", "/v1/decrypt", decryptReq(dave)); d.Status == http.StatusOK && f.condition("key_destroyed").Status == "ok" {
+				t.Fatalf("dave's key is destroyed while his record decrypts")
+			}
+		})
+	}
+	t.Logf("%d mutations: %d served, %d refused", len(muts), served, refused)
+	if served == 0 || refused == 0 {
+		t.Fatalf("every mutation was %s: the test checks one side only", map[bool]string{true: "refused", false: "served"}[served == 0])
+	}
+}
+
+// fixModes gives a copied file or tree the modes shredd requires (0600
+// files, 0700 directories).
+func fixModes(t *testing.T, root string) {
+	t.Helper()
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() {
+			return os.Chmod(p, 0o700)
+		}
+		return os.Chmod(p, 0o600)
+	})
+}
