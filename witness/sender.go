@@ -173,6 +173,13 @@ func (s *Sender) send(ctx context.Context, t *target, c translog.Checkpoint, sig
 	if errors.Is(err, errConflict) || errors.Is(err, errProof) {
 		level = slog.LevelError
 	}
+	if errors.Is(err, errAhead) {
+		// One log, one sequence: a witness that cosigned a larger tree
+		// than the log now holds saw a log this one rolled back from (a
+		// database restored from an older copy) or forked from.
+		s.logger.Error("the transparency log is shorter than a tree this witness already cosigned: the log was rolled back (a restored database) or forked; checkpoints handed out above its size do not verify against it. Put back the newest database (docs/operations.md, Backups and restores) and tell the log's monitors",
+			"witness", t.Key.Name(), "url", t.URL, "size", c.Size, "witness_size", t.known)
+	}
 	s.logger.Log(ctx, level, "witness did not cosign the checkpoint; retrying later", "witness", t.Key.Name(), "url", t.URL,
 		"size", c.Size, "retry_in", t.delay.String(), "error", err.Error())
 }

@@ -233,8 +233,22 @@ func openJournal(ctx context.Context, sec *secrets, db *storage.DB) (*journal.Jo
 // admin token file the same way.
 func bootstrapAdminToken(ctx context.Context, tokens *access.Tokens, path string, log *slog.Logger) error {
 	n, err := tokens.Count(ctx)
-	if err != nil || n > 0 {
+	if err != nil {
 		return err
+	}
+	if n > 0 {
+		// The file, when there, should be a token of this database: one
+		// of another instance (a copied file) or a revoked one gets 401
+		// for every call, so say so now rather than leave it to the caller.
+		b, err := datadir.Read(path, datadir.Secret, 64<<10)
+		if err != nil {
+			return nil // none (or refused before, with its own fix)
+		}
+		if _, err := tokens.Authenticate(ctx, strings.TrimSpace(string(b))); errors.Is(err, access.ErrTokenInvalid) {
+			log.Warn("the admin token file is not a live token of this database (another instance's, or revoked): calls with it answer 401; remove it and create a token with shredd token create, or put back this data directory's admin.token",
+				"path", path)
+		}
+		return nil
 	}
 	b, created, err := readOrCreate(path, func() []byte {
 		return []byte(access.TokenPrefix + base64.RawURLEncoding.EncodeToString(randomBytes(32)) + "\n")
