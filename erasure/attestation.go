@@ -113,7 +113,11 @@ func (c *core) signAttestation(ctx context.Context, r forgetRow, conds []shredd.
 		p.Residuals = append(p.Residuals, attest.Residual{Kind: attest.ResidualHolderTrust,
 			Description: fmt.Sprintf("%d plaintext-held artifacts are closed by their holders' signed acks: the acks prove what the holders declared, not what their storage holds", countHeldAcked(p.Artifacts))})
 	}
-	lost, err := registry.LostRegistrations(ctx, c.keys.Root())
+	stream := c.opts.MarkStream
+	if stream == "" {
+		stream = registry.MarkStream
+	}
+	lost, err := registry.LostRegistrations(ctx, c.keys.Root(), stream)
 	if err != nil {
 		return attest.Envelope{}, "", fmt.Errorf("erasure: attestation: %w", err)
 	}

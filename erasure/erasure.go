@@ -56,6 +56,10 @@ type Options struct {
 	// answered: the trace that lets a restored database re-apply later
 	// forgets (ReconcileLedger).
 	Ledger *Ledger
+	// MarkStream names the registration WAL's mark in the root store
+	// (registry.StreamFor): the losses an operator accepted there are
+	// stated in every attestation. "" for registry.MarkStream.
+	MarkStream string
 	// AfterEpoch, when set, is called after every completed epoch (from the
 	// background work or RunEpoch); it must not block.
 	AfterEpoch func()

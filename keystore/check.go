@@ -19,6 +19,10 @@ var (
 	// versions the root store never made: the root store (a root file
 	// restored from a copy) is older than the database.
 	ErrRootBehind = errors.New("root store older than the database")
+	// ErrRootMismatch means the root store's versions agree with the
+	// database but it does not open the database's bucket keys: another
+	// root than the one the data was written with.
+	ErrRootMismatch = errors.New("root store is not the database's")
 )
 
 // CheckRoot checks that the root store can open the key tree: every bucket
@@ -57,10 +61,37 @@ func CheckRoot(ctx context.Context, db *storage.DB, root RootStore) error {
 			lo.Int64, root.Kind(), v.MinAvailable, ErrStaleDatabase, advice)
 	case int(hi.Int64) > v.Latest:
 		return fmt.Errorf("keystore: the database's bucket keys are wrapped under root version %d, but the %s root store's latest version is %d: %w; "+
-			"the root store was restored from an older copy. Put back the root store that goes with this database (never restore root.key from a backup)",
-			hi.Int64, root.Kind(), v.Latest, ErrRootBehind)
+			"the root store was restored from an older copy. %s",
+			hi.Int64, root.Kind(), v.Latest, ErrRootBehind, putBackRoot(root))
+	}
+	// The version numbers agree; a root with the same numbers that is not
+	// this data's (a fresh Vault, another instance's root file) opens
+	// nothing. One bucket key is opened to tell.
+	var blob []byte
+	if err := db.QueryRowContext(ctx, `SELECT wrapped FROM buckets ORDER BY root_version DESC LIMIT 1`).Scan(&blob); err != nil {
+		return fmt.Errorf("keystore: check root: %w", err)
+	}
+	keys, err := root.Unwrap(ctx, [][]byte{blob})
+	switch {
+	case errors.Is(err, ErrCorrupt):
+		return fmt.Errorf("keystore: the %s root store does not open the database's bucket keys (their authentication fails): %w; "+
+			"it is another root than the one this data was written with (a new Vault or key of the same name, another instance's root file). %s",
+			root.Kind(), ErrRootMismatch, putBackRoot(root))
+	case err != nil:
+		return fmt.Errorf("keystore: check root: %w", err)
+	}
+	for _, k := range keys {
+		clear(k)
 	}
 	return nil
+}
+
+// putBackRoot is the fix of a root that does not go with the database.
+func putBackRoot(root RootStore) string {
+	if root.Kind() == "local" {
+		return "Put back the root.key that goes with this database (never one from a backup)"
+	}
+	return "Point shredd at the Vault, Transit mount and key that go with this database (--vault-addr, --vault-mount, --vault-key)"
 }
 
 // BucketRootVersion returns the newest root version the bucket keys are

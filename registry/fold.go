@@ -66,6 +66,7 @@ type walState struct {
 	retain   int64
 	log      *slog.Logger
 	root     keystore.RootStore // keeps the mark (mark.go); nil for none
+	stream   string             // the mark's name there
 
 	markMu sync.Mutex // keepMark, one at a time
 	mark   Mark       // the mark as last read or kept
@@ -118,11 +119,15 @@ func openWALState(ctx context.Context, s *Registry) error {
 		ws.retain = DefaultWALRetain
 	}
 	if s.opts.MarkRoot != nil {
-		m, _, err := ReadMark(ctx, s.opts.MarkRoot)
+		stream := s.opts.MarkStream
+		if stream == "" {
+			stream = MarkStream
+		}
+		m, _, err := ReadMark(ctx, s.opts.MarkRoot, stream)
 		if err != nil {
 			return err
 		}
-		ws.root, ws.mark = s.opts.MarkRoot, m
+		ws.root, ws.stream, ws.mark = s.opts.MarkRoot, stream, m
 	}
 	for i := range recs {
 		ws.tail = append(ws.tail, &recs[i])

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/shredd/shredd"
@@ -29,8 +30,22 @@ import (
 // back or the loss is accepted (AcceptLoss), which the mark then records
 // and every later attestation states (LostRegistrations).
 
-// MarkStream is the name of the registration WAL's mark in the root store.
+// MarkStream is the name of the registration WAL's mark in a local root
+// file (one data directory per file); StreamFor names it in a root store
+// that many data directories share.
 const MarkStream = "registrations"
+
+// StreamFor names the registration WAL's mark of the data directory whose
+// instance (the transparency log's origin, "shredd/<hex>") is instance,
+// in a root store of kind kind: MarkStream in a local root file, which
+// serves one data directory; MarkStream-<hex> in a shared one (Vault).
+func StreamFor(kind, instance string) string {
+	if kind == "local" {
+		return MarkStream
+	}
+	_, id, _ := strings.Cut(instance, "/")
+	return MarkStream + "-" + id
+}
 
 // markInterval is how often the folder keeps the mark while registrations
 // come in. The mark is also kept before any segment is removed and when
@@ -67,12 +82,12 @@ type LostRange struct {
 
 // ReadMark reads the mark kept in root: ok false when none was kept (a data
 // directory of an earlier release, or a root store that keeps none).
-func ReadMark(ctx context.Context, root keystore.RootStore) (Mark, bool, error) {
+func ReadMark(ctx context.Context, root keystore.RootStore, stream string) (Mark, bool, error) {
 	mk, ok := root.(keystore.MarkKeeper)
-	if !ok {
+	if !ok || stream == "" {
 		return Mark{}, false, nil
 	}
-	b, err := mk.Mark(ctx, MarkStream)
+	b, err := mk.Mark(ctx, stream)
 	if errors.Is(err, keystore.ErrNotFound) {
 		return Mark{}, false, nil
 	}
@@ -86,16 +101,16 @@ func ReadMark(ctx context.Context, root keystore.RootStore) (Mark, bool, error) 
 	return m, true, nil
 }
 
-func keepMark(ctx context.Context, root keystore.RootStore, m Mark) error {
+func keepMark(ctx context.Context, root keystore.RootStore, stream string, m Mark) error {
 	mk, ok := root.(keystore.MarkKeeper)
-	if !ok {
+	if !ok || stream == "" {
 		return nil
 	}
 	b, err := json.Marshal(m)
 	if err != nil {
 		return err
 	}
-	if err := mk.KeepMark(ctx, MarkStream, b); err != nil {
+	if err := mk.KeepMark(ctx, stream, b); err != nil {
 		return fmt.Errorf("registry: keep the registration WAL's mark with the root: %w", err)
 	}
 	return nil
@@ -103,8 +118,8 @@ func keepMark(ctx context.Context, root keystore.RootStore, m Mark) error {
 
 // LostRegistrations returns the runs of registrations whose loss was
 // accepted (AcceptLoss), as the mark kept with the root records them.
-func LostRegistrations(ctx context.Context, root keystore.RootStore) ([]LostRange, error) {
-	m, _, err := ReadMark(ctx, root)
+func LostRegistrations(ctx context.Context, root keystore.RootStore, stream string) ([]LostRange, error) {
+	m, _, err := ReadMark(ctx, root, stream)
 	return m.Lost, err
 }
 
@@ -214,8 +229,8 @@ func readCoverage(ctx context.Context, db *storage.DB, dir string, key []byte) (
 // one the mark names (another copy's segments) is refused too. Without a
 // mark there is nothing to check. The start runs it before it folds,
 // removes or writes anything.
-func CheckWAL(ctx context.Context, db *storage.DB, root keystore.RootStore, dir string, key []byte) error {
-	m, _, err := ReadMark(ctx, root)
+func CheckWAL(ctx context.Context, db *storage.DB, root keystore.RootStore, stream, dir string, key []byte) error {
+	m, _, err := ReadMark(ctx, root, stream)
 	if err != nil {
 		return err
 	}
@@ -257,8 +272,8 @@ func CheckWALMark(ctx context.Context, db *storage.DB, m Mark, dir string, key [
 // erasure attestation states. It returns the run (zero when nothing is
 // missing). For shredd wal accept-loss, with the data directory's lock
 // held.
-func AcceptLoss(ctx context.Context, db *storage.DB, root keystore.RootStore, dir string, key []byte, now time.Time) (LostRange, error) {
-	m, ok, err := ReadMark(ctx, root)
+func AcceptLoss(ctx context.Context, db *storage.DB, root keystore.RootStore, stream, dir string, key []byte, now time.Time) (LostRange, error) {
+	m, ok, err := ReadMark(ctx, root, stream)
 	if err != nil || !ok {
 		return LostRange{}, err
 	}
@@ -276,7 +291,7 @@ func AcceptLoss(ctx context.Context, db *storage.DB, root keystore.RootStore, di
 	if mac, ok := c.macAt[held]; ok {
 		m.MAC = hex.EncodeToString(mac)
 	}
-	if err := keepMark(ctx, root, m); err != nil {
+	if err := keepMark(ctx, root, stream, m); err != nil {
 		return LostRange{}, err
 	}
 	return lost, nil
@@ -301,7 +316,7 @@ func (ws *walState) keepMark(ctx context.Context) error {
 	}
 	m := ws.mark
 	m.Seq, m.MAC = seq, mac
-	err := keepMark(ctx, ws.root, m)
+	err := keepMark(ctx, ws.root, ws.stream, m)
 	ws.mu.Lock()
 	ws.markErr = err
 	ws.mu.Unlock()

@@ -74,6 +74,9 @@ type Options struct {
 	// is kept at open, while registrations come in, before any segment is
 	// removed and at Close. Nil keeps none.
 	MarkRoot keystore.RootStore
+	// MarkStream names the mark in MarkRoot (StreamFor); "" for
+	// MarkStream.
+	MarkStream string
 	// Logger receives the WAL's warnings (a torn frame cut, registrations
 	// a restore cannot replay) and fold errors; nil discards them.
 	Logger *slog.Logger

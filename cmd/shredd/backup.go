@@ -521,7 +521,7 @@ func acceptRestoreLoss(ctx context.Context, dir, dbPath string, stdout io.Writer
 		return fmt.Errorf("recording the loss: the restored database: %v; run shredd wal accept-loss", err)
 	}
 	defer db.Close()
-	lost, err := registry.AcceptLoss(ctx, db, root, filepath.Join(dir, registry.WALDir), registry.WALKey(secret), time.Now())
+	lost, err := registry.AcceptLoss(ctx, db, root, registry.MarkStream, filepath.Join(dir, registry.WALDir), registry.WALKey(secret), time.Now())
 	if err != nil {
 		return fmt.Errorf("recording the loss: %w; run shredd wal accept-loss", err)
 	}

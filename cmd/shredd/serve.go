@@ -514,9 +514,16 @@ func (p *Program) openRoot(ctx context.Context, dir string, log *slog.Logger) (n
 	if err != nil {
 		return node.Root{}, err
 	}
+	// A missing key is created only for a data directory (and database)
+	// with no data yet: never a new root next to data it cannot open.
+	cfg := p.Config
+	vs.SetMayCreate(func(ctx context.Context) (bool, error) {
+		state, err := node.HasState(ctx, cfg)
+		return !state, err
+	})
 	r := node.Root{Store: vs}
 	switch err := vs.Check(ctx); {
-	case errors.Is(err, vault.ErrUnsafeKey):
+	case errors.Is(err, vault.ErrUnsafeKey), errors.Is(err, vault.ErrKeyMissing):
 		return node.Root{}, err
 	case err != nil:
 		r.Down = true

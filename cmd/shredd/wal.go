@@ -76,7 +76,12 @@ func runWAL(ctx context.Context, p *Program, sub string, stdout io.Writer) error
 		defer root.Close()
 	}
 	walDir, key := filepath.Join(dir, registry.WALDir), registry.WALKey(secret)
-	err = registry.CheckWAL(ctx, db, root.Store, walDir, key)
+	inst, err := instanceOf(ctx, dir)
+	if err != nil {
+		return err
+	}
+	stream := registry.StreamFor(root.Store.Kind(), inst)
+	err = registry.CheckWAL(ctx, db, root.Store, stream, walDir, key)
 	switch {
 	case err == nil:
 		fmt.Fprintln(stdout, "the database and wal/ hold every registration shredd acknowledged")
@@ -84,7 +89,7 @@ func runWAL(ctx context.Context, p *Program, sub string, stdout io.Writer) error
 	case !errors.Is(err, registry.ErrWALBehind) || sub == "check":
 		return err
 	}
-	lost, err := registry.AcceptLoss(ctx, db, root.Store, walDir, key, time.Now())
+	lost, err := registry.AcceptLoss(ctx, db, root.Store, stream, walDir, key, time.Now())
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package vault
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -150,6 +151,30 @@ func (s *Root) KeepForgets(ctx context.Context, name string, b []byte) error {
 	return nil
 }
 
+// CheckKV checks that the KV v2 mount (Config.HeadMount) where shredd
+// keeps the forget records, the shared secrets and the marks answers and
+// lets shredd list its records: a Vault root without it would keep no
+// forget outside the database, so a start refuses rather than warn.
+func (s *Root) CheckKV(ctx context.Context) error {
+	if err := s.ensure(ctx); err != nil {
+		return err
+	}
+	err := s.call(ctx, false, func(ctx context.Context, n node) error {
+		_, err := n.c.Logical().ListWithContext(ctx, s.kvMeta("forgets/"))
+		return err
+	})
+	if err == nil {
+		return nil
+	}
+	err = classify(err)
+	if errors.Is(err, keystore.ErrNotFound) {
+		return nil // mounted, nothing kept yet
+	}
+	return fmt.Errorf("vault: the KV version 2 mount %s/ at %s, where shredd keeps its forget records, the forget ledger's head and the registration WAL's mark, is not usable: %w; "+
+		"nothing was changed. Enable it (vault secrets enable -path=%s kv-v2), or name the KV v2 mount you use with --vault-kv-mount, and grant shredd's token the policy of docs/operations.md (shredd keeps no forget outside the database without it)",
+		s.kv, s.addresses(), err, s.kv)
+}
+
 // ForgetRecords lists the names under shredd/<key>/forgets/.
 func (s *Root) ForgetRecords(ctx context.Context) ([]string, error) {
 	if err := s.ensure(ctx); err != nil {
@@ -213,6 +238,58 @@ func (s *Root) DropForgets(ctx context.Context, name string) error {
 	})
 	if err != nil {
 		return fmt.Errorf("vault: drop forget record: %w", classify(err))
+	}
+	return nil
+}
+
+var _ keystore.MarkKeeper = (*Root)(nil)
+
+// markName checks a mark's stream name: it becomes part of a Vault path.
+func markName(stream string) error {
+	if stream == "" || len(stream) > 128 || strings.Trim(stream, "0123456789abcdefghijklmnopqrstuvwxyz-") != "" {
+		return fmt.Errorf("vault: mark %q: %w", stream, shredd.ErrInvalid)
+	}
+	return nil
+}
+
+// Mark reads stream's high-water mark from the KV v2 secret
+// shredd/<key>/marks/<stream> of HeadMount.
+func (s *Root) Mark(ctx context.Context, stream string) ([]byte, error) {
+	if err := markName(stream); err != nil {
+		return nil, err
+	}
+	if err := s.ensure(ctx); err != nil {
+		return nil, err
+	}
+	d, err := s.kvRead(ctx, s.kvData("marks/"+stream))
+	if err != nil {
+		return nil, fmt.Errorf("vault: mark %s: %w", stream, err)
+	}
+	m, _ := d["mark"].(string)
+	if m == "" || !json.Valid([]byte(m)) {
+		return nil, fmt.Errorf("vault: mark %s: %w: unreadable", stream, keystore.ErrCorrupt)
+	}
+	return []byte(m), nil
+}
+
+// KeepMark writes stream's mark as a new version of the KV v2 secret
+// shredd/<key>/marks/<stream> of HeadMount.
+func (s *Root) KeepMark(ctx context.Context, stream string, mark []byte) error {
+	if err := markName(stream); err != nil {
+		return err
+	}
+	if !json.Valid(mark) {
+		return fmt.Errorf("vault: mark %s: not JSON: %w", stream, shredd.ErrInvalid)
+	}
+	if err := s.ensure(ctx); err != nil {
+		return err
+	}
+	err := s.call(ctx, false, func(ctx context.Context, n node) error {
+		_, err := n.c.Logical().WriteWithContext(ctx, s.kvData("marks/"+stream), map[string]any{"data": map[string]any{"mark": string(mark)}})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("vault: keep mark %s: %w", stream, classify(err))
 	}
 	return nil
 }

@@ -97,6 +97,29 @@ type Root struct {
 	loginFailed time.Time
 	loginErr    error
 	cfg         KeyConfig
+	// mayCreate says whether a missing Transit key may be created
+	// (SetMayCreate); nil: always.
+	mayCreate func(context.Context) (bool, error)
+}
+
+// ErrKeyMissing means the Transit key (or its mount) does not exist while
+// the data it would open does: this is not the Vault, mount or key the data
+// was written with, and no key is created next to it. It wraps
+// keystore.ErrNotFound.
+var ErrKeyMissing = fmt.Errorf("vault transit key missing next to existing data: %w", keystore.ErrNotFound)
+
+// errNoMount is a 404 of a mount that is not enabled (Transit or KV).
+var errNoMount = errors.New("the mount is not enabled")
+
+// SetMayCreate sets what Check asks before it creates a missing Transit
+// key: shredd serve answers false when the data directory or the database
+// already holds data (a new key would open none of it), so that a fresh
+// Vault, another cluster or a missing mount is a refused start instead of
+// a new root next to old data. Call it before the first operation.
+func (s *Root) SetMayCreate(f func(context.Context) (bool, error)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mayCreate = f
 }
 
 // node is one address of Config.Address: a Vault server, or a node of a
@@ -218,7 +241,18 @@ func (s *Root) Check(ctx context.Context) error {
 		s.loginErr = nil
 	}
 	_, err := s.readKeyLocked(ctx)
-	if errors.Is(err, keystore.ErrNotFound) {
+	if errors.Is(err, keystore.ErrNotFound) || errors.Is(err, errNoMount) {
+		if s.mayCreate != nil {
+			ok, cerr := s.mayCreate(ctx)
+			if cerr != nil {
+				return fmt.Errorf("vault: before creating the key: %w", cerr)
+			}
+			if !ok {
+				return fmt.Errorf("vault: the Transit key %s/keys/%s does not exist at %s (or its mount %s/ is not there), but the data directory holds data wrapped under it: %w; "+
+					"nothing was created. This is not the Vault, mount or key the data was written with: point --vault-addr, --vault-mount and --vault-key at that key (shredd never creates a root key next to existing data)",
+					s.mount, s.key, s.addresses(), s.mount, ErrKeyMissing)
+			}
+		}
 		if _, err := s.write(ctx, "keys/"+s.key, map[string]any{"type": "aes256-gcm96", "exportable": false, "allow_plaintext_backup": false}); err != nil {
 			return fmt.Errorf("vault: create key: %w", err)
 		}
@@ -378,6 +412,10 @@ func classify(err error) error {
 	if errors.As(err, &re) {
 		msg := strings.ToLower(strings.Join(re.Errors, "; "))
 		switch {
+		case re.StatusCode == http.StatusNotFound && strings.Contains(msg, "no handler for route"):
+			// The mount itself is gone (Transit or KV disabled): not a
+			// missing key of the client's, a backend shredd cannot use.
+			return fmt.Errorf("%w: %w: vault answered 404: %s", keystore.ErrRootUnavailable, errNoMount, msg)
 		case re.StatusCode == http.StatusNotFound || strings.Contains(msg, "encryption key not found") ||
 			strings.Contains(msg, "could not delete key; not found") || strings.Contains(msg, "no existing key named"):
 			return fmt.Errorf("%w: %s", keystore.ErrNotFound, msg)
@@ -401,6 +439,15 @@ func classify(err error) error {
 }
 
 func (s *Root) path(p string) string { return s.mount + "/" + p }
+
+// addresses names the Vault nodes, for messages.
+func (s *Root) addresses() string {
+	var hs []string
+	for _, n := range s.nodes {
+		hs = append(hs, n.c.Address())
+	}
+	return strings.Join(hs, ",")
+}
 
 // write writes a path of the Transit mount. Every write shredd makes may
 // be sent twice (creating an existing key, setting a config, trimming,
@@ -868,6 +915,7 @@ path "%[1]sdecrypt/%[2]s-secrets" {
 // HeadPolicy returns the part of the Vault policy (HCL) that lets shredd
 // keep, for the Transit key key, in the KV v2 mount kvMount
 // (Config.HeadMount): the forget ledger's heads (shredd/<key>/ledger-head/),
+// the registration WAL's marks (shredd/<key>/marks/),
 // the shared secrets' wrapped bundle (shredd/<key>/secrets) and the forget
 // records (shredd/<key>/forgets/: written, listed, read, and deleted once
 // an epoch has made them useless); nothing else of the mount.
@@ -878,6 +926,11 @@ path "%[1]s/data/shredd/%[2]s/ledger-head/*" {
 }
 # shredd shared secrets, wrapped: written once by the first node.
 path "%[1]s/data/shredd/%[2]s/secrets" {
+  capabilities = ["read", "create", "update"]
+}
+# shredd high-water marks of durable streams (the registration WAL's),
+# one per data directory.
+path "%[1]s/data/shredd/%[2]s/marks/*" {
   capabilities = ["read", "create", "update"]
 }
 # shredd forget records: one per group of forgets.

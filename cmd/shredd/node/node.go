@@ -229,8 +229,24 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 		}
 	}
 	kms, rootDown := root.SubjectKMS, root.Down
+	if rootDown && full {
+		// The start's checks need the root store: a data directory with
+		// data is not served before they ran (a database restored from
+		// before the last epoch, another root), so the start waits for it.
+		state, err := HasState(ctx, c)
+		if err != nil {
+			return err
+		}
+		if state {
+			if err := waitRoot(ctx, n.Root, log); err != nil {
+				return err
+			}
+			rootDown = false
+		}
+	}
+	stream := registry.StreamFor(n.Root.Kind(), sec.log.Name())
 	if n.DB == nil && c.Store == "" {
-		if err := checkDBPresent(ctx, c.DataDir, n.Root); err != nil {
+		if err := checkDBPresent(ctx, c.DataDir, n.Root, stream); err != nil {
 			return err
 		}
 	}
@@ -244,7 +260,7 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 	walDir := filepath.Join(c.DataDir, registry.WALDir)
 	pins := sec.pins(n.Root)
 	check := func(db *storage.DB) (map[string]string, error) {
-		missing, err := checkState(ctx, db, c.DataDir, walDir, sec, n.Root, pins, full && !rootDown, log)
+		missing, err := checkState(ctx, db, c.DataDir, walDir, stream, sec, n.Root, pins, full && !rootDown, log)
 		if err == nil && full {
 			err = erasure.PrecheckLedger(ctx, db, c.LedgerPath(), erasure.LedgerKey(sec.subject), n.Root, c.LedgerAcceptLoss)
 		}
@@ -318,8 +334,8 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 	st, err := Assemble(ctx, Parts{DB: n.DB, Root: n.Root, Hasher: n.Hasher, Journal: journal, Ledger: n.ledger}, Options{
 		Keystore: keystore.Options{Buckets: c.Buckets, CacheTTL: c.CacheTTL, SubjectKMS: kms},
 		Registry: registry.Options{LeaseTTL: c.LeaseTTL, WALDir: walDir,
-			WALKey: registry.WALKey(secret), MarkRoot: n.Root, Logger: c.Logger},
-		Erasure: erasure.Options{Deadline: c.ForgetDeadline, AfterEpoch: c.AfterEpoch},
+			WALKey: registry.WALKey(secret), MarkRoot: n.Root, MarkStream: stream, Logger: c.Logger},
+		Erasure: erasure.Options{Deadline: c.ForgetDeadline, AfterEpoch: c.AfterEpoch, MarkStream: stream},
 		Tokens:  full,
 	})
 	if err != nil {
@@ -450,6 +466,32 @@ type Root struct {
 // this package picks none.
 type RootOpener func(ctx context.Context, dir string, log *slog.Logger) (Root, error)
 
+// waitRoot asks the root store until it answers: the start's checks
+// that need it run before anything is served. An answer that is not
+// "unavailable" (a key that defeats shredding, a missing key next to
+// data) stops the start; so does ctx (the server was asked to stop).
+func waitRoot(ctx context.Context, root keystore.RootStore, log *slog.Logger) error {
+	delay := 2 * time.Second
+	for {
+		_, err := root.Versions(ctx)
+		if err == nil {
+			log.Info("the root store answers: going on with the start-up checks")
+			return nil
+		}
+		if !errors.Is(err, keystore.ErrRootUnavailable) {
+			return err
+		}
+		log.Warn("the root store does not answer: the start-up checks need it, so nothing is served until it does (retrying)",
+			"retry_in", delay.String(), "error", err.Error())
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the root store did not answer before the server was stopped: %w", err)
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 15*time.Second)
+	}
+}
+
 // checkRoot stops the start on a database the root store cannot open (a
 // backup older than the last epoch, or a root file older than the
 // database), with what to do, instead of answering 410 for everyone. It is
@@ -469,7 +511,7 @@ func checkRoot(ctx context.Context, db *storage.DB, root keystore.RootStore, log
 // db: the schema, the secrets' pins, with checkRoot the root's versions
 // against the database's, and the registration WAL against its mark. It
 // returns the pins the database lacks.
-func checkState(ctx context.Context, db *storage.DB, dir, walDir string, sec *secrets, root keystore.RootStore, pins map[string]string, checkRootVersions bool, log *slog.Logger) (map[string]string, error) {
+func checkState(ctx context.Context, db *storage.DB, dir, walDir, stream string, sec *secrets, root keystore.RootStore, pins map[string]string, checkRootVersions bool, log *slog.Logger) (map[string]string, error) {
 	if err := checkSchema(ctx, db); err != nil {
 		return nil, err
 	}
@@ -478,12 +520,17 @@ func checkState(ctx context.Context, db *storage.DB, dir, walDir string, sec *se
 		return nil, err
 	}
 	if checkRootVersions {
+		if kv, ok := root.(interface{ CheckKV(context.Context) error }); ok {
+			if err := kv.CheckKV(ctx); err != nil {
+				return nil, err
+			}
+		}
 		if err := checkRoot(ctx, db, root, log); err != nil {
 			return nil, err
 		}
 	}
 	if !db.Shared() {
-		if err := registry.CheckWAL(ctx, db, root, walDir, registry.WALKey(sec.subject)); err != nil {
+		if err := registry.CheckWAL(ctx, db, root, stream, walDir, registry.WALKey(sec.subject)); err != nil {
 			return nil, err
 		}
 	}
@@ -496,11 +543,11 @@ func checkState(ctx context.Context, db *storage.DB, dir, walDir string, sec *se
 // the old root and WAL would start with none of its keys, fold what is
 // left of the WAL into it and move the WAL on, so that the restore of the
 // newest backup that should follow misses the registrations in between.
-func checkDBPresent(ctx context.Context, dir string, root keystore.RootStore) error {
+func checkDBPresent(ctx context.Context, dir string, root keystore.RootStore, stream string) error {
 	if _, err := os.Lstat(filepath.Join(dir, DBFile)); !errors.Is(err, fs.ErrNotExist) {
 		return nil // present, or refused with its own fix when opened
 	}
-	m, ok, err := registry.ReadMark(ctx, root)
+	m, ok, err := registry.ReadMark(ctx, root, stream)
 	if err != nil || !ok || m.Seq == 0 {
 		return err
 	}

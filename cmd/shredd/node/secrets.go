@@ -138,6 +138,23 @@ func localState(c Config) (bool, error) {
 	return state, nil
 }
 
+// HasState reports whether the data directory of c, or its PostgreSQL
+// database, already holds data (a SQLite database, a non-empty forget
+// ledger, or pins, subjects or forgets in PostgreSQL): what a new root key
+// or new secrets would not open. It changes nothing.
+func HasState(ctx context.Context, c Config) (bool, error) {
+	state, err := localState(c)
+	if err != nil || state || c.Store == "" {
+		return state, err
+	}
+	db, err := openStore(ctx, c.DataDir, c.Store, c.StoreTimeout)
+	if err != nil {
+		return false, err
+	}
+	defer db.Close()
+	return dbState(ctx, db)
+}
+
 // dbState reports whether an open database holds state that needs the
 // secrets: pinned fingerprints, subjects or forgets.
 func dbState(ctx context.Context, db *storage.DB) (bool, error) {
