@@ -312,6 +312,10 @@ func (p *Program) Run(ctx context.Context) (err error) {
 		}
 	}
 	if p.node, err = node.Open(ctx, cfg); err != nil {
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			p.Logger.Info("stopped before serving", "reason", err.Error())
+			return nil
+		}
 		return err
 	}
 	if err := p.follow(ctx); err != nil {

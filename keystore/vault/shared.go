@@ -159,16 +159,27 @@ func (s *Root) CheckKV(ctx context.Context) error {
 	if err := s.ensure(ctx); err != nil {
 		return err
 	}
-	err := s.call(ctx, false, func(ctx context.Context, n node) error {
-		_, err := n.c.Logical().ListWithContext(ctx, s.kvMeta("forgets/"))
+	// A list or a read of a missing mount answers "nothing there", as of
+	// a path with no secret: ask Vault which mount serves the path (what
+	// the vault CLI's kv commands ask), which needs a capability on it.
+	var sec *vaultapi.Secret
+	err := s.call(ctx, false, func(ctx context.Context, n node) (err error) {
+		sec, err = n.c.Logical().ReadWithContext(ctx, "sys/internal/ui/mounts/"+s.kvData("forgets/probe"))
 		return err
 	})
 	if err == nil {
-		return nil
-	}
-	err = classify(err)
-	if errors.Is(err, keystore.ErrNotFound) {
-		return nil // mounted, nothing kept yet
+		var typ, version string
+		if sec != nil && sec.Data != nil {
+			typ, _ = sec.Data["type"].(string)
+			opts, _ := sec.Data["options"].(map[string]any)
+			version, _ = opts["version"].(string)
+		}
+		if typ == "kv" && version == "2" {
+			return nil
+		}
+		err = fmt.Errorf("%s/ is not a KV version 2 mount (type %q, version %q)", s.kv, typ, version)
+	} else {
+		err = classify(err)
 	}
 	return fmt.Errorf("vault: the KV version 2 mount %s/ at %s, where shredd keeps its forget records, the forget ledger's head and the registration WAL's mark, is not usable: %w; "+
 		"nothing was changed. Enable it (vault secrets enable -path=%s kv-v2), or name the KV v2 mount you use with --vault-kv-mount, and grant shredd's token the policy of docs/operations.md (shredd keeps no forget outside the database without it)",

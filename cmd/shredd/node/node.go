@@ -417,6 +417,19 @@ func (n *Node) readLocalSecrets(ctx context.Context, c Config, log *slog.Logger)
 	if state {
 		return nil, refuseMissing(c.DataDir, missing, where)
 	}
+	// A refused start removes the secrets it made for a data directory
+	// that held nothing: nothing was written with them yet.
+	n.onFail(func() {
+		for _, f := range sec.created {
+			os.Remove(filepath.Join(c.DataDir, f))
+			switch f {
+			case AttestationKeyFile:
+				os.Remove(filepath.Join(c.DataDir, AttestationPubFile))
+			case LogKeyFile:
+				os.Remove(filepath.Join(c.DataDir, LogVKeyFile))
+			}
+		}
+	})
 	if err := sec.create(c.DataDir); err != nil {
 		return nil, err
 	}
@@ -485,7 +498,7 @@ func waitRoot(ctx context.Context, root keystore.RootStore, log *slog.Logger) er
 			"retry_in", delay.String(), "error", err.Error())
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("the root store did not answer before the server was stopped: %w", err)
+			return fmt.Errorf("the root store did not answer before the server was stopped (%v): %w", err, ctx.Err())
 		case <-time.After(delay):
 		}
 		delay = min(2*delay, 15*time.Second)
