@@ -109,12 +109,18 @@ func restoreLosesRegistrations(t *testing.T, root string) {
 	if err := os.RemoveAll(filepath.Join(dir, registry.WALDir)); err != nil {
 		t.Fatal(err)
 	}
-	cli(t, "", env, nil, "restore", "--data-dir", dir, backup).want(t, 0)
+	// The root keeps the WAL's mark: the registrations lost are named, and
+	// nothing goes on until the loss is accepted (recorded with the root).
 	if root == "local" {
-		// The local root keeps the WAL's mark: the start names the
-		// registrations lost and is refused until the loss is accepted.
-		cli(t, "", env, nil, "serve", "--data-dir", dir, "--addr", "127.0.0.1:0", "--buckets", "4").want(t, 1, "were acknowledged", "shredd wal accept-loss")
-		cli(t, "", env, nil, "wal", "accept-loss", "--data-dir", dir).want(t, 0)
+		// shredd restore reads the mark in root.key.
+		cli(t, "", env, nil, "restore", "--data-dir", dir, backup).want(t, 1, "were acknowledged", "--accept-loss")
+		cli(t, "", env, nil, "restore", "--accept-loss", "--data-dir", dir, backup).want(t, 0)
+	} else {
+		// Vault's mark: the start refuses.
+		cli(t, "", env, nil, "restore", "--data-dir", dir, backup).want(t, 0)
+		serve := append([]string{"serve", "--data-dir", dir, "--addr", "127.0.0.1:0", "--buckets", "4"}, opts.Args...)
+		cli(t, "", env, nil, serve...).want(t, 1, "were acknowledged", "shredd wal accept-loss")
+		cli(t, "", env, nil, append([]string{"wal", "accept-loss", "--data-dir", dir}, opts.Args...)...).want(t, 0)
 	}
 	s = startServer(t, dir, opts)
 	s.open(t, aliceBefore)
