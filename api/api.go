@@ -60,6 +60,16 @@ type Config struct {
 	// writers (the registration WAL and its mark, the forget ledger, the
 	// root file) take their writes; an error answers 503.
 	Writes WriteProbe
+	// Fence, when set, is asked before every /v1 call whether this process
+	// still owns its data directory; an error answers 503 to every call
+	// (another process claimed the root: nothing may be acknowledged here).
+	Fence FenceProbe
+}
+
+// FenceProbe reports that this process no longer owns its data directory
+// (keystore/local.ErrFenced): nil while it does.
+type FenceProbe interface {
+	FenceErr() error
 }
 
 // WriteProbe reports why shredd's durable writes fail now: nil while
@@ -83,6 +93,7 @@ type Server struct {
 	*codec
 	tokens  *access.Tokens
 	metrics *Metrics
+	fence   FenceProbe
 
 	seal     *sealHandlers
 	registry *registryHandlers
@@ -112,7 +123,7 @@ func New(c Config) *Server {
 	if cd.log == nil {
 		cd.log = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}
-	s := &Server{codec: cd, tokens: c.Tokens, metrics: c.Metrics,
+	s := &Server{codec: cd, tokens: c.Tokens, metrics: c.Metrics, fence: c.Fence,
 		seal:     &sealHandlers{codec: cd, svc: c.Service},
 		registry: &registryHandlers{codec: cd, svc: c.Service},
 		forgets:  &forgetHandlers{codec: cd, svc: c.Service, evidence: c.Service, attKey: c.AttestationKey},
@@ -132,6 +143,24 @@ func New(c Config) *Server {
 		s.health.disks = append(s.health.disks, diskCheck{name: d.Name, probe: p})
 	}
 	return s
+}
+
+// fenced answers 503 to every call once Config.Fence reports that this
+// process no longer owns its data directory.
+func (s *Server) fenced(next http.Handler) http.Handler {
+	if s.fence == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.fence.FenceErr(); err != nil {
+			s.log.LogAttrs(r.Context(), slog.LevelError, "fenced: another process owns the data directory", slog.String("request_id", requestID(r.Context())),
+				slog.String("error", err.Error()))
+			s.fail(w, r, &problemError{status: http.StatusServiceUnavailable, code: "backend_unavailable", title: "The backend is unavailable",
+				detail: "this process no longer owns its data directory"})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // fieldNameRe matches the field names shredd's requests use; only such
@@ -173,7 +202,7 @@ func (s *Server) Handler() http.Handler {
 		r.With(s.authenticate, s.require(access.ScopeAudit)).Get("/metrics", s.metrics.Handler().ServeHTTP)
 	}
 	r.Route("/v1", func(r chi.Router) {
-		r.Use(s.authenticate)
+		r.Use(s.authenticate, s.fenced)
 		r.With(s.require(access.ScopeEncrypt, access.ScopeDecrypt, access.ScopeRegister, access.ScopeAudit)).Get("/kinds", s.registry.listKinds)
 		r.With(s.require(access.ScopeAdmin)).Put("/kinds/{kind}", s.registry.putKind)
 		r.With(s.require(access.ScopeEncrypt)).Post("/encrypt", s.seal.encrypt)

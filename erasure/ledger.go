@@ -85,6 +85,12 @@ type LedgerCompaction struct {
 	Seq   uint64 `json:"seq"`             // the last dropped line's sequence number
 	Head  string `json:"head"`            // its hash: the next line's prev
 	Until int64  `json:"committed_until"` // the newest commit time (ns) among them
+	// Below is the root version below which the dropped lines' keys were
+	// destroyed by an epoch (the root's oldest version then): a root file
+	// that still holds a version below it is older than the ledger, and
+	// would open what those forgets destroyed. 0 in ledgers compacted by
+	// releases before 2026-12.
+	Below int `json:"root_below,omitempty"`
 }
 
 // LedgerHeader is the first line of a ledger: its format, its random
@@ -1137,6 +1143,12 @@ func headAt(sc *ledgerScan, kept *keystore.LedgerHead) bool {
 		if kept.Seq == c.Seq {
 			return kept.Hash == c.Head
 		}
+		if kept.Seq < c.Seq {
+			// Compacted away, the header rewritten with it: beyond
+			// checking (PrecheckLedger compares the compaction with the
+			// root's versions instead).
+			return true
+		}
 	}
 	switch {
 	case kept.Seq == 0:
@@ -1172,15 +1184,18 @@ func CheckLedger(ctx context.Context, db *storage.DB, path string, key []byte, k
 }
 
 // PrecheckLedger is the start's check of the ledger at path before it
-// writes anything (phase one): the file (missing: empty), its chain and
-// the head kept with the local root (root), against the forgets of db. A
-// ledger whose repair would lose a forget the database lacks is refused,
-// as ReconcileLedger would refuse it later, unless acceptLoss; a root
-// store that keeps forget records instead of the head (Vault) is left to
-// ReconcileLedger.
+// writes anything (phase one): its directory; a root store older than the
+// ledger's compaction (the root still holds versions an epoch destroyed
+// while dropping ledger lines: refused whatever acceptLoss says, since it
+// would open what those forgets destroyed); then the file (missing:
+// empty), its chain and the head kept with the local root, against the
+// forgets of db. A ledger whose repair would lose a forget the database
+// lacks is refused, as ReconcileLedger would refuse it later, unless
+// acceptLoss; a root store that keeps forget records instead of the head
+// (Vault) is left to ReconcileLedger.
 func PrecheckLedger(ctx context.Context, db *storage.DB, path string, key []byte, root keystore.RootStore, acceptLoss bool) error {
-	if root.Kind() != "local" || acceptLoss {
-		return nil
+	if fi, err := os.Stat(filepath.Dir(path)); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%w: %s is not a directory that holds the ledger %s: nothing was changed; create it (mode 0700), or point --forget-ledger at the ledger's file", shredd.ErrLedger, filepath.Dir(path), path)
 	}
 	b, err := datadir.Read(path, datadir.Secret, 1<<40)
 	switch {
@@ -1193,6 +1208,23 @@ func PrecheckLedger(ctx context.Context, db *storage.DB, path string, key []byte
 	sc, err := l.scan(b)
 	if err != nil || sc.v1 != nil {
 		return nil // opening it refuses or converts it
+	}
+	if c := headerOf(&sc).Compacted; c != nil && c.Below > 0 {
+		v, err := root.Versions(ctx)
+		if err != nil {
+			return err
+		}
+		if v.MinAvailable < c.Below {
+			return fmt.Errorf("%w: the root file holds root version %d, but %s dropped lines of forgets whose keys an epoch destroyed below root version %d: "+
+				"the root file is older than the ledger (put back from a copy taken before that epoch) and would open what those forgets destroyed. Nothing was changed. "+
+				"%s", shredd.ErrLedger, v.MinAvailable, path, c.Below, rootFix(root))
+		}
+	}
+	// The head kept with the root: the local root file's (a Vault root
+	// keeps forget records instead, which ReconcileLedger reads); a repair
+	// that accepts the loss checks nothing more here.
+	if root.Kind() != "local" || acceptLoss {
+		return nil
 	}
 	var kept *keystore.LedgerHead
 	h, keptErr := root.LedgerHead(ctx, "")
@@ -1212,6 +1244,22 @@ func PrecheckLedger(ctx context.Context, db *storage.DB, path string, key []byte
 			shredd.ErrLedger, path, check.Summary())
 	}
 	return nil
+}
+
+// rootFix is what to do about a root store older than the ledger.
+func rootFix(root keystore.RootStore) string {
+	if root.Kind() == "local" {
+		return "Put back the live root.key (never one from a backup)"
+	}
+	return "The root store was restored from a snapshot taken before that epoch: point shredd at the live one (--vault-addr, --vault-transit-mount, --vault-key)"
+}
+
+// headerOf returns the scan's header, or an empty one.
+func headerOf(sc *ledgerScan) LedgerHeader {
+	if sc.header == nil {
+		return LedgerHeader{}
+	}
+	return *sc.header
 }
 
 // LedgerReport says what ReconcileLedger did.
@@ -1632,6 +1680,7 @@ func (l *Ledger) compact(minVersion int) (int, error) {
 	}
 	c.Lines += uint64(n)
 	c.Seq, c.Head = sc.lines[n-1].Seq, sc.hashes[n-1]
+	c.Below = max(c.Below, minVersion)
 	for _, e := range sc.lines[:n] {
 		c.Until = max(c.Until, e.CommittedAt)
 	}

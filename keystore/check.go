@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/storage"
 )
 
@@ -91,7 +92,7 @@ func putBackRoot(root RootStore) string {
 	if root.Kind() == "local" {
 		return "Put back the root.key that goes with this database (never one from a backup)"
 	}
-	return "Point shredd at the Vault, Transit mount and key that go with this database (--vault-addr, --vault-mount, --vault-key)"
+	return "Point shredd at the Vault, Transit mount and key that go with this database (--vault-addr, --vault-transit-mount, --vault-key)"
 }
 
 // BucketRootVersion returns the newest root version the bucket keys are
@@ -103,4 +104,21 @@ func (t *Tree) BucketRootVersion(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("keystore: root version: %w", err)
 	}
 	return int(v.Int64), nil
+}
+
+// CheckBuckets compares, changing nothing, the number of bucket keys of
+// the database's key tree with want (0: any): it is fixed when the tree
+// is made, and a start that asks for another is refused before it writes.
+func CheckBuckets(ctx context.Context, db *storage.DB, want int) error {
+	var n int64
+	err := db.QueryRowContext(ctx, `SELECT v FROM keystore_meta WHERE k='buckets'`).Scan(&n)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return fmt.Errorf("keystore: check buckets: %w", err)
+	case want != 0 && int64(want) != n:
+		return fmt.Errorf("keystore: the key tree has %d buckets, --buckets says %d: %w; the number is fixed when the data is made: start with --buckets %d; nothing was changed", n, want, shredd.ErrInvalid, n)
+	}
+	return nil
 }

@@ -208,11 +208,26 @@ func (ws *walState) urge() {
 // until Close; after a failed fold it tries again after foldRetry.
 func (ws *walState) run() {
 	defer close(ws.done)
+	// markDue fires when registrations were acknowledged since the mark
+	// was kept last: the mark is kept at most markInterval after them,
+	// whether more come or not.
+	markDue := time.NewTimer(time.Hour)
+	markDue.Stop()
+	defer markDue.Stop()
 	for {
 		select {
 		case <-ws.stop:
 			return
+		case <-markDue.C:
+			if err := ws.keepMark(context.Background()); err != nil {
+				ws.log.Error("registration WAL: keeping its mark with the root failed; trying again", "err", err)
+				markDue.Reset(markInterval)
+			}
+			continue
 		case <-ws.kick:
+		}
+		if ws.root != nil {
+			markDue.Reset(max(time.Until(ws.markAt.Add(markInterval)), 0))
 		}
 		// Let a group's worth gather, unless someone waits.
 		t := time.NewTimer(foldDelay)
@@ -237,11 +252,6 @@ func (ws *walState) run() {
 			}
 			if n == 0 {
 				break
-			}
-			if time.Since(ws.markAt) >= markInterval {
-				if err := ws.keepMark(context.Background()); err != nil {
-					ws.log.Error("registration WAL: keeping its mark with the root failed", "err", err)
-				}
 			}
 			if _, err := ws.truncate(context.Background()); err != nil {
 				ws.log.Error("registration WAL: removing folded segments failed", "err", err)

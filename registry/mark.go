@@ -58,6 +58,11 @@ const markInterval = time.Second
 // root): a restore, a lost database or lost segments dropped some.
 var ErrWALBehind = errors.New("acknowledged registrations missing")
 
+// ErrWALForeign means the WAL holds, at the mark, a frame other than the
+// one acknowledged there: another copy's segments. Accepting a loss does
+// not apply; putting back this data directory's own segments does.
+var ErrWALForeign = errors.New("the WAL's segments are another copy's")
+
 // Mark is the registration WAL's high-water mark.
 type Mark struct {
 	// Seq is the sequence number of the last registration acknowledged
@@ -254,17 +259,32 @@ func CheckWALMark(ctx context.Context, db *storage.DB, m Mark, dir string, key [
 		return err
 	}
 	if from, to, miss := c.missing(m.Seq); miss {
-		return fmt.Errorf("registry: registrations %d to %d were acknowledged (the mark kept with the root says %d were) but are neither in the database (it holds up to %d) nor in %s: %w; "+
-			"nothing was changed. Put back the segments of %s, or the database that holds them (shredd restore of the newest backup), "+
-			"or, to go on without them, run shredd wal accept-loss, which records the loss with the root and states it in every later erasure attestation",
-			from, to, m.Seq, c.folded, dir, ErrWALBehind, dir)
+		return &BehindError{From: from, To: to, Mark: m.Seq, Folded: c.folded, Dir: dir}
 	}
 	if mac, ok := c.macAt[m.Seq]; ok && m.MAC != "" && hex.EncodeToString(mac) != m.MAC {
 		return fmt.Errorf("registry: %s holds other registrations at %d than the ones shredd acknowledged (the mark kept with the root names another frame): %w; "+
-			"nothing was changed. These segments are another copy's: put back this data directory's own %s", dir, m.Seq, ErrWALBehind, dir)
+			"nothing was changed. These segments are another copy's: put back this data directory's own %s", dir, m.Seq, ErrWALForeign, dir)
 	}
 	return nil
 }
+
+// BehindError is CheckWAL's refusal of registrations acknowledged and held
+// neither by the database nor by the WAL. It wraps ErrWALBehind.
+type BehindError struct {
+	From, To uint64 // the first run of registrations missing
+	Mark     uint64 // the last acknowledged, as the mark says
+	Folded   uint64 // the last the database holds
+	Dir      string // the WAL's folder
+}
+
+func (e *BehindError) Error() string {
+	return fmt.Sprintf("registry: registrations %d to %d were acknowledged (the mark kept with the root says %d were) but are neither in the database (it holds up to %d) nor in %s: %v; "+
+		"nothing was changed. Put back the segments of %s, or the database that holds them (shredd restore of the newest backup), "+
+		"or, to go on without them, run shredd wal accept-loss, which records the loss with the root and states it in every later erasure attestation",
+		e.From, e.To, e.Mark, e.Folded, e.Dir, ErrWALBehind, e.Dir)
+}
+
+func (e *BehindError) Unwrap() error { return ErrWALBehind }
 
 // AcceptLoss records with root that the registrations the database db and
 // the WAL in dir lack, up to the mark, are lost: the mark is lowered to

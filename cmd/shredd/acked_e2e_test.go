@@ -356,3 +356,39 @@ func decodeDSSE(t *testing.T, body []byte) string {
 	}
 	return string(env.Payload)
 }
+
+// TestOldRootAndOldDatabaseRefused: root.key and the database both put
+// back from before a forget and its epoch agree with each other, but not
+// with the forget ledger, whose compaction dropped the forget's line when
+// the epoch destroyed its key: the start is refused as a root older than
+// the ledger (never advised to repair the ledger), and a repair that
+// accepts losses is refused too, so the forgotten record never opens.
+func TestOldRootAndOldDatabaseRefused(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := startServer(t, dir, serverOpts{})
+	s.putKinds(t, "episodic")
+	s.seal(t, sealReq{Subject: "alice", Kind: "episodic"}, "alice's record", "a")
+	s.stop()
+	oldRoot := readFile(t, filepath.Join(dir, node.RootFile))
+	b := filepath.Join(t.TempDir(), "b.db")
+	cli(t, "", nil, nil, "backup", "--data-dir", dir, "--out", b).want(t, 0)
+	s = startServer(t, dir, serverOpts{})
+	f := s.forget(t, "alice")
+	s.runEpoch(t)
+	s.waitForget(t, f.Forget, "shredded", func(v forgetView) bool { return shreddedOrLater(v.State) })
+	s.stop()
+	if err := os.WriteFile(filepath.Join(dir, node.RootFile), oldRoot, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cli(t, "", nil, nil, "restore", "--data-dir", dir, b).want(t, 0)
+	refusedUnchanged(t, dir, "older than the ledger", "Put back the live root.key")
+	// The ledger is whole: a repair that accepts losses has nothing to do,
+	// and the start after it is refused all the same.
+	before := dirState(t, dir)
+	cli(t, "", nil, nil, "ledger", "repair", "--accept-loss", "--data-dir", dir)
+	if after := dirState(t, dir); after != before {
+		t.Fatalf("shredd ledger repair changed the data directory:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	refusedUnchanged(t, dir, "older than the ledger")
+}

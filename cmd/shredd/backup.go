@@ -434,7 +434,7 @@ func restore(ctx context.Context, dir, ledger, backup string, acceptLoss bool, s
 			backup, m.MinVersion, rootV.MinAvailable)
 	}
 	warnLedger(stderr, ledger, m, rootErr == nil && rootV.MinAvailable <= m.MinVersion)
-	if err := checkRestoreWAL(ctx, dir, tmp, acceptLoss); err != nil {
+	if err := checkRestoreWAL(ctx, dir, backup, tmp, acceptLoss); err != nil {
 		return err
 	}
 
@@ -476,7 +476,7 @@ func restore(ctx context.Context, dir, ledger, backup string, acceptLoss bool, s
 // after it that the WAL no longer has (a newer backup let them go). With
 // acceptLoss it lets the restore go on; the loss is recorded once the
 // backup is in place (acceptRestoreLoss).
-func checkRestoreWAL(ctx context.Context, dir, copyPath string, acceptLoss bool) error {
+func checkRestoreWAL(ctx context.Context, dir, backup, copyPath string, acceptLoss bool) error {
 	raw, err := local.ReadMark(filepath.Join(dir, node.RootFile), registry.MarkStream)
 	if err != nil {
 		return nil // no local root, or no mark kept: nothing to check here (the start checks what it can)
@@ -495,10 +495,13 @@ func checkRestoreWAL(ctx context.Context, dir, copyPath string, acceptLoss bool)
 	}
 	defer db.Close()
 	err = registry.CheckWALMark(ctx, db, mark, filepath.Join(dir, registry.WALDir), registry.WALKey(secret))
-	if errors.Is(err, registry.ErrWALBehind) && !acceptLoss {
-		return fmt.Errorf("WAL check: %w. Nothing was replaced: restore a newer backup that holds them (shredd backup list --dir DIR), or, to restore this one and lose them, run the restore again with --accept-loss, which records the loss with the root (every later erasure attestation states it)", err)
-	}
-	if errors.Is(err, registry.ErrWALBehind) {
+	var behind *registry.BehindError
+	switch {
+	case errors.As(err, &behind) && !acceptLoss:
+		return fmt.Errorf("WAL check: %s holds registrations up to %d and %s does not hold %d to %d, but shredd acknowledged up to %d (the mark kept in root.key): %w. Nothing was replaced: "+
+			"restore a newer backup that holds them (shredd backup list --dir DIR), or, to restore this one and lose them, run the restore again with --accept-loss, which records the loss with the root (every later erasure attestation states it)",
+			backup, behind.Folded, behind.Dir, behind.From, behind.To, behind.Mark, registry.ErrWALBehind)
+	case errors.As(err, &behind):
 		return nil
 	}
 	return err

@@ -113,7 +113,7 @@ func checkLedger(ctx context.Context, p *Program) (erasure.LedgerCheck, error) {
 			keptErr = err
 		}
 	}
-	db, err := node.OpenDB(ctx, dir, p.Store)
+	db, err := node.OpenDBReadOnly(ctx, dir, p.Store)
 	if err != nil {
 		return erasure.LedgerCheck{}, err
 	}

@@ -434,7 +434,7 @@ func (p *Program) newServer(tlsConfig *tls.Config) *http.Server {
 	metrics := api.NewMetrics(n.Service, keys)
 	metrics.Log = p.Logger
 	h := api.New(api.Config{Service: n.Service, Root: root, Log: p.Logger, Tokens: n.Tokens, Metrics: metrics,
-		AttestationKey: n.AttestationKey, MaxBody: p.MaxBody, MaxRawBody: p.MaxRawBody, Disks: p.disks(), Writes: n}).Handler()
+		AttestationKey: n.AttestationKey, MaxBody: p.MaxBody, MaxRawBody: p.MaxRawBody, Disks: p.disks(), Writes: n, Fence: n}).Handler()
 	return &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,

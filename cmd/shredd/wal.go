@@ -63,7 +63,7 @@ func runWAL(ctx context.Context, p *Program, sub string, stdout io.Writer) error
 	if err != nil {
 		return fmt.Errorf("subject secret (the WAL's MAC key derives from it): %w", err)
 	}
-	db, err := node.OpenDB(ctx, dir, "")
+	db, err := node.OpenDBReadOnly(ctx, dir, "")
 	if err != nil {
 		return fmt.Errorf("database: %w", err)
 	}
@@ -92,6 +92,9 @@ func runWAL(ctx context.Context, p *Program, sub string, stdout io.Writer) error
 	lost, err := registry.AcceptLoss(ctx, db, root.Store, stream, walDir, key, time.Now())
 	if err != nil {
 		return err
+	}
+	if lost.To == 0 {
+		return errors.New("nothing was recorded: no acknowledged registration is missing")
 	}
 	fmt.Fprintf(stdout, "recorded with the root: registrations %d to %d are lost; every erasure attestation signed from now on states it (residual lost_registrations); start shredd\n", lost.From, lost.To)
 	return nil

@@ -67,6 +67,9 @@ type Root struct {
 	onDisk   [32]byte // SHA-256 of the file's bytes as this process read or wrote them last
 	fenced   error    // set once the file was found changed by someone else: no more writes
 	claiming bool     // Claim is writing (its own crash points)
+	// pendingCleanUp: the leftovers of interrupted writes were judged
+	// harmless at open (openChecked) and Claim removes them.
+	pendingCleanUp bool
 }
 
 type fileForm struct {
@@ -161,9 +164,28 @@ func Open(path string) (*Root, error) {
 	if err := s.decode(b); err != nil {
 		return nil, fmt.Errorf("local root: %s: %w", path, err)
 	}
-	if err := s.cleanUp(); err != nil {
+	if err := s.cleanUp(false); err != nil {
 		return nil, fmt.Errorf("local root: %w", err)
 	}
+	return s, nil
+}
+
+// openChecked is Open for an existing root file that judges the leftovers
+// of interrupted writes but removes none: Claim removes them, once the
+// start's checks have passed.
+func openChecked(path string) (*Root, error) {
+	s := &Root{path: path}
+	b, err := datadir.Read(path, datadir.Secret, maxFileSize)
+	if err != nil {
+		return nil, fmt.Errorf("local root: %w", err)
+	}
+	if err := s.decode(b); err != nil {
+		return nil, fmt.Errorf("local root: %s: %w", path, err)
+	}
+	if err := s.cleanUp(true); err != nil {
+		return nil, fmt.Errorf("local root: %w", err)
+	}
+	s.pendingCleanUp = true
 	return s, nil
 }
 
@@ -177,8 +199,11 @@ func OpenBeside(path, dbPath string) (*Root, error) {
 			return nil, fmt.Errorf("local root: %s is missing but the database %s exists: %w; a new root would open none of its keys, so none is created: put back the root file that goes with this database",
 				path, dbPath, ErrConflict)
 		}
+		return Open(path)
 	}
-	return Open(path)
+	// An existing root: its leftovers are judged now and removed by Claim,
+	// so that a start refused by a later check leaves them as they were.
+	return openChecked(path)
 }
 
 // ReadVersions reads the versions of the root file at path without opening
@@ -217,7 +242,7 @@ func leftovers(path string) ([]string, error) {
 
 // cleanUp removes the leftovers of interrupted writes, deciding from their
 // contents (see Open).
-func (s *Root) cleanUp() error {
+func (s *Root) cleanUp(judgeOnly bool) error {
 	left, err := leftovers(s.path)
 	if err != nil || len(left) == 0 {
 		return err
@@ -237,6 +262,9 @@ func (s *Root) cleanUp() error {
 		if os.SameFile(fi, live) {
 			// A second name of the live root (a trim of an earlier release
 			// killed between its link and its rename): drop the name only.
+			if judgeOnly {
+				continue
+			}
 			if err := os.Remove(p); err != nil {
 				return err
 			}
@@ -251,6 +279,13 @@ func (s *Root) cleanUp() error {
 		}
 		var o Root
 		if o.decode(b) == nil {
+			if o.instance != "" && s.instance != "" && o.instance != s.instance {
+				for _, k := range o.versions {
+					clear(k)
+				}
+				return fmt.Errorf("%s is the root file of another instance (%s; this one is %s): %w; nothing was changed: move it out of the data directory (it is no leftover of this root's writes)",
+					p, o.instance, s.instance, ErrConflict)
+			}
 			for v, k := range o.versions {
 				if v < s.min || v > s.latest {
 					continue // retired by a trim, or a rotation that never returned
@@ -262,6 +297,9 @@ func (s *Root) cleanUp() error {
 			}
 		}
 		// Redundant, or a partial write that never became the root.
+		if judgeOnly {
+			continue
+		}
 		if err := datadir.Destroy(p); err != nil {
 			return err
 		}
@@ -437,6 +475,12 @@ func (s *Root) fence() error {
 func (s *Root) Claim() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.pendingCleanUp {
+		if err := s.cleanUp(false); err != nil {
+			return fmt.Errorf("local root: %w", err)
+		}
+		s.pendingCleanUp = false
+	}
 	prevInst := s.instance
 	if s.instance == "" {
 		id, err := newInstance()
@@ -464,6 +508,23 @@ func (s *Root) Instance() string {
 	defer s.mu.RUnlock()
 	return s.instance
 }
+
+// CheckFence reads the root file back and fences this process (ErrFenced,
+// from then on) when another process changed it, without writing: the
+// node asks every few seconds, so that a process that lost the root stops
+// answering even while it writes nothing to it.
+func (s *Root) CheckFence() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := s.fence()
+	if errors.Is(err, ErrFenced) {
+		return err
+	}
+	return nil // unreadable now: the next write says so
+}
+
+// FenceErr is WriteErr: ErrFenced once this process lost the root file.
+func (s *Root) FenceErr() error { return s.WriteErr() }
 
 // WriteErr returns ErrFenced (wrapped, with what changed) once a write
 // found the root file changed under this process, nil until then.

@@ -249,7 +249,7 @@ func (s *Root) Check(ctx context.Context) error {
 			}
 			if !ok {
 				return fmt.Errorf("vault: the Transit key %s/keys/%s does not exist at %s (or its mount %s/ is not there), but the data directory holds data wrapped under it: %w; "+
-					"nothing was created. This is not the Vault, mount or key the data was written with: point --vault-addr, --vault-mount and --vault-key at that key (shredd never creates a root key next to existing data)",
+					"nothing was created. This is not the Vault, mount or key the data was written with: point --vault-addr, --vault-transit-mount and --vault-key at that key (shredd never creates a root key next to existing data)",
 					s.mount, s.key, s.addresses(), s.mount, ErrKeyMissing)
 			}
 		}

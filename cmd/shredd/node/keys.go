@@ -67,7 +67,7 @@ func LoadOrCreateAttestationKey(dir string) (key ed25519.PrivateKey, created boo
 		return nil, false, fmt.Errorf("attestation key: %s: %w", pubPath, err)
 	}
 	if !p.Equal(pub) {
-		return nil, false, fmt.Errorf("attestation key: %s is not the public key of %s", pubPath, keyPath)
+		return nil, false, fmt.Errorf("attestation key: %s is not the public key of %s: one of the two was replaced; nothing was written. Put back this data directory's attestation.key (its public half is what verifiers hold), or, if the private key is the right one, remove %s: the start writes it again from the private key", pubPath, keyPath, pubPath)
 	}
 	return key, false, nil
 }
@@ -200,6 +200,11 @@ func readLogKey(dir string) (note.Signer, string, error) {
 		return nil, "", fmt.Errorf("log key: %s: %w", keyPath, err)
 	}
 	vb, err := datadir.Read(vkeyPath, datadir.Public, maxKeyFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Not fs.ErrNotExist itself: the private key is there, and the
+		// start must not take log.key for missing.
+		return nil, "", fmt.Errorf("log key: %s is missing while %s is there: nothing was written; put back log.vkey, the log's verifier key, from where you keep it (regulators and log monitors hold copies; docs/operations.md, \"What each file is for\")", vkeyPath, keyPath)
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("log key: %w", err)
 	}

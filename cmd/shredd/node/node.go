@@ -148,6 +148,26 @@ func OpenDB(ctx context.Context, dir, store string) (*storage.DB, error) {
 	return sqlite.Open(path)
 }
 
+// OpenDBReadOnly is OpenDB for the commands that only read (shredd wal
+// check, shredd ledger check): a SQLite database is opened read-only, so
+// that not a byte of it changes (opening it for writing sets its journal
+// mode); one at an earlier schema version is opened as OpenDB does, which
+// migrates it.
+func OpenDBReadOnly(ctx context.Context, dir, store string) (*storage.DB, error) {
+	if store != "" {
+		return OpenDB(ctx, dir, store)
+	}
+	path := filepath.Join(dir, DBFile)
+	if _, err := os.Stat(path); err != nil {
+		return nil, err
+	}
+	db, current, err := sqlite.OpenReadOnly(ctx, path)
+	if err != nil || current {
+		return db, err
+	}
+	return sqlite.Open(path)
+}
+
 // IsPostgres reports whether store names a PostgreSQL database.
 func IsPostgres(store string) bool {
 	return strings.HasPrefix(store, "postgres://") || strings.HasPrefix(store, "postgresql://")
@@ -186,6 +206,21 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	// The directory is locked, and every later path named, by its real
+	// path: a symlink pointed elsewhere while the process runs must not
+	// move its writes into another directory (which a second process may
+	// hold).
+	if err := datadir.Prepare(c.DataDir); err != nil {
+		return err
+	}
+	real, err := filepath.EvalSymlinks(c.DataDir)
+	if err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	if real, err = filepath.Abs(real); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	c.DataDir = real
 	if err := n.lockDir(c.DataDir); err != nil {
 		return err
 	}
@@ -261,6 +296,9 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 	pins := sec.pins(n.Root)
 	check := func(db *storage.DB) (map[string]string, error) {
 		missing, err := checkState(ctx, db, c.DataDir, walDir, stream, sec, n.Root, pins, full && !rootDown, log)
+		if err == nil {
+			err = keystore.CheckBuckets(ctx, db, c.Buckets)
+		}
 		if err == nil && full {
 			err = erasure.PrecheckLedger(ctx, db, c.LedgerPath(), erasure.LedgerKey(sec.subject), n.Root, c.LedgerAcceptLoss)
 		}
@@ -347,7 +385,11 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 		return nil
 	}
 	n.onClose(func() { n.keepLedgerHead(log) })
-	return n.prepare(ctx, c.DataDir, log)
+	if err := n.prepare(ctx, c.DataDir, log); err != nil {
+		return err
+	}
+	n.watchFence(log)
+	return nil
 }
 
 // openSecrets reads the data directory's secrets and decides, before
@@ -397,7 +439,12 @@ func (n *Node) readLocalSecrets(ctx context.Context, c Config, log *slog.Logger)
 	missing := sec.missing()
 	if len(missing) == 0 {
 		// The public half of the attestation key is checked against the
-		// private one (or written again when it is missing).
+		// private one (or written again when it is missing: a refused
+		// start removes it again).
+		pub := filepath.Join(c.DataDir, AttestationPubFile)
+		if _, err := os.Lstat(pub); errors.Is(err, fs.ErrNotExist) {
+			n.onFail(func() { os.Remove(pub) })
+		}
 		if _, _, err := LoadOrCreateAttestationKey(c.DataDir); err != nil {
 			return nil, err
 		}
@@ -687,6 +734,48 @@ func (n *Node) WriteErr() error {
 		return r.WriteErr()
 	}
 	return nil
+}
+
+// FenceErr reports that this process no longer owns the data directory
+// (the local root file changed under it: api.FenceProbe); nil otherwise.
+func (n *Node) FenceErr() error {
+	if r, ok := n.Root.(interface{ FenceErr() error }); ok {
+		return r.FenceErr()
+	}
+	return nil
+}
+
+// fenceInterval is how often the node reads its root file back to find
+// out whether another process claimed it.
+const fenceInterval = 2 * time.Second
+
+// watchFence reads the root file back every fenceInterval until the node
+// closes, so that a process that lost it is fenced even while it writes
+// nothing to it.
+func (n *Node) watchFence(log *slog.Logger) {
+	r, ok := n.Root.(interface{ CheckFence() error })
+	if !ok {
+		return
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(fenceInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				if err := r.CheckFence(); err != nil {
+					log.Error("fenced: another process changed the root file; this process answers 503 to every call from now on", "error", err.Error())
+					return
+				}
+			}
+		}
+	}()
+	n.onClose(func() { close(stop); <-done })
 }
 
 func (n *Node) onFail(f func()) { n.failFuncs = append(n.failFuncs, f) }
