@@ -306,6 +306,44 @@ func TestWALDamaged(t *testing.T) {
 			t.Fatalf("open: %v, want ErrWALDamaged naming the MAC", err)
 		}
 	})
+	t.Run("a whole frame out of sequence, named for the next segment", func(t *testing.T) {
+		// A segment of another WAL under the same key (another copy),
+		// named for the next number: whole and authentic, never torn.
+		dir := filepath.Join(t.TempDir(), WALDir)
+		writeWAL(t, dir, 0, 2)
+		frame := appendFrame(nil, testWALKey, 7, []*Registration{ptr(walReg(7))})
+		if err := os.WriteFile(filepath.Join(dir, segName(3)), frame, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		before, _ := os.ReadFile(filepath.Join(dir, segName(3)))
+		if _, _, _, err := openWAL(dir, testWALKey, 0, 0); !errors.Is(err, ErrWALDamaged) || !strings.Contains(err.Error(), "out of sequence") {
+			t.Fatalf("open: %v, want ErrWALDamaged", err)
+		}
+		if after, _ := os.ReadFile(filepath.Join(dir, segName(3))); !bytes.Equal(before, after) {
+			t.Fatal("the refused open cut the segment")
+		}
+	})
+	t.Run("an empty segment named for the next registration", func(t *testing.T) {
+		// A crash between creating a segment and its first frame: the
+		// next append goes into it rather than failing for good.
+		dir := filepath.Join(t.TempDir(), WALDir)
+		writeWAL(t, dir, 0, 2)
+		if err := os.WriteFile(filepath.Join(dir, segName(3)), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		w, _, _, err := openWAL(dir, testWALKey, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.append(appendFrame(nil, testWALKey, w.next, []*Registration{ptr(walReg(2))}), 1); err != nil {
+			t.Fatalf("append after an empty segment: %v", err)
+		}
+		w.close()
+		_, recs, _, err := openWAL(dir, testWALKey, 0, 0)
+		if err != nil || len(recs) != 3 {
+			t.Fatalf("read back: %d registrations, %v", len(recs), err)
+		}
+	})
 	t.Run("a file that is no segment", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), WALDir)
 		writeWAL(t, dir, 0, 1)
