@@ -340,7 +340,17 @@ func (s *Root) decode(b []byte) error {
 		}
 	}
 	s.latest, s.min, s.head = f.Latest, f.MinVersion, f.LedgerHead
-	s.instance, s.gen, s.marks = f.Instance, f.Generation, f.Marks
+	s.instance, s.gen, s.marks = f.Instance, f.Generation, nil
+	for k, m := range f.Marks {
+		var c bytes.Buffer
+		if err := json.Compact(&c, m); err != nil {
+			return fmt.Errorf("%w: bad mark %q", keystore.ErrCorrupt, k)
+		}
+		if s.marks == nil {
+			s.marks = map[string]json.RawMessage{}
+		}
+		s.marks[k] = c.Bytes()
+	}
 	s.onDisk = sha256.Sum256(b)
 	return nil
 }
