@@ -200,144 +200,193 @@ func open(ctx context.Context, c Config, full bool) (*Node, error) {
 
 // assemble opens the data directory's parts into n, hands them to
 // Assemble and, when full, readies the result for serving; n.Close
-// releases what it opened.
+// releases what it opened. It runs in two phases: phase one reads and
+// checks everything and writes nothing (phaseOne), phase two claims the
+// root, pins, folds, migrates, repairs and creates (phaseTwo).
 func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
-	log := c.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	st := &startup{n: n, c: c, full: full, log: c.Logger}
+	if st.log == nil {
+		st.log = slog.New(slog.DiscardHandler)
 	}
-	// The directory is locked, and every later path named, by its real
-	// path: a symlink pointed elsewhere while the process runs must not
-	// move its writes into another directory (which a second process may
-	// hold).
-	if err := datadir.Prepare(c.DataDir); err != nil {
+	if err := st.lock(); err != nil {
 		return err
 	}
-	real, err := filepath.EvalSymlinks(c.DataDir)
+	if err := st.openRootAndSecrets(ctx); err != nil {
+		return err
+	}
+	missingPins, err := st.phaseOne(ctx)
+	if err != nil {
+		return err
+	}
+	return st.phaseTwo(ctx, missingPins)
+}
+
+// startup is one start's state, between the phases of assemble.
+type startup struct {
+	n        *Node
+	c        Config
+	full     bool
+	log      *slog.Logger
+	sec      *secrets
+	root     Root
+	rootDown bool              // the root store did not answer, and the directory holds no data yet
+	stream   string            // the registration WAL's mark in the root store
+	walDir   string            // the registration WAL's folder
+	pins     map[string]string // the secrets' fingerprints, by pin name
+}
+
+// lock locks the data directory by its real path, and names every later
+// path by it: a symlink pointed elsewhere while the process runs must not
+// move its writes into another directory (which a second process may
+// hold).
+func (st *startup) lock() error {
+	if err := datadir.Prepare(st.c.DataDir); err != nil {
+		return err
+	}
+	real, err := filepath.EvalSymlinks(st.c.DataDir)
 	if err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
 	if real, err = filepath.Abs(real); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
-	c.DataDir = real
-	if err := n.lockDir(c.DataDir); err != nil {
+	st.c.DataDir = real
+	st.walDir = filepath.Join(real, registry.WALDir)
+	return st.n.lockDir(real)
+}
+
+// openRoot opens the root store (Config.OpenRoot) into st and n.
+func (st *startup) openRoot(ctx context.Context) error {
+	r, err := st.c.OpenRoot(ctx, st.c.DataDir, st.log)
+	if err != nil {
 		return err
 	}
+	st.root, st.n.Root = r, r.Store
+	if r.Close != nil {
+		st.n.onClose(r.Close)
+	}
+	return nil
+}
+
+// openRootAndSecrets opens the secrets and the root store, in the order
+// that lets a shared root store provide the secrets, and waits for a root
+// store that does not answer while the directory holds data.
+func (st *startup) openRootAndSecrets(ctx context.Context) error {
+	n, c := st.n, st.c
 	// The secrets first, and nothing written until it is decided whether
 	// the data directory may make the missing ones: never next to state
 	// that needs the old ones (docs/operations.md, "What each file is for").
 	if c.OpenRoot == nil {
 		return errors.New("node: no root store (Config.OpenRoot)")
 	}
-	var root Root
-	openRoot := func() error {
-		r, err := c.OpenRoot(ctx, c.DataDir, log)
-		if err != nil {
-			return err
-		}
-		root, n.Root = r, r.Store
-		if r.Close != nil {
-			n.onClose(r.Close)
-		}
-		return nil
-	}
 	// A shared root store first when it may hold the secrets: the node's
 	// own root file, never before the secrets are decided.
 	var keeper keystore.SecretKeeper
 	if c.SharedRoot && c.Store != "" {
-		if err := openRoot(); err != nil {
+		if err := st.openRoot(ctx); err != nil {
 			return err
 		}
 		keeper, _ = n.Root.(keystore.SecretKeeper)
 	}
-	sec, err := n.openSecrets(ctx, c, log, keeper)
+	sec, err := n.openSecrets(ctx, c, st.log, keeper)
 	if err != nil {
 		return err
 	}
+	st.sec = sec
 	if n.Hasher, err = registry.NewHasher(sec.subject); err != nil {
 		return err
 	}
 	if n.Root == nil {
-		if err := openRoot(); err != nil {
+		if err := st.openRoot(ctx); err != nil {
 			return err
 		}
 	}
-	kms, rootDown := root.SubjectKMS, root.Down
-	if rootDown && full {
-		// The start's checks need the root store: a data directory with
-		// data is not served before they ran (a database restored from
-		// before the last epoch, another root), so the start waits for it.
-		state, err := HasState(ctx, c)
-		if err != nil {
-			return err
-		}
-		if state {
-			if err := waitRoot(ctx, n.Root, log); err != nil {
-				return err
-			}
-			rootDown = false
-		}
+	st.rootDown = st.root.Down
+	st.stream = registry.StreamFor(n.Root.Kind(), sec.log.Name())
+	st.pins = sec.pins(n.Root)
+	if !st.rootDown || !st.full {
+		return nil
 	}
-	stream := registry.StreamFor(n.Root.Kind(), sec.log.Name())
+	// The start's checks need the root store: a data directory with data
+	// is not served before they ran (a database restored from before the
+	// last epoch, another root), so the start waits for it.
+	state, err := HasState(ctx, c)
+	if err != nil || !state {
+		return err
+	}
+	if err := waitRoot(ctx, n.Root, st.log); err != nil {
+		return err
+	}
+	st.rootDown = false
+	return nil
+}
+
+// check runs phase one's checks on db (checkState, the buckets, the
+// forget ledger) and returns the pins db lacks.
+func (st *startup) check(ctx context.Context, db *storage.DB) (map[string]string, error) {
+	missing, err := checkState(ctx, db, st.c.DataDir, st.walDir, st.stream, st.sec, st.n.Root, st.pins, st.full && !st.rootDown, st.log)
+	if err == nil {
+		err = keystore.CheckBuckets(ctx, db, st.c.Buckets)
+	}
+	if err == nil && st.full {
+		err = erasure.PrecheckLedger(ctx, db, st.c.LedgerPath(), erasure.LedgerKey(st.sec.subject), st.n.Root, st.c.LedgerAcceptLoss)
+	}
+	return missing, err
+}
+
+// phaseOne writes nothing: the schema (a planted trigger, view or table
+// is refused before anything is written), the secrets' pins, the root's
+// versions against the database's, the registration WAL against its mark
+// kept with the root, the buckets and the forget ledger. An existing
+// SQLite database is checked through a read-only connection first
+// (opening it for writing sets its journal mode and migrates it), so that
+// a refusal leaves the data directory as it was; then the database is
+// opened for writing and checked again. It returns the pins it lacks.
+func (st *startup) phaseOne(ctx context.Context) (map[string]string, error) {
+	n, c := st.n, st.c
 	if n.DB == nil && c.Store == "" {
-		if err := checkDBPresent(ctx, c.DataDir, n.Root, stream); err != nil {
-			return err
+		if err := checkDBPresent(ctx, c.DataDir, n.Root, st.stream); err != nil {
+			return nil, err
 		}
-	}
-	// Phase one, which writes nothing: the schema (a planted trigger,
-	// view or table is refused before anything is written), the secrets'
-	// pins, the root's versions against the database's, and the
-	// registration WAL against its mark kept with the root. An existing
-	// SQLite database is checked through a read-only connection first
-	// (opening it for writing sets its journal mode and migrates it), so
-	// that a refusal leaves the data directory as it was.
-	walDir := filepath.Join(c.DataDir, registry.WALDir)
-	pins := sec.pins(n.Root)
-	check := func(db *storage.DB) (map[string]string, error) {
-		missing, err := checkState(ctx, db, c.DataDir, walDir, stream, sec, n.Root, pins, full && !rootDown, log)
-		if err == nil {
-			err = keystore.CheckBuckets(ctx, db, c.Buckets)
-		}
-		if err == nil && full {
-			err = erasure.PrecheckLedger(ctx, db, c.LedgerPath(), erasure.LedgerKey(sec.subject), n.Root, c.LedgerAcceptLoss)
-		}
-		return missing, err
-	}
-	if n.DB == nil && c.Store == "" {
-		ro, current, err := sqlite.OpenReadOnly(ctx, filepath.Join(c.DataDir, DBFile))
+		path := filepath.Join(c.DataDir, DBFile)
+		ro, current, err := sqlite.OpenReadOnly(ctx, path)
 		if err == nil && current {
-			_, err = check(ro)
+			_, err = st.check(ctx, ro)
 			ro.Close()
 			if err != nil {
-				return err
+				return nil, err
 			}
 		}
-		if _, statErr := os.Lstat(filepath.Join(c.DataDir, DBFile)); errors.Is(statErr, fs.ErrNotExist) {
+		if _, statErr := os.Lstat(path); errors.Is(statErr, fs.ErrNotExist) {
 			// A refused start removes the database it made.
 			n.onFail(func() {
 				for _, suffix := range []string{"", "-wal", "-shm"} {
-					os.Remove(filepath.Join(c.DataDir, DBFile+suffix))
+					os.Remove(path + suffix)
 				}
 			})
 		}
 	}
 	if n.DB == nil {
-		if n.DB, err = openStore(ctx, c.DataDir, c.Store, c.StoreTimeout); err != nil {
-			return err
+		db, err := openStore(ctx, c.DataDir, c.Store, c.StoreTimeout)
+		if err != nil {
+			return nil, err
 		}
-		n.onClose(func() { n.DB.Close() })
+		n.DB = db
+		n.onClose(func() { db.Close() })
 	}
-	if full && rootDown {
-		log.Warn("root store unavailable at start-up: the database's root versions were not checked")
+	if st.full && st.rootDown {
+		st.log.Warn("root store unavailable at start-up: the database's root versions were not checked")
 	}
-	missingPins, err := check(n.DB)
-	if err != nil {
-		return err
-	}
-	// Phase two: this process becomes the root's one writer, then pins
-	// what the database lacks, and only then folds, repairs and creates.
-	if err := claimRoot(n.Root, pins, missingPins); err != nil {
+	return st.check(ctx, n.DB)
+}
+
+// phaseTwo makes this process the root's one writer, pins what the
+// database lacks, and only then opens the journal and the ledger,
+// assembles the stack (which folds the WAL, migrates and creates) and,
+// when full, readies it for serving.
+func (st *startup) phaseTwo(ctx context.Context, missingPins map[string]string) error {
+	n, c, sec := st.n, st.c, st.sec
+	if err := claimRoot(n.Root, st.pins, missingPins); err != nil {
 		return err
 	}
 	if err := n.DB.PinSecrets(ctx, missingPins, time.Now()); err != nil {
@@ -356,39 +405,49 @@ func (n *Node) assemble(ctx context.Context, c Config, full bool) error {
 	if err != nil {
 		return err
 	}
-	secret := sec.subject
 	n.AttestationKey = sec.att
-	if full {
-		if _, err := os.Lstat(c.LedgerPath()); errors.Is(err, fs.ErrNotExist) {
-			// A start refused after this removes the empty ledger it made.
-			n.onFail(func() { os.Remove(c.LedgerPath()) })
-		}
-		if n.ledger, err = erasure.OpenLedger(c.LedgerPath(), erasure.LedgerKey(secret), erasure.LedgerOptions{
-			Fingerprints: sec.fingerprints(n.Root), AcceptLoss: c.LedgerAcceptLoss}); err != nil {
+	if st.full {
+		if err := st.openLedger(); err != nil {
 			return err
 		}
-		n.onClose(func() { n.ledger.Close() })
 	}
-	st, err := Assemble(ctx, Parts{DB: n.DB, Root: n.Root, Hasher: n.Hasher, Journal: journal, Ledger: n.ledger}, Options{
-		Keystore: keystore.Options{Buckets: c.Buckets, CacheTTL: c.CacheTTL, SubjectKMS: kms},
-		Registry: registry.Options{LeaseTTL: c.LeaseTTL, WALDir: walDir,
-			WALKey: registry.WALKey(secret), MarkRoot: n.Root, MarkStream: stream, Logger: c.Logger},
-		Erasure: erasure.Options{Deadline: c.ForgetDeadline, AfterEpoch: c.AfterEpoch, MarkStream: stream},
-		Tokens:  full,
+	stack, err := Assemble(ctx, Parts{DB: n.DB, Root: n.Root, Hasher: n.Hasher, Journal: journal, Ledger: n.ledger}, Options{
+		Keystore: keystore.Options{Buckets: c.Buckets, CacheTTL: c.CacheTTL, SubjectKMS: st.root.SubjectKMS},
+		Registry: registry.Options{LeaseTTL: c.LeaseTTL, WALDir: st.walDir,
+			WALKey: registry.WALKey(sec.subject), MarkRoot: n.Root, MarkStream: st.stream, Logger: c.Logger},
+		Erasure: erasure.Options{Deadline: c.ForgetDeadline, AfterEpoch: c.AfterEpoch, MarkStream: st.stream},
+		Tokens:  st.full,
 	})
 	if err != nil {
 		return err
 	}
-	n.Stack = st
-	n.onClose(st.Close)
-	if !full {
+	n.Stack = stack
+	n.onClose(stack.Close)
+	if !st.full {
 		return nil
 	}
-	n.onClose(func() { n.keepLedgerHead(log) })
-	if err := n.prepare(ctx, c.DataDir, log); err != nil {
+	n.onClose(func() { n.keepLedgerHead(st.log) })
+	if err := n.prepare(ctx, c.DataDir, st.log); err != nil {
 		return err
 	}
-	n.watchFence(log)
+	n.watchFence(st.log)
+	return nil
+}
+
+// openLedger opens the forget ledger into n (creating it: a start refused
+// after this removes the empty ledger it made).
+func (st *startup) openLedger() error {
+	n, path := st.n, st.c.LedgerPath()
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		n.onFail(func() { os.Remove(path) })
+	}
+	l, err := erasure.OpenLedger(path, erasure.LedgerKey(st.sec.subject), erasure.LedgerOptions{
+		Fingerprints: st.sec.fingerprints(n.Root), AcceptLoss: st.c.LedgerAcceptLoss})
+	if err != nil {
+		return err
+	}
+	n.ledger = l
+	n.onClose(func() { l.Close() })
 	return nil
 }
 
