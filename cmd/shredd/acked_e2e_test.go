@@ -154,7 +154,7 @@ func TestAcknowledgedRegistrationsKept(t *testing.T) {
 	t.Run("older backup restored", func(t *testing.T) {
 		// shredd restore refuses it before it replaces anything.
 		before := dirState(t, dir)
-		cli(t, "", nil, nil, "restore", "--data-dir", dir, b1).want(t, 1, "were acknowledged", "Nothing was replaced", "--accept-loss")
+		cli(t, "", nil, nil, "restore", "--data-dir", dir, b1).want(t, 1, "does not hold 2 to 3", "Nothing was replaced", "--accept-loss")
 		if after := dirState(t, dir); after != before {
 			t.Fatalf("a refused restore changed the data directory:\nbefore:\n%s\nafter:\n%s", before, after)
 		}

@@ -113,7 +113,7 @@ func restoreLosesRegistrations(t *testing.T, root string) {
 	// nothing goes on until the loss is accepted (recorded with the root).
 	if root == "local" {
 		// shredd restore reads the mark in root.key.
-		cli(t, "", env, nil, "restore", "--data-dir", dir, backup).want(t, 1, "were acknowledged", "--accept-loss")
+		cli(t, "", env, nil, "restore", "--data-dir", dir, backup).want(t, 1, "shredd acknowledged up to", "--accept-loss")
 		cli(t, "", env, nil, "restore", "--accept-loss", "--data-dir", dir, backup).want(t, 0)
 	} else {
 		// Vault's mark: the start refuses.
