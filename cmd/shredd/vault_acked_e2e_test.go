@@ -14,6 +14,8 @@ import (
 	"time"
 
 	vaultapi "github.com/hashicorp/vault/api"
+
+	"github.com/shredd/shredd/testkit/pgtest"
 )
 
 func TestVaultNothingVanishes(t *testing.T) {
@@ -22,6 +24,30 @@ func TestVaultNothingVanishes(t *testing.T) {
 	t.Run("down_at_start_then_stale_database", func(t *testing.T) { t.Parallel(); testVaultDownThenStale(t) })
 	t.Run("wrong_vault", func(t *testing.T) { t.Parallel(); testVaultWrongVault(t) })
 	t.Run("transit_unmounted_while_serving", func(t *testing.T) { t.Parallel(); testVaultTransitGone(t) })
+	t.Run("wrong_vault_postgres", func(t *testing.T) { t.Parallel(); testVaultWrongVaultPostgres(t) })
+}
+
+// testVaultWrongVaultPostgres is route 10 with many nodes' setup: a
+// PostgreSQL database with data and a fresh Vault: a node with a new,
+// empty data directory is refused, and no key is created in that Vault.
+func testVaultWrongVaultPostgres(t *testing.T) {
+	dsn := pgtest.Shared(t).NewDatabase(t)
+	srv := newVault(t)
+	const mount, key = "transit", "shredd-pg"
+	opts := vaultOpts(srv, mount, key, "--store", dsn)
+	first := t.TempDir()
+	s := startServer(t, first, opts)
+	s.putKinds(t, "episodic")
+	bob := s.seal(t, sealReq{Subject: "bob", Kind: "episodic"}, "bob's record", "b")
+	s.stop()
+	fresh := newVault(t)
+	refusedServe(t, t.TempDir(), vaultOpts(fresh, mount, key, "--store", dsn), "does not exist", "nothing was created")
+	if sec, err := fresh.Client("").Logical().Read(mount + "/keys/" + key); err != nil || sec != nil {
+		t.Fatalf("the refused start created %s/keys/%s in the fresh Vault: %v %v", mount, key, sec, err)
+	}
+	s = startServer(t, first, opts)
+	s.open(t, bob)
+	s.stop()
 }
 
 // refusedServe runs shredd serve on dir with opts, wants exit 1 with msgs
