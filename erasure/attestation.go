@@ -123,8 +123,8 @@ func (c *core) signAttestation(ctx context.Context, r forgetRow, conds []shredd.
 	}
 	for _, l := range lost {
 		p.Residuals = append(p.Residuals, attest.Residual{Kind: attest.ResidualLostRegistrations,
-			Description: fmt.Sprintf("registrations %d to %d acknowledged by shredd were lost and the loss was accepted at %s (shredd wal accept-loss): artifacts among them, whose lineage shredd no longer knows, may carry this subject and are outside this proof",
-				l.From, l.To, time.Unix(0, l.AcceptedAt).UTC().Format(time.RFC3339))})
+			Description: fmt.Sprintf("registrations %s acknowledged by shredd were lost and the loss was accepted at %s (shredd wal accept-loss): artifacts among them, whose lineage shredd no longer knows, may carry this subject and are outside this proof",
+				l, time.Unix(0, l.AcceptedAt).UTC().Format(time.RFC3339))})
 	}
 	env, err := attest.Sign(attest.NewStatement(commitment, p), signer)
 	if err != nil {

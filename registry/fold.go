@@ -71,6 +71,10 @@ type walState struct {
 	markMu sync.Mutex // keepMark, one at a time
 	mark   Mark       // the mark as last read or kept
 	markAt time.Time  // when it kept it last
+	// markFound: the root store holds a mark (read at open, or kept
+	// since); until then the first keepMark writes one even at seq 0, so
+	// that the mark's absence later means it was lost.
+	markFound bool
 
 	mu       sync.Mutex
 	tail     []*walRecord                // acknowledged, not folded, in order
@@ -123,11 +127,11 @@ func openWALState(ctx context.Context, s *Registry) error {
 		if stream == "" {
 			stream = MarkStream
 		}
-		m, _, err := ReadMark(ctx, s.opts.MarkRoot, stream)
+		m, found, err := ReadMark(ctx, s.opts.MarkRoot, stream)
 		if err != nil {
 			return err
 		}
-		ws.root, ws.stream, ws.mark = s.opts.MarkRoot, stream, m
+		ws.root, ws.stream, ws.mark, ws.markFound = s.opts.MarkRoot, stream, m, found
 	}
 	for i := range recs {
 		ws.tail = append(ws.tail, &recs[i])
@@ -144,6 +148,9 @@ func openWALState(ctx context.Context, s *Registry) error {
 		return err
 	}
 	if err := ws.keepMark(ctx); err != nil {
+		return err
+	}
+	if err := ws.pinMark(ctx); err != nil {
 		return err
 	}
 	if _, err := ws.truncate(ctx); err != nil {
@@ -420,6 +427,17 @@ func RecordBackup(ctx context.Context, db *storage.DB, point int64) error {
 func (ws *walState) records(batch []recordReq, kinds map[string]bool) []error {
 	ctx := context.Background()
 	errs := make([]error, len(batch))
+	ws.mu.Lock()
+	markErr := ws.markErr
+	ws.mu.Unlock()
+	if markErr != nil {
+		// What is acknowledged now would be in no mark: fail closed until
+		// the folder keeps the mark again (it retries every second).
+		for i := range errs {
+			errs[i] = fmt.Errorf("registry: the registration WAL's mark cannot be kept with the root, so nothing more is acknowledged until it can: %w: %w", shredd.ErrUnavailable, markErr)
+		}
+		return errs
+	}
 	ws.waitRoom()
 	notLive, err := ws.checkLiveCached(ctx, batch)
 	if err != nil {

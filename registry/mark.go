@@ -58,6 +58,11 @@ const markInterval = time.Second
 // root): a restore, a lost database or lost segments dropped some.
 var ErrWALBehind = errors.New("acknowledged registrations missing")
 
+// ErrMarkMissing means the database pins a mark kept with the root, and
+// the root store holds none: it was lost, and nothing says what was
+// acknowledged.
+var ErrMarkMissing = errors.New("the registration WAL's mark is gone from the root store")
+
 // ErrWALForeign means the WAL holds, at the mark, a frame other than the
 // one acknowledged there: another copy's segments. Accepting a loss does
 // not apply; putting back this data directory's own segments does.
@@ -81,7 +86,7 @@ type Mark struct {
 // accepted: their artifacts and lineage are unknown to shredd.
 type LostRange struct {
 	From       uint64 `json:"from"`
-	To         uint64 `json:"to"`
+	To         uint64 `json:"to"` // 0: unknown (the mark itself was lost)
 	AcceptedAt int64  `json:"accepted_at"` // Unix nanoseconds
 }
 
@@ -97,7 +102,9 @@ func ReadMark(ctx context.Context, root keystore.RootStore, stream string) (Mark
 		return Mark{}, false, nil
 	}
 	if err != nil {
-		return Mark{}, false, fmt.Errorf("registry: the registration WAL's mark: %w", err)
+		return Mark{}, false, fmt.Errorf("registry: the registration WAL's mark %s could not be read from the %s root store: %w; nothing was changed: "+
+			"let the root store answer, and grant shredd's token the policy of docs/operations.md (with Vault: read, create and update on the KV mount's shredd/<key>/marks/*)",
+			stream, root.Kind(), err)
 	}
 	var m Mark
 	if err := json.Unmarshal(b, &m); err != nil {
@@ -116,9 +123,18 @@ func keepMark(ctx context.Context, root keystore.RootStore, stream string, m Mar
 		return err
 	}
 	if err := mk.KeepMark(ctx, stream, b); err != nil {
-		return fmt.Errorf("registry: keep the registration WAL's mark with the root: %w", err)
+		return fmt.Errorf("registry: keep the registration WAL's mark with the root: %w (shredd's token needs the policy of docs/operations.md, marks/ included)", err)
 	}
 	return nil
+}
+
+// String names the run for people: "5 to 8", or "from 5 on (how many is
+// unknown)" when the mark itself was lost.
+func (l LostRange) String() string {
+	if l.To == 0 {
+		return fmt.Sprintf("from %d on (how many is unknown: the mark kept with the root was lost)", l.From)
+	}
+	return fmt.Sprintf("%d to %d", l.From, l.To)
 }
 
 // LostRegistrations returns the runs of registrations whose loss was
@@ -235,9 +251,22 @@ func readCoverage(ctx context.Context, db *storage.DB, dir string, key []byte) (
 // mark there is nothing to check. The start runs it before it folds,
 // removes or writes anything.
 func CheckWAL(ctx context.Context, db *storage.DB, root keystore.RootStore, stream, dir string, key []byte) error {
-	m, _, err := ReadMark(ctx, root, stream)
+	m, found, err := ReadMark(ctx, root, stream)
 	if err != nil {
 		return err
+	}
+	if _, keeps := root.(keystore.MarkKeeper); keeps && !found {
+		pinned, err := markPinned(ctx, db)
+		if err != nil {
+			return err
+		}
+		if pinned {
+			return fmt.Errorf("registry: the database says the registration WAL's mark is kept with the %s root store, but it holds none: %w; "+
+				"nothing was changed. The root store lost it (a KV mount emptied or made anew, the mark deleted, root.key replaced or edited): "+
+				"put back the root store's contents (Vault: restore its storage from a snapshot; local: the live root.key), "+
+				"or, if no registration is missing, run shredd wal accept-loss, which keeps a new mark and records that registrations after what the database and wal/ hold may be lost",
+				root.Kind(), ErrMarkMissing)
+		}
 	}
 	return CheckWALMark(ctx, db, m, dir, key)
 }
@@ -293,19 +322,31 @@ func (e *BehindError) Unwrap() error { return ErrWALBehind }
 // missing). For shredd wal accept-loss, with the data directory's lock
 // held.
 func AcceptLoss(ctx context.Context, db *storage.DB, root keystore.RootStore, stream, dir string, key []byte, now time.Time) (LostRange, error) {
-	m, ok, err := ReadMark(ctx, root, stream)
-	if err != nil || !ok {
+	m, found, err := ReadMark(ctx, root, stream)
+	if err != nil {
 		return LostRange{}, err
 	}
 	c, err := readCoverage(ctx, db, dir, key)
 	if err != nil {
 		return LostRange{}, err
 	}
-	if _, _, miss := c.missing(m.Seq); !miss {
-		return LostRange{}, nil
-	}
 	held := c.held()
-	lost := LostRange{From: held + 1, To: m.Seq, AcceptedAt: now.UnixNano()}
+	var lost LostRange
+	switch pinned, err := markPinned(ctx, db); {
+	case err != nil:
+		return LostRange{}, err
+	case !found && pinned:
+		// The mark itself was lost: how many registrations came after
+		// what the database and the WAL hold is unknown (To 0).
+		lost = LostRange{From: held + 1, AcceptedAt: now.UnixNano()}
+	case !found:
+		return LostRange{}, nil
+	default:
+		if _, _, miss := c.missing(m.Seq); !miss {
+			return LostRange{}, nil
+		}
+		lost = LostRange{From: held + 1, To: m.Seq, AcceptedAt: now.UnixNano()}
+	}
 	m.Lost = append(m.Lost, lost)
 	m.Seq, m.MAC = held, ""
 	if mac, ok := c.macAt[held]; ok {
@@ -331,7 +372,7 @@ func (ws *walState) keepMark(ctx context.Context) error {
 	seq := ws.w.next - 1
 	mac := hex.EncodeToString(ws.w.lastMAC)
 	ws.segMu.Unlock()
-	if seq < ws.mark.Seq || seq == ws.mark.Seq && (mac == ws.mark.MAC || mac == "") {
+	if ws.markFound && (seq < ws.mark.Seq || seq == ws.mark.Seq && (mac == ws.mark.MAC || mac == "")) {
 		return nil // kept already (or lowered by an accepted loss: never raised back over it here)
 	}
 	m := ws.mark
@@ -343,9 +384,41 @@ func (ws *walState) keepMark(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", shredd.ErrUnavailable, err)
 	}
-	ws.mark, ws.markAt = m, time.Now()
+	ws.mark, ws.markAt, ws.markFound = m, time.Now(), true
 	crashpoint.Hit("wal:markkept")
 	return nil
+}
+
+// markPin is the database's pin (storage.DB.PinSecrets) that says the
+// registration WAL's mark is kept with the root, under the stream it
+// names: a root store that then holds no mark (its KV mount emptied, the
+// mark deleted, a root file edited) is a refused start, not a data
+// directory that checks nothing.
+const markPin = "wal-mark"
+
+// pinMark pins in the database that the mark is kept with the root.
+func (ws *walState) pinMark(ctx context.Context) error {
+	if ws.root == nil || !ws.markFound {
+		return nil
+	}
+	pinned, err := markPinned(ctx, ws.db)
+	if err != nil || pinned {
+		return err
+	}
+	if err := ws.db.PinSecrets(ctx, map[string]string{markPin: ws.stream}, time.Now()); err != nil {
+		return fmt.Errorf("registry: wal: %w", err)
+	}
+	return nil
+}
+
+// markPinned reports whether db pins a kept mark (pinMark).
+func markPinned(ctx context.Context, db *storage.DB) (bool, error) {
+	pins, err := db.SecretPins(ctx)
+	if err != nil {
+		return false, fmt.Errorf("registry: wal: %w", err)
+	}
+	_, ok := pins[markPin]
+	return ok, nil
 }
 
 // WriteErr returns why registrations cannot be made durable now, or nil:

@@ -528,8 +528,8 @@ func acceptRestoreLoss(ctx context.Context, dir, dbPath string, stdout io.Writer
 	if err != nil {
 		return fmt.Errorf("recording the loss: %w; run shredd wal accept-loss", err)
 	}
-	if lost.To > 0 {
-		fmt.Fprintf(stdout, "recorded with the root: registrations %d to %d are lost; every erasure attestation signed from now on states it (residual lost_registrations)\n", lost.From, lost.To)
+	if lost.From > 0 {
+		fmt.Fprintf(stdout, "recorded with the root: registrations %s are lost; every erasure attestation signed from now on states it (residual lost_registrations)\n", lost)
 	}
 	return nil
 }

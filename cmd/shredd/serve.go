@@ -527,7 +527,7 @@ func (p *Program) openRoot(ctx context.Context, dir string, log *slog.Logger) (n
 	})
 	r := node.Root{Store: vs}
 	switch err := vs.Check(ctx); {
-	case errors.Is(err, vault.ErrUnsafeKey), errors.Is(err, vault.ErrKeyMissing):
+	case errors.Is(err, vault.ErrUnsafeKey), errors.Is(err, vault.ErrKeyMissing), errors.Is(err, vault.ErrKVUnusable):
 		return node.Root{}, err
 	case err != nil:
 		r.Down = true

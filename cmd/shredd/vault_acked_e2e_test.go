@@ -15,6 +15,7 @@ import (
 
 	vaultapi "github.com/hashicorp/vault/api"
 
+	"github.com/shredd/shredd/keystore/vault"
 	"github.com/shredd/shredd/testkit/pgtest"
 )
 
@@ -25,6 +26,79 @@ func TestVaultNothingVanishes(t *testing.T) {
 	t.Run("wrong_vault", func(t *testing.T) { t.Parallel(); testVaultWrongVault(t) })
 	t.Run("transit_unmounted_while_serving", func(t *testing.T) { t.Parallel(); testVaultTransitGone(t) })
 	t.Run("wrong_vault_postgres", func(t *testing.T) { t.Parallel(); testVaultWrongVaultPostgres(t) })
+	t.Run("kv_emptied", func(t *testing.T) { t.Parallel(); testVaultKVEmptied(t) })
+	t.Run("one_installation_per_key", func(t *testing.T) { t.Parallel(); testVaultOneInstallationPerKey(t) })
+	t.Run("policy_without_marks", func(t *testing.T) { t.Parallel(); testVaultPolicyWithoutMarks(t) })
+}
+
+// testVaultKVEmptied: the KV mount emptied (disabled and enabled again, as
+// the refusal of a missing mount advises) after the data directory was
+// rolled back to before a forget: the mark's absence is a refused start
+// (the database pins that a mark is kept), never a start that checks
+// nothing and lets the forgotten record open; shredd wal accept-loss then
+// keeps a new mark and records that an unknown number may be lost.
+func testVaultKVEmptied(t *testing.T) {
+	srv := newVault(t)
+	opts := vaultOpts(srv, "transit", "shredd-kvwipe", "--cache-ttl", "1s")
+	dir := t.TempDir()
+	s := startServer(t, dir, opts)
+	s.putKinds(t, "episodic")
+	sue := s.seal(t, sealReq{Subject: "sue", Kind: "episodic"}, "sue's record", "s")
+	s.stop()
+	snap := copyDir(t, dir)
+	s = startServer(t, dir, opts)
+	s.forget(t, "sue")
+	s.shredded(t, sue)
+	s.stop()
+	// The whole data directory rolled back, and the KV mount made anew.
+	rolled := copyDir(t, snap)
+	c := srv.Client("")
+	if err := c.Sys().Unmount("secret"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Sys().Mount("secret", &vaultapi.MountInput{Type: "kv", Options: map[string]string{"version": "2"}}); err != nil {
+		t.Fatal(err)
+	}
+	refusedServe(t, rolled, opts, "holds none", "put back the root store's contents")
+	refusedServe(t, dir, opts, "holds none")
+}
+
+// testVaultOneInstallationPerKey: a second, new data directory on the
+// Transit key of another is refused before it can run an epoch that
+// destroys the versions the first one's data needs.
+func testVaultOneInstallationPerKey(t *testing.T) {
+	srv := newVault(t)
+	opts := vaultOpts(srv, "transit", "shredd-shared-key")
+	d1 := t.TempDir()
+	s := startServer(t, d1, opts)
+	s.putKinds(t, "episodic")
+	alice := s.seal(t, sealReq{Subject: "alice", Kind: "episodic"}, "alice's record", "a")
+	d2 := t.TempDir()
+	refusedServe(t, d2, opts, "is used by another shredd installation", "--vault-key")
+	s.open(t, alice)
+	s.stop()
+}
+
+// testVaultPolicyWithoutMarks: a token whose policy lacks the marks path
+// is refused at the start of a new data directory, naming the policy, and
+// no Transit key is created.
+func testVaultPolicyWithoutMarks(t *testing.T) {
+	srv := newVault(t)
+	const mount, key = "transit", "shredd-nomarks"
+	c := srv.Client("")
+	policy := strings.ReplaceAll(vault.Policy(mount, key), "path \"secret/data/shredd/"+key+"/marks/*\"", "path \"secret/data/shredd/"+key+"/elsewhere/*\"")
+	if err := c.Sys().PutPolicy("nomarks", policy); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := c.Auth().Token().Create(&vaultapi.TokenCreateRequest{Policies: []string{"nomarks"}, NoDefaultPolicy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := serverOpts{Env: vaultEnv(tok.Auth.ClientToken), Args: []string{"--root", "vault", "--vault-addr", srv.Addr, "--vault-transit-mount", mount, "--vault-key", key}}
+	refusedServe(t, t.TempDir(), opts, "may not", "marks", "policy of docs/operations.md")
+	if sec, err := c.Logical().Read(mount + "/keys/" + key); err != nil || sec != nil {
+		t.Fatalf("the refused start created %s/keys/%s: %v %v", mount, key, sec, err)
+	}
 }
 
 // testVaultWrongVaultPostgres is route 10 with many nodes' setup: a
@@ -82,6 +156,13 @@ func testVaultKVRequired(t *testing.T) {
 	refusedServe(t, t.TempDir(), opts, "KV version 2 mount secret/")
 	if err := srv.Client("").Sys().Mount("secret", &vaultapi.MountInput{Type: "kv", Options: map[string]string{"version": "2"}}); err != nil {
 		t.Fatal(err)
+	}
+	// Enabled again, empty: what was kept there is gone, which the start
+	// says; accepting it keeps a new mark and records the unknown loss.
+	refusedServe(t, dir, opts, "holds none")
+	r := cli(t, "", opts.Env, nil, append([]string{"wal", "accept-loss", "--data-dir", dir}, opts.Args...)...).want(t, 0)
+	if !strings.Contains(string(r.stdout), "how many is unknown") {
+		t.Fatalf("shredd wal accept-loss of a lost mark: %s", r.stdout)
 	}
 	s = startServer(t, dir, opts)
 	s.open(t, alice)
@@ -201,5 +282,8 @@ func testVaultTransitGone(t *testing.T) {
 	}
 	time.Sleep(50 * time.Millisecond)
 	s.expectProblem(t, http.StatusServiceUnavailable, "backend_unavailable", http.MethodPost, "/v1/decrypt", decryptReq(bob))
+	if r := s.do(t, http.MethodPost, "/v1/epoch", nil); r.Status != http.StatusServiceUnavailable {
+		t.Fatalf("an epoch with Transit gone: %d %s, want 503", r.Status, r.Body)
+	}
 	s.stop()
 }

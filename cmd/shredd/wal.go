@@ -86,16 +86,16 @@ func runWAL(ctx context.Context, p *Program, sub string, stdout io.Writer) error
 	case err == nil:
 		fmt.Fprintln(stdout, "the database and wal/ hold every registration shredd acknowledged")
 		return nil
-	case !errors.Is(err, registry.ErrWALBehind) || sub == "check":
+	case !errors.Is(err, registry.ErrWALBehind) && !errors.Is(err, registry.ErrMarkMissing) || sub == "check":
 		return err
 	}
 	lost, err := registry.AcceptLoss(ctx, db, root.Store, stream, walDir, key, time.Now())
 	if err != nil {
 		return err
 	}
-	if lost.To == 0 {
+	if lost.From == 0 {
 		return errors.New("nothing was recorded: no acknowledged registration is missing")
 	}
-	fmt.Fprintf(stdout, "recorded with the root: registrations %d to %d are lost; every erasure attestation signed from now on states it (residual lost_registrations); start shredd\n", lost.From, lost.To)
+	fmt.Fprintf(stdout, "recorded with the root: registrations %s are lost; every erasure attestation signed from now on states it (residual lost_registrations); start shredd\n", lost)
 	return nil
 }

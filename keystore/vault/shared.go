@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	vaultapi "github.com/hashicorp/vault/api"
@@ -152,13 +153,33 @@ func (s *Root) KeepForgets(ctx context.Context, name string, b []byte) error {
 }
 
 // CheckKV checks that the KV v2 mount (Config.HeadMount) where shredd
-// keeps the forget records, the shared secrets and the marks answers and
-// lets shredd list its records: a Vault root without it would keep no
-// forget outside the database, so a start refuses rather than warn.
+// keeps the forget records, the shared secrets, the key's owner and the
+// marks is there, is KV version 2, and that shredd's token may use the
+// paths shredd uses in it: a Vault root without it would keep nothing
+// outside the database, so a start refuses rather than warn.
 func (s *Root) CheckKV(ctx context.Context) error {
 	if err := s.ensure(ctx); err != nil {
 		return err
 	}
+	return s.checkKV(ctx)
+}
+
+// kvNeeds are the capabilities shredd needs on its KV paths, by path
+// relative to shredd/<key>/ (a name in a folder stands for the folder).
+var kvNeeds = []struct {
+	rel  string
+	meta bool // the metadata path, not the data path
+	caps []string
+}{
+	{"forgets/probe", false, []string{"read", "create", "update"}},
+	{"forgets/", true, []string{"list"}},
+	{"marks/probe", false, []string{"read", "create", "update"}},
+	{"owner", false, []string{"read", "create", "update"}},
+}
+
+// checkKV is CheckKV without the login and key check (Check calls it
+// before it creates a key).
+func (s *Root) checkKV(ctx context.Context) error {
 	// A list or a read of a missing mount answers "nothing there", as of
 	// a path with no secret: ask Vault which mount serves the path (what
 	// the vault CLI's kv commands ask), which needs a capability on it.
@@ -174,16 +195,72 @@ func (s *Root) CheckKV(ctx context.Context) error {
 			opts, _ := sec.Data["options"].(map[string]any)
 			version, _ = opts["version"].(string)
 		}
-		if typ == "kv" && version == "2" {
-			return nil
+		if typ != "kv" || version != "2" {
+			err = fmt.Errorf("%s/ is not a KV version 2 mount (type %q, version %q)", s.kv, typ, version)
 		}
-		err = fmt.Errorf("%s/ is not a KV version 2 mount (type %q, version %q)", s.kv, typ, version)
 	} else {
 		err = classify(err)
 	}
-	return fmt.Errorf("vault: the KV version 2 mount %s/ at %s, where shredd keeps its forget records, the forget ledger's head and the registration WAL's mark, is not usable: %w; "+
+	if err == nil {
+		err = s.checkKVCapabilities(ctx)
+	}
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, keystore.ErrRootUnavailable) && !errors.Is(err, errNoMount) && !errors.Is(err, errForbidden) {
+		return err // Vault does not answer: not the mount's fault
+	}
+	return fmt.Errorf("vault: the KV version 2 mount %s/ at %s, where shredd keeps its forget records, the key's owner and the registration WAL's mark, is not usable: %w: %w; "+
 		"nothing was changed. Enable it (vault secrets enable -path=%s kv-v2), or name the KV v2 mount you use with --vault-kv-mount, and grant shredd's token the policy of docs/operations.md (shredd keeps no forget outside the database without it)",
-		s.kv, s.addresses(), err, s.kv)
+		s.kv, s.addresses(), ErrKVUnusable, err, s.kv)
+}
+
+// ErrKVUnusable means the KV v2 mount shredd keeps its records in is
+// missing, of another kind, or not allowed to shredd's token: a refused
+// start, not a backend that is down.
+var ErrKVUnusable = errors.New("vault KV mount not usable")
+
+// checkKVCapabilities asks Vault (sys/capabilities-self, in every token's
+// default policy) whether the token may do what shredd does on its KV
+// paths, and names the first it may not.
+func (s *Root) checkKVCapabilities(ctx context.Context) error {
+	var paths []string
+	for _, n := range kvNeeds {
+		if n.meta {
+			paths = append(paths, s.kvMeta(n.rel))
+		} else {
+			paths = append(paths, s.kvData(n.rel))
+		}
+	}
+	var sec *vaultapi.Secret
+	err := s.call(ctx, false, func(ctx context.Context, n node) (err error) {
+		sec, err = n.c.Logical().WriteWithContext(ctx, "sys/capabilities-self", map[string]any{"paths": paths})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("asking the token's capabilities: %w", classify(err))
+	}
+	for i, p := range paths {
+		var have []string
+		if sec != nil && sec.Data != nil {
+			if l, ok := sec.Data[p].([]any); ok {
+				for _, c := range l {
+					if c, ok := c.(string); ok {
+						have = append(have, c)
+					}
+				}
+			}
+		}
+		if slices.Contains(have, "root") {
+			continue
+		}
+		for _, c := range kvNeeds[i].caps {
+			if !slices.Contains(have, c) {
+				return fmt.Errorf("the token may not %s %s (it has %v)", c, p, have)
+			}
+		}
+	}
+	return nil
 }
 
 // ForgetRecords lists the names under shredd/<key>/forgets/.
@@ -301,6 +378,44 @@ func (s *Root) KeepMark(ctx context.Context, stream string, mark []byte) error {
 	})
 	if err != nil {
 		return fmt.Errorf("vault: keep mark %s: %w", stream, classify(err))
+	}
+	return nil
+}
+
+// Owner reads the instance that owns the Transit key (KeepOwner): the
+// transparency log's origin of the data directories (or the nodes of one
+// installation) that use it, "" when none was kept yet.
+func (s *Root) Owner(ctx context.Context) (string, error) {
+	if err := s.ensure(ctx); err != nil {
+		return "", err
+	}
+	d, err := s.kvRead(ctx, s.kvData("owner"))
+	if errors.Is(err, keystore.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("vault: the key's owner: %w", err)
+	}
+	o, _ := d["instance"].(string)
+	if o == "" {
+		return "", fmt.Errorf("vault: the key's owner: %w: unreadable", keystore.ErrCorrupt)
+	}
+	return o, nil
+}
+
+// KeepOwner records instance as the owner of the Transit key, at
+// shredd/<key>/owner of HeadMount: two installations on one key would
+// each destroy, in their epochs, the versions the other's data needs.
+func (s *Root) KeepOwner(ctx context.Context, instance string) error {
+	if err := s.ensure(ctx); err != nil {
+		return err
+	}
+	err := s.call(ctx, false, func(ctx context.Context, n node) error {
+		_, err := n.c.Logical().WriteWithContext(ctx, s.kvData("owner"), map[string]any{"data": map[string]any{"instance": instance}})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("vault: keep the key's owner: %w", classify(err))
 	}
 	return nil
 }

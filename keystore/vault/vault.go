@@ -108,6 +108,9 @@ type Root struct {
 // keystore.ErrNotFound.
 var ErrKeyMissing = fmt.Errorf("vault transit key missing next to existing data: %w", keystore.ErrNotFound)
 
+// errForbidden is a 403: the token's policy does not allow the call.
+var errForbidden = errors.New("the token's policy does not allow it")
+
 // errNoMount is a 404 of a mount that is not enabled (Transit or KV).
 var errNoMount = errors.New("the mount is not enabled")
 
@@ -252,6 +255,11 @@ func (s *Root) Check(ctx context.Context) error {
 					"nothing was created. This is not the Vault, mount or key the data was written with: point --vault-addr, --vault-transit-mount and --vault-key at that key (shredd never creates a root key next to existing data)",
 					s.mount, s.key, s.addresses(), s.mount, ErrKeyMissing)
 			}
+		}
+		// Nothing is created before the KV mount shredd needs is known to
+		// be there and usable.
+		if err := s.checkKV(ctx); err != nil {
+			return err
 		}
 		if _, err := s.write(ctx, "keys/"+s.key, map[string]any{"type": "aes256-gcm96", "exportable": false, "allow_plaintext_backup": false}); err != nil {
 			return fmt.Errorf("vault: create key: %w", err)
@@ -432,6 +440,9 @@ func classify(err error) error {
 			return fmt.Errorf("vault: request refused as invalid: %s", msg)
 		}
 		// 403 permission denied, 503 sealed or standby, 5xx: fail closed.
+		if re.StatusCode == http.StatusForbidden {
+			return fmt.Errorf("%w: %w: vault answered 403: %s", keystore.ErrRootUnavailable, errForbidden, msg)
+		}
 		return fmt.Errorf("%w: vault answered %d: %s", keystore.ErrRootUnavailable, re.StatusCode, msg)
 	}
 	// Connection refused, timeouts, TLS errors.
@@ -575,7 +586,14 @@ func (s *Root) readKey(ctx context.Context) (KeyConfig, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.readKeyLocked(ctx)
+	cfg, err := s.readKeyLocked(ctx)
+	if errors.Is(err, keystore.ErrNotFound) {
+		// The key was there (Check read it): gone now, with its mount or
+		// alone, it is a backend shredd cannot use, never a client's
+		// missing key.
+		return cfg, fmt.Errorf("vault: the Transit key %s/keys/%s is gone (or its mount): %w: %v", s.mount, s.key, keystore.ErrRootUnavailable, err)
+	}
+	return cfg, err
 }
 
 // versionOf reads the key version of a Transit ciphertext ("vault:v3:...").
@@ -920,12 +938,21 @@ path "%[1]sdecrypt/%[2]s-secrets" {
 // records (shredd/<key>/forgets/: written, listed, read, and deleted once
 // an epoch has made them useless); nothing else of the mount.
 func HeadPolicy(kvMount, key string) string {
-	return fmt.Sprintf(`# shredd forget ledger heads: KV v2, one secret per data directory.
+	return fmt.Sprintf(`# the token's own capabilities: shredd checks at start that it may use
+# its KV paths (also in Vault's default policy).
+path "sys/capabilities-self" {
+  capabilities = ["update"]
+}
+# shredd forget ledger heads: KV v2, one secret per data directory.
 path "%[1]s/data/shredd/%[2]s/ledger-head/*" {
   capabilities = ["read", "create", "update"]
 }
 # shredd shared secrets, wrapped: written once by the first node.
 path "%[1]s/data/shredd/%[2]s/secrets" {
+  capabilities = ["read", "create", "update"]
+}
+# shredd's installation that owns the Transit key (one per key).
+path "%[1]s/data/shredd/%[2]s/owner" {
   capabilities = ["read", "create", "update"]
 }
 # shredd high-water marks of durable streams (the registration WAL's),

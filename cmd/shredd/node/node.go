@@ -389,6 +389,11 @@ func (st *startup) phaseTwo(ctx context.Context, missingPins map[string]string) 
 	if err := claimRoot(n.Root, st.pins, missingPins); err != nil {
 		return err
 	}
+	if !st.rootDown {
+		if err := keepOwner(ctx, n.Root, sec.log.Name()); err != nil {
+			return err
+		}
+	}
 	if err := n.DB.PinSecrets(ctx, missingPins, time.Now()); err != nil {
 		return err
 	}
@@ -644,6 +649,9 @@ func checkState(ctx context.Context, db *storage.DB, dir, walDir, stream string,
 				return nil, err
 			}
 		}
+		if err := checkOwner(ctx, root, sec.log.Name()); err != nil {
+			return nil, err
+		}
 		if err := checkRoot(ctx, db, root, log); err != nil {
 			return nil, err
 		}
@@ -654,6 +662,43 @@ func checkState(ctx context.Context, db *storage.DB, dir, walDir, stream string,
 		}
 	}
 	return missing, nil
+}
+
+// ownedRoot is a root store shared by installations (Vault) that records
+// which one owns its key.
+type ownedRoot interface {
+	Owner(ctx context.Context) (string, error)
+	KeepOwner(ctx context.Context, instance string) error
+}
+
+// checkOwner refuses a root key another installation owns (another
+// transparency log origin): an epoch of either would destroy the root
+// versions the other's data needs.
+func checkOwner(ctx context.Context, root keystore.RootStore, instance string) error {
+	o, ok := root.(ownedRoot)
+	if !ok {
+		return nil
+	}
+	owner, err := o.Owner(ctx)
+	if err != nil || owner == "" || owner == instance {
+		return err
+	}
+	return fmt.Errorf("the root key %s is used by another shredd installation (%s; this data directory's is %s): an epoch of either would destroy the root versions the other's data needs; nothing was changed. "+
+		"Give this data directory its own key (--vault-key), or point it at that installation's database and secrets", root.Describe().Name, owner, instance)
+}
+
+// keepOwner records this installation as the root key's owner when none
+// is (phase two).
+func keepOwner(ctx context.Context, root keystore.RootStore, instance string) error {
+	o, ok := root.(ownedRoot)
+	if !ok {
+		return nil
+	}
+	owner, err := o.Owner(ctx)
+	if err != nil || owner != "" {
+		return err
+	}
+	return o.KeepOwner(ctx, instance)
 }
 
 // checkDBPresent refuses to create a new SQLite database in a data
