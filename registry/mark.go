@@ -86,7 +86,7 @@ type Mark struct {
 // accepted: their artifacts and lineage are unknown to shredd.
 type LostRange struct {
 	From       uint64 `json:"from"`
-	To         uint64 `json:"to"` // 0: unknown (the mark itself was lost)
+	To         uint64 `json:"to"`          // 0: unknown (the mark itself was lost)
 	AcceptedAt int64  `json:"accepted_at"` // Unix nanoseconds
 }
 
