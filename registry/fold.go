@@ -84,13 +84,16 @@ type walState struct {
 	foldedCh chan struct{}               // closed (and replaced) when folded moves or a fold fails
 	foldErr  error                       // the last fold's error, nil once one succeeds
 	markErr  error                       // the last failure to keep the mark, nil once one succeeds
-	room     chan struct{}               // signalled when the tail shrinks (the writer waits on it)
-	frame    []byte                      // the writer's frame buffer
-	liveGen  map[envelope.SID]uint32     // subjects seen live at a generation (the writer's cache)
-	liveMu   sync.Mutex                  // liveGen
-	kick     chan struct{}               // wakes the folder
-	demand   chan struct{}               // a reader waits (Fold) or the tail is full: fold now
-	done     chan struct{}               // closed when the folder returns
+	// markFailedAt is when keeping the mark began to fail (the first
+	// failure since the last success).
+	markFailedAt time.Time
+	room         chan struct{}           // signalled when the tail shrinks (the writer waits on it)
+	frame        []byte                  // the writer's frame buffer
+	liveGen      map[envelope.SID]uint32 // subjects seen live at a generation (the writer's cache)
+	liveMu       sync.Mutex              // liveGen
+	kick         chan struct{}           // wakes the folder
+	demand       chan struct{}           // a reader waits (Fold) or the tail is full: fold now
+	done         chan struct{}           // closed when the folder returns
 }
 
 // openWALState opens the registration WAL of s (Options.WALDir), folds
@@ -428,11 +431,12 @@ func (ws *walState) records(batch []recordReq, kinds map[string]bool) []error {
 	ctx := context.Background()
 	errs := make([]error, len(batch))
 	ws.mu.Lock()
-	markErr := ws.markErr
+	markErr, since := ws.markErr, ws.markFailedAt
 	ws.mu.Unlock()
-	if markErr != nil {
-		// What is acknowledged now would be in no mark: fail closed until
-		// the folder keeps the mark again (it retries every second).
+	if markErr != nil && time.Since(since) > markGrace {
+		// What is acknowledged now would be in no mark: past the grace
+		// (a Vault failover takes seconds), fail closed until the folder
+		// keeps the mark again (it retries every second).
 		for i := range errs {
 			errs[i] = fmt.Errorf("registry: the registration WAL's mark cannot be kept with the root, so nothing more is acknowledged until it can: %w: %w", shredd.ErrUnavailable, markErr)
 		}

@@ -53,6 +53,13 @@ func StreamFor(kind, instance string) string {
 // a crash interrupts while its segments are still on disk.
 const markInterval = time.Second
 
+// markGrace is how long registrations are still acknowledged while the
+// mark cannot be kept (a Vault failover, a disk that fills and is freed):
+// they are in the next mark kept. Past it, registrations are refused
+// (503) until the mark is kept again; /readyz answers 503 from the first
+// failure.
+const markGrace = 30 * time.Second
+
 // ErrWALBehind means the database and the registration WAL together hold
 // fewer registrations than shredd acknowledged (the mark kept with the
 // root): a restore, a lost database or lost segments dropped some.
@@ -379,6 +386,9 @@ func (ws *walState) keepMark(ctx context.Context) error {
 	m.Seq, m.MAC = seq, mac
 	err := keepMark(ctx, ws.root, ws.stream, m)
 	ws.mu.Lock()
+	if err != nil && ws.markErr == nil {
+		ws.markFailedAt = time.Now()
+	}
 	ws.markErr = err
 	ws.mu.Unlock()
 	if err != nil {

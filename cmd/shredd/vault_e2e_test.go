@@ -555,8 +555,9 @@ func testVaultDownAtStartup(t *testing.T) {
 	s.stop()
 
 	srv.Stop()
-	fresh := t.TempDir()
-	code, out := runToExit(t, append([]string{"serve", "--data-dir", fresh, "--addr", "127.0.0.1:0", "--buckets", "16"}, opts.Args...), opts.Env)
+	// A fresh data directory has its own key: one installation per key.
+	fresh, freshOpts := t.TempDir(), vaultOpts(srv, mount, key+"-fresh", "--cache-ttl", "1ns")
+	code, out := runToExit(t, append([]string{"serve", "--data-dir", fresh, "--addr", "127.0.0.1:0", "--buckets", "16"}, freshOpts.Args...), freshOpts.Env)
 	if code == 0 || !strings.Contains(out, "unavailable") {
 		t.Fatalf("first start of a fresh data dir with Vault down: exit %d, want a failure naming the unavailable root store:\n%s", code, out)
 	}
@@ -601,7 +602,7 @@ func testVaultDownAtStartup(t *testing.T) {
 	s.stop()
 
 	// The fresh data dir whose first start failed starts now.
-	s = startServer(t, fresh, opts)
+	s = startServer(t, fresh, freshOpts)
 	s.putKinds(t, "episodic")
 	s.open(t, s.seal(t, sealReq{Subject: "dave", Kind: "episodic"}, "dave in the fresh dir", "d"))
 	s.stop()
