@@ -245,7 +245,31 @@ func (s *Server) Resume(t testing.TB) {
 }
 
 func (s *Server) signalAll(t testing.TB, sig syscall.Signal) {
-	pids := []int{s.cmd.Process.Pid}
+	// The postmaster first: stopped, it forks no new backend, so the
+	// children listed after it are all there are. (Listed before it, a
+	// backend forked in between, for a pool's new connection, escaped the
+	// pause and served while the server was "frozen".)
+	pm := s.cmd.Process.Pid
+	if err := syscall.Kill(pm, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		t.Fatal(err)
+	}
+	signalled := map[int]bool{}
+	for range 3 { // again, for a fork that was under way when the postmaster stopped
+		for _, pid := range childrenOf(pm) {
+			if signalled[pid] {
+				continue
+			}
+			signalled[pid] = true
+			if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// childrenOf lists the processes whose parent is pid.
+func childrenOf(pid int) []int {
+	var out []int
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, f := range stats {
 		b, err := os.ReadFile(f)
@@ -258,16 +282,12 @@ func (s *Server) signalAll(t testing.TB, sig syscall.Signal) {
 		if len(fields) < 2 {
 			continue
 		}
-		if ppid, _ := strconv.Atoi(fields[1]); ppid == s.cmd.Process.Pid {
-			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
-			pids = append(pids, pid)
+		if ppid, _ := strconv.Atoi(fields[1]); ppid == pid {
+			child, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+			out = append(out, child)
 		}
 	}
-	for _, pid := range pids {
-		if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-			t.Fatal(err)
-		}
-	}
+	return out
 }
 
 // Stop stops the server (fast shutdown) and removes its directory.
