@@ -646,7 +646,10 @@ func diskErr(op string, err error) error {
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EROFS) {
 		return fmt.Errorf("%w: %w: %s: %v", shredd.ErrDiskFull, shredd.ErrLedger, op, err)
 	}
-	return fmt.Errorf("%w: %s: %v", shredd.ErrLedger, op, err)
+	// Any other failure to write the ledger (EIO, EPERM on an immutable
+	// file ...) is a backend that does not take the write: 503, retried,
+	// never a 500 that says nothing.
+	return fmt.Errorf("%w: %w: %s: %v", shredd.ErrUnavailable, shredd.ErrLedger, op, err)
 }
 
 // writeHeaderLocked starts a new (empty) file with its header, fsynced
@@ -798,7 +801,7 @@ func (s *Eraser) ledgerReserve() (func(), error) {
 		return func() {}, nil
 	}
 	if err := l.reserve(); err != nil {
-		return nil, fmt.Errorf("erasure: forget: %w", err)
+		return nil, fmt.Errorf("erasure: forget: %w", l.setWriteErr(err))
 	}
 	return l.release, nil
 }

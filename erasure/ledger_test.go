@@ -392,3 +392,32 @@ func TestLedgerFirstFormat(t *testing.T) {
 		t.Fatalf("a changed line of the first format: %v, want ErrLedger", err)
 	}
 }
+
+// A ledger that does not take a forget's line (here its file closed under
+// it) makes the forget fail as unavailable (503, retried), never a bare
+// internal error, and its WriteErr says so until an append succeeds.
+func TestLedgerWriteFailureUnavailable(t *testing.T) {
+	ctx := context.Background()
+	root, err := local.Open(filepath.Join(t.TempDir(), "root.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := openLedger(t, filepath.Join(t.TempDir(), "forgets.ledger"), erasure.LedgerOptions{})
+	b := shreddtest.New(t, shreddtest.Options{Root: root, Kinds: []string{"episodic"}, Erasure: erasure.Options{Ledger: l}})
+	if _, err := b.Eraser.ReconcileLedger(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Service.Encrypt(ctx, shredd.Source{Subjects: []string{"alice"}, Kind: "episodic"}, []byte("hi"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if l.WriteErr() != nil {
+		t.Fatalf("WriteErr before any failure: %v", l.WriteErr())
+	}
+	l.Close()
+	if _, err := b.Service.Forget(ctx, "alice"); !errors.Is(err, shredd.ErrUnavailable) || !errors.Is(err, shredd.ErrLedger) {
+		t.Fatalf("a forget whose ledger line cannot be written: %v, want ErrUnavailable and ErrLedger", err)
+	}
+	if err := l.WriteErr(); !errors.Is(err, shredd.ErrLedger) {
+		t.Fatalf("WriteErr after the failure: %v", err)
+	}
+}
