@@ -161,31 +161,22 @@ func Open(path string) (*Root, error) {
 	case err != nil:
 		return nil, fmt.Errorf("local root: %w", err)
 	}
-	if err := s.decode(b); err != nil {
-		return nil, fmt.Errorf("local root: %s: %w", path, err)
-	}
-	if err := s.cleanUp(false); err != nil {
-		return nil, fmt.Errorf("local root: %w", err)
-	}
-	return s, nil
+	return openExisting(path, b, false)
 }
 
-// openChecked is Open for an existing root file that judges the leftovers
-// of interrupted writes but removes none: Claim removes them, once the
-// start's checks have passed.
-func openChecked(path string) (*Root, error) {
+// openExisting opens the existing root file at path, whose bytes are b,
+// and judges the leftovers of interrupted writes beside it: Open removes
+// the harmless ones at once; with deferCleanUp (OpenBeside) none is
+// removed before Claim, once the start's checks have passed.
+func openExisting(path string, b []byte, deferCleanUp bool) (*Root, error) {
 	s := &Root{path: path}
-	b, err := datadir.Read(path, datadir.Secret, maxFileSize)
-	if err != nil {
-		return nil, fmt.Errorf("local root: %w", err)
-	}
 	if err := s.decode(b); err != nil {
 		return nil, fmt.Errorf("local root: %s: %w", path, err)
 	}
-	if err := s.cleanUp(true); err != nil {
+	if err := s.cleanUp(deferCleanUp); err != nil {
 		return nil, fmt.Errorf("local root: %w", err)
 	}
-	s.pendingCleanUp = true
+	s.pendingCleanUp = deferCleanUp
 	return s, nil
 }
 
@@ -203,22 +194,37 @@ func OpenBeside(path, dbPath string) (*Root, error) {
 	}
 	// An existing root: its leftovers are judged now and removed by Claim,
 	// so that a start refused by a later check leaves them as they were.
-	return openChecked(path)
+	b, err := datadir.Read(path, datadir.Secret, maxFileSize)
+	if err != nil {
+		return nil, fmt.Errorf("local root: %w", err)
+	}
+	return openExisting(path, b, true)
+}
+
+// readRoot reads the root file at path without opening it as a store:
+// nothing is created, cleaned up or changed, and its key bytes are
+// cleared (the readers need its versions, head and marks only).
+func readRoot(path string) (*Root, error) {
+	b, err := datadir.Read(path, datadir.Secret, maxFileSize)
+	if err != nil {
+		return nil, fmt.Errorf("local root: %w", err)
+	}
+	s := &Root{path: path}
+	if err := s.decode(b); err != nil {
+		return nil, fmt.Errorf("local root: %s: %w", path, err)
+	}
+	for _, k := range s.versions {
+		clear(k)
+	}
+	return s, nil
 }
 
 // ReadVersions reads the versions of the root file at path without opening
 // it as a store: nothing is created, cleaned up or changed.
 func ReadVersions(path string) (keystore.Versions, error) {
-	b, err := datadir.Read(path, datadir.Secret, maxFileSize)
+	s, err := readRoot(path)
 	if err != nil {
-		return keystore.Versions{}, fmt.Errorf("local root: %w", err)
-	}
-	var s Root
-	if err := s.decode(b); err != nil {
-		return keystore.Versions{}, fmt.Errorf("local root: %s: %w", path, err)
-	}
-	for _, k := range s.versions {
-		clear(k)
+		return keystore.Versions{}, err
 	}
 	return keystore.Versions{Latest: s.latest, MinAvailable: s.min}, nil
 }
@@ -533,9 +539,6 @@ func (s *Root) CheckFence() error {
 	return nil // unreadable now: the next write says so
 }
 
-// FenceErr is WriteErr: ErrFenced once this process lost the root file.
-func (s *Root) FenceErr() error { return s.WriteErr() }
-
 // WriteErr returns ErrFenced (wrapped, with what changed) once a write
 // found the root file changed under this process, nil until then.
 func (s *Root) WriteErr() error {
@@ -549,23 +552,6 @@ func (s *Root) Generation() uint64 {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.gen
-}
-
-// ReadInstance reads the instance identity of the root file at path
-// without opening it as a store ("" for a file of an earlier release).
-func ReadInstance(path string) (string, error) {
-	b, err := datadir.Read(path, datadir.Secret, maxFileSize)
-	if err != nil {
-		return "", fmt.Errorf("local root: %w", err)
-	}
-	var s Root
-	if err := s.decode(b); err != nil {
-		return "", fmt.Errorf("local root: %s: %w", path, err)
-	}
-	for _, k := range s.versions {
-		clear(k)
-	}
-	return s.instance, nil
 }
 
 var _ keystore.MarkKeeper = (*Root)(nil)
@@ -586,12 +572,9 @@ func (s *Root) Mark(_ context.Context, stream string) ([]byte, error) {
 // root file (a fresh file, fsynced and renamed, as every change of the
 // root: see write).
 func (s *Root) KeepMark(_ context.Context, stream string, mark []byte) error {
-	if !json.Valid(mark) {
-		return fmt.Errorf("local root: mark %q: not JSON: %w", stream, shredd.ErrInvalid)
-	}
 	var c bytes.Buffer
 	if err := json.Compact(&c, mark); err != nil {
-		return fmt.Errorf("local root: mark %q: %w", stream, shredd.ErrInvalid)
+		return fmt.Errorf("local root: mark %q: not JSON: %w", stream, shredd.ErrInvalid)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -614,22 +597,11 @@ func (s *Root) KeepMark(_ context.Context, stream string, mark []byte) error {
 // ReadMark reads stream's mark from the root file at path without opening
 // it as a store; keystore.ErrNotFound when none was kept.
 func ReadMark(path, stream string) ([]byte, error) {
-	b, err := datadir.Read(path, datadir.Secret, maxFileSize)
+	s, err := readRoot(path)
 	if err != nil {
-		return nil, fmt.Errorf("local root: %w", err)
+		return nil, err
 	}
-	var s Root
-	if err := s.decode(b); err != nil {
-		return nil, fmt.Errorf("local root: %s: %w", path, err)
-	}
-	for _, k := range s.versions {
-		clear(k)
-	}
-	m, ok := s.marks[stream]
-	if !ok {
-		return nil, fmt.Errorf("local root: mark %q: %w", stream, keystore.ErrNotFound)
-	}
-	return m, nil
+	return s.Mark(context.Background(), stream)
 }
 
 // errOldBytes means the new root file is in place and only overwriting the
@@ -846,16 +818,9 @@ func (s *Root) KeepLedgerHead(_ context.Context, _ string, h keystore.LedgerHead
 // path without opening it as a store: nothing is created or changed (for
 // shredd ledger check). A root file without one gives keystore.ErrNotFound.
 func ReadLedgerHead(path string) (keystore.LedgerHead, error) {
-	b, err := datadir.Read(path, datadir.Secret, maxFileSize)
+	s, err := readRoot(path)
 	if err != nil {
-		return keystore.LedgerHead{}, fmt.Errorf("local root: %w", err)
-	}
-	var s Root
-	if err := s.decode(b); err != nil {
-		return keystore.LedgerHead{}, fmt.Errorf("local root: %s: %w", path, err)
-	}
-	for _, k := range s.versions {
-		clear(k)
+		return keystore.LedgerHead{}, err
 	}
 	if s.head == nil {
 		return keystore.LedgerHead{}, fmt.Errorf("local root: ledger head: %w", keystore.ErrNotFound)

@@ -843,8 +843,8 @@ func (n *Node) WriteErr() error {
 // FenceErr reports that this process no longer owns the data directory
 // (the local root file changed under it: api.FenceProbe); nil otherwise.
 func (n *Node) FenceErr() error {
-	if r, ok := n.Root.(interface{ FenceErr() error }); ok {
-		return r.FenceErr()
+	if r, ok := n.Root.(interface{ WriteErr() error }); ok {
+		return r.WriteErr() // the local root's only write error is its fence
 	}
 	return nil
 }
