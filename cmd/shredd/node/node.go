@@ -305,7 +305,7 @@ func (st *startup) openRootAndSecrets(ctx context.Context) error {
 	st.stream = registry.StreamFor(n.Root.Kind(), sec.log.Name())
 	st.pins = sec.pins(n.Root)
 	if !st.rootDown || !st.full {
-		return nil
+		return st.checkRootStore(ctx)
 	}
 	// The start's checks need the root store: a data directory with data
 	// is not served before they ran (a database restored from before the
@@ -318,7 +318,22 @@ func (st *startup) openRootAndSecrets(ctx context.Context) error {
 		return err
 	}
 	st.rootDown = false
-	return nil
+	return st.checkRootStore(ctx)
+}
+
+// checkRootStore runs the checks of the root store alone, once it
+// answers (they read no database): with Vault, the KV mount and the
+// token's capabilities there, and that no other installation owns the key.
+func (st *startup) checkRootStore(ctx context.Context) error {
+	if !st.full || st.rootDown {
+		return nil
+	}
+	if kv, ok := st.n.Root.(interface{ CheckKV(context.Context) error }); ok {
+		if err := kv.CheckKV(ctx); err != nil {
+			return err
+		}
+	}
+	return checkOwner(ctx, st.n.Root, st.sec.log.Name())
 }
 
 // check runs phase one's checks on db (checkState, the buckets, the
@@ -341,9 +356,11 @@ func (st *startup) check(ctx context.Context, db *storage.DB) (map[string]string
 // SQLite database is checked through a read-only connection first
 // (opening it for writing sets its journal mode and migrates it), so that
 // a refusal leaves the data directory as it was; then the database is
-// opened for writing and checked again. It returns the pins it lacks.
+// opened for writing (and checked there when it could not be read-only:
+// new, or of an earlier schema). It returns the pins it lacks.
 func (st *startup) phaseOne(ctx context.Context) (map[string]string, error) {
 	n, c := st.n, st.c
+	var missing map[string]string // the read-only check's, when it ran
 	if n.DB == nil && c.Store == "" {
 		if err := checkDBPresent(ctx, c.DataDir, n.Root, st.stream); err != nil {
 			return nil, err
@@ -351,7 +368,7 @@ func (st *startup) phaseOne(ctx context.Context) (map[string]string, error) {
 		path := filepath.Join(c.DataDir, DBFile)
 		ro, current, err := sqlite.OpenReadOnly(ctx, path)
 		if err == nil && current {
-			_, err = st.check(ctx, ro)
+			missing, err = st.check(ctx, ro)
 			ro.Close()
 			if err != nil {
 				return nil, err
@@ -376,6 +393,9 @@ func (st *startup) phaseOne(ctx context.Context) (map[string]string, error) {
 	}
 	if st.full && st.rootDown {
 		st.log.Warn("root store unavailable at start-up: the database's root versions were not checked")
+	}
+	if missing != nil {
+		return missing, nil // checked read-only: opening it for writing changed nothing the checks read
 	}
 	return st.check(ctx, n.DB)
 }
@@ -631,27 +651,19 @@ func checkRoot(ctx context.Context, db *storage.DB, root keystore.RootStore, log
 	return nil
 }
 
-// checkState runs the start's checks that write nothing (phase one) on
-// db: the schema, the secrets' pins, with checkRoot the root's versions
+// checkState runs the start's checks of db that write nothing (phase
+// one): the schema, the secrets' pins, with checkRoot the root's versions
 // against the database's, and the registration WAL against its mark. It
 // returns the pins the database lacks.
 func checkState(ctx context.Context, db *storage.DB, dir, walDir, stream string, sec *secrets, root keystore.RootStore, pins map[string]string, checkRootVersions bool, log *slog.Logger) (map[string]string, error) {
 	if err := checkSchema(ctx, db); err != nil {
 		return nil, err
 	}
-	missing, err := checkPins(ctx, db, dir, pins)
+	missing, err := checkPins(ctx, db, dir, pins, root)
 	if err != nil {
 		return nil, err
 	}
 	if checkRootVersions {
-		if kv, ok := root.(interface{ CheckKV(context.Context) error }); ok {
-			if err := kv.CheckKV(ctx); err != nil {
-				return nil, err
-			}
-		}
-		if err := checkOwner(ctx, root, sec.log.Name()); err != nil {
-			return nil, err
-		}
 		if err := checkRoot(ctx, db, root, log); err != nil {
 			return nil, err
 		}
@@ -834,10 +846,7 @@ func (n *Node) WriteErr() error {
 	if err := n.ledger.WriteErr(); err != nil {
 		return err
 	}
-	if r, ok := n.Root.(interface{ WriteErr() error }); ok {
-		return r.WriteErr()
-	}
-	return nil
+	return n.FenceErr()
 }
 
 // FenceErr reports that this process no longer owns the data directory

@@ -223,17 +223,10 @@ func (s *secrets) pins(root keystore.RootStore) map[string]string {
 	f := s.fingerprints(root)
 	p := map[string]string{SecretFile: f.SubjectKey, AttestationKeyFile: f.AttestationKey, LogKeyFile: f.LogKey, "root": f.Root}
 	if r, ok := root.(instanceRoot); ok {
-		p[rootInstancePin] = r.Instance()
-		p[localKindPin] = "local"
+		p[rootInstancePin] = r.Instance() // "" for a root file of an earlier release, until its claim
 	}
 	return p
 }
-
-// localKindPin marks, in the pins map only (never in the database), that
-// the root is a local root file with an instance identity.
-const localKindPin = "\x00local"
-
-func isLocal(want map[string]string) bool { return want[localKindPin] == "local" }
 
 // rootInstancePin is the pin of the local root file's instance identity.
 const rootInstancePin = "root-instance"
@@ -268,7 +261,7 @@ func claimRoot(root keystore.RootStore, pins, missing map[string]string) error {
 // checkPins compares the secrets with the fingerprints the database pins,
 // writing nothing, and returns the pins the database lacks. A secret that
 // differs from its pin is a refused start that names the file and the fix.
-func checkPins(ctx context.Context, db *storage.DB, dir string, want map[string]string) (map[string]string, error) {
+func checkPins(ctx context.Context, db *storage.DB, dir string, want map[string]string, root keystore.RootStore) (map[string]string, error) {
 	have, err := db.SecretPins(ctx)
 	if err != nil {
 		return nil, err
@@ -278,20 +271,21 @@ func checkPins(ctx context.Context, db *storage.DB, dir string, want map[string]
 		if !ok || want[name] == "" || pinned == want[name] {
 			continue
 		}
-		what := filepath.Join(dir, name)
+		what, file := filepath.Join(dir, name), name
 		switch name {
 		case "root":
 			what = "the root store (--root and its key name)"
 		case rootInstancePin:
-			what = "the root file " + filepath.Join(dir, RootFile) + " (its instance " + want[name] + ")"
-			name = RootFile
+			what, file = "the root file "+filepath.Join(dir, RootFile)+" (its instance "+want[name]+")", RootFile
 		}
 		return nil, fmt.Errorf("%s is not the one this database was made with (fingerprint %s, the database pins %s): nothing was written. Put back the %s that goes with this database, or point the server at the database that goes with it (docs/operations.md, \"What each file is for\")",
-			what, want[name], pinned, name)
+			what, want[name], pinned, file)
 	}
-	if r, ok := have[rootInstancePin]; ok && want["root"] != "" && want[rootInstancePin] == "" && isLocal(want) {
-		return nil, fmt.Errorf("the root file %s has no instance identity, but the database pins root instance %s: it is a root file of an earlier release or of another data directory, not this database's: nothing was written. Put back the root.key that goes with this database (docs/operations.md, \"What each file is for\")",
-			filepath.Join(dir, RootFile), r)
+	if pinned, ok := have[rootInstancePin]; ok && want[rootInstancePin] == "" {
+		if _, local := root.(instanceRoot); local {
+			return nil, fmt.Errorf("the root file %s has no instance identity, but the database pins root instance %s: it is a root file of an earlier release or of another data directory, not this database's: nothing was written. Put back the root.key that goes with this database (docs/operations.md, \"What each file is for\")",
+				filepath.Join(dir, RootFile), pinned)
+		}
 	}
 	missing := map[string]string{}
 	for _, name := range []string{SecretFile, AttestationKeyFile, LogKeyFile, "root", rootInstancePin} {
