@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -113,11 +112,8 @@ func ReadMark(ctx context.Context, root keystore.RootStore, stream string) (Mark
 			"let the root store answer, and grant shredd's token the policy of docs/operations.md (with Vault: read, create and update on the KV mount's shredd/<key>/marks/*)",
 			stream, root.Kind(), err)
 	}
-	var m Mark
-	if err := json.Unmarshal(b, &m); err != nil {
-		return Mark{}, false, fmt.Errorf("registry: the registration WAL's mark kept with the root: %w: %v", keystore.ErrCorrupt, err)
-	}
-	return m, true, nil
+	m, err := ParseMark(b)
+	return m, err == nil, err
 }
 
 func keepMark(ctx context.Context, root keystore.RootStore, stream string, m Mark) error {
@@ -162,20 +158,17 @@ type walCoverage struct {
 // missing returns the first run of registrations up to seq that neither
 // the database nor a segment holds (ok false when none is missing).
 func (c walCoverage) missing(seq uint64) (from, to uint64, ok bool) {
-	next := c.folded + 1
+	from = c.held() + 1
+	if from > seq {
+		return 0, 0, false
+	}
+	to = seq
 	for _, s := range c.segs {
-		if s.last < s.first || s.last < next {
-			continue
+		if s.last >= s.first && s.first > from {
+			return from, min(s.first-1, seq), true // the run ends where the next segment starts
 		}
-		if s.first > next {
-			return next, min(s.first-1, seq), next <= seq
-		}
-		next = s.last + 1
 	}
-	if next <= seq {
-		return next, seq, true
-	}
-	return 0, 0, false
+	return from, to, true
 }
 
 // held returns the last sequence number the database and the WAL hold
@@ -205,31 +198,13 @@ func readCoverage(ctx context.Context, db *storage.DB, dir string, key []byte) (
 		return c, fmt.Errorf("registry: wal: %w", err)
 	}
 	c.folded, c.macAt = uint64(folded), map[uint64][]byte{}
-	fi, err := os.Lstat(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return c, nil
-	case err != nil:
-		return c, fmt.Errorf("registry: wal: %w", err)
-	case !fi.IsDir():
-		return c, fmt.Errorf("registry: wal: %s: %w: not a directory (a symlink is refused): nothing was changed; put the directory itself in its place (for a symlink: rm %s, then mv the directory it named to %s)", dir, datadir.ErrUnsafe, dir, dir)
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return c, nil // the open makes it
 	}
-	if err := datadir.CheckDir(dir); err != nil {
-		return c, fmt.Errorf("registry: wal: %w", err)
-	}
-	entries, err := os.ReadDir(dir)
+	firsts, err := listSegments(dir)
 	if err != nil {
-		return c, fmt.Errorf("registry: wal: %w", err)
+		return c, err
 	}
-	var firsts []uint64
-	for _, e := range entries {
-		first, ok := parseSegName(e.Name())
-		if !ok {
-			return c, fmt.Errorf("registry: wal: %s: %w: not a segment of the registration WAL; nothing was changed: move it out of %s", e.Name(), ErrWALDamaged, dir)
-		}
-		firsts = append(firsts, first)
-	}
-	slices.Sort(firsts)
 	for i, first := range firsts {
 		path := filepath.Join(dir, segName(first))
 		b, err := datadir.Read(path, datadir.Secret, 1<<40)
@@ -246,7 +221,6 @@ func readCoverage(ctx context.Context, db *storage.DB, dir string, key []byte) (
 		}
 		c.segs = append(c.segs, walSegment{first: first, last: last})
 	}
-	slices.SortFunc(c.segs, func(a, b walSegment) int { return cmpU64(a.first, b.first) })
 	return c, nil
 }
 

@@ -146,26 +146,14 @@ func openWAL(dir string, key []byte, segBytes int64, folded uint64) (*wal, []wal
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, nil, nil, fmt.Errorf("registry: wal: %w", err)
 	}
-	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
-		return nil, nil, nil, fmt.Errorf("registry: wal: %s: %w: not a directory (a symlink is refused): nothing was changed; put the directory itself in its place (for a symlink: rm %s, then mv the directory it named to %s)", dir, datadir.ErrUnsafe, dir, dir)
-	}
-	if err := datadir.CheckDir(dir); err != nil {
-		return nil, nil, nil, fmt.Errorf("registry: wal: %w", err)
+	firsts, err := listSegments(dir)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	w := &wal{key: key, dir: dir, segBytes: segBytes}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("registry: wal: %w", err)
+	for _, first := range firsts {
+		w.segs = append(w.segs, walSegment{path: filepath.Join(dir, segName(first)), first: first})
 	}
-	for _, e := range entries {
-		name := e.Name()
-		first, ok := parseSegName(name)
-		if !ok {
-			return nil, nil, nil, fmt.Errorf("registry: wal: %s: %w: not a segment of the registration WAL; nothing was changed: move it out of %s", name, ErrWALDamaged, dir)
-		}
-		w.segs = append(w.segs, walSegment{path: filepath.Join(dir, name), first: first})
-	}
-	slices.SortFunc(w.segs, func(a, b walSegment) int { return cmpU64(a.first, b.first) })
 	var out []walRecord
 	var warnings []string
 	expect := uint64(0) // the next sequence number a segment should start with; 0 before the first
@@ -193,6 +181,33 @@ func openWAL(dir string, key []byte, segBytes int64, folded uint64) (*wal, []wal
 		warnings = append(warnings, gapWarning(folded+1, out[0].seq, folded))
 	}
 	return w, out, slices.DeleteFunc(warnings, func(s string) bool { return s == "" }), nil
+}
+
+// listSegments checks, changing nothing, that dir is the WAL's own
+// directory (not a symlink, not writable by others) holding segments only,
+// and returns their first sequence numbers in order. The open (openWAL)
+// and the start's read-only check (CheckWAL) refuse alike.
+func listSegments(dir string) ([]uint64, error) {
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("registry: wal: %s: %w: not a directory (a symlink is refused): nothing was changed; put the directory itself in its place (for a symlink: rm %s, then mv the directory it named to %s)", dir, datadir.ErrUnsafe, dir, dir)
+	}
+	if err := datadir.CheckDir(dir); err != nil {
+		return nil, fmt.Errorf("registry: wal: %w", err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("registry: wal: %w", err)
+	}
+	var firsts []uint64
+	for _, e := range entries {
+		first, ok := parseSegName(e.Name())
+		if !ok {
+			return nil, fmt.Errorf("registry: wal: %s: %w: not a segment of the registration WAL; nothing was changed: move it out of %s", e.Name(), ErrWALDamaged, dir)
+		}
+		firsts = append(firsts, first)
+	}
+	slices.Sort(firsts)
+	return firsts, nil
 }
 
 // Acknowledged returns the sequence number of the last registration in
