@@ -123,6 +123,16 @@ func (s *Root) kvRead(ctx context.Context, p string) (map[string]any, error) {
 	return d, nil
 }
 
+// kvWrite writes data as a new version of the KV v2 secret at data path
+// p; the error is classify's.
+func (s *Root) kvWrite(ctx context.Context, p string, data map[string]any) error {
+	err := s.call(ctx, false, func(ctx context.Context, n node) error {
+		_, err := n.c.Logical().WriteWithContext(ctx, p, map[string]any{"data": data})
+		return err
+	})
+	return classify(err)
+}
+
 // recordName checks a forget record's name: it becomes part of a Vault
 // path.
 func recordName(name string) error {
@@ -141,13 +151,8 @@ func (s *Root) KeepForgets(ctx context.Context, name string, b []byte) error {
 	if err := s.ensure(ctx); err != nil {
 		return err
 	}
-	err := s.call(ctx, false, func(ctx context.Context, n node) error {
-		_, err := n.c.Logical().WriteWithContext(ctx, s.kvData("forgets/"+name),
-			map[string]any{"data": map[string]any{"record": base64.StdEncoding.EncodeToString(b)}})
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("vault: keep forget record: %w", classify(err))
+	if err := s.kvWrite(ctx, s.kvData("forgets/"+name), map[string]any{"record": base64.StdEncoding.EncodeToString(b)}); err != nil {
+		return fmt.Errorf("vault: keep forget record: %w", err)
 	}
 	return nil
 }
@@ -372,12 +377,8 @@ func (s *Root) KeepMark(ctx context.Context, stream string, mark []byte) error {
 	if err := s.ensure(ctx); err != nil {
 		return err
 	}
-	err := s.call(ctx, false, func(ctx context.Context, n node) error {
-		_, err := n.c.Logical().WriteWithContext(ctx, s.kvData("marks/"+stream), map[string]any{"data": map[string]any{"mark": string(mark)}})
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("vault: keep mark %s: %w", stream, classify(err))
+	if err := s.kvWrite(ctx, s.kvData("marks/"+stream), map[string]any{"mark": string(mark)}); err != nil {
+		return fmt.Errorf("vault: keep mark %s: %w", stream, err)
 	}
 	return nil
 }
@@ -410,12 +411,8 @@ func (s *Root) KeepOwner(ctx context.Context, instance string) error {
 	if err := s.ensure(ctx); err != nil {
 		return err
 	}
-	err := s.call(ctx, false, func(ctx context.Context, n node) error {
-		_, err := n.c.Logical().WriteWithContext(ctx, s.kvData("owner"), map[string]any{"data": map[string]any{"instance": instance}})
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("vault: keep the key's owner: %w", classify(err))
+	if err := s.kvWrite(ctx, s.kvData("owner"), map[string]any{"instance": instance}); err != nil {
+		return fmt.Errorf("vault: keep the key's owner: %w", err)
 	}
 	return nil
 }

@@ -879,12 +879,8 @@ func (s *Root) KeepLedgerHead(ctx context.Context, slot string, h keystore.Ledge
 		return err
 	}
 	data := map[string]any{"instance": h.Instance, "seq": h.Seq, "hash": h.Hash, "lines": h.Lines}
-	err = s.call(ctx, false, func(ctx context.Context, n node) (err error) {
-		_, err = n.c.Logical().WriteWithContext(ctx, p, map[string]any{"data": data})
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("vault: keep ledger head: %w", classify(err))
+	if err := s.kvWrite(ctx, p, data); err != nil {
+		return fmt.Errorf("vault: keep ledger head: %w", err)
 	}
 	return nil
 }
