@@ -1212,15 +1212,15 @@ func PrecheckLedger(ctx context.Context, db *storage.DB, path string, key []byte
 	if err != nil || sc.v1 != nil {
 		return nil // opening it refuses or converts it
 	}
-	if c := headerOf(&sc).Compacted; c != nil && c.Below > 0 {
+	if c := sc.header; c != nil && c.Compacted != nil && c.Compacted.Below > 0 {
 		v, err := root.Versions(ctx)
 		if err != nil {
 			return err
 		}
-		if v.MinAvailable < c.Below {
+		if below := c.Compacted.Below; v.MinAvailable < below {
 			return fmt.Errorf("%w: the root file holds root version %d, but %s dropped lines of forgets whose keys an epoch destroyed below root version %d: "+
 				"the root file is older than the ledger (put back from a copy taken before that epoch) and would open what those forgets destroyed. Nothing was changed. "+
-				"%s", shredd.ErrLedger, v.MinAvailable, path, c.Below, rootFix(root))
+				"%s", shredd.ErrLedger, v.MinAvailable, path, below, rootFix(root))
 		}
 	}
 	// The head kept with the root: the local root file's (a Vault root
@@ -1229,24 +1229,22 @@ func PrecheckLedger(ctx context.Context, db *storage.DB, path string, key []byte
 	if root.Kind() != "local" || acceptLoss {
 		return nil
 	}
-	var kept *keystore.LedgerHead
-	h, keptErr := root.LedgerHead(ctx, "")
-	switch {
-	case keptErr == nil:
-		kept = &h
-	case errors.Is(keptErr, keystore.ErrNotFound):
-		keptErr = nil
-	}
+	kept, keptErr := keptHeadOf(ctx, root)
 	forgets, err := committedForgets(ctx, db)
 	if err != nil {
 		return err
 	}
-	check := assess(path, &sc, kept, keptErr, forgets)
-	if check.Damage() && check.Loss() {
-		return fmt.Errorf("%w: %s is not whole: %s. Nothing was changed. Run `shredd ledger check` (server stopped) to see what is damaged and what would be lost, then restore the ledger file, or accept the loss with `shredd ledger repair --accept-loss` (docs/operations.md, \"The forget ledger\")",
-			shredd.ErrLedger, path, check.Summary())
+	if check := assess(path, &sc, kept, keptErr, forgets); check.Damage() && check.Loss() {
+		return notWhole(path, check)
 	}
 	return nil
+}
+
+// notWhole is the refusal of a ledger whose repair would lose a forget
+// the database lacks.
+func notWhole(path string, check LedgerCheck) error {
+	return fmt.Errorf("%w: %s is not whole: %s. Nothing was changed. Run `shredd ledger check` (server stopped) to see what is damaged and what would be lost, then restore the ledger file, or accept the loss with `shredd ledger repair --accept-loss` (docs/operations.md, \"The forget ledger\")",
+		shredd.ErrLedger, path, check.Summary())
 }
 
 // rootFix is what to do about a root store older than the ledger.
@@ -1255,14 +1253,6 @@ func rootFix(root keystore.RootStore) string {
 		return "Put back the live root.key (never one from a backup)"
 	}
 	return "The root store was restored from a snapshot taken before that epoch: point shredd at the live one (--vault-addr, --vault-transit-mount, --vault-key)"
-}
-
-// headerOf returns the scan's header, or an empty one.
-func headerOf(sc *ledgerScan) LedgerHeader {
-	if sc.header == nil {
-		return LedgerHeader{}
-	}
-	return *sc.header
 }
 
 // LedgerReport says what ReconcileLedger did.
@@ -1334,8 +1324,7 @@ func (s *Eraser) ReconcileLedger(ctx context.Context) (LedgerReport, error) {
 	check := assess(l.path, &sc, kept, keptErr, db)
 	if check.Damage() {
 		if check.Loss() && !l.opts.AcceptLoss {
-			return rep, fmt.Errorf("%w: %s is not whole: %s. Nothing was changed. Run `shredd ledger check` (server stopped) to see what is damaged and what would be lost, then restore the ledger file, or accept the loss with `shredd ledger repair --accept-loss` (docs/operations.md, \"The forget ledger\")",
-				shredd.ErrLedger, l.path, check.Summary())
+			return rep, notWhole(l.path, check)
 		}
 		rep.Repaired = &check
 	}
@@ -1546,7 +1535,13 @@ func (s *Eraser) keptHead(ctx context.Context) (*keystore.LedgerHead, error) {
 	if s.records != nil {
 		return nil, nil
 	}
-	h, err := s.keys.Root().LedgerHead(ctx, "")
+	return keptHeadOf(ctx, s.keys.Root())
+}
+
+// keptHeadOf reads the ledger's head kept with root: nil and no error
+// when none was kept.
+func keptHeadOf(ctx context.Context, root keystore.RootStore) (*keystore.LedgerHead, error) {
+	h, err := root.LedgerHead(ctx, "")
 	switch {
 	case errors.Is(err, keystore.ErrNotFound):
 		return nil, nil
