@@ -118,7 +118,12 @@ func CheckBuckets(ctx context.Context, db *storage.DB, want int) error {
 	case err != nil:
 		return fmt.Errorf("keystore: check buckets: %w", err)
 	case want != 0 && int64(want) != n:
-		return fmt.Errorf("keystore: the key tree has %d buckets, --buckets says %d: %w; the number is fixed when the data is made: start with --buckets %d; nothing was changed", n, want, shredd.ErrInvalid, n)
+		return errBuckets(n, want)
 	}
 	return nil
+}
+
+// errBuckets refuses a number of buckets other than the tree's (n).
+func errBuckets(n int64, want int) error {
+	return fmt.Errorf("keystore: the key tree has %d buckets, --buckets says %d: %w; the number is fixed when the data is made: start with --buckets %d; nothing was changed", n, want, shredd.ErrInvalid, n)
 }

@@ -171,7 +171,7 @@ func (t *Tree) initBuckets(ctx context.Context, want int) (int, error) {
 	err := t.db.QueryRowContext(ctx, `SELECT v FROM keystore_meta WHERE k='buckets'`).Scan(&n)
 	if err == nil {
 		if want != 0 && int64(want) != n {
-			return 0, fmt.Errorf("keystore: the key tree has %d buckets, --buckets says %d: %w; the number is fixed when the data is made: start with --buckets %d", n, want, shredd.ErrInvalid, n)
+			return 0, errBuckets(n, want)
 		}
 		return int(n), nil
 	}
