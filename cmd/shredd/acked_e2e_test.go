@@ -102,16 +102,7 @@ func TestRootFileFenced(t *testing.T) {
 	s.seal(t, sealReq{Subject: "alice", Kind: "episodic"}, "alice's record", "a")
 	s.expect(t, http.StatusOK, http.MethodGet, "/readyz", nil)
 	p := filepath.Join(dir, node.RootFile)
-	stale := readFile(t, p)
-	var f map[string]any
-	if err := json.Unmarshal(stale, &f); err != nil {
-		t.Fatal(err)
-	}
-	f["generation"] = f["generation"].(float64) + 1 // another process claimed it
-	b, _ := json.Marshal(f)
-	if err := os.WriteFile(p, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	b := claimRootFile(t, dir)
 	r := s.do(t, http.MethodPost, "/v1/epoch", nil)
 	if r.Status < 500 {
 		t.Fatalf("an epoch over a root file another process claimed: %d %s", r.Status, r.Body)
@@ -160,14 +151,10 @@ func TestAcknowledgedRegistrationsKept(t *testing.T) {
 		}
 		// A hand copy of the older backup put in place: the start refuses.
 		live := readFile(t, filepath.Join(dir, node.DBFile))
-		if err := os.WriteFile(filepath.Join(dir, node.DBFile), readFile(t, b1), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		putDB(t, dir, readFile(t, b1))
 		refusedUnchanged(t, dir, "were acknowledged", "neither in the database", "nothing was changed", "shredd wal accept-loss", "shredd restore")
 		cli(t, "", nil, nil, "wal", "check", "--data-dir", dir).want(t, 1, "were acknowledged")
-		if err := os.WriteFile(filepath.Join(dir, node.DBFile), live, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		putDB(t, dir, live)
 		// The newest backup holds them.
 		cli(t, "", nil, nil, "restore", "--data-dir", dir, b2).want(t, 0)
 		if r := cli(t, "", nil, nil, "wal", "check", "--data-dir", dir).want(t, 0); !strings.Contains(string(r.stdout), "every registration") {
@@ -184,9 +171,7 @@ func TestAcknowledgedRegistrationsKept(t *testing.T) {
 		saved := readFile(t, filepath.Join(dir, node.DBFile))
 		loseDatabase(t, dir)
 		refusedUnchanged(t, dir, "shredd.db is missing", "acknowledged", "Restore the newest backup")
-		if err := os.WriteFile(filepath.Join(dir, node.DBFile), saved, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		putDB(t, dir, saved)
 	})
 	t.Run("accepted loss", func(t *testing.T) {
 		r := cli(t, "", nil, nil, "restore", "--accept-loss", "--data-dir", dir, b1).want(t, 0)
@@ -224,9 +209,7 @@ func TestWALAcceptLoss(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(dir, registry.WALDir)); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, node.DBFile), copyDB, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	putDB(t, dir, copyDB)
 	refusedUnchanged(t, dir, "were acknowledged")
 	cli(t, "", nil, nil, "wal", "check", "--data-dir", dir).want(t, 1, "were acknowledged")
 	if r := cli(t, "", nil, nil, "wal", "accept-loss", "--data-dir", dir).want(t, 0); !strings.Contains(string(r.stdout), "are lost") {
@@ -391,4 +374,79 @@ func TestOldRootAndOldDatabaseRefused(t *testing.T) {
 		t.Fatalf("shredd ledger repair changed the data directory:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 	refusedUnchanged(t, dir, "older than the ledger")
+}
+
+// claimRootFile raises the writer generation of dir's root.key, as
+// another process's claim does, and returns the file's new bytes.
+func claimRootFile(t *testing.T, dir string) []byte {
+	t.Helper()
+	p := filepath.Join(dir, node.RootFile)
+	var f map[string]any
+	if err := json.Unmarshal(readFile(t, p), &f); err != nil {
+		t.Fatal(err)
+	}
+	f["generation"] = f["generation"].(float64) + 1
+	b, _ := json.Marshal(f)
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// putDB puts b in place of dir's database by hand (no shredd restore),
+// with no WAL file of the database it replaces.
+func putDB(t *testing.T, dir string, b []byte) {
+	t.Helper()
+	for _, suffix := range []string{"-wal", "-shm"} {
+		os.Remove(filepath.Join(dir, node.DBFile+suffix))
+	}
+	if err := os.WriteFile(filepath.Join(dir, node.DBFile), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// allOf is one mutation of a data directory made of several, in order.
+func allOf(fs ...func(t *testing.T, dir string)) func(t *testing.T, dir string) {
+	return func(t *testing.T, dir string) {
+		for _, f := range fs {
+			f(t, dir)
+		}
+	}
+}
+
+// copyIn is a mutation that puts from's files or folders names in place
+// of dir's (another instance's, an older copy's), with the modes shredd
+// requires.
+func copyIn(from string, names ...string) func(t *testing.T, dir string) {
+	return func(t *testing.T, dir string) {
+		for _, n := range names {
+			os.RemoveAll(filepath.Join(dir, n))
+			if err := os.CopyFS(filepath.Join(dir, n), os.DirFS(filepath.Join(from, n))); err != nil {
+				// A file, not a directory.
+				b, err := os.ReadFile(filepath.Join(from, n))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, n), b, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			fixModes(t, filepath.Join(dir, n))
+		}
+	}
+}
+
+// fixModes gives a copied file or tree the modes shredd requires (0600
+// files, 0700 directories).
+func fixModes(t *testing.T, root string) {
+	t.Helper()
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() {
+			return os.Chmod(p, 0o700)
+		}
+		return os.Chmod(p, 0o600)
+	})
 }

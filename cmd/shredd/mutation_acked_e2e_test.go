@@ -47,24 +47,6 @@ func TestMutationsNothingVanishes(t *testing.T) {
 	o.seal(t, sealReq{Subject: "x", Kind: "episodic"}, "x", "x")
 	o.stop()
 
-	replaceWith := func(from string, names ...string) func(t *testing.T, dir string) {
-		return func(t *testing.T, dir string) {
-			for _, n := range names {
-				os.RemoveAll(filepath.Join(dir, n))
-				if err := os.CopyFS(filepath.Join(dir, n), os.DirFS(filepath.Join(from, n))); err != nil {
-					// A file, not a directory.
-					b, err := os.ReadFile(filepath.Join(from, n))
-					if err != nil {
-						t.Fatal(err)
-					}
-					if err := os.WriteFile(filepath.Join(dir, n), b, 0o600); err != nil {
-						t.Fatal(err)
-					}
-				}
-				fixModes(t, filepath.Join(dir, n))
-			}
-		}
-	}
 	walLost := func(t *testing.T, dir string) { os.RemoveAll(filepath.Join(dir, registry.WALDir)) }
 	walEmptied := func(t *testing.T, dir string) {
 		segs, _ := filepath.Glob(filepath.Join(dir, registry.WALDir, "*.seg"))
@@ -74,21 +56,7 @@ func TestMutationsNothingVanishes(t *testing.T) {
 			}
 		}
 	}
-	oldDB := func(t *testing.T, dir string) {
-		for _, suffix := range []string{"-wal", "-shm"} {
-			os.Remove(filepath.Join(dir, node.DBFile+suffix))
-		}
-		if err := os.WriteFile(filepath.Join(dir, node.DBFile), readFile(t, backup), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	both := func(fs ...func(t *testing.T, dir string)) func(t *testing.T, dir string) {
-		return func(t *testing.T, dir string) {
-			for _, f := range fs {
-				f(t, dir)
-			}
-		}
-	}
+	oldDB := func(t *testing.T, dir string) { putDB(t, dir, readFile(t, backup)) }
 	type mutation struct {
 		name    string
 		do      func(t *testing.T, dir string)
@@ -98,8 +66,8 @@ func TestMutationsNothingVanishes(t *testing.T) {
 	for _, m := range []mutation{
 		{name: "WAL lost", do: walLost},
 		{name: "WAL emptied", do: walEmptied},
-		{name: "WAL swapped with another instance's", do: replaceWith(other, registry.WALDir)},
-		{name: "WAL rolled back", do: replaceWith(before, registry.WALDir)},
+		{name: "WAL swapped with another instance's", do: copyIn(other, registry.WALDir)},
+		{name: "WAL rolled back", do: copyIn(before, registry.WALDir)},
 		{name: "nothing"},
 	} {
 		if m.do == nil {
@@ -107,13 +75,13 @@ func TestMutationsNothingVanishes(t *testing.T) {
 		}
 		muts = append(muts, m,
 			mutation{name: m.name + ", then restore", do: m.do, restore: true},
-			mutation{name: m.name + ", older database by hand", do: both(m.do, oldDB)})
+			mutation{name: m.name + ", older database by hand", do: allOf(m.do, oldDB)})
 	}
 	muts = append(muts,
-		mutation{name: "another instance's root.key", do: replaceWith(other, node.RootFile)},
-		mutation{name: "root.key from before the epoch", do: replaceWith(before, node.RootFile)},
-		mutation{name: "root.key from before the epoch, then restore", do: replaceWith(before, node.RootFile), restore: true},
-		mutation{name: "another instance's root.key and WAL", do: replaceWith(other, node.RootFile, registry.WALDir)},
+		mutation{name: "another instance's root.key", do: copyIn(other, node.RootFile)},
+		mutation{name: "root.key from before the epoch", do: copyIn(before, node.RootFile)},
+		mutation{name: "root.key from before the epoch, then restore", do: copyIn(before, node.RootFile), restore: true},
+		mutation{name: "another instance's root.key and WAL", do: copyIn(other, node.RootFile, registry.WALDir)},
 	)
 
 	served, refused := 0, 0
@@ -185,19 +153,4 @@ func TestMutationsNothingVanishes(t *testing.T) {
 	if served == 0 || refused == 0 {
 		t.Fatalf("every mutation was %s: the test checks one side only", map[bool]string{true: "refused", false: "served"}[served == 0])
 	}
-}
-
-// fixModes gives a copied file or tree the modes shredd requires (0600
-// files, 0700 directories).
-func fixModes(t *testing.T, root string) {
-	t.Helper()
-	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		if d.IsDir() {
-			return os.Chmod(p, 0o700)
-		}
-		return os.Chmod(p, 0o600)
-	})
 }

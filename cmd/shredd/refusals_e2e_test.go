@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -55,14 +54,6 @@ func TestRefusalsNameTheFix(t *testing.T) {
 	d.seal(t, sealReq{Subject: "dave", Kind: "episodic"}, "dave's record", "d")
 	d.stop()
 
-	put := func(from, name string) func(t *testing.T, dir string) {
-		return func(t *testing.T, dir string) {
-			os.Remove(filepath.Join(dir, name))
-			if err := os.WriteFile(filepath.Join(dir, name), readFile(t, filepath.Join(from, name)), 0o600); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
 	rm := func(names ...string) func(t *testing.T, dir string) {
 		return func(t *testing.T, dir string) {
 			for _, n := range names {
@@ -73,20 +64,7 @@ func TestRefusalsNameTheFix(t *testing.T) {
 		}
 	}
 	handCopy := func(backup string) func(t *testing.T, dir string) {
-		return func(t *testing.T, dir string) {
-			os.Remove(filepath.Join(dir, node.DBFile+"-wal"))
-			os.Remove(filepath.Join(dir, node.DBFile+"-shm"))
-			if err := os.WriteFile(filepath.Join(dir, node.DBFile), readFile(t, backup), 0o600); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	both := func(fs ...func(t *testing.T, dir string)) func(t *testing.T, dir string) {
-		return func(t *testing.T, dir string) {
-			for _, f := range fs {
-				f(t, dir)
-			}
-		}
+		return func(t *testing.T, dir string) { putDB(t, dir, readFile(t, backup)) }
 	}
 	serve := func(extra ...string) []string {
 		return append([]string{"serve", "--data-dir", "DIR", "--addr", "127.0.0.1:0", "--buckets", "16"}, extra...)
@@ -99,13 +77,13 @@ func TestRefusalsNameTheFix(t *testing.T) {
 	}{
 		{"data dir writable by others", func(t *testing.T, dir string) { os.Chmod(dir, 0o777) }, serve(), "chmod go-w"},
 		{"subject.key missing", rm(node.SecretFile), serve(), "subject.key missing"},
-		{"subject.key swapped", put(other, node.SecretFile), serve(), "is not the one this database was made with"},
-		{"attestation.key swapped alone", put(other, node.AttestationKeyFile), serve(), "is not the public key of"},
+		{"subject.key swapped", copyIn(other, node.SecretFile), serve(), "is not the one this database was made with"},
+		{"attestation.key swapped alone", copyIn(other, node.AttestationKeyFile), serve(), "is not the public key of"},
 		{"log.vkey missing", rm(node.LogVKeyFile), serve(), "log.vkey is missing"},
-		{"log key pair of another instance", both(put(other, node.LogKeyFile), put(other, node.LogVKeyFile)), serve(), "log.key is not the one"},
+		{"log key pair of another instance", allOf(copyIn(other, node.LogKeyFile), copyIn(other, node.LogVKeyFile)), serve(), "log.key is not the one"},
 		{"root.key missing", rm(node.RootFile), serve(), "is missing but the database"},
-		{"root.key of another instance", put(other, node.RootFile), serve(), "is not the one this database was made with"},
-		{"root.key from before the epoch", put(preEpochDir, node.RootFile), serve(), "root"},
+		{"root.key of another instance", copyIn(other, node.RootFile), serve(), "is not the one this database was made with"},
+		{"root.key from before the epoch", copyIn(preEpochDir, node.RootFile), serve(), "root"},
 		{"root.key leftover that conflicts", func(t *testing.T, dir string) {
 			if err := os.WriteFile(filepath.Join(dir, node.RootFile+".tmp-0123456789abcdef"), readFile(t, filepath.Join(other, node.RootFile)), 0o600); err != nil {
 				t.Fatal(err)
@@ -130,7 +108,7 @@ func TestRefusalsNameTheFix(t *testing.T) {
 			os.WriteFile(filepath.Join(dir, registry.WALDir, "notes.txt"), []byte("x"), 0o600)
 		}, serve(), "notes.txt"},
 		{"a damaged segment", func(t *testing.T, dir string) {
-			replaceWAL(t, dir, withWAL)
+			copyIn(withWAL, registry.WALDir)(t, dir)
 			segs, _ := filepath.Glob(filepath.Join(dir, registry.WALDir, "*.seg"))
 			if len(segs) == 0 {
 				t.Fatal("no segment to damage")
@@ -139,10 +117,10 @@ func TestRefusalsNameTheFix(t *testing.T) {
 			b[60] ^= 0xff
 			os.WriteFile(segs[0], b, 0o600)
 		}, serve(), "registration WAL damaged"},
-		{"wal lost, attestation.pub lost, leftover root file", both(rm(registry.WALDir, node.AttestationPubFile), handCopy(older), func(t *testing.T, dir string) {
+		{"wal lost, attestation.pub lost, leftover root file", allOf(rm(registry.WALDir, node.AttestationPubFile), handCopy(older), func(t *testing.T, dir string) {
 			os.WriteFile(filepath.Join(dir, node.RootFile+".tmp-00000000000000aa"), []byte("torn"), 0o600)
 		}), serve(), "were acknowledged"},
-		{"forget ledger lost with the database", both(rm(node.LedgerFile), handCopy(older)), serve(), "ledger"},
+		{"forget ledger lost with the database", allOf(rm(node.LedgerFile), handCopy(older)), serve(), "ledger"},
 		{"forget ledger's directory missing", nil, serve("--forget-ledger", "/nonexistent-shredd-dir/forgets.ledger"), "forgets.ledger"},
 		{"buckets not the tree's", nil, []string{"serve", "--data-dir", "DIR", "--addr", "127.0.0.1:0", "--buckets", "8"}, "start with --buckets 16"},
 		{"restore: backup behind the WAL's mark", nil, []string{"restore", "--data-dir", "DIR", older}, "Nothing was replaced"},
@@ -150,8 +128,8 @@ func TestRefusalsNameTheFix(t *testing.T) {
 		{"restore: another instance's backup", nil, []string{"restore", "--data-dir", "DIR", "OTHER"}, "belongs to another data directory"},
 		{"restore: no manifest", nil, []string{"restore", "--data-dir", "DIR", "NOMANIFEST"}, "no manifest"},
 		{"restore: flipped bit", nil, []string{"restore", "--data-dir", "DIR", "FLIPPED"}, "restore another backup"},
-		{"another copy's segments", func(t *testing.T, dir string) { replaceWAL(t, dir, diverged) }, serve(), "another copy's"},
-		{"wal accept-loss with another copy's segments", func(t *testing.T, dir string) { replaceWAL(t, dir, diverged) }, []string{"wal", "accept-loss", "--data-dir", "DIR"}, "another copy's"},
+		{"another copy's segments", func(t *testing.T, dir string) { copyIn(diverged, registry.WALDir)(t, dir) }, serve(), "another copy's"},
+		{"wal accept-loss with another copy's segments", func(t *testing.T, dir string) { copyIn(diverged, registry.WALDir)(t, dir) }, []string{"wal", "accept-loss", "--data-dir", "DIR"}, "another copy's"},
 	}
 	otherBackup := filepath.Join(t.TempDir(), "other.db")
 	cli(t, "", nil, nil, "backup", "--data-dir", other, "--out", otherBackup).want(t, 0)
@@ -281,16 +259,7 @@ func TestFencedProcessAnswersNothing(t *testing.T) {
 	s := startServer(t, dir, serverOpts{})
 	s.putKinds(t, "episodic", "embedding")
 	rec := s.seal(t, sealReq{Subject: "alice", Kind: "episodic"}, "alice's record", "a")
-	p := filepath.Join(dir, node.RootFile)
-	var f map[string]any
-	if err := json.Unmarshal(readFile(t, p), &f); err != nil {
-		t.Fatal(err)
-	}
-	f["generation"] = f["generation"].(float64) + 1
-	b, _ := json.Marshal(f)
-	if err := os.WriteFile(p, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	claimRootFile(t, dir)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		r := s.do(t, http.MethodPost, "/v1/artifacts", sealReq{Subject: "alice", Kind: "embedding", Holder: "ann"})
@@ -306,17 +275,4 @@ func TestFencedProcessAnswersNothing(t *testing.T) {
 	s.expectProblem(t, http.StatusServiceUnavailable, "backend_unavailable", http.MethodPost, "/v1/forget", map[string]any{"subject": "alice"})
 	s.expectProblem(t, http.StatusServiceUnavailable, "not_ready", http.MethodGet, "/readyz", nil)
 	s.stop()
-}
-
-// replaceWAL puts the WAL of from in place of dir's.
-func replaceWAL(t *testing.T, dir, from string) {
-	t.Helper()
-	w := filepath.Join(dir, registry.WALDir)
-	if err := os.RemoveAll(w); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.CopyFS(w, os.DirFS(filepath.Join(from, registry.WALDir))); err != nil {
-		t.Fatal(err)
-	}
-	fixModes(t, w)
 }
