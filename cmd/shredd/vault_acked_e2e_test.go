@@ -17,6 +17,7 @@ import (
 
 	"github.com/shredd/shredd/keystore/vault"
 	"github.com/shredd/shredd/testkit/pgtest"
+	"github.com/shredd/shredd/testkit/vaulttest"
 )
 
 func TestVaultNothingVanishes(t *testing.T) {
@@ -96,9 +97,7 @@ func testVaultPolicyWithoutMarks(t *testing.T) {
 	}
 	opts := serverOpts{Env: vaultEnv(tok.Auth.ClientToken), Args: []string{"--root", "vault", "--vault-addr", srv.Addr, "--vault-transit-mount", mount, "--vault-key", key}}
 	refusedServe(t, t.TempDir(), opts, "may not", "marks", "policy of docs/operations.md")
-	if sec, err := c.Logical().Read(mount + "/keys/" + key); err != nil || sec != nil {
-		t.Fatalf("the refused start created %s/keys/%s: %v %v", mount, key, sec, err)
-	}
+	noTransitKey(t, srv, mount, key)
 }
 
 // testVaultWrongVaultPostgres is route 10 with many nodes' setup: a
@@ -116,9 +115,7 @@ func testVaultWrongVaultPostgres(t *testing.T) {
 	s.stop()
 	fresh := newVault(t)
 	refusedServe(t, t.TempDir(), vaultOpts(fresh, mount, key, "--store", dsn), "does not exist", "nothing was created")
-	if sec, err := fresh.Client("").Logical().Read(mount + "/keys/" + key); err != nil || sec != nil {
-		t.Fatalf("the refused start created %s/keys/%s in the fresh Vault: %v %v", mount, key, sec, err)
-	}
+	noTransitKey(t, fresh, mount, key)
 	s = startServer(t, first, opts)
 	s.open(t, bob)
 	s.stop()
@@ -251,9 +248,7 @@ func testVaultWrongVault(t *testing.T) {
 
 	fresh := newVault(t)
 	refusedServe(t, dir, vaultOpts(fresh, mount, key), "does not exist", "nothing was created", "--vault-addr")
-	if sec, err := fresh.Client("").Logical().Read(mount + "/keys/" + key); err != nil || sec != nil {
-		t.Fatalf("the refused start created %s/keys/%s in the fresh Vault: %v %v", mount, key, sec, err)
-	}
+	noTransitKey(t, fresh, mount, key)
 	refusedServe(t, dir, vaultOpts(fresh, "no-such-mount", key), "does not exist", "nothing was created")
 	// A key of the same name, made by hand: its version 1 is not ours.
 	if _, err := fresh.Client("").Logical().Write(mount+"/keys/"+key, map[string]any{"type": "aes256-gcm96"}); err != nil {
@@ -286,4 +281,13 @@ func testVaultTransitGone(t *testing.T) {
 		t.Fatalf("an epoch with Transit gone: %d %s, want 503", r.Status, r.Body)
 	}
 	s.stop()
+}
+
+// noTransitKey fails the test when the Vault srv holds the Transit key
+// mount/key: a refused start creates none.
+func noTransitKey(t *testing.T, srv *vaulttest.Server, mount, key string) {
+	t.Helper()
+	if sec, err := srv.Client("").Logical().Read(mount + "/keys/" + key); err != nil || sec != nil {
+		t.Fatalf("the refused start created %s/keys/%s: %v %v", mount, key, sec, err)
+	}
 }
