@@ -56,17 +56,18 @@ var allowed = map[string][]string{
 	"keystore/local":    {"shredd", "internal/crashpoint", "internal/datadir", "keystore"},
 	"keystore/vault":    {"shredd", "envelope", "keystore"},
 	"keystore/roottest": {"shredd", "keystore"},
+	"ledger":            {"keystore"},
 	"registry":          {"shredd", "envelope", "internal/crashpoint", "internal/datadir", "keystore", "storage"},
 	// The two domain services, each on the registry, neither on the other.
 	"sealing": {"shredd", "envelope", "keystore", "registry"},
-	"erasure": {"shredd", "attest", "bundle", "envelope", "internal/crashpoint", "internal/datadir", "journal", "keystore", "registry", "storage", "translog"},
+	"erasure": {"shredd", "attest", "bundle", "envelope", "internal/crashpoint", "internal/datadir", "journal", "keystore", "ledger", "registry", "storage", "translog"},
 	// HTTP and its clients.
 	"api":                 {"shredd", "access", "envelope", "internal/crashpoint", "storage", "translog", "ui"},
 	"api/client":          {"attest", "envelope"},
 	"api/client/evidence": {"bundle"},
 	// The composition root and the commands that own it.
 	"cmd/shredd/node":  {"shredd", "access", "attest", "erasure", "internal/crashpoint", "internal/datadir", "journal", "keystore", "registry", "sealing", "storage", "storage/postgres", "storage/sqlite", "translog"},
-	"cmd/shredd":       {"access", "api", "api/client", "attest", "bundle", "cmd/shredd/node", "envelope", "erasure", "internal/datadir", "internal/netaddr", "keystore", "keystore/local", "keystore/vault", "registry", "storage", "storage/sqlite", "translog", "witness"},
+	"cmd/shredd":       {"access", "api", "api/client", "attest", "bundle", "cmd/shredd/node", "envelope", "erasure", "internal/datadir", "internal/netaddr", "keystore", "keystore/local", "keystore/vault", "ledger", "registry", "storage", "storage/sqlite", "translog", "witness"},
 	"cmd/shredd-bench": {"shredd", "api/client", "cmd/shredd/node", "envelope", "internal/netaddr", "keystore", "keystore/local", "keystore/vault", "registry", "storage"},
 	// Test kits, named for what they start. shreddtest builds the stack
 	// through cmd/shredd/node.Assemble, the one composition root: the one

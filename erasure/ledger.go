@@ -27,6 +27,7 @@ import (
 	"github.com/shredd/shredd/internal/crashpoint"
 	"github.com/shredd/shredd/internal/datadir"
 	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/ledger"
 	"github.com/shredd/shredd/storage"
 )
 
@@ -171,8 +172,8 @@ type Ledger struct {
 	syncMu sync.Mutex
 	synced uint64 // appends known durable; guarded by syncMu
 
-	headMu sync.Mutex           // serialises KeepLedgerHead
-	kept   *keystore.LedgerHead // the head last kept with the root by this process
+	headMu sync.Mutex   // serialises KeepLedgerHead
+	kept   *ledger.Head // the head last kept with the root by this process
 
 	errMu   sync.Mutex
 	lastErr error // the last append's failure, nil once one succeeds (WriteErr)
@@ -386,17 +387,17 @@ func (l *Ledger) Header() (LedgerHeader, bool) {
 
 // Head returns the ledger's head: its instance, last sequence number and
 // hash, and lines. False when it has no header yet, or a damaged tail.
-func (l *Ledger) Head() (keystore.LedgerHead, bool) {
+func (l *Ledger) Head() (ledger.Head, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.headLocked()
 }
 
-func (l *Ledger) headLocked() (keystore.LedgerHead, bool) {
+func (l *Ledger) headLocked() (ledger.Head, bool) {
 	if l.header == nil || l.damage != nil {
-		return keystore.LedgerHead{}, false
+		return ledger.Head{}, false
 	}
-	return keystore.LedgerHead{Instance: l.header.Instance, Seq: l.seq, Hash: l.head, Lines: l.lines}, true
+	return ledger.Head{Instance: l.header.Instance, Seq: l.seq, Hash: l.head, Lines: l.lines}, true
 }
 
 // Path returns the ledger's file.
@@ -921,7 +922,7 @@ type LedgerCheck struct {
 	Damaged []DamagedLine // the damaged tail, in file order
 	// Kept is the head kept with the root (nil: none); KeptErr says why it
 	// could not be read (the check was then made without it).
-	Kept    *keystore.LedgerHead
+	Kept    *ledger.Head
 	KeptErr error
 	// Records: the root store keeps forget records (keystore.ForgetKeeper)
 	// and so no head; the check is made without one (Kept is nil).
@@ -1076,7 +1077,7 @@ func compacted(h *LedgerHeader, f dbForget) bool {
 
 // assess checks a scan against the head kept with the root and the
 // database's forgets.
-func assess(path string, sc *ledgerScan, kept *keystore.LedgerHead, keptErr error, db map[shredd.ID]dbForget) LedgerCheck {
+func assess(path string, sc *ledgerScan, kept *ledger.Head, keptErr error, db map[shredd.ID]dbForget) LedgerCheck {
 	c := LedgerCheck{Path: path, Header: sc.header, Lines: len(sc.lines), Seq: sc.seq, Damaged: sc.damaged, Kept: kept, KeptErr: keptErr}
 	inLedger := map[shredd.ID]bool{}
 	for _, e := range sc.lines {
@@ -1139,7 +1140,7 @@ func assess(path string, sc *ledgerScan, kept *keystore.LedgerHead, keptErr erro
 
 // headAt reports whether the scan's line at the kept head's number has the
 // kept hash (true when that line was compacted away, beyond checking).
-func headAt(sc *ledgerScan, kept *keystore.LedgerHead) bool {
+func headAt(sc *ledgerScan, kept *ledger.Head) bool {
 	first := uint64(1)
 	if c := sc.header.Compacted; c != nil {
 		first = c.Seq + 1
@@ -1166,7 +1167,7 @@ func headAt(sc *ledgerScan, kept *keystore.LedgerHead) bool {
 // (shredd ledger check, with the server stopped): the chain, the head kept
 // with the root (kept, nil for none; keptErr when it could not be read),
 // and which forgets of a damaged tail the database db holds.
-func CheckLedger(ctx context.Context, db *storage.DB, path string, key []byte, kept *keystore.LedgerHead, keptErr error) (LedgerCheck, error) {
+func CheckLedger(ctx context.Context, db *storage.DB, path string, key []byte, kept *ledger.Head, keptErr error) (LedgerCheck, error) {
 	b, err := datadir.Read(path, datadir.Secret, 1<<40)
 	if err != nil {
 		return LedgerCheck{}, fmt.Errorf("%w: %v", shredd.ErrLedger, err)
@@ -1531,21 +1532,24 @@ func (s *Eraser) reapply(ctx context.Context, id shredd.ID, sid envelope.SID, e 
 // keptHead reads the head kept with the root for this ledger: nil and no
 // error when none was kept, or when the root keeps forget records instead
 // (s.records; the slot is then unused: the local root keeps one head).
-func (s *Eraser) keptHead(ctx context.Context) (*keystore.LedgerHead, error) {
+func (s *Eraser) keptHead(ctx context.Context) (*ledger.Head, error) {
 	if s.records != nil {
 		return nil, nil
 	}
 	return keptHeadOf(ctx, s.keys.Root())
 }
 
+// HeadStream is the stream under which the forget ledger's head is kept
+// with the root (ledger.KeepHead): in a local root file, where v1 files
+// kept it in a field of their own (keystore/local.LegacyHeadStream).
+const HeadStream = "forget-ledger"
+
 // keptHeadOf reads the ledger's head kept with root: nil and no error
 // when none was kept.
-func keptHeadOf(ctx context.Context, root keystore.RootStore) (*keystore.LedgerHead, error) {
-	h, err := root.LedgerHead(ctx, "")
-	switch {
-	case errors.Is(err, keystore.ErrNotFound):
-		return nil, nil
-	case err != nil:
+func keptHeadOf(ctx context.Context, root keystore.RootStore) (*ledger.Head, error) {
+	var h ledger.Head
+	found, err := ledger.ReadHead(ctx, root, HeadStream, &h)
+	if err != nil || !found {
 		return nil, err
 	}
 	return &h, nil
@@ -1615,7 +1619,7 @@ func (s *Eraser) keepLedgerHead(ctx context.Context, always bool) error {
 	if !ok || !checked || !always && l.kept != nil && *l.kept == h {
 		return nil
 	}
-	if err := s.keys.Root().KeepLedgerHead(ctx, "", h); err != nil {
+	if err := ledger.KeepHead(ctx, s.keys.Root(), HeadStream, h); err != nil {
 		return fmt.Errorf("erasure: keep the forget ledger's head with the root: %w", err)
 	}
 	crashpoint.Hit("ledger:headkept")

@@ -17,6 +17,7 @@ import (
 	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
+	"github.com/shredd/shredd/ledger"
 	"github.com/shredd/shredd/registry"
 	"github.com/shredd/shredd/sealing"
 	"github.com/shredd/shredd/testkit/shreddtest"
@@ -56,7 +57,7 @@ type ledgerWorld struct {
 	b    *shreddtest.Stack
 	root keystore.RootStore
 	raw  []byte
-	head keystore.LedgerHead
+	head ledger.Head
 	ids  []shredd.ID
 }
 
@@ -87,7 +88,7 @@ func newLedgerWorld(t *testing.T) *ledgerWorld {
 	if err := w.b.Eraser.KeepLedgerHead(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if w.head, err = root.LedgerHead(ctx, slot); err != nil || w.head.Seq != 3 || w.head.Lines != 3 {
+	if found, err := ledger.ReadHead(ctx, root, erasure.HeadStream, &w.head); err != nil || !found || w.head.Seq != 3 || w.head.Lines != 3 {
 		t.Fatalf("head kept with the root: %+v, %v", w.head, err)
 	}
 	l.Close()
@@ -105,8 +106,9 @@ func newLedgerWorld(t *testing.T) *ledgerWorld {
 func (w *ledgerWorld) reconcile(t *testing.T, db *shreddtest.Stack, b []byte, opts erasure.LedgerOptions) (*erasure.Ledger, erasure.LedgerReport, error) {
 	t.Helper()
 	ctx := context.Background()
-	if h, err := w.root.LedgerHead(ctx, slot); err != nil || h != w.head {
-		if err := w.root.KeepLedgerHead(ctx, slot, w.head); err != nil {
+	var h ledger.Head
+	if found, err := ledger.ReadHead(ctx, w.root, erasure.HeadStream, &h); err != nil || !found || h != w.head {
+		if err := ledger.KeepHead(ctx, w.root, erasure.HeadStream, w.head); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -250,7 +252,8 @@ func TestLedgerDamage(t *testing.T) {
 			t.Fatalf("%+v %+v, %v", rep, rep.Repaired, err)
 		}
 		h, _ := l.Head()
-		if kept, err := w.root.LedgerHead(ctx, slot); err != nil || kept != h {
+		var kept ledger.Head
+		if _, err := ledger.ReadHead(ctx, w.root, erasure.HeadStream, &kept); err != nil || kept != h {
 			t.Fatalf("the head kept after the repair: %+v, %v; want %+v", kept, err, h)
 		}
 	})

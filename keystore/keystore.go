@@ -83,18 +83,11 @@ type RootStore interface {
 	// a caller that needs the root store's state now (another node may
 	// have trimmed it since) calls Versions first.
 	Describe() KeyDescription
-	// LedgerHead returns the head of the forget ledger of slot (a data
-	// directory's id) last kept with the root, or an error wrapping
-	// ErrNotFound when none was kept.
-	LedgerHead(ctx context.Context, slot string) (LedgerHead, error)
-	// KeepLedgerHead durably records h as the head of slot's forget
-	// ledger, replacing the one kept before, before it returns. The root
-	// is where a restore of the database cannot roll it back.
-	KeepLedgerHead(ctx context.Context, slot string, h LedgerHead) error
 }
 
 // MarkKeeper is a root store that keeps the high-water marks of durable
-// streams (the registration WAL's last acknowledged registration) beside
+// streams (package ledger's heads: the forget ledger's last line, the
+// registration WAL's last acknowledged registration) beside
 // the root, where a restore of the database or of the stream's own files
 // cannot roll them back with it. A mark is a JSON value the root store
 // does not interpret.
@@ -106,18 +99,6 @@ type MarkKeeper interface {
 	// KeepMark durably records mark as stream's mark, replacing the one
 	// kept before, before it returns.
 	KeepMark(ctx context.Context, stream string, mark []byte) error
-}
-
-// LedgerHead is the position of a forget ledger (package erasure), kept
-// with the root so that a ledger rolled back, truncated or replaced is
-// told apart from one that is whole: the ledger's instance, the sequence
-// number and hash of its last line, and how many lines it held then. It
-// holds no key and no subject.
-type LedgerHead struct {
-	Instance string `json:"instance"` // the ledger's random identity, from its header
-	Seq      uint64 `json:"seq"`      // the last line's sequence number (0: the header alone)
-	Hash     string `json:"hash"`     // the last line's hash (hex)
-	Lines    uint64 `json:"lines"`    // lines in the file, compacted ones left out
 }
 
 // KeyDescription is a root key's configuration as its store last knew it,

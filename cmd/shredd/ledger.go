@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"github.com/shredd/shredd/internal/datadir"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/keystore/local"
+	"github.com/shredd/shredd/ledger"
 )
 
 const ledgerUsage = `usage: shredd ledger check [serve flags]                   what of the forget ledger is damaged, and what a repair would lose
@@ -102,13 +104,16 @@ func checkLedger(ctx context.Context, p *Program) (erasure.LedgerCheck, error) {
 	}
 	// A Vault root store keeps no ledger head: it keeps the forget records
 	// (erasure's records), from which a start repairs the ledger.
-	var kept *keystore.LedgerHead
+	var kept *ledger.Head
 	var keptErr error
 	if p.Root != "vault" {
-		h, err := local.ReadLedgerHead(filepath.Join(dir, node.RootFile))
+		b, err := local.ReadMark(filepath.Join(dir, node.RootFile), erasure.HeadStream)
+		var h ledger.Head
 		switch {
 		case err == nil:
-			kept = &h
+			if keptErr = json.Unmarshal(b, &h); keptErr == nil {
+				kept = &h
+			}
 		case !errors.Is(err, keystore.ErrNotFound):
 			keptErr = err
 		}

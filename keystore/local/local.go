@@ -41,9 +41,13 @@ import (
 const LabelWrap = "shredd/v1/root-wrap"
 
 const (
-	fileFormat = "shredd-root/v1"
-	keySize    = 32
-	nonceSize  = 12
+	// fileFormat is written; fileFormatV1 (before 2026-12) is read too:
+	// it kept the forget ledger's head in a field of its own (ledger_head),
+	// which a v2 file keeps as the mark of stream LegacyHeadStream.
+	fileFormat   = "shredd-root/v2"
+	fileFormatV1 = "shredd-root/v1"
+	keySize      = 32
+	nonceSize    = 12
 	// A blob is version (4 bytes, big-endian) ‖ nonce (12) ‖ AES-256-GCM output.
 	// A random 96-bit nonce is safe here: a root version wraps at most a few
 	// thousand bucket keys per epoch, far below GCM's 2^32 random-nonce bound.
@@ -60,7 +64,6 @@ type Root struct {
 	versions map[int][]byte
 	latest   int
 	min      int
-	head     *keystore.LedgerHead // the forget ledger's head kept with the root; nil for none
 	marks    map[string]json.RawMessage
 	instance string   // the root's identity (fileForm.Instance); "" for a file of an earlier release until its first write
 	gen      uint64   // the writer generation this process read or wrote last
@@ -77,9 +80,9 @@ type fileForm struct {
 	MinVersion int               `json:"min_version"`
 	Latest     int               `json:"latest"`
 	Versions   map[string]string `json:"versions"`
-	// LedgerHead is the forget ledger's head (keystore.LedgerHead): one
-	// per root file, since a root file serves one data directory.
-	LedgerHead *keystore.LedgerHead `json:"ledger_head,omitempty"`
+	// LedgerHead is read from v1 files only (the forget ledger's head of
+	// releases before 2026-12), and becomes the mark LegacyHeadStream.
+	LedgerHead json.RawMessage `json:"ledger_head,omitempty"`
 	// Instance is the root's random identity (32 hex digits), made with
 	// the file and never changed: the database pins it, so that another
 	// instance's root file, or a new one, put in this one's place is a
@@ -318,7 +321,7 @@ func (s *Root) decode(b []byte) error {
 	if err := json.Unmarshal(b, &f); err != nil {
 		return fmt.Errorf("%w: %v", keystore.ErrCorrupt, err)
 	}
-	if f.Format != fileFormat || f.Latest < 1 || f.MinVersion < 1 || f.MinVersion > f.Latest {
+	if f.Format != fileFormat && f.Format != fileFormatV1 || f.Latest < 1 || f.MinVersion < 1 || f.MinVersion > f.Latest {
 		return fmt.Errorf("%w: bad root file header", keystore.ErrCorrupt)
 	}
 	s.versions = make(map[int][]byte, len(f.Versions))
@@ -345,8 +348,16 @@ func (s *Root) decode(b []byte) error {
 				keystore.ErrCorrupt, v, f.MinVersion)
 		}
 	}
-	s.latest, s.min, s.head = f.Latest, f.MinVersion, f.LedgerHead
+	s.latest, s.min = f.Latest, f.MinVersion
 	s.instance, s.gen, s.marks = f.Instance, f.Generation, nil
+	if f.Format == fileFormatV1 && len(f.LedgerHead) > 0 && string(f.LedgerHead) != "null" {
+		if f.Marks == nil {
+			f.Marks = map[string]json.RawMessage{}
+		}
+		if _, ok := f.Marks[LegacyHeadStream]; !ok {
+			f.Marks[LegacyHeadStream] = f.LedgerHead
+		}
+	}
 	for k, m := range f.Marks {
 		var c bytes.Buffer
 		if err := json.Compact(&c, m); err != nil {
@@ -383,7 +394,7 @@ func newInstance() (string, error) {
 // encode returns the root file's contents. Called with mu held (or before
 // sharing).
 func (s *Root) encode() []byte {
-	f := fileForm{Format: fileFormat, MinVersion: s.min, Latest: s.latest, Versions: map[string]string{}, LedgerHead: s.head,
+	f := fileForm{Format: fileFormat, MinVersion: s.min, Latest: s.latest, Versions: map[string]string{},
 		Instance: s.instance, Generation: s.gen, Marks: s.marks}
 	for v, k := range s.versions {
 		f.Versions[strconv.Itoa(v)] = base64.StdEncoding.EncodeToString(k)
@@ -555,6 +566,12 @@ func (s *Root) Generation() uint64 {
 }
 
 var _ keystore.MarkKeeper = (*Root)(nil)
+
+// LegacyHeadStream is the stream whose mark a v1 root file's ledger_head
+// field becomes when read: the name the forget ledger keeps its head under
+// (package ledger's user in erasure), so that a data directory of an
+// earlier release keeps its head across the upgrade.
+const LegacyHeadStream = "forget-ledger"
 
 // Mark returns the high-water mark kept for stream, or an error wrapping
 // keystore.ErrNotFound when none was kept.
@@ -787,45 +804,6 @@ func (s *Root) Trim(_ context.Context, minVersion int) ([]int, error) {
 		clear(k)
 	}
 	return retired, nil
-}
-
-// LedgerHead returns the forget ledger's head kept in the root file. The
-// slot is not consulted: a root file serves one data directory.
-func (s *Root) LedgerHead(_ context.Context, _ string) (keystore.LedgerHead, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.head == nil {
-		return keystore.LedgerHead{}, fmt.Errorf("local root: ledger head: %w", keystore.ErrNotFound)
-	}
-	return *s.head, nil
-}
-
-// KeepLedgerHead records the forget ledger's head in the root file (a
-// fresh file, fsynced and renamed, as every change of the root: see write).
-func (s *Root) KeepLedgerHead(_ context.Context, _ string, h keystore.LedgerHead) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	prev := s.head
-	s.head = &h
-	if err := s.write(false); err != nil {
-		s.head = prev
-		return fmt.Errorf("local root: keep ledger head: %w", err)
-	}
-	return nil
-}
-
-// ReadLedgerHead reads the forget ledger's head kept in the root file at
-// path without opening it as a store: nothing is created or changed (for
-// shredd ledger check). A root file without one gives keystore.ErrNotFound.
-func ReadLedgerHead(path string) (keystore.LedgerHead, error) {
-	s, err := readRoot(path)
-	if err != nil {
-		return keystore.LedgerHead{}, err
-	}
-	if s.head == nil {
-		return keystore.LedgerHead{}, fmt.Errorf("local root: ledger head: %w", keystore.ErrNotFound)
-	}
-	return *s.head, nil
 }
 
 // Versions reports the latest and oldest available versions.

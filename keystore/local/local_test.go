@@ -3,6 +3,7 @@ package local_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -82,5 +83,59 @@ func TestCorruptFileRefused(t *testing.T) {
 	}
 	if _, err := local.Open(path); err == nil {
 		t.Fatal("corrupt root file opened")
+	}
+}
+
+// TestV1LedgerHeadBecomesMark: a root file of format shredd-root/v1 kept the
+// forget ledger's head in its field ledger_head; it is read as the mark of
+// LegacyHeadStream, and the next write makes a v2 file that keeps it there
+// and has no ledger_head field.
+func TestV1LedgerHeadBecomesMark(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "root.key")
+	r, err := local.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = r
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f map[string]any
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	if f["format"] != "shredd-root/v2" {
+		t.Fatalf("a new root file has format %v, want shredd-root/v2", f["format"])
+	}
+	head := `{"instance":"00112233445566778899aabbccddeeff","seq":3,"hash":"ab12","lines":3}`
+	f["format"] = "shredd-root/v1"
+	f["ledger_head"] = json.RawMessage(head)
+	if b, err = json.Marshal(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := local.ReadMark(path, local.LegacyHeadStream); err != nil || string(got) != head {
+		t.Fatalf("v1 head read as mark: %s, %v; want %s", got, err, head)
+	}
+	r, err = local.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.KeepMark(ctx, "registrations", []byte(`{"seq":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	b, err = os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(b, []byte("ledger_head")) || !bytes.Contains(b, []byte(`"shredd-root/v2"`)) {
+		t.Fatalf("the rewritten file is not v2 without ledger_head:\n%s", b)
+	}
+	if got, err := r.Mark(ctx, local.LegacyHeadStream); err != nil || string(got) != head {
+		t.Fatalf("the head after the rewrite: %s, %v; want %s", got, err, head)
 	}
 }

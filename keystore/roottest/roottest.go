@@ -61,7 +61,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"TamperedBlobFails", testTamperedBlobFails},
 		{"RotateRewrapTrim", testRotateRewrapTrim},
 		{"Durable", testDurable},
-		{"LedgerHead", testLedgerHead},
+		{"Marks", testMarks},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.test(t, newStore) })
 	}
@@ -241,27 +241,31 @@ func testDurable(t *testing.T, newStore Factory) {
 	}
 }
 
-// testLedgerHead checks the ledger head a store keeps, across a rotation, a
-// trim and a reopen.
-func testLedgerHead(t *testing.T, newStore Factory) {
+// testMarks checks the marks a store keeps beside the root
+// (keystore.MarkKeeper: package ledger's heads), across a rotation, a trim
+// and a reopen.
+func testMarks(t *testing.T, newStore Factory) {
 	ctx := context.Background()
 	s, reopen := newStore(t)
-	const slot = "0123456789abcdef"
-	if _, err := s.LedgerHead(ctx, slot); !errors.Is(err, keystore.ErrNotFound) {
-		t.Fatalf("ledger head of a new store: %v, want ErrNotFound", err)
+	mk, ok := s.(keystore.MarkKeeper)
+	if !ok {
+		t.Fatalf("%T keeps no marks", s)
 	}
-	h := keystore.LedgerHead{Instance: "00112233445566778899aabbccddeeff", Seq: 7, Hash: "ab12", Lines: 5}
-	if err := s.KeepLedgerHead(ctx, slot, h); err != nil {
+	const stream = "forget-ledger-0123456789abcdef"
+	if _, err := mk.Mark(ctx, stream); !errors.Is(err, keystore.ErrNotFound) {
+		t.Fatalf("mark of a new store: %v, want ErrNotFound", err)
+	}
+	if err := mk.KeepMark(ctx, stream, []byte(`{"seq":7,"hash":"ab12"}`)); err != nil {
 		t.Fatal(err)
 	}
-	h.Seq, h.Hash, h.Lines = 9, "cd34", 7
-	if err := s.KeepLedgerHead(ctx, slot, h); err != nil {
+	want := `{"seq":9,"hash":"cd34"}`
+	if err := mk.KeepMark(ctx, stream, []byte(want)); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.LedgerHead(ctx, slot); err != nil || got != h {
-		t.Fatalf("ledger head %+v, %v; want %+v", got, err, h)
+	if got, err := mk.Mark(ctx, stream); err != nil || string(got) != want {
+		t.Fatalf("mark %s, %v; want %s", got, err, want)
 	}
-	// The head lives beside the keys: a rotation and a trim keep it.
+	// The mark lives beside the keys: a rotation and a trim keep it.
 	v, err := s.Rotate(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -272,7 +276,7 @@ func testLedgerHead(t *testing.T, newStore Factory) {
 	if reopen != nil {
 		s = reopen()
 	}
-	if got, err := s.LedgerHead(ctx, slot); err != nil || got != h {
-		t.Fatalf("ledger head after a trim and a reopen: %+v, %v; want %+v", got, err, h)
+	if got, err := s.(keystore.MarkKeeper).Mark(ctx, stream); err != nil || string(got) != want {
+		t.Fatalf("mark after a trim and a reopen: %s, %v; want %s", got, err, want)
 	}
 }

@@ -45,10 +45,11 @@ type Config struct {
 	CACert    string // PEM file of the CA that signed Vault's TLS certificate
 	Mount     string // Transit mount path, default "transit"
 	Key       string // Transit key name, default "shredd-root"
-	// HeadMount is the path of a KV version 2 mount where the forget
-	// ledger's head is kept (KeepLedgerHead), default "secret": Transit
-	// keys carry no metadata of their own. The secrets are named
-	// shredd/<Key>/ledger-head/<data directory id>.
+	// HeadMount is the path of a KV version 2 mount where shredd keeps
+	// what belongs beside the Transit key (the marks of durable streams,
+	// the shared secrets, the forget records, the key's owner), default
+	// "secret": Transit keys carry no metadata of their own. The secrets
+	// are named shredd/<Key>/....
 	HeadMount string
 
 	// AppRole login, used when RoleID is set: role and secret id, and the
@@ -824,67 +825,6 @@ func (s *Root) Versions(ctx context.Context) (keystore.Versions, error) {
 	return keystore.Versions{Latest: cfg.LatestVersion, MinAvailable: max(cfg.MinAvailableVersion, 1)}, nil
 }
 
-// headPath is the KV v2 data path of slot's ledger head.
-func (s *Root) headPath(slot string) (string, error) {
-	if slot == "" || strings.Trim(slot, "0123456789abcdefghijklmnopqrstuvwxyz-_") != "" {
-		return "", fmt.Errorf("vault: ledger head slot %q: %w", slot, shredd.ErrInvalid)
-	}
-	return s.kv + "/data/shredd/" + s.key + "/ledger-head/" + slot, nil
-}
-
-// LedgerHead reads slot's forget ledger head from the KV v2 secret
-// shredd/<key>/ledger-head/<slot> of HeadMount.
-func (s *Root) LedgerHead(ctx context.Context, slot string) (keystore.LedgerHead, error) {
-	p, err := s.headPath(slot)
-	if err != nil {
-		return keystore.LedgerHead{}, err
-	}
-	if err := s.ensure(ctx); err != nil {
-		return keystore.LedgerHead{}, err
-	}
-	var sec *vaultapi.Secret
-	err = s.call(ctx, false, func(ctx context.Context, n node) (err error) {
-		sec, err = n.c.Logical().ReadWithContext(ctx, p)
-		return err
-	})
-	if err != nil {
-		return keystore.LedgerHead{}, fmt.Errorf("vault: ledger head: %w", classify(err))
-	}
-	var d map[string]any
-	if sec != nil && sec.Data != nil {
-		d, _ = sec.Data["data"].(map[string]any)
-	}
-	if d == nil {
-		return keystore.LedgerHead{}, fmt.Errorf("vault: ledger head: %w", keystore.ErrNotFound)
-	}
-	b, err := json.Marshal(d)
-	if err != nil {
-		return keystore.LedgerHead{}, err
-	}
-	var h keystore.LedgerHead
-	if err := json.Unmarshal(b, &h); err != nil || h.Instance == "" {
-		return keystore.LedgerHead{}, fmt.Errorf("vault: ledger head %s: %w: unreadable", p, keystore.ErrCorrupt)
-	}
-	return h, nil
-}
-
-// KeepLedgerHead writes slot's forget ledger head as a new version of the
-// KV v2 secret shredd/<key>/ledger-head/<slot> of HeadMount.
-func (s *Root) KeepLedgerHead(ctx context.Context, slot string, h keystore.LedgerHead) error {
-	p, err := s.headPath(slot)
-	if err != nil {
-		return err
-	}
-	if err := s.ensure(ctx); err != nil {
-		return err
-	}
-	data := map[string]any{"instance": h.Instance, "seq": h.Seq, "hash": h.Hash, "lines": h.Lines}
-	if err := s.kvWrite(ctx, p, data); err != nil {
-		return fmt.Errorf("vault: keep ledger head: %w", err)
-	}
-	return nil
-}
-
 // Policy returns the Vault policy (HCL) that grants shredd exactly the
 // Transit paths it uses on one key, and nothing else. docs/operations.md
 // shows it for the default mount and key; a test runs the conformance suite
@@ -928,8 +868,7 @@ path "%[1]sdecrypt/%[2]s-secrets" {
 
 // HeadPolicy returns the part of the Vault policy (HCL) that lets shredd
 // keep, for the Transit key key, in the KV v2 mount kvMount
-// (Config.HeadMount): the forget ledger's heads (shredd/<key>/ledger-head/),
-// the registration WAL's marks (shredd/<key>/marks/),
+// (Config.HeadMount): the marks of durable streams (shredd/<key>/marks/),
 // the shared secrets' wrapped bundle (shredd/<key>/secrets) and the forget
 // records (shredd/<key>/forgets/: written, listed, read, and deleted once
 // an epoch has made them useless); nothing else of the mount.
@@ -938,10 +877,6 @@ func HeadPolicy(kvMount, key string) string {
 # its KV paths (also in Vault's default policy).
 path "sys/capabilities-self" {
   capabilities = ["update"]
-}
-# shredd forget ledger heads: KV v2, one secret per data directory.
-path "%[1]s/data/shredd/%[2]s/ledger-head/*" {
-  capabilities = ["read", "create", "update"]
 }
 # shredd shared secrets, wrapped: written once by the first node.
 path "%[1]s/data/shredd/%[2]s/secrets" {
