@@ -56,8 +56,8 @@ var allowed = map[string][]string{
 	"keystore/local":    {"shredd", "internal/crashpoint", "internal/datadir", "keystore"},
 	"keystore/vault":    {"shredd", "envelope", "keystore"},
 	"keystore/roottest": {"shredd", "keystore"},
-	"ledger":            {"keystore"},
-	"registry":          {"shredd", "envelope", "internal/crashpoint", "internal/datadir", "keystore", "storage"},
+	"ledger":            {"shredd", "internal/crashpoint", "internal/datadir", "keystore"},
+	"registry":          {"shredd", "envelope", "internal/crashpoint", "keystore", "ledger", "storage"},
 	// The two domain services, each on the registry, neither on the other.
 	"sealing": {"shredd", "envelope", "keystore", "registry"},
 	"erasure": {"shredd", "attest", "bundle", "envelope", "internal/crashpoint", "internal/datadir", "journal", "keystore", "ledger", "registry", "storage", "translog"},

@@ -376,9 +376,9 @@ func (ws *walState) truncate(ctx context.Context) (int, error) {
 	ws.mu.Unlock()
 	ws.segMu.Lock()
 	if backedUp != nil && uint64(*backedUp) < upTo {
-		upTo = max(uint64(*backedUp), ws.w.retainedFrom(upTo, ws.retain))
+		upTo = max(uint64(*backedUp), ws.w.RetainedFrom(upTo, ws.retain))
 	}
-	removable := len(ws.w.segs) > 0 && ws.w.segs[0].last <= upTo && (ws.w.f == nil || len(ws.w.segs) > 1)
+	removable := ws.w.Removable(upTo)
 	ws.segMu.Unlock()
 	if !removable {
 		return 0, nil
@@ -390,7 +390,7 @@ func (ws *walState) truncate(ctx context.Context) (int, error) {
 	}
 	ws.segMu.Lock()
 	defer ws.segMu.Unlock()
-	return ws.w.removeThrough(upTo)
+	return ws.w.RemoveThrough(upTo)
 }
 
 // BackupPoint returns the last registration sequence number the tables
@@ -460,9 +460,9 @@ func (ws *walState) records(batch []recordReq, kinds map[string]bool) []error {
 		return errs
 	}
 	ws.segMu.Lock()
-	first := ws.w.next
-	ws.frame = appendFrame(ws.frame[:0], ws.w.key, first, accepted)
-	err = ws.w.append(ws.frame, len(accepted))
+	first := ws.w.Next()
+	ws.frame = appendFrame(ws.frame[:0], ws.w.Key(), first, accepted)
+	err = ws.w.Append(ws.frame, len(accepted))
 	ws.segMu.Unlock()
 	if cap(ws.frame) > 4<<20 {
 		ws.frame = nil // do not keep a huge group's buffer
@@ -577,6 +577,6 @@ func (ws *walState) close() {
 		ws.log.Error("registration WAL: keeping its mark with the root at close failed", "err", err)
 	}
 	ws.segMu.Lock()
-	_ = ws.w.close()
+	_ = ws.w.Close()
 	ws.segMu.Unlock()
 }

@@ -9,14 +9,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/internal/crashpoint"
-	"github.com/shredd/shredd/internal/datadir"
 	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/ledger"
 	"github.com/shredd/shredd/storage"
 )
 
@@ -151,7 +150,7 @@ func LostRegistrations(ctx context.Context, root keystore.RootStore, stream stri
 // registration up to folded, the segments theirs.
 type walCoverage struct {
 	folded uint64
-	segs   []walSegment // first..last of each, in order
+	segs   []ledger.SegmentCover // First..Last of each, in order
 	macAt  map[uint64][]byte
 }
 
@@ -164,8 +163,8 @@ func (c walCoverage) missing(seq uint64) (from, to uint64, ok bool) {
 	}
 	to = seq
 	for _, s := range c.segs {
-		if s.last >= s.first && s.first > from {
-			return from, min(s.first-1, seq), true // the run ends where the next segment starts
+		if s.Last >= s.First && s.First > from {
+			return from, min(s.First-1, seq), true // the run ends where the next segment starts
 		}
 	}
 	return from, to, true
@@ -176,13 +175,13 @@ func (c walCoverage) missing(seq uint64) (from, to uint64, ok bool) {
 func (c walCoverage) held() uint64 {
 	next := c.folded + 1
 	for _, s := range c.segs {
-		if s.last < s.first || s.last < next {
+		if s.Last < s.First || s.Last < next {
 			continue
 		}
-		if s.first > next {
+		if s.First > next {
 			break
 		}
-		next = s.last + 1
+		next = s.Last + 1
 	}
 	return next - 1
 }
@@ -201,26 +200,16 @@ func readCoverage(ctx context.Context, db *storage.DB, dir string, key []byte) (
 	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
 		return c, nil // the open makes it
 	}
-	firsts, err := listSegments(dir)
+	segs, macs, err := walConfig(dir, key, 0, 0).Cover()
 	if err != nil {
 		return c, err
 	}
-	for i, first := range firsts {
-		path := filepath.Join(dir, segName(first))
-		b, err := datadir.Read(path, datadir.Secret, 1<<40)
-		if err != nil {
-			return c, fmt.Errorf("registry: wal: %w", err)
+	for i, seg := range segs {
+		if macs[i] != nil {
+			c.macAt[seg.Last] = macs[i]
 		}
-		v, err := judgeSegment(path, b, key, first, i == len(firsts)-1)
-		if err != nil {
-			return c, err
-		}
-		last := first - 1 + uint64(len(v.recs))
-		if v.mac != nil {
-			c.macAt[last] = v.mac
-		}
-		c.segs = append(c.segs, walSegment{first: first, last: last})
 	}
+	c.segs = segs
 	return c, nil
 }
 
@@ -350,8 +339,8 @@ func (ws *walState) keepMark(ctx context.Context) error {
 	ws.markMu.Lock()
 	defer ws.markMu.Unlock()
 	ws.segMu.Lock()
-	seq := ws.w.next - 1
-	mac := hex.EncodeToString(ws.w.lastMAC)
+	seq := ws.w.Next() - 1
+	mac := hex.EncodeToString(ws.w.LastMAC())
 	ws.segMu.Unlock()
 	if ws.markFound && (seq < ws.mark.Seq || seq == ws.mark.Seq && (mac == ws.mark.MAC || mac == "")) {
 		return nil // kept already (or lowered by an accepted loss: never raised back over it here)
@@ -415,7 +404,7 @@ func (s *Registry) WriteErr() error {
 		return nil
 	}
 	ws.segMu.Lock()
-	broken := ws.w.broken
+	broken := ws.w.Broken()
 	ws.segMu.Unlock()
 	ws.mu.Lock()
 	defer ws.mu.Unlock()

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -59,11 +60,11 @@ func writeWAL(t *testing.T, dir string, segBytes int64, sizes ...int) []Registra
 			all = append(all, r)
 			group = append(group, &all[len(all)-1])
 		}
-		if err := w.append(appendFrame(nil, testWALKey, w.next, group), n); err != nil {
+		if err := w.Append(appendFrame(nil, testWALKey, w.Next(), group), n); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := w.close(); err != nil {
+	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
 	return all
@@ -98,8 +99,8 @@ func TestWALReadBack(t *testing.T) {
 			t.Fatalf("record %d has sequence number %d", i, r.seq)
 		}
 	}
-	if w.next != uint64(len(all)+1) {
-		t.Fatalf("next %d, want %d", w.next, len(all)+1)
+	if w.Next() != uint64(len(all)+1) {
+		t.Fatalf("next %d, want %d", w.Next(), len(all)+1)
 	}
 	if n, err := Acknowledged(dir, testWALKey); err != nil || n != uint64(len(all)) {
 		t.Fatalf("acknowledged: %d, %v; want %d", n, err, len(all))
@@ -157,101 +158,10 @@ func TestWALTornLastFrame(t *testing.T) {
 			if fi, _ := os.Stat(segs[0]); fi.Size() != int64(keep) {
 				t.Fatalf("segment of %d bytes after the cut, want %d", fi.Size(), keep)
 			}
-			if w.next != uint64(len(all)+1) {
-				t.Fatalf("next %d, want %d", w.next, len(all)+1)
+			if w.Next() != uint64(len(all)+1) {
+				t.Fatalf("next %d, want %d", w.Next(), len(all)+1)
 			}
 		})
-	}
-}
-
-// A segment is written with zeros ahead of its frames, so that a group's
-// fdatasync neither grows the file nor allocates its blocks: the file's
-// size stays put across appends within walZeroStep, and the zeros go when
-// the segment is closed. The zeros after the frames of a process that
-// died are the segment's end, in the last segment or any other: no
-// warning, every registration back, the file cut to its frames.
-func TestWALPrezero(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), WALDir)
-	w, _, _, err := openWAL(dir, testWALKey, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var all []Registration
-	var sizes []int64
-	for i := range 3 {
-		r := walReg(i)
-		all = append(all, r)
-		if err := w.append(appendFrame(nil, testWALKey, w.next, []*Registration{&r}), 1); err != nil {
-			t.Fatal(err)
-		}
-		fi, err := w.f.Stat()
-		if err != nil {
-			t.Fatal(err)
-		}
-		sizes = append(sizes, fi.Size())
-	}
-	if sizes[0] != walZeroStep || sizes[1] != walZeroStep || sizes[2] != walZeroStep {
-		t.Fatalf("segment sizes after each append %v, want %d each", sizes, walZeroStep)
-	}
-	frames := w.size
-	// A frame larger than what is left of the zeroed part: zeros for it.
-	big := walReg(3)
-	big.Holder = strings.Repeat("h", walZeroStep)
-	all = append(all, big)
-	if err := w.append(appendFrame(nil, testWALKey, w.next, []*Registration{&big}), 1); err != nil {
-		t.Fatal(err)
-	}
-	if w.zeroed < w.size || w.zeroed < walZeroStep+frames {
-		t.Fatalf("zeroed %d for frames of %d bytes", w.zeroed, w.size)
-	}
-	segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
-	// The process dies here: the file keeps its zeros.
-	b, _ := os.ReadFile(segs[0])
-	if int64(len(b)) != w.zeroed || !allZero(b[w.size:]) {
-		t.Fatalf("segment of %d bytes, want %d ending in zeros", len(b), w.zeroed)
-	}
-	size := w.size
-	w.f.Close()
-	w2, recs, warnings, err := openWAL(dir, testWALKey, 0, 0)
-	if err != nil || len(warnings) != 0 {
-		t.Fatalf("open: %v %q", err, warnings)
-	}
-	if got := regsOf(recs); !reflect.DeepEqual(got, all) {
-		t.Fatalf("read back %d registrations, want %d", len(got), len(all))
-	}
-	if fi, _ := os.Stat(segs[0]); fi.Size() != size {
-		t.Fatalf("segment of %d bytes after open, want its frames' %d", fi.Size(), size)
-	}
-	// The next process appends to a new segment and closes it cut.
-	r := walReg(4)
-	all = append(all, r)
-	if err := w2.append(appendFrame(nil, testWALKey, w2.next, []*Registration{&r}), 1); err != nil {
-		t.Fatal(err)
-	}
-	last := w2.size
-	if err := w2.close(); err != nil {
-		t.Fatal(err)
-	}
-	segs, _ = filepath.Glob(filepath.Join(dir, "*.seg"))
-	if fi, _ := os.Stat(segs[1]); len(segs) != 2 || fi.Size() != last {
-		t.Fatalf("%d segments, the last of %d bytes after close, want 2 and %d", len(segs), fi.Size(), last)
-	}
-	// Zeros after the frames of a segment that another follows.
-	f, err := os.OpenFile(segs[0], os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Write(make([]byte, 5000))
-	f.Close()
-	_, recs, warnings, err = openWAL(dir, testWALKey, 0, 0)
-	if err != nil || len(warnings) != 0 {
-		t.Fatalf("open: %v %q", err, warnings)
-	}
-	if got := regsOf(recs); !reflect.DeepEqual(got, all) {
-		t.Fatalf("read back %d registrations, want %d", len(got), len(all))
-	}
-	if n, err := Acknowledged(dir, testWALKey); err != nil || n != uint64(len(all)) {
-		t.Fatalf("acknowledged: %d, %v; want %d", n, err, len(all))
 	}
 }
 
@@ -335,10 +245,10 @@ func TestWALDamaged(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := w.append(appendFrame(nil, testWALKey, w.next, []*Registration{ptr(walReg(2))}), 1); err != nil {
+		if err := w.Append(appendFrame(nil, testWALKey, w.Next(), []*Registration{ptr(walReg(2))}), 1); err != nil {
 			t.Fatalf("append after an empty segment: %v", err)
 		}
-		w.close()
+		w.Close()
 		_, recs, _, err := openWAL(dir, testWALKey, 0, 0)
 		if err != nil || len(recs) != 3 {
 			t.Fatalf("read back: %d registrations, %v", len(recs), err)
@@ -381,36 +291,39 @@ func TestWALGap(t *testing.T) {
 	}
 }
 
-// Folded segments go, except the one being appended to and those a
-// recorded backup does not cover, up to the retention bound.
-func TestWALRetention(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), WALDir)
-	writeWAL(t, dir, 1, 1, 1, 1, 1) // four segments, registrations 1..4
-	w, _, _, err := openWAL(dir, testWALKey, 1, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	count := func() int { s, _ := filepath.Glob(filepath.Join(dir, "*.seg")); return len(s) }
-	two := w.segs[2].size + w.segs[3].size
-	if got := w.retainedFrom(4, two); got != 2 {
-		t.Fatalf("retained from %d with room for the newest two segments, want 2", got)
-	}
-	if got := w.retainedFrom(4, 4*two); got != 0 {
-		t.Fatalf("retained from %d with room for all, want 0", got)
-	}
-	if n, err := w.removeThrough(2); err != nil || n != 2 || count() != 2 {
-		t.Fatalf("remove through 2: %d %v, %d left", n, err, count())
-	}
-	// The segment being appended to stays.
-	if err := w.append(appendFrame(nil, testWALKey, w.next, []*Registration{ptr(walReg(9))}), 1); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := w.removeThrough(5); err != nil || n != 2 || count() != 1 {
-		t.Fatalf("remove through 5: %d %v, %d left", n, err, count())
-	}
-}
-
 func ptr[T any](v T) *T { return &v }
+
+// The frame format seen from the registry's tests (ledger.Segments holds
+// it): a frame's header size and magic, and parseFrame, the first frame of
+// b with its registrations.
+const (
+	frameHeaderSize = 48
+	walMagic        = "SRW1"
+)
+
+// segName is a segment's file name.
+func segName(first uint64) string { return fmt.Sprintf("%016x.seg", first) }
+
+func parseFrame(b, key []byte, seq uint64) ([]walRecord, int, error) {
+	recs, off, err := walConfig("", key, 0, 0).Scan(b, seq)
+	if off == 0 {
+		if err == nil {
+			err = errors.New("no frame")
+		}
+		return nil, 0, err
+	}
+	n := frameHeaderSize + int(binary.LittleEndian.Uint32(b[20:]))
+	count := int(binary.LittleEndian.Uint32(b[16:]))
+	out := make([]walRecord, 0, count)
+	for _, r := range recs[:count] {
+		reg, err := decodeRegistration(r.Body)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, walRecord{seq: r.Seq, reg: reg})
+	}
+	return out, n, nil
+}
 
 // FuzzWALFrame: parseFrame never panics, and a frame it accepts is
 // exactly what appendFrame makes of its registrations.
