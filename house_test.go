@@ -56,7 +56,7 @@ var allowed = map[string][]string{
 	"keystore/local":    {"shredd", "internal/crashpoint", "internal/datadir", "keystore"},
 	"keystore/vault":    {"shredd", "envelope", "keystore"},
 	"keystore/roottest": {"shredd", "keystore"},
-	"ledger":            {"shredd", "internal/crashpoint", "internal/datadir", "keystore"},
+	"ledger":            {"shredd", "envelope", "internal/crashpoint", "internal/datadir", "keystore"},
 	"registry":          {"shredd", "envelope", "internal/crashpoint", "keystore", "ledger", "storage"},
 	// The two domain services, each on the registry, neither on the other.
 	"sealing": {"shredd", "envelope", "keystore", "registry"},
@@ -66,7 +66,7 @@ var allowed = map[string][]string{
 	"api/client":          {"attest", "envelope"},
 	"api/client/evidence": {"bundle"},
 	// The composition root and the commands that own it.
-	"cmd/shredd/node":  {"shredd", "access", "attest", "erasure", "internal/crashpoint", "internal/datadir", "journal", "keystore", "registry", "sealing", "storage", "storage/postgres", "storage/sqlite", "translog"},
+	"cmd/shredd/node":  {"shredd", "access", "attest", "erasure", "internal/crashpoint", "internal/datadir", "journal", "keystore", "ledger", "registry", "sealing", "storage", "storage/postgres", "storage/sqlite", "translog"},
 	"cmd/shredd":       {"access", "api", "api/client", "attest", "bundle", "cmd/shredd/node", "envelope", "erasure", "internal/datadir", "internal/netaddr", "keystore", "keystore/local", "keystore/vault", "ledger", "registry", "storage", "storage/sqlite", "translog", "witness"},
 	"cmd/shredd-bench": {"shredd", "api/client", "cmd/shredd/node", "envelope", "internal/netaddr", "keystore", "keystore/local", "keystore/vault", "registry", "storage"},
 	// Test kits, named for what they start. shreddtest builds the stack

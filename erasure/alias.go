@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/shredd/shredd"
+	"github.com/shredd/shredd/ledger"
 	"github.com/shredd/shredd/storage"
 )
 
@@ -30,7 +31,7 @@ func resolveAlias(ctx context.Context, db *storage.DB, id shredd.ID) (shredd.ID,
 }
 
 // aliases adds to out the ids merged into other forgets (committedForgets).
-func aliases(ctx context.Context, db *storage.DB, out map[shredd.ID]dbForget) error {
+func aliases(ctx context.Context, db *storage.DB, out map[shredd.ID]ledger.Known) error {
 	rows, err := db.QueryContext(ctx, `SELECT id FROM forget_aliases`)
 	if err != nil {
 		return fmt.Errorf("erasure: forget aliases: %w", err)
@@ -43,7 +44,7 @@ func aliases(ctx context.Context, db *storage.DB, out map[shredd.ID]dbForget) er
 		}
 		var id shredd.ID
 		copy(id[:], b)
-		out[id] = dbForget{alias: true}
+		out[id] = ledger.Known{Alias: true}
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("erasure: forget aliases: %w", err)

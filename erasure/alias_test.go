@@ -11,6 +11,7 @@ import (
 
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/erasure"
+	"github.com/shredd/shredd/ledger"
 	"github.com/shredd/shredd/testkit/shreddtest"
 )
 
@@ -102,11 +103,11 @@ func TestLedgerNamesAlias(t *testing.T) {
 	}
 	lines := bytes.SplitAfter(w.raw, []byte("\n"))
 	torn := bytes.Join([][]byte{lines[0], lines[1], lines[2], lines[3][:len(lines[3])/2]}, nil)
-	_, rep, err := w.reconcile(t, w.b, torn, erasure.LedgerOptions{})
+	_, rep, err := w.reconcile(t, w.b, torn, ledger.Options{})
 	if err != nil || rep.Repaired == nil || rep.Repaired.InDB != 1 || len(rep.Repaired.Lost) != 0 || rep.Reapplied != 0 {
 		t.Fatalf("torn line naming an alias: %+v %+v, %v; want it counted in the database", rep, rep.Repaired, err)
 	}
-	_, rep, err = w.reconcile(t, w.b, w.raw, erasure.LedgerOptions{})
+	_, rep, err = w.reconcile(t, w.b, w.raw, ledger.Options{})
 	if err != nil || rep.Reapplied != 0 {
 		t.Fatalf("whole ledger naming an alias: %+v, %v; want nothing committed again", rep, err)
 	}

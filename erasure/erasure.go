@@ -34,6 +34,7 @@ import (
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/journal"
 	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/ledger"
 	"github.com/shredd/shredd/registry"
 	"github.com/shredd/shredd/storage"
 )
@@ -55,7 +56,7 @@ type Options struct {
 	// Ledger, when set, receives every committed forget before it is
 	// answered: the trace that lets a restored database re-apply later
 	// forgets (ReconcileLedger).
-	Ledger *Ledger
+	Ledger *ledger.Lines
 	// MarkStream names the registration WAL's mark in the root store
 	// (registry.StreamFor): the losses an operator accepted there are
 	// stated in every attestation. "" for registry.MarkStream.

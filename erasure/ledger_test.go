@@ -25,11 +25,11 @@ import (
 
 const slot = "0123456789abcdef"
 
-var ledgerKey = erasure.LedgerKey(bytes.Repeat([]byte{1}, 32))
+var ledgerKey = ledger.LinesKey(bytes.Repeat([]byte{1}, 32))
 
-func openLedger(t *testing.T, path string, opts erasure.LedgerOptions) *erasure.Ledger {
+func openLedger(t *testing.T, path string, opts ledger.Options) *ledger.Lines {
 	t.Helper()
-	l, err := erasure.OpenLedger(path, ledgerKey, opts)
+	l, err := ledger.OpenLines(path, ledgerKey, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func openLedger(t *testing.T, path string, opts erasure.LedgerOptions) *erasure.
 // service is a service on b's database, key tree and root, with ledger l:
 // the same data directory started again with another ledger file. close
 // stops its background writers.
-func service(t *testing.T, b *shreddtest.Stack, l *erasure.Ledger) (svc *shreddtest.Service, close func()) {
+func service(t *testing.T, b *shreddtest.Stack, l *ledger.Lines) (svc *shreddtest.Service, close func()) {
 	t.Helper()
 	reg, err := registry.Open(context.Background(), b.DB, b.Keys, registry.Options{})
 	if err != nil {
@@ -69,10 +69,10 @@ func newLedgerWorld(t *testing.T) *ledgerWorld {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "forgets.ledger")
-	l := openLedger(t, path, erasure.LedgerOptions{})
+	l := openLedger(t, path, ledger.Options{})
 	w := &ledgerWorld{root: root}
 	w.b = shreddtest.New(t, shreddtest.Options{Root: root, Kinds: []string{"episodic"}, Erasure: erasure.Options{Ledger: l}})
-	if _, err := w.b.Eraser.ReconcileLedger(ctx); err != nil {
+	if _, err := w.b.Eraser.Recovery().ReconcileLedger(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"alice", "bob", "carol"} {
@@ -85,7 +85,7 @@ func newLedgerWorld(t *testing.T) *ledgerWorld {
 		}
 		w.ids = append(w.ids, f.ID)
 	}
-	if err := w.b.Eraser.KeepLedgerHead(ctx); err != nil {
+	if err := w.b.Eraser.Recovery().KeepLedgerHead(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if found, err := ledger.ReadHead(ctx, root, erasure.HeadStream, &w.head); err != nil || !found || w.head.Seq != 3 || w.head.Lines != 3 {
@@ -103,7 +103,7 @@ func newLedgerWorld(t *testing.T) *ledgerWorld {
 
 // reconcile starts db's service on a ledger file holding b, with the
 // world's head kept with the root.
-func (w *ledgerWorld) reconcile(t *testing.T, db *shreddtest.Stack, b []byte, opts erasure.LedgerOptions) (*erasure.Ledger, erasure.LedgerReport, error) {
+func (w *ledgerWorld) reconcile(t *testing.T, db *shreddtest.Stack, b []byte, opts ledger.Options) (*ledger.Lines, erasure.LedgerReport, error) {
 	t.Helper()
 	ctx := context.Background()
 	var h ledger.Head
@@ -119,7 +119,7 @@ func (w *ledgerWorld) reconcile(t *testing.T, db *shreddtest.Stack, b []byte, op
 	l := openLedger(t, path, opts)
 	svc, done := service(t, db, l)
 	defer done()
-	rep, err := svc.ReconcileLedger(ctx)
+	rep, err := svc.Recovery().ReconcileLedger(ctx)
 	return l, rep, err
 }
 
@@ -132,7 +132,7 @@ func TestLedgerTruncatedAtEveryOffset(t *testing.T) {
 	w := newLedgerWorld(t)
 	older := shreddtest.New(t, shreddtest.Options{Root: w.root, Kinds: []string{"episodic"}})
 	for o := 0; o < len(w.raw); o++ {
-		l, rep, err := w.reconcile(t, w.b, w.raw[:o], erasure.LedgerOptions{})
+		l, rep, err := w.reconcile(t, w.b, w.raw[:o], ledger.Options{})
 		if err != nil || rep.Repaired == nil || rep.Repaired.Loss() {
 			t.Fatalf("cut at %d of %d, the database holding every forget: %+v, %v; want a repair that loses nothing", o, len(w.raw), rep, err)
 		}
@@ -148,12 +148,12 @@ func TestLedgerTruncatedAtEveryOffset(t *testing.T) {
 		if o%97 != 0 {
 			continue // the refusals below read the whole file; every 97th is plenty to also reopen
 		}
-		if again := openLedger(t, l.Path(), erasure.LedgerOptions{}); again.Len() != 3 {
+		if again := openLedger(t, l.Path(), ledger.Options{}); again.Len() != 3 {
 			t.Fatalf("cut at %d: the repaired ledger reopens with %d forgets", o, again.Len())
 		}
 	}
 	for o := 0; o < len(w.raw)-1; o++ {
-		l, rep, err := w.reconcile(t, older, w.raw[:o], erasure.LedgerOptions{})
+		l, rep, err := w.reconcile(t, older, w.raw[:o], ledger.Options{})
 		if !errors.Is(err, shredd.ErrLedger) || !strings.Contains(err.Error(), "shredd ledger check") || !strings.Contains(err.Error(), "--accept-loss") {
 			t.Fatalf("cut at %d of %d, an older database: %+v, %v; want a refusal naming shredd ledger check and repair", o, len(w.raw), rep, err)
 		}
@@ -169,7 +169,7 @@ func TestLedgerTruncatedAtEveryOffset(t *testing.T) {
 	}
 	// Cut before the last newline only: the last line is whole and
 	// authentic, so its forget is committed again from it, like the others.
-	l, rep, err := w.reconcile(t, older, w.raw[:len(w.raw)-1], erasure.LedgerOptions{})
+	l, rep, err := w.reconcile(t, older, w.raw[:len(w.raw)-1], ledger.Options{})
 	if err != nil || rep.Repaired == nil || rep.Repaired.Loss() || rep.Reapplied != 3 || l.Len() != 3 {
 		t.Fatalf("cut before the last newline, an older database: %+v, %v", rep, err)
 	}
@@ -197,7 +197,7 @@ func TestLedgerDamage(t *testing.T) {
 	}
 
 	t.Run("altered middle line, database holds it", func(t *testing.T) {
-		l, rep, err := w.reconcile(t, w.b, join(lines[0], lines[1], altered, lines[3]), erasure.LedgerOptions{})
+		l, rep, err := w.reconcile(t, w.b, join(lines[0], lines[1], altered, lines[3]), ledger.Options{})
 		if err != nil || rep.Repaired == nil || len(rep.Repaired.Damaged) != 2 || rep.Repaired.Damaged[0].Authentic || !rep.Repaired.Damaged[1].Authentic || l.Len() != 3 {
 			t.Fatalf("%+v, %v", rep.Repaired, err)
 		}
@@ -206,7 +206,7 @@ func TestLedgerDamage(t *testing.T) {
 		}
 	})
 	t.Run("altered middle line, older database", func(t *testing.T) {
-		_, rep, err := w.reconcile(t, fresh(), join(lines[0], lines[1], altered, lines[3]), erasure.LedgerOptions{})
+		_, rep, err := w.reconcile(t, fresh(), join(lines[0], lines[1], altered, lines[3]), ledger.Options{})
 		if !errors.Is(err, shredd.ErrLedger) {
 			t.Fatalf("%+v, %v; want refused", rep, err)
 		}
@@ -215,7 +215,7 @@ func TestLedgerDamage(t *testing.T) {
 		// Every line is authentic: nothing is lost, the forgets are
 		// committed again from them and the chain rewritten.
 		db := fresh()
-		l, rep, err := w.reconcile(t, db, join(lines[0], lines[1], lines[3], lines[2]), erasure.LedgerOptions{})
+		l, rep, err := w.reconcile(t, db, join(lines[0], lines[1], lines[3], lines[2]), ledger.Options{})
 		if err != nil || rep.Repaired == nil || rep.Repaired.Reapply != 2 || rep.Reapplied != 3 || l.Len() != 3 {
 			t.Fatalf("%+v %+v, %v", rep, rep.Repaired, err)
 		}
@@ -227,27 +227,27 @@ func TestLedgerDamage(t *testing.T) {
 	})
 	torn := join(lines[0], lines[1], lines[2], lines[3][:len(lines[3])/2])
 	t.Run("torn last line, database holds it", func(t *testing.T) {
-		l, rep, err := w.reconcile(t, w.b, torn, erasure.LedgerOptions{})
+		l, rep, err := w.reconcile(t, w.b, torn, ledger.Options{})
 		if err != nil || rep.Repaired == nil || rep.Repaired.InDB != 1 || l.Len() != 3 {
 			t.Fatalf("%+v, %v", rep.Repaired, err)
 		}
 	})
 	t.Run("torn last line, older database", func(t *testing.T) {
-		_, rep, err := w.reconcile(t, fresh(), torn, erasure.LedgerOptions{})
+		_, rep, err := w.reconcile(t, fresh(), torn, ledger.Options{})
 		if !errors.Is(err, shredd.ErrLedger) {
 			t.Fatalf("%+v, %v; want refused", rep, err)
 		}
 	})
 	t.Run("cut at a line's end, older database", func(t *testing.T) {
 		// Only the head kept with the root shows the missing line.
-		_, rep, err := w.reconcile(t, fresh(), join(lines[0], lines[1], lines[2]), erasure.LedgerOptions{})
+		_, rep, err := w.reconcile(t, fresh(), join(lines[0], lines[1], lines[2]), ledger.Options{})
 		if !errors.Is(err, shredd.ErrLedger) || !strings.Contains(err.Error(), "missing") {
 			t.Fatalf("%+v, %v; want refused for a missing line", rep, err)
 		}
 	})
 	t.Run("accepted loss", func(t *testing.T) {
 		db := fresh()
-		l, rep, err := w.reconcile(t, db, torn, erasure.LedgerOptions{AcceptLoss: true})
+		l, rep, err := w.reconcile(t, db, torn, ledger.Options{AcceptLoss: true})
 		if err != nil || rep.Repaired == nil || !rep.Repaired.Loss() || l.Len() != 2 || rep.Reapplied != 2 {
 			t.Fatalf("%+v %+v, %v", rep, rep.Repaired, err)
 		}
@@ -259,14 +259,14 @@ func TestLedgerDamage(t *testing.T) {
 	})
 	t.Run("other subject key", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "forgets.ledger")
-		l := openLedger(t, path, erasure.LedgerOptions{Fingerprints: erasure.LedgerFingerprints{SubjectKey: erasure.Fingerprint(erasure.FingerprintSubjectKey, []byte("a"))}})
+		l := openLedger(t, path, ledger.Options{Fingerprints: ledger.Fingerprints{SubjectKey: ledger.Fingerprint(ledger.FingerprintSubjectKey, []byte("a"))}})
 		svc, done := service(t, w.b, l)
 		defer done()
-		if _, err := svc.ReconcileLedger(ctx); err != nil {
+		if _, err := svc.Recovery().ReconcileLedger(ctx); err != nil {
 			t.Fatal(err)
 		}
 		l.Close()
-		_, err := erasure.OpenLedger(path, ledgerKey, erasure.LedgerOptions{Fingerprints: erasure.LedgerFingerprints{SubjectKey: erasure.Fingerprint(erasure.FingerprintSubjectKey, []byte("b"))}})
+		_, err := ledger.OpenLines(path, ledgerKey, ledger.Options{Fingerprints: ledger.Fingerprints{SubjectKey: ledger.Fingerprint(ledger.FingerprintSubjectKey, []byte("b"))}})
 		if !errors.Is(err, shredd.ErrLedger) || !strings.Contains(err.Error(), "subject.key") {
 			t.Fatalf("a ledger of another subject key: %v", err)
 		}
@@ -279,7 +279,7 @@ func TestLedgerDamage(t *testing.T) {
 func TestLedgerCompaction(t *testing.T) {
 	ctx := context.Background()
 	w := newLedgerWorld(t)
-	l, rep, err := w.reconcile(t, w.b, w.raw, erasure.LedgerOptions{})
+	l, rep, err := w.reconcile(t, w.b, w.raw, ledger.Options{})
 	if err != nil || rep.Repaired != nil {
 		t.Fatalf("%+v, %v", rep, err)
 	}
@@ -292,7 +292,7 @@ func TestLedgerCompaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := svc.CompactLedger(ctx, v.MinAvailable); err != nil || n != 3 || l.Len() != 0 {
+	if n, err := svc.Recovery().CompactLedger(ctx, v.MinAvailable); err != nil || n != 3 || l.Len() != 0 {
 		t.Fatalf("compaction: dropped %d, %v, %d left", n, err, l.Len())
 	}
 	h, _ := l.Header()
@@ -300,18 +300,18 @@ func TestLedgerCompaction(t *testing.T) {
 		t.Fatalf("the compacted header: %+v", h.Compacted)
 	}
 	l.Close()
-	again := openLedger(t, l.Path(), erasure.LedgerOptions{})
+	again := openLedger(t, l.Path(), ledger.Options{})
 	svc2, done2 := service(t, w.b, again)
 	defer done2()
-	if rep, err := svc2.ReconcileLedger(ctx); err != nil || rep.Recorded != 0 || rep.Repaired != nil {
+	if rep, err := svc2.Recovery().ReconcileLedger(ctx); err != nil || rep.Recorded != 0 || rep.Repaired != nil {
 		t.Fatalf("a restart after compaction: %+v, %v; want nothing recorded again", rep, err)
 	}
 	again.Close()
 	os.Remove(l.Path())
-	gone := openLedger(t, l.Path(), erasure.LedgerOptions{})
+	gone := openLedger(t, l.Path(), ledger.Options{})
 	svc3, done3 := service(t, w.b, gone)
 	defer done3()
-	rep, err = svc3.ReconcileLedger(ctx)
+	rep, err = svc3.Recovery().ReconcileLedger(ctx)
 	if err != nil || rep.Repaired == nil || !rep.Repaired.Replaced {
 		t.Fatalf("a deleted ledger: %+v, %v; want it reported as replaced", rep, err)
 	}
@@ -323,7 +323,7 @@ func TestLedgerCompaction(t *testing.T) {
 func TestLedgerConcurrentForgets(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "forgets.ledger")
-	l := openLedger(t, path, erasure.LedgerOptions{})
+	l := openLedger(t, path, ledger.Options{})
 	b := shreddtest.New(t, shreddtest.Options{Kinds: []string{"episodic"}, Erasure: erasure.Options{Ledger: l}})
 	const n = 64
 	errs := make(chan error, n)
@@ -342,7 +342,7 @@ func TestLedgerConcurrentForgets(t *testing.T) {
 		}
 	}
 	l.Close()
-	if again := openLedger(t, path, erasure.LedgerOptions{}); again.Len() != n {
+	if again := openLedger(t, path, ledger.Options{}); again.Len() != n {
 		t.Fatalf("the reopened ledger holds %d forgets, want %d", again.Len(), n)
 	}
 }
@@ -377,12 +377,12 @@ func TestLedgerFirstFormat(t *testing.T) {
 	if err := os.WriteFile(path, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l := openLedger(t, path, erasure.LedgerOptions{})
-	if h, ok := l.Header(); !ok || h.Format != erasure.LedgerFormat || l.Len() != 3 {
+	l := openLedger(t, path, ledger.Options{})
+	if h, ok := l.Header(); !ok || h.Format != ledger.LinesFormat || l.Len() != 3 {
 		t.Fatalf("converted ledger: %+v %v, %d forgets", h, ok, l.Len())
 	}
 	l.Close()
-	if again := openLedger(t, path, erasure.LedgerOptions{}); again.Len() != 3 {
+	if again := openLedger(t, path, ledger.Options{}); again.Len() != 3 {
 		t.Fatalf("the converted ledger reopens with %d forgets", again.Len())
 	}
 	ls := bytes.SplitAfter(raw, []byte("\n"))
@@ -391,7 +391,7 @@ func TestLedgerFirstFormat(t *testing.T) {
 	if err := os.WriteFile(path, bad, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := erasure.OpenLedger(path, ledgerKey, erasure.LedgerOptions{}); !errors.Is(err, shredd.ErrLedger) {
+	if _, err := ledger.OpenLines(path, ledgerKey, ledger.Options{}); !errors.Is(err, shredd.ErrLedger) {
 		t.Fatalf("a changed line of the first format: %v, want ErrLedger", err)
 	}
 }
@@ -405,9 +405,9 @@ func TestLedgerWriteFailureUnavailable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := openLedger(t, filepath.Join(t.TempDir(), "forgets.ledger"), erasure.LedgerOptions{})
+	l := openLedger(t, filepath.Join(t.TempDir(), "forgets.ledger"), ledger.Options{})
 	b := shreddtest.New(t, shreddtest.Options{Root: root, Kinds: []string{"episodic"}, Erasure: erasure.Options{Ledger: l}})
-	if _, err := b.Eraser.ReconcileLedger(ctx); err != nil {
+	if _, err := b.Eraser.Recovery().ReconcileLedger(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.Service.Encrypt(ctx, shredd.Source{Subjects: []string{"alice"}, Kind: "episodic"}, []byte("hi"), nil); err != nil {

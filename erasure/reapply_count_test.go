@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/shredd/shredd/erasure"
+	"github.com/shredd/shredd/ledger"
 	"github.com/shredd/shredd/testkit/shreddtest"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestReconcileCountsOnlyReapplied(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "forgets.ledger")
-	l := openLedger(t, path, erasure.LedgerOptions{})
+	l := openLedger(t, path, ledger.Options{})
 	a := shreddtest.New(t, shreddtest.Options{Kinds: []string{"episodic"}, Erasure: erasure.Options{Ledger: l}})
 	for _, s := range []string{"alice", "bob"} {
 		if _, err := a.Service.Forget(ctx, s); err != nil {
@@ -30,8 +31,8 @@ func TestReconcileCountsOnlyReapplied(t *testing.T) {
 	if _, err := b.Service.Forget(ctx, "alice"); err != nil {
 		t.Fatal(err)
 	}
-	svc := erasure.New(b.DB, b.Registry, b.Keys, b.Hasher, erasure.Options{Ledger: openLedger(t, path, erasure.LedgerOptions{})})
-	rep, err := svc.ReconcileLedger(ctx)
+	svc := erasure.New(b.DB, b.Registry, b.Keys, b.Hasher, erasure.Options{Ledger: openLedger(t, path, ledger.Options{})})
+	rep, err := svc.Recovery().ReconcileLedger(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/ledger"
 )
 
 // Forget records: with a root store that keeps them (keystore.ForgetKeeper,
@@ -41,9 +42,9 @@ const (
 // forgetRecord is one record: the ledger lines of a group of committed
 // forgets (without the ledger's chain: Seq and Prev are zero).
 type forgetRecord struct {
-	Format string       `json:"format"`
-	Lines  []ledgerLine `json:"lines"`
-	MAC    string       `json:"mac"`
+	Format string        `json:"format"`
+	Lines  []ledger.Line `json:"lines"`
+	MAC    string        `json:"mac"`
 }
 
 // records keeps forget records with the root store and remembers which
@@ -55,7 +56,7 @@ type records struct {
 
 	mu      sync.Mutex
 	kept    map[shredd.ID]bool // forgets in a record read or written by this process
-	pending []ledgerLine       // lines whose record could not be written yet
+	pending []ledger.Line      // lines whose record could not be written yet
 	loaded  bool               // the records were read at start-up (ReconcileLedger)
 	dropped int                // the root's oldest available version when records were last dropped below it
 	checked time.Time          // when the root's versions were last read for that
@@ -63,15 +64,15 @@ type records struct {
 
 // newRecords returns the records of root, or nil when the root store
 // keeps none or there is no ledger (whose key authenticates them).
-func newRecords(root keystore.RootStore, l *Ledger) *records {
+func newRecords(root keystore.RootStore, l *ledger.Lines) *records {
 	k, ok := root.(keystore.ForgetKeeper)
 	if !ok || l == nil {
 		return nil
 	}
-	return &records{keeper: k, key: l.key, kept: map[shredd.ID]bool{}}
+	return &records{keeper: k, key: l.Key(), kept: map[shredd.ID]bool{}}
 }
 
-func (r *records) mac(lines []ledgerLine) string {
+func (r *records) mac(lines []ledger.Line) string {
 	b, _ := json.Marshal(lines)
 	m := hmac.New(sha256.New, r.key)
 	m.Write([]byte(LabelRecord))
@@ -111,12 +112,12 @@ const keepTimeout = 2 * time.Second
 // and returns the error; while lines are pending (the root store failed
 // and the background work has not written them yet), new lines join them
 // without a call, so that an outage delays no forget's answer.
-func (r *records) keep(ctx context.Context, lines []ledgerLine) error {
+func (r *records) keep(ctx context.Context, lines []ledger.Line) error {
 	if r == nil {
 		return nil
 	}
 	r.mu.Lock()
-	lines = slices.DeleteFunc(slices.Clone(lines), func(e ledgerLine) bool {
+	lines = slices.DeleteFunc(slices.Clone(lines), func(e ledger.Line) bool {
 		id, _ := shredd.ParseID(e.Forget)
 		return r.kept[id]
 	})
@@ -144,8 +145,8 @@ func (r *records) keep(ctx context.Context, lines []ledgerLine) error {
 	return nil
 }
 
-func (r *records) write(ctx context.Context, lines []ledgerLine) error {
-	out := make([]ledgerLine, len(lines))
+func (r *records) write(ctx context.Context, lines []ledger.Line) error {
+	out := make([]ledger.Line, len(lines))
 	for i, e := range lines {
 		e.Seq, e.Prev, e.MAC = 0, "", ""
 		out[i] = e
@@ -193,13 +194,13 @@ var ErrRecord = errors.New("forget record not authentic")
 // after checking each record's MAC; a record that fails is refused
 // (ErrRecord), never applied. Records of root versions below minVersion
 // are skipped (a database from before them is refused anyway).
-func (r *records) load(ctx context.Context, minVersion int) ([]ledgerLine, error) {
+func (r *records) load(ctx context.Context, minVersion int) ([]ledger.Line, error) {
 	names, err := r.keeper.ForgetRecords(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("erasure: forget records: %w", err)
 	}
 	slices.Sort(names)
-	var lines []ledgerLine
+	var lines []ledger.Line
 	for _, name := range names {
 		if v := nameVersion(name); v >= 0 && v < minVersion {
 			continue
@@ -275,7 +276,7 @@ func (r *records) drop(ctx context.Context, minVersion int) (int, error) {
 // start-up). A record that is not authentic refuses the start; a root
 // store that cannot be read leaves rep.RecordsErr, and the background
 // work reads the records once it can (records.loaded).
-func reconcileRecords(ctx context.Context, s *Eraser, db map[shredd.ID]dbForget, rep *LedgerReport, release *func()) error {
+func reconcileRecords(ctx context.Context, s *Eraser, db map[shredd.ID]ledger.Known, rep *LedgerReport, release *func()) error {
 	r := s.records
 	if r == nil {
 		return nil
@@ -306,7 +307,7 @@ func reconcileRecords(ctx context.Context, s *Eraser, db map[shredd.ID]dbForget,
 	}
 	var missing []shredd.ID
 	for id, f := range now {
-		if f.state == shredd.StateCommitted && !r.known(id) {
+		if f.State == shredd.StateCommitted && !r.known(id) {
 			missing = append(missing, id)
 		}
 	}
@@ -336,7 +337,7 @@ func syncRecords(ctx context.Context, s *Eraser) error {
 	loaded := r.loaded
 	r.mu.Unlock()
 	if !loaded {
-		rep, err := s.ReconcileLedger(ctx)
+		rep, err := s.Recovery().ReconcileLedger(ctx)
 		if err == nil {
 			err = rep.RecordsErr
 		}

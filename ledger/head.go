@@ -1,17 +1,23 @@
-// Package ledger holds shredd's append-only, chained, authenticated logs
-// and their heads kept beside the root (docs/design.md §2): the forget
-// ledger (forgets.ledger, written by erasure: chained JSON lines, Lines)
-// and the registration WAL (wal/*.seg, written by registry: numbered
-// frames in segments, Segments) are its two uses. Both share what makes a
-// log durable and checkable here: the file primitives (fdatasync, space
-// reserved ahead and cut back, a damaged tail moved aside), the MAC of an
-// entry under a key derived from the subject secret, and the head kept
-// with the root (ReadHead, KeepHead) against which a start tells a whole
-// log from one rolled back, cut or copied. The two on-disk formats are
-// byte-identical to those of earlier releases.
+// Package ledger holds shredd's append-only, authenticated logs and
+// their heads kept beside the root (docs/design.md §2). The forget ledger
+// (forgets.ledger: one chained JSON line per committed forget, Lines) and
+// the registration WAL (wal/*.seg: numbered frames of registrations in
+// segments, Segments) are its two formats; erasure and registry use them
+// and keep what a forget or a registration means. What both need is
+// written here once: the MAC key of a log derived from the subject secret
+// (MACKey), the head kept with the root (Head, ReadHead, KeepHead) against
+// which a start tells a whole log from one rolled back, cut or copied, the
+// check of a log against it (Check, Assess for Lines; the WAL's mark in
+// registry), the refusal of a damaged tail or frame that names the file
+// and the fix, and the file primitives (Fdatasync, CutFile). Each format
+// reserves its space its own way, for the reason its comments give: Lines
+// with fallocate ahead of a forget's commit (a full disk refuses the
+// forget), Segments by writing zeros ahead (so a group's fdatasync
+// commits no file-system journal). Both on-disk formats are byte-identical
+// to those of earlier releases.
 //
-// The package knows no forget and no registration: what an entry holds is
-// its user's.
+// Lines knows the fields of a forget's line, not what a forget does;
+// Segments' records are opaque (Config.Check parses them).
 package ledger
 
 import (

@@ -54,7 +54,7 @@ func (p *Program) afterEpochs(ctx context.Context, kick <-chan struct{}, db *sto
 		case <-kick:
 		}
 		if v, err := keys.Root().Versions(ctx); err == nil {
-			if n, err := svc.CompactLedger(ctx, v.MinAvailable); err != nil {
+			if n, err := svc.Recovery().CompactLedger(ctx, v.MinAvailable); err != nil {
 				log.Warn("forget ledger compaction", "error", err.Error())
 			} else if n > 0 {
 				log.Info("forget ledger compacted", "dropped", n)

@@ -85,22 +85,22 @@ func ledgerCmd(ctx context.Context, args []string, stdout, stderr io.Writer, get
 
 // checkLedger checks the data directory's ledger with its lock held,
 // changing nothing.
-func checkLedger(ctx context.Context, p *Program) (erasure.LedgerCheck, error) {
+func checkLedger(ctx context.Context, p *Program) (ledger.Check, error) {
 	dir := p.DataDir
 	if _, err := os.Stat(dir); err != nil {
-		return erasure.LedgerCheck{}, err
+		return ledger.Check{}, err
 	}
 	lock, err := datadir.LockDir(dir)
 	if errors.Is(err, datadir.ErrLocked) {
-		return erasure.LedgerCheck{}, fmt.Errorf("data dir %s is in use by a running shredd: stop it first", dir)
+		return ledger.Check{}, fmt.Errorf("data dir %s is in use by a running shredd: stop it first", dir)
 	}
 	if err != nil {
-		return erasure.LedgerCheck{}, err
+		return ledger.Check{}, err
 	}
 	defer lock.Unlock()
 	secret, err := datadir.Read(filepath.Join(dir, node.SecretFile), datadir.Secret, 1<<10)
 	if err != nil {
-		return erasure.LedgerCheck{}, fmt.Errorf("subject secret (the ledger's MAC key derives from it): %w", err)
+		return ledger.Check{}, fmt.Errorf("subject secret (the ledger's MAC key derives from it): %w", err)
 	}
 	// A Vault root store keeps no ledger head: it keeps the forget records
 	// (erasure's records), from which a start repairs the ledger.
@@ -120,10 +120,10 @@ func checkLedger(ctx context.Context, p *Program) (erasure.LedgerCheck, error) {
 	}
 	db, err := node.OpenDBReadOnly(ctx, dir, p.Store)
 	if err != nil {
-		return erasure.LedgerCheck{}, err
+		return ledger.Check{}, err
 	}
 	defer db.Close()
-	c, err := erasure.CheckLedger(ctx, db, p.LedgerPath(), erasure.LedgerKey(secret), kept, keptErr)
+	c, err := erasure.CheckLedger(ctx, db, p.LedgerPath(), ledger.LinesKey(secret), kept, keptErr)
 	c.Records = p.Root == "vault"
 	return c, err
 }

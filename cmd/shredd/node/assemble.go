@@ -9,6 +9,7 @@ import (
 	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/journal"
 	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/ledger"
 	"github.com/shredd/shredd/registry"
 	"github.com/shredd/shredd/sealing"
 	"github.com/shredd/shredd/storage"
@@ -30,7 +31,7 @@ type Parts struct {
 	// the erasure log through; nil for none (tests without a log).
 	Journal *journal.Journal
 	// Ledger is the forget ledger; nil for none (a bulk fill, most tests).
-	Ledger *erasure.Ledger
+	Ledger *ledger.Lines
 }
 
 // Options tune what Assemble makes. The zero value is the defaults of

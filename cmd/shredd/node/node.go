@@ -38,6 +38,7 @@ import (
 	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/internal/datadir"
 	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/ledger"
 	"github.com/shredd/shredd/registry"
 	"github.com/shredd/shredd/storage"
 	"github.com/shredd/shredd/storage/postgres"
@@ -104,7 +105,7 @@ type Node struct {
 	ID             string
 	AttestationKey ed25519.PrivateKey // signs erasure attestations
 
-	ledger     *erasure.Ledger
+	ledger     *ledger.Lines
 	closeFuncs []func()
 	failFuncs  []func() // undo what a refused start made, after Close
 }
@@ -344,7 +345,7 @@ func (st *startup) check(ctx context.Context, db *storage.DB) (map[string]string
 		err = keystore.CheckBuckets(ctx, db, st.c.Buckets)
 	}
 	if err == nil && st.full {
-		err = erasure.PrecheckLedger(ctx, db, st.c.LedgerPath(), erasure.LedgerKey(st.sec.subject), st.n.Root, st.c.LedgerAcceptLoss)
+		err = erasure.PrecheckLedger(ctx, db, st.c.LedgerPath(), ledger.LinesKey(st.sec.subject), st.n.Root, st.c.LedgerAcceptLoss)
 	}
 	return missing, err
 }
@@ -466,7 +467,7 @@ func (st *startup) openLedger() error {
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
 		n.onFail(func() { os.Remove(path) })
 	}
-	l, err := erasure.OpenLedger(path, erasure.LedgerKey(st.sec.subject), erasure.LedgerOptions{
+	l, err := ledger.OpenLines(path, ledger.LinesKey(st.sec.subject), ledger.Options{
 		Fingerprints: st.sec.fingerprints(n.Root), AcceptLoss: st.c.LedgerAcceptLoss})
 	if err != nil {
 		return err
@@ -784,7 +785,7 @@ func checkShared(ctx context.Context, db *storage.DB, root keystore.RootStore) e
 func (n *Node) prepare(ctx context.Context, dir string, log *slog.Logger) error {
 	// Forgets the database lacks but the ledger holds (the database was
 	// restored from a backup) are committed again before serving.
-	rep, err := n.Eraser.ReconcileLedger(ctx)
+	rep, err := n.Eraser.Recovery().ReconcileLedger(ctx)
 	if err != nil {
 		return fmt.Errorf("forget ledger: %w", err)
 	}
@@ -827,7 +828,7 @@ func (n *Node) prepare(ctx context.Context, dir string, log *slog.Logger) error 
 func (n *Node) keepLedgerHead(log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := n.Eraser.KeepLedgerHead(ctx); err != nil {
+	if err := n.Eraser.Recovery().KeepLedgerHead(ctx); err != nil {
 		log.Warn("the forget ledger's head was not kept with the root at shutdown", "error", err.Error())
 	}
 }

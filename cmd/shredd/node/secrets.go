@@ -15,6 +15,7 @@ import (
 	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/internal/datadir"
 	"github.com/shredd/shredd/keystore"
+	"github.com/shredd/shredd/ledger"
 	"github.com/shredd/shredd/storage"
 )
 
@@ -198,23 +199,23 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// fingerprints are the fingerprints (erasure.Fingerprint) of the secrets
+// fingerprints are the fingerprints (ledger.Fingerprint) of the secrets
 // the data depends on: pinned in the database (pinSecrets) and in the
 // forget ledger's header.
 //
 // The root's identity is its kind and its key's name, known only once the
 // store has read its key: a Vault root store that did not answer at
 // start-up leaves it empty, and it is then neither compared nor pinned.
-func (s *secrets) fingerprints(root keystore.RootStore) erasure.LedgerFingerprints {
+func (s *secrets) fingerprints(root keystore.RootStore) ledger.Fingerprints {
 	var rootFP string
 	if d := root.Describe(); root.Kind() == "local" || d.Name != "" {
-		rootFP = erasure.Fingerprint(erasure.FingerprintRoot, []byte(root.Kind()+"\x00"+d.Name))
+		rootFP = ledger.Fingerprint(ledger.FingerprintRoot, []byte(root.Kind()+"\x00"+d.Name))
 	}
-	return erasure.LedgerFingerprints{
-		SubjectKey:     erasure.Fingerprint(erasure.FingerprintSubjectKey, s.subject),
+	return ledger.Fingerprints{
+		SubjectKey:     ledger.Fingerprint(ledger.FingerprintSubjectKey, s.subject),
 		Root:           rootFP,
-		LogKey:         erasure.Fingerprint(erasure.FingerprintLogKey, []byte(s.logVKey)),
-		AttestationKey: erasure.Fingerprint(erasure.FingerprintAttestationKey, s.att.Public().(ed25519.PublicKey)),
+		LogKey:         ledger.Fingerprint(ledger.FingerprintLogKey, []byte(s.logVKey)),
+		AttestationKey: ledger.Fingerprint(ledger.FingerprintAttestationKey, s.att.Public().(ed25519.PublicKey)),
 	}
 }
 

@@ -1,4 +1,4 @@
-package erasure
+package ledger
 
 import (
 	"os"

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package erasure
+package ledger
 
 import (
 	"os"
