@@ -89,13 +89,17 @@ func (e *metricsEnv) scrape() (*exposition, string) {
 	return x, string(b)
 }
 
+// hang bounds a wait on a state: long enough that only a hang reaches it,
+// even on a loaded machine. A bound on a wait, never a timing assertion.
+const hang = 3 * time.Minute
+
 // settled scrapes the handler directly (a scrape that does not count
-// itself) until done holds, for at most 10s. The middleware counts a request
+// itself) until done holds (at most hang). The middleware counts a request
 // when its handler returns, and a client that has read a large response
 // (a scrape) may see it before that.
 func (e *metricsEnv) settled(done func(*exposition) bool) *exposition {
 	e.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(hang)
 	for {
 		rec := httptest.NewRecorder()
 		e.m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
