@@ -69,6 +69,9 @@ var allowed = map[string][]string{
 	"cmd/shredd/node":  {"shredd", "access", "attest", "erasure", "internal/crashpoint", "internal/datadir", "journal", "keystore", "ledger", "registry", "sealing", "storage", "storage/postgres", "storage/sqlite", "translog"},
 	"cmd/shredd":       {"access", "api", "api/client", "attest", "bundle", "cmd/shredd/node", "envelope", "erasure", "internal/datadir", "internal/netaddr", "keystore", "keystore/local", "keystore/vault", "ledger", "registry", "storage", "storage/sqlite", "translog", "witness"},
 	"cmd/shredd-bench": {"shredd", "api/client", "cmd/shredd/node", "envelope", "internal/netaddr", "keystore", "keystore/local", "keystore/vault", "registry", "storage"},
+	// Fixed, public test keys at the top level: tests, the vectors and the
+	// evidence corpus only, never the binary (testkeys/binary_test.go).
+	"testkeys": {"envelope"},
 	// Test kits, named for what they start. shreddtest builds the stack
 	// through cmd/shredd/node.Assemble, the one composition root: the one
 	// arrow from testkit into cmd, named in docs/design.md.
@@ -76,11 +79,10 @@ var allowed = map[string][]string{
 	"testkit/freeport":     nil,
 	"testkit/pgtest":       {"testkit/freeport"},
 	"testkit/vaulttest":    {"testkit/freeport"},
-	"testkit/testkeys":     {"envelope"},
-	"testkit/vectorgen":    {"envelope", "testkit/testkeys"},
-	"testkit/evidence":     {"attest", "bundle", "testkit/testkeys", "translog"},
+	"testkit/vectorgen":    {"envelope", "testkeys"},
+	"testkit/evidence":     {"attest", "bundle", "testkeys", "translog"},
 	"testkit/evidence/gen": {"testkit/evidence"},
-	"testkit/shreddtest":   {"shredd", "access", "cmd/shredd/node", "erasure", "journal", "keystore", "keystore/local", "registry", "sealing", "storage", "storage/postgres", "storage/sqlite", "testkit/pgtest", "testkit/testkeys", "translog"},
+	"testkit/shreddtest":   {"shredd", "access", "cmd/shredd/node", "erasure", "journal", "keystore", "keystore/local", "registry", "sealing", "storage", "storage/postgres", "storage/sqlite", "testkit/pgtest", "testkeys", "translog"},
 }
 
 // owners names the one package that owns each table and view the

@@ -156,7 +156,7 @@ func TestReadyDisks(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The failed probe's result is reused for a second: poll.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(hang)
 	for r.status != 200 {
 		if time.Now().After(deadline) {
 			t.Fatalf("readyz once the ledger directory exists: %d %v", r.status, r.body)

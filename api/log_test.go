@@ -14,8 +14,8 @@ import (
 
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/bundle"
+	"github.com/shredd/shredd/testkeys"
 	"github.com/shredd/shredd/testkit/shreddtest"
-	"github.com/shredd/shredd/testkit/testkeys"
 	"github.com/shredd/shredd/translog"
 )
 

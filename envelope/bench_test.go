@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/shredd/shredd/envelope"
-	"github.com/shredd/shredd/testkit/testkeys"
+	"github.com/shredd/shredd/testkeys"
 )
 
 var benchSizes = []int{256, 4 << 10, 64 << 10}

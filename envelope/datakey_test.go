@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/shredd/shredd/envelope"
-	"github.com/shredd/shredd/testkit/testkeys"
+	"github.com/shredd/shredd/testkeys"
 )
 
 func dataKeyFixture(t *testing.T, idx ...int) (envelope.Header, []envelope.SubjectKey) {

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/shredd/shredd/envelope"
-	"github.com/shredd/shredd/testkit/testkeys"
+	"github.com/shredd/shredd/testkeys"
 )
 
 // seal seals plaintext for test subjects idx (generation 1) with

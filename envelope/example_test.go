@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/shredd/shredd/envelope"
-	"github.com/shredd/shredd/testkit/testkeys"
+	"github.com/shredd/shredd/testkeys"
 )
 
 // Example seals a summary derived from two subjects, sends it on as text,

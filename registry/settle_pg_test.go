@@ -104,7 +104,8 @@ func waitLockWait(t *testing.T, raw interface {
 	QueryRow(string, ...any) *sql.Row
 }) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	// A bound that only catches a hang, even on a loaded machine.
+	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		var n int
 		if err := raw.QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()

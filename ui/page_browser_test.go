@@ -69,7 +69,7 @@ func (l *netLog) since(n int) []netReq {
 // whose URL path is path: every request made before it is in the log.
 func (l *netLog) waitForRequest(t *testing.T, n int, path string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(3 * time.Minute) // only a hang, even on a loaded machine
 	for time.Now().Before(deadline) {
 		for _, r := range l.since(n) {
 			if u, err := url.Parse(r.url); err == nil && u.Path == path {

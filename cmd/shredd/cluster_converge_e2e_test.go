@@ -165,7 +165,7 @@ func TestClusterFreshRootRead(t *testing.T) {
 	// Wait until every node applied the eviction (or the TTL passed) and
 	// the leases of the decrypts above expired: all the forget still waits
 	// for then is the epoch.
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(hang)
 	for !onlyEpochPending(cc.getForget(t, f.Forget)) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the forget waits for more than the epoch: %+v", cc.getForget(t, f.Forget))
@@ -307,7 +307,7 @@ func TestClusterConcurrentEpochs(t *testing.T) {
 		for _, n := range nodes {
 			n.shredded(t, rec)
 		}
-		waitErased(t, f.Forget, time.Now().Add(20*time.Second), nodes[(r+2)%3])
+		waitErased(t, f.Forget, time.Now().Add(hang), nodes[(r+2)%3])
 	}
 	tk := readTransitKey(t, c.vault, c.mount, c.key)
 	if tk.Latest != 1+epochs {
@@ -438,7 +438,7 @@ func crashStep(t *testing.T, c *cluster, a, b *server, step, via string, answere
 			// answer after the epoch's as fresh).
 			a.waitForget(t, id, "re-keyed", func(f forgetView) bool { return f.RekeyedAt != nil })
 			a.runEpoch(t)
-			waitErased(t, id, time.Now().Add(30*time.Second), a, b)
+			waitErased(t, id, time.Now().Add(hang), a, b)
 			known[id] = true
 			return false
 		}
@@ -463,7 +463,7 @@ func crashStep(t *testing.T, c *cluster, a, b *server, step, via string, answere
 	if via != "verify" {
 		a.runEpoch(t) // after an epoch step: resumes the dead node's epoch, or runs one after it
 	}
-	waitErased(t, id, time.Now().Add(2*time.Second+convergeTTL+20*time.Second), b, a)
+	waitErased(t, id, time.Now().Add(hang), b, a)
 	known[id] = true
 	return true
 }

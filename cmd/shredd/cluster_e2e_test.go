@@ -68,7 +68,7 @@ func TestCluster(t *testing.T) {
 	lr := startProcess(t, t.TempDir(), serverOpts{Args: []string{"--store", dsn}})
 	select {
 	case <-lr.done:
-	case <-time.After(30 * time.Second):
+	case <-time.After(hang):
 		t.Fatal("a local-root node on the cluster's database did not stop")
 	}
 	// Refused before it writes anything: it has none of the secrets the
@@ -134,7 +134,7 @@ func TestCluster(t *testing.T) {
 
 	// Erased once every node's cache has let go (the eviction, or the TTL).
 	var erased forgetView
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(hang)
 	_ = deadline
 	for {
 		c.expect(t, http.StatusOK, http.MethodPost, "/v1/forgets/"+f.Forget+"/verify", nil).into(t, &erased)
@@ -194,7 +194,7 @@ func TestCluster(t *testing.T) {
 	}
 	cli(t, "", nil, nil, "token", "revoke", "--data-dir", c.dataDir, "--store", dsn, tokID).want(t, 0)
 	// Every node caches a verified token for 2 s (docs/operations.md).
-	deadline = time.Now().Add(10 * time.Second)
+	deadline = time.Now().Add(hang)
 	for _, n := range nodes {
 		for write(n) != http.StatusUnauthorized {
 			if time.Now().After(deadline) {
@@ -439,7 +439,7 @@ func TestPostgresDown(t *testing.T) {
 	}
 	wg.Wait()
 	srv.Resume(t)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(hang)
 	for {
 		r, err := a.call(http.MethodPost, "/v1/decrypt", decryptReq(rec))
 		if err == nil && r.Status == http.StatusOK {

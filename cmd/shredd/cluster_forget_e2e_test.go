@@ -177,7 +177,7 @@ func TestClusterPruneNodes(t *testing.T) {
 	// Its row may go once nothing it cached can live: heartbeat + the
 	// heartbeat slack (2 s, keystore.Converged) + its TTL.
 	mayGo := time.Unix(0, beat).Add(2*time.Second + ttl)
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(hang)
 	for count(t, db, `SELECT count(*) FROM nodes WHERE id = ?`, idOf(c)) > 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the row of a node killed at %s is still in table nodes", time.Unix(0, beat).UTC().Format(time.RFC3339))
@@ -194,7 +194,7 @@ func TestClusterPruneNodes(t *testing.T) {
 	}
 	a.runEpoch(t)
 	var v forgetView
-	waitFor(t, 30*time.Second, "read_path_converged", func() bool {
+	waitFor(t, "read_path_converged", func() bool {
 		a.expect(t, http.StatusOK, http.MethodPost, "/v1/forgets/"+f.Forget+"/verify", nil).into(t, &v)
 		for _, c := range v.Verification {
 			if c.Name == "read_path_converged" {
@@ -280,7 +280,7 @@ func TestClusterPostgresFreeze(t *testing.T) {
 	srv.Resume(t)
 	// Every node serves again, without a restart.
 	for _, n := range nodes {
-		waitFor(t, 30*time.Second, n.name+" serving again", func() bool {
+		waitFor(t, n.name+" serving again", func() bool {
 			r, err := n.call(http.MethodPost, "/v1/decrypt", decryptReq(recs[0]))
 			return err == nil && r.Status == http.StatusOK
 		})

@@ -141,7 +141,7 @@ func TestStatelessNodes(t *testing.T) {
 	// The epoch shreds the forget: its record is no longer needed (a dump
 	// from before the epoch is refused) and is dropped.
 	b2.runEpoch(t)
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(hang)
 	for len(forgetRecords(t, v, key)) > 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("forget records kept after the epoch destroyed their root versions: %v", forgetRecords(t, v, key))
@@ -165,7 +165,7 @@ func TestStatelessNodes(t *testing.T) {
 	}
 	b2.shredded(t, carol)
 	v.Start()
-	deadline = time.Now().Add(60 * time.Second)
+	deadline = time.Now().Add(hang)
 	for len(forgetRecords(t, v, key)) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("no forget record written after Vault came back:\n%s", tail(b2.logs.String(), 20))

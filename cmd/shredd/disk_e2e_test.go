@@ -74,14 +74,14 @@ func (s *server) readyz(t *testing.T) reply {
 // disk is reused for a second), and returns that answer.
 func (s *server) waitReady(t *testing.T, what string, ok func(reply) bool) reply {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(hang)
 	for {
 		r := s.readyz(t)
 		if ok(r) {
 			return r
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("GET /readyz: still %d %s after 20s, want %s", r.Status, r.Body, what)
+			t.Fatalf("GET /readyz: still %d %s after %v, want %s", r.Status, r.Body, hang, what)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -125,7 +125,7 @@ func TestForgetGroupStatements(t *testing.T) {
 
 	// Node b applied the group's evictions one by one (not a purge of its
 	// whole cache for a payload it cannot read): it records the newest.
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(hang)
 	for {
 		var behind int
 		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM nodes WHERE evicted_through < (SELECT max(seq) FROM evictions)`).Scan(&behind); err != nil {
@@ -145,7 +145,7 @@ func TestForgetGroupStatements(t *testing.T) {
 // forget group blocked behind the test's transaction.
 func waitLockWaiter(t *testing.T, db *storage.DB) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(hang)
 	for {
 		var waiting int
 		if err := db.QueryRowContext(context.Background(), `SELECT count(*) FROM pg_locks WHERE locktype='advisory' AND NOT granted`).Scan(&waiting); err != nil {

@@ -222,7 +222,7 @@ func TestMarkKeptWithoutTraffic(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond)
 	s.heldArtifact(t, "alice", "ann")
 	s.heldArtifact(t, "alice", "ann") // the third registration, then nothing more
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(hang)
 	for {
 		if m, ok := readMarkFile(t, dir); ok && m.Seq == 3 {
 			break
@@ -260,7 +260,7 @@ func TestFencedProcessAnswersNothing(t *testing.T) {
 	s.putKinds(t, "episodic", "embedding")
 	rec := s.seal(t, sealReq{Subject: "alice", Kind: "episodic"}, "alice's record", "a")
 	claimRootFile(t, dir)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(hang)
 	for {
 		r := s.do(t, http.MethodPost, "/v1/artifacts", sealReq{Subject: "alice", Kind: "embedding", Holder: "ann"})
 		if r.Status == http.StatusServiceUnavailable {

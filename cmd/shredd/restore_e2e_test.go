@@ -15,14 +15,14 @@ import (
 // first.
 func waitBackups(t *testing.T, dir string, n int) []string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(hang)
 	for {
 		all, _ := listBackups(dir)
 		if len(all) >= n {
 			return all
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d backups in %s after 30s, want %d", len(all), dir, n)
+			t.Fatalf("%d backups in %s after %v, want %d", len(all), dir, hang, n)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

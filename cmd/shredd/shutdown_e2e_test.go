@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -26,12 +28,22 @@ func TestGracefulShutdown(t *testing.T) {
 		r   reply
 		err error
 	}
+	misses := keyCacheMisses(t, s)
 	done := make(chan result, 1)
 	go func() {
 		r, err := s.call("POST", "/v1/encrypt", map[string]any{"batch_input": items})
 		done <- result{r, err}
 	}()
-	time.Sleep(150 * time.Millisecond) // the batch is running: 1,000 registrations take far longer
+	// SIGTERM once the batch runs, which its first subject key lookups
+	// show (a fixed sleep here could signal before the request arrived, on
+	// a loaded machine). 1,000 registrations take far longer.
+	deadline := time.Now().Add(hang)
+	for keyCacheMisses(t, s) == misses {
+		if time.Now().After(deadline) {
+			t.Fatalf("the batch encrypt did not start within %v", hang)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	res := <-done
 	if res.err != nil || res.r.Status != 200 {
@@ -59,4 +71,21 @@ func TestGracefulShutdown(t *testing.T) {
 		s2.open(t, record{name: fmt.Sprint("item ", i), ciphertext: out.BatchResults[i].Ciphertext,
 			plaintext: fmt.Sprint("record ", i), artifact: out.BatchResults[i].Artifact})
 	}
+}
+
+// keyCacheMisses returns shredd_key_cache_misses_total from the server's
+// /metrics.
+func keyCacheMisses(t *testing.T, s *server) string {
+	t.Helper()
+	r := s.do(t, http.MethodGet, "/metrics", nil)
+	if r.Status != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %s", r.Status, r.Body)
+	}
+	for _, line := range strings.Split(string(r.Body), "\n") {
+		if v, ok := strings.CutPrefix(line, "shredd_key_cache_misses_total "); ok {
+			return v
+		}
+	}
+	t.Fatalf("no shredd_key_cache_misses_total in /metrics:\n%s", r.Body)
+	return ""
 }

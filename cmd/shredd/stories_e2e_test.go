@@ -513,7 +513,7 @@ func storyRederivationRace(t *testing.T, storyServer storyStart) {
 	defer stopWorkers()
 	waitAll := func(what string, n int64, counts []atomic.Int64) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
+		deadline := time.Now().Add(hang)
 		for {
 			done := true
 			for i := range counts {
@@ -1094,7 +1094,7 @@ func (s *server) shred(t *testing.T, ids ...string) {
 // not happen before notBefore; until then it must stay shredded.
 func (s *server) waitErased(t *testing.T, id string, notBefore time.Time) storyForget {
 	t.Helper()
-	limit := time.Now().Add(25 * time.Second)
+	limit := time.Now().Add(hang)
 	for {
 		f := s.verifyNow(t, id)
 		now := time.Now()
@@ -1117,7 +1117,7 @@ func (s *server) waitErased(t *testing.T, id string, notBefore time.Time) storyF
 // before notBefore.
 func (s *server) waitStory(t *testing.T, id, state string, notBefore time.Time) storyForget {
 	t.Helper()
-	limit := time.Now().Add(20 * time.Second)
+	limit := time.Now().Add(hang)
 	for {
 		f := s.forgetState(t, id)
 		now := time.Now()

@@ -156,17 +156,17 @@ func (s *server) failsClosed(t *testing.T, what, path string, body any, recs ...
 	}
 }
 
-// waitState polls a forget until it reaches state, for up to timeout.
-func (s *server) waitState(t *testing.T, id, state string, timeout time.Duration) forgetView {
+// waitState polls a forget until it reaches state (at most hang).
+func (s *server) waitState(t *testing.T, id, state string) forgetView {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	deadline := time.Now().Add(hang)
 	for {
 		f := s.getForget(t, id)
 		if f.State == state || (state == "shredded" && shreddedOrLater(f.State)) {
 			return f
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("forget %s: not %s within %v: %+v", id, state, timeout, f)
+			t.Fatalf("forget %s: not %s within %v: %+v", id, state, hang, f)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -441,9 +441,9 @@ func testVaultFailClosed(t *testing.T, manual bool) {
 			t.Fatalf("forget with Vault stopped: %+v, want committed, not re-keyed", g)
 		}
 	}
-	if !strings.Contains(s.logs.String(), "background work failed; retrying") {
-		t.Errorf("the background work logged no retry while Vault was stopped")
-	}
+	// The retry comes on the background work's own schedule: wait for it
+	// (a machine under load may take longer than the 3 s above).
+	waitLogged(t, s, "background work failed; retrying")
 	if fs := s.listForgets(t, "shredded"); len(fs) != 0 {
 		t.Fatalf("shredded forgets with Vault stopped: %+v", fs)
 	}
@@ -458,7 +458,7 @@ func testVaultFailClosed(t *testing.T, manual bool) {
 	}
 	// The background loop's backoff may have grown while Vault was down (1 s
 	// doubling, at most 60 s).
-	g := s.waitState(t, f.Forget, "shredded", 90*time.Second)
+	g := s.waitState(t, f.Forget, "shredded")
 	checkShreddedView(t, g)
 	checkTrimmed(t, srv, mount, key, 2)
 	if st, h := s.health(t); st != http.StatusOK || numOf(h["root_version"]) != 2 {
@@ -474,7 +474,7 @@ func testVaultFailClosed(t *testing.T, manual bool) {
 
 	// frank's forget, committed with Vault down, is erased and exported: the
 	// export verifies, its key_created entry linked by index only.
-	s.waitState(t, fFrank.Forget, "shredded", 30*time.Second)
+	s.waitState(t, fFrank.Forget, "shredded")
 	s.waitErased(t, fFrank.Forget, time.Time{})
 	export := filepath.Join(t.TempDir(), "frank.tar.gz")
 	s.cli(t, "export", "--out", export, fFrank.Forget)
@@ -565,7 +565,7 @@ func testVaultDownAtStartup(t *testing.T) {
 	// A data directory with data is not served before the start's checks,
 	// which need Vault, have run: the start waits for it, and says so.
 	s = startProcess(t, dir, opts)
-	waitLogged(t, s, "the root store does not answer", 20*time.Second)
+	waitLogged(t, s, "the root store does not answer")
 	if listeningAddr(s.logs.Bytes()) != "" {
 		t.Fatalf("served with Vault down before the start-up checks ran:\n%s", s.logs)
 	}
@@ -834,8 +834,8 @@ func testVaultAppRole(t *testing.T) {
 	// A wrong secret id: Vault refuses the login, so the start-up checks
 	// cannot run and nothing is served; the start says why and retries.
 	s = startProcess(t, dir, opts(bad))
-	waitLogged(t, s, "the root store does not answer", 20*time.Second)
-	waitLogged(t, s, "approle login", time.Second)
+	waitLogged(t, s, "the root store does not answer")
+	waitLogged(t, s, "approle login")
 	if listeningAddr(s.logs.Bytes()) != "" {
 		t.Fatalf("served with a wrong secret id before the start-up checks ran:\n%s", s.logs)
 	}
@@ -848,12 +848,12 @@ func testVaultAppRole(t *testing.T) {
 }
 
 // waitLogged waits until the server's logs contain msg.
-func waitLogged(t *testing.T, s *server, msg string, within time.Duration) {
+func waitLogged(t *testing.T, s *server, msg string) {
 	t.Helper()
-	deadline := time.Now().Add(within)
+	deadline := time.Now().Add(hang)
 	for !strings.Contains(s.logs.String(), msg) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the server did not log %q within %v:\n%s", msg, within, s.logs)
+			t.Fatalf("the server did not log %q within %v:\n%s", msg, hang, s.logs)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -98,12 +98,12 @@ func (c *statusCounts) String() string {
 }
 
 // waitFor polls ok until it reports true, failing the test after timeout.
-func waitFor(t *testing.T, timeout time.Duration, what string, ok func() bool) {
+func waitFor(t *testing.T, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	deadline := time.Now().Add(hang)
 	for !ok() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, timeout)
+			t.Fatalf("%s: not within %v", what, hang)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -184,7 +184,7 @@ func TestVaultHAUnderLoad(t *testing.T) {
 		}
 		wg.Wait()
 	}()
-	waitFor(t, 30*time.Second, "load before the failover", func() bool { return fresh.get(http.StatusOK) >= 5 && cached.get(http.StatusOK) >= 10 })
+	waitFor(t, "load before the failover", func() bool { return fresh.get(http.StatusOK) >= 5 && cached.get(http.StatusOK) >= 10 })
 
 	// 1. The active node dies; the two others elect a leader.
 	first := c.Active()
@@ -192,19 +192,19 @@ func TestVaultHAUnderLoad(t *testing.T) {
 	mark.Store(true)
 	second := c.Active()
 	t.Logf("killed %s; %s is active", first.ID, second.ID)
-	waitFor(t, 30*time.Second, "encrypts for new subjects after the election", func() bool { return freshOKAfter.Load() >= 5 })
+	waitFor(t, "encrypts for new subjects after the election", func() bool { return freshOKAfter.Load() >= 5 })
 
 	// 2. The new active node dies too: one node of three, no quorum, no
 	// leader. What needs Vault fails closed; cached keys still serve.
 	second.Kill()
 	mark.Store(false)
-	waitFor(t, 10*time.Second, "healthz 503 without a leader", func() bool {
+	waitFor(t, "healthz 503 without a leader", func() bool {
 		r, err := s.callToken(http.MethodGet, "/healthz", "-", nil)
 		return err == nil && r.Status == http.StatusServiceUnavailable
 	})
 	s.expectProblem(t, http.StatusServiceUnavailable, "backend_unavailable", http.MethodPost, "/v1/epoch", nil)
 	before := fresh.get(http.StatusServiceUnavailable)
-	waitFor(t, 10*time.Second, "an encrypt for a new subject failing closed", func() bool {
+	waitFor(t, "an encrypt for a new subject failing closed", func() bool {
 		return fresh.get(http.StatusServiceUnavailable) > before
 	})
 	for _, rec := range recs {
@@ -216,11 +216,11 @@ func TestVaultHAUnderLoad(t *testing.T) {
 	// 3. A node comes back: quorum, a leader, and shredd serves again by
 	// itself.
 	first.Restart()
-	waitFor(t, 30*time.Second, "healthz 200 after the restart", func() bool {
+	waitFor(t, "healthz 200 after the restart", func() bool {
 		r, err := s.callToken(http.MethodGet, "/healthz", "-", nil)
 		return err == nil && r.Status == http.StatusOK
 	})
-	waitFor(t, 30*time.Second, "encrypts for new subjects after the restart", func() bool { return freshOKAfter.Load() >= 5 })
+	waitFor(t, "encrypts for new subjects after the restart", func() bool { return freshOKAfter.Load() >= 5 })
 	second.Restart()
 	c.WaitHealthy()
 	close(stop)
@@ -312,10 +312,10 @@ func TestVaultHAEpoch(t *testing.T) {
 	// Until the forget is shredded, ask for the epoch again: it resumes the
 	// interrupted one (never a second rotation).
 	attempts := 1
-	deadline := time.Now().Add(45 * time.Second)
+	deadline := time.Now().Add(hang)
 	for !shreddedOrLater(s.getForget(t, f.Forget).State) {
 		if time.Now().After(deadline) {
-			t.Fatalf("forget not shredded 45s after the kill: %+v", s.getForget(t, f.Forget))
+			t.Fatalf("forget not shredded %v after the kill: %+v", hang, s.getForget(t, f.Forget))
 		}
 		r := s.do(t, http.MethodPost, "/v1/epoch", nil)
 		attempts++

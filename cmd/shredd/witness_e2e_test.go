@@ -93,7 +93,7 @@ func startWitnessProc(t *testing.T, name, key, state string, logVKeys ...string)
 			t.Logf("witness %s logs:\n%s", name, tail(w.logs.String(), 40))
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(hang)
 	for w.base == "" {
 		if addr := listeningAddr(w.logs.Bytes()); addr != "" {
 			w.base = "http://" + addr
@@ -105,7 +105,7 @@ func startWitnessProc(t *testing.T, name, key, state string, logVKeys ...string)
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("witness %s did not listen within 20s:\n%s", name, w.logs)
+			t.Fatalf("witness %s did not listen within %v:\n%s", name, hang, w.logs)
 		}
 	}
 	return w
@@ -116,7 +116,7 @@ func (w *witnessProc) stop() {
 	w.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-w.done:
-	case <-time.After(20 * time.Second):
+	case <-time.After(hang):
 		w.t.Fatalf("witness %s did not stop on SIGTERM", w.name)
 	}
 	if !w.cmd.ProcessState.Success() {
@@ -168,7 +168,7 @@ func waitCosigned(t *testing.T, s *server, logKey note.Verifier, ws ...*witnessP
 	for _, w := range ws {
 		keys = append(keys, w.verifier(t))
 	}
-	limit := time.Now().Add(30 * time.Second)
+	limit := time.Now().Add(hang)
 	for {
 		size := s.treeSize(t)
 		cp := s.expect(t, http.StatusOK, http.MethodGet, "/v1/log/checkpoint", nil).Body
@@ -263,11 +263,11 @@ func TestWitnessE2E(t *testing.T) {
 	if bs := b.treeSize(t); bs != size {
 		t.Fatalf("the fork has %d entries, the log %d: the same operations should log as many", bs, size)
 	}
-	limit := time.Now().Add(30 * time.Second)
+	limit := time.Now().Add(hang)
 	logged := func(w *witnessProc) bool { return strings.Contains(w.logs.String(), "split view") }
 	for len(w1.evidence(t)) == 0 || len(w2.evidence(t)) == 0 || !logged(w1) || !logged(w2) || !strings.Contains(b.logs.String(), "split view") {
 		if time.Now().After(limit) {
-			t.Fatalf("the split view was not refused, logged (by both witnesses and the fork) and kept as evidence within 30s: w1 %v, w2 %v\n%s", w1.evidence(t), w2.evidence(t), tail(b.logs.String(), 20))
+			t.Fatalf("the split view was not refused, logged (by both witnesses and the fork) and kept as evidence within %v: w1 %v, w2 %v\n%s", hang, w1.evidence(t), w2.evidence(t), tail(b.logs.String(), 20))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

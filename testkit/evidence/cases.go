@@ -15,7 +15,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/shredd/shredd/attest"
-	"github.com/shredd/shredd/testkit/testkeys"
+	"github.com/shredd/shredd/testkeys"
 )
 
 // Case is one case of the corpus.

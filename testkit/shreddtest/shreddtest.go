@@ -36,8 +36,8 @@ import (
 	"github.com/shredd/shredd/storage"
 	"github.com/shredd/shredd/storage/postgres"
 	"github.com/shredd/shredd/storage/sqlite"
+	"github.com/shredd/shredd/testkeys"
 	"github.com/shredd/shredd/testkit/pgtest"
-	"github.com/shredd/shredd/testkit/testkeys"
 	"github.com/shredd/shredd/translog"
 )
 

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -34,12 +35,6 @@ type Node struct {
 	ID   string // raft node id: "node-0", "node-1", ...
 	Addr string // http://127.0.0.1:PORT, its api_addr
 }
-
-// clusterTimeout bounds each wait of the cluster: forming, electing a
-// leader, a node coming back. Generous: the tests share two cores, and a
-// restarted Raft node's peer was seen refusing it for a whole minute under
-// load. A bound on a wait, never a timing assertion.
-const clusterTimeout = 3 * time.Minute
 
 // StartCluster starts n Vault servers with Raft storage in temporary
 // directories, initialises node 0 (one key share), unseals it, mounts
@@ -153,61 +148,60 @@ type raftServer struct {
 // node that joined once it has been stable for a while).
 func (c *Cluster) WaitHealthy() {
 	c.t.Helper()
-	deadline := time.Now().Add(clusterTimeout)
-	var last string
-	for time.Now().Before(deadline) {
-		a := c.active()
-		if a == nil {
-			last = "no active node"
-			time.Sleep(100 * time.Millisecond)
-			continue
-		}
-		var conf struct {
-			Data struct {
-				Config struct {
-					Servers []raftServer `json:"servers"`
-				} `json:"config"`
-			} `json:"data"`
-		}
-		if err := a.get("/v1/sys/storage/raft/configuration", &conf); err != nil {
-			last = err.Error()
-			time.Sleep(100 * time.Millisecond)
-			continue
-		}
-		voters := 0
-		for _, s := range conf.Data.Config.Servers {
-			if s.Voter {
-				voters++
-			}
-		}
-		up := 0
-		for _, nd := range c.Nodes {
-			if nd.sealedOrDown() == nil {
-				up++
-			}
-		}
-		if voters == len(c.Nodes) && len(conf.Data.Config.Servers) == len(c.Nodes) && up == len(c.Nodes) {
-			return
-		}
-		last = fmt.Sprintf("%d of %d servers are voters, %d nodes up and unsealed: %+v", voters, len(c.Nodes), up, conf.Data.Config.Servers)
-		time.Sleep(200 * time.Millisecond)
+	waitFor(c.t, "a healthy cluster (every node running and unsealed, one active, every node a Raft voter)", c.healthy, c.logs)
+}
+
+func (c *Cluster) healthy() (bool, string) {
+	a := c.active()
+	if a == nil {
+		return false, "no active node"
 	}
-	c.t.Fatalf("vaulttest: cluster not healthy within %v: %s\n%s", clusterTimeout, last, c.logs())
+	servers, err := a.raftServers()
+	if err != nil {
+		return false, err.Error()
+	}
+	voters := 0
+	for _, s := range servers {
+		if s.Voter {
+			voters++
+		}
+	}
+	up := 0
+	for _, nd := range c.Nodes {
+		if nd.sealedOrDown() == nil {
+			up++
+		}
+	}
+	ok := voters == len(c.Nodes) && len(servers) == len(c.Nodes) && up == len(c.Nodes)
+	return ok, fmt.Sprintf("%d of %d servers are voters, %d nodes up and unsealed: %+v", voters, len(c.Nodes), up, servers)
+}
+
+// raftServers returns the servers of the node's
+// sys/storage/raft/configuration.
+func (n *Node) raftServers() ([]raftServer, error) {
+	var conf struct {
+		Data struct {
+			Config struct {
+				Servers []raftServer `json:"servers"`
+			} `json:"config"`
+		} `json:"data"`
+	}
+	if err := n.get("/v1/sys/storage/raft/configuration", &conf); err != nil {
+		return nil, err
+	}
+	return conf.Data.Config.Servers, nil
 }
 
 // Active waits for an active node (the Raft leader that serves requests)
 // and returns it.
 func (c *Cluster) Active() *Node {
 	c.t.Helper()
-	deadline := time.Now().Add(clusterTimeout)
-	for time.Now().Before(deadline) {
-		if a := c.active(); a != nil {
-			return a
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	c.t.Fatalf("vaulttest: no active node within %v\n%s", clusterTimeout, c.logs())
-	return nil
+	var a *Node
+	waitFor(c.t, "an active node (a running node whose sys/health answers 200)", func() (bool, string) {
+		a = c.active()
+		return a != nil, "no node answers as active"
+	}, c.logs)
+	return a
 }
 
 // ActiveNow returns the node that answers as active at this moment, or nil
@@ -290,13 +284,57 @@ func (n *Node) Kill() {
 func (n *Node) Stop() { n.srv.Stop() }
 
 // Restart starts a killed or stopped node again on the same addresses and
-// storage and unseals it: it rejoins the cluster from its Raft data.
+// storage and unseals it: it rejoins the cluster from its Raft data. When
+// the running nodes then hold a quorum, Restart returns once the node has
+// rejoined (waitRejoined); without one there is nothing to rejoin yet.
 func (n *Node) Restart() {
 	n.c.t.Helper()
 	n.srv.Stop()
 	n.srv.start(n.srv.args...)
 	n.srv.waitUp()
 	n.unseal()
+	n.waitRejoined()
+}
+
+// waitRejoined waits, when the running nodes hold a quorum, until the node
+// has rejoined the cluster: the active node's Raft configuration lists it
+// and the node's own sys/leader names the active node. Under load a
+// restarted node's peers may refuse it for a minute or more; this waits on
+// that state, not on a time.
+func (n *Node) waitRejoined() {
+	n.c.t.Helper()
+	running := 0
+	for _, nd := range n.c.Nodes {
+		if nd.Running() {
+			running++
+		}
+	}
+	if 2*running <= len(n.c.Nodes) {
+		return
+	}
+	what := n.ID + " to rejoin the cluster after its restart (listed in the active node's Raft configuration, its sys/leader naming the active node)"
+	waitFor(n.c.t, what, n.rejoined, n.c.logs)
+}
+
+func (n *Node) rejoined() (bool, string) {
+	a := n.c.active()
+	if a == nil {
+		return false, "no active node"
+	}
+	servers, err := a.raftServers()
+	if err != nil {
+		return false, err.Error()
+	}
+	if !slices.ContainsFunc(servers, func(s raftServer) bool { return s.NodeID == n.ID }) {
+		return false, fmt.Sprintf("the Raft configuration of %s lacks %s: %+v", a.ID, n.ID, servers)
+	}
+	var l struct {
+		LeaderAddress string `json:"leader_address"`
+	}
+	if err := n.get("/v1/sys/leader", &l); err != nil {
+		return false, err.Error()
+	}
+	return l.LeaderAddress == a.Addr, fmt.Sprintf("the sys/leader of %s names %q, the active node is %s (%s)", n.ID, l.LeaderAddress, a.ID, a.Addr)
 }
 
 // unseal unseals the node and waits until it serves as active or standby.
@@ -307,14 +345,10 @@ func (n *Node) unseal() {
 	if err != nil || st == nil {
 		t.Fatalf("vaulttest: unseal %s: %v\n%s", n.ID, err, n.Logs())
 	}
-	deadline := time.Now().Add(clusterTimeout)
-	for time.Now().Before(deadline) {
-		if n.sealedOrDown() == nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("vaulttest: %s not unsealed within %v\n%s", n.ID, clusterTimeout, n.Logs())
+	waitFor(t, n.ID+" to serve unsealed, as active or standby (sys/health 200 or 429)", func() (bool, string) {
+		err := n.sealedOrDown()
+		return err == nil, fmt.Sprint(err)
+	}, n.Logs)
 }
 
 // health returns the status of GET /v1/sys/health: 200 active, 429
@@ -353,7 +387,9 @@ func (n *Node) get(path string, out any) error { return n.do(http.MethodGet, pat
 func (n *Node) post(path string, in, out any) error { return n.do(http.MethodPost, path, in, out) }
 
 func (n *Node) do(method, path string, in, out any) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// A bound on a hung request only: a join or a configuration read may
+	// take long on a loaded machine, and the waits above poll again.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var body *strings.Reader
 	if in != nil {

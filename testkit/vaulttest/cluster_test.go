@@ -1,6 +1,7 @@
 package vaulttest
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -17,7 +18,7 @@ func transitEncrypt(t *testing.T, n *Node) (int, string) {
 		t.Fatal(err)
 	}
 	req.Header.Set("X-Vault-Token", n.c.RootToken)
-	cl := &http.Client{Timeout: 5 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	cl := &http.Client{Timeout: time.Minute, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := cl.Do(req)
 	if err != nil {
 		return 0, err.Error()
@@ -43,9 +44,7 @@ func TestCluster(t *testing.T) {
 		t.Fatalf("%d standbys, want 2", len(sb))
 	}
 	for _, n := range sb {
-		if st, loc := transitEncrypt(t, n); st != http.StatusOK {
-			t.Fatalf("encrypt on standby %s: %d %s, want 200 (forwarded to the active node)", n.ID, st, loc)
-		}
+		waitEncrypt(t, n, "standby "+n.ID+" to serve a Transit encrypt (200, forwarded to the active node)")
 	}
 
 	a.Kill()
@@ -85,16 +84,15 @@ func TestCluster(t *testing.T) {
 	// A standby answers 500 "active cluster node not found" until it has
 	// learned the new active node (it checks every few seconds).
 	for _, n := range c.Nodes {
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			st, loc := transitEncrypt(t, n)
-			if st == http.StatusOK {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("encrypt on %s after the restarts: %d %s", n.ID, st, loc)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		waitEncrypt(t, n, n.ID+" to serve a Transit encrypt (200) after the restarts")
 	}
+}
+
+// waitEncrypt waits until node n answers a Transit encrypt with 200.
+func waitEncrypt(t *testing.T, n *Node, what string) {
+	t.Helper()
+	waitFor(t, what, func() (bool, string) {
+		st, loc := transitEncrypt(t, n)
+		return st == http.StatusOK, fmt.Sprintf("%d %s", st, loc)
+	}, n.c.logs)
 }

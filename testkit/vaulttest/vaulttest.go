@@ -216,33 +216,29 @@ func (s *Server) client(token string) *vaultapi.Client {
 }
 
 func (s *Server) waitUp() {
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if s.caCert != "" {
-			// The CA file appears once the server has generated it.
-			if _, err := os.Stat(s.caCert); err != nil {
-				time.Sleep(100 * time.Millisecond)
-				continue
-			}
-			if _, err := s.client("").Sys().Health(); err == nil {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-			continue
+	s.t.Helper()
+	waitFor(s.t, "vault to answer sys/health at "+s.Addr, s.up, s.Logs)
+}
+
+// up reports whether the server answers sys/health (initialised or not,
+// sealed or not).
+func (s *Server) up() (bool, string) {
+	if s.caCert != "" {
+		// The CA file appears once the server has generated it.
+		if _, err := os.Stat(s.caCert); err != nil {
+			return false, "no CA file yet: " + err.Error()
 		}
-		resp, err := http.Get(s.Addr + "/v1/sys/health?uninitcode=200&sealedcode=200&standbycode=200")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
+		if _, err := s.client("").Sys().Health(); err != nil {
+			return false, err.Error()
 		}
-		time.Sleep(100 * time.Millisecond)
+		return true, ""
 	}
-	s.mu.Lock()
-	logs := s.logs.String()
-	s.mu.Unlock()
-	s.t.Fatalf("vault did not come up at %s:\n%s", s.Addr, logs)
+	resp, err := http.Get(s.Addr + "/v1/sys/health?uninitcode=200&sealedcode=200&standbycode=200")
+	if err != nil {
+		return false, err.Error()
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK, "sys/health " + resp.Status
 }
 
 // mountTransit mounts the Transit engine at transit/ and, on a persistent
@@ -314,19 +310,40 @@ func (s *Server) Unseal() {
 	if err != nil || st.Sealed {
 		s.t.Fatalf("unseal: %v (sealed=%v)", err, st != nil && st.Sealed)
 	}
-	// Wait until the server serves requests as active node.
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	waitFor(s.t, "vault at "+s.Addr+" to serve as the active node after its unseal (sys/health 200)", func() (bool, string) {
 		resp, err := http.Get(s.Addr + "/v1/sys/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
+		if err != nil {
+			return false, err.Error()
 		}
-		time.Sleep(50 * time.Millisecond)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, "sys/health " + resp.Status
+	}, s.Logs)
+}
+
+// waitTimeout bounds every wait of this package: a server coming up, an
+// unseal, a cluster forming, a leader elected, a node rejoining. It only
+// catches a hang: each wait polls the state it needs, none is a timing
+// assertion. Generous, because the tests share two cores with others and a
+// restarted Raft node's peer was seen refusing it for over a minute under
+// load.
+const waitTimeout = 3 * time.Minute
+
+// waitFor polls done every 100 ms until it reports true. Past waitTimeout
+// it fails the test naming what it waited for, done's last account of the
+// state, and what logs returns.
+func waitFor(t testing.TB, what string, done func() (ok bool, state string), logs func() string) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		ok, state := done()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("vaulttest: waited %v for %s; the last state: %s\n%s", waitTimeout, what, state, logs())
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	s.t.Fatal("vault not active after unseal")
 }
 
 // Logs returns what the server printed so far.

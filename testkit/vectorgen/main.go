@@ -32,7 +32,7 @@ import (
 	"strings"
 
 	"github.com/shredd/shredd/envelope"
-	"github.com/shredd/shredd/testkit/testkeys"
+	"github.com/shredd/shredd/testkeys"
 )
 
 func main() {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/shredd/shredd/envelope"
-	"github.com/shredd/shredd/testkit/testkeys"
+	"github.com/shredd/shredd/testkeys"
 )
 
 // TestPinned pins values that the released envelope vectors depend on: they
