@@ -8,41 +8,41 @@ import (
 	"strings"
 
 	"github.com/shredd/shredd"
+	"github.com/shredd/shredd/derivation"
 	"github.com/shredd/shredd/envelope"
 )
 
 // The reads of a forget's cascade, verification and proof (package
 // erasure): the artifacts of a subject's lineage, their children, holders
 // and leases. The lineage by subject is read either settled only (the
-// caller called Settle first) or settled and staged (lineage_all), as each
-// method says.
+// caller called Settle first) or settled and staged (derivation.LineageAll),
+// as each method says. The graph's tables are package derivation's: the
+// statements here join them with the artifacts, kinds and leases in one
+// snapshot under the names derivation gives.
 
 // SQL fragments, for statements of other packages that join the registry's
 // tables with their own in one statement (one snapshot). They name the
-// artifact a, its lineage row l and, in OthersSQL, another lineage row o.
+// artifact a and its lineage row l.
 const (
 	// LastSeqSQL is the registration order of the newest artifact, 0 for
 	// none: the barrier a forget's commit records.
 	LastSeqSQL = `(SELECT coalesce(max(seq), 0) FROM artifacts)`
-	// LineageArtifactsSQL is the settled lineage rows l joined with their
-	// artifacts a: "FROM " + LineageArtifactsSQL + " WHERE l.sid = ?".
-	LineageArtifactsSQL = `lineage l JOIN artifacts a ON a.id = l.artifact`
-	// OthersSQL is the number of other subjects in the lineage of the
-	// artifact of lineage row l: above 0, a collateral aggregate.
-	OthersSQL = `(SELECT count(*) - 1 FROM lineage o WHERE o.artifact = l.artifact)`
+	// lineageArtifactsSQL is the settled lineage rows l joined with their
+	// artifacts a: "FROM " + lineageArtifactsSQL + " WHERE l.sid = ?".
+	lineageArtifactsSQL = derivation.Lineage + ` l JOIN artifacts a ON a.id = l.artifact`
 )
 
 // JoinLineageSQL joins the settled lineage rows l of the subject sid (an
 // SQL expression of the caller's statement) and their artifacts a.
 func JoinLineageSQL(sid string) string {
-	return `JOIN lineage l ON l.sid = ` + sid + ` JOIN artifacts a ON a.id = l.artifact`
+	return `JOIN ` + derivation.Lineage + ` l ON l.sid = ` + sid + ` JOIN artifacts a ON a.id = l.artifact`
 }
 
 // UnregisteredKindSQL selects 1 for each settled artifact of the lineage
 // of subject sid (an SQL expression of the caller's statement) whose kind
 // is not registered: for a NOT EXISTS.
 func UnregisteredKindSQL(sid string) string {
-	return `SELECT 1 FROM lineage l JOIN artifacts a ON a.id = l.artifact
+	return `SELECT 1 FROM ` + derivation.Lineage + ` l JOIN artifacts a ON a.id = l.artifact
 		LEFT JOIN kinds k ON k.name = a.kind WHERE l.sid = ` + sid + ` AND k.name IS NULL`
 }
 
@@ -64,8 +64,8 @@ func (s *Registry) SubjectArtifacts(ctx context.Context, sid envelope.SID) ([]De
 		return nil, err
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT a.id, a.seq, a.kind, a.holder, a.sealed, l.direct,
-			`+OthersSQL+`
-		FROM `+LineageArtifactsSQL+` WHERE l.sid = ?`, sid[:])
+			`+derivation.OthersSQL+`
+		FROM `+lineageArtifactsSQL+` WHERE l.sid = ?`, sid[:])
 	if err != nil {
 		return nil, err
 	}
@@ -84,27 +84,12 @@ func (s *Registry) SubjectArtifacts(ctx context.Context, sid envelope.SID) ([]De
 }
 
 // Children lists the settled artifacts that have parent among their
-// parents (call Settle first).
+// parents (call Settle first): derivation.Graph.Children.
 func (s *Registry) Children(ctx context.Context, parent shredd.ID) ([]shredd.ID, error) {
 	if err := s.Fold(ctx); err != nil { // every acknowledged registration in the tables
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT artifact FROM artifact_parents WHERE parent = ?`, parent[:])
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []shredd.ID
-	for rows.Next() {
-		var b []byte
-		if err := rows.Scan(&b); err != nil {
-			return nil, err
-		}
-		var child shredd.ID
-		copy(child[:], b)
-		out = append(out, child)
-	}
-	return out, rows.Err()
+	return s.graph.Children(ctx, parent)
 }
 
 // HeldBy returns the plaintext-held artifacts of sid's lineage, settled or
@@ -114,7 +99,7 @@ func (s *Registry) HeldBy(ctx context.Context, sid envelope.SID, holder string) 
 	if err := s.Fold(ctx); err != nil { // every acknowledged registration in the tables
 		return nil, err
 	}
-	q := `SELECT a.id, a.holder FROM lineage_all l JOIN artifacts a ON a.id = l.artifact WHERE l.sid = ? AND NOT a.sealed`
+	q := `SELECT a.id, a.holder FROM ` + derivation.LineageAll + ` l JOIN artifacts a ON a.id = l.artifact WHERE l.sid = ? AND NOT a.sealed`
 	args := []any{sid[:]}
 	if holder != "" {
 		q += ` AND a.holder = ?`
@@ -184,7 +169,7 @@ func (s *Registry) LineageFactsOf(ctx context.Context, sids []envelope.SID, issu
 	rows, err := s.db.QueryContext(ctx, `SELECT l.sid, l.artifact, a.holder, a.seq,
 			(CASE WHEN a.id IS NOT NULL AND NOT a.sealed THEN 1 ELSE 0 END) + (CASE WHEN a.id IS NOT NULL AND k.name IS NULL THEN 2 ELSE 0 END),
 			le.id, le.holder, le.expires_at, le.issued_at
-		FROM lineage_all l LEFT JOIN `+facts+` ON a.id = l.artifact LEFT JOIN kinds k ON k.name = a.kind
+		FROM `+derivation.LineageAll+` l LEFT JOIN `+facts+` ON a.id = l.artifact LEFT JOIN kinds k ON k.name = a.kind
 			LEFT JOIN leases le ON le.artifact = l.artifact AND le.released_at IS NULL AND le.expires_at > ?
 		WHERE l.sid IN `+in, args...)
 	if err != nil {
