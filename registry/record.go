@@ -208,7 +208,7 @@ func (s *Registry) writeGroup(batch []recordReq, kinds map[string]bool) ([]error
 	// forget.
 	tx, err := s.db.BeginTouching(ctx, s.touching(refs))
 	if err != nil {
-		return nil, fmt.Errorf("sealing: record: %w", err)
+		return nil, fmt.Errorf("registry: record: %w", err)
 	}
 	defer tx.Rollback()
 	// Every lineage subject of the group is checked live in this
@@ -229,7 +229,7 @@ func (s *Registry) writeGroup(batch []recordReq, kinds map[string]bool) ([]error
 		return nil, err
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("sealing: record: %w", err)
+		return nil, fmt.Errorf("registry: record: %w", err)
 	}
 	return errs, nil
 }
@@ -267,10 +267,10 @@ func checkRecord(ctx context.Context, q rowQuerier, known map[string]bool, notLi
 	}
 	ok, err := kindRegistered(ctx, q, r.Kind)
 	if err != nil {
-		return fmt.Errorf("sealing: record: %w", err)
+		return fmt.Errorf("registry: record: %w", err)
 	}
 	if !ok {
-		return fmt.Errorf("sealing: kind %q: %w", r.Kind, shredd.ErrUnknownKind)
+		return fmt.Errorf("registry: kind %q: %w", r.Kind, shredd.ErrUnknownKind)
 	}
 	known[r.Kind] = true
 	return nil
