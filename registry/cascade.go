@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -20,31 +21,14 @@ import (
 // statements here join them with the artifacts, kinds and leases in one
 // snapshot under the names derivation gives.
 
-// SQL fragments, for statements of other packages that join the registry's
-// tables with their own in one statement (one snapshot). They name the
-// artifact a and its lineage row l.
-const (
-	// LastSeqSQL is the registration order of the newest artifact, 0 for
-	// none: the barrier a forget's commit records.
-	LastSeqSQL = `(SELECT coalesce(max(seq), 0) FROM artifacts)`
-	// lineageArtifactsSQL is the settled lineage rows l joined with their
-	// artifacts a: "FROM " + lineageArtifactsSQL + " WHERE l.sid = ?".
-	lineageArtifactsSQL = derivation.Lineage + ` l JOIN artifacts a ON a.id = l.artifact`
-)
+// LastSeqSQL is the registration order of the newest artifact, 0 for none:
+// the barrier a forget's commit records in its one statement (package
+// erasure), the one SQL fragment the registry gives another package.
+const LastSeqSQL = `(SELECT coalesce(max(seq), 0) FROM artifacts)`
 
-// JoinLineageSQL joins the settled lineage rows l of the subject sid (an
-// SQL expression of the caller's statement) and their artifacts a.
-func JoinLineageSQL(sid string) string {
-	return `JOIN ` + derivation.Lineage + ` l ON l.sid = ` + sid + ` JOIN artifacts a ON a.id = l.artifact`
-}
-
-// UnregisteredKindSQL selects 1 for each settled artifact of the lineage
-// of subject sid (an SQL expression of the caller's statement) whose kind
-// is not registered: for a NOT EXISTS.
-func UnregisteredKindSQL(sid string) string {
-	return `SELECT 1 FROM ` + derivation.Lineage + ` l JOIN artifacts a ON a.id = l.artifact
-		LEFT JOIN kinds k ON k.name = a.kind WHERE l.sid = ` + sid + ` AND k.name IS NULL`
-}
+// lineageArtifactsSQL is the settled lineage rows l joined with their
+// artifacts a: "FROM " + lineageArtifactsSQL + " WHERE l.sid = ?".
+const lineageArtifactsSQL = derivation.Lineage + ` l JOIN artifacts a ON a.id = l.artifact`
 
 // Dependent is an artifact of a subject's lineage (SubjectArtifacts).
 type Dependent struct {
@@ -122,6 +106,103 @@ func (s *Registry) HeldBy(ctx context.Context, sid envelope.SID, holder string) 
 		out[h] = append(out[h], id)
 	}
 	return out, rows.Err()
+}
+
+// maxSubjectQuery bounds the subjects of one statement of Unregistered
+// and HeldIn.
+const maxSubjectQuery = 256
+
+// eachSubjects calls read for sids, at most maxSubjectQuery at a time,
+// each once, with the placeholders of their IN list and their arguments.
+func eachSubjects(sids []envelope.SID, read func(in string, args []any) error) error {
+	seen := make(map[envelope.SID]bool, len(sids))
+	args := make([]any, 0, min(len(sids), maxSubjectQuery))
+	for i, sid := range sids {
+		if !seen[sid] {
+			seen[sid] = true
+			args = append(args, sid[:])
+		}
+		if len(args) == maxSubjectQuery || (i == len(sids)-1 && len(args) > 0) {
+			if err := read(strings.TrimSuffix(strings.Repeat("?, ", len(args)), ", "), args); err != nil {
+				return err
+			}
+			args = args[:0:0]
+		}
+	}
+	return nil
+}
+
+// Unregistered returns which of the subjects sids have in their settled
+// lineage (call Settle first) an artifact whose kind is not registered: a
+// forget of theirs has its closure pending, not failed, when a holder's
+// inventory breaks it.
+func (s *Registry) Unregistered(ctx context.Context, sids []envelope.SID) (map[envelope.SID]bool, error) {
+	if err := s.Fold(ctx); err != nil { // every acknowledged registration in the tables
+		return nil, err
+	}
+	out := map[envelope.SID]bool{}
+	err := eachSubjects(sids, func(in string, args []any) error {
+		rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT l.sid FROM `+derivation.Lineage+` l JOIN artifacts a ON a.id = l.artifact
+			LEFT JOIN kinds k ON k.name = a.kind WHERE l.sid IN (`+in+`) AND k.name IS NULL`, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var b []byte
+			if err := rows.Scan(&b); err != nil {
+				return err
+			}
+			var sid envelope.SID
+			copy(sid[:], b)
+			out[sid] = true
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("registry: unregistered kinds: %w", err)
+	}
+	return out, nil
+}
+
+// Held is a plaintext-held artifact of a subject's lineage (HeldIn).
+type Held struct {
+	SID    envelope.SID
+	ID     shredd.ID
+	Holder string
+}
+
+// HeldIn lists the plaintext-held artifacts of the settled lineages of
+// sids (call Settle first) whose holders are from first to last, in no
+// particular order: the holders' pending purge work, for a page of them.
+func (s *Registry) HeldIn(ctx context.Context, sids []envelope.SID, first, last string) ([]Held, error) {
+	if err := s.Fold(ctx); err != nil { // every acknowledged registration in the tables
+		return nil, err
+	}
+	var out []Held
+	err := eachSubjects(sids, func(in string, args []any) error {
+		rows, err := s.db.QueryContext(ctx, `SELECT l.sid, a.id, a.holder FROM `+derivation.Lineage+` l JOIN artifacts a ON a.id = l.artifact
+			WHERE l.sid IN (`+in+`) AND NOT a.sealed AND a.holder >= ? AND a.holder <= ?`, append(args, first, last)...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var sid, id []byte
+			var h Held
+			if err := rows.Scan(&sid, &id, &h.Holder); err != nil {
+				return err
+			}
+			copy(h.SID[:], sid)
+			copy(h.ID[:], id)
+			out = append(out, h)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("registry: held: %w", err)
+	}
+	return out, nil
 }
 
 // LiveLease is a lease not released nor expired (LineageFacts).

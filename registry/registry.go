@@ -6,10 +6,9 @@
 // (parents and lineage) is package derivation's: a registration writes its
 // graph rows through it in the group commit's transaction, and the reads of
 // a forget's cascade that join the graph with the artifacts, kinds and
-// leases in one statement take the graph's table names from it.
-// Statements of other packages that join the artifacts with their own
-// tables take their SQL fragments from here (LastSeqSQL, JoinLineageSQL,
-// UnregisteredKindSQL).
+// leases in one statement take the graph's table names from it. Other
+// packages ask its methods; the one fragment it gives is LastSeqSQL, the
+// barrier of a forget's commit statement.
 //
 // Package sealing registers artifacts through it (Queue, after resolving
 // their lineage and keys); package erasure reads it for a forget's cascade,
