@@ -13,7 +13,25 @@ import (
 // Children lists the settled artifacts that have parent among their
 // parents (call Settle first).
 func (s *Graph) Children(ctx context.Context, parent shredd.ID) ([]shredd.ID, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT artifact FROM artifact_parents WHERE parent = ?`, parent[:])
+	return s.ids(ctx, `SELECT artifact FROM artifact_parents WHERE parent = ?`, parent[:])
+}
+
+// Parents returns the parents of artifact id, settled or staged, in id
+// order: none for an artifact without parents or never registered.
+func (s *Graph) Parents(ctx context.Context, id shredd.ID) ([]shredd.ID, error) {
+	// Each statement reads the table and its staging table in one
+	// snapshot (Settle moves whole artifacts between them).
+	out, err := s.ids(ctx, `SELECT parent FROM artifact_parents WHERE artifact=?1 UNION ALL
+		SELECT parent FROM parents_staged WHERE artifact=?1 ORDER BY 1`, id[:])
+	if err != nil {
+		return nil, fmt.Errorf("derivation: artifact: %w", err)
+	}
+	return out, nil
+}
+
+// ids runs query, whose rows are one artifact id each.
+func (s *Graph) ids(ctx context.Context, query string, args ...any) ([]shredd.ID, error) {
+	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -24,33 +42,9 @@ func (s *Graph) Children(ctx context.Context, parent shredd.ID) ([]shredd.ID, er
 		if err := rows.Scan(&b); err != nil {
 			return nil, err
 		}
-		var child shredd.ID
-		copy(child[:], b)
-		out = append(out, child)
-	}
-	return out, rows.Err()
-}
-
-// Parents returns the parents of artifact id, settled or staged, in id
-// order: none for an artifact without parents or never registered.
-func (s *Graph) Parents(ctx context.Context, id shredd.ID) ([]shredd.ID, error) {
-	// Each statement reads the table and its staging table in one
-	// snapshot (Settle moves whole artifacts between them).
-	rows, err := s.db.QueryContext(ctx, `SELECT parent FROM artifact_parents WHERE artifact=?1 UNION ALL
-		SELECT parent FROM parents_staged WHERE artifact=?1 ORDER BY 1`, id[:])
-	if err != nil {
-		return nil, fmt.Errorf("derivation: artifact: %w", err)
-	}
-	defer rows.Close()
-	var out []shredd.ID
-	for rows.Next() {
-		var b []byte
-		if err := rows.Scan(&b); err != nil {
-			return nil, err
-		}
-		var p shredd.ID
-		copy(p[:], b)
-		out = append(out, p)
+		var id shredd.ID
+		copy(id[:], b)
+		out = append(out, id)
 	}
 	return out, rows.Err()
 }

@@ -112,22 +112,36 @@ func (s *Registry) HeldBy(ctx context.Context, sid envelope.SID, holder string) 
 // and HeldIn.
 const maxSubjectQuery = 256
 
-// eachSubjects calls read for sids, at most maxSubjectQuery at a time,
-// each once, with the placeholders of their IN list and their arguments.
-func eachSubjects(sids []envelope.SID, read func(in string, args []any) error) error {
+// eachSubjectRow runs the statement query(in) for sids, at most
+// maxSubjectQuery at a time and each once, with in the placeholders of
+// their IN list, their arguments then extra, and calls scan for each row.
+func (s *Registry) eachSubjectRow(ctx context.Context, sids []envelope.SID, query func(in string) string, extra []any,
+	scan func(sc interface{ Scan(...any) error }) error) error {
 	seen := make(map[envelope.SID]bool, len(sids))
-	args := make([]any, 0, min(len(sids), maxSubjectQuery))
+	var args []any
 	for i, sid := range sids {
 		if !seen[sid] {
 			seen[sid] = true
 			args = append(args, sid[:])
 		}
-		if len(args) == maxSubjectQuery || (i == len(sids)-1 && len(args) > 0) {
-			if err := read(strings.TrimSuffix(strings.Repeat("?, ", len(args)), ", "), args); err != nil {
+		if len(args) < maxSubjectQuery && (i < len(sids)-1 || len(args) == 0) {
+			continue
+		}
+		rows, err := s.db.QueryContext(ctx, query(strings.TrimSuffix(strings.Repeat("?, ", len(args)), ", ")), append(args, extra...)...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			if err := scan(rows); err != nil {
+				rows.Close()
 				return err
 			}
-			args = args[:0:0]
 		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		args = nil
 	}
 	return nil
 }
@@ -141,23 +155,18 @@ func (s *Registry) Unregistered(ctx context.Context, sids []envelope.SID) (map[e
 		return nil, err
 	}
 	out := map[envelope.SID]bool{}
-	err := eachSubjects(sids, func(in string, args []any) error {
-		rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT l.sid FROM `+derivation.Lineage+` l JOIN artifacts a ON a.id = l.artifact
-			LEFT JOIN kinds k ON k.name = a.kind WHERE l.sid IN (`+in+`) AND k.name IS NULL`, args...)
-		if err != nil {
+	err := s.eachSubjectRow(ctx, sids, func(in string) string {
+		return `SELECT DISTINCT l.sid FROM ` + derivation.Lineage + ` l JOIN artifacts a ON a.id = l.artifact
+			LEFT JOIN kinds k ON k.name = a.kind WHERE l.sid IN (` + in + `) AND k.name IS NULL`
+	}, nil, func(sc interface{ Scan(...any) error }) error {
+		var b []byte
+		if err := sc.Scan(&b); err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var b []byte
-			if err := rows.Scan(&b); err != nil {
-				return err
-			}
-			var sid envelope.SID
-			copy(sid[:], b)
-			out[sid] = true
-		}
-		return rows.Err()
+		var sid envelope.SID
+		copy(sid[:], b)
+		out[sid] = true
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("registry: unregistered kinds: %w", err)
@@ -180,24 +189,19 @@ func (s *Registry) HeldIn(ctx context.Context, sids []envelope.SID, first, last 
 		return nil, err
 	}
 	var out []Held
-	err := eachSubjects(sids, func(in string, args []any) error {
-		rows, err := s.db.QueryContext(ctx, `SELECT l.sid, a.id, a.holder FROM `+derivation.Lineage+` l JOIN artifacts a ON a.id = l.artifact
-			WHERE l.sid IN (`+in+`) AND NOT a.sealed AND a.holder >= ? AND a.holder <= ?`, append(args, first, last)...)
-		if err != nil {
+	err := s.eachSubjectRow(ctx, sids, func(in string) string {
+		return `SELECT l.sid, a.id, a.holder FROM ` + derivation.Lineage + ` l JOIN artifacts a ON a.id = l.artifact
+			WHERE l.sid IN (` + in + `) AND NOT a.sealed AND a.holder >= ? AND a.holder <= ?`
+	}, []any{first, last}, func(sc interface{ Scan(...any) error }) error {
+		var sid, id []byte
+		var h Held
+		if err := sc.Scan(&sid, &id, &h.Holder); err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var sid, id []byte
-			var h Held
-			if err := rows.Scan(&sid, &id, &h.Holder); err != nil {
-				return err
-			}
-			copy(h.SID[:], sid)
-			copy(h.ID[:], id)
-			out = append(out, h)
-		}
-		return rows.Err()
+		copy(h.SID[:], sid)
+		copy(h.ID[:], id)
+		out = append(out, h)
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("registry: held: %w", err)
