@@ -56,8 +56,11 @@ var allowed = map[string][]string{
 	"keystore/local":    {"shredd", "internal/crashpoint", "internal/datadir", "keystore"},
 	"keystore/vault":    {"shredd", "envelope", "keystore"},
 	"keystore/roottest": {"shredd", "keystore"},
-	"ledger":            {"shredd", "envelope", "internal/crashpoint", "internal/datadir", "keystore"},
-	"registry":          {"shredd", "envelope", "internal/crashpoint", "keystore", "ledger", "storage"},
+	// The durable logs and their heads beside the root.
+	"ledger": {"shredd", "envelope", "internal/crashpoint", "internal/datadir", "keystore"},
+	// The derivation graph, under the registry of what exists.
+	"derivation": {"shredd", "envelope", "storage"},
+	"registry":   {"shredd", "derivation", "envelope", "internal/crashpoint", "keystore", "ledger", "storage"},
 	// The two domain services, each on the registry, neither on the other.
 	"sealing": {"shredd", "envelope", "keystore", "registry"},
 	"erasure": {"shredd", "attest", "bundle", "envelope", "internal/crashpoint", "internal/datadir", "journal", "keystore", "ledger", "registry", "storage", "translog"},
@@ -89,8 +92,8 @@ var allowed = map[string][]string{
 // migrations create: only it (and the storage layer) may name the table in
 // SQL text. Others ask the owner's methods.
 var owners = map[string]string{
-	"artifacts": "registry", "artifact_parents": "registry", "lineage": "registry",
-	"lineage_staged": "registry", "parents_staged": "registry", "lineage_all": "registry",
+	"artifacts": "registry", "artifact_parents": "derivation", "lineage": "derivation",
+	"lineage_staged": "derivation", "parents_staged": "derivation", "lineage_all": "derivation",
 	"kinds": "registry", "leases": "registry", "registry_wal": "registry",
 	"buckets": "keystore", "subjects": "keystore", "epochs": "keystore",
 	"evictions": "keystore", "keystore_meta": "keystore", "nodes": "keystore",

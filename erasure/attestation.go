@@ -1,10 +1,12 @@
 package erasure
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -184,6 +186,30 @@ func (c *core) keyEvidence(ctx context.Context, r forgetRow, k *attest.KeyEviden
 	return nil
 }
 
+// ackSignatures returns the signature of the holder's ack that closed
+// each artifact of forget id.
+func (c *core) ackSignatures(ctx context.Context, id shredd.ID) (map[shredd.ID][]byte, error) {
+	rows, err := c.db.QueryContext(ctx, `SELECT k.artifact, h.signature FROM acked k JOIN holder_acks h ON h.id = k.ack WHERE k.forget = ?`, id[:])
+	if err != nil {
+		return nil, fmt.Errorf("erasure: attestation: %w", err)
+	}
+	defer rows.Close()
+	out := map[shredd.ID][]byte{}
+	for rows.Next() {
+		var art, sig []byte
+		if err := rows.Scan(&art, &sig); err != nil {
+			return nil, fmt.Errorf("erasure: attestation: %w", err)
+		}
+		var a shredd.ID
+		copy(a[:], art)
+		out[a] = sig
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("erasure: attestation: %w", err)
+	}
+	return out, nil
+}
+
 // lineageArtifacts lists every artifact of the lineage with how it was
 // closed, and the holders' acks; it returns the number of collateral
 // aggregates (artifacts that also carry other subjects).
@@ -191,39 +217,27 @@ func (c *core) lineageArtifacts(ctx context.Context, r forgetRow, p *attest.Pred
 	if err := c.reg.Settle(ctx); err != nil { // the lineage by subject
 		return 0, fmt.Errorf("erasure: attestation: %w", err)
 	}
-	rows, err := c.db.QueryContext(ctx, `SELECT a.id, a.kind, a.holder, a.sealed,
-			`+registry.OthersSQL+`,
-			(SELECT h.signature FROM acked k JOIN holder_acks h ON h.id = k.ack WHERE k.forget = ? AND k.artifact = a.id)
-		FROM `+registry.LineageArtifactsSQL+` WHERE l.sid = ? ORDER BY a.seq`, r.id[:], r.sid[:])
+	deps, err := c.reg.SubjectArtifacts(ctx, r.sid)
 	if err != nil {
 		return 0, fmt.Errorf("erasure: attestation: %w", err)
 	}
+	slices.SortFunc(deps, func(a, b registry.Dependent) int { return cmp.Compare(a.Seq, b.Seq) })
+	sigs, err := c.ackSignatures(ctx, r.id)
+	if err != nil {
+		return 0, err
+	}
 	collateral := 0
-	for rows.Next() {
-		var idb, sig []byte
-		var a attest.Artifact
-		var sealed bool
-		var others int
-		if err := rows.Scan(&idb, &a.Kind, &a.Holder, &sealed, &others, &sig); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("erasure: attestation: %w", err)
-		}
-		var id shredd.ID
-		copy(id[:], idb)
-		a.ID = id.String()
-		if sealed {
+	for _, d := range deps {
+		a := attest.Artifact{ID: d.ID.String(), Kind: d.Kind, Holder: d.Holder}
+		if d.Sealed {
 			a.ClosedBy = attest.ClosedSealedKeyDestroyed
 		} else {
-			a.ClosedBy, a.AckSignature = attest.ClosedHolderAck, sig
+			a.ClosedBy, a.AckSignature = attest.ClosedHolderAck, sigs[d.ID]
 		}
-		if others > 0 {
+		if d.Others > 0 {
 			collateral++
 		}
 		p.Artifacts = append(p.Artifacts, a)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("erasure: attestation: %w", err)
 	}
 	// The acks that closed something, each with exactly the artifacts it
 	// signed.

@@ -6,17 +6,18 @@ import (
 	"fmt"
 
 	"github.com/shredd/shredd"
-	"github.com/shredd/shredd/registry"
+	"github.com/shredd/shredd/envelope"
 )
 
 // ListHolders answers one page of registered holders, by id ascending,
 // after q.Cursor (keyset pagination), each with its pending purge work,
-// the time of its latest signed ack and its latest inventory report. Three
-// queries whatever the page size: the page (with the inventories), then
-// the pending work and the latest acks of the page's id range, grouped by
-// holder. The pending work is Purges' count in SQL: per open forget
-// (committed, not erased), the holder's plaintext-held artifacts of the
-// subject's lineage that no ack of that forget covers.
+// the time of its latest signed ack and its latest inventory report. A
+// fixed number of queries whatever the page size: the page (with the
+// inventories), then the pending work (pendingWork) and the latest acks of
+// the page's id range. The pending work is Purges' count for the page's
+// holders at once: per open forget (committed, not erased), the holder's
+// plaintext-held artifacts of the subject's lineage that no ack of that
+// forget covers.
 // TestListHoldersAgreesWithPurges checks the two against each other.
 // A malformed cursor or limit is ErrInvalid.
 func (s *Holders) ListHolders(ctx context.Context, q shredd.HolderQuery) (shredd.HolderPage, error) {
@@ -90,14 +91,7 @@ func (s *Holders) ListHolders(ctx context.Context, q shredd.HolderQuery) (shredd
 	for i := range page.Holders {
 		at[page.Holders[i].ID] = &page.Holders[i]
 	}
-	err = s.eachHolderRow(ctx, `SELECT a.holder, count(*), count(DISTINCT f.id)
-		FROM forgets f `+registry.JoinLineageSQL("f.sid")+`
-		WHERE f.committed_at IS NOT NULL AND f.erased_at IS NULL AND NOT a.sealed AND a.holder >= ? AND a.holder <= ?
-			AND NOT EXISTS (SELECT 1 FROM acked k WHERE k.forget = f.id AND k.artifact = a.id)
-		GROUP BY a.holder`, first, last, func(h *shredd.HolderStatus, a, b int64) {
-		h.PendingArtifacts, h.PendingForgets = int(a), int(b)
-	}, at)
-	if err != nil {
+	if err := s.pendingWork(ctx, first, last, at); err != nil {
 		return shredd.HolderPage{}, err
 	}
 	err = s.eachHolderRow(ctx, `SELECT holder, max(received_at), 0 FROM holder_acks WHERE holder >= ? AND holder <= ? GROUP BY holder`,
@@ -106,6 +100,83 @@ func (s *Holders) ListHolders(ctx context.Context, q shredd.HolderQuery) (shredd
 		return shredd.HolderPage{}, err
 	}
 	return page, nil
+}
+
+// pendingWork sets the pending purge work of the page's holders (at, from
+// first to last): per open forget (committed, not erased), the holder's
+// plaintext-held artifacts of the subject's settled lineage
+// (registry.HeldIn) that no ack of that forget covers. Three statements
+// whatever the page and the number of open forgets (the lineages a
+// statement per 256 subjects): the open forgets, their acks, the held
+// artifacts.
+func (s *Holders) pendingWork(ctx context.Context, first, last string, at map[string]*shredd.HolderStatus) error {
+	open, err := s.queryForgets(ctx, ` WHERE committed_at IS NOT NULL AND erased_at IS NULL`)
+	if err != nil || len(open) == 0 {
+		return err
+	}
+	acked, err := s.openAcks(ctx)
+	if err != nil {
+		return err
+	}
+	bySID := make(map[envelope.SID][]shredd.ID, len(open))
+	sids := make([]envelope.SID, 0, len(open))
+	for _, r := range open {
+		if bySID[r.sid] == nil {
+			sids = append(sids, r.sid)
+		}
+		bySID[r.sid] = append(bySID[r.sid], r.id)
+	}
+	held, err := s.reg.HeldIn(ctx, sids, first, last)
+	if err != nil {
+		return fmt.Errorf("erasure: list holders: %w", err)
+	}
+	forgets := map[string]map[shredd.ID]bool{} // the open forgets of each holder's pending work
+	for _, a := range held {
+		h := at[a.Holder]
+		if h == nil {
+			continue // not on the page
+		}
+		for _, f := range bySID[a.SID] {
+			if acked[[2]shredd.ID{f, a.ID}] {
+				continue
+			}
+			h.PendingArtifacts++
+			if forgets[a.Holder] == nil {
+				forgets[a.Holder] = map[shredd.ID]bool{}
+			}
+			forgets[a.Holder][f] = true
+		}
+	}
+	for holder, fs := range forgets {
+		at[holder].PendingForgets = len(fs)
+	}
+	return nil
+}
+
+// openAcks returns the (forget, artifact) pairs the signed acks of the
+// open forgets cover.
+func (s *Holders) openAcks(ctx context.Context) (map[[2]shredd.ID]bool, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT k.forget, k.artifact FROM acked k JOIN forgets f ON f.id = k.forget
+		WHERE f.committed_at IS NOT NULL AND f.erased_at IS NULL`)
+	if err != nil {
+		return nil, fmt.Errorf("erasure: list holders: %w", err)
+	}
+	defer rows.Close()
+	out := map[[2]shredd.ID]bool{}
+	for rows.Next() {
+		var fb, ab []byte
+		if err := rows.Scan(&fb, &ab); err != nil {
+			return nil, fmt.Errorf("erasure: list holders: %w", err)
+		}
+		var k [2]shredd.ID
+		copy(k[0][:], fb)
+		copy(k[1][:], ab)
+		out[k] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("erasure: list holders: %w", err)
+	}
+	return out, nil
 }
 
 // eachHolderRow runs a query of rows (holder, a, b) over the holders from

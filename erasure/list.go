@@ -3,28 +3,66 @@ package erasure
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/shredd/shredd"
-	"github.com/shredd/shredd/registry"
+	"github.com/shredd/shredd/envelope"
 )
 
-// reportedState is the SQL of the state a forget reports (view): erased
-// once erased; blocked when not erased, committed, a holder's inventory
-// breaks the closure (?1, from closureBreaks) and every artifact of the
-// lineage has a registered kind (else closure_intact is pending, not
-// failed); overdue past the deadline (?2, now); else the pipeline state.
-// It must stay the SQL twin of view's switch: TestListForgetsStates
-// checks them against each other.
-var reportedState = `CASE
+// reportedState returns the SQL of the state a forget reports (view):
+// erased once erased; blocked when not erased, committed, a holder's
+// inventory breaks the closure (?1, from closureBreaks) and every artifact
+// of the lineage has a registered kind (else closure_intact is pending,
+// not failed: the n forgets whose lineage holds one are the ids ?first to
+// ?first+n-1, unregisteredKinds); overdue past the deadline (?2, now); else
+// the pipeline state. It must stay the SQL twin of view's switch:
+// TestListForgetsStates checks them against each other.
+func reportedState(first, n int) string {
+	blocked := `?1 AND committed_at IS NOT NULL`
+	if n > 0 {
+		in := make([]string, n)
+		for i := range in {
+			in[i] = "?" + strconv.Itoa(first+i)
+		}
+		blocked += ` AND id NOT IN (` + strings.Join(in, ", ") + `)`
+	}
+	return `CASE
 	WHEN erased_at IS NOT NULL THEN 'erased'
-	WHEN ?1 AND committed_at IS NOT NULL AND NOT EXISTS (` + unregisteredKind + `) THEN 'blocked'
+	WHEN ` + blocked + ` THEN 'blocked'
 	WHEN deadline < ?2 THEN 'overdue'
 	ELSE state END`
+}
 
-// unregisteredKind selects the settled artifacts of a forget's subject
-// whose kind is not registered (reportedState).
-var unregisteredKind = registry.UnregisteredKindSQL("forgets.sid")
+// unregisteredKinds returns, when the closure is broken (blocked), the ids
+// of the open forgets (committed, not erased) whose settled lineage holds
+// an artifact of an unregistered kind (registry.Unregistered): those
+// reportedState does not call blocked.
+func (c *core) unregisteredKinds(ctx context.Context, blocked bool) ([]any, error) {
+	if !blocked {
+		return nil, nil
+	}
+	open, err := c.queryForgets(ctx, ` WHERE committed_at IS NOT NULL AND erased_at IS NULL`)
+	if err != nil {
+		return nil, err
+	}
+	sids := make([]envelope.SID, len(open))
+	for i, r := range open {
+		sids[i] = r.sid
+	}
+	unreg, err := c.reg.Unregistered(ctx, sids)
+	if err != nil {
+		return nil, fmt.Errorf("erasure: list forgets: %w", err)
+	}
+	var ids []any
+	for _, r := range open {
+		if unreg[r.sid] {
+			ids = append(ids, r.id[:])
+		}
+	}
+	return ids, nil
+}
 
 // ListForgets answers one page of forgets, newest first (request time,
 // then id, both descending), of the reported state q.State when it is
@@ -53,7 +91,11 @@ func (s *Eraser) ListForgets(ctx context.Context, q shredd.ForgetQuery) (shredd.
 		return shredd.ForgetPage{}, err
 	}
 	blocked, now := len(breaks) > 0, s.opts.Now().UnixNano()
-	// Always five parameters: ?3 the state (NULL: any), ?4 and ?5 the
+	unreg, err := s.unregisteredKinds(ctx, blocked)
+	if err != nil {
+		return shredd.ForgetPage{}, err
+	}
+	// Five parameters, then unreg: ?3 the state (NULL: any), ?4 and ?5 the
 	// cursor's request time and id (NULL: the first page).
 	args := []any{blocked, now, nil, nil, nil}
 	if q.State != "" {
@@ -68,10 +110,10 @@ func (s *Eraser) ListForgets(ctx context.Context, q shredd.ForgetQuery) (shredd.
 	}
 	// The casts type the parameters where a NULL alone says nothing
 	// (PostgreSQL must know a parameter's type).
-	where := ` WHERE (CAST(?3 AS TEXT) IS NULL OR ` + reportedState + ` = ?3)
+	where := ` WHERE (CAST(?3 AS TEXT) IS NULL OR ` + reportedState(6, len(unreg)) + ` = ?3)
 		AND (CAST(?4 AS BIGINT) IS NULL OR requested_at < ?4 OR (requested_at = ?4 AND id < ?5))`
 	// One row more than the page says whether there is a next one.
-	rs, err := s.queryForgets(ctx, where+fmt.Sprintf(` ORDER BY requested_at DESC, id DESC LIMIT %d`, limit+1), args...)
+	rs, err := s.queryForgets(ctx, where+fmt.Sprintf(` ORDER BY requested_at DESC, id DESC LIMIT %d`, limit+1), append(args, unreg...)...)
 	if err != nil {
 		return shredd.ForgetPage{}, err
 	}
@@ -91,17 +133,18 @@ func (s *Eraser) ListForgets(ctx context.Context, q shredd.ForgetQuery) (shredd.
 		}
 		page.Forgets = append(page.Forgets, f)
 	}
-	if page.Counts, err = s.countStates(ctx, blocked, now); err != nil {
+	if page.Counts, err = s.countStates(ctx, blocked, now, unreg); err != nil {
 		return shredd.ForgetPage{}, err
 	}
 	return page, nil
 }
 
-// countStates counts the forgets by reported state (every state present).
-func (s *Eraser) countStates(ctx context.Context, blocked bool, now int64) (map[string]int, error) {
+// countStates counts the forgets by reported state (every state present);
+// unreg are the forgets reportedState does not call blocked.
+func (s *Eraser) countStates(ctx context.Context, blocked bool, now int64, unreg []any) (map[string]int, error) {
 	counts := map[string]int{shredd.StateRequested: 0, shredd.StateCommitted: 0, shredd.StateShredded: 0,
 		shredd.StateErased: 0, shredd.StateBlocked: 0, shredd.StateOverdue: 0}
-	rows, err := s.db.QueryContext(ctx, `SELECT `+reportedState+`, count(*) FROM forgets GROUP BY 1`, blocked, now)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+reportedState(3, len(unreg))+`, count(*) FROM forgets GROUP BY 1`, append([]any{blocked, now}, unreg...)...)
 	if err != nil {
 		return nil, fmt.Errorf("erasure: count forgets: %w", err)
 	}

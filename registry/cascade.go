@@ -4,47 +4,31 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/shredd/shredd"
+	"github.com/shredd/shredd/derivation"
 	"github.com/shredd/shredd/envelope"
 )
 
 // The reads of a forget's cascade, verification and proof (package
 // erasure): the artifacts of a subject's lineage, their children, holders
 // and leases. The lineage by subject is read either settled only (the
-// caller called Settle first) or settled and staged (lineage_all), as each
-// method says.
+// caller called Settle first) or settled and staged (derivation.LineageAll),
+// as each method says. The graph's tables are package derivation's: the
+// statements here join them with the artifacts, kinds and leases in one
+// snapshot under the names derivation gives.
 
-// SQL fragments, for statements of other packages that join the registry's
-// tables with their own in one statement (one snapshot). They name the
-// artifact a, its lineage row l and, in OthersSQL, another lineage row o.
-const (
-	// LastSeqSQL is the registration order of the newest artifact, 0 for
-	// none: the barrier a forget's commit records.
-	LastSeqSQL = `(SELECT coalesce(max(seq), 0) FROM artifacts)`
-	// LineageArtifactsSQL is the settled lineage rows l joined with their
-	// artifacts a: "FROM " + LineageArtifactsSQL + " WHERE l.sid = ?".
-	LineageArtifactsSQL = `lineage l JOIN artifacts a ON a.id = l.artifact`
-	// OthersSQL is the number of other subjects in the lineage of the
-	// artifact of lineage row l: above 0, a collateral aggregate.
-	OthersSQL = `(SELECT count(*) - 1 FROM lineage o WHERE o.artifact = l.artifact)`
-)
+// LastSeqSQL is the registration order of the newest artifact, 0 for none:
+// the barrier a forget's commit records in its one statement (package
+// erasure), the one SQL fragment the registry gives another package.
+const LastSeqSQL = `(SELECT coalesce(max(seq), 0) FROM artifacts)`
 
-// JoinLineageSQL joins the settled lineage rows l of the subject sid (an
-// SQL expression of the caller's statement) and their artifacts a.
-func JoinLineageSQL(sid string) string {
-	return `JOIN lineage l ON l.sid = ` + sid + ` JOIN artifacts a ON a.id = l.artifact`
-}
-
-// UnregisteredKindSQL selects 1 for each settled artifact of the lineage
-// of subject sid (an SQL expression of the caller's statement) whose kind
-// is not registered: for a NOT EXISTS.
-func UnregisteredKindSQL(sid string) string {
-	return `SELECT 1 FROM lineage l JOIN artifacts a ON a.id = l.artifact
-		LEFT JOIN kinds k ON k.name = a.kind WHERE l.sid = ` + sid + ` AND k.name IS NULL`
-}
+// lineageArtifactsSQL is the settled lineage rows l joined with their
+// artifacts a: "FROM " + lineageArtifactsSQL + " WHERE l.sid = ?".
+const lineageArtifactsSQL = derivation.Lineage + ` l JOIN artifacts a ON a.id = l.artifact`
 
 // Dependent is an artifact of a subject's lineage (SubjectArtifacts).
 type Dependent struct {
@@ -64,8 +48,8 @@ func (s *Registry) SubjectArtifacts(ctx context.Context, sid envelope.SID) ([]De
 		return nil, err
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT a.id, a.seq, a.kind, a.holder, a.sealed, l.direct,
-			`+OthersSQL+`
-		FROM `+LineageArtifactsSQL+` WHERE l.sid = ?`, sid[:])
+			`+derivation.OthersSQL+`
+		FROM `+lineageArtifactsSQL+` WHERE l.sid = ?`, sid[:])
 	if err != nil {
 		return nil, err
 	}
@@ -84,27 +68,12 @@ func (s *Registry) SubjectArtifacts(ctx context.Context, sid envelope.SID) ([]De
 }
 
 // Children lists the settled artifacts that have parent among their
-// parents (call Settle first).
+// parents (call Settle first): derivation.Graph.Children.
 func (s *Registry) Children(ctx context.Context, parent shredd.ID) ([]shredd.ID, error) {
 	if err := s.Fold(ctx); err != nil { // every acknowledged registration in the tables
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT artifact FROM artifact_parents WHERE parent = ?`, parent[:])
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []shredd.ID
-	for rows.Next() {
-		var b []byte
-		if err := rows.Scan(&b); err != nil {
-			return nil, err
-		}
-		var child shredd.ID
-		copy(child[:], b)
-		out = append(out, child)
-	}
-	return out, rows.Err()
+	return s.graph.Children(ctx, parent)
 }
 
 // HeldBy returns the plaintext-held artifacts of sid's lineage, settled or
@@ -114,7 +83,7 @@ func (s *Registry) HeldBy(ctx context.Context, sid envelope.SID, holder string) 
 	if err := s.Fold(ctx); err != nil { // every acknowledged registration in the tables
 		return nil, err
 	}
-	q := `SELECT a.id, a.holder FROM lineage_all l JOIN artifacts a ON a.id = l.artifact WHERE l.sid = ? AND NOT a.sealed`
+	q := `SELECT a.id, a.holder FROM ` + derivation.LineageAll + ` l JOIN artifacts a ON a.id = l.artifact WHERE l.sid = ? AND NOT a.sealed`
 	args := []any{sid[:]}
 	if holder != "" {
 		q += ` AND a.holder = ?`
@@ -137,6 +106,107 @@ func (s *Registry) HeldBy(ctx context.Context, sid envelope.SID, holder string) 
 		out[h] = append(out[h], id)
 	}
 	return out, rows.Err()
+}
+
+// maxSubjectQuery bounds the subjects of one statement of Unregistered
+// and HeldIn.
+const maxSubjectQuery = 256
+
+// eachSubjectRow runs the statement query(in) for sids, at most
+// maxSubjectQuery at a time and each once, with in the placeholders of
+// their IN list, their arguments then extra, and calls scan for each row.
+func (s *Registry) eachSubjectRow(ctx context.Context, sids []envelope.SID, query func(in string) string, extra []any,
+	scan func(sc interface{ Scan(...any) error }) error) error {
+	seen := make(map[envelope.SID]bool, len(sids))
+	var args []any
+	for i, sid := range sids {
+		if !seen[sid] {
+			seen[sid] = true
+			args = append(args, sid[:])
+		}
+		if len(args) < maxSubjectQuery && (i < len(sids)-1 || len(args) == 0) {
+			continue
+		}
+		rows, err := s.db.QueryContext(ctx, query(strings.TrimSuffix(strings.Repeat("?, ", len(args)), ", ")), append(args, extra...)...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			if err := scan(rows); err != nil {
+				rows.Close()
+				return err
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		args = nil
+	}
+	return nil
+}
+
+// Unregistered returns which of the subjects sids have in their settled
+// lineage (call Settle first) an artifact whose kind is not registered: a
+// forget of theirs has its closure pending, not failed, when a holder's
+// inventory breaks it.
+func (s *Registry) Unregistered(ctx context.Context, sids []envelope.SID) (map[envelope.SID]bool, error) {
+	if err := s.Fold(ctx); err != nil { // every acknowledged registration in the tables
+		return nil, err
+	}
+	out := map[envelope.SID]bool{}
+	err := s.eachSubjectRow(ctx, sids, func(in string) string {
+		return `SELECT DISTINCT l.sid FROM ` + derivation.Lineage + ` l JOIN artifacts a ON a.id = l.artifact
+			LEFT JOIN kinds k ON k.name = a.kind WHERE l.sid IN (` + in + `) AND k.name IS NULL`
+	}, nil, func(sc interface{ Scan(...any) error }) error {
+		var b []byte
+		if err := sc.Scan(&b); err != nil {
+			return err
+		}
+		var sid envelope.SID
+		copy(sid[:], b)
+		out[sid] = true
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("registry: unregistered kinds: %w", err)
+	}
+	return out, nil
+}
+
+// Held is a plaintext-held artifact of a subject's lineage (HeldIn).
+type Held struct {
+	SID    envelope.SID
+	ID     shredd.ID
+	Holder string
+}
+
+// HeldIn lists the plaintext-held artifacts of the settled lineages of
+// sids (call Settle first) whose holders are from first to last, in no
+// particular order: the holders' pending purge work, for a page of them.
+func (s *Registry) HeldIn(ctx context.Context, sids []envelope.SID, first, last string) ([]Held, error) {
+	if err := s.Fold(ctx); err != nil { // every acknowledged registration in the tables
+		return nil, err
+	}
+	var out []Held
+	err := s.eachSubjectRow(ctx, sids, func(in string) string {
+		return `SELECT l.sid, a.id, a.holder FROM ` + derivation.Lineage + ` l JOIN artifacts a ON a.id = l.artifact
+			WHERE l.sid IN (` + in + `) AND NOT a.sealed AND a.holder >= ? AND a.holder <= ?`
+	}, []any{first, last}, func(sc interface{ Scan(...any) error }) error {
+		var sid, id []byte
+		var h Held
+		if err := sc.Scan(&sid, &id, &h.Holder); err != nil {
+			return err
+		}
+		copy(h.SID[:], sid)
+		copy(h.ID[:], id)
+		out = append(out, h)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("registry: held: %w", err)
+	}
+	return out, nil
 }
 
 // LiveLease is a lease not released nor expired (LineageFacts).
@@ -184,7 +254,7 @@ func (s *Registry) LineageFactsOf(ctx context.Context, sids []envelope.SID, issu
 	rows, err := s.db.QueryContext(ctx, `SELECT l.sid, l.artifact, a.holder, a.seq,
 			(CASE WHEN a.id IS NOT NULL AND NOT a.sealed THEN 1 ELSE 0 END) + (CASE WHEN a.id IS NOT NULL AND k.name IS NULL THEN 2 ELSE 0 END),
 			le.id, le.holder, le.expires_at, le.issued_at
-		FROM lineage_all l LEFT JOIN `+facts+` ON a.id = l.artifact LEFT JOIN kinds k ON k.name = a.kind
+		FROM `+derivation.LineageAll+` l LEFT JOIN `+facts+` ON a.id = l.artifact LEFT JOIN kinds k ON k.name = a.kind
 			LEFT JOIN leases le ON le.artifact = l.artifact AND le.released_at IS NULL AND le.expires_at > ?
 		WHERE l.sid IN `+in, args...)
 	if err != nil {

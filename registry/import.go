@@ -33,7 +33,7 @@ func (s *Registry) CountArtifacts(ctx context.Context) (int64, error) {
 	}
 	var n int64
 	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM artifacts`).Scan(&n); err != nil {
-		return 0, fmt.Errorf("sealing: count artifacts: %w", err)
+		return 0, fmt.Errorf("registry: count artifacts: %w", err)
 	}
 	return n, nil
 }
@@ -51,7 +51,7 @@ func (s *Registry) BulkImport(ctx context.Context, arts []BulkArtifact, o storag
 		return inner
 	})
 	if err != nil && err != inner {
-		return fmt.Errorf("sealing: import: %w", err)
+		return fmt.Errorf("registry: import: %w", err)
 	}
 	return err
 }
@@ -62,15 +62,15 @@ func (s *Registry) bulkImport(ctx context.Context, tx *storage.Tx, arts []BulkAr
 	for i := range arts {
 		a := &arts[i]
 		if len(a.Direct) != len(a.Lineage) || len(a.Lineage) == 0 {
-			return fmt.Errorf("sealing: import: artifact %s: lineage and direct differ or are empty: %w", a.ID, shredd.ErrInvalid)
+			return fmt.Errorf("registry: import: artifact %s: lineage and direct differ or are empty: %w", a.ID, shredd.ErrInvalid)
 		}
 		if !kinds[a.Kind] {
 			var one int
 			if err := tx.QueryRowContext(ctx, `SELECT 1 FROM kinds WHERE name=?`, a.Kind).Scan(&one); err != nil {
 				if errors.Is(err, sql.ErrNoRows) {
-					return fmt.Errorf("sealing: import: kind %q: %w", a.Kind, shredd.ErrUnknownKind)
+					return fmt.Errorf("registry: import: kind %q: %w", a.Kind, shredd.ErrUnknownKind)
 				}
-				return fmt.Errorf("sealing: import: %w", err)
+				return fmt.Errorf("registry: import: %w", err)
 			}
 			kinds[a.Kind] = true
 		}

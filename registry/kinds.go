@@ -14,27 +14,27 @@ import (
 // the kind is new.
 func (s *Registry) PutKind(ctx context.Context, name, description string) (shredd.Kind, bool, error) {
 	if !shredd.ValidKind(name) {
-		return shredd.Kind{}, false, fmt.Errorf("sealing: kind name: %w", shredd.ErrInvalid)
+		return shredd.Kind{}, false, fmt.Errorf("registry: kind name: %w", shredd.ErrInvalid)
 	}
 	if len(description) > 1024 {
-		return shredd.Kind{}, false, fmt.Errorf("sealing: kind description over 1024 bytes: %w", shredd.ErrInvalid)
+		return shredd.Kind{}, false, fmt.Errorf("registry: kind description over 1024 bytes: %w", shredd.ErrInvalid)
 	}
 	now := s.opts.Now()
 	res, err := s.db.ExecContext(ctx, `INSERT INTO kinds(name, description, created_at) VALUES (?, ?, ?)
 		ON CONFLICT(name) DO NOTHING`, name, description, now.UnixNano())
 	if err != nil {
-		return shredd.Kind{}, false, fmt.Errorf("sealing: put kind: %w", err)
+		return shredd.Kind{}, false, fmt.Errorf("registry: put kind: %w", err)
 	}
 	n, _ := res.RowsAffected()
 	if n == 0 {
 		if _, err := s.db.ExecContext(ctx, `UPDATE kinds SET description=? WHERE name=?`, description, name); err != nil {
-			return shredd.Kind{}, false, fmt.Errorf("sealing: put kind: %w", err)
+			return shredd.Kind{}, false, fmt.Errorf("registry: put kind: %w", err)
 		}
 	}
 	var k shredd.Kind
 	var created int64
 	if err := s.db.QueryRowContext(ctx, `SELECT name, description, created_at FROM kinds WHERE name=?`, name).Scan(&k.Name, &k.Description, &created); err != nil {
-		return shredd.Kind{}, false, fmt.Errorf("sealing: put kind: %w", err)
+		return shredd.Kind{}, false, fmt.Errorf("registry: put kind: %w", err)
 	}
 	k.CreatedAt = time.Unix(0, created).UTC()
 	return k, n == 1, nil
@@ -44,7 +44,7 @@ func (s *Registry) PutKind(ctx context.Context, name, description string) (shred
 func (s *Registry) Kinds(ctx context.Context) ([]shredd.Kind, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT name, description, created_at FROM kinds ORDER BY name`)
 	if err != nil {
-		return nil, fmt.Errorf("sealing: kinds: %w", err)
+		return nil, fmt.Errorf("registry: kinds: %w", err)
 	}
 	defer rows.Close()
 	out := []shredd.Kind{}
@@ -52,7 +52,7 @@ func (s *Registry) Kinds(ctx context.Context) ([]shredd.Kind, error) {
 		var k shredd.Kind
 		var created int64
 		if err := rows.Scan(&k.Name, &k.Description, &created); err != nil {
-			return nil, fmt.Errorf("sealing: kinds: %w", err)
+			return nil, fmt.Errorf("registry: kinds: %w", err)
 		}
 		k.CreatedAt = time.Unix(0, created).UTC()
 		out = append(out, k)

@@ -55,7 +55,7 @@ func (s *Registry) writeLeases(batch []leaseReq) error {
 	// beside this group; a forget waits for it or it for the forget.
 	tx, err := s.db.BeginTouching(ctx, s.touching(refs))
 	if err != nil {
-		return fmt.Errorf("sealing: lease: %w", err)
+		return fmt.Errorf("registry: lease: %w", err)
 	}
 	defer tx.Rollback()
 	// Where nodes share the database, a forget committed on another node
@@ -67,7 +67,7 @@ func (s *Registry) writeLeases(batch []leaseReq) error {
 	var notLive map[envelope.Ref]error
 	if s.db.Shared() {
 		if notLive, err = s.live.CheckLiveMany(ctx, tx, refs); err != nil {
-			return fmt.Errorf("sealing: lease: %w", err)
+			return fmt.Errorf("registry: lease: %w", err)
 		}
 	}
 	granted := make([]*shredd.Lease, 0, len(batch))
@@ -87,7 +87,7 @@ func (s *Registry) writeLeases(batch []leaseReq) error {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sealing: lease: %w", err)
+		return fmt.Errorf("registry: lease: %w", err)
 	}
 	return nil
 }
@@ -107,14 +107,14 @@ func insertLeases(ctx context.Context, db *storage.DB, tx *storage.Tx, leases []
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO leases(id, artifact, holder, issued_at, expires_at)
 			SELECT * FROM unnest($1::bytea[], $2::bytea[], $3::text[], $4::bigint[], $5::bigint[])`, ids, arts, holders, issued, expires); err != nil {
-			return fmt.Errorf("sealing: lease: %w", err)
+			return fmt.Errorf("registry: lease: %w", err)
 		}
 		return nil
 	}
 	for _, l := range leases {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO leases(id, artifact, holder, issued_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
 			l.ID[:], l.Artifact[:], l.Holder, l.IssuedAt.UnixNano(), l.ExpiresAt.UnixNano()); err != nil {
-			return fmt.Errorf("sealing: lease: %w", err)
+			return fmt.Errorf("registry: lease: %w", err)
 		}
 	}
 	return nil
@@ -138,7 +138,7 @@ func (s *Registry) IssueLease(ctx context.Context, artifact shredd.ID, holder st
 	ctx, cancel := s.db.Bound(ctx)
 	defer cancel()
 	if err := enqueue(ctx, s, s.leaseQ, r); err != nil {
-		return shredd.Lease{}, fmt.Errorf("sealing: lease: %w", err)
+		return shredd.Lease{}, fmt.Errorf("registry: lease: %w", err)
 	}
 	if err := await(ctx, r.done); err != nil {
 		return shredd.Lease{}, err
@@ -167,10 +167,10 @@ const leaseCols = `SELECT id, artifact, holder, issued_at, expires_at, released_
 func (s *Registry) GetLease(ctx context.Context, id shredd.ID) (shredd.Lease, error) {
 	l, err := scanLease(s.db.QueryRowContext(ctx, leaseCols+` WHERE id=?`, id[:]))
 	if errors.Is(err, sql.ErrNoRows) {
-		return shredd.Lease{}, fmt.Errorf("sealing: lease %s: %w", id, shredd.ErrNotFound)
+		return shredd.Lease{}, fmt.Errorf("registry: lease %s: %w", id, shredd.ErrNotFound)
 	}
 	if err != nil {
-		return shredd.Lease{}, fmt.Errorf("sealing: lease: %w", err)
+		return shredd.Lease{}, fmt.Errorf("registry: lease: %w", err)
 	}
 	return l, nil
 }
@@ -183,10 +183,10 @@ func (s *Registry) ReleaseLease(ctx context.Context, id shredd.ID, holder string
 		return shredd.Lease{}, err
 	}
 	if holder != "" && l.Holder != holder {
-		return shredd.Lease{}, fmt.Errorf("sealing: lease %s belongs to another holder: %w", id, shredd.ErrForbidden)
+		return shredd.Lease{}, fmt.Errorf("registry: lease %s belongs to another holder: %w", id, shredd.ErrForbidden)
 	}
 	if _, err := s.db.ExecContext(ctx, `UPDATE leases SET released_at=coalesce(released_at, ?) WHERE id=?`, s.opts.Now().UnixNano(), id[:]); err != nil {
-		return shredd.Lease{}, fmt.Errorf("sealing: release lease: %w", err)
+		return shredd.Lease{}, fmt.Errorf("registry: release lease: %w", err)
 	}
 	return s.GetLease(ctx, id)
 }

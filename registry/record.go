@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/shredd/shredd"
+	"github.com/shredd/shredd/derivation"
 	"github.com/shredd/shredd/envelope"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/storage"
@@ -208,7 +208,7 @@ func (s *Registry) writeGroup(batch []recordReq, kinds map[string]bool) ([]error
 	// forget.
 	tx, err := s.db.BeginTouching(ctx, s.touching(refs))
 	if err != nil {
-		return nil, fmt.Errorf("sealing: record: %w", err)
+		return nil, fmt.Errorf("registry: record: %w", err)
 	}
 	defer tx.Rollback()
 	// Every lineage subject of the group is checked live in this
@@ -229,7 +229,7 @@ func (s *Registry) writeGroup(batch []recordReq, kinds map[string]bool) ([]error
 		return nil, err
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("sealing: record: %w", err)
+		return nil, fmt.Errorf("registry: record: %w", err)
 	}
 	return errs, nil
 }
@@ -267,10 +267,10 @@ func checkRecord(ctx context.Context, q rowQuerier, known map[string]bool, notLi
 	}
 	ok, err := kindRegistered(ctx, q, r.Kind)
 	if err != nil {
-		return fmt.Errorf("sealing: record: %w", err)
+		return fmt.Errorf("registry: record: %w", err)
 	}
 	if !ok {
-		return fmt.Errorf("sealing: kind %q: %w", r.Kind, shredd.ErrUnknownKind)
+		return fmt.Errorf("registry: kind %q: %w", r.Kind, shredd.ErrUnknownKind)
 	}
 	known[r.Kind] = true
 	return nil
@@ -298,23 +298,31 @@ func (s *Registry) checkLive(ctx context.Context, tx *storage.Tx, refs []envelop
 }
 
 // insertStaged writes the rows of a group's artifacts: the artifacts, and
-// their parents and lineage into the staging tables (Settle). On SQLite,
-// in process, one prepared single-row statement per table costs less than
-// planning a statement per group (each connection keeps its prepared
-// statements: storage/sqlite.StmtCache); on a shared database the
+// their graph rows into the staging tables (derivation.Stage; Settle). On
+// SQLite, in process, one prepared single-row statement per table costs
+// less than planning a statement per group (each connection keeps its
+// prepared statements: storage/sqlite.StmtCache); on a shared database the
 // group is one statement (insertStagedShared).
 func insertStaged(ctx context.Context, tx *storage.Tx, shared bool, recs []recordReq) error {
 	if shared {
 		return insertStagedShared(ctx, tx, recs)
 	}
-	arts := make([]any, 0, 5*len(recs))
 	for _, r := range recs {
-		arts = append(arts, r.ID[:], r.Kind, r.Holder, r.Sealed, r.At.UnixNano())
+		if _, err := tx.ExecContext(ctx, `INSERT INTO artifacts(id, kind, holder, sealed, created_at) VALUES (?, ?, ?, ?, ?)`,
+			r.ID[:], r.Kind, r.Holder, r.Sealed, r.At.UnixNano()); err != nil {
+			return fmt.Errorf("registry: record: %w", err)
+		}
 	}
-	if err := insertRows(ctx, tx, `INSERT INTO artifacts(id, kind, holder, sealed, created_at) VALUES `, 5, 1, arts); err != nil {
-		return err
+	return derivation.Stage(ctx, tx, graphRows(recs), 1)
+}
+
+// graphRows returns the derivation graph's rows of recs.
+func graphRows(recs []recordReq) []derivation.Row {
+	rows := make([]derivation.Row, len(recs))
+	for i, r := range recs {
+		rows[i] = derivation.Row{ID: r.ID, Parents: r.Parents, Lineage: r.Lineage, Direct: r.Direct}
 	}
-	return insertStagedRows(ctx, tx, recs, 1, 1)
+	return rows
 }
 
 // stagedSharedSQL writes a group's artifact, parent and lineage rows in
@@ -322,18 +330,12 @@ func insertStaged(ctx context.Context, tx *storage.Tx, shared bool, recs []recor
 // whatever its size (each statement of a group transaction is one, and on
 // PostgreSQL a transaction of a few registrations costs more in round
 // trips than in rows), and one statement text, which the driver prepares
-// once per connection. The parents' and the lineage's inserts see nothing
-// of the artifacts' (a statement's parts share one snapshot), and need
-// not: the staging tables have no foreign key.
+// once per connection. The artifacts' rows are $1 to $5, the graph's
+// derivation.StagedSharedSQL's.
 const stagedSharedSQL = `WITH a AS (
 	INSERT INTO artifacts(id, kind, holder, sealed, created_at)
 	SELECT * FROM unnest($1::bytea[], $2::text[], $3::text[], $4::boolean[], $5::bigint[])
-), p AS (
-	INSERT INTO parents_staged(artifact, parent)
-	SELECT * FROM unnest($6::bytea[], $7::bytea[])
-)
-INSERT INTO lineage_staged(artifact, sid, gen, direct)
-SELECT * FROM unnest($8::bytea[], $9::bytea[], $10::bigint[], $11::boolean[])`
+), ` + derivation.StagedSharedSQL
 
 // insertStagedShared writes recs with stagedSharedSQL.
 func insertStagedShared(ctx context.Context, tx *storage.Tx, recs []recordReq) error {
@@ -343,111 +345,31 @@ func insertStagedShared(ctx context.Context, tx *storage.Tx, recs []recordReq) e
 	var (
 		ids, kinds, holders = make([][]byte, len(recs)), make([]string, len(recs)), make([]string, len(recs))
 		sealed, at          = make([]bool, len(recs)), make([]int64, len(recs))
-		pArt, pPar          [][]byte
-		lArt, lSID          [][]byte
-		lGen                []int64
-		lDirect             []bool
 	)
 	for i, r := range recs {
 		ids[i], kinds[i], holders[i], sealed[i], at[i] = r.ID[:], r.Kind, r.Holder, r.Sealed, r.At.UnixNano()
-		for _, par := range r.Parents {
-			pArt, pPar = append(pArt, r.ID[:]), append(pPar, par[:])
-		}
-		for _, ref := range r.Lineage {
-			lArt, lSID = append(lArt, r.ID[:]), append(lSID, ref.SID[:])
-			lGen, lDirect = append(lGen, int64(ref.Gen)), append(lDirect, r.Direct[ref.SID])
-		}
 	}
-	// A column without rows (no parents) is sent as NULL: unnest of it is
-	// no row.
-	if _, err := tx.ExecContext(ctx, stagedSharedSQL, ids, kinds, holders, sealed, at, pArt, pPar, lArt, lSID, lGen, lDirect); err != nil {
-		return fmt.Errorf("sealing: record: %w", err)
+	args := append([]any{ids, kinds, holders, sealed, at}, derivation.StagedSharedArgs(graphRows(recs))...)
+	if _, err := tx.ExecContext(ctx, stagedSharedSQL, args...); err != nil {
+		return fmt.Errorf("registry: record: %w", err)
 	}
 	return nil
 }
 
-// insertLineage writes the parent and lineage rows of artifacts whose
-// artifact rows are written (the fold of the registration WAL, on SQLite),
-// foldRowsPerInsert rows a statement: a fold writes thousands of rows, and
-// one statement of many rows, prepared once, costs less than one
-// statement's call per row.
+// insertLineage writes the graph rows of artifacts whose artifact rows are
+// written (the fold of the registration WAL, on SQLite),
+// derivation.FoldRowsPerInsert rows a statement.
 func insertLineage(ctx context.Context, tx *storage.Tx, recs []recordReq) error {
-	return insertStagedRows(ctx, tx, recs, foldRowsPerInsert, foldRowsPerInsert)
-}
-
-// foldRowsPerInsert is the rows of a statement of insertLineage.
-const foldRowsPerInsert = 64
-
-// insertStagedRows writes the parent and lineage rows of recs into the
-// staging tables, at most perParent and perLineage rows a statement.
-func insertStagedRows(ctx context.Context, tx *storage.Tx, recs []recordReq, perParent, perLineage int) error {
-	var lineage, parents []any
-	for _, r := range recs {
-		for _, par := range r.Parents {
-			parents = append(parents, r.ID[:], par[:])
-		}
-		for _, ref := range r.Lineage {
-			lineage = append(lineage, r.ID[:], ref.SID[:], ref.Gen, r.Direct[ref.SID])
-		}
-	}
-	if err := insertRows(ctx, tx, `INSERT INTO parents_staged(artifact, parent) VALUES `, 2, perParent, parents); err != nil {
-		return err
-	}
-	return insertRows(ctx, tx, `INSERT INTO lineage_staged(artifact, sid, gen, direct) VALUES `, 4, perLineage, lineage)
-}
-
-// insertRows runs prefix with args as rows of cols values, per rows a
-// statement, on SQLite (a shared database writes a group in one statement,
-// insertStagedShared): the rows left after the last full statement take
-// one each (a single-row statement prepared once, where a statement of
-// their number would be planned for them alone).
-func insertRows(ctx context.Context, tx *storage.Tx, prefix string, cols, per int, args []any) error {
-	for len(args) > 0 {
-		n := min(len(args)/cols, per)
-		if n < per {
-			n = 1
-		}
-		if _, err := tx.ExecContext(ctx, valuesSQL(prefix, cols, n), args[:n*cols]...); err != nil {
-			return fmt.Errorf("sealing: record: %w", err)
-		}
-		args = args[n*cols:]
-	}
-	return nil
-}
-
-// valuesSQL returns prefix followed by n rows of cols placeholders.
-func valuesSQL(prefix string, cols, n int) string {
-	row := "(?" + strings.Repeat(", ?", cols-1) + ")"
-	var b strings.Builder
-	b.Grow(len(prefix) + n*(len(row)+2))
-	b.WriteString(prefix)
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(row)
-	}
-	return b.String()
+	return derivation.Stage(ctx, tx, graphRows(recs), derivation.FoldRowsPerInsert)
 }
 
 // insertRecord writes the rows of one artifact of a bulk import, its
-// lineage and parents straight into lineage and artifact_parents.
+// lineage and parents straight into the settled graph (derivation.Insert).
 func insertRecord(ctx context.Context, tx *storage.Tx, id shredd.ID, kind, holder string, sealed bool, now time.Time, parents []shredd.ID,
 	refs []envelope.Ref, direct func(envelope.SID) bool) error {
 	if _, err := tx.ExecContext(ctx, `INSERT INTO artifacts(id, kind, holder, sealed, created_at) VALUES (?, ?, ?, ?, ?)`,
 		id[:], kind, holder, sealed, now.UnixNano()); err != nil {
-		return fmt.Errorf("sealing: record: %w", err)
+		return fmt.Errorf("registry: record: %w", err)
 	}
-	for _, par := range parents {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO artifact_parents(artifact, parent) VALUES (?, ?)`, id[:], par[:]); err != nil {
-			return fmt.Errorf("sealing: record: %w", err)
-		}
-	}
-	for _, ref := range refs {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO lineage(artifact, sid, gen, direct) VALUES (?, ?, ?, ?)`,
-			id[:], ref.SID[:], ref.Gen, direct(ref.SID)); err != nil {
-			return fmt.Errorf("sealing: record: %w", err)
-		}
-	}
-	return nil
+	return derivation.Insert(ctx, tx, id, parents, refs, direct)
 }

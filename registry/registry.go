@@ -1,25 +1,24 @@
-// Package registry is shredd's registry of what exists and what depends on
-// whom: the artifacts with their kind, holder and parents, their lineage
-// (the transitive closure of their subjects over their parents, staged by
-// the group commit and settled later), the kinds, the decrypt leases, the
-// per-subject barrier locks, the subject hasher and the checks of raw
-// subject ids. It owns the tables artifacts, artifact_parents, lineage,
-// lineage_staged, parents_staged (and the view lineage_all over both), kinds
-// and leases: no other package names them in SQL; statements of other
-// packages that join them with their own tables take their SQL fragments
-// from here (LastSeqSQL, LineageArtifactsSQL, JoinLineageSQL, OthersSQL,
-// UnregisteredKindSQL).
+// Package registry is shredd's registry of what exists: the artifacts with
+// their kind and holder, the kinds, the decrypt leases, the per-subject
+// barrier locks, the registration WAL, the subject hasher and the checks of
+// raw subject ids. It owns the tables artifacts, kinds, leases and
+// registry_wal: no other package names them in SQL. The derivation graph
+// (parents and lineage) is package derivation's: a registration writes its
+// graph rows through it in the group commit's transaction, and the reads of
+// a forget's cascade that join the graph with the artifacts, kinds and
+// leases in one statement take the graph's table names from it. Other
+// packages ask its methods; the one fragment it gives is LastSeqSQL, the
+// barrier of a forget's commit statement.
 //
 // Package sealing registers artifacts through it (Queue, after resolving
 // their lineage and keys); package erasure reads it for a forget's cascade,
 // verification and proof, and takes its barrier locks to commit a forget.
-// It may import the root package, envelope, storage, keystore (for the key
-// tree's errors only: the liveness check inside a registration's transaction
-// is the Liveness given to Open) and internal/crashpoint; never sealing or
-// erasure.
+// It may import the root package, envelope, storage, derivation, keystore
+// (for the key tree's errors only: the liveness check inside a
+// registration's transaction is the Liveness given to Open),
+// internal/datadir and internal/crashpoint; never sealing or erasure.
 //
-// An artifact's lineage is stored flat so that a forget finds every
-// artifact that depends on a subject in one index lookup. A registration
+// A registration
 // holds the read side of its subjects' barrier locks while it checks them
 // live and commits, and a forget holds the write side of its subject's
 // lock while it commits the barrier, so nothing registered after a forget's
@@ -40,6 +39,7 @@ import (
 	"time"
 
 	"github.com/shredd/shredd"
+	"github.com/shredd/shredd/derivation"
 	"github.com/shredd/shredd/envelope"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/storage"
@@ -115,16 +115,16 @@ func (s *Registry) touching(refs []envelope.Ref) storage.TxOptions {
 	return o
 }
 
-// Registry is the registry over one database: artifacts, lineage, kinds
-// and leases, written by background group-commit writers, and the barrier
-// locks that order registrations against forgets.
+// Registry is the registry over one database: artifacts, kinds and
+// leases, and their derivation graph, written by background group-commit
+// writers, and the barrier locks that order registrations against forgets.
 type Registry struct {
-	db   *storage.DB
-	live Liveness
-	opts Options
+	db    *storage.DB
+	graph *derivation.Graph
+	live  Liveness
+	opts  Options
 
-	barrier  barrier
-	settleMu sync.Mutex // one Settle at a time
+	barrier barrier
 
 	leaseQ     chan leaseReq
 	recordQ    chan recordReq
@@ -151,7 +151,7 @@ func Open(ctx context.Context, db *storage.DB, live Liveness, opts Options) (*Re
 	if opts.LeaseTTL <= 0 {
 		opts.LeaseTTL = DefaultLeaseTTL
 	}
-	s := &Registry{db: db, live: live, opts: opts, leaseQ: make(chan leaseReq, 1024),
+	s := &Registry{db: db, graph: derivation.New(db), live: live, opts: opts, leaseQ: make(chan leaseReq, 1024),
 		recordQ: make(chan recordReq, 1024), recordDone: make(chan struct{}), ckptKick: make(chan struct{}, 1), stop: make(chan struct{})}
 	if opts.WALDir != "" && !db.Shared() {
 		if err := openWALState(ctx, s); err != nil {

@@ -430,3 +430,56 @@ func TestLeaseGroupOutcomes(t *testing.T) {
 		t.Fatalf("%d leases granted, want %d (bob's record only)", granted, n/3)
 	}
 }
+
+// HeldIn lists the plaintext-held artifacts of several subjects' settled
+// lineages whose holders fall in a range, each with its subject (an
+// artifact of two subjects once for each); Unregistered names no subject
+// whose artifacts all have registered kinds (the kinds' foreign key keeps
+// it so). More subjects than one statement takes are read in chunks.
+func TestHeldInAndUnregistered(t *testing.T) {
+	ctx := context.Background()
+	st := shreddtest.New(t, shreddtest.Options{Kinds: shreddtest.Kinds})
+	reg := st.Registry
+	rec := shreddtest.Seal(t, st.Sealer, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "record")
+	emb, err := st.Sealer.Register(ctx, shredd.Source{Kind: "embedding", Parents: []shredd.ID{rec.Artifact}, Holder: "ann-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	both, err := st.Sealer.Register(ctx, shredd.Source{Kind: "summary", Subjects: []string{"alice", "bob"}, Holder: "cache-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Sealer.Register(ctx, shredd.Source{Kind: "summary", Subjects: []string{"bob"}, Holder: "zed"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Settle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	alice, bob := st.Hasher.SID("alice"), st.Hasher.SID("bob")
+	sids := []envelope.SID{alice}
+	for i := range 300 { // past one statement's subjects, bob last and twice
+		sids = append(sids, st.Hasher.SID(strings.Repeat("x", i+1)))
+	}
+	sids = append(sids, bob, bob)
+	held, err := reg.HeldIn(ctx, sids, "a", "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[registry.Held]bool{}
+	for _, h := range held {
+		got[h] = true
+	}
+	want := []registry.Held{{SID: alice, ID: emb.ID, Holder: "ann-1"}, {SID: alice, ID: both.ID, Holder: "cache-2"}, {SID: bob, ID: both.ID, Holder: "cache-2"}}
+	if len(held) != len(want) || len(got) != len(want) {
+		t.Fatalf("held in a..d: %+v; want %+v", held, want)
+	}
+	for _, w := range want {
+		if !got[w] {
+			t.Fatalf("held in a..d: %+v; want %+v", held, want)
+		}
+	}
+	unreg, err := reg.Unregistered(ctx, sids)
+	if err != nil || len(unreg) != 0 {
+		t.Fatalf("unregistered: %v, %v; want none", unreg, err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shredd/shredd/derivation"
 	"github.com/shredd/shredd/storage"
 	"github.com/shredd/shredd/storage/postgres"
 	"github.com/shredd/shredd/testkit/pgtest"
@@ -55,7 +56,7 @@ func TestSettleBesideRegistrations(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s := &Registry{db: db}
+	s := &Registry{db: db, graph: derivation.New(db)}
 	settled := make(chan error, 1)
 	go func() { settled <- s.Settle(ctx) }()
 	waitLockWait(t, raw)

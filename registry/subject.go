@@ -44,7 +44,7 @@ type Hasher struct{ key []byte }
 // NewHasher returns a Hasher with the given secret (at least 32 bytes).
 func NewHasher(secret []byte) (*Hasher, error) {
 	if len(secret) < 32 {
-		return nil, fmt.Errorf("sealing: subject secret of %d bytes, want >= 32: %w", len(secret), shredd.ErrInvalid)
+		return nil, fmt.Errorf("registry: subject secret of %d bytes, want >= 32: %w", len(secret), shredd.ErrInvalid)
 	}
 	return &Hasher{key: append([]byte(nil), secret...)}, nil
 }
@@ -85,7 +85,7 @@ func (h *Hasher) SealSalt(subject string, forget []byte, salt []byte) []byte {
 // OpenSalt opens a salt SealSalt sealed for subject and forget.
 func (h *Hasher) OpenSalt(subject string, forget []byte, sealed []byte) ([]byte, error) {
 	if len(sealed) < 12 {
-		return nil, fmt.Errorf("sealing: sealed salt too short: %w", shredd.ErrInvalid)
+		return nil, fmt.Errorf("registry: sealed salt too short: %w", shredd.ErrInvalid)
 	}
 	return h.saltAEAD(subject).Open(nil, sealed[:12], sealed[12:], forget)
 }
@@ -106,10 +106,10 @@ func (h *Hasher) SID(subject string) envelope.SID {
 // invalid one could alias another after any later normalisation.
 func CheckSubject(subject string) error {
 	if subject == "" || len(subject) > MaxSubjectID {
-		return fmt.Errorf("sealing: subject empty or over %d bytes: %w", MaxSubjectID, shredd.ErrInvalid)
+		return fmt.Errorf("registry: subject empty or over %d bytes: %w", MaxSubjectID, shredd.ErrInvalid)
 	}
 	if !utf8.ValidString(subject) {
-		return fmt.Errorf("sealing: subject is not valid UTF-8: %w", shredd.ErrInvalid)
+		return fmt.Errorf("registry: subject is not valid UTF-8: %w", shredd.ErrInvalid)
 	}
 	return nil
 }
