@@ -84,7 +84,7 @@ type WriteProbe interface {
 // each holding only what it needs:
 //
 //   - sealHandlers: encrypt, decrypt, data keys, and their raw-body routes
-//   - registryHandlers: kinds, artifacts, leases, the reregister repair
+//   - artifactHandlers: the Sealer's kinds, artifacts, leases, the reregister repair
 //   - forgetHandlers: forgets, their verification and attestation, epochs
 //   - holderHandlers: holders, their purge work, acks and inventories
 //   - logHandlers: the transparency log and the regulator export
@@ -95,12 +95,12 @@ type Server struct {
 	metrics *Metrics
 	fence   FenceProbe
 
-	seal     *sealHandlers
-	registry *registryHandlers
-	forgets  *forgetHandlers
-	holders  *holderHandlers
-	tlog     *logHandlers
-	health   *healthHandlers
+	seal      *sealHandlers
+	artifacts *artifactHandlers
+	forgets   *forgetHandlers
+	holders   *holderHandlers
+	tlog      *logHandlers
+	health    *healthHandlers
 }
 
 // codec reads request bodies within the server's limits and answers
@@ -124,12 +124,12 @@ func New(c Config) *Server {
 		cd.log = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}
 	s := &Server{codec: cd, tokens: c.Tokens, metrics: c.Metrics, fence: c.Fence,
-		seal:     &sealHandlers{codec: cd, svc: c.Service},
-		registry: &registryHandlers{codec: cd, svc: c.Service},
-		forgets:  &forgetHandlers{codec: cd, svc: c.Service, evidence: c.Service, attKey: c.AttestationKey},
-		holders:  &holderHandlers{codec: cd, svc: c.Service},
-		tlog:     &logHandlers{codec: cd, svc: c.Service},
-		health:   &healthHandlers{codec: cd, root: c.Root, tokens: c.Tokens, writes: c.Writes},
+		seal:      &sealHandlers{codec: cd, svc: c.Service},
+		artifacts: &artifactHandlers{codec: cd, svc: c.Service},
+		forgets:   &forgetHandlers{codec: cd, svc: c.Service, evidence: c.Service, attKey: c.AttestationKey},
+		holders:   &holderHandlers{codec: cd, svc: c.Service},
+		tlog:      &logHandlers{codec: cd, svc: c.Service},
+		health:    &healthHandlers{codec: cd, root: c.Root, tokens: c.Tokens, writes: c.Writes},
 	}
 	byDir := map[string]*diskProbe{}
 	for _, d := range c.Disks {
@@ -203,17 +203,17 @@ func (s *Server) Handler() http.Handler {
 	}
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.authenticate, s.fenced)
-		r.With(s.require(access.ScopeEncrypt, access.ScopeDecrypt, access.ScopeRegister, access.ScopeAudit)).Get("/kinds", s.registry.listKinds)
-		r.With(s.require(access.ScopeAdmin)).Put("/kinds/{kind}", s.registry.putKind)
+		r.With(s.require(access.ScopeEncrypt, access.ScopeDecrypt, access.ScopeRegister, access.ScopeAudit)).Get("/kinds", s.artifacts.listKinds)
+		r.With(s.require(access.ScopeAdmin)).Put("/kinds/{kind}", s.artifacts.putKind)
 		r.With(s.require(access.ScopeEncrypt)).Post("/encrypt", s.seal.encrypt)
 		r.With(s.require(access.ScopeDecrypt)).Post("/decrypt", s.seal.decrypt)
 		r.With(s.require(access.ScopeEncrypt)).Post("/encrypt/raw", s.seal.encryptRaw)
 		r.With(s.require(access.ScopeEncrypt)).Post("/datakey", s.seal.dataKey)
 		r.With(s.require(access.ScopeDecrypt)).Post("/decrypt/raw", s.seal.decryptRaw)
-		r.With(s.require(access.ScopeDecrypt)).Post("/leases/{id}/release", s.registry.releaseLease)
-		r.With(s.require(access.ScopeRegister)).Post("/artifacts", s.registry.registerArtifact)
-		r.With(s.require(access.ScopeAdmin)).Post("/artifacts/reregister", s.registry.reregister)
-		r.With(s.require(access.ScopeRegister, access.ScopeAudit)).Get("/artifacts/{id}", s.registry.getArtifact)
+		r.With(s.require(access.ScopeDecrypt)).Post("/leases/{id}/release", s.artifacts.releaseLease)
+		r.With(s.require(access.ScopeRegister)).Post("/artifacts", s.artifacts.registerArtifact)
+		r.With(s.require(access.ScopeAdmin)).Post("/artifacts/reregister", s.artifacts.reregister)
+		r.With(s.require(access.ScopeRegister, access.ScopeAudit)).Get("/artifacts/{id}", s.artifacts.getArtifact)
 		r.With(s.require(access.ScopeForget)).Post("/forget", s.forgets.forget)
 		r.With(s.require(access.ScopeForget, access.ScopeAudit)).Get("/forgets", s.forgets.listForgets)
 		r.With(s.require(access.ScopeForget, access.ScopeAudit)).Get("/forgets/{id}", s.forgets.getForget)
