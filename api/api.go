@@ -7,7 +7,6 @@ package api
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
@@ -38,15 +37,15 @@ const DefaultMaxBody = 1<<20*4/3 + 64<<10
 // Config configures a Server.
 type Config struct {
 	Service shredd.Service
-	Root    RootProbe // probed by /healthz and /readyz
-	Log     *slog.Logger
+	// Evidence serves the transparency log and the regulator export; nil
+	// answers their routes 503 no_log.
+	Evidence Evidence
+	Root     RootProbe // probed by /healthz and /readyz
+	Log      *slog.Logger
 	// Tokens verifies the bearer tokens of /v1 calls.
 	Tokens *access.Tokens
 	// Metrics, when set, counts requests and serves GET /metrics.
 	Metrics *Metrics
-	// AttestationKey signs erasure attestations (GET
-	// /v1/forgets/{id}/attestation); without it the route answers 503.
-	AttestationKey ed25519.PrivateKey
 	// MaxBody bounds every request body in bytes (DefaultMaxBody when 0),
 	// except those of the raw-body routes.
 	MaxBody int64
@@ -126,9 +125,9 @@ func New(c Config) *Server {
 	s := &Server{codec: cd, tokens: c.Tokens, metrics: c.Metrics, fence: c.Fence,
 		seal:      &sealHandlers{codec: cd, svc: c.Service},
 		artifacts: &artifactHandlers{codec: cd, svc: c.Service},
-		forgets:   &forgetHandlers{codec: cd, svc: c.Service, evidence: c.Service, attKey: c.AttestationKey},
+		forgets:   &forgetHandlers{codec: cd, svc: c.Service, evidence: c.Service},
 		holders:   &holderHandlers{codec: cd, svc: c.Service},
-		tlog:      &logHandlers{codec: cd, svc: c.Service},
+		tlog:      &logHandlers{codec: cd, svc: c.Evidence},
 		health:    &healthHandlers{codec: cd, root: c.Root, tokens: c.Tokens, writes: c.Writes},
 	}
 	byDir := map[string]*diskProbe{}

@@ -280,7 +280,7 @@ func artifactJSON(a shredd.Artifact) artifactResponse {
 		ps[i] = p.String()
 	}
 	return artifactResponse{Artifact: a.ID.String(), Kind: a.Kind, Holder: a.Holder, Sealed: a.Sealed, Parents: ps,
-		LineageSize: len(a.Lineage), CreatedAt: a.CreatedAt}
+		LineageSize: a.Lineage, CreatedAt: a.CreatedAt}
 }
 
 func (ah *artifactHandlers) registerArtifact(w http.ResponseWriter, r *http.Request) {

@@ -78,22 +78,34 @@ func (s *Registry) GetArtifact(ctx context.Context, id shredd.ID) (shredd.Artifa
 		a.Parents = append(a.Parents, p)
 	}
 	rows.Close()
-	rows, err = s.db.QueryContext(ctx, `SELECT sid, gen FROM lineage WHERE artifact=?1 UNION ALL
+	refs, err := s.LineageOf(ctx, id)
+	if err != nil {
+		return shredd.Artifact{}, err
+	}
+	a.Lineage = len(refs)
+	return a, nil
+}
+
+// LineageOf returns the lineage of a registered artifact, sorted by sid
+// (none for an id it does not know).
+func (s *Registry) LineageOf(ctx context.Context, id shredd.ID) ([]envelope.Ref, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT sid, gen FROM lineage WHERE artifact=?1 UNION ALL
 		SELECT sid, gen FROM lineage_staged WHERE artifact=?1 ORDER BY 1`, id[:])
 	if err != nil {
-		return shredd.Artifact{}, fmt.Errorf("sealing: artifact: %w", err)
+		return nil, fmt.Errorf("sealing: artifact: %w", err)
 	}
 	defer rows.Close()
+	var refs []envelope.Ref
 	for rows.Next() {
 		var b []byte
 		var r envelope.Ref
 		if err := rows.Scan(&b, &r.Gen); err != nil {
-			return shredd.Artifact{}, err
+			return nil, err
 		}
 		copy(r.SID[:], b)
-		a.Lineage = append(a.Lineage, r)
+		refs = append(refs, r)
 	}
-	return a, rows.Err()
+	return refs, rows.Err()
 }
 
 // placeholders returns "?1, ?2, ..., ?n": numbered, so that a statement can
