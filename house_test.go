@@ -62,7 +62,7 @@ var allowed = map[string][]string{
 	"sealing": {"shredd", "envelope", "keystore", "registry"},
 	"erasure": {"shredd", "attest", "bundle", "envelope", "internal/crashpoint", "internal/datadir", "journal", "keystore", "registry", "storage", "translog"},
 	// HTTP and its clients.
-	"api":                 {"shredd", "access", "bundle", "envelope", "internal/crashpoint", "storage", "translog", "ui"},
+	"api":                 {"shredd", "bundle", "envelope", "internal/crashpoint", "translog", "ui"},
 	"api/client":          {"attest", "envelope"},
 	"api/client/evidence": {"bundle"},
 	// The composition root and the commands that own it.
