@@ -70,3 +70,9 @@ var (
 	// later (HTTP 503 with Retry-After).
 	ErrDiskFull = errors.New("disk full or read-only")
 )
+
+// Errors of the bearer tokens of the HTTP API.
+var (
+	// ErrTokenInvalid means a bearer token is unknown, expired or revoked.
+	ErrTokenInvalid = errors.New("invalid token")
+)

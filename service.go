@@ -2,10 +2,6 @@ package shredd
 
 import (
 	"context"
-	"crypto/ed25519"
-
-	"github.com/shredd/shredd/bundle"
-	"github.com/shredd/shredd/translog"
 )
 
 // Sealer seals and opens data under the lineage of its subjects, keeps the
@@ -106,19 +102,15 @@ type Holders interface {
 }
 
 // Evidence proves erasures to those who do not trust the service: the
-// signed attestation, the regulator export and the transparency log.
-// Errors as Sealer's, and ErrNotErased for an attestation or export of a
-// forget not yet erased.
+// signed attestation. (The regulator export and the transparency log are
+// served through api.Evidence, in the types of their formats, bundle and
+// translog, which the root package does not import.) Errors as Sealer's,
+// and ErrNotErased for an attestation of a forget not yet erased.
 type Evidence interface {
 	// Attestation returns the signed erasure attestation of an erased
-	// forget.
-	Attestation(ctx context.Context, id ID, signer ed25519.PrivateKey) ([]byte, error)
-	// Export assembles the regulator export of an erased forget, with a
-	// consistency proof from tree size since when since > 0.
-	Export(ctx context.Context, id ID, since int64) (*bundle.Bundle, error)
-	// TransparencyLog returns the transparency log and its note verifier
-	// key, or nil when the service keeps none.
-	TransparencyLog() (*translog.Log, string)
+	// forget, signed by the service's one signer (ErrUnavailable when it
+	// has none).
+	Attestation(ctx context.Context, id ID) ([]byte, error)
 }
 
 // Service is what the HTTP layer serves: sealing, erasure, the holders

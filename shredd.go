@@ -13,8 +13,6 @@ import (
 	"io"
 	"regexp"
 	"time"
-
-	"github.com/shredd/shredd/envelope"
 )
 
 // ID is a 16-byte identifier of an artifact or a forget, written as 32
@@ -115,7 +113,7 @@ type Artifact struct {
 	Holder    string
 	Sealed    bool
 	Parents   []ID
-	Lineage   []envelope.Ref // sorted by sid
+	Lineage   int // number of subjects in the lineage
 	CreatedAt time.Time
 }
 

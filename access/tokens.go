@@ -25,18 +25,19 @@ import (
 	"github.com/shredd/shredd/storage"
 )
 
-// Scopes a token can hold. Admin allows everything.
+// Scopes a token can hold (the root package's, which the HTTP layer
+// checks). Admin allows everything.
 const (
-	ScopeEncrypt  = "encrypt"
-	ScopeDecrypt  = "decrypt"
-	ScopeRegister = "register"
-	ScopeForget   = "forget"
-	ScopeAudit    = "audit"
-	ScopeAdmin    = "admin"
+	ScopeEncrypt  = shredd.ScopeEncrypt
+	ScopeDecrypt  = shredd.ScopeDecrypt
+	ScopeRegister = shredd.ScopeRegister
+	ScopeForget   = shredd.ScopeForget
+	ScopeAudit    = shredd.ScopeAudit
+	ScopeAdmin    = shredd.ScopeAdmin
 )
 
 // AllScopes lists the scopes in a stable order.
-var AllScopes = []string{ScopeEncrypt, ScopeDecrypt, ScopeRegister, ScopeForget, ScopeAudit, ScopeAdmin}
+var AllScopes = shredd.AllScopes
 
 // TokenPrefix starts every bearer token, so that leaked tokens are easy to
 // find with secret scanners.
@@ -44,28 +45,15 @@ const TokenPrefix = "shredd_"
 
 // Errors of the token store.
 var (
-	// ErrTokenInvalid means a bearer token is unknown, expired or revoked.
-	ErrTokenInvalid = errors.New("invalid token")
+	// ErrTokenInvalid means a bearer token is unknown, expired or revoked
+	// (the root package's, which the HTTP layer tests).
+	ErrTokenInvalid = shredd.ErrTokenInvalid
 	// ErrTokenNotFound means no token has the given id.
 	ErrTokenNotFound = errors.New("token not found")
 )
 
-// Token is a bearer token's record. The secret itself is never stored: only
-// its SHA-256.
-type Token struct {
-	ID        string    `json:"id"` // public handle, for listing and revoking
-	Name      string    `json:"name"`
-	Scopes    []string  `json:"scopes"`
-	Holder    string    `json:"holder,omitempty"` // set: the token acts only as this holder
-	CreatedAt time.Time `json:"created_at"`
-	ExpiresAt time.Time `json:"expires_at,omitzero"`
-	RevokedAt time.Time `json:"revoked_at,omitzero"`
-}
-
-// Has reports whether the token holds scope (admin holds every scope).
-func (t *Token) Has(scope string) bool {
-	return slices.Contains(t.Scopes, scope) || slices.Contains(t.Scopes, ScopeAdmin)
-}
+// Token is a bearer token's record (the root package's Token).
+type Token = shredd.Token
 
 // Tokens is the token store, kept in shredd's database (table tokens).
 type Tokens struct {

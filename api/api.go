@@ -7,7 +7,6 @@ package api
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
@@ -27,7 +26,6 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/shredd/shredd"
-	"github.com/shredd/shredd/access"
 	"github.com/shredd/shredd/ui"
 )
 
@@ -38,15 +36,18 @@ const DefaultMaxBody = 1<<20*4/3 + 64<<10
 // Config configures a Server.
 type Config struct {
 	Service shredd.Service
-	Root    RootProbe // probed by /healthz and /readyz
-	Log     *slog.Logger
+	// Evidence serves the transparency log and the regulator export; nil
+	// answers their routes 503 no_log.
+	Evidence Evidence
+	Root     RootProbe // probed by /healthz and /readyz
+	Log      *slog.Logger
 	// Tokens verifies the bearer tokens of /v1 calls.
-	Tokens *access.Tokens
+	Tokens Tokens
+	// Failures tells the database's errors that answer 503 (a full disk,
+	// no answer); without it they answer 500.
+	Failures Failures
 	// Metrics, when set, counts requests and serves GET /metrics.
 	Metrics *Metrics
-	// AttestationKey signs erasure attestations (GET
-	// /v1/forgets/{id}/attestation); without it the route answers 503.
-	AttestationKey ed25519.PrivateKey
 	// MaxBody bounds every request body in bytes (DefaultMaxBody when 0),
 	// except those of the raw-body routes.
 	MaxBody int64
@@ -84,36 +85,56 @@ type WriteProbe interface {
 // each holding only what it needs:
 //
 //   - sealHandlers: encrypt, decrypt, data keys, and their raw-body routes
-//   - registryHandlers: kinds, artifacts, leases, the reregister repair
+//   - artifactHandlers: the Sealer's kinds, artifacts, leases, the reregister repair
 //   - forgetHandlers: forgets, their verification and attestation, epochs
 //   - holderHandlers: holders, their purge work, acks and inventories
 //   - logHandlers: the transparency log and the regulator export
 //   - healthHandlers: /healthz, /livez, /readyz
 type Server struct {
 	*codec
-	tokens  *access.Tokens
+	tokens  Tokens
 	metrics *Metrics
 	fence   FenceProbe
 
-	seal     *sealHandlers
-	registry *registryHandlers
-	forgets  *forgetHandlers
-	holders  *holderHandlers
-	tlog     *logHandlers
-	health   *healthHandlers
+	seal      *sealHandlers
+	artifacts *artifactHandlers
+	forgets   *forgetHandlers
+	holders   *holderHandlers
+	tlog      *logHandlers
+	health    *healthHandlers
 }
 
 // codec reads request bodies within the server's limits and answers
 // failures as problem details; every handler type shares the server's.
 type codec struct {
-	log     *slog.Logger
-	maxBody int64
-	maxRaw  int64
+	log      *slog.Logger
+	maxBody  int64
+	maxRaw   int64
+	failures Failures // nil: none recognised
+}
+
+// Tokens is what the API asks of the token store (access.Tokens): the
+// record of a /v1 call's bearer token, and a write to the database the
+// tokens are kept in (the one handle to it the API holds), for GET /readyz.
+type Tokens interface {
+	// Authenticate returns the record of a bearer secret;
+	// shredd.ErrTokenInvalid for one unknown, expired or revoked.
+	Authenticate(ctx context.Context, raw string) (*shredd.Token, error)
+	// ProbeWrite checks that the database accepts a write now.
+	ProbeWrite(ctx context.Context, now time.Time) error
+}
+
+// Failures tells which errors of the database answer 503 rather than 500
+// (storage.Failures): a disk it writes to that is full or read-only, and a
+// database that does not answer.
+type Failures interface {
+	DiskFull(err error) bool
+	Unavailable(err error) bool
 }
 
 // New returns a Server.
 func New(c Config) *Server {
-	cd := &codec{log: c.Log, maxBody: c.MaxBody, maxRaw: c.MaxRawBody}
+	cd := &codec{log: c.Log, maxBody: c.MaxBody, maxRaw: c.MaxRawBody, failures: c.Failures}
 	if cd.maxBody <= 0 {
 		cd.maxBody = DefaultMaxBody
 	}
@@ -124,12 +145,12 @@ func New(c Config) *Server {
 		cd.log = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}
 	s := &Server{codec: cd, tokens: c.Tokens, metrics: c.Metrics, fence: c.Fence,
-		seal:     &sealHandlers{codec: cd, svc: c.Service},
-		registry: &registryHandlers{codec: cd, svc: c.Service},
-		forgets:  &forgetHandlers{codec: cd, svc: c.Service, evidence: c.Service, attKey: c.AttestationKey},
-		holders:  &holderHandlers{codec: cd, svc: c.Service},
-		tlog:     &logHandlers{codec: cd, svc: c.Service},
-		health:   &healthHandlers{codec: cd, root: c.Root, tokens: c.Tokens, writes: c.Writes},
+		seal:      &sealHandlers{codec: cd, svc: c.Service},
+		artifacts: &artifactHandlers{codec: cd, svc: c.Service},
+		forgets:   &forgetHandlers{codec: cd, svc: c.Service, evidence: c.Service},
+		holders:   &holderHandlers{codec: cd, svc: c.Service},
+		tlog:      &logHandlers{codec: cd, svc: c.Evidence},
+		health:    &healthHandlers{codec: cd, root: c.Root, tokens: c.Tokens, writes: c.Writes},
 	}
 	byDir := map[string]*diskProbe{}
 	for _, d := range c.Disks {
@@ -199,38 +220,38 @@ func (s *Server) Handler() http.Handler {
 	r.Get("/v1/openapi.json", s.openAPI) // no token: the document holds no secrets
 	s.mountUI(r)
 	if s.metrics != nil {
-		r.With(s.authenticate, s.require(access.ScopeAudit)).Get("/metrics", s.metrics.Handler().ServeHTTP)
+		r.With(s.authenticate, s.require(shredd.ScopeAudit)).Get("/metrics", s.metrics.Handler().ServeHTTP)
 	}
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.authenticate, s.fenced)
-		r.With(s.require(access.ScopeEncrypt, access.ScopeDecrypt, access.ScopeRegister, access.ScopeAudit)).Get("/kinds", s.registry.listKinds)
-		r.With(s.require(access.ScopeAdmin)).Put("/kinds/{kind}", s.registry.putKind)
-		r.With(s.require(access.ScopeEncrypt)).Post("/encrypt", s.seal.encrypt)
-		r.With(s.require(access.ScopeDecrypt)).Post("/decrypt", s.seal.decrypt)
-		r.With(s.require(access.ScopeEncrypt)).Post("/encrypt/raw", s.seal.encryptRaw)
-		r.With(s.require(access.ScopeEncrypt)).Post("/datakey", s.seal.dataKey)
-		r.With(s.require(access.ScopeDecrypt)).Post("/decrypt/raw", s.seal.decryptRaw)
-		r.With(s.require(access.ScopeDecrypt)).Post("/leases/{id}/release", s.registry.releaseLease)
-		r.With(s.require(access.ScopeRegister)).Post("/artifacts", s.registry.registerArtifact)
-		r.With(s.require(access.ScopeAdmin)).Post("/artifacts/reregister", s.registry.reregister)
-		r.With(s.require(access.ScopeRegister, access.ScopeAudit)).Get("/artifacts/{id}", s.registry.getArtifact)
-		r.With(s.require(access.ScopeForget)).Post("/forget", s.forgets.forget)
-		r.With(s.require(access.ScopeForget, access.ScopeAudit)).Get("/forgets", s.forgets.listForgets)
-		r.With(s.require(access.ScopeForget, access.ScopeAudit)).Get("/forgets/{id}", s.forgets.getForget)
-		r.With(s.require(access.ScopeForget, access.ScopeAudit)).Post("/forgets/{id}/verify", s.forgets.verifyForget)
-		r.With(s.require(access.ScopeForget, access.ScopeAudit)).Get("/forgets/{id}/attestation", s.forgets.attestation)
-		r.With(s.require(access.ScopeForget, access.ScopeAudit)).Get("/forgets/{id}/export", s.tlog.export)
-		r.With(s.require(access.ScopeAudit)).Get("/log/checkpoint", s.tlog.logCheckpoint)
-		r.With(s.require(access.ScopeAudit)).Get("/log/key", s.tlog.logKey)
-		r.With(s.require(access.ScopeAudit)).Get("/log/tile/*", s.tlog.logTile)
-		r.With(s.require(access.ScopeAudit)).Get("/log/proof/{index}", s.tlog.logProof)
-		r.With(s.require(access.ScopeAudit)).Get("/log/consistency", s.tlog.logConsistency)
-		r.With(s.require(access.ScopeRegister)).Post("/forgets/{id}/acks", s.holders.ack)
-		r.With(s.require(access.ScopeAdmin)).Post("/holders", s.holders.registerHolder)
-		r.With(s.require(access.ScopeRegister, access.ScopeAudit)).Get("/holders", s.holders.listHolders)
-		r.With(s.require(access.ScopeRegister, access.ScopeAudit)).Get("/holders/{id}/purges", s.holders.purges)
-		r.With(s.require(access.ScopeRegister)).Post("/holders/{id}/inventory", s.holders.inventory)
-		r.With(s.require(access.ScopeAdmin)).Post("/epoch", s.forgets.epoch)
+		r.With(s.require(shredd.ScopeEncrypt, shredd.ScopeDecrypt, shredd.ScopeRegister, shredd.ScopeAudit)).Get("/kinds", s.artifacts.listKinds)
+		r.With(s.require(shredd.ScopeAdmin)).Put("/kinds/{kind}", s.artifacts.putKind)
+		r.With(s.require(shredd.ScopeEncrypt)).Post("/encrypt", s.seal.encrypt)
+		r.With(s.require(shredd.ScopeDecrypt)).Post("/decrypt", s.seal.decrypt)
+		r.With(s.require(shredd.ScopeEncrypt)).Post("/encrypt/raw", s.seal.encryptRaw)
+		r.With(s.require(shredd.ScopeEncrypt)).Post("/datakey", s.seal.dataKey)
+		r.With(s.require(shredd.ScopeDecrypt)).Post("/decrypt/raw", s.seal.decryptRaw)
+		r.With(s.require(shredd.ScopeDecrypt)).Post("/leases/{id}/release", s.artifacts.releaseLease)
+		r.With(s.require(shredd.ScopeRegister)).Post("/artifacts", s.artifacts.registerArtifact)
+		r.With(s.require(shredd.ScopeAdmin)).Post("/artifacts/reregister", s.artifacts.reregister)
+		r.With(s.require(shredd.ScopeRegister, shredd.ScopeAudit)).Get("/artifacts/{id}", s.artifacts.getArtifact)
+		r.With(s.require(shredd.ScopeForget)).Post("/forget", s.forgets.forget)
+		r.With(s.require(shredd.ScopeForget, shredd.ScopeAudit)).Get("/forgets", s.forgets.listForgets)
+		r.With(s.require(shredd.ScopeForget, shredd.ScopeAudit)).Get("/forgets/{id}", s.forgets.getForget)
+		r.With(s.require(shredd.ScopeForget, shredd.ScopeAudit)).Post("/forgets/{id}/verify", s.forgets.verifyForget)
+		r.With(s.require(shredd.ScopeForget, shredd.ScopeAudit)).Get("/forgets/{id}/attestation", s.forgets.attestation)
+		r.With(s.require(shredd.ScopeForget, shredd.ScopeAudit)).Get("/forgets/{id}/export", s.tlog.export)
+		r.With(s.require(shredd.ScopeAudit)).Get("/log/checkpoint", s.tlog.logCheckpoint)
+		r.With(s.require(shredd.ScopeAudit)).Get("/log/key", s.tlog.logKey)
+		r.With(s.require(shredd.ScopeAudit)).Get("/log/tile/*", s.tlog.logTile)
+		r.With(s.require(shredd.ScopeAudit)).Get("/log/proof/{index}", s.tlog.logProof)
+		r.With(s.require(shredd.ScopeAudit)).Get("/log/consistency", s.tlog.logConsistency)
+		r.With(s.require(shredd.ScopeRegister)).Post("/forgets/{id}/acks", s.holders.ack)
+		r.With(s.require(shredd.ScopeAdmin)).Post("/holders", s.holders.registerHolder)
+		r.With(s.require(shredd.ScopeRegister, shredd.ScopeAudit)).Get("/holders", s.holders.listHolders)
+		r.With(s.require(shredd.ScopeRegister, shredd.ScopeAudit)).Get("/holders/{id}/purges", s.holders.purges)
+		r.With(s.require(shredd.ScopeRegister)).Post("/holders/{id}/inventory", s.holders.inventory)
+		r.With(s.require(shredd.ScopeAdmin)).Post("/epoch", s.forgets.epoch)
 	})
 	return r
 }

@@ -59,13 +59,13 @@ func newEnv(t testing.TB, maxBody int64) *env {
 func newEnvWith(t testing.TB, o envOptions) *env {
 	t.Helper()
 	st := shreddtest.New(t, shreddtest.Options{Log: !o.noLog, Now: o.now, AdminToken: token})
-	e := &env{t: t, tokens: st.Tokens, hasher: st.Hasher, attPub: st.AttestationKey.Public().(ed25519.PublicKey), logVKey: st.LogVKey}
+	e := &env{t: t, tokens: st.Tokens, hasher: st.Hasher, attPub: st.Signer.Public(), logVKey: st.LogVKey}
 	if !o.noLog {
 		e.logVerifier = st.LogVerifier(t)
 	}
 	var logs bytes.Buffer
-	s := api.New(api.Config{Service: st.Service, Root: stackRoot(st), Log: slog.New(slog.NewJSONHandler(&logs, nil)),
-		Tokens: st.Tokens, Metrics: api.NewMetrics(st.Service, stackKeys(st)), AttestationKey: st.AttestationKey, MaxBody: o.maxBody})
+	s := api.New(api.Config{Service: st.Service, Evidence: st.Evidence, Root: stackRoot(st), Log: slog.New(slog.NewJSONHandler(&logs, nil)),
+		Tokens: st.Tokens, Metrics: api.NewMetrics(st.Service, stackKeys(st)), MaxBody: o.maxBody})
 	e.srv = httptest.NewServer(s.Handler())
 	t.Cleanup(e.srv.Close)
 	e.log = &logs

@@ -6,15 +6,15 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/shredd/shredd/access"
+	"github.com/shredd/shredd"
 )
 
 const tokenKey ctxKey = 1
 
 // tokenOf returns the authenticated token of a request (nil on routes
 // without authentication).
-func tokenOf(ctx context.Context) *access.Token {
-	t, _ := ctx.Value(tokenKey).(*access.Token)
+func tokenOf(ctx context.Context) *shredd.Token {
+	t, _ := ctx.Value(tokenKey).(*shredd.Token)
 	return t
 }
 
@@ -29,7 +29,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		t, err := s.tokens.Authenticate(r.Context(), raw)
-		if errors.Is(err, access.ErrTokenInvalid) {
+		if errors.Is(err, shredd.ErrTokenInvalid) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="shredd", error="invalid_token"`)
 			s.fail(w, r, &problemError{status: http.StatusUnauthorized, code: "invalid_token", title: "The bearer token is unknown, expired or revoked"})
 			return

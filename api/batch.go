@@ -12,7 +12,6 @@ import (
 	"sync"
 
 	"github.com/shredd/shredd"
-	"github.com/shredd/shredd/storage"
 )
 
 // MaxBatch bounds the items of one batch_input.
@@ -235,7 +234,7 @@ func serveBatch[Req, Resp any](c *codec, w http.ResponseWriter, r *http.Request,
 // itemFailure logs the failure of item i of a batch, as fail does for a
 // request, and returns its result.
 func (c *codec) itemFailure(r *http.Request, i int, err error) itemFailure {
-	e := describe(err)
+	e := c.describe(err)
 	level := slog.LevelInfo
 	if e.Status >= 500 {
 		level = slog.LevelError
@@ -250,13 +249,13 @@ func (c *codec) itemFailure(r *http.Request, i int, err error) itemFailure {
 // (with the error text as detail only when safeDetail allows it), else 503
 // backend_unavailable when the database did not answer, else 500 internal
 // without detail.
-func describe(err error) itemError {
+func (c *codec) describe(err error) itemError {
 	var pe *problemError
 	if errors.As(err, &pe) {
 		return itemError{Status: pe.status, Code: pe.code, Title: pe.title, Detail: pe.detail}
 	}
 	for _, m := range errorMap {
-		if errors.Is(err, m.err) {
+		if errors.Is(err, m.err) || (m.err == errDatabaseFull && c.diskFull(err)) {
 			e := itemError{Status: m.status, Code: m.code, Title: m.title, Detail: m.detail}
 			if safeDetail(err) {
 				e.Detail = err.Error()
@@ -264,15 +263,17 @@ func describe(err error) itemError {
 			return e
 		}
 	}
-	// A disk the database writes to is full or read-only, in an error
-	// that did not pass through storage's wrapping (a prepared statement's).
-	if storage.DiskFull(err) {
-		return itemError{Status: http.StatusServiceUnavailable, Code: "disk_full", Title: "A disk shredd writes to is full or read-only: retry later"}
-	}
 	// The database did not answer (down, unreachable, its write lock not
 	// granted in time): fail closed, as for the key backend.
-	if storage.Unavailable(err) {
+	if c.failures != nil && c.failures.Unavailable(err) {
 		return itemError{Status: http.StatusServiceUnavailable, Code: "backend_unavailable", Title: "The database is unavailable; the request was not carried out"}
 	}
 	return itemError{Status: http.StatusInternalServerError, Code: "internal", Title: "Internal error"}
+}
+
+// diskFull says whether err is the database's full or read-only disk
+// (Failures.DiskFull), also in an error that did not pass through
+// storage's wrapping (a prepared statement's).
+func (c *codec) diskFull(err error) bool {
+	return c.failures != nil && c.failures.DiskFull(err)
 }

@@ -7,7 +7,6 @@ import (
 	"net/http"
 
 	"github.com/shredd/shredd"
-	"github.com/shredd/shredd/storage"
 	"github.com/shredd/shredd/translog"
 )
 
@@ -50,12 +49,16 @@ var errorMap = []struct {
 	{shredd.ErrEnvelope, http.StatusUnprocessableEntity, "invalid_envelope", "The ciphertext is not a valid shredd envelope or does not open with this context", ""},
 	{shredd.ErrUnavailable, http.StatusServiceUnavailable, "backend_unavailable", "The key backend is unavailable; nothing was encrypted or decrypted", ""},
 	{shredd.ErrDiskFull, http.StatusServiceUnavailable, "disk_full", "A disk shredd writes to is full or read-only; nothing was committed: retry later", ""},
-	{storage.ErrDiskFull, http.StatusServiceUnavailable, "disk_full", "A disk shredd writes to is full or read-only; nothing was committed: retry later", ""},
+	{errDatabaseFull, http.StatusServiceUnavailable, "disk_full", "A disk shredd writes to is full or read-only; nothing was committed: retry later", ""},
 	{shredd.ErrNoLog, http.StatusConflict, "not_logged", "The forget's events are not in the transparency log", ""},
 	{translog.ErrNotFound, http.StatusNotFound, "not_found", "Not found", ""},
 	{translog.ErrFormat, http.StatusBadRequest, "invalid_log_request", "The tile path or tree size is invalid", ""},
 	{shredd.ErrInvalid, http.StatusBadRequest, "invalid_request", "The request is invalid", ""},
 }
+
+// errDatabaseFull stands in errorMap for the database's errors that
+// Failures.DiskFull recognises (storage.ErrDiskFull and the engines' own).
+var errDatabaseFull = errors.New("api: the database's disk is full or read-only")
 
 // retryAfter is the Retry-After of every 503 answer, in seconds.
 const retryAfter = "5"
@@ -91,7 +94,7 @@ func safeDetail(err error) bool {
 }
 
 func (c *codec) fail(w http.ResponseWriter, r *http.Request, err error) {
-	d := describe(err)
+	d := c.describe(err)
 	p := Problem{Status: d.Status, Code: d.Code, Title: d.Title, Detail: d.Detail, RequestID: requestID(r.Context())}
 	level := slog.LevelInfo
 	if p.Status >= 500 {

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"crypto/ed25519"
 	"encoding/hex"
 	"net/http"
 	"time"
@@ -15,7 +14,6 @@ type forgetHandlers struct {
 	*codec
 	svc      shredd.Eraser
 	evidence shredd.Evidence // the attestation
-	attKey   ed25519.PrivateKey
 }
 
 type forgetRequest struct {
@@ -141,11 +139,7 @@ func (fh *forgetHandlers) attestation(w http.ResponseWriter, r *http.Request) {
 		fh.fail(w, r, err)
 		return
 	}
-	if fh.attKey == nil {
-		fh.fail(w, r, &problemError{status: http.StatusServiceUnavailable, code: "backend_unavailable", title: "No attestation key is configured"})
-		return
-	}
-	att, err := fh.evidence.Attestation(r.Context(), id, fh.attKey)
+	att, err := fh.evidence.Attestation(r.Context(), id)
 	if err != nil {
 		fh.fail(w, r, err)
 		return

@@ -17,9 +17,11 @@ type sealHandlers struct {
 	svc shredd.Sealer
 }
 
-// registryHandlers serve the routes of the registry: kinds, artifacts,
-// leases and the reregister repair.
-type registryHandlers struct {
+// artifactHandlers serve the Sealer's bookkeeping routes: kinds, the
+// artifacts it registers and reads, its leases and the reregister repair.
+// Every call is asked of the Sealer (which keeps them in package registry);
+// the sealing itself is sealHandlers'.
+type artifactHandlers struct {
 	*codec
 	svc shredd.Sealer
 }
@@ -28,17 +30,17 @@ type kindBody struct {
 	Description string `json:"description"`
 }
 
-func (rg *registryHandlers) putKind(w http.ResponseWriter, r *http.Request) {
+func (ah *artifactHandlers) putKind(w http.ResponseWriter, r *http.Request) {
 	var req kindBody
 	if r.ContentLength != 0 {
-		if err := rg.decode(r, &req); err != nil {
-			rg.fail(w, r, err)
+		if err := ah.decode(r, &req); err != nil {
+			ah.fail(w, r, err)
 			return
 		}
 	}
-	k, created, err := rg.svc.PutKind(r.Context(), chi.URLParam(r, "kind"), req.Description)
+	k, created, err := ah.svc.PutKind(r.Context(), chi.URLParam(r, "kind"), req.Description)
 	if err != nil {
-		rg.fail(w, r, err)
+		ah.fail(w, r, err)
 		return
 	}
 	status := http.StatusOK
@@ -48,10 +50,10 @@ func (rg *registryHandlers) putKind(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, k)
 }
 
-func (rg *registryHandlers) listKinds(w http.ResponseWriter, r *http.Request) {
-	ks, err := rg.svc.Kinds(r.Context())
+func (ah *artifactHandlers) listKinds(w http.ResponseWriter, r *http.Request) {
+	ks, err := ah.svc.Kinds(r.Context())
 	if err != nil {
-		rg.fail(w, r, err)
+		ah.fail(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"kinds": ks})
@@ -244,19 +246,19 @@ func (s *sealHandlers) decryptItem(ctx context.Context, req *decryptRequest) (de
 }
 
 // releaseLease ends a lease early: the holder dropped the plaintext.
-func (rg *registryHandlers) releaseLease(w http.ResponseWriter, r *http.Request) {
+func (ah *artifactHandlers) releaseLease(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r, "lease")
 	if err != nil {
-		rg.fail(w, r, err)
+		ah.fail(w, r, err)
 		return
 	}
 	holder := ""
 	if t := tokenOf(r.Context()); t != nil {
 		holder = t.Holder
 	}
-	l, err := rg.svc.ReleaseLease(r.Context(), id, holder)
+	l, err := ah.svc.ReleaseLease(r.Context(), id, holder)
 	if err != nil {
-		rg.fail(w, r, err)
+		ah.fail(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, leaseOf(l))
@@ -278,42 +280,42 @@ func artifactJSON(a shredd.Artifact) artifactResponse {
 		ps[i] = p.String()
 	}
 	return artifactResponse{Artifact: a.ID.String(), Kind: a.Kind, Holder: a.Holder, Sealed: a.Sealed, Parents: ps,
-		LineageSize: len(a.Lineage), CreatedAt: a.CreatedAt}
+		LineageSize: a.Lineage, CreatedAt: a.CreatedAt}
 }
 
-func (rg *registryHandlers) registerArtifact(w http.ResponseWriter, r *http.Request) {
+func (ah *artifactHandlers) registerArtifact(w http.ResponseWriter, r *http.Request) {
 	var req sourceBody
-	if err := rg.decode(r, &req); err != nil {
-		rg.fail(w, r, err)
+	if err := ah.decode(r, &req); err != nil {
+		ah.fail(w, r, err)
 		return
 	}
 	src, err := req.forToken(r.Context())
 	if err != nil {
-		rg.fail(w, r, err)
+		ah.fail(w, r, err)
 		return
 	}
-	a, err := rg.svc.Register(r.Context(), src)
+	a, err := ah.svc.Register(r.Context(), src)
 	if err != nil {
-		rg.fail(w, r, err)
+		ah.fail(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusCreated, artifactJSON(a))
 }
 
-func (rg *registryHandlers) getArtifact(w http.ResponseWriter, r *http.Request) {
+func (ah *artifactHandlers) getArtifact(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r, "artifact")
 	if err != nil {
-		rg.fail(w, r, err)
+		ah.fail(w, r, err)
 		return
 	}
-	a, err := rg.svc.GetArtifact(r.Context(), id)
+	a, err := ah.svc.GetArtifact(r.Context(), id)
 	if err != nil {
-		rg.fail(w, r, err)
+		ah.fail(w, r, err)
 		return
 	}
 	if t := tokenOf(r.Context()); t != nil && t.Holder != "" && a.Holder != t.Holder {
 		// A holder-bound token sees only its own artifacts.
-		rg.fail(w, r, &problemError{status: http.StatusForbidden, code: "wrong_holder", title: "The token acts for another holder",
+		ah.fail(w, r, &problemError{status: http.StatusForbidden, code: "wrong_holder", title: "The token acts for another holder",
 			detail: "this token may act only as its own holder"})
 		return
 	}

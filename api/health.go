@@ -10,9 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/shredd/shredd/access"
-	"github.com/shredd/shredd/storage"
 )
 
 // readyTimeout bounds each probe of GET /readyz, so that a database whose
@@ -25,7 +22,7 @@ const readyTimeout = 2 * time.Second
 type healthHandlers struct {
 	*codec
 	root   RootProbe
-	tokens *access.Tokens // the one handle to the database (probeDB)
+	tokens Tokens // the one handle to the database (probeDB)
 	disks  []diskCheck
 	writes WriteProbe // nil: not asked
 }
@@ -69,7 +66,7 @@ func (hc *healthHandlers) readyz(w http.ResponseWriter, r *http.Request) {
 	var failed []string
 	if err := hc.probeDB(r.Context()); err != nil {
 		what := "database: does not accept a write"
-		if storage.DiskFull(err) {
+		if hc.failures != nil && hc.failures.DiskFull(err) {
 			what += " (its disk is full or read-only)"
 		}
 		failed = append(failed, what)

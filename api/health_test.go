@@ -30,7 +30,7 @@ func healthEnv(t *testing.T, root keystore.RootStore) (*env, *storage.DB) {
 			return v.Latest, err
 		}}
 	}
-	srv := httptest.NewServer(api.New(api.Config{Service: st.Service, Root: probe, Tokens: st.Tokens}).Handler())
+	srv := httptest.NewServer(api.New(api.Config{Service: st.Service, Evidence: st.Evidence, Root: probe, Tokens: st.Tokens}).Handler())
 	t.Cleanup(srv.Close)
 	return &env{t: t, srv: srv}, st.DB
 }
@@ -141,7 +141,7 @@ func TestReadyDisks(t *testing.T) {
 	st := shreddtest.New(t, shreddtest.Options{})
 	data, backups := t.TempDir(), t.TempDir()
 	ledger := filepath.Join(t.TempDir(), "ledger")
-	srv := httptest.NewServer(api.New(api.Config{Service: st.Service, Root: stackRoot(st), Tokens: st.Tokens,
+	srv := httptest.NewServer(api.New(api.Config{Service: st.Service, Evidence: st.Evidence, Root: stackRoot(st), Tokens: st.Tokens,
 		Disks: []api.Disk{{Name: "data", Dir: data}, {Name: "ledger", Dir: ledger}, {Name: "backups", Dir: backups}}}).Handler())
 	t.Cleanup(srv.Close)
 	e := &env{t: t, srv: srv}

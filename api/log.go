@@ -2,7 +2,7 @@ package api
 
 import (
 	"bytes"
-	"github.com/shredd/shredd/internal/crashpoint"
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -10,14 +10,30 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/shredd/shredd"
+	"github.com/shredd/shredd/bundle"
+	"github.com/shredd/shredd/internal/crashpoint"
 	"github.com/shredd/shredd/translog"
 )
+
+// Evidence is what the transparency log's routes and the regulator export
+// ask of the service (erasure.Evidence), in the types of their formats
+// (bundle, translog), which the root package does not import.
+type Evidence interface {
+	// Export assembles the regulator export of an erased forget, with a
+	// consistency proof from tree size since when since > 0; a forget not
+	// erased gives shredd.ErrNotErased, since beyond the tree
+	// shredd.ErrInvalid, a service without a log shredd.ErrNoLog.
+	Export(ctx context.Context, id shredd.ID, since int64) (*bundle.Bundle, error)
+	// TransparencyLog returns the transparency log and its note verifier
+	// key, or nil when the service keeps none.
+	TransparencyLog() (*translog.Log, string)
+}
 
 // logHandlers serve the transparency log's routes and the regulator
 // export of a forget.
 type logHandlers struct {
 	*codec
-	svc shredd.Evidence
+	svc Evidence // nil: the routes answer 503 no_log
 }
 
 // The transparency log's routes (docs/transparency.md), under /v1/log, and
@@ -28,7 +44,10 @@ type logHandlers struct {
 
 // tlogOf returns the service's log, or fails the request with 503.
 func (lh *logHandlers) tlogOf(w http.ResponseWriter, r *http.Request) *translog.Log {
-	l, _ := lh.svc.TransparencyLog()
+	var l *translog.Log
+	if lh.svc != nil {
+		l, _ = lh.svc.TransparencyLog()
+	}
 	if l == nil {
 		lh.fail(w, r, &problemError{status: http.StatusServiceUnavailable, code: "no_log", title: "This service keeps no transparency log"})
 	}
@@ -60,7 +79,10 @@ func (lh *logHandlers) logCheckpoint(w http.ResponseWriter, r *http.Request) {
 
 // logKey answers the log's signed-note verifier key.
 func (lh *logHandlers) logKey(w http.ResponseWriter, r *http.Request) {
-	_, vkey := lh.svc.TransparencyLog()
+	var vkey string
+	if lh.svc != nil {
+		_, vkey = lh.svc.TransparencyLog()
+	}
 	if vkey == "" {
 		lh.tlogOf(w, r)
 		return

@@ -64,7 +64,7 @@ func newMetricsEnv(t *testing.T, root keystore.RootStore, ko keystore.Options) *
 	r := chi.NewRouter()
 	r.Use(m.Middleware)
 	r.Get("/metrics", m.Handler().ServeHTTP)
-	r.Mount("/", api.New(api.Config{Service: st.Service, Root: stackRoot(st), Log: log, Tokens: st.Tokens}).Handler())
+	r.Mount("/", api.New(api.Config{Service: st.Service, Evidence: st.Evidence, Root: stackRoot(st), Log: log, Tokens: st.Tokens}).Handler())
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)
 	return &metricsEnv{env: &env{t: t, srv: srv, log: &logs, hasher: st.Hasher}, m: m, keys: st.Keys, clock: clock}

@@ -29,16 +29,16 @@ type reregisterResponse struct {
 // restore of a database older than some ciphertexts (docs/operations.md,
 // the restore drill). Admin scope: it writes the registry from envelopes
 // alone.
-func (rg *registryHandlers) reregister(w http.ResponseWriter, r *http.Request) {
-	serveCallMany(rg.codec, w, r, func(ctx context.Context, req *reregisterRequest) (reregisterResponse, error) {
-		out, errs := rg.reregisterMany(ctx, []*reregisterRequest{req})
+func (ah *artifactHandlers) reregister(w http.ResponseWriter, r *http.Request) {
+	serveCallMany(ah.codec, w, r, func(ctx context.Context, req *reregisterRequest) (reregisterResponse, error) {
+		out, errs := ah.reregisterMany(ctx, []*reregisterRequest{req})
 		return out[0], errs[0]
-	}, rg.reregisterMany)
+	}, ah.reregisterMany)
 }
 
 // reregisterMany checks each request and reregisters the valid ones in one
 // call of the service.
-func (rg *registryHandlers) reregisterMany(ctx context.Context, reqs []*reregisterRequest) ([]reregisterResponse, []error) {
+func (ah *artifactHandlers) reregisterMany(ctx context.Context, reqs []*reregisterRequest) ([]reregisterResponse, []error) {
 	return runValid(reqs, func(req *reregisterRequest) (shredd.ReregisterInput, error) {
 		if req.Ciphertext == "" {
 			return shredd.ReregisterInput{}, badRequest("missing_field", "ciphertext is required")
@@ -49,7 +49,7 @@ func (rg *registryHandlers) reregisterMany(ctx context.Context, reqs []*reregist
 		}
 		return shredd.ReregisterInput{Ciphertext: req.Ciphertext, Context: aad, Holder: req.Holder}, nil
 	}, func(in []shredd.ReregisterInput) ([]shredd.Reregistered, []error) {
-		return rg.svc.Reregister(ctx, in)
+		return ah.svc.Reregister(ctx, in)
 	}, func(o shredd.Reregistered) reregisterResponse {
 		st := "registered"
 		if o.Known {

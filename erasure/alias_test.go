@@ -66,12 +66,11 @@ func TestForgetAlias(t *testing.T) {
 	if err != nil || g.ID != f.ID || g.State != shredd.StateErased {
 		t.Fatalf("Verify of the alias: %s %s %v, want forget %s erased", g.ID, g.State, err, f.ID)
 	}
-	_, svcKey, _ := ed25519.GenerateKey(rand.Reader)
-	viaAlias, err := s.Attestation(ctx, alias, svcKey)
+	viaAlias, err := s.Attestation(ctx, alias)
 	if err != nil {
 		t.Fatal(err)
 	}
-	viaKept, err := s.Attestation(ctx, f.ID, svcKey)
+	viaKept, err := s.Attestation(ctx, f.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package erasure
 import (
 	"cmp"
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -37,9 +36,9 @@ func NewEvidence(e *Eraser) *Evidence { return &Evidence{core: e.core, forgets: 
 // closed, the holders' signed acks, the five conditions with their
 // evidence, and the residuals. With a Journal, it was signed (and its
 // digest logged) when the forget was erased, and these exact bytes are
-// returned; otherwise it is signed now by signer. A forget that is not
+// returned; otherwise it is signed now (core.signer). A forget that is not
 // erased gives ErrNotErased.
-func (s *Evidence) Attestation(ctx context.Context, id shredd.ID, signer ed25519.PrivateKey) ([]byte, error) {
+func (s *Evidence) Attestation(ctx context.Context, id shredd.ID) ([]byte, error) {
 	id, err := resolveAlias(ctx, s.db, id) // an alias: the kept forget's
 	if err != nil {
 		return nil, err
@@ -67,17 +66,33 @@ func (s *Evidence) Attestation(ctx context.Context, id shredd.ID, signer ed25519
 	if err != nil {
 		return nil, err
 	}
-	env, _, err := s.signAttestation(ctx, r, conds, signer)
+	env, _, err := s.signAttestation(ctx, r, conds)
 	if err != nil {
 		return nil, err
 	}
 	return json.Marshal(env)
 }
 
-// signAttestation builds and signs the attestation of forget r, erased
-// (r.erased set) with the verification conds, and returns it with the
-// subject commitment it is about.
-func (c *core) signAttestation(ctx context.Context, r forgetRow, conds []shredd.Condition, signer ed25519.PrivateKey) (attest.Envelope, string, error) {
+// errNoSigner is the error of an attestation to sign without a signer.
+var errNoSigner = fmt.Errorf("erasure: attestation: no signer (no journal and no Options.Signer): %w", shredd.ErrUnavailable)
+
+// signer is the one signer of the attestations: the Journal's, which signs
+// its events, else Options.Signer; nil when there is neither.
+func (c *core) signer() *attest.Signer {
+	if c.opts.Journal != nil {
+		return c.opts.Journal.Signer()
+	}
+	return c.opts.Signer
+}
+
+// signAttestation builds the attestation of forget r, erased (r.erased
+// set) with the verification conds, has the signer sign it, and returns it
+// with the subject commitment it is about.
+func (c *core) signAttestation(ctx context.Context, r forgetRow, conds []shredd.Condition) (attest.Envelope, string, error) {
+	signer := c.signer()
+	if signer == nil {
+		return attest.Envelope{}, "", errNoSigner
+	}
 	id := r.id
 	var commitment string
 	if err := c.db.QueryRowContext(ctx, `SELECT coalesce(commitment, '') FROM forgets WHERE id=?`, id[:]).Scan(&commitment); err != nil {
@@ -128,7 +143,7 @@ func (c *core) signAttestation(ctx context.Context, r forgetRow, conds []shredd.
 			Description: fmt.Sprintf("registrations %s acknowledged by shredd were lost and the loss was accepted at %s (shredd wal accept-loss): artifacts among them, whose lineage shredd no longer knows, may carry this subject and are outside this proof",
 				l, time.Unix(0, l.AcceptedAt).UTC().Format(time.RFC3339))})
 	}
-	env, err := attest.Sign(attest.NewStatement(commitment, p), signer)
+	env, err := signer.Sign(attest.NewStatement(commitment, p))
 	if err != nil {
 		return attest.Envelope{}, "", fmt.Errorf("erasure: attestation: %w", err)
 	}

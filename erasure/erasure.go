@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/shredd/shredd"
+	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/journal"
 	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/ledger"
@@ -50,9 +51,14 @@ type Options struct {
 	// default).
 	Rand io.Reader
 	// Journal, when set, logs forget commits, holder acks and erasure
-	// attestations in the transparency log, and signs the attestations
-	// (the key tree logs its own events through the same Journal).
+	// attestations in the transparency log, and its Signer signs the
+	// attestations (the key tree logs its own events through the same
+	// Journal).
 	Journal *journal.Journal
+	// Signer signs the attestations of a service without a Journal (with
+	// one, the Journal's Signer does). Without either, an attestation not
+	// signed at erasure gives ErrUnavailable.
+	Signer *attest.Signer
 	// Ledger, when set, receives every committed forget before it is
 	// answered: the trace that lets a restored database re-apply later
 	// forgets (ReconcileLedger).

@@ -30,7 +30,7 @@ func (s *Evidence) Export(ctx context.Context, id shredd.ID, since int64) (*bund
 	if err != nil {
 		return nil, err
 	}
-	att, err := s.Attestation(ctx, id, j.Signer())
+	att, err := s.Attestation(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +54,7 @@ func (s *Evidence) Export(ctx context.Context, id shredd.ID, since int64) (*bund
 	if w, _ := j.Log().WitnessedSize(); w > slices.Max(append(idxs, -1)) && w >= since && w < size {
 		size = w
 	}
-	pub := j.Signer().Public().(ed25519.PublicKey)
+	pub := j.Signer().Public()
 	pem, err := attest.MarshalPublicKey(pub)
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/testkit/shreddtest"
+	"github.com/shredd/shredd/testkeys"
 )
 
 // TestHolderAcks: a plaintext-held artifact is closed only by its holder's
@@ -103,8 +104,8 @@ func TestHolderAcks(t *testing.T) {
 
 	// The attestation: signed, about the salted commitment, listing every
 	// artifact with how it was closed and both holders' acks.
-	svcPub, svcKey, _ := ed25519.GenerateKey(rand.Reader)
-	raw, err := s.Attestation(ctx, f.ID, svcKey)
+	svcPub := testkeys.AttestationKey(0).Public().(ed25519.PublicKey) // the stack's signer's
+	raw, err := s.Attestation(ctx, f.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +157,7 @@ func TestHolderAcks(t *testing.T) {
 	if g, _ := s.GetForget(ctx, f.ID); g.State != shredd.StateErased || conditions(g)[shredd.CondClosureIntact].Status != "ok" {
 		t.Fatalf("the erased forget's proof changed: %s %+v", g.State, conditions(g))
 	}
-	if _, err := s.Attestation(ctx, f.ID, svcKey); err != nil {
+	if _, err := s.Attestation(ctx, f.ID); err != nil {
 		t.Fatalf("the attestation of an erased forget went away: %v", err)
 	}
 }
@@ -169,8 +170,7 @@ func TestNoAttestationBeforeErasure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, key, _ := ed25519.GenerateKey(rand.Reader)
-	if _, err := s.Attestation(ctx, f.ID, key); !errors.Is(err, shredd.ErrNotErased) {
+	if _, err := s.Attestation(ctx, f.ID); !errors.Is(err, shredd.ErrNotErased) {
 		t.Fatalf("attestation of a committed forget: %v, want ErrNotErased", err)
 	}
 }

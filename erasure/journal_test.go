@@ -3,7 +3,6 @@ package erasure_test
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
 	"errors"
 	"testing"
 	"time"
@@ -26,7 +25,7 @@ type journaled struct {
 	keys   *keystore.Tree
 	log    *translog.Log
 	vkey   string
-	key    ed25519.PrivateKey
+	key    *attest.Signer
 	hasher *registry.Hasher
 	clock  *shreddtest.Clock
 }
@@ -35,7 +34,7 @@ func newJournaled(t testing.TB) *journaled {
 	t.Helper()
 	c := shreddtest.NewClock()
 	st := shreddtest.New(t, onClock(c, shreddtest.Options{Log: true, Kinds: []string{"episodic", "summary"}}))
-	return &journaled{svc: st.Both(), keys: st.Keys, log: st.Log, vkey: st.LogVKey, key: st.AttestationKey, hasher: st.Hasher, clock: c}
+	return &journaled{svc: st.Both(), keys: st.Keys, log: st.Log, vkey: st.LogVKey, key: st.Signer, hasher: st.Hasher, clock: c}
 }
 
 // entries reads the whole log back as events.
@@ -52,7 +51,7 @@ func (j *journaled) entries(t *testing.T) []*attest.Event {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ev, err := attest.OpenEvent(data, j.key.Public().(ed25519.PublicKey))
+		ev, err := attest.OpenEvent(data, j.key.Public())
 		if err != nil {
 			t.Fatalf("entry %d: %v", i, err)
 		}
@@ -139,7 +138,7 @@ func TestJournalLogsTheLifecycle(t *testing.T) {
 	if got := kinds(evs); !equalStrings(got, want) {
 		t.Fatalf("the log holds %v, want %v", got, want)
 	}
-	att, err := s.Attestation(ctx, f.ID, nil) // stored: no key needed
+	att, err := s.Attestation(ctx, f.ID) // stored: no key needed
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +162,7 @@ func TestJournalLogsTheLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := bundle.Verify(b, bundle.Options{AttestationKey: j.key.Public().(ed25519.PublicKey), LogKey: j.vkey,
+	rep, err := bundle.Verify(b, bundle.Options{AttestationKey: j.key.Public(), LogKey: j.vkey,
 		Subject: "alice@example.com", Salt: f.Salt, Saved: before})
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +170,7 @@ func TestJournalLogsTheLifecycle(t *testing.T) {
 	if !rep.SubjectChecked || rep.Consistent == "" || len(rep.Entries) != 4 {
 		t.Fatalf("report %+v: want the subject and consistency checked and 4 entries (bob's key_created left out)", rep)
 	}
-	if _, err := bundle.Verify(b, bundle.Options{AttestationKey: j.key.Public().(ed25519.PublicKey), LogKey: j.vkey,
+	if _, err := bundle.Verify(b, bundle.Options{AttestationKey: j.key.Public(), LogKey: j.vkey,
 		Subject: "bob@example.com", Salt: f.Salt}); !errors.Is(err, bundle.ErrVerify) {
 		t.Fatalf("bob's id opens alice's export: %v", err)
 	}

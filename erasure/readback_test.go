@@ -164,7 +164,7 @@ func TestReadBackStallsShredded(t *testing.T) {
 	if er.Status != "pending" {
 		t.Fatalf("epoch_rotated is %s (%q), want pending", er.Status, er.Reason)
 	}
-	if _, err := s.Attestation(ctx, f.ID, nil); !errors.Is(err, shredd.ErrNotErased) {
+	if _, err := s.Attestation(ctx, f.ID); !errors.Is(err, shredd.ErrNotErased) {
 		t.Fatalf("attestation of a stalled forget: %v, want ErrNotErased", err)
 	}
 }

@@ -304,7 +304,7 @@ func (s *Eraser) verifyRow(ctx context.Context, r forgetRow, rr *rootRead) error
 	var commitment string
 	if j := s.opts.Journal; j != nil {
 		r.erased = sql.NullInt64{Int64: now, Valid: true}
-		env, c, err := s.signAttestation(ctx, r, conds, j.Signer())
+		env, c, err := s.signAttestation(ctx, r, conds)
 		if err != nil {
 			return err
 		}

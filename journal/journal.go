@@ -7,7 +7,6 @@ package journal
 
 import (
 	"context"
-	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/sha256"
 	"database/sql"
@@ -29,7 +28,7 @@ import (
 const LabelCommitmentSalt = "shredd/v1/commitment-salt"
 
 // ErrInvalid means the journal was given what it cannot log: no log or
-// signing key, or a key creation without its subject id.
+// signer, or a key creation without its subject id.
 var ErrInvalid = errors.New("journal: invalid argument")
 
 // Journal appends the lifecycle events: key creations and epochs (from the
@@ -39,16 +38,16 @@ var ErrInvalid = errors.New("journal: invalid argument")
 type Journal struct {
 	log    *translog.Log
 	logKey string // the log's note verifier key, for exports
-	signer ed25519.PrivateKey
+	signer *attest.Signer
 	now    func() time.Time
 }
 
 // New returns a journal appending to log (whose note verifier key is
-// logKey), signing events with signer (the attestation key). now is the
-// clock (time.Now when nil).
-func New(log *translog.Log, logKey string, signer ed25519.PrivateKey, now func() time.Time) (*Journal, error) {
-	if log == nil || len(signer) != ed25519.PrivateKeySize {
-		return nil, fmt.Errorf("journal: needs a log and an Ed25519 key: %w", ErrInvalid)
+// logKey), its events signed by signer (the service's attestation key).
+// now is the clock (time.Now when nil).
+func New(log *translog.Log, logKey string, signer *attest.Signer, now func() time.Time) (*Journal, error) {
+	if log == nil || signer == nil {
+		return nil, fmt.Errorf("journal: needs a log and a signer: %w", ErrInvalid)
 	}
 	if now == nil {
 		now = time.Now
@@ -75,7 +74,7 @@ func CommitmentSalt(key []byte) []byte {
 func (j *Journal) append(ctx context.Context, tx *storage.Tx, ev attest.Event) (int64, error) {
 	ev.Type = attest.EventType
 	ev.Time = j.now().UTC()
-	entry, err := attest.SignEvent(ev, j.signer)
+	entry, err := j.signer.SignEvent(ev)
 	if err != nil {
 		return 0, fmt.Errorf("journal: log %s: %w", ev.Event, err)
 	}
@@ -172,7 +171,7 @@ func (j *Journal) SignForgets(evs []attest.Event) (Signed, error) {
 		for i := lo; i < hi; i++ {
 			ev := evs[i]
 			ev.Type, ev.Time = attest.EventType, now
-			entries[i], errs[i] = attest.SignEvent(ev, j.signer)
+			entries[i], errs[i] = j.signer.SignEvent(ev)
 		}
 	}
 	if workers := min(runtime.GOMAXPROCS(0), len(evs)/parallelSign); workers > 1 {
@@ -326,6 +325,6 @@ func EpochIndex(ctx context.Context, q storage.Querier, epoch int64) (int64, err
 	return idx, nil
 }
 
-// Signer returns the attestation key the journal signs events with; the
-// registry signs its erasure attestations with the same key.
-func (j *Journal) Signer() ed25519.PrivateKey { return j.signer }
+// Signer returns the signer of the journal's events; the erasure signs
+// its attestations with the same one.
+func (j *Journal) Signer() *attest.Signer { return j.signer }

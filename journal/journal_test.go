@@ -24,7 +24,11 @@ func TestSignForgets(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 12, 6, 1, 2, 3, 0, time.UTC)
-	j, err := journal.New(new(translog.Log), "log", priv, func() time.Time { return at })
+	signer, err := attest.NewSigner(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := journal.New(new(translog.Log), "log", signer, func() time.Time { return at })
 	if err != nil {
 		t.Fatal(err)
 	}

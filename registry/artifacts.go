@@ -61,10 +61,18 @@ func (s *Registry) GetArtifact(ctx context.Context, id shredd.ID) (shredd.Artifa
 	if a.Parents, err = s.graph.Parents(ctx, id); err != nil {
 		return shredd.Artifact{}, err
 	}
-	if a.Lineage, err = s.graph.LineageOf(ctx, id); err != nil {
+	refs, err := s.graph.LineageOf(ctx, id)
+	if err != nil {
 		return shredd.Artifact{}, err
 	}
+	a.Lineage = len(refs)
 	return a, nil
+}
+
+// LineageOf returns the lineage of a registered artifact, sorted by sid
+// (none for an id it does not know).
+func (s *Registry) LineageOf(ctx context.Context, id shredd.ID) ([]envelope.Ref, error) {
+	return s.graph.LineageOf(ctx, id)
 }
 
 // ParentsOf reads the lineages of parent artifacts, a few queries for many

@@ -3,6 +3,7 @@ package registry_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -38,7 +39,11 @@ func TestSettle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(before.Parents) != 1 || before.Parents[0] != rec.Artifact || len(before.Lineage) != 2 {
+	beforeRefs, err := reg.LineageOf(ctx, sum.Artifact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(before.Parents) != 1 || before.Parents[0] != rec.Artifact || before.Lineage != 2 || len(beforeRefs) != 2 {
 		t.Fatalf("summary before settling: %+v", before)
 	}
 	alice := st.Hasher.SID("alice")
@@ -52,7 +57,11 @@ func TestSettle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(after.Parents) != 1 || after.Parents[0] != before.Parents[0] || len(after.Lineage) != 2 || after.Lineage[0] != before.Lineage[0] {
+	afterRefs, err := reg.LineageOf(ctx, sum.Artifact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after.Parents) != 1 || after.Parents[0] != before.Parents[0] || after.Lineage != 2 || !slices.Equal(afterRefs, beforeRefs) {
 		t.Fatalf("summary after settling: %+v, before %+v", after, before)
 	}
 	kids, err := reg.Children(ctx, rec.Artifact)
@@ -144,7 +153,7 @@ func TestBulkImport(t *testing.T) {
 		t.Fatalf("count: %d, %v; want 2", n, err)
 	}
 	got, err := reg.GetArtifact(ctx, emb.ID)
-	if err != nil || got.Holder != "ann-index" || got.Sealed || len(got.Parents) != 1 || len(got.Lineage) != 2 {
+	if err != nil || got.Holder != "ann-index" || got.Sealed || len(got.Parents) != 1 || got.Lineage != 2 {
 		t.Fatalf("imported embedding: %+v, %v", got, err)
 	}
 	held, err := reg.HeldBy(ctx, alice.SID, "")

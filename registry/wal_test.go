@@ -51,6 +51,10 @@ func TestWALRestoreReplays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	wantRefs, err := st.Registry.LineageOf(ctx, held.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
 	st.Registry.Close()
 	segs, _ := filepath.Glob(filepath.Join(st.Dir, registry.WALDir, "*.seg"))
 	if len(segs) != 2 {
@@ -77,7 +81,11 @@ func TestWALRestoreReplays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Holder != "ann-1" || got.Kind != "embedding" || got.Sealed || !slices.Equal(got.Parents, want.Parents) || !slices.Equal(got.Lineage, want.Lineage) {
+	gotRefs, err := reg.LineageOf(ctx, held.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Holder != "ann-1" || got.Kind != "embedding" || got.Sealed || !slices.Equal(got.Parents, want.Parents) || got.Lineage != want.Lineage || !slices.Equal(gotRefs, wantRefs) {
 		t.Fatalf("replayed artifact %+v, want %+v", got, want)
 	}
 	// Settled and read by subject: the cascade of bob's forget finds it.

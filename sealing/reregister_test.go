@@ -85,7 +85,7 @@ func TestUnknownArtifactFailsClosed(t *testing.T) {
 		t.Fatalf("results %+v", out)
 	}
 	a, err := s.GetArtifact(ctx, rec.Artifact)
-	if err != nil || a.Holder != "store-1" || !a.Sealed || len(a.Lineage) != 1 {
+	if err != nil || a.Holder != "store-1" || !a.Sealed || a.Lineage != 1 {
 		t.Fatalf("re-registered artifact %+v: %v", a, err)
 	}
 	for _, c := range []shredd.Sealed{rec, pair} {

@@ -31,7 +31,7 @@ func TestLineageAndForget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(held.Lineage) != 1 || held.Sealed {
+	if held.Lineage != 1 || held.Sealed {
 		t.Fatalf("plaintext-held artifact: %+v", held)
 	}
 	for _, c := range []shredd.Sealed{rec, h1, h2, h3, agg} {

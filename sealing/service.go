@@ -353,7 +353,7 @@ func (s *Sealer) Register(ctx context.Context, src shredd.Source) (shredd.Artifa
 		if err != nil {
 			return err
 		}
-		out = shredd.Artifact{ID: id, Kind: p.kind, Holder: p.holder, Sealed: false, Parents: p.parents, Lineage: refs, CreatedAt: at}
+		out = shredd.Artifact{ID: id, Kind: p.kind, Holder: p.holder, Sealed: false, Parents: p.parents, Lineage: len(refs), CreatedAt: at}
 		return nil
 	})
 	return out, err

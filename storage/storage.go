@@ -81,6 +81,16 @@ var diskFull []func(error) bool
 // full or read-only; backends call it from init.
 func RegisterDiskFull(f func(error) bool) { diskFull = append(diskFull, f) }
 
+// Failures answers DiskFull and Unavailable as methods, for a layer that
+// asks through an interface (api.Failures) rather than import storage.
+type Failures struct{}
+
+// DiskFull is the package's DiskFull.
+func (Failures) DiskFull(err error) bool { return DiskFull(err) }
+
+// Unavailable is the package's Unavailable.
+func (Failures) Unavailable(err error) bool { return Unavailable(err) }
+
 // wrapFull wraps an error that DiskFull recognises in ErrDiskFull,
 // so that callers above test it with errors.Is.
 func wrapFull(err error) error {

@@ -55,9 +55,9 @@ func newServer(t *testing.T) *server {
 func newServerWith(t *testing.T, now func() time.Time) *server {
 	t.Helper()
 	st := shreddtest.New(t, shreddtest.Options{Log: true, Now: now, AdminToken: adminToken})
-	srv := httptest.NewServer(api.New(api.Config{Service: st.Service, Root: stackRoot(st), Tokens: st.Tokens, AttestationKey: st.AttestationKey}).Handler())
+	srv := httptest.NewServer(api.New(api.Config{Service: st.Service, Evidence: st.Evidence, Root: stackRoot(st), Tokens: st.Tokens}).Handler())
 	t.Cleanup(srv.Close)
-	return &server{t: t, srv: srv, tokens: st.Tokens, attPub: st.AttestationKey.Public().(ed25519.PublicKey), logVKey: st.LogVKey}
+	return &server{t: t, srv: srv, tokens: st.Tokens, attPub: st.Signer.Public(), logVKey: st.LogVKey}
 }
 
 // post sends an admin POST with body over plain HTTP and decodes the
@@ -751,7 +751,7 @@ func TestAttestationExportCheckpoint(t *testing.T) {
 // not_ready of a server whose database no longer accepts a write.
 func TestLiveAndReady(t *testing.T) {
 	st := shreddtest.New(t, shreddtest.Options{})
-	srv := httptest.NewServer(api.New(api.Config{Service: st.Service, Root: stackRoot(st), Tokens: st.Tokens}).Handler())
+	srv := httptest.NewServer(api.New(api.Config{Service: st.Service, Evidence: st.Evidence, Root: stackRoot(st), Tokens: st.Tokens}).Handler())
 	t.Cleanup(srv.Close)
 	c, err := client.New(srv.URL, "")
 	if err != nil {

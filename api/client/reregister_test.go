@@ -18,7 +18,7 @@ import (
 func TestReregister(t *testing.T) {
 	ctx := context.Background()
 	st := shreddtest.New(t, shreddtest.Options{AdminToken: adminToken, Kinds: []string{"episodic"}})
-	srv := httptest.NewServer(api.New(api.Config{Service: st.Service, Root: stackRoot(st), Tokens: st.Tokens}).Handler())
+	srv := httptest.NewServer(api.New(api.Config{Service: st.Service, Evidence: st.Evidence, Root: stackRoot(st), Tokens: st.Tokens}).Handler())
 	t.Cleanup(srv.Close)
 	c, err := client.New(srv.URL, adminToken)
 	if err != nil {

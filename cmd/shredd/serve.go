@@ -26,6 +26,7 @@ import (
 	"github.com/shredd/shredd/keystore/local"
 	"github.com/shredd/shredd/keystore/vault"
 	"github.com/shredd/shredd/registry"
+	"github.com/shredd/shredd/storage"
 	"github.com/shredd/shredd/witness"
 )
 
@@ -433,8 +434,8 @@ func (p *Program) newServer(tlsConfig *tls.Config) *http.Server {
 	root, keys := apiProbes(n)
 	metrics := api.NewMetrics(n.Service, keys)
 	metrics.Log = p.Logger
-	h := api.New(api.Config{Service: n.Service, Root: root, Log: p.Logger, Tokens: n.Tokens, Metrics: metrics,
-		AttestationKey: n.AttestationKey, MaxBody: p.MaxBody, MaxRawBody: p.MaxRawBody, Disks: p.disks(), Writes: n, Fence: n}).Handler()
+	h := api.New(api.Config{Service: n.Service, Evidence: n.Evidence, Root: root, Log: p.Logger, Tokens: n.Tokens, Failures: storage.Failures{}, Metrics: metrics,
+		MaxBody: p.MaxBody, MaxRawBody: p.MaxRawBody, Disks: p.disks(), Writes: n, Fence: n}).Handler()
 	return &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,

@@ -241,7 +241,7 @@ func (p *Program) startWitnesses(ctx context.Context) {
 	if len(p.witnessTargets) == 0 {
 		return
 	}
-	l, _ := p.node.Service.TransparencyLog()
+	l, _ := p.node.Evidence.TransparencyLog()
 	if l == nil {
 		p.Logger.Warn("--witness given, but this service keeps no transparency log")
 		return

@@ -14,7 +14,6 @@ package shreddtest
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
 	"crypto/sha256"
 	"os"
 	"path/filepath"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/access"
+	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/cmd/shredd/node"
 	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/journal"
@@ -114,9 +114,9 @@ type Stack struct {
 	Log *translog.Log
 	// LogVKey is the verifier key of Log ("" without Options.Log).
 	LogVKey string
-	// AttestationKey signs the journal's events, and the attestations of
-	// an API server given it.
-	AttestationKey ed25519.PrivateKey
+	// Signer is the one signer of the journal's events and the erasure's
+	// attestations, of testkeys.AttestationKey(0).
+	Signer *attest.Signer
 }
 
 // New builds a Stack in t.TempDir(); it fails t on any error. The parts
@@ -126,9 +126,12 @@ type Stack struct {
 func New(t testing.TB, o Options) *Stack {
 	t.Helper()
 	ctx := context.Background()
-	s := &Stack{Dir: t.TempDir(), AttestationKey: testkeys.AttestationKey(0)}
-	p := node.Parts{Root: o.Root, Ledger: o.Erasure.Ledger}
+	s := &Stack{Dir: t.TempDir()}
 	var err error
+	if s.Signer, err = attest.NewSigner(testkeys.AttestationKey(0)); err != nil {
+		t.Fatal(err)
+	}
+	p := node.Parts{Root: o.Root, Signer: s.Signer, Ledger: o.Erasure.Ledger}
 	if p.Root == nil {
 		if p.Root, err = local.Open(filepath.Join(s.Dir, "root.key")); err != nil {
 			t.Fatal(err)
@@ -147,7 +150,7 @@ func New(t testing.TB, o Options) *Stack {
 		if s.Log, err = translog.Open(ctx, p.DB, signer); err != nil {
 			t.Fatal(err)
 		}
-		if p.Journal, err = journal.New(s.Log, vkey, s.AttestationKey, o.Now); err != nil {
+		if p.Journal, err = journal.New(s.Log, vkey, s.Signer, o.Now); err != nil {
 			t.Fatal(err)
 		}
 		s.LogVKey = vkey

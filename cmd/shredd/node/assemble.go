@@ -6,6 +6,7 @@ import (
 
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/access"
+	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/journal"
 	"github.com/shredd/shredd/keystore"
@@ -30,6 +31,9 @@ type Parts struct {
 	// Journal is the transparency log's journal that the key tree and
 	// the erasure log through; nil for none (tests without a log).
 	Journal *journal.Journal
+	// Signer is the service's one signer of attestations (the Journal's
+	// own when there is one); nil for none (tests that attest nothing).
+	Signer *attest.Signer
 	// Ledger is the forget ledger; nil for none (a bulk fill, most tests).
 	Ledger *ledger.Lines
 }
@@ -44,8 +48,8 @@ type Options struct {
 	Registry registry.Options
 	// Sealer is passed to sealing.New, with Now, when nil, set to Now.
 	Sealer sealing.Options
-	// Erasure is passed to erasure.New, with Journal and Ledger set to
-	// Parts' and Now, when nil, to Now.
+	// Erasure is passed to erasure.New, with Journal, Signer and Ledger
+	// set to Parts' and Now, when nil, to Now.
 	Erasure erasure.Options
 	// Now, when set, is the clock of the key tree, the registry and the
 	// erasure, where their own options leave theirs nil.
@@ -90,7 +94,7 @@ type Stack struct {
 // recovery of forgets) is Open's. On error nothing it made is left open.
 func Assemble(ctx context.Context, p Parts, o Options) (*Stack, error) {
 	ko, ro, so, eo := o.Keystore, o.Registry, o.Sealer, o.Erasure
-	ko.Journal, eo.Journal, eo.Ledger = p.Journal, p.Journal, p.Ledger
+	ko.Journal, eo.Journal, eo.Signer, eo.Ledger = p.Journal, p.Journal, p.Signer, p.Ledger
 	if ko.Now == nil {
 		ko.Now = o.Now
 	}

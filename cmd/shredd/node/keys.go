@@ -221,7 +221,7 @@ func readLogKey(dir string) (note.Signer, string, error) {
 
 // openJournal opens the transparency log in db with the data directory's
 // log key and returns the journal that the key tree and the service log
-// through, signing attestations with the attestation key.
+// through, its events signed by the attestation key's Signer.
 func openJournal(ctx context.Context, sec *secrets, db *storage.DB) (*journal.Journal, error) {
 	tl, err := translog.Open(ctx, db, sec.log)
 	if err != nil {

@@ -24,7 +24,6 @@ package node
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -102,8 +101,7 @@ type Node struct {
 	*Stack
 	// ID names this process in table nodes: random per start (16 and 8
 	// hex digits); the data directory keeps no id of its own.
-	ID             string
-	AttestationKey ed25519.PrivateKey // signs erasure attestations
+	ID string
 
 	ledger     *ledger.Lines
 	closeFuncs []func()
@@ -431,13 +429,12 @@ func (st *startup) phaseTwo(ctx context.Context, missingPins map[string]string) 
 	if err != nil {
 		return err
 	}
-	n.AttestationKey = sec.att
 	if st.full {
 		if err := st.openLedger(); err != nil {
 			return err
 		}
 	}
-	stack, err := Assemble(ctx, Parts{DB: n.DB, Root: n.Root, Hasher: n.Hasher, Journal: journal, Ledger: n.ledger}, Options{
+	stack, err := Assemble(ctx, Parts{DB: n.DB, Root: n.Root, Hasher: n.Hasher, Journal: journal, Signer: sec.att, Ledger: n.ledger}, Options{
 		Keystore: keystore.Options{Buckets: c.Buckets, CacheTTL: c.CacheTTL, SubjectKMS: st.root.SubjectKMS},
 		Registry: registry.Options{LeaseTTL: c.LeaseTTL, WALDir: st.walDir,
 			WALKey: registry.WALKey(sec.subject), MarkRoot: n.Root, MarkStream: st.stream, Logger: c.Logger},

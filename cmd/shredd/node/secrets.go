@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,6 +11,7 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/erasure"
 	"github.com/shredd/shredd/internal/datadir"
 	"github.com/shredd/shredd/keystore"
@@ -21,11 +21,12 @@ import (
 
 // secrets are the data directory's secrets the data depends on, as read at
 // start-up: subject.key (every sid is its keyed hash, and the forget
-// ledger's MAC key derives from it), the attestation key and the
+// ledger's MAC key derives from it), the attestation key (held by its
+// Signer alone, the one signer of attestations and log events) and the
 // transparency log's key.
 type secrets struct {
 	subject []byte
-	att     ed25519.PrivateKey
+	att     *attest.Signer
 	log     note.Signer
 	logVKey string
 	created []string // the files this start created (a new data directory)
@@ -60,7 +61,9 @@ func readSecrets(dir string) (*secrets, error) {
 	key, err := readAttestationKey(filepath.Join(dir, AttestationKeyFile))
 	switch {
 	case err == nil:
-		s.att = key
+		if s.att, err = attest.NewSigner(key); err != nil {
+			return nil, err
+		}
 	case errors.Is(err, fs.ErrNotExist):
 		if _, err := os.Lstat(filepath.Join(dir, AttestationPubFile)); err == nil {
 			return nil, fmt.Errorf("attestation key: %s exists without %s: restore the private key from where you keep it (docs/operations.md, \"What each file is for\")",
@@ -91,10 +94,12 @@ func (s *secrets) create(dir string) error {
 	}
 	if s.att == nil {
 		key, _, err := LoadOrCreateAttestationKey(dir)
+		if err == nil {
+			s.att, err = attest.NewSigner(key)
+		}
 		if err != nil {
 			return fmt.Errorf("attestation key: %w", err)
 		}
-		s.att = key
 		s.created = append(s.created, AttestationKeyFile)
 	} else if _, _, err := LoadOrCreateAttestationKey(dir); err != nil { // the public half, checked or written again
 		return fmt.Errorf("attestation key: %w", err)
@@ -215,7 +220,7 @@ func (s *secrets) fingerprints(root keystore.RootStore) ledger.Fingerprints {
 		SubjectKey:     ledger.Fingerprint(ledger.FingerprintSubjectKey, s.subject),
 		Root:           rootFP,
 		LogKey:         ledger.Fingerprint(ledger.FingerprintLogKey, []byte(s.logVKey)),
-		AttestationKey: ledger.Fingerprint(ledger.FingerprintAttestationKey, s.att.Public().(ed25519.PublicKey)),
+		AttestationKey: ledger.Fingerprint(ledger.FingerprintAttestationKey, s.att.Public()),
 	}
 }
 
