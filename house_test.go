@@ -393,3 +393,83 @@ func receiverName(e ast.Expr) string {
 		}
 	}
 }
+
+// TestHouseDesign: docs/design.md §2 states the same rules as allowed. Every
+// package of the module is named there; a bullet "- `pkg` — ... May import:
+// a, b, c." lists exactly allowed[pkg] ("the root package" for shredd), one
+// that says it imports nothing of shredd or of its own project has none, and
+// the packages of the paragraph of leaves import nothing of shredd.
+func TestHouseDesign(t *testing.T) {
+	b, err := os.ReadFile("docs/design.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	start := strings.Index(doc, "\n## 2.")
+	end := strings.Index(doc[start+1:], "\n## ")
+	if start < 0 || end < 0 {
+		t.Fatal("docs/design.md has no §2")
+	}
+	sec := doc[start : start+1+end]
+	named := map[string]bool{}
+	for _, m := range regexp.MustCompile("`([a-z][a-z0-9/-]*)`").FindAllStringSubmatch(sec, -1) {
+		named[m[1]] = true
+	}
+	for pkg := range allowed {
+		if !named[pkg] && !(pkg == "shredd" && strings.Contains(sec, "`shredd` (root package)")) {
+			t.Errorf("docs/design.md §2 does not name package %s", pkg)
+		}
+	}
+	para := strings.Split(strings.ReplaceAll(sec, "\n  ", " "), "\n")
+	bullet := regexp.MustCompile("^- `([a-z][a-z0-9/-]*)`")
+	checked := 0
+	for _, p := range para {
+		m := bullet.FindStringSubmatch(p)
+		if m == nil {
+			continue
+		}
+		pkg := m[1]
+		want, ok := allowed[pkg]
+		if !ok {
+			t.Errorf("docs/design.md §2 describes %s, which house_test.go's allowed map lacks", pkg)
+			continue
+		}
+		var got []string
+		switch _, list, found := strings.Cut(p, "May import: "); {
+		case found:
+			list, _, _ = strings.Cut(list, ".")
+			for _, f := range strings.Split(list, ",") {
+				f = strings.TrimSpace(f)
+				if f == "the root package" {
+					f = "shredd"
+				}
+				got = append(got, f)
+			}
+		case strings.Contains(p, "Imports nothing of shredd") || strings.Contains(p, "Imports nothing of its own project"):
+		default:
+			t.Errorf("docs/design.md §2's %s says neither \"May import:\" nor \"Imports nothing of shredd\"", pkg)
+			continue
+		}
+		checked++
+		if !slices.Equal(sorted(got), sorted(want)) {
+			t.Errorf("docs/design.md §2 says %s may import %v; house_test.go allows %v", pkg, got, want)
+		}
+	}
+	for _, p := range para {
+		if !strings.HasPrefix(p, "**Formats and leaves**") {
+			continue
+		}
+		for _, m := range regexp.MustCompile("`([a-z][a-z0-9/]*)` \\(").FindAllStringSubmatch(p, -1) {
+			if len(allowed[m[1]]) != 0 {
+				t.Errorf("docs/design.md §2 lists %s among the leaves; house_test.go lets it import %v", m[1], allowed[m[1]])
+			}
+		}
+	}
+	t.Logf("docs/design.md §2: %d packages' imports checked against allowed", checked)
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}

@@ -20,7 +20,7 @@ import (
 	"github.com/shredd/shredd/ledger"
 )
 
-// Forget records: with a root store that keeps them (keystore.ForgetKeeper,
+// Forget records: with a root store that keeps them (keystore.RecordKeeper,
 // the Vault root store), every committed forget is also written there,
 // in groups, as an authenticated record. A restore of the database cannot
 // roll the root store back, and no node's disk holds the only copy: any
@@ -51,7 +51,7 @@ type forgetRecord struct {
 // forgets it knows kept. Writes that failed (the root store was down) are
 // kept pending and written again by the background work.
 type records struct {
-	keeper keystore.ForgetKeeper
+	keeper keystore.RecordKeeper
 	key    []byte
 
 	mu      sync.Mutex
@@ -65,7 +65,7 @@ type records struct {
 // newRecords returns the records of root, or nil when the root store
 // keeps none or there is no ledger (whose key authenticates them).
 func newRecords(root keystore.RootStore, l *ledger.Lines) *records {
-	k, ok := root.(keystore.ForgetKeeper)
+	k, ok := root.(keystore.RecordKeeper)
 	if !ok || l == nil {
 		return nil
 	}
@@ -155,7 +155,7 @@ func (r *records) write(ctx context.Context, lines []ledger.Line) error {
 	if err != nil {
 		return err
 	}
-	if err := r.keeper.KeepForgets(ctx, recordName(lines[0].RootVersion), b); err != nil {
+	if err := r.keeper.KeepRecord(ctx, recordName(lines[0].RootVersion), b); err != nil {
 		return fmt.Errorf("erasure: forget record: %w", err)
 	}
 	r.mu.Lock()
@@ -195,7 +195,7 @@ var ErrRecord = errors.New("forget record not authentic")
 // (ErrRecord), never applied. Records of root versions below minVersion
 // are skipped (a database from before them is refused anyway).
 func (r *records) load(ctx context.Context, minVersion int) ([]ledger.Line, error) {
-	names, err := r.keeper.ForgetRecords(ctx)
+	names, err := r.keeper.Records(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("erasure: forget records: %w", err)
 	}
@@ -205,7 +205,7 @@ func (r *records) load(ctx context.Context, minVersion int) ([]ledger.Line, erro
 		if v := nameVersion(name); v >= 0 && v < minVersion {
 			continue
 		}
-		b, err := r.keeper.ReadForgets(ctx, name)
+		b, err := r.keeper.ReadRecord(ctx, name)
 		if errors.Is(err, keystore.ErrNotFound) {
 			continue // dropped by another node's compaction meanwhile
 		}
@@ -252,14 +252,14 @@ func (r *records) drop(ctx context.Context, minVersion int) (int, error) {
 	if r == nil {
 		return 0, nil
 	}
-	names, err := r.keeper.ForgetRecords(ctx)
+	names, err := r.keeper.Records(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("erasure: forget records: %w", err)
 	}
 	n := 0
 	for _, name := range names {
 		if v := nameVersion(name); v >= 0 && v < minVersion {
-			if err := r.keeper.DropForgets(ctx, name); err != nil {
+			if err := r.keeper.DropRecord(ctx, name); err != nil {
 				return n, fmt.Errorf("erasure: forget records: %w", err)
 			}
 			n++

@@ -17,18 +17,19 @@ type SecretKeeper interface {
 	KeepSecrets(ctx context.Context, b []byte) ([]byte, error)
 }
 
-// ForgetKeeper is a root store that also keeps records of committed
-// forgets where a restore of the database cannot roll them back and no
-// node's loss takes them (the Vault root store: KV v2). Records are opaque
-// here (package erasure authenticates them) and named by the caller.
-type ForgetKeeper interface {
-	// KeepForgets durably writes record b under name, before it returns.
-	KeepForgets(ctx context.Context, name string, b []byte) error
-	// ForgetRecords lists the names of the kept records.
-	ForgetRecords(ctx context.Context) ([]string, error)
-	// ReadForgets reads the record name (an error wrapping ErrNotFound
+// RecordKeeper is a root store that also keeps records of a durable log
+// where a restore of the database cannot roll them back and no node's
+// loss takes them (the Vault root store: KV v2; its user is the forget
+// ledger, whose lines of a group commit make one record). Records are
+// opaque here (their user authenticates them) and named by the caller.
+type RecordKeeper interface {
+	// KeepRecord durably writes record b under name, before it returns.
+	KeepRecord(ctx context.Context, name string, b []byte) error
+	// Records lists the names of the kept records.
+	Records(ctx context.Context) ([]string, error)
+	// ReadRecord reads the record name (an error wrapping ErrNotFound
 	// when it is gone).
-	ReadForgets(ctx context.Context, name string) ([]byte, error)
-	// DropForgets deletes the record name with every version of it.
-	DropForgets(ctx context.Context, name string) error
+	ReadRecord(ctx context.Context, name string) ([]byte, error)
+	// DropRecord deletes the record name with every version of it.
+	DropRecord(ctx context.Context, name string) error
 }

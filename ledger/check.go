@@ -23,7 +23,7 @@ type Check struct {
 	// could not be read (the check was then made without it).
 	Kept    *Head
 	KeptErr error
-	// Records: the root store keeps forget records (keystore.ForgetKeeper)
+	// Records: the root store keeps forget records (keystore.RecordKeeper)
 	// and so no head; the check is made without one (Kept is nil).
 	Records bool
 	// Missing counts the lines the kept head counts beyond the intact

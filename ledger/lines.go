@@ -135,7 +135,7 @@ type Options struct {
 // and hash) is also kept in the root file (KeepHead), where a restore
 // of the database cannot roll it back, so that lines cut at a line's end,
 // or a ledger replaced, are seen too. A root store that keeps forget
-// records (keystore.ForgetKeeper: Vault) keeps no head: the records hold
+// records (keystore.RecordKeeper: Vault) keeps no head: the records hold
 // every committed forget, so a ledger cut, rolled back or copied to another
 // data directory is repaired from them and the database, and nothing per
 // data directory is kept with the root. A damaged tail is never dropped in

@@ -17,7 +17,7 @@ import (
 
 var (
 	_ keystore.SecretKeeper = (*Root)(nil)
-	_ keystore.ForgetKeeper = (*Root)(nil)
+	_ keystore.RecordKeeper = (*Root)(nil)
 )
 
 // secretsKey is the Transit key that wraps the shared secrets' bundle: a
@@ -142,9 +142,9 @@ func recordName(name string) error {
 	return nil
 }
 
-// KeepForgets writes record b as the KV v2 secret
+// KeepRecord writes record b as the KV v2 secret
 // shredd/<key>/forgets/<name> of HeadMount.
-func (s *Root) KeepForgets(ctx context.Context, name string, b []byte) error {
+func (s *Root) KeepRecord(ctx context.Context, name string, b []byte) error {
 	if err := recordName(name); err != nil {
 		return err
 	}
@@ -268,8 +268,8 @@ func (s *Root) checkKVCapabilities(ctx context.Context) error {
 	return nil
 }
 
-// ForgetRecords lists the names under shredd/<key>/forgets/.
-func (s *Root) ForgetRecords(ctx context.Context) ([]string, error) {
+// Records lists the names under shredd/<key>/forgets/.
+func (s *Root) Records(ctx context.Context) ([]string, error) {
 	if err := s.ensure(ctx); err != nil {
 		return nil, err
 	}
@@ -296,8 +296,8 @@ func (s *Root) ForgetRecords(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// ReadForgets reads the record shredd/<key>/forgets/<name>.
-func (s *Root) ReadForgets(ctx context.Context, name string) ([]byte, error) {
+// ReadRecord reads the record shredd/<key>/forgets/<name>.
+func (s *Root) ReadRecord(ctx context.Context, name string) ([]byte, error) {
 	if err := recordName(name); err != nil {
 		return nil, err
 	}
@@ -316,9 +316,9 @@ func (s *Root) ReadForgets(ctx context.Context, name string) ([]byte, error) {
 	return b, nil
 }
 
-// DropForgets deletes the record shredd/<key>/forgets/<name> with its
+// DropRecord deletes the record shredd/<key>/forgets/<name> with its
 // versions and metadata.
-func (s *Root) DropForgets(ctx context.Context, name string) error {
+func (s *Root) DropRecord(ctx context.Context, name string) error {
 	if err := recordName(name); err != nil {
 		return err
 	}

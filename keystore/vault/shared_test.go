@@ -76,32 +76,32 @@ func TestForgetRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if names, err := s.ForgetRecords(ctx); err != nil || len(names) != 0 {
+	if names, err := s.Records(ctx); err != nil || len(names) != 0 {
 		t.Fatalf("records of a new key: %v, %v", names, err)
 	}
 	for _, n := range []string{"0001-aa", "0002-bb"} {
-		if err := s.KeepForgets(ctx, n, []byte("record "+n)); err != nil {
+		if err := s.KeepRecord(ctx, n, []byte("record "+n)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	names, err := s.ForgetRecords(ctx)
+	names, err := s.Records(ctx)
 	if err != nil || !slices.Equal(names, []string{"0001-aa", "0002-bb"}) {
 		t.Fatalf("records: %v, %v", names, err)
 	}
-	if b, err := s.ReadForgets(ctx, "0002-bb"); err != nil || string(b) != "record 0002-bb" {
+	if b, err := s.ReadRecord(ctx, "0002-bb"); err != nil || string(b) != "record 0002-bb" {
 		t.Fatalf("read: %q, %v", b, err)
 	}
-	if err := s.DropForgets(ctx, "0001-aa"); err != nil {
+	if err := s.DropRecord(ctx, "0001-aa"); err != nil {
 		t.Fatal(err)
 	}
-	if names, _ := s.ForgetRecords(ctx); !slices.Equal(names, []string{"0002-bb"}) {
+	if names, _ := s.Records(ctx); !slices.Equal(names, []string{"0002-bb"}) {
 		t.Fatalf("records after a drop: %v", names)
 	}
-	if _, err := s.ReadForgets(ctx, "0001-aa"); !errors.Is(err, keystore.ErrNotFound) {
+	if _, err := s.ReadRecord(ctx, "0001-aa"); !errors.Is(err, keystore.ErrNotFound) {
 		t.Fatalf("read a dropped record: %v, want ErrNotFound", err)
 	}
 	for _, bad := range []string{"", "../x", "ABC", "a/b"} {
-		if err := s.KeepForgets(ctx, bad, []byte("x")); err == nil {
+		if err := s.KeepRecord(ctx, bad, []byte("x")); err == nil {
 			t.Errorf("record name %q accepted", bad)
 		}
 	}
