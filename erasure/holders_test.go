@@ -12,8 +12,8 @@ import (
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/erasure"
-	"github.com/shredd/shredd/testkit/shreddtest"
 	"github.com/shredd/shredd/testkeys"
+	"github.com/shredd/shredd/testkit/shreddtest"
 )
 
 // TestHolderAcks: a plaintext-held artifact is closed only by its holder's
