@@ -40,8 +40,9 @@ var allowed = map[string][]string{
 	"internal/crashpoint": nil,
 	"internal/datadir":    nil,
 	"internal/netaddr":    nil,
+	"internal/jsonesc":    nil,
 	"translog":            {"storage"},
-	"bundle":              {"attest", "translog"},
+	"bundle":              {"attest", "internal/jsonesc", "translog"},
 	"witness":             {"internal/datadir", "translog"},
 	// The domain root: types and the interfaces the services meet.
 	"shredd": {"bundle", "envelope", "translog"},
@@ -61,7 +62,7 @@ var allowed = map[string][]string{
 	"sealing": {"shredd", "envelope", "keystore", "registry"},
 	"erasure": {"shredd", "attest", "bundle", "envelope", "internal/crashpoint", "internal/datadir", "journal", "keystore", "registry", "storage", "translog"},
 	// HTTP and its clients.
-	"api":                 {"shredd", "access", "envelope", "internal/crashpoint", "storage", "translog", "ui"},
+	"api":                 {"shredd", "access", "envelope", "internal/crashpoint", "internal/jsonesc", "storage", "translog", "ui"},
 	"api/client":          {"attest", "envelope"},
 	"api/client/evidence": {"bundle"},
 	// The composition root and the commands that own it.
