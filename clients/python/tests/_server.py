@@ -41,6 +41,15 @@ def binary() -> str:
         return _built
 
 
+_n = [0]
+
+
+def fresh(prefix: str) -> str:
+    """fresh returns a subject id no other test of this process uses."""
+    _n[0] += 1
+    return "%s-%d-%d@example.com" % (prefix, os.getpid(), _n[0])
+
+
 class Server:
     """Server is one running shredd process."""
 

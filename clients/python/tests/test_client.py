@@ -46,13 +46,7 @@ def admin() -> shredd.Client:
     return shredd.Client(SRV.url, SRV.admin_token, timeout=20)
 
 
-_n = [0]
-
-
-def fresh(prefix: str) -> str:
-    """fresh returns a subject id no other test uses."""
-    _n[0] += 1
-    return "%s-%d-%d@example.com" % (prefix, os.getpid(), _n[0])
+fresh = _server.fresh
 
 
 def erase(c: shredd.Client, subject: str) -> shredd.Forget:

@@ -131,13 +131,7 @@ def tearDownModule() -> None:
     SRV.stop()
 
 
-_n = [0]
-
-
-def fresh(prefix: str) -> str:
-    """fresh returns a subject id no other test uses."""
-    _n[0] += 1
-    return "%s-%d-%d@example.com" % (prefix, os.getpid(), _n[0])
+fresh = _server.fresh
 
 
 class SealTest(unittest.TestCase):
