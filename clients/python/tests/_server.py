@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from typing import List, Optional
+from typing import Any, List, Optional
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 _built: Optional[str] = None
@@ -119,3 +119,29 @@ class Server:
                 os.remove(self.log_path)
             except OSError:
                 pass
+
+
+class Shared:
+    """Shared is the one server of a test module, started by the module's
+    setUpModule and stopped by its tearDownModule::
+
+        SRV = _server.Shared("--cache-ttl", "1s")
+        setUpModule, tearDownModule = SRV.start, SRV.stop
+
+    Between the two it answers as the Server it started (SRV.url ...)."""
+
+    def __init__(self, *args: str) -> None:
+        self._args = args
+        self._srv: Optional[Server] = None
+
+    def start(self) -> None:
+        self._srv = Server(*self._args)
+
+    def stop(self) -> None:
+        if self._srv is not None:
+            self._srv.stop()
+
+    def __getattr__(self, name: str) -> Any:
+        if self._srv is None:
+            raise AttributeError("%s: the module's server is not started" % name)
+        return getattr(self._srv, name)

@@ -30,16 +30,8 @@ from shredd.holder import HolderKit, PurgeOutcome  # noqa: E402
 import _server  # noqa: E402
 import _wire  # noqa: E402
 
-SRV: _server.Server
-
-
-def setUpModule() -> None:
-    global SRV
-    SRV = _server.Server("--cache-ttl", "1s", "--lease-ttl", "2s")
-
-
-def tearDownModule() -> None:
-    SRV.stop()
+SRV = _server.Shared("--cache-ttl", "1s", "--lease-ttl", "2s")
+setUpModule, tearDownModule = SRV.start, SRV.stop
 
 
 def admin() -> shredd.Client:

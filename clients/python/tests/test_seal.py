@@ -119,18 +119,8 @@ class VectorsTest(unittest.TestCase):
             seal.check_sizes(b"x", "text")
 
 
-SRV: _server.Server
-
-
-def setUpModule() -> None:
-    global SRV
-    SRV = _server.Server()
-
-
-def tearDownModule() -> None:
-    SRV.stop()
-
-
+SRV = _server.Shared()
+setUpModule, tearDownModule = SRV.start, SRV.stop
 fresh = _server.fresh
 
 
