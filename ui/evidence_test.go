@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/shredd/shredd/bundle"
+	"github.com/shredd/shredd/testkit/evidence"
 )
 
 const evidenceDir = "../testdata/evidence"
@@ -37,16 +38,7 @@ var exportMutants = flag.Int("evidence-mutants", 12, "mutants of each valid corp
 
 // evidenceCase is a case of testdata/evidence/cases.json, its files read.
 type evidenceCase struct {
-	Name    string  `json:"name"`
-	About   string  `json:"about"`
-	Export  string  `json:"export"`
-	Key     string  `json:"key"`
-	LogKey  string  `json:"log_key"`
-	Subject *string `json:"subject"`
-	Salt    *string `json:"salt"`
-	Saved   *string `json:"saved"`
-	Verdict string  `json:"verdict"`
-	Reason  string  `json:"reason"`
+	evidence.ManifestEntry
 
 	export, key, logKey, saved []byte
 }

@@ -9,21 +9,12 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/shredd/shredd/testkit/evidence"
 )
 
 // evidenceCase is a case of the shared corpus (testdata/evidence/cases.json).
-type evidenceCase struct {
-	Name    string  `json:"name"`
-	About   string  `json:"about"`
-	Export  string  `json:"export"`
-	Key     string  `json:"key"`
-	LogKey  string  `json:"log_key"`
-	Subject *string `json:"subject"`
-	Salt    *string `json:"salt"`
-	Saved   *string `json:"saved"`
-	Verdict string  `json:"verdict"`
-	Reason  string  `json:"reason"`
-}
+type evidenceCase struct{ evidence.ManifestEntry }
 
 const evidenceDir = "../../testdata/evidence"
 
