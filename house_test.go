@@ -40,8 +40,9 @@ var allowed = map[string][]string{
 	"internal/crashpoint": nil,
 	"internal/datadir":    nil,
 	"internal/netaddr":    nil,
+	"internal/jsonesc":    nil,
 	"translog":            {"storage"},
-	"bundle":              {"attest", "translog"},
+	"bundle":              {"attest", "internal/jsonesc", "translog"},
 	"witness":             {"internal/datadir", "translog"},
 	// The domain root: types, sentinel errors and the interfaces the
 	// services meet; it imports nothing of its own project.
@@ -66,7 +67,7 @@ var allowed = map[string][]string{
 	"sealing": {"shredd", "envelope", "keystore", "registry"},
 	"erasure": {"shredd", "attest", "bundle", "envelope", "internal/crashpoint", "internal/datadir", "journal", "keystore", "ledger", "registry", "storage", "translog"},
 	// HTTP and its clients.
-	"api":                 {"shredd", "bundle", "envelope", "internal/crashpoint", "translog", "ui"},
+	"api":                 {"shredd", "bundle", "envelope", "internal/crashpoint", "internal/jsonesc", "translog", "ui"},
 	"api/client":          {"attest", "envelope"},
 	"api/client/evidence": {"bundle"},
 	// The composition root and the commands that own it.

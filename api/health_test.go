@@ -25,10 +25,7 @@ func healthEnv(t *testing.T, root keystore.RootStore) (*env, *storage.DB) {
 	st := shreddtest.New(t, shreddtest.Options{})
 	probe := stackRoot(st)
 	if root != nil {
-		probe = rootProbe{kind: root.Kind, latest: func(ctx context.Context) (int, error) {
-			v, err := root.Versions(ctx)
-			return v.Latest, err
-		}}
+		probe = keystore.Probe{RootStore: root}
 	}
 	srv := httptest.NewServer(api.New(api.Config{Service: st.Service, Evidence: st.Evidence, Root: probe, Tokens: st.Tokens}).Handler())
 	t.Cleanup(srv.Close)

@@ -3,6 +3,8 @@ package api
 import (
 	"bytes"
 	"unicode/utf8"
+
+	"github.com/shredd/shredd/internal/jsonesc"
 )
 
 // The bodies of the hot routes (POST /v1/encrypt, /v1/decrypt, /v1/datakey
@@ -420,45 +422,12 @@ func (l *lexer) stringSlow(start, i int) (string, bool) {
 			l.i = i + 1
 			return string(out), true
 		case c == '\\':
-			if i+1 >= len(b) {
+			r, n, err := jsonesc.Escape(b, i)
+			if err != nil {
 				return "", false
 			}
-			switch e := b[i+1]; e {
-			case '"', '\\', '/':
-				out = append(out, e)
-			case 'b':
-				out = append(out, '\b')
-			case 'f':
-				out = append(out, '\f')
-			case 'n':
-				out = append(out, '\n')
-			case 'r':
-				out = append(out, '\r')
-			case 't':
-				out = append(out, '\t')
-			case 'u':
-				r, ok := hex4(b, i+2)
-				if !ok || r >= 0xdc00 && r <= 0xdfff {
-					return "", false
-				}
-				if r >= 0xd800 && r <= 0xdbff {
-					// Only a pair is text; a lone surrogate is refused.
-					if i+7 >= len(b) || b[i+6] != '\\' || b[i+7] != 'u' {
-						return "", false
-					}
-					lo, ok := hex4(b, i+8)
-					if !ok || lo < 0xdc00 || lo > 0xdfff {
-						return "", false
-					}
-					r = 0x10000 + (r-0xd800)<<10 + (lo - 0xdc00)
-					i += 6
-				}
-				out = utf8.AppendRune(out, r)
-				i += 4
-			default:
-				return "", false
-			}
-			i += 2
+			out = utf8.AppendRune(out, r)
+			i += n
 		case c < 0x20:
 			return "", false
 		case c < utf8.RuneSelf:

@@ -72,9 +72,9 @@ type latencyHistogram struct {
 // key cache, of the root epochs this process ran, and of the root store
 // calls that failed.
 type KeyStats interface {
-	// CacheStats returns the subject key lookups answered from the cache
+	// Cache returns the subject key lookups answered from the cache
 	// and those that went to the database and the root store.
-	CacheStats() (hits, misses uint64)
+	Cache() (hits, misses uint64)
 	// EpochCounts returns the root epochs completed and failed since the
 	// process started, and the wall time of the last completed one (0
 	// before the first).
@@ -208,7 +208,7 @@ func (m *Metrics) write(ctx context.Context, w *expoWriter) error {
 	if err != nil {
 		return err
 	}
-	hits, misses := m.keys.CacheStats()
+	hits, misses := m.keys.Cache()
 	epochsDone, epochsFailed, epochLast := m.keys.EpochCounts()
 	rootErrs := m.keys.RootErrors()
 

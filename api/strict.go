@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/shredd/shredd/internal/jsonesc"
 )
 
 // MaxDepth bounds the nesting of a JSON request body (objects and arrays).
@@ -426,7 +428,7 @@ func (s *scanner) str() ([]byte, bool, error) {
 				s.i += 2 // the decoder checks the escape letter
 				continue
 			}
-			r, ok := hex4(b, s.i+2)
+			r, ok := jsonesc.Hex4(b, s.i+2)
 			if !ok {
 				return nil, false, errSyntax
 			}
@@ -438,7 +440,7 @@ func (s *scanner) str() ([]byte, bool, error) {
 				// A high surrogate must be followed by an escaped low one.
 				lo, ok := rune(0), s.i+1 < len(b) && b[s.i] == '\\' && b[s.i+1] == 'u'
 				if ok {
-					lo, ok = hex4(b, s.i+2)
+					lo, ok = jsonesc.Hex4(b, s.i+2)
 				}
 				if !ok || lo < 0xdc00 || lo > 0xdfff {
 					return nil, false, s.notText()
@@ -469,25 +471,4 @@ func (s *scanner) notText() error {
 // type (see problemError.anySchema).
 func anySchema(code, detail string) error {
 	return &problemError{status: 400, code: code, title: "The request is invalid", detail: detail, anySchema: true}
-}
-
-// hex4 reads the 4 hex digits of a \u escape at b[i:].
-func hex4(b []byte, i int) (rune, bool) {
-	if i+4 > len(b) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[i : i+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
 }

@@ -196,7 +196,7 @@ func verifyEnvelope(envelopeJSON []byte, pub ed25519.PublicKey, payloadType stri
 		return nil, formatErr("envelope over %d bytes", MaxEnvelopeSize)
 	}
 	var env Envelope
-	if err := decodeStrict(envelopeJSON, &env); err != nil {
+	if err := DecodeStrict(envelopeJSON, &env); err != nil {
 		return nil, formatErr("envelope: %v", err)
 	}
 	// One envelope, one spelling: the JSON must be what Sign and

@@ -156,7 +156,7 @@ func OpenEvent(entry []byte, pub ed25519.PublicKey) (*Event, error) {
 		return nil, err
 	}
 	var ev Event
-	if err := decodeStrict(payload, &ev); err != nil {
+	if err := DecodeStrict(payload, &ev); err != nil {
 		return nil, formatErr("event: %v", err)
 	}
 	canon, err := json.Marshal(&ev)

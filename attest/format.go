@@ -304,7 +304,7 @@ func orEmpty[T any](s []T) []T {
 // no alternative spellings of strings, numbers or times).
 func ParseStatement(payload []byte) (*Statement, error) {
 	var s Statement
-	if err := decodeStrict(payload, &s); err != nil {
+	if err := DecodeStrict(payload, &s); err != nil {
 		return nil, fmt.Errorf("attest: statement: %v: %w", err, ErrFormat)
 	}
 	canon, err := s.Marshal()
@@ -320,9 +320,11 @@ func ParseStatement(payload []byte) (*Statement, error) {
 	return &s, nil
 }
 
-// decodeStrict decodes exactly one JSON value into v, refusing unknown
-// fields and trailing data.
-func decodeStrict(data []byte, v any) error {
+// DecodeStrict decodes exactly one JSON value into v, refusing unknown
+// fields and trailing data. It is the first step of every strict reader of
+// attest's JSON (this package's and bundle's): the canonical-form check
+// comes after it.
+func DecodeStrict(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

@@ -2,7 +2,6 @@ package bundle_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,43 +15,14 @@ import (
 const corpusDir = "../testdata/evidence"
 
 // corpusCase is a case of the corpus with its files read.
-type corpusCase struct {
-	evidence.ManifestEntry
-	export, key, logKey, saved []byte
-}
+type corpusCase = evidence.OnDisk
 
-func readCorpus(t testing.TB) []corpusCase {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(corpusDir, "cases.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m evidence.Manifest
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatal(err)
-	}
-	read := func(p string) []byte {
-		b, err := os.ReadFile(filepath.Join(corpusDir, p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	var out []corpusCase
-	for _, e := range m.Cases {
-		c := corpusCase{ManifestEntry: e, export: read(e.Export), key: read(e.Key), logKey: read(e.LogKey)}
-		if e.Saved != nil {
-			c.saved = read(*e.Saved)
-		}
-		out = append(out, c)
-	}
-	return out
-}
+func readCorpus(t testing.TB) []corpusCase { return evidence.MustRead(t, corpusDir) }
 
 // checkCase runs one case through bundle.CheckExport, the code path of
 // `shredd verify EXPORT`.
 func checkCase(c corpusCase) (string, error) {
-	opts := bundle.Options{Saved: c.saved}
+	opts := bundle.Options{Saved: c.SavedFile}
 	if c.Subject != nil {
 		opts.Subject = *c.Subject
 		salt, err := attest.ParseSalt(*c.Salt)
@@ -61,7 +31,7 @@ func checkCase(c corpusCase) (string, error) {
 		}
 		opts.Salt = salt
 	}
-	_, err := bundle.CheckExport(c.export, c.key, c.logKey, opts)
+	_, err := bundle.CheckExport(c.ExportFile, c.KeyFile, c.LogKeyFile, opts)
 	return bundle.Reason(err), err
 }
 

@@ -5,11 +5,14 @@ import (
 	"compress/flate"
 	"encoding/base64"
 	"encoding/binary"
+	"errors"
 	"hash/crc32"
 	"io"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/shredd/shredd/internal/jsonesc"
 )
 
 // This file is the strict reader of the evidence spec (docs/transparency.md,
@@ -480,7 +483,7 @@ func (s *jsonScan) number() error {
 // str reads a string at s.i (its opening quote) and returns its value.
 func (s *jsonScan) str() (string, error) {
 	s.i++
-	var out []rune
+	var out []byte
 	for {
 		if s.i >= len(s.b) {
 			return "", s.syntax()
@@ -493,79 +496,21 @@ func (s *jsonScan) str() (string, error) {
 		case c < 0x20:
 			return "", s.syntax()
 		case c == '\\':
-			if s.i+1 >= len(s.b) {
+			r, n, err := jsonesc.Escape(s.b, s.i)
+			if errors.Is(err, jsonesc.ErrSurrogate) {
+				return "", formatError(ReasonJSONUTF8, "a lone surrogate escape")
+			}
+			if err != nil {
 				return "", s.syntax()
 			}
-			e := s.b[s.i+1]
-			s.i += 2
-			switch e {
-			case '"', '\\', '/':
-				out = append(out, rune(e))
-			case 'b':
-				out = append(out, '\b')
-			case 'f':
-				out = append(out, '\f')
-			case 'n':
-				out = append(out, '\n')
-			case 'r':
-				out = append(out, '\r')
-			case 't':
-				out = append(out, '\t')
-			case 'u':
-				r, ok := s.hex4()
-				if !ok {
-					return "", s.syntax()
-				}
-				if r >= 0xdc00 && r <= 0xdfff {
-					return "", formatError(ReasonJSONUTF8, "a lone surrogate escape")
-				}
-				if r >= 0xd800 && r <= 0xdbff {
-					if s.i+1 >= len(s.b) || s.b[s.i] != '\\' || s.b[s.i+1] != 'u' {
-						return "", formatError(ReasonJSONUTF8, "a lone surrogate escape")
-					}
-					s.i += 2
-					lo, ok := s.hex4()
-					if !ok {
-						return "", s.syntax()
-					}
-					if lo < 0xdc00 || lo > 0xdfff {
-						return "", formatError(ReasonJSONUTF8, "a lone surrogate escape")
-					}
-					r = 0x10000 + (r-0xd800)<<10 + (lo - 0xdc00)
-				}
-				out = append(out, r)
-			default:
-				return "", s.syntax()
-			}
+			out = utf8.AppendRune(out, r)
+			s.i += n
 		default:
 			r, n := utf8.DecodeRune(s.b[s.i:])
-			out = append(out, r)
+			out = utf8.AppendRune(out, r)
 			s.i += n
 		}
 	}
-}
-
-func (s *jsonScan) hex4() (rune, bool) {
-	if s.i+4 > len(s.b) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range s.b[s.i : s.i+4] {
-		var d byte
-		switch {
-		case c >= '0' && c <= '9':
-			d = c - '0'
-		case c >= 'a' && c <= 'f':
-			d = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			d = c - 'A' + 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(d)
-	}
-	s.i += 4
-	return r, true
 }
 
 // checkText checks the rule of every text file (keys, checkpoints,

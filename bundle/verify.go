@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
@@ -430,7 +429,7 @@ func openEnvelope(data []byte, pub ed25519.PublicKey, payloadType string) ([]byt
 		return nil, err
 	}
 	var env attest.Envelope
-	if err := decodeStrict(data, &env); err != nil {
+	if err := attest.DecodeStrict(data, &env); err != nil {
 		return nil, formatError(ReasonJSONSchema, "envelope: %v", err)
 	}
 	var compact bytes.Buffer
@@ -456,7 +455,7 @@ func parseStatement(payload []byte) (*attest.Statement, error) {
 		return nil, err
 	}
 	var s attest.Statement
-	if err := decodeStrict(payload, &s); err != nil {
+	if err := attest.DecodeStrict(payload, &s); err != nil {
 		return nil, formatError(ReasonJSONSchema, "statement: %v", err)
 	}
 	if canon, err := s.Marshal(); err != nil || !bytes.Equal(canon, payload) {
@@ -491,7 +490,7 @@ func openEvent(entry []byte, pub ed25519.PublicKey) (*attest.Event, error) {
 		return nil, err
 	}
 	var ev attest.Event
-	if err := decodeStrict(payload, &ev); err != nil {
+	if err := attest.DecodeStrict(payload, &ev); err != nil {
 		return nil, formatError(ReasonJSONSchema, "event: %v", err)
 	}
 	if canon, err := json.Marshal(&ev); err != nil || !bytes.Equal(canon, payload) {
@@ -501,20 +500,6 @@ func openEvent(entry []byte, pub ed25519.PublicKey) (*attest.Event, error) {
 		return nil, verifyError(ReasonEventFormat, err, "event")
 	}
 	return &ev, nil
-}
-
-// decodeStrict decodes exactly one JSON value into v, refusing unknown
-// fields and trailing data.
-func decodeStrict(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("data after the JSON value")
-	}
-	return nil
 }
 
 // openCheckpoint is translog.OpenCheckpoint with the spec's reason codes

@@ -35,22 +35,7 @@ func TestForgetGroup(t *testing.T) {
 	sid := st.Hasher.SID(subjects[stalled])
 	defer plantIgnoreSID(t, st.DB, "subjects", "wrapped", sid[:])()
 
-	queued, release := erasure.HoldForgets(s.Eraser)
-	out := make([]shredd.Forget, len(subjects))
-	errs := make([]error, len(subjects))
-	var wg sync.WaitGroup
-	for i, subject := range subjects {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[i], errs[i] = s.Forget(ctx, subject)
-		}()
-	}
-	for queued() < len(subjects) {
-		time.Sleep(time.Millisecond)
-	}
-	release()
-	wg.Wait()
+	out, errs := forgetAsOneGroup(ctx, s, subjects)
 
 	for i := range subjects {
 		if errs[i] != nil {
@@ -147,22 +132,7 @@ func TestGroupAnswersMatchAlone(t *testing.T) {
 			}
 		}
 	}
-	queued, release := erasure.HoldForgets(s.Eraser)
-	out := make([]shredd.Forget, len(subjects))
-	errs := make([]error, len(subjects))
-	var wg sync.WaitGroup
-	for i, subject := range subjects {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[i], errs[i] = s.Forget(ctx, subject)
-		}()
-	}
-	for queued() < len(subjects) {
-		time.Sleep(time.Millisecond)
-	}
-	release()
-	wg.Wait()
+	out, errs := forgetAsOneGroup(ctx, s, subjects)
 	status := func(f shredd.Forget, name string) string {
 		for _, c := range f.Verification {
 			if c.Name == name {
@@ -244,4 +214,27 @@ func TestForgetAgainOfRequested(t *testing.T) {
 	if _, err := s.DecryptFor(ctx, rec.Ciphertext, nil, "w"); !errors.Is(err, shredd.ErrShredded) {
 		t.Fatalf("decrypt after the forget committed: %v, want ErrShredded", err)
 	}
+}
+
+// forgetAsOneGroup forgets every subject at once, all held until each is
+// queued (erasure.HoldForgets), so that they commit as one group; it
+// returns each forget's answer and error.
+func forgetAsOneGroup(ctx context.Context, s *shreddtest.Service, subjects []string) ([]shredd.Forget, []error) {
+	queued, release := erasure.HoldForgets(s.Eraser)
+	out := make([]shredd.Forget, len(subjects))
+	errs := make([]error, len(subjects))
+	var wg sync.WaitGroup
+	for i, subject := range subjects {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], errs[i] = s.Forget(ctx, subject)
+		}()
+	}
+	for queued() < len(subjects) {
+		time.Sleep(time.Millisecond)
+	}
+	release()
+	wg.Wait()
+	return out, errs
 }

@@ -185,20 +185,29 @@ func (s *Stats) RootErrors() map[string]uint64 {
 	return out
 }
 
-// EpochStats describes the epochs a Tree's Shredders ran since Open.
-type EpochStats struct {
-	Completed uint64        // RunEpoch calls that completed an epoch
-	Failed    uint64        // RunEpoch calls that returned an error (the epoch resumes on the next call)
-	Last      time.Duration // wall time of the last completed RunEpoch call; 0 before the first
-}
-
-// Epochs returns the counters of the epochs its Tree's Shredders ran since
-// Open (not those of earlier processes on the same database: see
-// Shredder.LastEpoch).
-func (s *Stats) Epochs() EpochStats {
-	return EpochStats{Completed: s.t.stats.epochs.Load(), Failed: s.t.stats.epochFailures.Load(),
-		Last: time.Duration(s.t.stats.epochLast.Load())}
+// EpochCounts returns the counters of the epochs its Tree's Shredders ran
+// since Open (not those of earlier processes on the same database: see
+// Shredder.LastEpoch): the RunEpoch calls that completed an epoch, those
+// that returned an error (the epoch resumes on the next call), and the wall
+// time of the last completed one (0 before the first).
+func (s *Stats) EpochCounts() (completed, failed uint64, last time.Duration) {
+	return s.t.stats.epochs.Load(), s.t.stats.epochFailures.Load(), time.Duration(s.t.stats.epochLast.Load())
 }
 
 // Cache returns the number of key cache hits and misses of its Tree so far.
 func (s *Stats) Cache() (hits, misses uint64) { return s.t.hits.Load(), s.t.misses.Load() }
+
+// Probe is a root store as a health check asks it: its kind, and the
+// version new wraps use. It is what package api's RootProbe asks, with
+// Stats its KeyStats, so that the command and the tests pass the same
+// two values.
+type Probe struct {
+	RootStore
+}
+
+// LatestVersion asks the root store for its versions and returns the
+// latest, with RootStore.Versions' errors.
+func (p Probe) LatestVersion(ctx context.Context) (int, error) {
+	v, err := p.Versions(ctx)
+	return v.Latest, err
+}

@@ -66,7 +66,7 @@ as_pg=()
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. "$top/scripts/bench-lib.sh"
 
 # --- build -----------------------------------------------------------------
 rev=$(git -C "$top" rev-parse --short HEAD)
@@ -90,23 +90,11 @@ pg_up=1
 "${as_pg[@]}" "$PG_BIN/pg_ctl" -D "$work/pg/data" -l "$work/pg/log" -w -t 60 start \
   -o "-p $pg_port -k $work/pg -c listen_addresses=127.0.0.1 -c max_connections=200 -c shared_buffers=256MB -c fsync=on -c synchronous_commit=on" \
   >/dev/null || { cat "$work/pg/log" >&2; exit 1; }
-psql() { "$PG_BIN/psql" -q -X -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$pg_port" -U shredd "$@"; }
-dsn() { echo "postgres://shredd@127.0.0.1:$pg_port/$1?sslmode=disable"; }
 log "PostgreSQL $("$PG_BIN/postgres" --version | awk '{print $3}') on 127.0.0.1:$pg_port"
 
 # --- Vault -----------------------------------------------------------------
-vault_port=$(free_port)
-vault_addr="http://127.0.0.1:$vault_port"
-VAULT_DISABLE_MLOCK=true HOME="$work" "$VAULT_BIN" server -dev -dev-root-token-id=root \
-  -dev-listen-address="127.0.0.1:$vault_port" -log-level=error >"$work/vault.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 300); do
-  curl -fs "$vault_addr/v1/sys/health" >/dev/null && break
-  sleep 0.1
-done
-curl -fsS -H "X-Vault-Token: root" -X POST -d '{"type":"transit"}' "$vault_addr/v1/sys/mounts/transit"
+start_vault
 log "$("$VAULT_BIN" version) dev server on $vault_addr"
-export VAULT_TOKEN=root   # read by shredd serve and shredd-bench fill (--root vault)
 
 # --- shredd nodes ----------------------------------------------------------
 mkdir -p "$RESULTS/logs"
@@ -145,21 +133,10 @@ start_cluster() {
   psql -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname='$name'" | grep -q 1 || psql -d postgres -c "CREATE DATABASE $name"
   start_node "$first" "$(dsn "$name")" "bench-$name"
   for i in $(seq 2 "$n"); do
-    local dir="$work/nodes/$name-$i"
-    mkdir -p "$dir" && chmod 700 "$dir"
-    for f in subject.key attestation.key attestation.pub log.key log.vkey admin.token; do
-      cp -p "$first/$f" "$dir/$f"
-    done
-    start_node "$dir" "$(dsn "$name")" "bench-$name"
+    copy_secrets "$first" "$work/nodes/$name-$i"
+    start_node "$work/nodes/$name-$i" "$(dsn "$name")" "bench-$name"
   done
 }
-stop_cluster() {
-  local p
-  for p in "${node_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${node_pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  node_pids=() node_urls=()
-}
-urls() { local IFS=,; echo "${node_urls[*]}"; }
 # watch_db NAME OUT: until stopped, every half second, how many of the
 # database's sessions wait for the cluster-wide write lock (an advisory
 # lock) and how many run a statement; and the commits of the database.

@@ -53,7 +53,7 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. "$top/scripts/bench-lib.sh"
 
 # --- the two builds ----------------------------------------------------------
 before_rev=$(git -C "$top" rev-parse --short "$BEFORE")
@@ -78,16 +78,7 @@ pg_extra=""
   -o "-p $pg_port -k $work/pg -c listen_addresses=127.0.0.1 -c max_connections=200 -c shared_buffers=256MB -c fsync=on -c synchronous_commit=on -c track_wal_io_timing=on $pg_extra" \
   >/dev/null || { cat "$work/pg/log" >&2; exit 1; }
 pg_pid=$(head -1 "$work/pg/data/postmaster.pid")
-psql() { "$PG_BIN/psql" -q -X -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$pg_port" -U shredd "$@"; }
-dsn() { echo "postgres://shredd@127.0.0.1:$pg_port/$1?sslmode=disable"; }
-vault_port=$(free_port)
-vault_addr="http://127.0.0.1:$vault_port"
-VAULT_DISABLE_MLOCK=true HOME="$work" "$VAULT_BIN" server -dev -dev-root-token-id=root \
-  -dev-listen-address="127.0.0.1:$vault_port" -log-level=error >"$work/vault.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 300); do curl -fs "$vault_addr/v1/sys/health" >/dev/null && break; sleep 0.1; done
-curl -fsS -H "X-Vault-Token: root" -X POST -d '{"type":"transit"}' "$vault_addr/v1/sys/mounts/transit"
-export VAULT_TOKEN=root
+start_vault
 
 # --- nodes -------------------------------------------------------------------
 node_pids=() node_urls=()
@@ -112,19 +103,10 @@ start_cluster() { # BIN N NAME
   psql -d postgres -c "CREATE DATABASE $name"
   start_node "$bin" "$first" "$(dsn "$name")" "bench-$name"
   for i in $(seq 2 "$n"); do
-    local dir="$work/nodes/$name-$i"
-    mkdir -p "$dir" && chmod 700 "$dir"
-    for f in subject.key attestation.key attestation.pub log.key log.vkey admin.token; do cp -p "$first/$f" "$dir/$f"; done
-    start_node "$bin" "$dir" "$(dsn "$name")" "bench-$name"
+    copy_secrets "$first" "$work/nodes/$name-$i"
+    start_node "$bin" "$work/nodes/$name-$i" "$(dsn "$name")" "bench-$name"
   done
 }
-stop_cluster() {
-  local p
-  for p in "${node_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${node_pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  node_pids=() node_urls=()
-}
-urls() { local IFS=,; echo "${node_urls[*]}"; }
 # cpu_ticks PID...: user+system clock ticks of the processes; with
 # --children, those of the postmaster's children, live and reaped.
 cpu_ticks() {

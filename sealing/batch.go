@@ -146,20 +146,7 @@ func (s *Sealer) withLineageMany(ctx context.Context, srcs []shredd.Source, pre 
 		reqs = append(reqs, registration(id, p, refs, true, now))
 		idx = append(idx, i)
 	}
-	// Queue every registration, then wait for each: once queued, a
-	// registration is written or refused by the writer, and the barrier
-	// locks must cover it until then, whatever ctx does.
-	pending := make([]registry.Pending, 0, len(reqs))
-	for j := range reqs {
-		p, err := s.reg.Queue(ctx, reqs[j])
-		if err != nil {
-			for _, i := range idx[j:] {
-				errs[i] = fmt.Errorf("sealing: record: %w", err)
-			}
-			break
-		}
-		pending = append(pending, p)
-	}
+	pending := s.queueAll(ctx, reqs, idx, errs, "record")
 	for j := range pending {
 		i := idx[j]
 		if errs[i] = pending[j].Wait(); errs[i] == nil {
@@ -171,6 +158,27 @@ func (s *Sealer) withLineageMany(ctx context.Context, srcs []shredd.Source, pre 
 
 // leaseParents adds the artifacts of src's leases to its parents, and
 // clears its leases.
+// queueAll queues every registration of reqs, reqs[j] being item idx[j]
+// of a batch whose errors are errs, and returns them pending: the caller
+// waits for each, because once queued a registration is written or refused
+// by the writer, and the barrier locks must cover it until then, whatever
+// ctx does. When the queue refuses one, that item and every later one get
+// the error, named for op.
+func (s *Sealer) queueAll(ctx context.Context, reqs []registry.Registration, idx []int, errs []error, op string) []registry.Pending {
+	pending := make([]registry.Pending, 0, len(reqs))
+	for j := range reqs {
+		p, err := s.reg.Queue(ctx, reqs[j])
+		if err != nil {
+			for _, i := range idx[j:] {
+				errs[i] = fmt.Errorf("sealing: %s: %w", op, err)
+			}
+			break
+		}
+		pending = append(pending, p)
+	}
+	return pending
+}
+
 func (s *Sealer) leaseParents(ctx context.Context, src *shredd.Source) error {
 	if len(src.Leases) > registry.MaxParents {
 		return fmt.Errorf("sealing: %d leases, at most %d: %w", len(src.Leases), registry.MaxParents, shredd.ErrTooLarge)

@@ -77,19 +77,9 @@ func (s *Sealer) Reregister(ctx context.Context, in []shredd.ReregisterInput) ([
 		reqs = append(reqs, registration(id, headerPlan(h, in[i].Holder), slices.Clone(h.Lineage), true, now))
 		idx = append(idx, i)
 	}
-	// Queue every registration, then wait for each (withLineageMany): the
+	// Queue every registration, then wait for each (queueAll): the
 	// barrier locks cover them until they are written or refused.
-	pending := make([]registry.Pending, 0, len(reqs))
-	for j := range reqs {
-		p, err := s.reg.Queue(ctx, reqs[j])
-		if err != nil {
-			for _, i := range idx[j:] {
-				errs[i] = fmt.Errorf("sealing: reregister: %w", err)
-			}
-			break
-		}
-		pending = append(pending, p)
-	}
+	pending := s.queueAll(ctx, reqs, idx, errs, "reregister")
 	for j := range pending {
 		i := idx[j]
 		if errs[i] = pending[j].Wait(); errs[i] != nil && s.checkRegistered(ctx, reqs[j].ID) == nil {

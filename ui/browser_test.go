@@ -859,21 +859,7 @@ func TestVerifierAgreesWithShreddVerify(t *testing.T) {
 	page := offlinePage(t)
 	ctx := tab(t, 1280, 800)
 
-	var mu sync.Mutex
-	var requests []string
-	// chromedp enables the Network domain of every tab: every request the
-	// tab makes is seen here, file:// ones included.
-	events := chromedp.Events(ctx, network.RequestWillBeSent)
-	go func() {
-		for ev, err := range events {
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			requests = append(requests, ev.Request.URL)
-			mu.Unlock()
-		}
-	}()
+	checkRequests := watchRequests(ctx)
 
 	shots := map[string]string{"docs/examples export": "verify-verified", "flip a byte of checkpoint": "verify-not-verified"}
 	for i, c := range cases {
@@ -926,17 +912,39 @@ func TestVerifierAgreesWithShreddVerify(t *testing.T) {
 			t.Logf("page: %s", verdict)
 		})
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	files := 0
-	for _, u := range requests {
-		if !strings.HasPrefix(u, "file://") {
-			t.Errorf("the verifier made a request: %s", u)
+	checkRequests(t)
+}
+
+// watchRequests records every request the tab of ctx makes (chromedp
+// enables the Network domain of every tab: file:// ones are seen too) and
+// returns the check to run at the end: each request was for one of the
+// page's own files, and the watch saw any at all.
+func watchRequests(ctx context.Context) func(t *testing.T) {
+	var mu sync.Mutex
+	var requests []string
+	events := chromedp.Events(ctx, network.RequestWillBeSent)
+	go func() {
+		for ev, err := range events {
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			requests = append(requests, ev.Request.URL)
+			mu.Unlock()
 		}
-		files++
-	}
-	if files == 0 {
-		t.Error("no request was seen at all: the network watch does not work")
+	}()
+	return func(t *testing.T) {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		if len(requests) == 0 {
+			t.Error("no request was seen at all: the network watch does not work")
+		}
+		for _, u := range requests {
+			if !strings.HasPrefix(u, "file://") {
+				t.Errorf("the verifier made a request: %s", u)
+			}
+		}
 	}
 }
 

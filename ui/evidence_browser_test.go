@@ -2,12 +2,9 @@ package ui_test
 
 import (
 	"encoding/json"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 )
 
@@ -23,19 +20,7 @@ func TestEvidenceCorpusBrowser(t *testing.T) {
 	page := offlinePage(t)
 	ctx := tab(t, 1280, 800)
 
-	var mu sync.Mutex
-	var requests []string
-	events := chromedp.Events(ctx, network.RequestWillBeSent)
-	go func() {
-		for ev, err := range events {
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			requests = append(requests, ev.Request.URL)
-			mu.Unlock()
-		}
-	}()
+	checkRequests := watchRequests(ctx)
 	run(t, ctx, chromedp.Navigate(page))
 	waitFor(t, ctx, `typeof ShreddVerify === 'object'`, 30*time.Second)
 
@@ -62,14 +47,5 @@ func TestEvidenceCorpusBrowser(t *testing.T) {
 			t.Errorf("%s (%s): the page in Chromium says %s %s (%s: %s), want %s %s", c.Name, c.About, verdict, a.Code, a.Failed, a.Detail, c.Verdict, c.Reason)
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(requests) == 0 {
-		t.Error("no request was seen at all: the network watch does not work")
-	}
-	for _, u := range requests {
-		if !strings.HasPrefix(u, "file://") {
-			t.Errorf("the verifier made a request: %s", u)
-		}
-	}
+	checkRequests(t)
 }

@@ -22,13 +22,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/shredd/shredd/bundle"
+	"github.com/shredd/shredd/testkit/evidence"
 )
 
 const evidenceDir = "../testdata/evidence"
@@ -36,49 +36,14 @@ const evidenceDir = "../testdata/evidence"
 var exportMutants = flag.Int("evidence-mutants", 12, "mutants of each valid corpus export in TestEvidenceDifferentialExport")
 
 // evidenceCase is a case of testdata/evidence/cases.json, its files read.
-type evidenceCase struct {
-	Name    string  `json:"name"`
-	About   string  `json:"about"`
-	Export  string  `json:"export"`
-	Key     string  `json:"key"`
-	LogKey  string  `json:"log_key"`
-	Subject *string `json:"subject"`
-	Salt    *string `json:"salt"`
-	Saved   *string `json:"saved"`
-	Verdict string  `json:"verdict"`
-	Reason  string  `json:"reason"`
-
-	export, key, logKey, saved []byte
-}
+type evidenceCase struct{ evidence.OnDisk }
 
 func readEvidence(t testing.TB) []evidenceCase {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(evidenceDir, "cases.json"))
-	if err != nil {
-		t.Fatal(err)
+	var out []evidenceCase
+	for _, c := range evidence.MustRead(t, evidenceDir) {
+		out = append(out, evidenceCase{c})
 	}
-	var m struct{ Cases []evidenceCase }
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatal(err)
-	}
-	read := func(p string) []byte {
-		b, err := os.ReadFile(filepath.Join(evidenceDir, p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	for i := range m.Cases {
-		c := &m.Cases[i]
-		c.export, c.key, c.logKey = read(c.Export), read(c.Key), read(c.LogKey)
-		if c.Saved != nil {
-			c.saved = read(*c.Saved)
-		}
-	}
-	if len(m.Cases) < 150 {
-		t.Fatalf("%d cases in the corpus, want at least 150", len(m.Cases))
-	}
-	return m.Cases
+	return out
 }
 
 // request is one request to the harness (testdata/harness.js).
@@ -89,8 +54,8 @@ func (c *evidenceCase) request() map[string]any {
 		}
 		return base64.StdEncoding.EncodeToString(b)
 	}
-	return map[string]any{"op": "export", "export": b64(c.export), "key": b64(c.key), "log_key": b64(c.logKey),
-		"subject": c.Subject, "salt": c.Salt, "saved": b64(c.saved)}
+	return map[string]any{"op": "export", "export": b64(c.ExportFile), "key": b64(c.KeyFile), "log_key": b64(c.LogKeyFile),
+		"subject": c.Subject, "salt": c.Salt, "saved": b64(c.SavedFile)}
 }
 
 // answer is the harness's answer.
@@ -243,11 +208,11 @@ func differ(t testing.TB, h *nodeHarness, op string, data []byte) error {
 func seeds(t testing.TB) map[string][][]byte {
 	s := map[string][][]byte{}
 	for _, c := range readEvidence(t) {
-		s["gunzip"] = append(s["gunzip"], c.export)
-		s["bundle"] = append(s["bundle"], c.export)
-		s["key"] = append(s["key"], c.key)
-		s["logkey"] = append(s["logkey"], c.logKey)
-		if tr, err := bundle.Gunzip(c.export); err == nil {
+		s["gunzip"] = append(s["gunzip"], c.ExportFile)
+		s["bundle"] = append(s["bundle"], c.ExportFile)
+		s["key"] = append(s["key"], c.KeyFile)
+		s["logkey"] = append(s["logkey"], c.LogKeyFile)
+		if tr, err := bundle.Gunzip(c.ExportFile); err == nil {
 			s["untar"] = append(s["untar"], tr)
 			if ms, err := bundle.Untar(tr); err == nil {
 				for _, m := range ms {
@@ -435,7 +400,7 @@ func TestEvidenceDifferentialExport(t *testing.T) {
 		if c.Verdict != "verified" {
 			continue
 		}
-		tr, err := bundle.Gunzip(c.export)
+		tr, err := bundle.Gunzip(c.ExportFile)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -451,15 +416,15 @@ func TestEvidenceDifferentialExport(t *testing.T) {
 			}
 			mut[i].Data = mutate(r, mut[i].Data)
 			m := c
-			if m.export = retar(mut); m.export == nil {
+			if m.ExportFile = retar(mut); m.ExportFile == nil {
 				continue
 			}
-			opts := bundle.Options{Saved: m.saved}
+			opts := bundle.Options{Saved: m.SavedFile}
 			if m.Subject != nil {
 				opts.Subject = *m.Subject
 				opts.Salt, _ = hex.DecodeString(*m.Salt)
 			}
-			_, gerr := bundle.CheckExport(m.export, m.key, m.logKey, opts)
+			_, gerr := bundle.CheckExport(m.ExportFile, m.KeyFile, m.LogKeyFile, opts)
 			a := h.ask(t, m.request())
 			n++
 			if bundle.Reason(gerr) != a.Code || (gerr == nil) != a.Verified {

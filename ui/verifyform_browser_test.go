@@ -28,8 +28,8 @@ func verifyForm(t *testing.T, ctx context.Context, page, export string, c *evide
 	steps := []chromedp.Action[chromedp.Void]{chromedp.Navigate(strings.Replace(page, "#", fmt.Sprintf("?v=%d#", time.Now().UnixNano()), 1)),
 		chromedp.WaitVisible(chromedp.ID("view-verify")),
 		chromedp.SetUploadFiles(chromedp.ID("v-file"), []string{abs(t, export)}),
-		chromedp.SetValue(chromedp.ID("v-key"), string(c.key)),
-		chromedp.SetValue(chromedp.ID("v-logkey"), strings.TrimSpace(string(c.logKey)))}
+		chromedp.SetValue(chromedp.ID("v-key"), string(c.KeyFile)),
+		chromedp.SetValue(chromedp.ID("v-logkey"), strings.TrimSpace(string(c.LogKeyFile)))}
 	if c.Saved != nil {
 		steps = append(steps, chromedp.SetUploadFiles(chromedp.ID("v-saved"), []string{abs(t, filepath.Join(evidenceDir, *c.Saved))}))
 	}
@@ -68,14 +68,14 @@ func TestVerifyFormWitnesses(t *testing.T) {
 	}
 	dir := t.TempDir()
 	plain := filepath.Join(dir, "plain.tar.gz")
-	writeFile(t, plain, c.export)
+	writeFile(t, plain, c.ExportFile)
 	a := readArchive(t, plain)
 
 	// The export's checkpoint, cosigned by w1 and, wrongly, by w3; w2 never
 	// cosigned it. Its proofs are against it byte for byte: they carry the
 	// cosigned one too, as a witnessed log's would.
 	cp := a.file("checkpoint")
-	logKey, err := note.NewVerifier(strings.TrimSpace(string(c.logKey)))
+	logKey, err := note.NewVerifier(strings.TrimSpace(string(c.LogKeyFile)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,8 +135,8 @@ func TestVerifyFormWitnesses(t *testing.T) {
 		}
 		opts := bundle.Options{Subject: *c.Subject, Witnesses: vs, WitnessesRequired: required}
 		opts.Salt, _ = hex.DecodeString(*c.Salt)
-		opts.Saved = c.saved
-		_, err := bundle.CheckExport(readFile(t, witnessed), c.key, c.logKey, opts)
+		opts.Saved = c.SavedFile
+		_, err := bundle.CheckExport(readFile(t, witnessed), c.KeyFile, c.LogKeyFile, opts)
 		if err == nil {
 			return "ok", ""
 		}
@@ -246,7 +246,7 @@ func TestVerifyFormReasonSection(t *testing.T) {
 		}
 		seen++
 		export := filepath.Join(dir, c.Name+".tar.gz")
-		writeFile(t, export, c.export)
+		writeFile(t, export, c.ExportFile)
 		verifyForm(t, ctx, page, export, &c, nil)
 		verdict := eval[string](t, ctx, `document.getElementById('verdict').textContent`)
 		if !strings.HasPrefix(verdict, "NOT VERIFIED") || !strings.HasSuffix(verdict, w) {

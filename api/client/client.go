@@ -510,16 +510,22 @@ type Preview struct {
 		Collateral    int `json:"collateral"`
 		PlaintextHeld int `json:"plaintext_held"`
 	} `json:"counts"`
-	Truncated bool `json:"truncated"`
-	Artifacts []struct {
-		Artifact      string `json:"artifact"`
-		Kind          string `json:"kind"`
-		Holder        string `json:"holder,omitempty"`
-		Sealed        bool   `json:"sealed"`
-		Hops          int    `json:"hops"`
-		Collateral    bool   `json:"collateral"`
-		OtherSubjects int    `json:"other_subjects"`
-	} `json:"artifacts"`
+	Truncated bool              `json:"truncated"`
+	Artifacts []PreviewArtifact `json:"artifacts"`
+}
+
+// PreviewArtifact is one artifact a forget would make unreadable: Hops
+// from the subject's own artifacts (0), Collateral when it also belongs
+// to OtherSubjects other subjects, Sealed false when a holder keeps its
+// plaintext.
+type PreviewArtifact struct {
+	Artifact      string `json:"artifact"`
+	Kind          string `json:"kind"`
+	Holder        string `json:"holder,omitempty"`
+	Sealed        bool   `json:"sealed"`
+	Hops          int    `json:"hops"`
+	Collateral    bool   `json:"collateral"`
+	OtherSubjects int    `json:"other_subjects"`
 }
 
 // ForgetPreview asks what forgetting subject would touch (POST /v1/forget

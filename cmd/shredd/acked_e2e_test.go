@@ -55,9 +55,7 @@ func readRootFile(t *testing.T, dir string) rootFile {
 func TestSecondWriterRefused(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	a := startServer(t, dir, serverOpts{})
-	a.putKinds(t, "episodic")
-	alice := a.seal(t, sealReq{Subject: "alice", Kind: "episodic"}, "alice's record", "a")
+	a, alice := startAlice(t, dir, serverOpts{}, "episodic")
 	// A cleanup script removes what looks like a lock file, and anything
 	// else that is not a key.
 	os.Remove(filepath.Join(dir, "lock"))
@@ -97,9 +95,7 @@ func TestSecondWriterRefused(t *testing.T) {
 func TestRootFileFenced(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	s := startServer(t, dir, serverOpts{})
-	s.putKinds(t, "episodic")
-	s.seal(t, sealReq{Subject: "alice", Kind: "episodic"}, "alice's record", "a")
+	s, _ := startAlice(t, dir, serverOpts{}, "episodic")
 	s.expect(t, http.StatusOK, http.MethodGet, "/readyz", nil)
 	p := filepath.Join(dir, node.RootFile)
 	b := claimRootFile(t, dir)
@@ -126,15 +122,11 @@ func TestRootFileFenced(t *testing.T) {
 func TestAcknowledgedRegistrationsKept(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	s := startServer(t, dir, serverOpts{})
-	s.putKinds(t, "episodic", "embedding")
-	s.seal(t, sealReq{Subject: "alice", Kind: "episodic"}, "alice's record", "a")
-	b1 := filepath.Join(t.TempDir(), "b1.db")
-	cli(t, "", nil, nil, "backup", "--data-dir", dir, "--out", b1).want(t, 0)
+	s, _ := startAlice(t, dir, serverOpts{}, "episodic", "embedding")
+	b1 := backupTo(t, dir, "b1.db")
 	held := s.heldArtifact(t, "alice", "ann")
 	rec := s.seal(t, sealReq{Subject: "alice", Kind: "episodic"}, "alice's second record", "a2")
-	b2 := filepath.Join(t.TempDir(), "b2.db")
-	cli(t, "", nil, nil, "backup", "--data-dir", dir, "--out", b2).want(t, 0)
+	b2 := backupTo(t, dir, "b2.db")
 	s.stop()
 	// The restart folds and lets go of the segments the newest backup
 	// covers.
@@ -197,9 +189,7 @@ func TestAcknowledgedRegistrationsKept(t *testing.T) {
 func TestWALAcceptLoss(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	s := startServer(t, dir, serverOpts{})
-	s.putKinds(t, "episodic", "embedding")
-	s.seal(t, sealReq{Subject: "alice", Kind: "episodic"}, "alice's record", "a")
+	s, _ := startAlice(t, dir, serverOpts{}, "episodic", "embedding")
 	s.stop()
 	copyDB := readFile(t, filepath.Join(dir, node.DBFile))
 	s = startServer(t, dir, serverOpts{})
@@ -258,9 +248,7 @@ func TestEmptySegmentRecovered(t *testing.T) {
 func TestAnotherInstancesRootRefused(t *testing.T) {
 	t.Parallel()
 	dir, other := t.TempDir(), t.TempDir()
-	s := startServer(t, dir, serverOpts{})
-	s.putKinds(t, "episodic")
-	alice := s.seal(t, sealReq{Subject: "alice", Kind: "episodic"}, "alice's record", "a")
+	s, alice := startAlice(t, dir, serverOpts{}, "episodic")
 	s.forget(t, "carol")
 	s.stop()
 	o := startServer(t, other, serverOpts{})
@@ -284,11 +272,8 @@ func TestAnotherInstancesRootRefused(t *testing.T) {
 func TestRefusedStartLeavesNoLedger(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	s := startServer(t, dir, serverOpts{})
-	s.putKinds(t, "episodic")
-	s.seal(t, sealReq{Subject: "alice", Kind: "episodic"}, "alice's record", "a")
-	backup := filepath.Join(t.TempDir(), "b.db")
-	cli(t, "", nil, nil, "backup", "--data-dir", dir, "--out", backup).want(t, 0)
+	s, _ := startAlice(t, dir, serverOpts{}, "episodic")
+	backup := backupTo(t, dir, "b.db")
 	s.forget(t, "alice")
 	s.stop()
 	// The ledger and the database lost together, the database restored
@@ -349,13 +334,10 @@ func decodeDSSE(t *testing.T, body []byte) string {
 func TestOldRootAndOldDatabaseRefused(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	s := startServer(t, dir, serverOpts{})
-	s.putKinds(t, "episodic")
-	s.seal(t, sealReq{Subject: "alice", Kind: "episodic"}, "alice's record", "a")
+	s, _ := startAlice(t, dir, serverOpts{}, "episodic")
 	s.stop()
 	oldRoot := readFile(t, filepath.Join(dir, node.RootFile))
-	b := filepath.Join(t.TempDir(), "b.db")
-	cli(t, "", nil, nil, "backup", "--data-dir", dir, "--out", b).want(t, 0)
+	b := backupTo(t, dir, "b.db")
 	s = startServer(t, dir, serverOpts{})
 	f := s.forget(t, "alice")
 	s.runEpoch(t)

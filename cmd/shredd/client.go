@@ -49,6 +49,44 @@ type usageError struct{ error }
 
 func (e usageError) Unwrap() error { return e.error }
 
+// serverFlags are the flags of a command that calls a running server:
+// --addr (default SHREDD_URL), --token-file, --cacert (default
+// SHREDD_CACERT) and --timeout.
+type serverFlags struct {
+	addr, tokenPath, caCert *string
+	timeout                 *time.Duration
+}
+
+// addServerFlags defines the serverFlags on fl; tokenWhat says whose token
+// --token-file holds, timeout and timeoutHelp the default and meaning of
+// --timeout.
+func addServerFlags(fl *flag.FlagSet, getenv func(string) string, tokenWhat string, timeout time.Duration, timeoutHelp string) serverFlags {
+	defAddr := client.DefaultURL
+	if v := getenv("SHREDD_URL"); v != "" {
+		defAddr = v
+	}
+	return serverFlags{
+		addr:      fl.String("addr", defAddr, "URL of the shredd server (SHREDD_URL)"),
+		tokenPath: fl.String("token-file", "", "file holding "+tokenWhat+" (default: SHREDD_TOKEN, else the admin token of ./shredd-data or $SHREDD_DATA_DIR)"),
+		caCert:    fl.String("cacert", getenv("SHREDD_CACERT"), "PEM file of the CA of the server's TLS certificate (SHREDD_CACERT)"),
+		timeout:   fl.Duration("timeout", timeout, timeoutHelp),
+	}
+}
+
+// connect returns the client of the server the flags name, or nil and the
+// exit status (usage or failed) once the error is printed after name.
+func (f serverFlags) connect(name string, stderr io.Writer, getenv func(string) string) (*client.Client, int) {
+	c, err := newClient(*f.addr, *f.tokenPath, *f.caCert, getenv)
+	if err == nil {
+		return c, exitOK
+	}
+	fmt.Fprintf(stderr, "%s: %v\n", name, err)
+	if errors.As(err, new(usageError)) {
+		return nil, exitUsage
+	}
+	return nil, exitFailed
+}
+
 // clientCmd runs `shredd encrypt|decrypt|forget|status`: a client of a
 // running server, through the Go client (api/client). The token comes from
 // --token-file, else SHREDD_TOKEN, else the admin token of the data
@@ -58,14 +96,7 @@ func clientCmd(ctx context.Context, cmd string, args []string, stdin io.Reader, 
 	r := &clientRun{cmd: cmd, stdin: stdin, stdout: stdout, stderr: stderr}
 	fl := flag.NewFlagSet("shredd "+cmd, flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	defAddr := client.DefaultURL
-	if v := getenv("SHREDD_URL"); v != "" {
-		defAddr = v
-	}
-	addr := fl.String("addr", defAddr, "URL of the shredd server (SHREDD_URL)")
-	tokenPath := fl.String("token-file", "", "file holding the bearer token (default: SHREDD_TOKEN, else the admin token of ./shredd-data or $SHREDD_DATA_DIR)")
-	caCert := fl.String("cacert", getenv("SHREDD_CACERT"), "PEM file of the CA of the server's TLS certificate (SHREDD_CACERT)")
-	timeout := fl.Duration("timeout", time.Minute, "time limit of the call")
+	sf := addServerFlags(fl, getenv, "the bearer token", time.Minute, "time limit of the call")
 	r.commandFlags(fl)
 	fl.Usage = func() {
 		fmt.Fprintln(stderr, clientUsage)
@@ -85,14 +116,11 @@ func clientCmd(ctx context.Context, cmd string, args []string, stdin io.Reader, 
 	if problem := r.fieldProblem(); problem != "" {
 		return r.usage("%s", problem)
 	}
-	if r.c, err = newClient(*addr, *tokenPath, *caCert, getenv); err != nil {
-		fmt.Fprintf(stderr, "shredd %s: %v\n", cmd, err)
-		if errors.As(err, new(usageError)) {
-			return exitUsage
-		}
-		return exitFailed
+	var code int
+	if r.c, code = sf.connect("shredd "+cmd, stderr, getenv); r.c == nil {
+		return code
 	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	ctx, cancel := context.WithTimeout(ctx, *sf.timeout)
 	defer cancel()
 	run, ok := clientCommands[cmd]
 	if !ok {

@@ -339,12 +339,7 @@ func (s *server) checkConsistency(t *testing.T, old, new checkpointView, vkeyFil
 // forget again at start-up), and a dump taken before an epoch is refused
 // at start-up, not served as a database that opens no key.
 func TestPostgresRestoreDrill(t *testing.T) {
-	srv := pgtest.Shared(t)
-	dsn := srv.NewDatabase(t)
-	dir := t.TempDir()
-	opts := serverOpts{Args: []string{"--store", dsn}}
-	a := startServer(t, dir, opts)
-	a.putKinds(t, "episodic")
+	srv, dsn, dir, opts, a := startOnPostgres(t)
 	alice := a.seal(t, sealReq{Subject: "alice@example.com", Kind: "episodic"}, "alice", "c")
 	bob := a.seal(t, sealReq{Subject: "bob@example.com", Kind: "episodic"}, "bob", "c")
 	beforeForget := pgDump(t, srv, dsn)

@@ -566,6 +566,20 @@ func TestCrashSoak(t *testing.T) {
 			}
 		}
 	}
+	// resend sends again, on a server started normally, the forgets that
+	// had no answer (a forget is idempotent) so that their subjects' fate
+	// is known, and rebuilds the expectations.
+	resend := func(s *server) {
+		for n := range pending {
+			f := s.forget(t, n)
+			if !subjects[n].forgotten {
+				w.forgets = append(w.forgets, f.Forget)
+			}
+			subjects[n].forgotten = true
+			delete(pending, n)
+		}
+		rebuild()
+	}
 	kills := map[string]int{}
 	nkills, ops := 0, 0
 	deadline := time.Now().Add(90 * time.Second)
@@ -686,15 +700,7 @@ func TestCrashSoak(t *testing.T) {
 		// Restart normally: forgets without an answer are sent again (a
 		// forget is idempotent) so that their subjects' fate is known.
 		s = startServer(t, dir, opts)
-		for n := range pending {
-			f := s.forget(t, n)
-			if !subjects[n].forgotten {
-				w.forgets = append(w.forgets, f.Forget)
-			}
-			subjects[n].forgotten = true
-			delete(pending, n)
-		}
-		rebuild()
+		resend(s)
 		w.checkInvariants(t, s)
 		s.stop()
 	}
@@ -704,14 +710,7 @@ func TestCrashSoak(t *testing.T) {
 	}
 	checkDBIntegrity(t, dir)
 	s = startServer(t, dir, opts)
-	for n := range pending {
-		f := s.forget(t, n)
-		if !subjects[n].forgotten {
-			w.forgets = append(w.forgets, f.Forget)
-		}
-		subjects[n].forgotten = true
-	}
-	rebuild()
+	resend(s)
 	w.checkInvariants(t, s)
 	s.stop()
 }

@@ -623,3 +623,38 @@ func checkShreddedView(t *testing.T, f forgetView) {
 		}
 	}
 }
+
+// startAlice starts a server on dir with o, registers kinds and seals
+// alice's episodic record ("alice's record", context "a"): the opening of
+// most durability tests.
+func startAlice(t *testing.T, dir string, o serverOpts, kinds ...string) (*server, record) {
+	t.Helper()
+	s := startServer(t, dir, o)
+	s.putKinds(t, kinds...)
+	return s, s.seal(t, sealReq{Subject: "alice", Kind: "episodic"}, "alice's record", "a")
+}
+
+// backupTo takes a backup of the data directory dir with shredd backup
+// into a fresh temporary file named name, and returns its path.
+func backupTo(t *testing.T, dir, name string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), name)
+	cli(t, "", nil, nil, "backup", "--data-dir", dir, "--out", out).want(t, 0)
+	return out
+}
+
+// startOnPostgres starts a server on a fresh data directory and a fresh
+// database of the shared PostgreSQL server, with the kind episodic: the
+// opening of the restore drills on PostgreSQL. It returns the server of
+// the database, its DSN, the data directory and the options to start the
+// server there again.
+func startOnPostgres(t *testing.T) (srv *pgtest.Server, dsn, dir string, opts serverOpts, s *server) {
+	t.Helper()
+	srv = pgtest.Shared(t)
+	dsn = srv.NewDatabase(t)
+	dir = t.TempDir()
+	opts = serverOpts{Args: []string{"--store", dsn}}
+	s = startServer(t, dir, opts)
+	s.putKinds(t, "episodic")
+	return srv, dsn, dir, opts, s
+}

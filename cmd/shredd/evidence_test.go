@@ -2,50 +2,22 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-)
 
-// evidenceCase is a case of the shared corpus (testdata/evidence/cases.json).
-type evidenceCase struct {
-	Name    string  `json:"name"`
-	About   string  `json:"about"`
-	Export  string  `json:"export"`
-	Key     string  `json:"key"`
-	LogKey  string  `json:"log_key"`
-	Subject *string `json:"subject"`
-	Salt    *string `json:"salt"`
-	Saved   *string `json:"saved"`
-	Verdict string  `json:"verdict"`
-	Reason  string  `json:"reason"`
-}
+	"github.com/shredd/shredd/testkit/evidence"
+)
 
 const evidenceDir = "../../testdata/evidence"
 
-func readEvidence(t *testing.T) []evidenceCase {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(evidenceDir, "cases.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m struct{ Cases []evidenceCase }
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatal(err)
-	}
-	if len(m.Cases) < 150 {
-		t.Fatalf("%d cases in the corpus, want at least 150", len(m.Cases))
-	}
-	return m.Cases
-}
-
-// args returns the arguments of `shredd verify` for c; the subject goes
+// corpusArgs returns the arguments of `shredd verify` for c, a case of
+// the shared corpus (testdata/evidence/cases.json); the subject goes
 // through --subject-file, so that one with a line break is given exactly.
-func (c evidenceCase) args(t *testing.T) []string {
+func corpusArgs(t *testing.T, c evidence.OnDisk) []string {
 	p := func(rel string) string { return filepath.Join(evidenceDir, rel) }
 	args := []string{p(c.Export), "--key", p(c.Key), "--log-key", p(c.LogKey)}
 	if c.Subject != nil {
@@ -81,10 +53,10 @@ func verdictOf(code int, out string) (verdict, reason string) {
 // `shredd verify` (verifyCmd, the code path of the binary): exit status,
 // verdict and reason code must be the corpus's.
 func TestVerifyEvidenceCorpus(t *testing.T) {
-	for _, c := range readEvidence(t) {
+	for _, c := range evidence.MustRead(t, evidenceDir) {
 		t.Run(c.Name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			code := verifyCmd(append([]string{}, c.args(t)...), &stdout, &stderr)
+			code := verifyCmd(append([]string{}, corpusArgs(t, c)...), &stdout, &stderr)
 			verdict, reason := verdictOf(code, stdout.String())
 			if verdict != c.Verdict || reason != c.Reason {
 				t.Errorf("%s: %s %s (exit %d), want %s %s\n%s%s", c.About, verdict, reason, code, c.Verdict, c.Reason, stdout.String(), stderr.String())
@@ -104,12 +76,12 @@ func TestVerifyEvidenceCorpus(t *testing.T) {
 // and every valid one) through the real binary.
 func TestVerifyEvidenceBinary(t *testing.T) {
 	bin := shreddBinary(t)
-	for i, c := range readEvidence(t) {
+	for i, c := range evidence.MustRead(t, evidenceDir) {
 		if i%10 != 0 && c.Verdict != "verified" {
 			continue
 		}
 		t.Run(c.Name, func(t *testing.T) {
-			cmd := exec.Command(bin, append([]string{"verify"}, c.args(t)...)...)
+			cmd := exec.Command(bin, append([]string{"verify"}, corpusArgs(t, c)...)...)
 			var stdout bytes.Buffer
 			cmd.Stdout = &stdout
 			err := cmd.Run()

@@ -27,15 +27,12 @@ func TestMutationsNothingVanishes(t *testing.T) {
 	t.Parallel()
 	fast := serverOpts{Args: []string{"--cache-ttl", "1s"}}
 	base := t.TempDir()
-	s := startServer(t, base, fast)
-	s.putKinds(t, "episodic", "embedding")
-	alice := s.seal(t, sealReq{Subject: "alice", Kind: "episodic"}, "alice's record", "a")
+	s, alice := startAlice(t, base, fast, "episodic", "embedding")
 	dave := s.seal(t, sealReq{Subject: "dave", Kind: "episodic"}, "dave's record", "d")
 	fa := s.forget(t, "alice")
 	s.runEpoch(t)
 	s.waitForget(t, fa.Forget, "shredded", func(v forgetView) bool { return shreddedOrLater(v.State) })
-	backup := filepath.Join(t.TempDir(), "b.db")
-	cli(t, "", nil, nil, "backup", "--data-dir", base, "--out", backup).want(t, 0)
+	backup := backupTo(t, base, "b.db")
 	s.stop()
 	before := copyDir(t, base) // the WAL as it was before the registration below
 	s = startServer(t, base, fast)

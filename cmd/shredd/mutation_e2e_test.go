@@ -39,9 +39,7 @@ func TestMutationsNeverClaim(t *testing.T) {
 	t.Parallel()
 	base := t.TempDir()
 	fast := serverOpts{Args: []string{"--cache-ttl", "1s"}}
-	s := startServer(t, base, fast)
-	s.putKinds(t, "episodic")
-	alice := s.seal(t, sealReq{Subject: "alice", Kind: "episodic"}, "alice's record", "a")
+	s, alice := startAlice(t, base, fast, "episodic")
 	dave := s.seal(t, sealReq{Subject: "dave", Kind: "episodic"}, "dave's record", "d")
 	s.forget(t, "alice")
 	s.runEpoch(t)

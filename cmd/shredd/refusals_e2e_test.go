@@ -24,11 +24,8 @@ var fixRE = regexp.MustCompile(`(?i)\b(put (it )?back|restore|run |move |remove|
 func TestRefusalsNameTheFix(t *testing.T) {
 	t.Parallel()
 	base := t.TempDir()
-	s := startServer(t, base, serverOpts{Args: []string{"--cache-ttl", "1s"}})
-	s.putKinds(t, "episodic", "embedding")
-	s.seal(t, sealReq{Subject: "alice", Kind: "episodic"}, "alice's record", "a")
-	preEpoch := filepath.Join(t.TempDir(), "pre-epoch.db")
-	cli(t, "", nil, nil, "backup", "--data-dir", base, "--out", preEpoch).want(t, 0)
+	s, _ := startAlice(t, base, serverOpts{Args: []string{"--cache-ttl", "1s"}}, "episodic", "embedding")
+	preEpoch := backupTo(t, base, "pre-epoch.db")
 	s.stop()
 	preEpochDir := copyDir(t, base)
 	s = startServer(t, base, serverOpts{Args: []string{"--cache-ttl", "1s"}})
@@ -36,11 +33,9 @@ func TestRefusalsNameTheFix(t *testing.T) {
 	s.runEpoch(t)
 	s.waitForget(t, f.Forget, "shredded", func(v forgetView) bool { return shreddedOrLater(v.State) })
 	s.seal(t, sealReq{Subject: "bob", Kind: "episodic"}, "bob's record", "b")
-	older := filepath.Join(t.TempDir(), "older.db")
-	cli(t, "", nil, nil, "backup", "--data-dir", base, "--out", older).want(t, 0)
+	older := backupTo(t, base, "older.db")
 	s.heldArtifact(t, "bob", "ann")
-	newest := filepath.Join(t.TempDir(), "newest.db")
-	cli(t, "", nil, nil, "backup", "--data-dir", base, "--out", newest).want(t, 0)
+	newest := backupTo(t, base, "newest.db")
 	s.stop()
 	withWAL := copyDir(t, base)               // its segments still there
 	startServer(t, base, serverOpts{}).stop() // lets the WAL's covered segments go
@@ -131,8 +126,7 @@ func TestRefusalsNameTheFix(t *testing.T) {
 		{"another copy's segments", func(t *testing.T, dir string) { copyIn(diverged, registry.WALDir)(t, dir) }, serve(), "another copy's"},
 		{"wal accept-loss with another copy's segments", func(t *testing.T, dir string) { copyIn(diverged, registry.WALDir)(t, dir) }, []string{"wal", "accept-loss", "--data-dir", "DIR"}, "another copy's"},
 	}
-	otherBackup := filepath.Join(t.TempDir(), "other.db")
-	cli(t, "", nil, nil, "backup", "--data-dir", other, "--out", otherBackup).want(t, 0)
+	otherBackup := backupTo(t, other, "other.db")
 	noManifest := filepath.Join(t.TempDir(), "nomanifest.db")
 	os.WriteFile(noManifest, readFile(t, newest), 0o600)
 	flipped := writeBackupFiles(t, readFile(t, newest), readFile(t, newest+".manifest"))
@@ -193,11 +187,8 @@ func lastLine(s string) string {
 func TestCheckCommandsChangeNothing(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	s := startServer(t, dir, serverOpts{})
-	s.putKinds(t, "episodic")
-	s.seal(t, sealReq{Subject: "alice", Kind: "episodic"}, "alice's record", "a")
-	b := filepath.Join(t.TempDir(), "b.db")
-	cli(t, "", nil, nil, "backup", "--data-dir", dir, "--out", b).want(t, 0)
+	s, _ := startAlice(t, dir, serverOpts{}, "episodic")
+	b := backupTo(t, dir, "b.db")
 	s.stop()
 	cli(t, "", nil, nil, "restore", "--data-dir", dir, b).want(t, 0)
 	for _, args := range [][]string{{"wal", "check"}, {"ledger", "check"}} {
@@ -256,9 +247,7 @@ func TestMarkKeptWithoutTraffic(t *testing.T) {
 func TestFencedProcessAnswersNothing(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	s := startServer(t, dir, serverOpts{})
-	s.putKinds(t, "episodic", "embedding")
-	rec := s.seal(t, sealReq{Subject: "alice", Kind: "episodic"}, "alice's record", "a")
+	s, rec := startAlice(t, dir, serverOpts{}, "episodic", "embedding")
 	claimRootFile(t, dir)
 	deadline := time.Now().Add(hang)
 	for {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -45,14 +44,7 @@ type reregisterLine struct {
 func reregisterCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	fl := flag.NewFlagSet("shredd reregister", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	defAddr := client.DefaultURL
-	if v := getenv("SHREDD_URL"); v != "" {
-		defAddr = v
-	}
-	addr := fl.String("addr", defAddr, "URL of the shredd server (SHREDD_URL)")
-	tokenPath := fl.String("token-file", "", "file holding an admin bearer token (default: SHREDD_TOKEN, else the admin token of ./shredd-data or $SHREDD_DATA_DIR)")
-	caCert := fl.String("cacert", getenv("SHREDD_CACERT"), "PEM file of the CA of the server's TLS certificate (SHREDD_CACERT)")
-	timeout := fl.Duration("timeout", 10*time.Minute, "time limit of the whole run")
+	sf := addServerFlags(fl, getenv, "an admin bearer token", 10*time.Minute, "time limit of the whole run")
 	aad := fl.String("context", "", "the context the envelopes were sealed with (one context per run)")
 	holder := fl.String("holder", "", "the holder to record for the artifacts (an envelope names none)")
 	fl.Usage = func() {
@@ -79,15 +71,11 @@ func reregisterCmd(ctx context.Context, args []string, stdin io.Reader, stdout, 
 		fmt.Fprintf(stderr, "shredd reregister: no envelope in the input\n%s\n", reregisterUsage)
 		return exitUsage
 	}
-	c, err := newClient(*addr, *tokenPath, *caCert, getenv)
-	if err != nil {
-		fmt.Fprintf(stderr, "shredd reregister: %v\n", err)
-		if errors.As(err, new(usageError)) {
-			return exitUsage
-		}
-		return exitFailed
+	c, code := sf.connect("shredd reregister", stderr, getenv)
+	if c == nil {
+		return code
 	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	ctx, cancel := context.WithTimeout(ctx, *sf.timeout)
 	defer cancel()
 	enc := json.NewEncoder(stdout)
 	var registered, known, refused int

@@ -11,8 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/shredd/shredd/testkit/pgtest"
 )
 
 // reregisterOut is one line that shredd reregister prints.
@@ -230,12 +228,7 @@ func restoreLosesRegistrations(t *testing.T, root string) {
 // again (the group commit's multi-row inserts and batched live checks of a
 // shared database), it decrypts, and a forget makes it 410.
 func TestPostgresRestoreLosesRegistrations(t *testing.T) {
-	srv := pgtest.Shared(t)
-	dsn := srv.NewDatabase(t)
-	dir := t.TempDir()
-	opts := serverOpts{Args: []string{"--store", dsn}}
-	a := startServer(t, dir, opts)
-	a.putKinds(t, "episodic")
+	srv, dsn, dir, opts, a := startOnPostgres(t)
 	before := a.seal(t, sealReq{Subject: "alice@example.com", Kind: "episodic"}, "alice before", "c")
 	a.seal(t, sealReq{Subject: "bob", Kind: "episodic"}, "bob before", "c")
 	dump := pgDump(t, srv, dsn)

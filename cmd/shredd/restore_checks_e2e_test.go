@@ -16,7 +16,6 @@ import (
 
 	"github.com/shredd/shredd/cmd/shredd/node"
 	"github.com/shredd/shredd/storage/sqlite"
-	"github.com/shredd/shredd/testkit/pgtest"
 )
 
 // keepKeysTrigger is route 2 of issue 23: one statement that makes every
@@ -215,8 +214,7 @@ func TestRestoreRefusesAnotherInstance(t *testing.T) {
 
 	other := t.TempDir()
 	startServer(t, other, serverOpts{Buckets: 4}).stop()
-	ob := filepath.Join(t.TempDir(), "other.db")
-	cli(t, "", nil, nil, "backup", "--data-dir", other, "--out", ob).want(t, 0)
+	ob := backupTo(t, other, "other.db")
 	cli(t, "", nil, nil, "restore", "--data-dir", f.dir, ob).want(t, 1, "manifest check", "belongs to another data directory", "restore a backup this data directory's shredd wrote")
 
 	// A copy of the data directory's subject.key (a cloned configuration)
@@ -226,8 +224,7 @@ func TestRestoreRefusesAnotherInstance(t *testing.T) {
 		t.Fatal(err)
 	}
 	startServer(t, twin, serverOpts{Buckets: 4}).stop()
-	tb := filepath.Join(t.TempDir(), "twin.db")
-	cli(t, "", nil, nil, "backup", "--data-dir", twin, "--out", tb).want(t, 0)
+	tb := backupTo(t, twin, "twin.db")
 	cli(t, "", nil, nil, "restore", "--data-dir", f.dir, tb).want(t, 1, "instance check", "backup of another shredd instance", "restore a backup of this instance")
 
 	if got := fileSum(t, filepath.Join(f.dir, node.DBFile)); got != before || len(replacedFiles(t, f.dir)) != 0 {
@@ -341,8 +338,7 @@ func TestBackupFilesPrivate(t *testing.T) {
 	s.seal(t, sealReq{Subject: "alice", Kind: "episodic"}, "x", "c")
 	s.runEpoch(t)
 	auto := waitBackups(t, backups, 1)[0]
-	out := filepath.Join(t.TempDir(), "out.db")
-	cli(t, "", nil, nil, "backup", "--data-dir", dir, "--out", out).want(t, 0)
+	out := backupTo(t, dir, "out.db")
 	cli(t, "", nil, nil, "backup", "--data-dir", dir, "--dir", backups).want(t, 0)
 	all := waitBackups(t, backups, 2)
 	s.stop()
@@ -373,8 +369,7 @@ func TestRestoreWarnsLostLedger(t *testing.T) {
 	s.seal(t, sealReq{Subject: "carol", Kind: "episodic"}, "x", "c")
 	alice := s.seal(t, sealReq{Subject: "alice", Kind: "episodic"}, "alice's record", "a")
 	s.forget(t, "carol")
-	backup := filepath.Join(t.TempDir(), "b.db")
-	cli(t, "", nil, nil, "backup", "--data-dir", dir, "--out", backup).want(t, 0)
+	backup := backupTo(t, dir, "b.db")
 	s.forget(t, "alice")
 	s.stop()
 	ledger := filepath.Join(dir, node.LedgerFile)
@@ -414,12 +409,7 @@ func TestRestoreWarnsLostLedger(t *testing.T) {
 // subjects' wrapped keys, here planted in the live database, stops the
 // node's start, naming both objects and the fix; without them it starts.
 func TestPostgresRefusesPlantedTrigger(t *testing.T) {
-	srv := pgtest.Shared(t)
-	dsn := srv.NewDatabase(t)
-	dir := t.TempDir()
-	opts := serverOpts{Args: []string{"--store", dsn}}
-	s := startServer(t, dir, opts)
-	s.putKinds(t, "episodic")
+	_, dsn, dir, opts, s := startOnPostgres(t)
 	alice := s.seal(t, sealReq{Subject: "alice@example.com", Kind: "episodic"}, "alice", "c")
 	s.stop()
 

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/shredd/shredd"
+	"github.com/shredd/shredd/api/client"
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/erasure"
 
@@ -327,16 +328,7 @@ func storyReplicaReadBack(t *testing.T, storyServer storyStart) {
 		if r := readBack("alice.ct", 3, "410", "shredded"); len(r.stdout) != 0 {
 			t.Fatalf("%s: the replica's read-back printed %q", when, r.stdout)
 		}
-		var batch struct {
-			Results []struct {
-				Plaintext string `json:"plaintext"`
-				Artifact  string `json:"artifact"`
-				Error     *struct {
-					Status int    `json:"status"`
-					Code   string `json:"code"`
-				} `json:"error"`
-			} `json:"batch_results"`
-		}
+		var batch batchDecrypt
 		s.expect(t, http.StatusOK, http.MethodPost, "/v1/decrypt", map[string]any{"batch_input": []any{
 			decryptReq(replicaCopy), decryptReq(rec), decryptReq(bob)}}).into(t, &batch)
 		if len(batch.Results) != 3 {
@@ -1259,30 +1251,12 @@ type artifactView struct {
 	LineageSize int      `json:"lineage_size"`
 }
 
-// previewItem is one artifact of a dry run.
-type previewItem struct {
-	Artifact      string `json:"artifact"`
-	Kind          string `json:"kind"`
-	Holder        string `json:"holder"`
-	Sealed        bool   `json:"sealed"`
-	Hops          int    `json:"hops"`
-	Collateral    bool   `json:"collateral"`
-	OtherSubjects int    `json:"other_subjects"`
-}
-
-type previewView struct {
-	DryRun           bool `json:"dry_run"`
-	AlreadyForgotten bool `json:"already_forgotten"`
-	Counts           struct {
-		Total         int `json:"total"`
-		Direct        int `json:"direct"`
-		Derived       int `json:"derived"`
-		Collateral    int `json:"collateral"`
-		PlaintextHeld int `json:"plaintext_held"`
-	} `json:"counts"`
-	Truncated bool          `json:"truncated"`
-	Artifacts []previewItem `json:"artifacts"`
-}
+// previewItem is one artifact of a dry run, and previewView the dry run,
+// as the Go client reads them.
+type (
+	previewItem = client.PreviewArtifact
+	previewView = client.Preview
+)
 
 func (s *server) dryRun(t *testing.T, subject string, forgotten bool) previewView {
 	t.Helper()

@@ -647,9 +647,7 @@ func testVaultUnsafeKey(t *testing.T) {
 func testVaultKeyMadeExportable(t *testing.T) {
 	srv := newVault(t)
 	const mount, key = "transit", "shredd-later-exportable"
-	s := startServer(t, t.TempDir(), vaultOpts(srv, mount, key))
-	s.putKinds(t, "episodic")
-	alice := s.seal(t, sealReq{Subject: "alice", Kind: "episodic"}, "alice's record", "a")
+	s, alice := startAlice(t, t.TempDir(), vaultOpts(srv, mount, key), "episodic")
 	f := s.forget(t, "alice")
 	s.waitForget(t, f.Forget, "re-keyed", func(f forgetView) bool { return f.RekeyedAt != nil })
 	if _, err := srv.Client("").Logical().Write(mount+"/keys/"+key+"/config", map[string]any{"exportable": true}); err != nil {

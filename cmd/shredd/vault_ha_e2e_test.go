@@ -254,9 +254,7 @@ func TestVaultHAEpoch(t *testing.T) {
 	c := newCluster(t)
 	const key = "shredd-ha-epoch"
 	dir := t.TempDir()
-	s := startServer(t, dir, clusterOpts(c, key, "--buckets", "4096"))
-	s.putKinds(t, "episodic")
-	alice := s.seal(t, sealReq{Subject: "alice", Kind: "episodic"}, "alice's record", "a")
+	s, alice := startAlice(t, dir, clusterOpts(c, key, "--buckets", "4096"), "episodic")
 	var live []record
 	for i := range 8 {
 		live = append(live, s.seal(t, sealReq{Subject: fmt.Sprint("subject-", i), Kind: "episodic"}, fmt.Sprint("record ", i), "r"))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"testing"
 )
 
 // Manifest is testdata/evidence/cases.json: the cases, each naming its
@@ -97,4 +98,57 @@ func Write(dir string) error {
 		}
 	}
 	return nil
+}
+
+// OnDisk is a case of the corpus as written in a directory, its files
+// read: SavedFile is nil when the case has no saved checkpoint.
+type OnDisk struct {
+	ManifestEntry
+	ExportFile, KeyFile, LogKeyFile, SavedFile []byte
+}
+
+// Read reads the corpus written in dir (testdata/evidence, as Write
+// writes it): every case of its manifest, with its files.
+func Read(dir string) ([]OnDisk, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "cases.json"))
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "cases.json"), err)
+	}
+	var rerr error
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if rerr == nil {
+			rerr = err
+		}
+		return b
+	}
+	out := make([]OnDisk, len(m.Cases))
+	for i, e := range m.Cases {
+		out[i] = OnDisk{ManifestEntry: e, ExportFile: read(e.Export), KeyFile: read(e.Key), LogKeyFile: read(e.LogKey)}
+		if e.Saved != nil {
+			out[i].SavedFile = read(*e.Saved)
+		}
+	}
+	if rerr != nil {
+		return nil, rerr
+	}
+	return out, nil
+}
+
+// MustRead is Read for a test: it fails t on an error, and when the
+// corpus holds fewer than 150 cases (one cut short must not pass as read).
+func MustRead(t testing.TB, dir string) []OnDisk {
+	t.Helper()
+	cases, err := Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) < 150 {
+		t.Fatalf("%d cases in the corpus, want at least 150", len(cases))
+	}
+	return cases
 }

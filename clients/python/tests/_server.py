@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from typing import List, Optional
+from typing import Any, List, Optional
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 _built: Optional[str] = None
@@ -39,6 +39,15 @@ def binary() -> str:
             subprocess.run(["go", "build", "-o", out, "./cmd/shredd"], cwd=REPO, check=True)
             _built = out
         return _built
+
+
+_n = [0]
+
+
+def fresh(prefix: str) -> str:
+    """fresh returns a subject id no other test of this process uses."""
+    _n[0] += 1
+    return "%s-%d-%d@example.com" % (prefix, os.getpid(), _n[0])
 
 
 class Server:
@@ -110,3 +119,29 @@ class Server:
                 os.remove(self.log_path)
             except OSError:
                 pass
+
+
+class Shared:
+    """Shared is the one server of a test module, started by the module's
+    setUpModule and stopped by its tearDownModule::
+
+        SRV = _server.Shared("--cache-ttl", "1s")
+        setUpModule, tearDownModule = SRV.start, SRV.stop
+
+    Between the two it answers as the Server it started (SRV.url ...)."""
+
+    def __init__(self, *args: str) -> None:
+        self._args = args
+        self._srv: Optional[Server] = None
+
+    def start(self) -> None:
+        self._srv = Server(*self._args)
+
+    def stop(self) -> None:
+        if self._srv is not None:
+            self._srv.stop()
+
+    def __getattr__(self, name: str) -> Any:
+        if self._srv is None:
+            raise AttributeError("%s: the module's server is not started" % name)
+        return getattr(self._srv, name)

@@ -17,24 +17,9 @@ import _wire  # noqa: E402
 import _client  # noqa: E402,F401  (the package under test: installed, or the checkout's)
 import shredd  # noqa: E402
 
-SRV: _server.Server
-
-
-def setUpModule() -> None:
-    global SRV
-    SRV = _server.Server("--cache-ttl", "1s", "--lease-ttl", "1h")
-
-
-def tearDownModule() -> None:
-    SRV.stop()
-
-
-_n = [0]
-
-
-def fresh(prefix: str) -> str:
-    _n[0] += 1
-    return "%s-%d-%d@example.com" % (prefix, os.getpid(), _n[0])
+SRV = _server.Shared("--cache-ttl", "1s", "--lease-ttl", "1h")
+setUpModule, tearDownModule = SRV.start, SRV.stop
+fresh = _server.fresh
 
 
 class AsyncClientTest(unittest.IsolatedAsyncioTestCase):

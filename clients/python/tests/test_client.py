@@ -30,29 +30,15 @@ from shredd.holder import HolderKit, PurgeOutcome  # noqa: E402
 import _server  # noqa: E402
 import _wire  # noqa: E402
 
-SRV: _server.Server
-
-
-def setUpModule() -> None:
-    global SRV
-    SRV = _server.Server("--cache-ttl", "1s", "--lease-ttl", "2s")
-
-
-def tearDownModule() -> None:
-    SRV.stop()
+SRV = _server.Shared("--cache-ttl", "1s", "--lease-ttl", "2s")
+setUpModule, tearDownModule = SRV.start, SRV.stop
 
 
 def admin() -> shredd.Client:
     return shredd.Client(SRV.url, SRV.admin_token, timeout=20)
 
 
-_n = [0]
-
-
-def fresh(prefix: str) -> str:
-    """fresh returns a subject id no other test uses."""
-    _n[0] += 1
-    return "%s-%d-%d@example.com" % (prefix, os.getpid(), _n[0])
+fresh = _server.fresh
 
 
 def erase(c: shredd.Client, subject: str) -> shredd.Forget:

@@ -119,25 +119,9 @@ class VectorsTest(unittest.TestCase):
             seal.check_sizes(b"x", "text")
 
 
-SRV: _server.Server
-
-
-def setUpModule() -> None:
-    global SRV
-    SRV = _server.Server()
-
-
-def tearDownModule() -> None:
-    SRV.stop()
-
-
-_n = [0]
-
-
-def fresh(prefix: str) -> str:
-    """fresh returns a subject id no other test uses."""
-    _n[0] += 1
-    return "%s-%d-%d@example.com" % (prefix, os.getpid(), _n[0])
+SRV = _server.Shared()
+setUpModule, tearDownModule = SRV.start, SRV.stop
+fresh = _server.fresh
 
 
 class SealTest(unittest.TestCase):
