@@ -67,9 +67,9 @@ var allowed = map[string][]string{
 	"sealing": {"shredd", "envelope", "keystore", "registry"},
 	"erasure": {"shredd", "attest", "bundle", "envelope", "internal/crashpoint", "internal/datadir", "journal", "keystore", "ledger", "registry", "storage", "translog"},
 	// HTTP and its clients.
-	"api":                 {"shredd", "bundle", "envelope", "internal/crashpoint", "internal/jsonesc", "translog", "ui"},
-	"api/client":          {"attest", "envelope"},
-	"api/client/evidence": {"bundle"},
+	"api":               {"shredd", "bundle", "envelope", "internal/crashpoint", "internal/jsonesc", "translog", "ui"},
+	"api/client":        {"attest", "envelope"},
+	"api/client/verify": {"bundle"},
 	// The composition root and the commands that own it.
 	"cmd/shredd/node":  {"shredd", "access", "attest", "erasure", "internal/crashpoint", "internal/datadir", "journal", "keystore", "ledger", "registry", "sealing", "storage", "storage/postgres", "storage/sqlite", "translog"},
 	"cmd/shredd":       {"access", "api", "api/client", "attest", "bundle", "cmd/shredd/node", "envelope", "erasure", "internal/datadir", "internal/netaddr", "keystore", "keystore/local", "keystore/vault", "ledger", "registry", "storage", "storage/sqlite", "translog", "witness"},

@@ -51,15 +51,15 @@ const MaxRequest = 64 << 10
 // maxProof is the most consistency proof lines a request may carry.
 const maxProof = 63
 
-// maxEvidence bounds the evidence files kept in the state directory. Only
+// maxRefused bounds the evidence files kept in the state directory. Only
 // a request signed by a witnessed log's key leaves evidence, but a log
 // gone wrong must not fill the witness's disk.
-const maxEvidence = 1000
+const maxRefused = 1000
 
 // The files of the state directory.
 const (
 	stateSuffix = ".checkpoint" // <sha256(origin) hex>.checkpoint: the last cosigned checkpoint of a log
-	evidenceDir = "evidence"    // refused checkpoints that contradict the state: a log's misbehaviour
+	refusedDir = "evidence"    // refused checkpoints that contradict the state: a log's misbehaviour
 )
 
 // Config is what a Witness is made of.
@@ -253,7 +253,7 @@ func (w *Witness) addCheckpoint(rw http.ResponseWriter, req *http.Request) {
 		if c.Hash != want {
 			w.log.Error("refused a checkpoint: another root for a tree size already cosigned (split view)",
 				"origin", origin, "size", c.Size)
-			w.keepEvidence("split-view", origin, latest, seen, body)
+			w.keepRefused("split-view", origin, latest, seen, body)
 			http.Error(rw, "a checkpoint of this size with another root hash was cosigned: split view", http.StatusConflict)
 			return
 		}
@@ -270,7 +270,7 @@ func (w *Witness) addCheckpoint(rw http.ResponseWriter, req *http.Request) {
 		if err := tlog.CheckTree(r.proof, c.Size, c.Hash, latest.Size, latest.Hash); err != nil {
 			w.log.Error("refused a checkpoint: its consistency proof does not lead from the tree cosigned (fork or bad proof)",
 				"origin", origin, "old_size", latest.Size, "size", c.Size)
-			w.keepEvidence("inconsistent", origin, latest, seen, body)
+			w.keepRefused("inconsistent", origin, latest, seen, body)
 			http.Error(rw, "the consistency proof does not verify", http.StatusUnprocessableEntity)
 			return
 		}
@@ -314,12 +314,12 @@ func logSignatureOnly(signed []byte, v note.Verifier) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// keepEvidence writes a refused request beside the state it contradicts,
+// keepRefused writes a refused request beside the state it contradicts,
 // in the evidence directory (<size held>-<kind>-<16 hex of the request's
 // SHA-256>.txt): both are signed by the log, so together they
 // prove that the log showed two views of itself.
-func (w *Witness) keepEvidence(kind, origin string, latest translog.Checkpoint, seen bool, body []byte) {
-	dir := filepath.Join(w.dir, evidenceDir)
+func (w *Witness) keepRefused(kind, origin string, latest translog.Checkpoint, seen bool, body []byte) {
+	dir := filepath.Join(w.dir, refusedDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		w.log.Error("keep evidence", "error", err.Error())
 		return
@@ -331,7 +331,7 @@ func (w *Witness) keepEvidence(kind, origin string, latest translog.Checkpoint, 
 	if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
 		return
 	}
-	if ents, err := os.ReadDir(dir); err == nil && len(ents) >= maxEvidence {
+	if ents, err := os.ReadDir(dir); err == nil && len(ents) >= maxRefused {
 		w.log.Error("evidence directory full: a refused checkpoint is not kept", "dir", dir)
 		return
 	}
@@ -347,5 +347,5 @@ func (w *Witness) keepEvidence(kind, origin string, latest translog.Checkpoint, 
 		w.log.Error("keep evidence", "error", err.Error())
 		return
 	}
-	w.log.Warn("kept evidence of a refused checkpoint", "file", filepath.Join(evidenceDir, name))
+	w.log.Warn("kept evidence of a refused checkpoint", "file", filepath.Join(refusedDir, name))
 }

@@ -1,4 +1,4 @@
-package evidence_test
+package verify_test
 
 import (
 	"encoding/json"
@@ -6,12 +6,12 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/shredd/shredd/api/client/evidence"
+	"github.com/shredd/shredd/api/client/verify"
 	"github.com/shredd/shredd/attest"
 )
 
 // TestVerifyExportCorpus runs every case of the shared corpus
-// (testdata/evidence) through evidence.VerifyExport: the verdict and the
+// (testdata/evidence) through verify.Export: the verdict and the
 // reason code must be the corpus's.
 func TestVerifyExportCorpus(t *testing.T) {
 	dir := "../../../testdata/evidence"
@@ -40,7 +40,7 @@ func TestVerifyExportCorpus(t *testing.T) {
 		return b
 	}
 	for _, c := range m.Cases {
-		var opts evidence.ExportOptions
+		var opts verify.Options
 		if c.Subject != nil {
 			opts.Subject = *c.Subject
 			if opts.Salt, err = attest.ParseSalt(*c.Salt); err != nil {
@@ -50,10 +50,10 @@ func TestVerifyExportCorpus(t *testing.T) {
 		if c.Saved != nil {
 			opts.Saved = read(*c.Saved)
 		}
-		_, err := evidence.VerifyExport(read(c.Export), read(c.Key), read(c.LogKey), opts)
+		_, err := verify.Export(read(c.Export), read(c.Key), read(c.LogKey), opts)
 		verdict := map[bool]string{true: "verified", false: "refused"}[err == nil]
-		if verdict != c.Verdict || evidence.ExportReason(err) != c.Reason {
-			t.Errorf("%s (%s): %s %s, want %s %s (%v)", c.Name, c.About, verdict, evidence.ExportReason(err), c.Verdict, c.Reason, err)
+		if verdict != c.Verdict || verify.Reason(err) != c.Reason {
+			t.Errorf("%s (%s): %s %s, want %s %s (%v)", c.Name, c.About, verdict, verify.Reason(err), c.Verdict, c.Reason, err)
 		}
 	}
 }
