@@ -57,16 +57,16 @@ const (
 
 // walState is the WAL, its tail and the folder's progress.
 type walState struct {
-	db       *storage.DB
-	live     Liveness
-	stop     <-chan struct{} // closed by the registry's Close
-	kickCkpt func()          // asks the registry's checkpointer for a checkpoint
-	w        *wal
-	segMu    sync.Mutex // w's segments: the writer appends, the folder removes
-	retain   int64
-	log      *slog.Logger
-	root     keystore.RootStore // keeps the mark (mark.go); nil for none
-	stream   string             // the mark's name there
+	db        *storage.DB
+	live      Liveness
+	stop      <-chan struct{} // closed by the registry's Close
+	kickFlush func()          // asks the registry's pageFlusher to flush the database's pages
+	w         *wal
+	segMu     sync.Mutex // w's segments: the writer appends, the folder removes
+	retain    int64
+	log       *slog.Logger
+	root      keystore.RootStore // keeps the mark (mark.go); nil for none
+	stream    string             // the mark's name there
 
 	markMu sync.Mutex // keepMark, one at a time
 	mark   Mark       // the mark as last read or kept
@@ -118,7 +118,7 @@ func openWALState(ctx context.Context, s *Registry) error {
 	for _, m := range warnings {
 		log.Warn(m)
 	}
-	ws := &walState{db: s.db, live: s.live, stop: s.stop, kickCkpt: s.kickCheckpoint, w: w, retain: s.opts.WALRetain, log: log,
+	ws := &walState{db: s.db, live: s.live, stop: s.stop, kickFlush: s.kickFlush, w: w, retain: s.opts.WALRetain, log: log,
 		byID: map[shredd.ID]*Registration{}, folded: uint64(folded), acked: uint64(folded), foldedCh: make(chan struct{}),
 		room: make(chan struct{}, 1), liveGen: map[envelope.SID]uint32{}, kick: make(chan struct{}, 1), demand: make(chan struct{}, 1),
 		done: make(chan struct{})}
@@ -314,7 +314,7 @@ func (ws *walState) foldOnce(ctx context.Context) (int, error) {
 	case ws.room <- struct{}{}:
 	default:
 	}
-	ws.kickCkpt()
+	ws.kickFlush()
 	return len(recs), nil
 }
 

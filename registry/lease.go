@@ -43,7 +43,7 @@ func (s *Registry) leaseWriter() {
 				r.done <- err
 			}
 		}
-		s.kickCheckpoint()
+		s.kickFlush()
 	}
 }
 

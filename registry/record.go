@@ -131,40 +131,42 @@ func (s *Registry) recordWriter() {
 			batch[i].done <- err
 		}
 		if s.ws == nil {
-			s.kickCheckpoint()
+			s.kickFlush()
 		}
 	}
 }
 
-// checkpointInterval bounds how often the background checkpoint runs.
-const checkpointInterval = 50 * time.Millisecond
+// flushInterval bounds how often the background checkpoint runs.
+const flushInterval = 50 * time.Millisecond
 
-// kickCheckpoint asks the checkpointer for a checkpoint soon.
-func (s *Registry) kickCheckpoint() {
+// kickFlush asks the pageFlusher to flush soon.
+func (s *Registry) kickFlush() {
 	select {
-	case s.ckptKick <- struct{}{}:
+	case s.flushKick <- struct{}{}:
 	default:
 	}
 }
 
-// checkpointer copies the WAL into the database file in the background,
-// at most every checkpointInterval, after group commits: the connections
-// checkpoint by themselves only past a bound of WAL pages, so
-// that commits return without copying pages (a checkpoint of many commits
-// copies a hot page once). A PASSIVE checkpoint runs alongside readers and
-// the writer. Errors are left to the next attempt: the WAL only grows.
-func (s *Registry) checkpointer() {
+// pageFlusher copies the pages of the database's own write-ahead log
+// (SQLite's, not the registration WAL) into the database file in the
+// background, at most every flushInterval, after group commits
+// (storage.DB.FlushPages): the connections copy them by themselves only
+// past a bound of pages, so that commits return without copying pages (a
+// flush after many commits copies a hot page once). It runs alongside
+// readers and the writer. Errors are left to the next attempt: the
+// database's write-ahead log only grows.
+func (s *Registry) pageFlusher() {
 	for {
 		select {
 		case <-s.stop:
 			return
-		case <-s.ckptKick:
+		case <-s.flushKick:
 		}
-		_ = s.db.Checkpoint(context.Background())
+		_ = s.db.FlushPages(context.Background())
 		select {
 		case <-s.stop:
 			return
-		case <-time.After(checkpointInterval):
+		case <-time.After(flushInterval):
 		}
 	}
 }

@@ -130,16 +130,16 @@ type Registry struct {
 	recordQ    chan recordReq
 	recordDone chan struct{}  // closed when the registration writer returns
 	ws         *walState      // the registration WAL; nil without one
-	ckptKick   chan struct{}  // a group commit happened: checkpoint soon
+	flushKick  chan struct{}  // a group commit happened: checkpoint soon
 	stop       chan struct{}  // closed by Close
-	background sync.WaitGroup // the lease writer, the checkpointer and the settler: Close waits for them
+	background sync.WaitGroup // the lease writer, the pageFlusher and the settler: Close waits for them
 	closeOnce  sync.Once
 	closeMu    sync.RWMutex // held shared while queueing a request; Close takes it to close the queues
 	closed     bool
 }
 
 // Open opens the registry in db, whose schema storage made, and starts its
-// background writers, checkpointer and settler (Close stops them). live
+// background writers, pageFlusher and settler (Close stops them). live
 // checks lineage subjects inside the writers' transactions.
 func Open(ctx context.Context, db *storage.DB, live Liveness, opts Options) (*Registry, error) {
 	if opts.Now == nil {
@@ -152,14 +152,14 @@ func Open(ctx context.Context, db *storage.DB, live Liveness, opts Options) (*Re
 		opts.LeaseTTL = DefaultLeaseTTL
 	}
 	s := &Registry{db: db, graph: derivation.New(db), live: live, opts: opts, leaseQ: make(chan leaseReq, 1024),
-		recordQ: make(chan recordReq, 1024), recordDone: make(chan struct{}), ckptKick: make(chan struct{}, 1), stop: make(chan struct{})}
+		recordQ: make(chan recordReq, 1024), recordDone: make(chan struct{}), flushKick: make(chan struct{}, 1), stop: make(chan struct{})}
 	if opts.WALDir != "" && !db.Shared() {
 		if err := openWALState(ctx, s); err != nil {
 			return nil, err
 		}
 	}
 	go s.recordWriter()
-	for _, run := range []func(){s.leaseWriter, s.checkpointer, s.settleLoop} {
+	for _, run := range []func(){s.leaseWriter, s.pageFlusher, s.settleLoop} {
 		s.background.Add(1)
 		go func() {
 			defer s.background.Done()
@@ -170,7 +170,7 @@ func Open(ctx context.Context, db *storage.DB, live Liveness, opts Options) (*Re
 }
 
 // Close stops the background lease and registration writers once they
-// have answered what was queued, and the checkpointer and the settler (a
+// have answered what was queued, and the pageFlusher and the settler (a
 // settle under way is cancelled: it commits nothing then), and returns
 // once none of them uses the database; with a registration WAL it folds
 // what is left (what it cannot fold stays in the WAL for the next Open).

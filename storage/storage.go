@@ -141,11 +141,11 @@ type Engine interface {
 	// that stops answering fails the call instead of holding it; 0 for
 	// none (SQLite: a local file, and its write gate has its own bound).
 	OpTimeout() time.Duration
-	// Checkpoint folds the engine's write-ahead log into the database
-	// without blocking readers or writers, where the engine has such a
-	// log that it does not fold by itself. Errors may be left to the next
-	// call.
-	Checkpoint(ctx context.Context) error
+	// FlushPages copies the pages the engine's own write-ahead log holds
+	// into the database file without blocking readers or writers, where
+	// the engine has such a log that it does not copy by itself (SQLite's
+	// checkpoint). Errors may be left to the next call.
+	FlushPages(ctx context.Context) error
 	// Scrub makes sure no file of the database keeps the bytes of rows
 	// deleted or overwritten before the call (a write-ahead log, free
 	// pages): the epoch calls it after it destroys keys, so that the rows
@@ -483,9 +483,10 @@ func (d *DB) Listen(ctx context.Context, channel string, fn func(payload string,
 // (Engine.Shared): false for SQLite.
 func (d *DB) Shared() bool { return d.eng.Shared() }
 
-// Checkpoint folds the engine's write-ahead log into the database in the
-// background of writers (Engine.Checkpoint).
-func (d *DB) Checkpoint(ctx context.Context) error { return d.eng.Checkpoint(ctx) }
+// FlushPages copies the pages of the engine's write-ahead log into the
+// database file in the background of writers (Engine.FlushPages). The
+// word "checkpoint" is the transparency log's (translog.Checkpoint).
+func (d *DB) FlushPages(ctx context.Context) error { return d.eng.FlushPages(ctx) }
 
 // Scrub makes sure the bytes of deleted rows are gone from every file of
 // the database (Engine.Scrub).

@@ -59,7 +59,7 @@ const maxRefused = 1000
 // The files of the state directory.
 const (
 	stateSuffix = ".checkpoint" // <sha256(origin) hex>.checkpoint: the last cosigned checkpoint of a log
-	refusedDir = "evidence"    // refused checkpoints that contradict the state: a log's misbehaviour
+	refusedDir  = "evidence"    // refused checkpoints that contradict the state: a log's misbehaviour
 )
 
 // Config is what a Witness is made of.

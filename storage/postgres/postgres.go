@@ -358,8 +358,8 @@ func init() {
 	})
 }
 
-// Checkpoint does nothing: PostgreSQL checkpoints by itself.
-func (e *engine) Checkpoint(ctx context.Context) error { return nil }
+// FlushPages does nothing: PostgreSQL copies its pages by itself.
+func (e *engine) FlushPages(ctx context.Context) error { return nil }
 
 // Scrub vacuums the key tables, so that the dead row versions that held
 // destroyed keys leave their pages. What PostgreSQL keeps elsewhere (WAL

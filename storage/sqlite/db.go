@@ -50,7 +50,7 @@ var registerDriver sync.Once
 // it before returning: under load that is most commits of the registry's
 // group commits, each copying the same hot index pages again. shredd's
 // registry checkpoints in the background after its own commits
-// (storage.DB.Checkpoint, at most every 50 ms), but the commit that crosses
+// (storage.DB.FlushPages, at most every 50 ms), but the commit that crosses
 // this bound is still what starts the WAL again under a stream of writes
 // (a checkpoint beside the writers never copies what they committed while
 // it ran), and forgets and re-keys ask for no background checkpoint: that
@@ -80,7 +80,7 @@ const WALAutoCheckpoint = 20_000
 //     the writers of this process queue in arrival order behind one write
 //     gate per file (writeGate) instead of polling SQLite's lock;
 //   - automatic WAL checkpoints only past WALAutoCheckpoint pages: the
-//     service checkpoints in the background (storage.DB.Checkpoint).
+//     service checkpoints in the background (storage.DB.FlushPages).
 func Open(path string) (*storage.DB, error) {
 	// Create the file 0600 first: SQLite gives its -wal and -shm files the
 	// database file's permissions.
@@ -241,8 +241,8 @@ func (e *engine) Listen(context.Context, string, func(string, bool)) error { ret
 // for the write lock (10 s).
 func (e *engine) OpTimeout() time.Duration { return 0 }
 
-// Checkpoint is a PASSIVE checkpoint of the WAL.
-func (e *engine) Checkpoint(ctx context.Context) error { return checkpointPassive(ctx, e.db) }
+// FlushPages is a PASSIVE checkpoint of SQLite's write-ahead log.
+func (e *engine) FlushPages(ctx context.Context) error { return checkpointPassive(ctx, e.db) }
 
 // Scrub copies the WAL into the database file and truncates it: the
 // frames that held deleted rows are gone, and secure_delete (set at Open)

@@ -452,7 +452,7 @@ func testMaintenance(t *testing.T, b Backend) {
 	if _, err := db.ExecContext(ctx, `DELETE FROM scratch`); err != nil {
 		t.Fatal(err)
 	}
-	for name, f := range map[string]func(context.Context) error{"Checkpoint": db.Checkpoint, "Scrub": db.Scrub, "Sync": db.Sync} {
+	for name, f := range map[string]func(context.Context) error{"FlushPages": db.FlushPages, "Scrub": db.Scrub, "Sync": db.Sync} {
 		if err := f(ctx); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
