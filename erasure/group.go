@@ -224,7 +224,7 @@ func (c *committer) finish(ctx context.Context, group []*member) error {
 }
 
 // commitTx commits the members in one transaction: for each, its row
-// written (with req), its subject key destroyed (keystore.Tree.ForgetManyTx)
+// written (with req), its subject key destroyed (keystore.Shredder.ForgetManyTx)
 // and read back, its barrier and its forget_committed event. A member
 // whose read-back disagrees (keystore.ErrReadBack) stalls alone: the
 // transaction is abandoned, its request and the reason are committed in a
@@ -296,7 +296,7 @@ func (c *committer) tryTx(ctx context.Context, group []*member) (int, error) {
 // forget_committed events. It returns the first member whose read-back
 // disagrees (its err set, the transaction to be abandoned), or nil.
 func (c *committer) forgetMany(ctx context.Context, tx *storage.Tx, live []*member, sids []envelope.SID) (*member, error) {
-	gens, err := c.s.keys.ForgetManyTx(ctx, tx, sids)
+	gens, err := c.s.shred.ForgetManyTx(ctx, tx, sids)
 	if err != nil {
 		return nil, fmt.Errorf("erasure: forget: %w", err)
 	}
@@ -318,7 +318,7 @@ func (c *committer) forgetMany(ctx context.Context, tx *storage.Tx, live []*memb
 		return nil, err
 	}
 	if c.s.opts.Journal == nil {
-		return nil, c.s.keys.EvictManyTx(ctx, tx, sids)
+		return nil, c.s.shred.EvictManyTx(ctx, tx, sids)
 	}
 	var logIDs [][16]byte // the forget_committed events, appended together
 	var logEvs []attest.Event
@@ -346,7 +346,7 @@ func (c *committer) forgetMany(ctx context.Context, tx *storage.Tx, live []*memb
 	// Last, what is numbered in commit order: the evictions, then the log
 	// entries, under the sequence lock (storage.Tx.Sequence), which the
 	// group holds from here to its commit.
-	if err := c.s.keys.EvictManyTx(ctx, tx, sids); err != nil {
+	if err := c.s.shred.EvictManyTx(ctx, tx, sids); err != nil {
 		return nil, err
 	}
 	return nil, c.s.opts.Journal.AppendSigned(ctx, tx, logIDs, signed)

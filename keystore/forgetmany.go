@@ -29,7 +29,11 @@ const evictPayloadMax = 7000
 // generation destroyed of each subject, in the order of sids. sids must
 // not repeat. The caller records the evictions with EvictManyTx in the
 // same transaction, as late as it can: they take the sequence lock.
-func (t *Tree) ForgetManyTx(ctx context.Context, tx *storage.Tx, sids []envelope.SID) ([]uint32, error) {
+//
+// The key is destroyed here, on the Shredder, with every other destruction
+// of key material (bucket re-keys, root epochs, per-subject keys).
+func (s *Shredder) ForgetManyTx(ctx context.Context, tx *storage.Tx, sids []envelope.SID) ([]uint32, error) {
+	t := s.t
 	gens := make([]uint32, 0, len(sids))
 	for i := 0; i < len(sids); i += manyChunk {
 		g, err := t.forgetChunk(ctx, tx, sids[i:min(i+manyChunk, len(sids))])
@@ -79,7 +83,8 @@ func (t *Tree) forgetChunk(ctx context.Context, tx *storage.Tx, sids []envelope.
 // EvictManyTx records in tx the evictions of sids, whose keys tx destroyed
 // (ForgetManyTx), and notifies the other nodes at its commit, where nodes
 // share the database.
-func (t *Tree) EvictManyTx(ctx context.Context, tx *storage.Tx, sids []envelope.SID) error {
+func (s *Shredder) EvictManyTx(ctx context.Context, tx *storage.Tx, sids []envelope.SID) error {
+	t := s.t
 	now := t.now().UnixNano()
 	for i := 0; i < len(sids); i += manyChunk {
 		if err := t.evictManyTx(ctx, tx, sids[i:min(i+manyChunk, len(sids))], now); err != nil {

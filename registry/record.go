@@ -13,6 +13,12 @@ import (
 	"github.com/shredd/shredd/storage"
 )
 
+// Where a registration becomes durable: Queue hands it to the record
+// writer (recordWriter), which takes the waiting ones as one group and
+// writes them either as one frame of the registration WAL (walState.records
+// below: ledger.Segments.Append, one fdatasync), where one process owns
+// the database (SQLite), or in one transaction (writeRecords, PostgreSQL).
+
 // Registration is one artifact to register: its id, kind and holder,
 // whether shredd sealed it, its parents, its whole lineage at the key
 // generations it was sealed under, which of its lineage subjects are its
@@ -121,7 +127,7 @@ func (s *Registry) recordWriter() {
 	kinds := map[string]bool{} // kinds known to exist: a kind is never deleted
 	write := s.writeRecords
 	if s.ws != nil {
-		write = s.ws.records // the registration WAL (wal.go, fold.go)
+		write = s.ws.records // the registration WAL (below; wal.go, fold.go)
 	}
 	last := 1 // the last group's size (collect)
 	for first := range s.recordQ {
@@ -136,7 +142,8 @@ func (s *Registry) recordWriter() {
 	}
 }
 
-// flushInterval bounds how often the background checkpoint runs.
+// flushInterval bounds how often the background flush of the database's
+// pages runs.
 const flushInterval = 50 * time.Millisecond
 
 // kickFlush asks the pageFlusher to flush soon.
@@ -169,6 +176,71 @@ func (s *Registry) pageFlusher() {
 		case <-time.After(flushInterval):
 		}
 	}
+}
+
+// records (walState.records) appends a group of registrations to the WAL, one frame and
+// one fdatasync, after checking each (its lineage live, its kind
+// registered; a refused item is left out), and returns each item's
+// error. An item is acknowledged only once the frame is synced and the
+// registration is in the tail.
+func (ws *walState) records(batch []recordReq, kinds map[string]bool) []error {
+	ctx := context.Background()
+	errs := make([]error, len(batch))
+	ws.mu.Lock()
+	markErr, since := ws.markErr, ws.markFailedAt
+	ws.mu.Unlock()
+	if markErr != nil && time.Since(since) > markGrace {
+		// What is acknowledged now would be in no mark: past the grace
+		// (a Vault failover takes seconds), fail closed until the folder
+		// keeps the mark again (it retries every second).
+		for i := range errs {
+			errs[i] = fmt.Errorf("registry: the registration WAL's mark cannot be kept with the root, so nothing more is acknowledged until it can: %w: %w", shredd.ErrUnavailable, markErr)
+		}
+		return errs
+	}
+	ws.waitRoom()
+	notLive, err := ws.checkLiveCached(ctx, batch)
+	if err != nil {
+		for i := range errs {
+			errs[i] = MapKeyErr(err)
+		}
+		return errs
+	}
+	accepted := make([]*Registration, 0, len(batch))
+	for i := range batch {
+		if errs[i] = checkRecord(ctx, ws.db, kinds, notLive, &batch[i].Registration); errs[i] == nil {
+			accepted = append(accepted, &batch[i].Registration)
+		}
+	}
+	if len(accepted) == 0 {
+		return errs
+	}
+	ws.segMu.Lock()
+	first := ws.w.Next()
+	ws.frame = appendFrame(ws.frame[:0], ws.w.Key(), first, accepted)
+	err = ws.w.Append(ws.frame, len(accepted))
+	ws.segMu.Unlock()
+	if cap(ws.frame) > 4<<20 {
+		ws.frame = nil // do not keep a huge group's buffer
+	}
+	if err != nil {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+		return errs
+	}
+	ws.mu.Lock()
+	for j, r := range accepted {
+		rec := &walRecord{seq: first + uint64(j), reg: *r}
+		ws.tail = append(ws.tail, rec)
+		ws.byID[r.ID] = &rec.reg
+	}
+	ws.acked = first + uint64(len(accepted)) - 1
+	ws.mu.Unlock()
+	ws.wake()
+	return errs
 }
 
 // writeRecords writes a group of registrations in one transaction and
