@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shredd/shredd"
@@ -106,6 +107,9 @@ type core struct {
 	// records are the forget records kept with the root store, when it
 	// keeps them (nil otherwise).
 	records *records
+	// headPinned: the database pins that the ledger's head is kept with
+	// the root (pinHead).
+	headPinned atomic.Bool
 }
 
 var _ shredd.Eraser = (*Eraser)(nil)

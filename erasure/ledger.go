@@ -185,7 +185,11 @@ func CheckLedger(ctx context.Context, db *storage.DB, path string, key []byte, k
 	if err != nil {
 		return ledger.Check{}, err
 	}
-	return ledger.Assess(path, &sc, kept, keptErr, forgets), nil
+	c := ledger.Assess(path, &sc, kept, keptErr, forgets)
+	if c.HeadGone, err = headGone(ctx, db, kept, keptErr); err != nil {
+		return ledger.Check{}, err
+	}
+	return c, nil
 }
 
 // PrecheckLedger is the start's check of the ledger at path before it
@@ -231,11 +235,18 @@ func PrecheckLedger(ctx context.Context, db *storage.DB, path string, key []byte
 		return nil
 	}
 	kept, keptErr := keptHeadOf(ctx, root)
+	if errors.Is(keptErr, keystore.ErrCorrupt) {
+		return corruptHead(keptErr)
+	}
 	forgets, err := committedForgets(ctx, db)
 	if err != nil {
 		return err
 	}
-	if check := ledger.Assess(path, &sc, kept, keptErr, forgets); check.Damage() && check.Loss() {
+	check := ledger.Assess(path, &sc, kept, keptErr, forgets)
+	if check.HeadGone, err = headGone(ctx, db, kept, keptErr); err != nil {
+		return err
+	}
+	if check.Damage() && check.Loss() {
 		return notWhole(path, check)
 	}
 	return nil
@@ -262,14 +273,46 @@ func rootFix(root keystore.RootStore) string {
 const HeadStream = "forget-ledger"
 
 // keptHeadOf reads the ledger's head kept with root: nil and no error
-// when none was kept.
+// when none was kept. A head that is there and does not parse is a
+// corrupt root file: it wraps keystore.ErrCorrupt (corruptHead), and the
+// start is refused rather than checked without it.
 func keptHeadOf(ctx context.Context, root keystore.RootStore) (*ledger.Head, error) {
 	var h ledger.Head
 	found, err := ledger.ReadHead(ctx, root, HeadStream, &h)
 	if err != nil || !found {
 		return nil, err
 	}
+	if h.Instance == "" {
+		return nil, fmt.Errorf("ledger: the head of %s kept with the root names no instance: %w", HeadStream, keystore.ErrCorrupt)
+	}
 	return &h, nil
+}
+
+// headPin is the database's pin (storage.DB.PinSecrets) that says the
+// forget ledger's head is kept with the root (a local root file): a root
+// that holds none then lost it, and is not a data directory whose head
+// was never kept yet.
+const headPin = "ledger-head"
+
+// headGone reports whether db pins a kept head (headPin) and the root
+// holds none (kept nil, read without error).
+func headGone(ctx context.Context, db *storage.DB, kept *ledger.Head, keptErr error) (bool, error) {
+	if kept != nil || keptErr != nil {
+		return false, nil
+	}
+	pins, err := db.SecretPins(ctx)
+	if err != nil {
+		return false, fmt.Errorf("erasure: forget ledger: %w", err)
+	}
+	_, ok := pins[headPin]
+	return ok, nil
+}
+
+// corruptHead is the refusal of a start whose root keeps a forget
+// ledger head that does not parse: checked without it, a ledger cut back
+// would pass.
+func corruptHead(err error) error {
+	return fmt.Errorf("%w: %w; nothing was changed: the root file was edited or damaged. Put back the live root.key (never one from a backup), or see docs/operations.md, \"The forget ledger\"", shredd.ErrLedger, err)
 }
 
 // nullString is s, or NULL when s is empty.

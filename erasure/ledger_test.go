@@ -424,3 +424,71 @@ func TestLedgerWriteFailureUnavailable(t *testing.T) {
 		t.Fatalf("WriteErr after the failure: %v", err)
 	}
 }
+
+// TestLedgerCorruptHeadRefused: a head kept with the root that does not
+// parse (a wrong type, no instance, not an object) refuses the start and
+// the start's read-only check, instead of checking the ledger without it:
+// a ledger cut back, with a database restored from before its last
+// forgets, would pass otherwise.
+func TestLedgerCorruptHeadRefused(t *testing.T) {
+	ctx := context.Background()
+	w := newLedgerWorld(t)
+	cut := w.raw[:bytes.LastIndexByte(w.raw[:len(w.raw)-1], '\n')+1] // the last line gone
+	older := shreddtest.New(t, shreddtest.Options{Root: w.root, Kinds: []string{"episodic"}})
+	mk := w.root.(keystore.MarkKeeper)
+	for _, bad := range []string{`"x"`, `{"instance":"00112233445566778899aabbccddeeff","seq":"2"}`, `{"seq":2,"hash":"ab","lines":2}`} {
+		t.Run(bad, func(t *testing.T) {
+			if err := mk.KeepMark(ctx, erasure.HeadStream, []byte(bad)); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(t.TempDir(), "forgets.ledger")
+			if err := os.WriteFile(path, cut, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := erasure.PrecheckLedger(ctx, older.DB, path, ledgerKey, w.root, false); !errors.Is(err, shredd.ErrLedger) || !errors.Is(err, keystore.ErrCorrupt) {
+				t.Fatalf("precheck: %v; want a refusal naming a corrupt root", err)
+			}
+			l := openLedger(t, path, ledger.Options{})
+			svc, done := service(t, older, l)
+			defer done()
+			if _, err := svc.Recovery().ReconcileLedger(ctx); !errors.Is(err, shredd.ErrLedger) || !errors.Is(err, keystore.ErrCorrupt) {
+				t.Fatalf("reconcile: %v; want a refusal naming a corrupt root", err)
+			}
+			if got, err := mk.Mark(ctx, erasure.HeadStream); err != nil || string(got) != bad {
+				t.Fatalf("the corrupt head was replaced: %s, %v", got, err)
+			}
+		})
+	}
+}
+
+// TestLedgerHeadGoneRefused: once a head was kept with the root, the
+// database pins it (headPin); a root that holds none then (the head
+// removed from root.key, or a root file from before it) with a ledger cut
+// back is a refused start and a check that reports the loss, where
+// before it was checked as a ledger never headed.
+func TestLedgerHeadGoneRefused(t *testing.T) {
+	ctx := context.Background()
+	w := newLedgerWorld(t)
+	if pins, err := w.b.DB.SecretPins(ctx); err != nil || pins["ledger-head"] == "" {
+		t.Fatalf("pins after the head was kept: %v, %v; want ledger-head", pins, err)
+	}
+	headless, err := local.Open(filepath.Join(t.TempDir(), "root.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := w.raw[:bytes.LastIndexByte(w.raw[:len(w.raw)-1], '\n')+1]
+	path := filepath.Join(t.TempDir(), "forgets.ledger")
+	if err := os.WriteFile(path, cut, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := erasure.PrecheckLedger(ctx, w.b.DB, path, ledgerKey, headless, false); !errors.Is(err, shredd.ErrLedger) || !strings.Contains(err.Error(), "holds none") {
+		t.Fatalf("precheck with the head gone: %v; want refused", err)
+	}
+	if err := erasure.PrecheckLedger(ctx, w.b.DB, path, ledgerKey, headless, true); err != nil {
+		t.Fatalf("precheck accepting the loss: %v", err)
+	}
+	c, err := erasure.CheckLedger(ctx, w.b.DB, path, ledgerKey, nil, nil)
+	if err != nil || !c.HeadGone || !c.Damage() || !c.Loss() {
+		t.Fatalf("check with the head gone: %+v, %v", c, err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/envelope"
+	"github.com/shredd/shredd/keystore"
 	"github.com/shredd/shredd/ledger"
 )
 
@@ -89,12 +90,20 @@ func (rc Recovery) ReconcileLedger(ctx context.Context) (LedgerReport, error) {
 		return rep, err
 	}
 	kept, keptErr := s.keptHead(ctx)
+	if errors.Is(keptErr, keystore.ErrCorrupt) {
+		return rep, corruptHead(keptErr)
+	}
 	rep.HeadErr = keptErr
 	db, err := committedForgets(ctx, s.db)
 	if err != nil {
 		return rep, err
 	}
 	check := ledger.Assess(l.Path(), &sc, kept, keptErr, db)
+	if s.records == nil {
+		if check.HeadGone, err = headGone(ctx, s.db, kept, keptErr); err != nil {
+			return rep, err
+		}
+	}
 	if check.Damage() {
 		if check.Loss() && !l.AcceptLoss() {
 			return rep, notWhole(l.Path(), check)
@@ -133,11 +142,35 @@ func (rc Recovery) ReconcileLedger(ctx context.Context) (LedgerReport, error) {
 	if h, ok := l.Head(); ok && keptErr == nil {
 		if kept != nil && *kept == h {
 			l.InStep(kept) // the background work has nothing to keep
+			if err := s.pinHead(ctx); err != nil {
+				return rep, err
+			}
 		} else if err := s.keepLedgerHead(ctx, true); err != nil {
 			rep.HeadErr = err
 		}
 	}
 	return rep, nil
+}
+
+// pinHead pins in the database that the forget ledger's head is kept
+// with the root (headPin), once: from then on a root that holds none is
+// a refused start (headGone). Only a root that keeps heads (the local
+// root file) is pinned; with forget records (Vault) there is no head.
+func (s *Eraser) pinHead(ctx context.Context) error {
+	if s.records != nil || s.headPinned.Load() || !ledger.Keeps(s.keys.Root()) {
+		return nil
+	}
+	pins, err := s.db.SecretPins(ctx)
+	if err != nil {
+		return fmt.Errorf("erasure: forget ledger: %w", err)
+	}
+	if _, ok := pins[headPin]; !ok {
+		if err := s.db.PinSecrets(ctx, map[string]string{headPin: HeadStream}, time.Now()); err != nil {
+			return fmt.Errorf("erasure: forget ledger: %w", err)
+		}
+	}
+	s.headPinned.Store(true)
+	return nil
 }
 
 // checkLogSize compares, when there is a journal, the size of the
@@ -269,7 +302,10 @@ func (s *Eraser) keepLedgerHead(ctx context.Context, always bool) error {
 	if err := l.KeepHead(ctx, s.keys.Root(), HeadStream, always); err != nil {
 		return fmt.Errorf("erasure: %w", err)
 	}
-	return nil
+	if !l.HeadKept() {
+		return nil
+	}
+	return s.pinHead(ctx)
 }
 
 // CompactLedger drops the ledger's first lines committed under root

@@ -34,6 +34,10 @@ type Check struct {
 	Replaced bool
 	// Fork: the file's line at the kept head's number is another line.
 	Fork bool
+	// HeadGone: the database records that a head was kept with the root,
+	// and the root holds none (removed from root.key, or an older root
+	// file): what the ledger lacks cannot be told, so it counts as a loss.
+	HeadGone bool
 	// InDB counts the damaged lines' forgets the database holds.
 	InDB int
 	// Reapply counts authentic damaged lines whose forgets the database
@@ -53,12 +57,12 @@ type Check struct {
 // Damage reports whether the ledger is not whole: a damaged tail, lines
 // missing, replaced, or forked from the head kept with the root.
 func (c Check) Damage() bool {
-	return len(c.Damaged) > 0 || c.Missing > 0 || c.Replaced || c.Fork
+	return len(c.Damaged) > 0 || c.Missing > 0 || c.Replaced || c.Fork || c.HeadGone
 }
 
 // Loss reports whether repairing the ledger may lose a forget that the
 // database does not hold.
-func (c Check) Loss() bool { return len(c.Lost) > 0 || c.LostUnknown > 0 || c.Fork }
+func (c Check) Loss() bool { return len(c.Lost) > 0 || c.LostUnknown > 0 || c.Fork || c.HeadGone }
 
 // Summary is the check's verdict in one sentence.
 func (c Check) Summary() string {
@@ -73,6 +77,9 @@ func (c Check) Summary() string {
 	}
 	if c.Fork {
 		what = append(what, fmt.Sprintf("its line %d differs from the one the root store recorded", c.Kept.Seq))
+	}
+	if c.HeadGone {
+		what = append(what, "the database records that the ledger's head was kept with the root, and the root holds none")
 	}
 	if len(what) == 0 {
 		return "the ledger is whole"
@@ -90,6 +97,9 @@ func (c Check) Summary() string {
 	}
 	if c.Fork {
 		lost = append(lost, "the lines after the fork")
+	}
+	if c.HeadGone {
+		lost = append(lost, "any line the head would have counted (unknown)")
 	}
 	return s + "; would be lost: " + strings.Join(lost, " and ")
 }

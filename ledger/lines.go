@@ -976,6 +976,14 @@ func (l *Lines) Key() []byte { return l.key }
 // even when forgets may be lost (Options.AcceptLoss).
 func (l *Lines) AcceptLoss() bool { return l.opts.AcceptLoss }
 
+// HeadKept reports whether this process kept the ledger's head with the
+// root, or found it in step there (InStep).
+func (l *Lines) HeadKept() bool {
+	l.headMu.Lock()
+	defer l.headMu.Unlock()
+	return l.kept != nil
+}
+
 // InStep records kept as the head kept with the root for this ledger: the
 // start found them in step, and KeepHead has nothing to keep until the
 // ledger moves.

@@ -111,9 +111,13 @@ func checkLedger(ctx context.Context, p *Program) (ledger.Check, error) {
 		var h ledger.Head
 		switch {
 		case err == nil:
-			if keptErr = json.Unmarshal(b, &h); keptErr == nil {
-				kept = &h
+			if err := json.Unmarshal(b, &h); err != nil || h.Instance == "" {
+				return ledger.Check{}, fmt.Errorf("%w: the forget ledger's head kept in %s does not parse (%v): the root file was edited or damaged; put back the live root.key (never one from a backup)",
+					keystore.ErrCorrupt, node.RootFile, err)
 			}
+			kept = &h
+		case errors.Is(err, keystore.ErrCorrupt):
+			return ledger.Check{}, err
 		case !errors.Is(err, keystore.ErrNotFound):
 			keptErr = err
 		}

@@ -351,12 +351,17 @@ func (s *Root) decode(b []byte) error {
 	s.latest, s.min = f.Latest, f.MinVersion
 	s.instance, s.gen, s.marks = f.Instance, f.Generation, nil
 	if f.Format == fileFormatV1 && len(f.LedgerHead) > 0 && string(f.LedgerHead) != "null" {
+		// A v1 file is its writer's (a release that keeps ledger_head and
+		// passes marks through unread): its ledger_head is the head, over
+		// any mark of the stream a later release left in it.
+		h, err := legacyHead(f.LedgerHead)
+		if err != nil {
+			return err
+		}
 		if f.Marks == nil {
 			f.Marks = map[string]json.RawMessage{}
 		}
-		if _, ok := f.Marks[LegacyHeadStream]; !ok {
-			f.Marks[LegacyHeadStream] = f.LedgerHead
-		}
+		f.Marks[LegacyHeadStream] = h
 	}
 	for k, m := range f.Marks {
 		var c bytes.Buffer
@@ -566,6 +571,22 @@ func (s *Root) Generation() uint64 {
 }
 
 var _ keystore.MarkKeeper = (*Root)(nil)
+
+// legacyHead reads a v1 file's ledger_head as its releases did (a field
+// of the wrong type is a corrupt file, refused) and returns it as the
+// mark's JSON.
+func legacyHead(raw json.RawMessage) (json.RawMessage, error) {
+	var h struct {
+		Instance string `json:"instance"`
+		Seq      uint64 `json:"seq"`
+		Hash     string `json:"hash"`
+		Lines    uint64 `json:"lines"`
+	}
+	if err := json.Unmarshal(raw, &h); err != nil {
+		return nil, fmt.Errorf("%w: %v", keystore.ErrCorrupt, err)
+	}
+	return json.Marshal(h)
+}
 
 // LegacyHeadStream is the stream whose mark a v1 root file's ledger_head
 // field becomes when read: the name the forget ledger keeps its head under

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -137,5 +138,48 @@ func TestV1LedgerHeadBecomesMark(t *testing.T) {
 	}
 	if got, err := r.Mark(ctx, local.LegacyHeadStream); err != nil || string(got) != head {
 		t.Fatalf("the head after the rewrite: %s, %v; want %s", got, err, head)
+	}
+}
+
+// TestV1LedgerHeadWins: a v1 file is written by a release that keeps its
+// head in ledger_head and passes marks through unread, so its ledger_head
+// is the head even where a later release left a mark of the stream in it
+// (an upgrade, then the format edited back and the old release run); and
+// a ledger_head of the wrong type is a corrupt file, as it was for v1's
+// releases.
+func TestV1LedgerHeadWins(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "root.key")
+	if _, err := local.Open(path); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f map[string]any
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	write := func(head string) {
+		t.Helper()
+		f["format"] = "shredd-root/v1"
+		f["ledger_head"] = json.RawMessage(head)
+		f["marks"] = map[string]json.RawMessage{local.LegacyHeadStream: json.RawMessage(`{"instance":"00112233445566778899aabbccddeeff","seq":1,"hash":"aa","lines":1}`)}
+		b, err := json.Marshal(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newer := `{"instance":"00112233445566778899aabbccddeeff","seq":2,"hash":"bb","lines":2}`
+	write(newer)
+	if got, err := local.ReadMark(path, local.LegacyHeadStream); err != nil || string(got) != newer {
+		t.Fatalf("head of a v1 file with both: %s, %v; want its ledger_head %s", got, err, newer)
+	}
+	write(`{"instance":"00112233445566778899aabbccddeeff","seq":"2","hash":"bb","lines":2}`)
+	if _, err := local.Open(path); !errors.Is(err, keystore.ErrCorrupt) {
+		t.Fatalf("a v1 ledger_head of the wrong type: %v, want ErrCorrupt", err)
 	}
 }
