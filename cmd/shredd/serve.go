@@ -246,7 +246,7 @@ func (p *Program) defineFlags(sf *serveFlags) *serveFlagValues {
 	fl.StringVar(&p.Vault.CACert, "vault-cacert", sf.getenv("VAULT_CACERT"), "PEM file of the CA of Vault's TLS certificate (VAULT_CACERT)")
 	fl.StringVar(&p.Vault.Mount, "vault-transit-mount", sf.env("vault-transit-mount", "transit"), "Transit mount path")
 	fl.StringVar(&p.Vault.Key, "vault-key", sf.env("vault-key", "shredd-root"), "Transit key name of the root (names nothing about subjects)")
-	fl.StringVar(&p.Vault.HeadMount, "vault-kv-mount", sf.env("vault-kv-mount", "secret"), "KV version 2 mount where the forget ledger's head is kept with the root")
+	fl.StringVar(&p.Vault.HeadMount, "vault-kv-mount", sf.env("vault-kv-mount", "secret"), "KV version 2 mount where shredd keeps, beside the Transit key, the forget records, the registration WAL's mark, the shared secrets and the key's owner")
 	v.tokenFile = fl.String("vault-token-file", sf.env("vault-token-file", ""), "file holding the Vault token (default: VAULT_TOKEN)")
 	fl.StringVar(&p.Vault.RoleID, "vault-approle-role-id", sf.env("vault-approle-role-id", ""), "AppRole role id: log in with AppRole instead of a token")
 	v.secretIDFile = fl.String("vault-approle-secret-id-file", sf.env("vault-approle-secret-id-file", ""), "file holding the AppRole secret id")
