@@ -151,20 +151,8 @@ func testSchema(t *testing.T, b Backend) {
 	if !ok {
 		t.Fatalf("no catalog query for engine %s", db.Engine().Name())
 	}
-	rows, err := db.QueryContext(context.Background(), q)
+	have, err := storage.Column[string](context.Background(), db, q)
 	if err != nil {
-		t.Fatal(err)
-	}
-	var have []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		have = append(have, n)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
 	sort.Strings(have)
@@ -270,6 +258,16 @@ func testValues(t *testing.T, b Backend) {
 	}
 	if err := db.QueryRowContext(ctx, `SELECT n FROM scratch WHERE k=?`, "none").Scan(&n); !errors.Is(err, sql.ErrNoRows) {
 		t.Fatalf("missing row: %v, want sql.ErrNoRows", err)
+	}
+	// Column: a value a row in order, none for no row, the query's error.
+	if ns, err := storage.Column[int64](ctx, db, `SELECT n FROM scratch ORDER BY n`); err != nil || len(ns) != 2 || ns[0] != math.MinInt64 || ns[1] != big {
+		t.Fatalf("Column: %v, %v; want [MinInt64 %d]", ns, err, big)
+	}
+	if ns, err := storage.Column[int64](ctx, db, `SELECT n FROM scratch WHERE k=?`, "none"); err != nil || ns != nil {
+		t.Fatalf("Column of no row: %v, %v; want none", ns, err)
+	}
+	if _, err := storage.Column[int64](ctx, db, `SELECT n FROM no_such_table`); err == nil {
+		t.Fatal("Column of a missing table: no error")
 	}
 }
 
