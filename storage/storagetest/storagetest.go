@@ -22,6 +22,17 @@ import (
 	"github.com/shredd/shredd/storage"
 )
 
+// Sub is the folder dir of fsys, for Backend.Migrations: a backend's
+// embedded migrations, as its tests hand them to the suite. It panics when
+// dir is not a valid path.
+func Sub(fsys fs.FS, dir string) fs.FS {
+	sub, err := fs.Sub(fsys, dir)
+	if err != nil {
+		panic(err)
+	}
+	return sub
+}
+
 // Tables returns the tables and views that the migrations in fsys (a
 // backend's NNNN_name.sql files, at its top) create and leave, sorted:
 // every CREATE TABLE and CREATE VIEW of the files in order, less those a
@@ -104,6 +115,16 @@ func Run(t *testing.T, b Backend) {
 	t.Run("Reopen", func(t *testing.T) { testReopen(t, b) })
 	t.Run("SecretPins", func(t *testing.T) { testSecretPins(t, b) })
 	t.Run("Cluster", func(t *testing.T) { testCluster(t, b) })
+}
+
+// openScratch opens the database name of b with the suite's table
+// (scratch), closed when the test ends.
+func openScratch(t *testing.T, b Backend, name string) *storage.DB {
+	t.Helper()
+	db := b.Open(t, name)
+	t.Cleanup(func() { db.Close() })
+	scratch(t, db)
+	return db
 }
 
 // scratch creates a table of the suite's own in db.
@@ -229,9 +250,7 @@ func testSchemaCheck(t *testing.T, b Backend) {
 // placeholders bound in order.
 func testValues(t *testing.T, b Backend) {
 	ctx := context.Background()
-	db := b.Open(t, "values")
-	defer db.Close()
-	scratch(t, db)
+	db := openScratch(t, b, "values")
 	blob := []byte{0, 1, 0xff, 0, 'x'}
 	big := int64(time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
 	if _, err := db.ExecContext(ctx, `INSERT INTO scratch(k, n, b, s) VALUES (?, ?, ?, ?)`, "a", big, blob, "é\u2028"); err != nil {
@@ -273,9 +292,7 @@ func testValues(t *testing.T, b Backend) {
 
 func testTransactions(t *testing.T, b Backend) {
 	ctx := context.Background()
-	db := b.Open(t, "tx")
-	defer db.Close()
-	scratch(t, db)
+	db := openScratch(t, b, "tx")
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -326,9 +343,7 @@ func testTransactions(t *testing.T, b Backend) {
 // the write lock; none fails and no update is lost.
 func testConcurrentWriters(t *testing.T, b Backend) {
 	ctx := context.Background()
-	db := b.Open(t, "writers")
-	defer db.Close()
-	scratch(t, db)
+	db := openScratch(t, b, "writers")
 	if _, err := db.ExecContext(ctx, `INSERT INTO scratch(k, n) VALUES ('c', 0)`); err != nil {
 		t.Fatal(err)
 	}
@@ -373,9 +388,7 @@ func testConcurrentWriters(t *testing.T, b Backend) {
 // testUpserts: the two upsert forms the packages use.
 func testUpserts(t *testing.T, b Backend) {
 	ctx := context.Background()
-	db := b.Open(t, "upserts")
-	defer db.Close()
-	scratch(t, db)
+	db := openScratch(t, b, "upserts")
 	for range 2 {
 		if _, err := db.ExecContext(ctx, `INSERT INTO scratch(k, n) VALUES ('x', 1) ON CONFLICT DO NOTHING`); err != nil {
 			t.Fatal(err)
@@ -406,9 +419,7 @@ func testUpserts(t *testing.T, b Backend) {
 
 func testBulk(t *testing.T, b Backend) {
 	ctx := context.Background()
-	db := b.Open(t, "bulk")
-	defer db.Close()
-	scratch(t, db)
+	db := openScratch(t, b, "bulk")
 	for _, o := range []storage.BulkOptions{{}, {CacheKiB: 64 << 10, NoSync: true}, {Relaxed: true}} {
 		err := db.Bulk(ctx, o, func(tx *storage.Tx) error {
 			for i := range 100 {
