@@ -26,6 +26,21 @@ func liveRef(t *testing.T, st *shreddtest.Stack, subject string) envelope.Ref {
 	return k.Ref
 }
 
+// readArtifact reads artifact id and its lineage from reg.
+func readArtifact(t *testing.T, reg *registry.Registry, id shredd.ID) (shredd.Artifact, []envelope.Ref) {
+	t.Helper()
+	ctx := context.Background()
+	a, err := reg.GetArtifact(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs, err := reg.LineageOf(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, refs
+}
+
 // Settle moves the staged lineage and parents of registrations into the
 // tables read by subject and by parent; readers by artifact and the
 // readers of lineage_all see them before and after alike.
@@ -35,14 +50,7 @@ func TestSettle(t *testing.T) {
 	reg := st.Registry
 	rec := shreddtest.Seal(t, st.Sealer, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "record")
 	sum := shreddtest.Seal(t, st.Sealer, shredd.Source{Kind: "summary", Subjects: []string{"bob"}, Parents: []shredd.ID{rec.Artifact}}, "sum")
-	before, err := reg.GetArtifact(ctx, sum.Artifact)
-	if err != nil {
-		t.Fatal(err)
-	}
-	beforeRefs, err := reg.LineageOf(ctx, sum.Artifact)
-	if err != nil {
-		t.Fatal(err)
-	}
+	before, beforeRefs := readArtifact(t, reg, sum.Artifact)
 	if len(before.Parents) != 1 || before.Parents[0] != rec.Artifact || before.Lineage != 2 || len(beforeRefs) != 2 {
 		t.Fatalf("summary before settling: %+v", before)
 	}
@@ -53,14 +61,7 @@ func TestSettle(t *testing.T) {
 	if err := reg.Settle(ctx); err != nil {
 		t.Fatal(err)
 	}
-	after, err := reg.GetArtifact(ctx, sum.Artifact)
-	if err != nil {
-		t.Fatal(err)
-	}
-	afterRefs, err := reg.LineageOf(ctx, sum.Artifact)
-	if err != nil {
-		t.Fatal(err)
-	}
+	after, afterRefs := readArtifact(t, reg, sum.Artifact)
 	if len(after.Parents) != 1 || after.Parents[0] != before.Parents[0] || after.Lineage != 2 || !slices.Equal(afterRefs, beforeRefs) {
 		t.Fatalf("summary after settling: %+v, before %+v", after, before)
 	}
