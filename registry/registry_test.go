@@ -26,6 +26,14 @@ func liveRef(t *testing.T, st *shreddtest.Stack, subject string) envelope.Ref {
 	return k.Ref
 }
 
+// leaseStack is a stack of the test kinds on a test clock, its leases
+// valid for a minute.
+func leaseStack(t *testing.T) (*shreddtest.Stack, *shreddtest.Clock) {
+	t.Helper()
+	clock := shreddtest.NewClock()
+	return shreddtest.New(t, shreddtest.Options{Kinds: shreddtest.Kinds, Now: clock.Now, Registry: registry.Options{LeaseTTL: time.Minute}}), clock
+}
+
 // readArtifact reads artifact id and its lineage from reg.
 func readArtifact(t *testing.T, reg *registry.Registry, id shredd.ID) (shredd.Artifact, []envelope.Ref) {
 	t.Helper()
@@ -95,8 +103,7 @@ func TestSettle(t *testing.T) {
 // second release keeps the first time.
 func TestLeases(t *testing.T) {
 	ctx := context.Background()
-	clock := shreddtest.NewClock()
-	st := shreddtest.New(t, shreddtest.Options{Kinds: shreddtest.Kinds, Now: clock.Now, Registry: registry.Options{LeaseTTL: time.Minute}})
+	st, clock := leaseStack(t)
 	reg := st.Registry
 	a := shreddtest.Seal(t, st.Sealer, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "record")
 	ref := liveRef(t, st, "alice")
@@ -329,8 +336,7 @@ func lineageFacts(ctx context.Context, reg *registry.Registry, sid envelope.SID,
 // lineage has none.
 func TestLineageFactsOfMany(t *testing.T) {
 	ctx := context.Background()
-	clock := shreddtest.NewClock()
-	st := shreddtest.New(t, shreddtest.Options{Kinds: shreddtest.Kinds, Now: clock.Now, Registry: registry.Options{LeaseTTL: time.Minute}})
+	st, clock := leaseStack(t)
 	reg := st.Registry
 	rec := shreddtest.Seal(t, st.Sealer, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "record")
 	sum := shreddtest.Seal(t, st.Sealer, shredd.Source{Kind: "summary", Subjects: []string{"alice", "bob"}}, "summary")
