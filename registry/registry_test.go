@@ -38,12 +38,9 @@ func leaseStack(t *testing.T) (*shreddtest.Stack, *shreddtest.Clock) {
 func readArtifact(t *testing.T, reg *registry.Registry, id shredd.ID) (shredd.Artifact, []envelope.Ref) {
 	t.Helper()
 	ctx := context.Background()
-	a, err := reg.GetArtifact(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	refs, err := reg.LineageOf(ctx, id)
-	if err != nil {
+	a, aErr := reg.GetArtifact(ctx, id)
+	refs, refsErr := reg.LineageOf(ctx, id)
+	if err := errors.Join(aErr, refsErr); err != nil {
 		t.Fatal(err)
 	}
 	return a, refs
