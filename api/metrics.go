@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"math"
 	"net/http"
 	"os"
@@ -257,13 +258,8 @@ func (m *Metrics) write(ctx context.Context, w *expoWriter) error {
 		w.sample("shredd_http_request_duration_seconds_count", float64(h.n), "route", route)
 	}
 
-	states := make([]string, 0, len(byState))
-	for st := range byState {
-		states = append(states, st)
-	}
-	slices.Sort(states)
 	w.family("shredd_forgets", "gauge", "Forgets in the registry, by state.")
-	for _, st := range states {
+	for _, st := range slices.Sorted(maps.Keys(byState)) {
 		w.sample("shredd_forgets", float64(byState[st]), "state", st)
 	}
 	w.family("shredd_forgets_overdue", "gauge", "Forgets not shredded by their deadline.")
@@ -281,13 +277,8 @@ func (m *Metrics) write(ctx context.Context, w *expoWriter) error {
 	w.family("shredd_epoch_duration_seconds", "gauge", "Duration in seconds of the last root epoch this process completed (0 before the first).")
 	w.sample("shredd_epoch_duration_seconds", epochLast.Seconds())
 
-	ops := make([]string, 0, len(rootErrs))
-	for op := range rootErrs {
-		ops = append(ops, op)
-	}
-	slices.Sort(ops)
 	w.family("shredd_root_store_errors_total", "counter", "Root store calls that failed because the backend was unavailable, by operation.")
-	for _, op := range ops {
+	for _, op := range slices.Sorted(maps.Keys(rootErrs)) {
 		w.sample("shredd_root_store_errors_total", float64(rootErrs[op]), "op", op)
 	}
 

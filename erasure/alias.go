@@ -32,22 +32,12 @@ func resolveAlias(ctx context.Context, db *storage.DB, id shredd.ID) (shredd.ID,
 
 // aliases adds to out the ids merged into other forgets (committedForgets).
 func aliases(ctx context.Context, db *storage.DB, out map[shredd.ID]ledger.Known) error {
-	rows, err := db.QueryContext(ctx, `SELECT id FROM forget_aliases`)
+	ids, err := idSet(ctx, db, `SELECT id FROM forget_aliases`)
 	if err != nil {
 		return fmt.Errorf("erasure: forget aliases: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var b []byte
-		if err := rows.Scan(&b); err != nil {
-			return fmt.Errorf("erasure: forget aliases: %w", err)
-		}
-		var id shredd.ID
-		copy(id[:], b)
+	for id := range ids {
 		out[id] = ledger.Known{Alias: true}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("erasure: forget aliases: %w", err)
 	}
 	return nil
 }

@@ -468,24 +468,10 @@ func (c *committer) insertMany(ctx context.Context, tx *storage.Tx, group []*mem
 	if len(args) == 0 {
 		return inserted, nil
 	}
-	rows, err := tx.QueryContext(ctx, `INSERT INTO forgets(id, sid, state, requested_at, deadline, commitment, salt_sealed) VALUES `+
+	written, err := idSet(ctx, tx, `INSERT INTO forgets(id, sid, state, requested_at, deadline, commitment, salt_sealed) VALUES `+
 		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?), ", len(args)/7), ", ")+`
 		ON CONFLICT(sid) DO NOTHING RETURNING id`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("erasure: forget: %w", err)
-	}
-	defer rows.Close()
-	written := map[shredd.ID]bool{}
-	for rows.Next() {
-		var b []byte
-		if err := rows.Scan(&b); err != nil {
-			return nil, fmt.Errorf("erasure: forget: %w", err)
-		}
-		var id shredd.ID
-		copy(id[:], b)
-		written[id] = true
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("erasure: forget: %w", err)
 	}
 	for i, m := range group {

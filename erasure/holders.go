@@ -13,6 +13,7 @@ import (
 
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/attest"
+	"github.com/shredd/shredd/storage"
 )
 
 // Holders keeps the holders of plaintext-held artifacts: their keys, the
@@ -99,22 +100,27 @@ func (c *core) heldBy(ctx context.Context, r forgetRow, holder string) (map[stri
 
 // ackedSet returns the artifacts of a forget that signed acks cover.
 func (c *core) ackedSet(ctx context.Context, forget shredd.ID) (map[shredd.ID]bool, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT artifact FROM acked WHERE forget=?`, forget[:])
+	out, err := idSet(ctx, c.db, `SELECT artifact FROM acked WHERE forget=?`, forget[:])
 	if err != nil {
 		return nil, fmt.Errorf("erasure: acks: %w", err)
 	}
-	defer rows.Close()
-	out := map[shredd.ID]bool{}
-	for rows.Next() {
-		var b []byte
-		if err := rows.Scan(&b); err != nil {
-			return nil, fmt.Errorf("erasure: acks: %w", err)
-		}
+	return out, nil
+}
+
+// idSet runs query on q, whose rows are one id each, and returns the ids
+// (none on an error).
+func idSet(ctx context.Context, q storage.Querier, query string, args ...any) (map[shredd.ID]bool, error) {
+	bs, err := storage.Column[[]byte](ctx, q, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[shredd.ID]bool, len(bs))
+	for _, b := range bs {
 		var id shredd.ID
 		copy(id[:], b)
 		out[id] = true
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // ackedAndBreaks is ackedSet of each of forgets and closureBreaks, in one
@@ -359,18 +365,9 @@ func (s *Holders) ReportInventory(ctx context.Context, holder string, items []sh
 // closureBreaks lists the holders whose latest inventory holds artifacts or
 // kinds shredd never registered.
 func (c *core) closureBreaks(ctx context.Context) ([]string, error) {
-	rows, err := c.db.QueryContext(ctx, `SELECT holder FROM inventories WHERE unknown_artifacts > 0 OR unknown_kinds > 0 ORDER BY holder`)
+	out, err := storage.Column[string](ctx, c.db, `SELECT holder FROM inventories WHERE unknown_artifacts > 0 OR unknown_kinds > 0 ORDER BY holder`)
 	if err != nil {
 		return nil, fmt.Errorf("erasure: inventories: %w", err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var h string
-		if err := rows.Scan(&h); err != nil {
-			return nil, err
-		}
-		out = append(out, h)
-	}
-	return out, rows.Err()
+	return out, nil
 }

@@ -41,14 +41,7 @@ func TestHolderAcks(t *testing.T) {
 	v1, _ := s.Register(ctx, shredd.Source{Kind: "embedding", Parents: []shredd.ID{rec.Artifact}, Holder: "ann-1"})
 	v2, _ := s.Register(ctx, shredd.Source{Kind: "embedding", Parents: []shredd.ID{rec.Artifact}, Holder: "ann-1"})
 	kv, _ := s.Register(ctx, shredd.Source{Kind: "summary", Subjects: []string{"alice"}, Holder: "cache-2"})
-	f, err := s.Forget(ctx, "alice")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.RunEpoch(ctx); err != nil {
-		t.Fatal(err)
-	}
-	c.Add(time.Minute)
+	f := forgetThroughEpoch(t, s, c, "alice", time.Minute)
 
 	work, err := s.Purges(ctx, "ann-1")
 	if err != nil || len(work) != 1 || work[0].Forget != f.ID || len(work[0].Artifacts) != 2 {

@@ -39,6 +39,22 @@ func conditions(f shredd.Forget) map[string]shredd.Condition {
 	return m
 }
 
+// forgetThroughEpoch forgets subject, runs an epoch and moves the clock on
+// by d: the forget's key is destroyed, its verification now due.
+func forgetThroughEpoch(t *testing.T, s *shreddtest.Service, c *shreddtest.Clock, subject string, d time.Duration) shredd.Forget {
+	t.Helper()
+	ctx := context.Background()
+	f, err := s.Forget(ctx, subject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RunEpoch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.Add(d)
+	return f
+}
+
 func mustVerify(t *testing.T, s *shreddtest.Service, id shredd.ID) shredd.Forget {
 	t.Helper()
 	f, err := s.Verify(context.Background(), id)
@@ -116,14 +132,7 @@ func TestVerifierPendingAndOverdue(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Add(time.Second)
-	f, err := s.Forget(ctx, "alice")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.RunEpoch(ctx); err != nil {
-		t.Fatal(err)
-	}
-	c.Add(6 * time.Minute) // the lease expired by itself; the TTL passed
+	f := forgetThroughEpoch(t, s, c, "alice", 6*time.Minute) // the lease expired by itself; the TTL passed
 	f = mustVerify(t, s, f.ID)
 	conds := conditions(f)
 	if conds[shredd.CondWorkersQuiesced].Status != "ok" || conds[shredd.CondReadPathConverged].Status != "ok" {
@@ -174,7 +183,6 @@ func (r untrimmedRoot) Trim(_ context.Context, minVersion int) ([]int, error) {
 // root store that still holds the versions below the epoch keeps the
 // forget from being erased.
 func TestReadPathAsksTheRootStore(t *testing.T) {
-	ctx := context.Background()
 	root, err := local.Open(filepath.Join(t.TempDir(), "root.key"))
 	if err != nil {
 		t.Fatal(err)
@@ -182,14 +190,7 @@ func TestReadPathAsksTheRootStore(t *testing.T) {
 	c := shreddtest.NewClock()
 	s := shreddtest.New(t, onClock(c, shreddtest.Options{Root: untrimmedRoot{root}, Kinds: []string{"episodic"}})).Both()
 	shreddtest.Seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "alice record")
-	f, err := s.Forget(ctx, "alice")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.RunEpoch(ctx); err != nil {
-		t.Fatal(err)
-	}
-	c.Add(time.Minute)
+	f := forgetThroughEpoch(t, s, c, "alice", time.Minute)
 	f = mustVerify(t, s, f.ID)
 	// Read back before claiming: the forget is not even shredded, and
 	// says why.

@@ -292,20 +292,8 @@ func KeyCreatedIndexes(ctx context.Context, q storage.Querier, sids []envelope.S
 // ForgetIndexes returns the log indexes of the events of the forget id
 // (AppendForget), in log order.
 func ForgetIndexes(ctx context.Context, q storage.Querier, id [16]byte) ([]int64, error) {
-	rows, err := q.QueryContext(ctx, `SELECT idx FROM forget_log WHERE forget=? ORDER BY idx`, id[:])
+	idxs, err := storage.Column[int64](ctx, q, `SELECT idx FROM forget_log WHERE forget=? ORDER BY idx`, id[:])
 	if err != nil {
-		return nil, fmt.Errorf("journal: forget log: %w", err)
-	}
-	defer rows.Close()
-	var idxs []int64
-	for rows.Next() {
-		var i int64
-		if err := rows.Scan(&i); err != nil {
-			return nil, fmt.Errorf("journal: forget log: %w", err)
-		}
-		idxs = append(idxs, i)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("journal: forget log: %w", err)
 	}
 	return idxs, nil

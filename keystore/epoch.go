@@ -12,6 +12,7 @@ import (
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/internal/crashpoint"
+	"github.com/shredd/shredd/storage"
 )
 
 // RunEpoch runs an epoch, or resumes the one a crash interrupted. Every step
@@ -216,21 +217,8 @@ func (s *Shredder) rewrapBuckets(ctx context.Context, to int) error {
 // finishRekeys completes the bucket re-keys under way (after a crash).
 // Called under the tree lock.
 func (s *Shredder) finishRekeys(ctx context.Context) error {
-	rows, err := s.t.db.QueryContext(ctx, `SELECT id FROM buckets WHERE next_wrapped IS NOT NULL ORDER BY id`)
+	ids, err := storage.Column[int](ctx, s.t.db, `SELECT id FROM buckets WHERE next_wrapped IS NOT NULL ORDER BY id`)
 	if err != nil {
-		return fmt.Errorf("keystore: epoch: %w", err)
-	}
-	var ids []int
-	for rows.Next() {
-		var id int
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return fmt.Errorf("keystore: epoch: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return fmt.Errorf("keystore: epoch: %w", err)
 	}
 	for _, b := range ids {

@@ -290,18 +290,9 @@ func maxTime(a, b time.Time) time.Time {
 // LiveNodes returns the nodes recorded in table nodes of db with a
 // heartbeat at or after since.
 func LiveNodes(ctx context.Context, db *storage.DB, since time.Time) ([]string, error) {
-	rows, err := db.QueryContext(ctx, `SELECT id FROM nodes WHERE heartbeat_at >= ? ORDER BY id`, since.UnixNano())
+	out, err := storage.Column[string](ctx, db, `SELECT id FROM nodes WHERE heartbeat_at >= ? ORDER BY id`, since.UnixNano())
 	if err != nil {
 		return nil, fmt.Errorf("keystore: nodes: %w", err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("keystore: nodes: %w", err)
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
+	return out, nil
 }

@@ -341,17 +341,13 @@ func switchBuckets(ctx context.Context, tx *storage.Tx, group []rekeyRow) error 
 // (and closes rows): it returns the first bucket of group not among them,
 // or -1 when none is.
 func missingBucket(rows *sql.Rows, group []rekeyRow) (int, error) {
-	defer rows.Close()
-	got := make(map[int]bool, len(group))
-	for rows.Next() {
-		var b int
-		if err := rows.Scan(&b); err != nil {
-			return 0, err
-		}
-		got[b] = true
-	}
-	if err := rows.Err(); err != nil {
+	ids, err := storage.ScanColumn[int](rows)
+	if err != nil {
 		return 0, err
+	}
+	got := make(map[int]bool, len(ids))
+	for _, b := range ids {
+		got[b] = true
 	}
 	for _, r := range group {
 		if !got[r.id] {

@@ -357,17 +357,13 @@ func updateSubjects(ctx context.Context, tx *storage.Tx, ks []rewrapped) error {
 // closes rows): it returns the bucket of the first key of ks not among
 // them, or -1 when none is.
 func missingKey(rows *sql.Rows, ks []rewrapped) (int, error) {
-	defer rows.Close()
-	got := make(map[string]bool, len(ks))
-	for rows.Next() {
-		var sid []byte
-		if err := rows.Scan(&sid); err != nil {
-			return 0, err
-		}
-		got[string(sid)] = true
-	}
-	if err := rows.Err(); err != nil {
+	sids, err := storage.ScanColumn[[]byte](rows)
+	if err != nil {
 		return 0, err
+	}
+	got := make(map[string]bool, len(sids))
+	for _, sid := range sids {
+		got[string(sid)] = true
 	}
 	for _, k := range ks {
 		if !got[string(k.sid)] {

@@ -26,6 +26,26 @@ func liveRef(t *testing.T, st *shreddtest.Stack, subject string) envelope.Ref {
 	return k.Ref
 }
 
+// leaseStack is a stack of the test kinds on a test clock, its leases
+// valid for a minute.
+func leaseStack(t *testing.T) (*shreddtest.Stack, *shreddtest.Clock) {
+	t.Helper()
+	clock := shreddtest.NewClock()
+	return shreddtest.New(t, shreddtest.Options{Kinds: shreddtest.Kinds, Now: clock.Now, Registry: registry.Options{LeaseTTL: time.Minute}}), clock
+}
+
+// readArtifact reads artifact id and its lineage from reg.
+func readArtifact(t *testing.T, reg *registry.Registry, id shredd.ID) (shredd.Artifact, []envelope.Ref) {
+	t.Helper()
+	ctx := context.Background()
+	a, aErr := reg.GetArtifact(ctx, id)
+	refs, refsErr := reg.LineageOf(ctx, id)
+	if err := errors.Join(aErr, refsErr); err != nil {
+		t.Fatal(err)
+	}
+	return a, refs
+}
+
 // Settle moves the staged lineage and parents of registrations into the
 // tables read by subject and by parent; readers by artifact and the
 // readers of lineage_all see them before and after alike.
@@ -35,14 +55,7 @@ func TestSettle(t *testing.T) {
 	reg := st.Registry
 	rec := shreddtest.Seal(t, st.Sealer, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "record")
 	sum := shreddtest.Seal(t, st.Sealer, shredd.Source{Kind: "summary", Subjects: []string{"bob"}, Parents: []shredd.ID{rec.Artifact}}, "sum")
-	before, err := reg.GetArtifact(ctx, sum.Artifact)
-	if err != nil {
-		t.Fatal(err)
-	}
-	beforeRefs, err := reg.LineageOf(ctx, sum.Artifact)
-	if err != nil {
-		t.Fatal(err)
-	}
+	before, beforeRefs := readArtifact(t, reg, sum.Artifact)
 	if len(before.Parents) != 1 || before.Parents[0] != rec.Artifact || before.Lineage != 2 || len(beforeRefs) != 2 {
 		t.Fatalf("summary before settling: %+v", before)
 	}
@@ -53,14 +66,7 @@ func TestSettle(t *testing.T) {
 	if err := reg.Settle(ctx); err != nil {
 		t.Fatal(err)
 	}
-	after, err := reg.GetArtifact(ctx, sum.Artifact)
-	if err != nil {
-		t.Fatal(err)
-	}
-	afterRefs, err := reg.LineageOf(ctx, sum.Artifact)
-	if err != nil {
-		t.Fatal(err)
-	}
+	after, afterRefs := readArtifact(t, reg, sum.Artifact)
 	if len(after.Parents) != 1 || after.Parents[0] != before.Parents[0] || after.Lineage != 2 || !slices.Equal(afterRefs, beforeRefs) {
 		t.Fatalf("summary after settling: %+v, before %+v", after, before)
 	}
@@ -94,8 +100,7 @@ func TestSettle(t *testing.T) {
 // second release keeps the first time.
 func TestLeases(t *testing.T) {
 	ctx := context.Background()
-	clock := shreddtest.NewClock()
-	st := shreddtest.New(t, shreddtest.Options{Kinds: shreddtest.Kinds, Now: clock.Now, Registry: registry.Options{LeaseTTL: time.Minute}})
+	st, clock := leaseStack(t)
 	reg := st.Registry
 	a := shreddtest.Seal(t, st.Sealer, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "record")
 	ref := liveRef(t, st, "alice")
@@ -328,8 +333,7 @@ func lineageFacts(ctx context.Context, reg *registry.Registry, sid envelope.SID,
 // lineage has none.
 func TestLineageFactsOfMany(t *testing.T) {
 	ctx := context.Background()
-	clock := shreddtest.NewClock()
-	st := shreddtest.New(t, shreddtest.Options{Kinds: shreddtest.Kinds, Now: clock.Now, Registry: registry.Options{LeaseTTL: time.Minute}})
+	st, clock := leaseStack(t)
 	reg := st.Registry
 	rec := shreddtest.Seal(t, st.Sealer, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "record")
 	sum := shreddtest.Seal(t, st.Sealer, shredd.Source{Kind: "summary", Subjects: []string{"alice", "bob"}}, "summary")

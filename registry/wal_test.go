@@ -77,14 +77,7 @@ func TestWALRestoreReplays(t *testing.T) {
 			t.Fatalf("artifact %s after the restore: registered %v, %v", id, ok, err)
 		}
 	}
-	got, err := reg.GetArtifact(ctx, held.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gotRefs, err := reg.LineageOf(ctx, held.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, gotRefs := readArtifact(t, reg, held.ID)
 	if got.Holder != "ann-1" || got.Kind != "embedding" || got.Sealed || !slices.Equal(got.Parents, want.Parents) || got.Lineage != want.Lineage || !slices.Equal(gotRefs, wantRefs) {
 		t.Fatalf("replayed artifact %+v, want %+v", got, want)
 	}

@@ -54,19 +54,11 @@ pids=()   # every process this script started, stopped by id at the end
 pg_up=""
 
 log() { echo "bench-cluster: $*" >&2; }
-
-cleanup() {
-  set +e
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-  if [ -n "$pg_up" ]; then "${as_pg[@]}" "$PG_BIN/pg_ctl" -D "$work/pg/data" -m fast -w -t 60 stop >/dev/null; fi
-  rm -rf "$work"   # RESULTS too when it is inside
-}
 as_pg=()
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 . "$top/scripts/bench-lib.sh"
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 # --- build -----------------------------------------------------------------
 rev=$(git -C "$top" rev-parse --short HEAD)

@@ -2,11 +2,23 @@
 # share; sourced by them, never run. They use the caller's variables:
 # work (the scratch directory), pids (every process started, stopped by
 # id at the end), node_pids and node_urls (the running nodes), pg_port,
-# PG_BIN and VAULT_BIN.
+# pg_up and as_pg (the PostgreSQL server started, and how to run as its
+# user), PG_BIN and VAULT_BIN.
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 psql() { "$PG_BIN/psql" -q -X -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$pg_port" -U shredd "$@"; }
 dsn() { echo "postgres://shredd@127.0.0.1:$pg_port/$1?sslmode=disable"; }
+
+# cleanup, the scripts' EXIT trap: stops every process of pids by id, then
+# the PostgreSQL server when pg_up is set (pg_ctl run as as_pg), and
+# removes work (RESULTS too when it is inside).
+cleanup() {
+  set +e
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+  if [ -n "$pg_up" ]; then "${as_pg[@]}" "$PG_BIN/pg_ctl" -D "$work/pg/data" -m fast -w -t 60 stop >/dev/null; fi
+  rm -rf "$work"
+}
 
 # start_vault: a Vault dev server on a free port with the transit engine
 # mounted; sets vault_addr and exports VAULT_TOKEN (read by shredd serve

@@ -44,16 +44,9 @@ pids=()
 pg_up=""
 as_pg=()
 log() { echo "bench-locks: $*" >&2; }
-cleanup() {
-  set +e
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-  if [ -n "$pg_up" ]; then "${as_pg[@]}" "$PG_BIN/pg_ctl" -D "$work/pg/data" -m fast -w -t 60 stop >/dev/null; fi
-  rm -rf "$work"
-}
+. "$top/scripts/bench-lib.sh"
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-. "$top/scripts/bench-lib.sh"
 
 # --- the two builds ----------------------------------------------------------
 before_rev=$(git -C "$top" rev-parse --short "$BEFORE")

@@ -13,32 +13,52 @@ import (
 	"github.com/shredd/shredd/testkit/shreddtest"
 )
 
+// sealedRecords is a service with a 1 KiB record sealed for each of 256
+// subjects (s0 to s255), and the records' ciphertexts.
+func sealedRecords(b *testing.B) (*shreddtest.Service, []string) {
+	s := shreddtest.NewService(b)
+	pt := make([]byte, 1024)
+	recs := make([]string, 0, 256)
+	for i := range 256 {
+		out, err := s.Encrypt(context.Background(), shredd.Source{Kind: "episodic", Subjects: []string{fmt.Sprint("s", i)}}, pt, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		recs = append(recs, out.Ciphertext)
+	}
+	return s, recs
+}
+
+// runParallel runs op b.N times from par/2 goroutines a CPU (at least
+// one), counting 1 KiB an op; i numbers the ops from 1 across the
+// goroutines. An error fails the benchmark.
+func runParallel(b *testing.B, par int, op func(i int64) error) {
+	var n atomic.Int64
+	b.SetParallelism(max(1, par/2))
+	b.SetBytes(1024)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := op(n.Add(1)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
 // BenchmarkEncrypt seals 1 KiB records of 256 subjects from many
 // goroutines: the registrations share group commits (real SQLite, fsync).
 // `shredd bench` measures the whole service over HTTP.
 func BenchmarkEncrypt(b *testing.B) {
 	for _, par := range []int{1, 16, 256} {
 		b.Run(fmt.Sprintf("goroutines=%d", par), func(b *testing.B) {
-			s := shreddtest.NewService(b)
+			s, _ := sealedRecords(b)
 			ctx := context.Background()
 			pt := make([]byte, 1024)
-			for i := range 256 {
-				if _, err := s.Encrypt(ctx, shredd.Source{Kind: "episodic", Subjects: []string{fmt.Sprint("s", i)}}, pt, nil); err != nil {
-					b.Fatal(err)
-				}
-			}
-			var n atomic.Int64
-			b.SetParallelism(max(1, par/2))
-			b.SetBytes(1024)
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					i := n.Add(1)
-					if _, err := s.Encrypt(ctx, shredd.Source{Kind: "episodic", Subjects: []string{fmt.Sprint("s", i%256)}}, pt, nil); err != nil {
-						b.Error(err)
-						return
-					}
-				}
+			runParallel(b, par, func(i int64) error {
+				_, err := s.Encrypt(ctx, shredd.Source{Kind: "episodic", Subjects: []string{fmt.Sprint("s", i%256)}}, pt, nil)
+				return err
 			})
 		})
 	}
@@ -210,29 +230,11 @@ func BenchmarkRegisterBatch(b *testing.B) {
 func BenchmarkDecrypt(b *testing.B) {
 	for _, par := range []int{1, 16} {
 		b.Run(fmt.Sprintf("goroutines=%d", par), func(b *testing.B) {
-			s := shreddtest.NewService(b)
+			s, recs := sealedRecords(b)
 			ctx := context.Background()
-			pt := make([]byte, 1024)
-			var recs []string
-			for i := range 256 {
-				out, err := s.Encrypt(ctx, shredd.Source{Kind: "episodic", Subjects: []string{fmt.Sprint("s", i)}}, pt, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				recs = append(recs, out.Ciphertext)
-			}
-			var n atomic.Int64
-			b.SetParallelism(max(1, par/2))
-			b.SetBytes(1024)
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					i := n.Add(1)
-					if _, err := s.Decrypt(ctx, recs[i%256], nil); err != nil {
-						b.Error(err)
-						return
-					}
-				}
+			runParallel(b, par, func(i int64) error {
+				_, err := s.Decrypt(ctx, recs[i%256], nil)
+				return err
 			})
 		})
 	}

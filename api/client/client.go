@@ -560,9 +560,7 @@ func (c *Client) GetForget(ctx context.Context, id string) (Forget, error) {
 // Attestation returns the erasure attestation file of an erased forget,
 // byte for byte (forget or audit scope; docs/attestation.md).
 func (c *Client) Attestation(ctx context.Context, forget string) ([]byte, error) {
-	var out []byte
-	_, _, err := c.call(ctx, http.MethodGet, "/v1/forgets/"+url.PathEscape(forget)+"/attestation", nil, &out)
-	return out, err
+	return c.getBytes(ctx, "/v1/forgets/"+url.PathEscape(forget)+"/attestation")
 }
 
 // Export returns the regulator export of an erased forget: a gzip tar
@@ -573,6 +571,11 @@ func (c *Client) Export(ctx context.Context, forget string, since int64) ([]byte
 	if since > 0 {
 		path += "?since=" + strconv.FormatInt(since, 10)
 	}
+	return c.getBytes(ctx, path)
+}
+
+// getBytes answers a GET of path: the body as it is.
+func (c *Client) getBytes(ctx context.Context, path string) ([]byte, error) {
 	var out []byte
 	_, _, err := c.call(ctx, http.MethodGet, path, nil, &out)
 	return out, err
@@ -581,9 +584,7 @@ func (c *Client) Export(ctx context.Context, forget string, since int64) ([]byte
 // Checkpoint returns the transparency log's current signed checkpoint
 // (audit scope).
 func (c *Client) Checkpoint(ctx context.Context) ([]byte, error) {
-	var out []byte
-	_, _, err := c.call(ctx, http.MethodGet, "/v1/log/checkpoint", nil, &out)
-	return out, err
+	return c.getBytes(ctx, "/v1/log/checkpoint")
 }
 
 // Verify evaluates a forget's conditions of erasure now and returns it,

@@ -635,15 +635,28 @@ func TestHolderBoundToken(t *testing.T) {
 	}
 }
 
+// clockedWithRecord starts a server on a test clock with the kind episodic
+// and seals one record of subject (plaintext pt); it returns the server, a
+// client with the admin token, and the clock.
+func clockedWithRecord(t *testing.T, subject, pt string) (*server, *client.Client, *shreddtest.Clock) {
+	t.Helper()
+	clk := shreddtest.NewClock()
+	s := newServerWith(t, clk.Now)
+	c := s.client("")
+	setupKinds(t, c, "episodic")
+	if _, err := c.Encrypt(t.Context(), client.EncryptRequest{Subjects: []string{subject}, Kind: "episodic", Plaintext: []byte(pt)}); err != nil {
+		t.Fatal(err)
+	}
+	return s, c, clk
+}
+
 // TestAttestationExportCheckpoint drives a forget to erasure on a test
 // clock and fetches its files with the client: the attestation byte for
 // byte, the export (checked by bundle.Verify, with a consistency proof
 // from a checkpoint saved before the forget), and checkpoints; and the
 // errors of each before erasure and for a token without the scope.
 func TestAttestationExportCheckpoint(t *testing.T) {
-	clk := shreddtest.NewClock()
-	s := newServerWith(t, clk.Now)
-	c := s.client("")
+	s, c, clk := clockedWithRecord(t, "alice@example.com", "tea")
 	ctx := t.Context()
 	v, err := note.NewVerifier(s.logVKey)
 	if err != nil {
@@ -651,10 +664,6 @@ func TestAttestationExportCheckpoint(t *testing.T) {
 	}
 	pub := s.attPub
 
-	setupKinds(t, c, "episodic")
-	if _, err := c.Encrypt(ctx, client.EncryptRequest{Subjects: []string{"alice@example.com"}, Kind: "episodic", Plaintext: []byte("tea")}); err != nil {
-		t.Fatal(err)
-	}
 	saved, err := c.Checkpoint(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -348,14 +348,8 @@ func TestHolderRun(t *testing.T) {
 // checked with translog against that key, and a consistency proof from a
 // saved checkpoint to the current one; and their errors.
 func TestLogCalls(t *testing.T) {
-	clk := shreddtest.NewClock()
-	s := newServerWith(t, clk.Now)
-	c := s.client("")
+	s, c, clk := clockedWithRecord(t, "erin@example.com", "e")
 	ctx := t.Context()
-	setupKinds(t, c, "episodic")
-	if _, err := c.Encrypt(ctx, client.EncryptRequest{Subjects: []string{"erin@example.com"}, Kind: "episodic", Plaintext: []byte("e")}); err != nil {
-		t.Fatal(err)
-	}
 	vkey, err := c.LogKey(ctx)
 	if err != nil || vkey != s.logVKey {
 		t.Fatalf("LogKey: %q %v, want %q", vkey, err, s.logVKey)

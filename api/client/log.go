@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net/http"
 	"strconv"
 )
 
@@ -20,8 +19,7 @@ import (
 // log.vkey, without its newline). Compare it with the key the operator
 // published before trusting anything it verifies.
 func (c *Client) LogKey(ctx context.Context) (string, error) {
-	var out []byte
-	_, _, err := c.call(ctx, http.MethodGet, "/v1/log/key", nil, &out)
+	out, err := c.getBytes(ctx, "/v1/log/key")
 	return string(bytes.TrimRight(out, "\n")), err
 }
 
@@ -36,9 +34,7 @@ func (c *Client) InclusionProof(ctx context.Context, index, size int64) ([]byte,
 	if size > 0 {
 		path += "?size=" + strconv.FormatInt(size, 10)
 	}
-	var out []byte
-	_, _, err := c.call(ctx, http.MethodGet, path, nil, &out)
-	return out, err
+	return c.getBytes(ctx, path)
 }
 
 // ConsistencyProof returns the shredd/tlog-consistency@v1 proof that the
@@ -53,7 +49,5 @@ func (c *Client) ConsistencyProof(ctx context.Context, oldSize, newSize int64) (
 	if newSize > 0 {
 		path += "&new=" + strconv.FormatInt(newSize, 10)
 	}
-	var out []byte
-	_, _, err := c.call(ctx, http.MethodGet, path, nil, &out)
-	return out, err
+	return c.getBytes(ctx, path)
 }

@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/shredd/shredd/testkit/pgtest"
 	"github.com/shredd/shredd/testkit/testbin"
+	"github.com/shredd/shredd/testkit/vaulttest"
 )
 
 // scratchDir holds what outlives one test (the export story's data dir);
@@ -65,24 +65,7 @@ func shreddBinary(t *testing.T) string {
 }
 
 // logBuffer collects what the server writes to stderr and stdout.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Clone(b.buf.Bytes())
-}
-
-func (b *logBuffer) String() string { return string(b.Bytes()) }
+type logBuffer = vaulttest.SyncBuffer
 
 // starts numbers the servers started by this test binary.
 var starts atomic.Int64
@@ -185,19 +168,9 @@ func startProcess(t *testing.T, dataDir string, o serverOpts) *server {
 func (s *server) waitListening() bool {
 	t := s.t
 	t.Helper()
-	deadline := time.Now().Add(hang)
-	for s.base == "" {
-		if addr := listeningAddr(s.logs.Bytes()); addr != "" {
-			s.base = "http://" + addr
-			break
-		}
-		select {
-		case <-s.done:
+	if s.base == "" {
+		if s.base = awaitListening(t, "shredd", s.logs, s.done); s.base == "" {
 			return false
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("shredd did not log \"listening\" within %v:\n%s", hang, s.logs.String())
 		}
 	}
 	if s.token != "" {
@@ -209,6 +182,27 @@ func (s *server) waitListening() bool {
 	}
 	s.token = strings.TrimSpace(string(tok))
 	return true
+}
+
+// awaitListening waits for the "listening" line in logs, those of the
+// process what that closes done when it exits, and returns the base URL it
+// names, or "" when the process exited first. It fails t when hang passes.
+func awaitListening(t *testing.T, what string, logs *logBuffer, done <-chan struct{}) string {
+	t.Helper()
+	deadline := time.Now().Add(hang)
+	for {
+		if addr := listeningAddr(logs.Bytes()); addr != "" {
+			return "http://" + addr
+		}
+		select {
+		case <-done:
+			return ""
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not log \"listening\" within %v:\n%s", what, hang, logs.String())
+		}
+	}
 }
 
 // listeningAddr returns the address of the "listening" log line, if any.
@@ -460,8 +454,13 @@ type forgetView struct {
 	CommitmentSalt string `json:"commitment_salt"`
 }
 
-func (f forgetView) condition(name string) condition {
-	for _, c := range f.Conditions {
+// condition is the condition name of the forget's Conditions.
+func (f forgetView) condition(name string) condition { return conditionIn(f.Conditions, name) }
+
+// conditionIn is the condition called name among cs; one of status
+// "missing" when there is none.
+func conditionIn(cs []condition, name string) condition {
+	for _, c := range cs {
 		if c.Name == name {
 			return c
 		}

@@ -93,41 +93,27 @@ func TestWalkthrough(t *testing.T) {
 
 	// A derivative of alice's record with bob as a direct subject, and an
 	// aggregate over alice, bob and carol.
-	var derivative, aggregate record
-	{
-		req := sealReq{Subject: "bob", Parents: []string{alice.artifact}, Kind: "summary",
-			Plaintext: b64("bob and alice talked about Paris"), Context: b64("summary-1")}
+	sealCounted := func(name string, req sealReq, plaintext, context string, lineage int) record {
+		t.Helper()
+		req.Plaintext, req.Context = b64(plaintext), b64(context)
 		var out sealed
 		s.expect(t, http.StatusOK, http.MethodPost, "/v1/encrypt", req).into(t, &out)
-		if out.LineageSize != 2 {
-			t.Fatalf("derivative lineage size %d, want 2 (alice, bob)", out.LineageSize)
+		if out.LineageSize != lineage {
+			t.Fatalf("%s lineage size %d, want %d", name, out.LineageSize, lineage)
 		}
-		derivative = record{name: "derivative", ciphertext: out.Ciphertext, context: "summary-1", plaintext: "bob and alice talked about Paris", artifact: out.Artifact}
-		s.open(t, derivative)
+		rec := record{name: name, ciphertext: out.Ciphertext, context: context, plaintext: plaintext, artifact: out.Artifact}
+		s.open(t, rec)
+		return rec
 	}
-	{
-		req := sealReq{Subjects: []string{"alice", "bob", "carol"}, Kind: "summary",
-			Plaintext: b64("three users like Paris"), Context: b64("aggregate")}
-		var out sealed
-		s.expect(t, http.StatusOK, http.MethodPost, "/v1/encrypt", req).into(t, &out)
-		if out.LineageSize != 3 {
-			t.Fatalf("aggregate lineage size %d, want 3", out.LineageSize)
-		}
-		aggregate = record{name: "aggregate", ciphertext: out.Ciphertext, context: "aggregate", plaintext: "three users like Paris", artifact: out.Artifact}
-		s.open(t, aggregate)
-	}
+	derivative := sealCounted("derivative", sealReq{Subject: "bob", Parents: []string{alice.artifact}, Kind: "summary"},
+		"bob and alice talked about Paris", "summary-1", 2) // alice, bob
+	aggregate := sealCounted("aggregate", sealReq{Subjects: []string{"alice", "bob", "carol"}, Kind: "summary"},
+		"three users like Paris", "aggregate", 3)
 	// bob's and carol's own aggregate, without alice.
 	bobCarol := s.seal(t, sealReq{Subjects: []string{"bob"}, Parents: []string{carol.artifact}, Kind: "summary"}, "bob and carol", "bc")
 
 	// A plaintext-held artifact (an ANN vector) for alice, with its holder.
-	var held struct {
-		Artifact    string   `json:"artifact"`
-		Kind        string   `json:"kind"`
-		Holder      string   `json:"holder"`
-		Sealed      bool     `json:"sealed"`
-		Parents     []string `json:"parents"`
-		LineageSize int      `json:"lineage_size"`
-	}
+	var held artifactView
 	s.expect(t, http.StatusCreated, http.MethodPost, "/v1/artifacts",
 		sealReq{Subject: "alice", Parents: []string{alice.artifact}, Kind: "embedding", Holder: "vector-index-1"}).into(t, &held)
 	if held.Sealed || held.Holder != "vector-index-1" || held.LineageSize != 1 || len(held.Artifact) != 32 ||

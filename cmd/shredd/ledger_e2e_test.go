@@ -71,21 +71,39 @@ func TestLedgerTornTailE2E(t *testing.T) {
 	}
 }
 
-func testLedgerTornTail(t *testing.T, o serverOpts) {
-	dir := t.TempDir()
-	s := startServer(t, dir, o)
-	s.putKinds(t, "episodic")
-	a := s.seal(t, sealReq{Subject: "alice", Kind: "episodic"}, "alice's record", "")
-	b := s.seal(t, sealReq{Subject: "bob", Kind: "episodic"}, "bob's record", "")
-	c := s.seal(t, sealReq{Subject: "carol", Kind: "episodic"}, "carol's record", "")
-	s.forget(t, "alice")
-	fb := s.forget(t, "bob")
-	s.stop()
-	path := filepath.Join(dir, node.LedgerFile)
-	ls := ledgerFileLines(t, path)
-	writeLedger(t, path, append(ls[:len(ls)-1], ls[len(ls)-1][:40])...) // bob's line torn
+// tornLedger is a stopped server's data directory whose forget ledger's
+// last line, bob's, is torn: alice and bob forgotten, carol not.
+type tornLedger struct {
+	dir, path  string
+	a, b, c    record // alice's, bob's and carol's records
+	bobsForget forgetView
+}
 
-	s = startServer(t, dir, o)
+// tearLedger starts a server with o in a fresh data directory, seals a
+// record of alice, bob and carol each, forgets alice then bob, stops, and
+// keeps the first keep bytes of the ledger's last line.
+func tearLedger(t *testing.T, o serverOpts, keep int) tornLedger {
+	t.Helper()
+	l := tornLedger{dir: t.TempDir()}
+	s := startServer(t, l.dir, o)
+	s.putKinds(t, "episodic")
+	l.a = s.seal(t, sealReq{Subject: "alice", Kind: "episodic"}, "alice's record", "")
+	l.b = s.seal(t, sealReq{Subject: "bob", Kind: "episodic"}, "bob's record", "")
+	l.c = s.seal(t, sealReq{Subject: "carol", Kind: "episodic"}, "carol's record", "")
+	s.forget(t, "alice")
+	l.bobsForget = s.forget(t, "bob")
+	s.stop()
+	l.path = filepath.Join(l.dir, node.LedgerFile)
+	ls := ledgerFileLines(t, l.path)
+	writeLedger(t, l.path, append(ls[:len(ls)-1], ls[len(ls)-1][:keep])...)
+	return l
+}
+
+func testLedgerTornTail(t *testing.T, o serverOpts) {
+	l := tearLedger(t, o, 40)
+	dir, path, a, b, c, fb := l.dir, l.path, l.a, l.b, l.c, l.bobsForget
+
+	s := startServer(t, dir, o)
 	if !strings.Contains(s.logs.String(), "the forget ledger was not whole and was repaired") {
 		t.Fatalf("no warning of the repair:\n%s", tail(s.logs.String(), 20))
 	}
@@ -181,21 +199,11 @@ func TestLedgerOlderBackupAfterDamageE2E(t *testing.T) {
 // at step, then checks that the next start repairs it and every forget
 // holds.
 func testCrashAtLedgerRepair(t *testing.T, step string, opts serverOpts) {
-	dir := t.TempDir()
-	s := startServer(t, dir, opts)
-	s.putKinds(t, "episodic")
-	a := s.seal(t, sealReq{Subject: "alice", Kind: "episodic"}, "alice's record", "")
-	b := s.seal(t, sealReq{Subject: "bob", Kind: "episodic"}, "bob's record", "")
-	c := s.seal(t, sealReq{Subject: "carol", Kind: "episodic"}, "carol's record", "")
-	s.forget(t, "alice")
-	s.forget(t, "bob")
-	s.stop()
-	path := filepath.Join(dir, node.LedgerFile)
-	ls := ledgerFileLines(t, path)
-	writeLedger(t, path, append(ls[:len(ls)-1], ls[len(ls)-1][:60])...)
+	l := tearLedger(t, opts, 60)
+	dir, path, a, b, c := l.dir, l.path, l.a, l.b, l.c
 	crash := opts
 	crash.Env = append(append([]string(nil), opts.Env...), "SHREDD_TEST_CRASH_AT="+step)
-	s = startProcess(t, dir, crash)
+	s := startProcess(t, dir, crash)
 	s.killedAt(t, step)
 	checkDBIntegrity(t, dir)
 	s = startServer(t, dir, opts)

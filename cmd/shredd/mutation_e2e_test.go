@@ -28,6 +28,21 @@ func plantSQL(t *testing.T, dir string, stmts ...string) {
 	}
 }
 
+// staysForgotten fails t when srv, started after the mutation named
+// mutation, opens alice's record or seals anew for alice (an episodic
+// record), her subject forgotten before the mutation.
+func staysForgotten(t *testing.T, srv *server, alice record, mutation string) {
+	t.Helper()
+	for _, r := range []reply{
+		mustDo(t, srv, "POST", "/v1/decrypt", decryptReq(alice)),
+		mustDo(t, srv, "POST", "/v1/encrypt", map[string]any{"subject": "alice", "kind": "episodic", "plaintext": b64("again")}),
+	} {
+		if r.Status == http.StatusOK {
+			t.Fatalf("%s: the forgotten subject answered 200 after the mutation", mutation)
+		}
+	}
+}
+
 // TestMutationsNeverClaim mutates a data directory in many ways (missing
 // and swapped secrets, another instance's secrets, extra schema objects
 // that skip updates, flipped bits in every page of the database) and
@@ -136,14 +151,7 @@ func TestMutationsNeverClaim(t *testing.T) {
 			served++
 			defer srv.stop()
 			// alice was forgotten before the mutation: never opens again.
-			for _, r := range []reply{
-				mustDo(t, srv, "POST", "/v1/decrypt", decryptReq(alice)),
-				mustDo(t, srv, "POST", "/v1/encrypt", map[string]any{"subject": "alice", "kind": "episodic", "plaintext": b64("again")}),
-			} {
-				if r.Status == http.StatusOK {
-					t.Fatalf("%s: the forgotten subject answered 200 after the mutation", m.name)
-				}
-			}
+			staysForgotten(t, srv, alice, m.name)
 			// A forget of dave reaches erased only if dave's data is
 			// really gone.
 			r := mustDo(t, srv, "POST", "/v1/forget", map[string]any{"subject": "dave"})

@@ -832,7 +832,7 @@ func storyAckWithoutProof(t *testing.T, storyServer storyStart) {
 	if inv.Items != 2 || !slices.Equal(inv.UnknownArtifacts, []string{ghost, held["peer-06"][0]}) || !slices.Equal(inv.UnknownKinds, []string{"shadow-copy"}) {
 		t.Fatalf("inventory answer %+v, want both artifacts and the kind shadow-copy unknown", inv)
 	}
-	f = s.forgetState(t, f.Forget)
+	f = s.getForget(t, f.Forget)
 	checkForget(t, f, "blocked", map[string]condWant{shredd.CondCascadeClosed: open, shredd.CondClosureIntact: failed("peer-05")})
 	if !f.Overdue {
 		t.Fatalf("a blocked forget past its deadline is not marked overdue: %s", f)
@@ -931,14 +931,8 @@ func (f storyForget) String() string {
 	return string(b)
 }
 
-func (f storyForget) cond(name string) condition {
-	for _, c := range f.Verification {
-		if c.Name == name {
-			return c
-		}
-	}
-	return condition{Name: name, Status: "missing"}
-}
+// cond is the condition name of the forget's Verification.
+func (f storyForget) cond(name string) condition { return conditionIn(f.Verification, name) }
 
 // want is the expected status of a condition and words of its reason.
 type condWant struct {
@@ -1038,13 +1032,6 @@ func (s *server) forgetStory(t *testing.T, subject string) storyForget {
 	return f
 }
 
-func (s *server) forgetState(t *testing.T, id string) storyForget {
-	t.Helper()
-	var f storyForget
-	s.expect(t, http.StatusOK, http.MethodGet, "/v1/forgets/"+id, nil).into(t, &f)
-	return f
-}
-
 // verifyNow evaluates a forget's conditions now (POST verify).
 func (s *server) verifyNow(t *testing.T, id string) storyForget {
 	t.Helper()
@@ -1070,7 +1057,7 @@ func (s *server) shred(t *testing.T, ids ...string) {
 	t.Helper()
 	e := s.runEpoch(t)
 	for _, id := range ids {
-		f := s.forgetState(t, id)
+		f := s.getForget(t, id)
 		if f.ShreddedAt == nil || f.Epoch == 0 || f.Epoch > e.Epoch {
 			t.Fatalf("forget %s after epoch %d: not shredded:\n%s", id, e.Epoch, f)
 		}
@@ -1111,7 +1098,7 @@ func (s *server) waitStory(t *testing.T, id, state string, notBefore time.Time) 
 	t.Helper()
 	limit := time.Now().Add(hang)
 	for {
-		f := s.forgetState(t, id)
+		f := s.getForget(t, id)
 		now := time.Now()
 		switch {
 		case f.State == state:

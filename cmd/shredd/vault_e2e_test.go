@@ -7,7 +7,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -64,20 +63,6 @@ type transitKey struct {
 	Exportable                                         bool
 }
 
-func numOf(v any) int {
-	switch x := v.(type) {
-	case json.Number:
-		n, _ := x.Int64()
-		return int(n)
-	case float64:
-		return int(x)
-	case string:
-		n, _ := strconv.Atoi(x)
-		return n
-	}
-	return -1
-}
-
 // readTransitKey reads a Transit key with the root token.
 func readTransitKey(t *testing.T, srv *vaulttest.Server, mount, key string) transitKey {
 	t.Helper()
@@ -92,8 +77,8 @@ func readTransitKey(t *testing.T, srv *vaulttest.Server, mount, key string) tran
 // read of transit/keys/NAME.
 func transitKeyOf(t *testing.T, d map[string]any) transitKey {
 	t.Helper()
-	k := transitKey{Latest: numOf(d["latest_version"]), MinAvailable: numOf(d["min_available_version"]),
-		MinDecryption: numOf(d["min_decryption_version"]), MinEncryption: numOf(d["min_encryption_version"])}
+	k := transitKey{Latest: vaulttest.Num(d["latest_version"]), MinAvailable: vaulttest.Num(d["min_available_version"]),
+		MinDecryption: vaulttest.Num(d["min_decryption_version"]), MinEncryption: vaulttest.Num(d["min_encryption_version"])}
 	k.Exportable, _ = d["exportable"].(bool)
 	ring, _ := d["keys"].(map[string]any)
 	for v := range ring {
@@ -255,7 +240,7 @@ func testVaultWalkthrough(t *testing.T) {
 	const mount, key = "transit", "shredd-root"
 	// The default mount and key: only the address and the token are set.
 	s := startServer(t, dir, serverOpts{Env: vaultEnv(srv.RootToken), Args: []string{"--root", "vault", "--vault-addr", srv.Addr}})
-	if st, h := s.health(t); st != http.StatusOK || h["root_store"] != "vault-transit" || numOf(h["root_version"]) != 1 {
+	if st, h := s.health(t); st != http.StatusOK || h["root_store"] != "vault-transit" || vaulttest.Num(h["root_version"]) != 1 {
 		t.Fatalf("healthz: %d %v", st, h)
 	}
 	// shredd created the key, safe: not exportable, one version.
@@ -263,12 +248,7 @@ func testVaultWalkthrough(t *testing.T) {
 		t.Fatalf("transit key created by shredd: %+v", k)
 	}
 
-	s.putKinds(t, "episodic", "summary")
-	alice := s.seal(t, sealReq{Subject: "alice", Kind: "episodic"}, "alice: I live at 12 Rue de la Paix", "conversation-1")
-	bob := s.seal(t, sealReq{Subject: "bob", Kind: "episodic"}, "bob: my card ends in 4242", "conversation-2")
-	carol := s.seal(t, sealReq{Subject: "carol", Kind: "episodic"}, "carol: allergic to penicillin", "")
-	derivative := s.seal(t, sealReq{Subject: "bob", Parents: []string{alice.artifact}, Kind: "summary"}, "bob and alice talked about Paris", "summary-1")
-	aggregate := s.seal(t, sealReq{Subjects: []string{"alice", "bob", "carol"}, Kind: "summary"}, "three users like Paris", "aggregate")
+	alice, bob, carol, derivative, aggregate := sealFamily(t, s)
 	bobCarol := s.seal(t, sealReq{Subjects: []string{"bob"}, Parents: []string{carol.artifact}, Kind: "summary"}, "bob and carol", "bc")
 	for _, rec := range []record{alice, bob, carol, derivative, aggregate, bobCarol} {
 		s.open(t, rec)
@@ -301,7 +281,7 @@ func testVaultWalkthrough(t *testing.T) {
 	}
 	checkShreddedView(t, s.getForget(t, f.Forget))
 	checkTrimmed(t, srv, mount, key, 2)
-	if st, h := s.health(t); st != http.StatusOK || numOf(h["root_version"]) != 2 {
+	if st, h := s.health(t); st != http.StatusOK || vaulttest.Num(h["root_version"]) != 2 {
 		t.Fatalf("healthz after the epoch: %d %v", st, h)
 	}
 	for _, rec := range []record{alice, derivative, aggregate} {
@@ -461,7 +441,7 @@ func testVaultFailClosed(t *testing.T, manual bool) {
 	g := s.waitState(t, f.Forget, "shredded")
 	checkShreddedView(t, g)
 	checkTrimmed(t, srv, mount, key, 2)
-	if st, h := s.health(t); st != http.StatusOK || numOf(h["root_version"]) != 2 {
+	if st, h := s.health(t); st != http.StatusOK || vaulttest.Num(h["root_version"]) != 2 {
 		t.Fatalf("healthz after Vault came back: %d %v", st, h)
 	}
 	for _, rec := range live {
@@ -663,6 +643,21 @@ func testVaultKeyMadeExportable(t *testing.T) {
 	}
 }
 
+// sealFamily adds the kinds episodic and summary to s and seals the
+// records of the Vault tests: alice's, bob's and carol's own (episodic),
+// bob's summary of alice's (derivative) and a summary of all three
+// (aggregate).
+func sealFamily(t *testing.T, s *server) (alice, bob, carol, derivative, aggregate record) {
+	t.Helper()
+	s.putKinds(t, "episodic", "summary")
+	alice = s.seal(t, sealReq{Subject: "alice", Kind: "episodic"}, "alice: I live at 12 Rue de la Paix", "conversation-1")
+	bob = s.seal(t, sealReq{Subject: "bob", Kind: "episodic"}, "bob: my card ends in 4242", "conversation-2")
+	carol = s.seal(t, sealReq{Subject: "carol", Kind: "episodic"}, "carol: allergic to penicillin", "")
+	derivative = s.seal(t, sealReq{Subject: "bob", Parents: []string{alice.artifact}, Kind: "summary"}, "bob and alice talked about Paris", "summary-1")
+	aggregate = s.seal(t, sealReq{Subjects: []string{"alice", "bob", "carol"}, Kind: "summary"}, "three users like Paris", "aggregate")
+	return alice, bob, carol, derivative, aggregate
+}
+
 // testVaultBackup: a copy of the data directory taken before alice's
 // forget still opens her data until the next epoch, and never after it:
 // keys under destroyed root versions answer 410. The copy holds alice's
@@ -673,12 +668,7 @@ func testVaultBackup(t *testing.T) {
 	opts := vaultOpts(srv, mount, key)
 	dir := t.TempDir()
 	s := startServer(t, dir, opts)
-	s.putKinds(t, "episodic", "summary")
-	alice := s.seal(t, sealReq{Subject: "alice", Kind: "episodic"}, "alice: my passport number is X1234567", "a")
-	bob := s.seal(t, sealReq{Subject: "bob", Kind: "episodic"}, "bob's record", "b")
-	carol := s.seal(t, sealReq{Subject: "carol", Kind: "episodic"}, "carol's record", "c")
-	derivative := s.seal(t, sealReq{Subject: "bob", Parents: []string{alice.artifact}, Kind: "summary"}, "bob about alice", "d")
-	aggregate := s.seal(t, sealReq{Subjects: []string{"alice", "bob", "carol"}, Kind: "summary"}, "all three", "agg")
+	alice, bob, carol, derivative, aggregate := sealFamily(t, s)
 	aliceRecs := []record{alice, derivative, aggregate}
 	live := []record{bob, carol}
 	s.stop() // a consistent copy: the database is closed

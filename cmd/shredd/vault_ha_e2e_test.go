@@ -284,7 +284,7 @@ func TestVaultHAEpoch(t *testing.T) {
 		default:
 			if a := c.ActiveNow(); a != nil {
 				sec, err := a.Client().Logical().Read("transit/keys/" + key)
-				if err == nil && sec != nil && numOf(sec.Data["latest_version"]) >= 2 {
+				if err == nil && sec != nil && vaulttest.Num(sec.Data["latest_version"]) >= 2 {
 					a.Kill()
 					killed = "during the epoch, after the rotation: " + a.ID
 				}

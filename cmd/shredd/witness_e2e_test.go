@@ -93,20 +93,8 @@ func startWitnessProc(t *testing.T, name, key, state string, logVKeys ...string)
 			t.Logf("witness %s logs:\n%s", name, tail(w.logs.String(), 40))
 		}
 	})
-	deadline := time.Now().Add(hang)
-	for w.base == "" {
-		if addr := listeningAddr(w.logs.Bytes()); addr != "" {
-			w.base = "http://" + addr
-			break
-		}
-		select {
-		case <-w.done:
-			t.Fatalf("witness %s exited:\n%s", name, w.logs)
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("witness %s did not listen within %v:\n%s", name, hang, w.logs)
-		}
+	if w.base = awaitListening(t, "witness "+name, w.logs, w.done); w.base == "" {
+		t.Fatalf("witness %s exited:\n%s", name, w.logs)
 	}
 	return w
 }

@@ -10,6 +10,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -162,10 +163,37 @@ func renewableToken(t *testing.T, c *vaultapi.Client, policy string, ttl time.Du
 	return sec.Auth.ClientToken
 }
 
+// keepFresh runs s.KeepTokenFresh with cfg until the test ends, and returns
+// a function that tells what it reported so far.
+func keepFresh(t *testing.T, s *vault.Root, cfg vault.Config) (reported func() []error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.KeepTokenFresh(ctx, cfg, func(err error) {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+	})
+	return func() []error {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(errs)
+	}
+}
+
 func TestKeepTokenFresh(t *testing.T) {
 	t.Parallel()
 	srv := vaulttest.Dev(t)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx := context.Background()
 	c := srv.Client("")
 	const key, policy = "shredd-renew", "shredd-renew"
 	putPolicy(t, c, policy, key)
@@ -189,22 +217,7 @@ func TestKeepTokenFresh(t *testing.T) {
 		}
 	}
 
-	var mu sync.Mutex
-	var renewErrs []error
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		s.KeepTokenFresh(ctx, cfg, func(err error) {
-			mu.Lock()
-			renewErrs = append(renewErrs, err)
-			mu.Unlock()
-		})
-	}()
-	defer func() {
-		cancel()
-		wg.Wait()
-	}()
+	reported := keepFresh(t, s, cfg)
 
 	time.Sleep(ttl * 5 / 2)
 	if err := roundTrip(context.Background(), s); err != nil {
@@ -221,9 +234,7 @@ func TestKeepTokenFresh(t *testing.T) {
 	if left, _ := look.TokenTTL(); left <= 0 {
 		t.Errorf("renewed token has ttl %v", left)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	for _, err := range renewErrs {
+	for _, err := range reported() {
 		t.Errorf("KeepTokenFresh reported: %v", err)
 	}
 }
@@ -234,7 +245,7 @@ func TestKeepTokenFresh(t *testing.T) {
 func TestKeepTokenFreshAppRoleMaxTTL(t *testing.T) {
 	t.Parallel()
 	srv := vaulttest.Dev(t)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx := context.Background()
 	c := srv.Client("")
 	const key, policy = "shredd-approle-maxttl", "shredd-approle-maxttl"
 	putPolicy(t, c, policy, key)
@@ -245,22 +256,7 @@ func TestKeepTokenFreshAppRoleMaxTTL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var reports []string
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		s.KeepTokenFresh(ctx, cfg, func(err error) {
-			mu.Lock()
-			reports = append(reports, err.Error())
-			mu.Unlock()
-		})
-	}()
-	defer func() {
-		cancel()
-		wg.Wait()
-	}()
+	reported := keepFresh(t, s, cfg)
 	// Work all along, past the first token's max TTL.
 	var failures []string
 	for end := time.Now().Add(2*maxTTL - time.Second); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
@@ -272,10 +268,8 @@ func TestKeepTokenFreshAppRoleMaxTTL(t *testing.T) {
 		failures = append(failures, err.Error())
 	}
 	if len(failures) > 0 {
-		mu.Lock()
-		defer mu.Unlock()
 		t.Fatalf("%d of the round trips within %v failed after the AppRole token reached its max TTL of %v (first: %s); "+
 			"KeepTokenFresh reported %d errors: it must log in again before the capped token expires", len(failures), 2*maxTTL, maxTTL,
-			failures[0], len(reports))
+			failures[0], len(reported()))
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -81,18 +80,6 @@ func randomKeys(n int) [][]byte {
 		_, _ = rand.Read(out[i])
 	}
 	return out
-}
-
-// num reads a number of a Vault answer.
-func num(v any) int {
-	switch x := v.(type) {
-	case json.Number:
-		n, _ := x.Int64()
-		return int(n)
-	case float64:
-		return int(x)
-	}
-	return -1
 }
 
 // TestClusterConformance runs the root store suite on a cluster with an
@@ -350,7 +337,7 @@ func TestClusterEpochExactlyOnce(t *testing.T) {
 			t.Fatalf("read transit key: %v", err)
 		}
 		ring, _ := sec.Data["keys"].(map[string]any)
-		return num(sec.Data["latest_version"]), num(sec.Data["min_available_version"]), len(ring)
+		return vaulttest.Num(sec.Data["latest_version"]), vaulttest.Num(sec.Data["min_available_version"]), len(ring)
 	}
 	for _, step := range []string{"rotate:before", "rotate:answer-lost", "rewrap:2", "trim:before"} {
 		t.Run(strings.ReplaceAll(step, ":", "_"), func(t *testing.T) {

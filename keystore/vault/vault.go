@@ -703,12 +703,9 @@ func (s *Root) Wrap(ctx context.Context, keys [][]byte) ([]keystore.Wrapped, err
 
 // Unwrap decrypts each blob with Transit.
 func (s *Root) Unwrap(ctx context.Context, blobs [][]byte) ([][]byte, error) {
-	items := make([]map[string]any, len(blobs))
-	for i, b := range blobs {
-		if _, err := versionOf(string(b)); err != nil {
-			return nil, err
-		}
-		items[i] = map[string]any{"ciphertext": string(b)}
+	items, err := ciphertextItems(blobs)
+	if err != nil {
+		return nil, err
 	}
 	pts, err := s.batch(ctx, "decrypt", items, "plaintext")
 	if err != nil {
@@ -723,15 +720,25 @@ func (s *Root) Unwrap(ctx context.Context, blobs [][]byte) ([][]byte, error) {
 	return out, nil
 }
 
-// Rewrap re-encrypts each blob under the latest version inside Vault; the
-// bucket keys never leave Vault in the process.
-func (s *Root) Rewrap(ctx context.Context, blobs [][]byte) ([]keystore.Wrapped, error) {
+// ciphertextItems are the batch items of blobs, each a Transit ciphertext
+// of a known version, for decrypt or rewrap.
+func ciphertextItems(blobs [][]byte) ([]map[string]any, error) {
 	items := make([]map[string]any, len(blobs))
 	for i, b := range blobs {
 		if _, err := versionOf(string(b)); err != nil {
 			return nil, err
 		}
 		items[i] = map[string]any{"ciphertext": string(b)}
+	}
+	return items, nil
+}
+
+// Rewrap re-encrypts each blob under the latest version inside Vault; the
+// bucket keys never leave Vault in the process.
+func (s *Root) Rewrap(ctx context.Context, blobs [][]byte) ([]keystore.Wrapped, error) {
+	items, err := ciphertextItems(blobs)
+	if err != nil {
+		return nil, err
 	}
 	cts, err := s.batch(ctx, "rewrap", items, "ciphertext")
 	if err != nil {

@@ -1,15 +1,7 @@
 package postgres
 
-import "io/fs"
+import "github.com/shredd/shredd/storage/storagetest"
 
 // Migrations are the embedded migration files, for the conformance suite
 // (storagetest.Backend.Migrations).
-var Migrations = mustSub(migrationFiles, "migrations")
-
-func mustSub(fsys fs.FS, dir string) fs.FS {
-	sub, err := fs.Sub(fsys, dir)
-	if err != nil {
-		panic(err)
-	}
-	return sub
-}
+var Migrations = storagetest.Sub(migrationFiles, "migrations")

@@ -22,6 +22,17 @@ import (
 	"github.com/shredd/shredd/storage"
 )
 
+// Sub is the folder dir of fsys, for Backend.Migrations: a backend's
+// embedded migrations, as its tests hand them to the suite. It panics when
+// dir is not a valid path.
+func Sub(fsys fs.FS, dir string) fs.FS {
+	sub, err := fs.Sub(fsys, dir)
+	if err != nil {
+		panic(err)
+	}
+	return sub
+}
+
 // Tables returns the tables and views that the migrations in fsys (a
 // backend's NNNN_name.sql files, at its top) create and leave, sorted:
 // every CREATE TABLE and CREATE VIEW of the files in order, less those a
@@ -106,6 +117,16 @@ func Run(t *testing.T, b Backend) {
 	t.Run("Cluster", func(t *testing.T) { testCluster(t, b) })
 }
 
+// openScratch opens the database name of b with the suite's table
+// (scratch), closed when the test ends.
+func openScratch(t *testing.T, b Backend, name string) *storage.DB {
+	t.Helper()
+	db := b.Open(t, name)
+	t.Cleanup(func() { db.Close() })
+	scratch(t, db)
+	return db
+}
+
 // scratch creates a table of the suite's own in db.
 func scratch(t *testing.T, db *storage.DB) {
 	t.Helper()
@@ -151,20 +172,8 @@ func testSchema(t *testing.T, b Backend) {
 	if !ok {
 		t.Fatalf("no catalog query for engine %s", db.Engine().Name())
 	}
-	rows, err := db.QueryContext(context.Background(), q)
+	have, err := storage.Column[string](context.Background(), db, q)
 	if err != nil {
-		t.Fatal(err)
-	}
-	var have []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		have = append(have, n)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
 	sort.Strings(have)
@@ -241,9 +250,7 @@ func testSchemaCheck(t *testing.T, b Backend) {
 // placeholders bound in order.
 func testValues(t *testing.T, b Backend) {
 	ctx := context.Background()
-	db := b.Open(t, "values")
-	defer db.Close()
-	scratch(t, db)
+	db := openScratch(t, b, "values")
 	blob := []byte{0, 1, 0xff, 0, 'x'}
 	big := int64(time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
 	if _, err := db.ExecContext(ctx, `INSERT INTO scratch(k, n, b, s) VALUES (?, ?, ?, ?)`, "a", big, blob, "é\u2028"); err != nil {
@@ -271,13 +278,21 @@ func testValues(t *testing.T, b Backend) {
 	if err := db.QueryRowContext(ctx, `SELECT n FROM scratch WHERE k=?`, "none").Scan(&n); !errors.Is(err, sql.ErrNoRows) {
 		t.Fatalf("missing row: %v, want sql.ErrNoRows", err)
 	}
+	// Column: a value a row in order, none for no row, the query's error.
+	if ns, err := storage.Column[int64](ctx, db, `SELECT n FROM scratch ORDER BY n`); err != nil || len(ns) != 2 || ns[0] != math.MinInt64 || ns[1] != big {
+		t.Fatalf("Column: %v, %v; want [MinInt64 %d]", ns, err, big)
+	}
+	if ns, err := storage.Column[int64](ctx, db, `SELECT n FROM scratch WHERE k=?`, "none"); err != nil || ns != nil {
+		t.Fatalf("Column of no row: %v, %v; want none", ns, err)
+	}
+	if _, err := storage.Column[int64](ctx, db, `SELECT n FROM no_such_table`); err == nil {
+		t.Fatal("Column of a missing table: no error")
+	}
 }
 
 func testTransactions(t *testing.T, b Backend) {
 	ctx := context.Background()
-	db := b.Open(t, "tx")
-	defer db.Close()
-	scratch(t, db)
+	db := openScratch(t, b, "tx")
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -328,9 +343,7 @@ func testTransactions(t *testing.T, b Backend) {
 // the write lock; none fails and no update is lost.
 func testConcurrentWriters(t *testing.T, b Backend) {
 	ctx := context.Background()
-	db := b.Open(t, "writers")
-	defer db.Close()
-	scratch(t, db)
+	db := openScratch(t, b, "writers")
 	if _, err := db.ExecContext(ctx, `INSERT INTO scratch(k, n) VALUES ('c', 0)`); err != nil {
 		t.Fatal(err)
 	}
@@ -375,9 +388,7 @@ func testConcurrentWriters(t *testing.T, b Backend) {
 // testUpserts: the two upsert forms the packages use.
 func testUpserts(t *testing.T, b Backend) {
 	ctx := context.Background()
-	db := b.Open(t, "upserts")
-	defer db.Close()
-	scratch(t, db)
+	db := openScratch(t, b, "upserts")
 	for range 2 {
 		if _, err := db.ExecContext(ctx, `INSERT INTO scratch(k, n) VALUES ('x', 1) ON CONFLICT DO NOTHING`); err != nil {
 			t.Fatal(err)
@@ -408,9 +419,7 @@ func testUpserts(t *testing.T, b Backend) {
 
 func testBulk(t *testing.T, b Backend) {
 	ctx := context.Background()
-	db := b.Open(t, "bulk")
-	defer db.Close()
-	scratch(t, db)
+	db := openScratch(t, b, "bulk")
 	for _, o := range []storage.BulkOptions{{}, {CacheKiB: 64 << 10, NoSync: true}, {Relaxed: true}} {
 		err := db.Bulk(ctx, o, func(tx *storage.Tx) error {
 			for i := range 100 {

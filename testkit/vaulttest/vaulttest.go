@@ -10,6 +10,7 @@ package vaulttest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -72,6 +73,22 @@ type Server struct {
 	logs *SyncBuffer
 }
 
+// Num reads a number of a Vault answer (sec.Data[...]): a JSON number, or
+// a decimal string; -1 for anything else.
+func Num(v any) int {
+	switch x := v.(type) {
+	case json.Number:
+		n, _ := x.Int64()
+		return int(n)
+	case float64:
+		return int(x)
+	case string:
+		n, _ := strconv.Atoi(x)
+		return n
+	}
+	return -1
+}
+
 // SyncBuffer is a buffer a process's output goroutine and the test can use
 // at once: it collects the output of the servers the tests start.
 type SyncBuffer struct {
@@ -84,6 +101,13 @@ func (b *SyncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.Write(p)
+}
+
+// Bytes returns a copy of what was written so far.
+func (b *SyncBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.b.Bytes())
 }
 
 // String returns what was written so far.
