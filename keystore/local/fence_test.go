@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/shredd/shredd"
@@ -19,18 +18,11 @@ import (
 // every later one too; the file stays the other's.
 func TestSecondWriterFenced(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "root.key")
-	a, err := local.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, path := freshRoot(t)
 	if err := a.Claim(); err != nil {
 		t.Fatal(err)
 	}
-	b, err := local.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := mustOpen(t, path)
 	if err := b.Claim(); err != nil {
 		t.Fatal(err)
 	}
@@ -62,11 +54,7 @@ func TestSecondWriterFenced(t *testing.T) {
 // names one as available again does not open.
 func TestDestroyedVersionsRemembered(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "root.key")
-	r, err := local.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, path := freshRoot(t)
 	if _, err := r.Rotate(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -94,11 +82,7 @@ func TestDestroyedVersionsRemembered(t *testing.T) {
 // ErrNotFound.
 func TestMarks(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "root.key")
-	r, err := local.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, path := freshRoot(t)
 	if _, err := r.Mark(ctx, "registrations"); !errors.Is(err, keystore.ErrNotFound) {
 		t.Fatalf("no mark: %v", err)
 	}
@@ -108,10 +92,7 @@ func TestMarks(t *testing.T) {
 	if err := r.KeepMark(ctx, "registrations", []byte(`not json`)); !errors.Is(err, shredd.ErrInvalid) {
 		t.Fatalf("a mark that is no JSON: %v", err)
 	}
-	r2, err := local.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r2 := mustOpen(t, path)
 	m, err := r2.Mark(ctx, "registrations")
 	if err != nil || string(m) != `{"seq":7}` {
 		t.Fatalf("mark read back: %s %v", m, err)

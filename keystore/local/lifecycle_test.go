@@ -12,15 +12,29 @@ import (
 	"github.com/shredd/shredd/keystore/local"
 )
 
+// freshRoot opens a new root file in its own directory and returns it and
+// its path.
+func freshRoot(t *testing.T) (*local.Root, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "root.key")
+	return mustOpen(t, path), path
+}
+
+// mustOpen opens the root file at path.
+func mustOpen(t *testing.T, path string) *local.Root {
+	t.Helper()
+	r, err := local.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // rootWith opens a fresh root file in its own directory, wraps a key under
 // version 1 and returns the store, its path and the wrapped blob.
 func rootWith(t *testing.T) (*local.Root, string, []byte) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "root.key")
-	s, err := local.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, path := freshRoot(t)
 	w, err := s.Wrap(context.Background(), [][]byte{bytes.Repeat([]byte{7}, 32)})
 	if err != nil {
 		t.Fatal(err)
@@ -140,10 +154,7 @@ func TestLeftoversJudgedByContents(t *testing.T) {
 		// What a trim to 2 writes (version 2 only), made on a copy.
 		cp := filepath.Join(t.TempDir(), "root.key")
 		os.WriteFile(cp, live, 0o600)
-		c, err := local.Open(cp)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := mustOpen(t, cp)
 		if _, err := c.Rotate(ctx); err != nil { // what a rotation to 3 writes
 			t.Fatal(err)
 		}

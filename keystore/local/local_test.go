@@ -16,17 +16,9 @@ import (
 
 func TestConformance(t *testing.T) {
 	roottest.Run(t, func(t *testing.T) (keystore.RootStore, func() keystore.RootStore) {
-		path := filepath.Join(t.TempDir(), "root.key")
-		s, err := local.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, path := freshRoot(t)
 		return s, func() keystore.RootStore {
-			r, err := local.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return r
+			return mustOpen(t, path)
 		}
 	})
 }
@@ -34,10 +26,7 @@ func TestConformance(t *testing.T) {
 func TestFileModeAndTrimLeavesNoOldKey(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "root.key")
-	s, err := local.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustOpen(t, path)
 	st, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
@@ -93,11 +82,7 @@ func TestCorruptFileRefused(t *testing.T) {
 // and has no ledger_head field.
 func TestV1LedgerHeadBecomesMark(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "root.key")
-	r, err := local.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, path := freshRoot(t)
 	_ = r
 	b, err := os.ReadFile(path)
 	if err != nil {
