@@ -107,6 +107,19 @@ func checkTrimmed(t *testing.T, srv *vaulttest.Server, mount, key string, latest
 	}
 }
 
+// endStory is how the Vault tests' stories end: an epoch after alice's
+// forget, the forget read back shredded, the Transit key trimmed to version
+// 2, alice's record shredded and bob's open; then the server stops.
+func (s *server) endStory(t *testing.T, srv *vaulttest.Server, mount, key, forget string, alice, bob record) {
+	t.Helper()
+	s.runEpoch(t)
+	checkShreddedView(t, s.getForget(t, forget))
+	checkTrimmed(t, srv, mount, key, 2)
+	s.shredded(t, alice)
+	s.open(t, bob)
+	s.stop()
+}
+
 // health returns the status of GET /healthz and, on 200, its body.
 func (s *server) health(t *testing.T) (int, map[string]any) {
 	t.Helper()
@@ -510,12 +523,7 @@ func testVaultSealed(t *testing.T) {
 	if st, _ := s.health(t); st != http.StatusOK {
 		t.Fatalf("healthz after the unseal: %d", st)
 	}
-	s.runEpoch(t)
-	checkShreddedView(t, s.getForget(t, f.Forget))
-	checkTrimmed(t, srv, mount, key, 2)
-	s.shredded(t, alice)
-	s.open(t, bob)
-	s.stop()
+	s.endStory(t, srv, mount, key, f.Forget, alice, bob)
 }
 
 // testVaultDownAtStartup: a data directory initialised with Vault up is not
@@ -574,12 +582,7 @@ func testVaultDownAtStartup(t *testing.T) {
 	}
 	carol := s.seal(t, sealReq{Subject: "carol", Kind: "episodic"}, "carol after the outage", "c")
 	s.open(t, carol)
-	s.runEpoch(t)
-	checkShreddedView(t, s.getForget(t, f.Forget))
-	checkTrimmed(t, srv, mount, key, 2)
-	s.shredded(t, alice)
-	s.open(t, bob)
-	s.stop()
+	s.endStory(t, srv, mount, key, f.Forget, alice, bob)
 
 	// The fresh data dir whose first start failed starts now.
 	s = startServer(t, fresh, freshOpts)
@@ -812,12 +815,7 @@ func testVaultAppRole(t *testing.T) {
 	s.open(t, alice)
 	f := s.forget(t, "alice")
 	s.waitForget(t, f.Forget, "re-keyed", func(f forgetView) bool { return f.RekeyedAt != nil })
-	s.runEpoch(t)
-	checkShreddedView(t, s.getForget(t, f.Forget))
-	checkTrimmed(t, srv, mount, key, 2)
-	s.shredded(t, alice)
-	s.open(t, bob)
-	s.stop()
+	s.endStory(t, srv, mount, key, f.Forget, alice, bob)
 
 	// A wrong secret id: Vault refuses the login, so the start-up checks
 	// cannot run and nothing is served; the start says why and retries.
