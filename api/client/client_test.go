@@ -136,6 +136,16 @@ func setupKinds(t *testing.T, c *client.Client, kinds ...string) {
 	}
 }
 
+// serverWithKinds starts a server with kinds and returns it and an admin
+// client.
+func serverWithKinds(t *testing.T, kinds ...string) (*server, *client.Client) {
+	t.Helper()
+	s := newServer(t)
+	c := s.client("")
+	setupKinds(t, c, kinds...)
+	return s, c
+}
+
 func TestHealthNeedsNoToken(t *testing.T) {
 	s := newServer(t)
 	c, err := client.New(s.srv.URL+"/", "")
@@ -184,10 +194,8 @@ func TestKinds(t *testing.T) {
 }
 
 func TestEncryptDecrypt(t *testing.T) {
-	s := newServer(t)
-	c := s.client("")
+	_, c := serverWithKinds(t, "episodic")
 	ctx := t.Context()
-	setupKinds(t, c, "episodic")
 	for _, tc := range []struct {
 		name     string
 		pt, aad  []byte
@@ -243,10 +251,8 @@ func TestEncryptDecrypt(t *testing.T) {
 }
 
 func TestArtifacts(t *testing.T) {
-	s := newServer(t)
-	c := s.client("")
+	_, c := serverWithKinds(t, "episodic", "summary", "embedding")
 	ctx := t.Context()
-	setupKinds(t, c, "episodic", "summary", "embedding")
 	rec, err := c.Encrypt(ctx, client.EncryptRequest{Subjects: []string{"alice@example.com"}, Kind: "episodic", Plaintext: []byte("x")})
 	if err != nil {
 		t.Fatal(err)
@@ -288,10 +294,8 @@ func TestArtifacts(t *testing.T) {
 // TestForget runs a forget to its end: the token, its idempotence, 410 for
 // everything of the subject's lineage, the epoch, the shredded state.
 func TestForget(t *testing.T) {
-	s := newServer(t)
-	c := s.client("")
+	_, c := serverWithKinds(t, "episodic", "summary")
 	ctx := t.Context()
-	setupKinds(t, c, "episodic", "summary")
 	rec, err := c.Encrypt(ctx, client.EncryptRequest{Subjects: []string{"alice@example.com"}, Kind: "episodic", Plaintext: []byte("tea")})
 	if err != nil {
 		t.Fatal(err)
@@ -382,10 +386,8 @@ func TestForget(t *testing.T) {
 }
 
 func TestBatch(t *testing.T) {
-	s := newServer(t)
-	c := s.client("")
+	s, c := serverWithKinds(t, "episodic")
 	ctx := t.Context()
-	setupKinds(t, c, "episodic")
 	res, err := c.EncryptBatch(ctx, []client.EncryptRequest{
 		{Subjects: []string{"alice@example.com"}, Kind: "episodic", Plaintext: []byte("a"), Context: []byte("ctx-a")},
 		{Subjects: []string{"bob@example.com"}, Kind: "notes", Plaintext: []byte("b")},
@@ -602,10 +604,8 @@ func TestNew(t *testing.T) {
 // without naming it, and is refused (403 wrong_holder) another holder's
 // artifacts.
 func TestHolderBoundToken(t *testing.T) {
-	s := newServer(t)
-	admin := s.client("")
+	s, admin := serverWithKinds(t, "episodic", "embedding")
 	ctx := t.Context()
-	setupKinds(t, admin, "episodic", "embedding")
 	rec, err := admin.Encrypt(ctx, client.EncryptRequest{Subjects: []string{"alice@example.com"}, Kind: "episodic", Plaintext: []byte("x")})
 	if err != nil {
 		t.Fatal(err)

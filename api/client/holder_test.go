@@ -217,10 +217,8 @@ func TestHolderKit(t *testing.T) {
 // did not ask for, acks what a failing callback did purge, reports the
 // failure, and the server refuses an ack signed by another key.
 func TestHolderKitRefusals(t *testing.T) {
-	s := newServer(t)
-	admin := s.client("")
+	_, admin := serverWithKinds(t, "episodic", "embedding")
 	ctx := t.Context()
-	setupKinds(t, admin, "episodic", "embedding")
 	key := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{9}, ed25519.SeedSize))
 	h, err := client.NewHolder(admin, "cache-1", key)
 	if err != nil {
@@ -287,9 +285,7 @@ func TestHolderKitRefusals(t *testing.T) {
 // TestHolderRun: Run purges the work of a forget made while it runs and
 // stops with the context.
 func TestHolderRun(t *testing.T) {
-	s := newServer(t)
-	admin := s.client("")
-	setupKinds(t, admin, "episodic", "embedding")
+	_, admin := serverWithKinds(t, "episodic", "embedding")
 	h, err := client.NewHolder(admin, "idx", ed25519.NewKeyFromSeed(bytes.Repeat([]byte{11}, ed25519.SeedSize)))
 	if err != nil {
 		t.Fatal(err)

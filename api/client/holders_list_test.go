@@ -18,10 +18,8 @@ import (
 // acked, which sets LastAckAt; an audit token reads the listing, a
 // holder-bound token sees its own holder only; a bad limit is a 400.
 func TestHolders(t *testing.T) {
-	s := newServer(t)
+	s, admin := serverWithKinds(t, "episodic", "embedding")
 	ctx := t.Context()
-	admin := s.client("")
-	setupKinds(t, admin, "episodic", "embedding")
 	ids := []string{"ann-1", "bert", "cache-3"}
 	kit := map[string]*client.Holder{}
 	for _, id := range ids {

@@ -16,10 +16,8 @@ import (
 // envelope, wrong context, missing kind, wrong content type) and the
 // JSON routes reading what the raw ones wrote.
 func TestRaw(t *testing.T) {
-	s := newServer(t)
-	c := s.client("")
+	s, c := serverWithKinds(t, "episodic", "summary")
 	ctx := t.Context()
-	setupKinds(t, c, "episodic", "summary")
 	pt := make([]byte, 3<<20+17)
 	rand.Read(pt)
 	out, err := c.EncryptRaw(ctx, client.EncryptRequest{Subjects: []string{"alice@example.com", "bob, the second"}, Kind: "episodic",

@@ -16,10 +16,8 @@ import (
 // their parents' lineage, failed items say why, and a forget refuses both
 // the old envelopes and new data keys.
 func TestSealMany(t *testing.T) {
-	s := newServer(t)
-	c := s.client("")
+	s, c := serverWithKinds(t, "episodic", "summary")
 	ctx := t.Context()
-	setupKinds(t, c, "episodic", "summary")
 	rec, err := c.Encrypt(ctx, client.EncryptRequest{Subjects: []string{"dana@example.com"}, Kind: "episodic", Plaintext: []byte("parent")})
 	if err != nil {
 		t.Fatal(err)
@@ -117,10 +115,8 @@ func envelopeID(a envelope.ArtifactID) string {
 // the buffer's storage is reused once it is large enough, and a refused
 // item leaves nothing sealed.
 func TestSealTo(t *testing.T) {
-	s := newServer(t)
-	c := s.client("")
+	_, c := serverWithKinds(t, "episodic")
 	ctx := t.Context()
-	setupKinds(t, c, "episodic")
 	var buf []byte
 	for i := range 4 {
 		pt := bytes.Repeat([]byte{byte('a' + i)}, 64<<10+i) // each a little larger
