@@ -373,10 +373,7 @@ func restore(ctx context.Context, dir, ledger, backup string, acceptLoss bool, s
 	if err := datadir.Prepare(dir); err != nil {
 		return err
 	}
-	lock, err := datadir.LockDir(dir)
-	if errors.Is(err, datadir.ErrLocked) {
-		return fmt.Errorf("data dir %s is in use by a running shredd or another shredd restore: stop the server, or let the other restore finish, then run this one again", dir)
-	}
+	lock, err := datadir.LockFor(dir, "a running shredd or another shredd restore: stop the server, or let the other restore finish, then run this one again")
 	if err != nil {
 		return err
 	}

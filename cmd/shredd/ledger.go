@@ -90,10 +90,7 @@ func checkLedger(ctx context.Context, p *Program) (ledger.Check, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return ledger.Check{}, err
 	}
-	lock, err := datadir.LockDir(dir)
-	if errors.Is(err, datadir.ErrLocked) {
-		return ledger.Check{}, fmt.Errorf("data dir %s is in use by a running shredd: stop it first", dir)
-	}
+	lock, err := datadir.LockFor(dir, "a running shredd: stop it first")
 	if err != nil {
 		return ledger.Check{}, err
 	}

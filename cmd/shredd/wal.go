@@ -51,10 +51,7 @@ func runWAL(ctx context.Context, p *Program, sub string, stdout io.Writer) error
 	if err := datadir.CheckDir(dir); err != nil {
 		return err
 	}
-	lock, err := datadir.LockDir(dir)
-	if errors.Is(err, datadir.ErrLocked) {
-		return fmt.Errorf("data dir %s is in use by a running shredd: stop it first", dir)
-	}
+	lock, err := datadir.LockFor(dir, "a running shredd: stop it first")
 	if err != nil {
 		return err
 	}

@@ -100,3 +100,22 @@ func TestCreateReplaceDestroy(t *testing.T) {
 		t.Fatal("destroyed file still there")
 	}
 }
+
+// LockFor names who holds a locked directory as its caller says, and the
+// directory is free again once the holder unlocks.
+func TestLockForNamesTheHolder(t *testing.T) {
+	dir := t.TempDir()
+	held, err := datadir.LockFor(dir, "a test: stop it first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := datadir.LockFor(dir, "a test: stop it first"); err == nil || err.Error() != "data dir "+dir+" is in use by a test: stop it first" {
+		t.Fatalf("second lock: %v", err)
+	}
+	held.Unlock()
+	again, err := datadir.LockFor(dir, "a test")
+	if err != nil {
+		t.Fatalf("after unlock: %v", err)
+	}
+	again.Unlock()
+}

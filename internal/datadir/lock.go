@@ -22,7 +22,7 @@ type Lock struct{ f *os.File }
 // another process holds gives an error wrapping ErrLocked, at once.
 //
 // Every command that writes the data directory (serve, restore, ledger
-// repair) takes it through this function.
+// repair) takes it through this function, most through LockFor.
 func LockDir(dir string) (*Lock, error) {
 	f, err := os.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	if err != nil {
@@ -42,6 +42,17 @@ func LockDir(dir string) (*Lock, error) {
 		return nil, fmt.Errorf("data dir %s: lock: %w", dir, err)
 	}
 	return &Lock{f: f}, nil
+}
+
+// LockFor is LockDir for a command: when another process holds dir, the
+// error says "data dir DIR is in use by " and then inUse, which names the
+// holder and what to do.
+func LockFor(dir, inUse string) (*Lock, error) {
+	l, err := LockDir(dir)
+	if errors.Is(err, ErrLocked) {
+		return nil, fmt.Errorf("data dir %s is in use by %s", dir, inUse)
+	}
+	return l, err
 }
 
 // Unlock releases the lock. It is safe to call on a nil Lock and twice.

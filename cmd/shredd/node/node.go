@@ -584,10 +584,7 @@ func (n *Node) lockDir(dir string) error {
 	if err := datadir.Prepare(dir); err != nil {
 		return err
 	}
-	lock, err := datadir.LockDir(dir)
-	if errors.Is(err, datadir.ErrLocked) {
-		return fmt.Errorf("data dir %s is in use by another shredd process: stop it first; two processes on one data directory would each write the root from their own memory", dir)
-	}
+	lock, err := datadir.LockFor(dir, "another shredd process: stop it first; two processes on one data directory would each write the root from their own memory")
 	if err != nil {
 		return err
 	}
