@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 CHECKOUT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 INSTALLED = os.environ.get("SHREDD_TEST_INSTALLED") == "1"
@@ -18,3 +19,12 @@ import shredd  # noqa: E402
 
 if INSTALLED and os.path.abspath(shredd.__file__).startswith(CHECKOUT + os.sep):
     raise RuntimeError("SHREDD_TEST_INSTALLED=1 but shredd comes from the checkout: %s" % shredd.__file__)
+
+
+def admin(srv: Any, *kinds: str, timeout: float = 20) -> shredd.Client:
+    """admin returns a client of srv (a _server.Shared or Server) with its
+    admin token, after making sure the kinds exist."""
+    c = shredd.Client(srv.url, srv.admin_token, timeout=timeout)
+    if kinds:
+        c.kinds.ensure(*kinds)
+    return c

@@ -20,7 +20,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-import _client  # noqa: E402,F401  (the package under test: installed, or the checkout's)
+import _client  # noqa: E402  (the package under test: installed, or the checkout's)
 
 import shredd  # noqa: E402
 import shredd.errors as errs  # noqa: E402
@@ -35,7 +35,7 @@ setUpModule, tearDownModule = SRV.start, SRV.stop
 
 
 def admin() -> shredd.Client:
-    return shredd.Client(SRV.url, SRV.admin_token, timeout=20)
+    return _client.admin(SRV)
 
 
 fresh = _server.fresh
@@ -54,8 +54,7 @@ class Base(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls) -> None:
-        cls.c = admin()
-        cls.c.kinds.ensure("episodic", "summary", "embedding")
+        cls.c = _client.admin(SRV, "episodic", "summary", "embedding")
 
 
 class HealthTest(Base):

@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import _server  # noqa: E402
 import _wire  # noqa: E402
 
-import _client  # noqa: E402,F401  (the package under test: installed, or the checkout's)
+import _client  # noqa: E402  (the package under test: installed, or the checkout's)
 import shredd  # noqa: E402
 
 SRV = _server.Shared("--cache-ttl", "1s", "--lease-ttl", "1h")
@@ -40,8 +40,7 @@ class Base(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls) -> None:
-        cls.c = shredd.Client(SRV.url, SRV.admin_token, timeout=30)
-        cls.c.kinds.ensure("episodic", "summary")
+        cls.c = _client.admin(SRV, "episodic", "summary", timeout=30)
 
     def nothing_registered(self, subject: str) -> None:
         self.assertEqual(self.c.forgets.preview(subject).counts.total, 0, "something was sent for " + subject)

@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional
 from unittest import mock
 
 sys.path.insert(0, os.path.dirname(__file__))
-import _client  # noqa: E402,F401  (the package under test: installed, or the checkout's)
+import _client  # noqa: E402  (the package under test: installed, or the checkout's)
 
 import shredd  # noqa: E402
 import shredd._seal as seal  # noqa: E402
@@ -131,8 +131,7 @@ class SealTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls) -> None:
-        cls.c = shredd.Client(SRV.url, SRV.admin_token, timeout=20)
-        cls.c.kinds.ensure("episodic", "summary")
+        cls.c = _client.admin(SRV, "episodic", "summary")
 
     def test_seal_many_round_trip(self) -> None:
         a, b = fresh("seal-a"), fresh("seal-b")
