@@ -3,7 +3,6 @@ package local_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"testing"
@@ -61,18 +60,12 @@ func TestDestroyedVersionsRemembered(t *testing.T) {
 	if _, err := r.Trim(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
-	var f map[string]any
-	if err := json.Unmarshal(mustRead(t, path), &f); err != nil {
-		t.Fatal(err)
-	}
+	f := rootFields(t, path)
 	if d, _ := f["destroyed"].([]any); len(d) != 1 || d[0].(float64) != 1 {
 		t.Fatalf("destroyed: %v", f["destroyed"])
 	}
 	f["min_version"] = 1 // the destroyed version named available again
-	b, _ := json.Marshal(f)
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFields(t, path, f)
 	if _, err := local.Open(path); !errors.Is(err, keystore.ErrCorrupt) {
 		t.Fatalf("open of a file that names a destroyed version available: %v", err)
 	}

@@ -76,49 +76,52 @@ func TestCorruptFileRefused(t *testing.T) {
 	}
 }
 
+// rootFields reads the root file at path as its JSON fields.
+func rootFields(t *testing.T, path string) map[string]any {
+	t.Helper()
+	var f map[string]any
+	if err := json.Unmarshal(mustRead(t, path), &f); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// writeFields writes f over the root file at path, as an edit by hand or an
+// older release would.
+func writeFields(t *testing.T, path string, f map[string]any) {
+	t.Helper()
+	b, err := json.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestV1LedgerHeadBecomesMark: a root file of format shredd-root/v1 kept the
 // forget ledger's head in its field ledger_head; it is read as the mark of
 // LegacyHeadStream, and the next write makes a v2 file that keeps it there
 // and has no ledger_head field.
 func TestV1LedgerHeadBecomesMark(t *testing.T) {
 	ctx := context.Background()
-	r, path := freshRoot(t)
-	_ = r
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f map[string]any
-	if err := json.Unmarshal(b, &f); err != nil {
-		t.Fatal(err)
-	}
+	_, path := freshRoot(t)
+	f := rootFields(t, path)
 	if f["format"] != "shredd-root/v2" {
 		t.Fatalf("a new root file has format %v, want shredd-root/v2", f["format"])
 	}
 	head := `{"instance":"00112233445566778899aabbccddeeff","seq":3,"hash":"ab12","lines":3}`
 	f["format"] = "shredd-root/v1"
 	f["ledger_head"] = json.RawMessage(head)
-	if b, err = json.Marshal(f); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFields(t, path, f)
 	if got, err := local.ReadMark(path, local.LegacyHeadStream); err != nil || string(got) != head {
 		t.Fatalf("v1 head read as mark: %s, %v; want %s", got, err, head)
 	}
-	r, err = local.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := mustOpen(t, path)
 	if err := r.KeepMark(ctx, "registrations", []byte(`{"seq":1}`)); err != nil {
 		t.Fatal(err)
 	}
-	b, err = os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if bytes.Contains(b, []byte("ledger_head")) || !bytes.Contains(b, []byte(`"shredd-root/v2"`)) {
+	if b := mustRead(t, path); bytes.Contains(b, []byte("ledger_head")) || !bytes.Contains(b, []byte(`"shredd-root/v2"`)) {
 		t.Fatalf("the rewritten file is not v2 without ledger_head:\n%s", b)
 	}
 	if got, err := r.Mark(ctx, local.LegacyHeadStream); err != nil || string(got) != head {
@@ -133,30 +136,14 @@ func TestV1LedgerHeadBecomesMark(t *testing.T) {
 // a ledger_head of the wrong type is a corrupt file, as it was for v1's
 // releases.
 func TestV1LedgerHeadWins(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "root.key")
-	if _, err := local.Open(path); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f map[string]any
-	if err := json.Unmarshal(b, &f); err != nil {
-		t.Fatal(err)
-	}
+	_, path := freshRoot(t)
+	f := rootFields(t, path)
 	write := func(head string) {
 		t.Helper()
 		f["format"] = "shredd-root/v1"
 		f["ledger_head"] = json.RawMessage(head)
 		f["marks"] = map[string]json.RawMessage{local.LegacyHeadStream: json.RawMessage(`{"instance":"00112233445566778899aabbccddeeff","seq":1,"hash":"aa","lines":1}`)}
-		b, err := json.Marshal(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		writeFields(t, path, f)
 	}
 	newer := `{"instance":"00112233445566778899aabbccddeeff","seq":2,"hash":"bb","lines":2}`
 	write(newer)
