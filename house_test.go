@@ -80,6 +80,8 @@ var allowed = map[string][]string{
 	"testkit/evidence":     {"attest", "bundle", "testkit/testkeys", "translog"},
 	"testkit/evidence/gen": {"testkit/evidence"},
 	"testkit/shreddtest":   {"shredd", "access", "cmd/shredd/node", "erasure", "journal", "keystore", "keystore/local", "registry", "sealing", "storage", "storage/postgres", "storage/sqlite", "testkit/pgtest", "testkit/testkeys", "translog"},
+	// Tools of the repository, not of the product.
+	"tools/perfplot": nil,
 }
 
 // owners names the one package that owns each table and view the
