@@ -8,10 +8,13 @@ import (
 	"strings"
 )
 
-// The drawing's size and the plot area within it, in SVG units.
+// The drawing's size and the plot area within it, in SVG units: the top
+// of the plot area moves down by legendRow for each row of the legend past
+// the first.
 const (
 	width, height           = 760, 380
 	left, right, top, below = 64, 16, 56, 52
+	legendRow               = 18
 )
 
 // palette colours the series in order (then again).
@@ -30,17 +33,18 @@ func (c *chart) svg() []byte {
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="#fff"/>`+"\n", width, height)
 	fmt.Fprintf(&b, `<text x="%d" y="20" font-size="15" font-weight="bold">%s</text>`+"\n", left, esc(c.title))
-	c.legend(&b)
+	ptop := float64(top + legendRow*(c.legend(&b)-1))
 	xmin, xmax := c.xRange()
 	ymax := c.yMax()
 	step := niceStep(ymax)
 	ymax = math.Ceil(ymax/step) * step
-	py := func(v float64) float64 { return height - below - v/ymax*(height-below-top) }
+	py := func(v float64) float64 { return height - below - v/ymax*(height-below-ptop) }
 	for v := 0.0; v <= ymax+step/2; v += step {
 		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%s" y2="%s" stroke="#ddd"/>`+"\n", left, width-right, num(py(v)), num(py(v)))
 		fmt.Fprintf(&b, `<text x="%d" y="%s" text-anchor="end">%s</text>`+"\n", left-6, num(py(v)+4), num(v))
 	}
-	fmt.Fprintf(&b, `<text x="14" y="%d" transform="rotate(-90 14 %d)" text-anchor="middle">%s</text>`+"\n", (top+height-below)/2, (top+height-below)/2, esc(c.y))
+	mid := num((ptop + height - below) / 2)
+	fmt.Fprintf(&b, `<text x="14" y="%s" transform="rotate(-90 14 %s)" text-anchor="middle">%s</text>`+"\n", mid, mid, esc(c.y))
 	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">%s</text>`+"\n", (left+width-right)/2, height-8, esc(c.x))
 	if c.kind == "lines" {
 		c.lines(&b, xmin, xmax, py)
@@ -57,14 +61,20 @@ func (c *chart) svg() []byte {
 	return []byte(b.String())
 }
 
-// legend names the series in a row under the title.
-func (c *chart) legend(b *strings.Builder) {
-	x := left
+// legend names the series in rows under the title, and returns how many
+// rows it took.
+func (c *chart) legend(b *strings.Builder) (rows int) {
+	x, y := left, 32
 	for i, s := range c.series {
-		fmt.Fprintf(b, `<rect x="%d" y="32" width="12" height="12" fill="%s"/>`+"\n", x, palette[i%len(palette)])
-		fmt.Fprintf(b, `<text x="%d" y="42">%s</text>`+"\n", x+16, esc(s))
-		x += 16 + 7*len([]rune(s)) + 18
+		w := 16 + 7*len([]rune(s)) + 18
+		if x > left && x+w > width-right {
+			x, y = left, y+legendRow
+		}
+		fmt.Fprintf(b, `<rect x="%d" y="%d" width="12" height="12" fill="%s"/>`+"\n", x, y, palette[i%len(palette)])
+		fmt.Fprintf(b, `<text x="%d" y="%d">%s</text>`+"\n", x+16, y+10, esc(s))
+		x += w
 	}
+	return (y-32)/legendRow + 1
 }
 
 // xRange is the span of x of a line chart.
