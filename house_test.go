@@ -88,6 +88,8 @@ var allowed = map[string][]string{
 	"testkit/evidence":     {"attest", "bundle", "testkeys", "translog"},
 	"testkit/evidence/gen": {"testkit/evidence"},
 	"testkit/shreddtest":   {"shredd", "access", "attest", "cmd/shredd/node", "erasure", "journal", "keystore", "keystore/local", "registry", "sealing", "storage", "storage/postgres", "storage/sqlite", "testkit/pgtest", "testkeys", "translog"},
+	// Tools of the repository, not of the product.
+	"tools/perfplot": nil,
 }
 
 // owners names the one package that owns each table and view the

@@ -89,6 +89,9 @@ type Eraser struct {
 	// epochAsked, when set (by tests), runs once a RunEpoch call has read
 	// the epoch left running, before it waits for the work lock.
 	epochAsked func()
+	// rekeyRead, when set (by tests), gets the number of forgets each
+	// re-key pass read.
+	rekeyRead func(n int)
 }
 
 // core is the state an Eraser shares with its Holders and its Evidence,

@@ -53,3 +53,14 @@ func ResumeEpoch(s *Eraser) (shredd.Epoch, error) { return s.shred.RunEpoch(cont
 // OnEpochAsked calls f once a RunEpoch call has read the epoch left
 // running, before it waits for the work lock.
 func OnEpochAsked(s *Eraser, f func()) { s.epochAsked = f }
+
+// OnRekeyPass sets the re-key passes' size to n (0: as built) and calls f
+// with the number of forgets each pass reads.
+func OnRekeyPass(s *Eraser, n int, f func(read int)) (undo func()) {
+	prev := rekeyPass
+	if n > 0 {
+		rekeyPass = n
+	}
+	s.rekeyRead = f
+	return func() { rekeyPass = prev; s.rekeyRead = nil }
+}

@@ -442,20 +442,53 @@ func (s *Eraser) reconcileLocked(ctx context.Context) error {
 		return err
 	}
 	// 2. Re-key the buckets of committed forgets.
-	pending, err := s.queryForgets(ctx, ` WHERE state=? AND rekeyed_at IS NULL`, shredd.StateCommitted)
-	if err != nil {
-		return err
-	}
 	if s.keys.PerSubject() {
-		err = s.destroySubjects(ctx, pending)
-	} else {
-		err = s.rekeyBuckets(ctx, pending)
-	}
-	if err != nil {
+		pending, err := s.queryForgets(ctx, ` WHERE state=? AND rekeyed_at IS NULL`, shredd.StateCommitted)
+		if err != nil {
+			return err
+		}
+		if err := s.destroySubjects(ctx, pending); err != nil {
+			return err
+		}
+	} else if err := rekeyCommitted(ctx, s); err != nil {
 		return err
 	}
 	// 3. Shredded: an epoch completed after the re-key.
 	return s.advanceShredded(ctx)
+}
+
+// rekeyPass bounds the forgets one re-key pass reads and holds in memory
+// (their rows, buckets and ids for the marks: about 300 bytes a forget in
+// a heap profile). A backlog larger than that is re-keyed pass after
+// pass. Unbounded, a pass held every forget waiting, and under a stream of
+// forgets at scale the backlog grows faster than passes retire it: 18.8
+// MiB of the heap at 62,691 forgets (P7, docs/performance.md "Memory").
+// 16,384 forgets fall in all but about e⁻⁴ of the default 4,096 buckets,
+// so a pass still re-keys each bucket once for about four forgets.
+var rekeyPass = 16384
+
+// rekeyCommitted re-keys the buckets of the forgets committed and not yet
+// re-keyed, rekeyPass forgets a pass (Eraser.rekeyBuckets), until a pass
+// finds fewer or marks none. Only forgets committed before it started are
+// taken: those committed meanwhile wait for the next reconcile, as they
+// did when one pass took the whole backlog, so a stream of forgets cannot
+// keep it (and the work lock) from the shredded states and the epochs.
+func rekeyCommitted(ctx context.Context, s *Eraser) error {
+	start := s.opts.Now().UnixNano()
+	for {
+		pending, err := s.queryForgets(ctx, ` WHERE state=? AND rekeyed_at IS NULL AND committed_at <= ? LIMIT ?`,
+			shredd.StateCommitted, start, rekeyPass)
+		if err != nil {
+			return err
+		}
+		if s.rekeyRead != nil {
+			s.rekeyRead(len(pending))
+		}
+		marked, err := s.rekeyBuckets(ctx, pending)
+		if err != nil || len(pending) < rekeyPass || marked == 0 {
+			return err
+		}
+	}
 }
 
 // destroySubjects destroys the keys of committed forgets in per-subject
@@ -490,10 +523,11 @@ func (s *Eraser) destroySubjects(ctx context.Context, pending []forgetRow) error
 // at the write gate behind the forgets' own commits and fell behind a
 // steady stream of them, and a transaction of its own for the marks held
 // the forgets' shards once more, for another fsync. The forgets of the
-// buckets re-keyed before an error stay marked.
-func (s *Eraser) rekeyBuckets(ctx context.Context, pending []forgetRow) error {
+// buckets re-keyed before an error stay marked. It returns how many
+// forgets it marked.
+func (s *Eraser) rekeyBuckets(ctx context.Context, pending []forgetRow) (marked int, err error) {
 	if len(pending) == 0 {
-		return nil
+		return 0, nil
 	}
 	buckets := make([]int, 0, len(pending))
 	ids := make(map[int][]any, len(pending)) // the forgets of each bucket
@@ -513,15 +547,16 @@ func (s *Eraser) rekeyBuckets(ctx context.Context, pending []forgetRow) error {
 				return err
 			}
 		}
+		marked += len(of)
 		return nil
 	})
 	if len(markers) > 0 {
 		crashpoint.Hit("forget:rekeyed")
 	}
 	if err != nil {
-		return mapKeyErr(err)
+		return marked, mapKeyErr(err)
 	}
-	return nil
+	return marked, nil
 }
 
 // markChunk bounds the forgets of one statement of markRekeyedTx: one

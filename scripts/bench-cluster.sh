@@ -2,7 +2,7 @@
 # Measures shredd on 1, 2 and 3 nodes sharing one PostgreSQL and one Vault,
 # side by side with the SQLite default (one node, its local root file), and
 # the forget -> committed latency at a million subjects on PostgreSQL
-# (docs/performance.md, "Many nodes on PostgreSQL").
+# (docs/performance-archive.md, "Many nodes on PostgreSQL").
 #
 # Everything runs on this machine, in a temporary directory: a PostgreSQL 15
 # server (Debian's binaries, as the user postgres when run as root), a Vault

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The cost model of docs/performance.md ("Locks by what is touched"): fits
+"""The cost model of docs/performance-archive.md ("Locks by what is touched"): fits
 CPU per registration, per PostgreSQL transaction and per node-second to the
 runs of scripts/bench-locks.sh, and predicts each run's registrations/s from
 the cores it got.

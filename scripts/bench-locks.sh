@@ -2,7 +2,7 @@
 # Measures registrations/s (POST /v1/encrypt: each one registers its
 # artifact) on 1 and 3 shredd nodes sharing one PostgreSQL and one Vault,
 # for two builds side by side in one run: BEFORE (a commit, built from
-# `git archive`) and this checkout (docs/performance.md, "Locks by what is
+# `git archive`) and this checkout (docs/performance-archive.md, "Locks by what is
 # touched"). While the load runs, a session of PostgreSQL samples pg_locks
 # every 10 ms: the sessions in a write transaction (holding or waiting for
 # the cluster-wide write lock) and those of them waiting for an advisory

@@ -26,7 +26,8 @@ import (
 // CacheKiB is the page cache of each connection in KiB (SQLite's default is
 // 2 MiB): the registry's indexes are keyed by random ids, so each insert
 // touches its own pages, and a cache miss is a read system call. At most
-// MaxConns connections are open: 256 MiB at most.
+// MaxConns connections are open, and all their caches together stay near
+// HeapLimitKiB.
 const CacheKiB = 32 << 10
 
 // MaxConns bounds the connections of the pool, open or idle.
@@ -80,7 +81,9 @@ const WALAutoCheckpoint = 20_000
 //     the writers of this process queue in arrival order behind one write
 //     gate per file (writeGate) instead of polling SQLite's lock;
 //   - automatic WAL checkpoints only past WALAutoCheckpoint pages: the
-//     service checkpoints in the background (storage.DB.FlushPages).
+//     service flushes them in the background (storage.DB.FlushPages);
+//   - SQLite's heap in the process, its connections' page caches, held
+//     near HeapLimitKiB.
 func Open(path string) (*storage.DB, error) {
 	// Create the file 0600 first: SQLite gives its -wal and -shm files the
 	// database file's permissions.
@@ -89,6 +92,7 @@ func Open(path string) (*storage.DB, error) {
 		return nil, fmt.Errorf("storage: open db: %w", err)
 	}
 	f.Close()
+	setHeapLimit(0)
 	q := url.Values{}
 	q.Set("_journal_mode", "WAL")
 	q.Set("_synchronous", "FULL")
@@ -257,7 +261,10 @@ func (e *engine) Sync(ctx context.Context) error { return checkpointTruncate(ctx
 // until restore; with Relaxed, its commits do not wait for an fsync.
 func (e *engine) Bulk(ctx context.Context, conn *sql.Conn, o storage.BulkOptions) (func(context.Context) error, error) {
 	var undo []string
+	var raised int64 // KiB added to the heap limit
 	restore := func(ctx context.Context) error {
+		setHeapLimit(-raised)
+		raised = 0
 		var first error
 		for _, q := range undo {
 			if _, err := conn.ExecContext(ctx, q); err != nil && first == nil {
@@ -278,6 +285,8 @@ func (e *engine) Bulk(ctx context.Context, conn *sql.Conn, o storage.BulkOptions
 		if err := set(fmt.Sprintf("PRAGMA cache_size=-%d", o.CacheKiB), fmt.Sprintf("PRAGMA cache_size=-%d", CacheKiB)); err != nil {
 			return nil, err
 		}
+		raised = int64(o.CacheKiB)
+		setHeapLimit(raised)
 	}
 	switch {
 	case o.NoSync:
