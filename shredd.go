@@ -38,7 +38,7 @@ func (id ID) String() string { return hex.EncodeToString(id[:]) }
 // rand, as a UUIDv7 orders them. Ids made close in time sort together, so
 // the registry's indexes keyed by id grow at one end: a group commit
 // dirties a few pages instead of one page per index per item
-// (docs/performance.md). The random part keeps ids unguessable.
+// (docs/performance-archive.md). The random part keeps ids unguessable.
 func NewID(now time.Time, rand io.Reader) (ID, error) {
 	var id ID
 	ms := uint64(now.UnixMilli())

@@ -250,7 +250,7 @@ func (c *committer) commitTx(ctx context.Context, group []*member) error {
 // member whose read-back disagrees (nothing committed then), or -1 once
 // the transaction committed. Its statements are a fixed number for the
 // whole group, not a number per member: every round trip in it is a wait
-// for the writers queued behind its locks (docs/performance.md). It
+// for the writers queued behind its locks (docs/performance-archive.md). It
 // declares its members' shards, exclusively (storage.TxOptions): the
 // registrations and leases of those subjects, and another node's forget
 // of one of them, wait for it, while writers of other shards (another

@@ -25,7 +25,7 @@ const evictPayloadMax = 7000
 // statements (per manyChunk subjects): one read of their rows, one update
 // of the existing ones and one insert of tombstones for the unknown ones.
 // A statement per subject made a forget group's transaction hold its
-// locks for as many round trips (docs/performance.md). It returns the
+// locks for as many round trips (docs/performance-archive.md). It returns the
 // generation destroyed of each subject, in the order of sids. sids must
 // not repeat. The caller records the evictions with EvictManyTx in the
 // same transaction, as late as it can: they take the sequence lock.

@@ -43,7 +43,7 @@ func (s *Shredder) DestroySubject(ctx context.Context, sid envelope.SID) error {
 // rekeyChunk is the number of subject keys one re-key transaction
 // rewraps: the lock it holds (the write lock on SQLite, the bucket's shard
 // on PostgreSQL) is free between chunks, so a forget's commit waits for one
-// chunk, not for the whole bucket (docs/performance.md). The
+// chunk, not for the whole bucket (docs/performance-archive.md). The
 // subjects of a bucket are adjacent in the table, so a chunk rewrites a
 // page or two. Measured at a million subjects (about 244 keys per bucket),
 // chunks of 32 gave forgets a lower p99 than chunks of 256 (one chunk per

@@ -7,7 +7,7 @@ import "time"
 // nodes made groups of about 5 registrations where one node made groups
 // of 15: a third of the transactions were of one registration, and each
 // transaction costs about as much CPU as 15 registrations
-// (docs/performance.md, "Groups that wait to fill, and statements run as
+// (docs/performance-archive.md, "Groups that wait to fill, and statements run as
 // they are").
 var groupLinger = time.Millisecond
 

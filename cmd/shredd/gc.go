@@ -12,7 +12,7 @@ import (
 // collect when the heap has grown by its live size) is tuned for heaps far
 // larger than a node's, whose live heap is a few tens of MiB: under load it
 // then collects many times a second, and the collector was about 15% of the
-// server's CPU in the encrypt profile of docs/performance.md. gcTuner lets
+// server's CPU in the encrypt profile of docs/performance-archive.md. gcTuner lets
 // the heap grow by up to gcMaxPercent of the live heap while that growth is
 // at most gcHeadroom, and by never less than the live heap (Go's default,
 // from gcHeadroom of live heap on): a small server collects a quarter as

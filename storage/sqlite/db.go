@@ -61,7 +61,7 @@ var registerDriver sync.Once
 // which was about half the forgets past 10 ms. At 20,000 it comes half as
 // often and lasts up to about 70 ms, and the copies, of the same hot pages,
 // are fewer; 40,000 gave the same p99 and a p99.9 of 100 ms
-// (docs/performance.md, "Rarer checkpoints in the commit path"). Copying in
+// (docs/performance-archive.md, "Rarer checkpoints in the commit path"). Copying in
 // the background after every writer's commits instead was measured and is
 // slower: its fsyncs of the database file delay the commits' own. The WAL
 // file keeps its largest size: up to about 80 MiB at 4 KiB pages.
