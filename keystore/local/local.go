@@ -350,6 +350,11 @@ func (s *Root) decode(b []byte) error {
 	}
 	s.latest, s.min = f.Latest, f.MinVersion
 	s.instance, s.gen, s.marks = f.Instance, f.Generation, nil
+	if f.Format == fileFormat && len(f.LedgerHead) > 0 {
+		// shredd never writes it in a v2 file: an edit, which would
+		// otherwise be read as nothing.
+		return fmt.Errorf("%w: a ledger_head field in a %s file (the head is the mark %q there): the file was edited", keystore.ErrCorrupt, fileFormat, LegacyHeadStream)
+	}
 	if f.Format == fileFormatV1 && len(f.LedgerHead) > 0 && string(f.LedgerHead) != "null" {
 		// A v1 file is its writer's (a release that keeps ledger_head and
 		// passes marks through unread): its ledger_head is the head, over

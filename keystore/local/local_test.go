@@ -155,3 +155,30 @@ func TestV1LedgerHeadWins(t *testing.T) {
 		t.Fatalf("a v1 ledger_head of the wrong type: %v, want ErrCorrupt", err)
 	}
 }
+
+// TestV2LedgerHeadRefused: a v2 file never holds a ledger_head field; one
+// put there by hand is a corrupt file, not a field read as nothing.
+func TestV2LedgerHeadRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "root.key")
+	if _, err := local.Open(path); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f map[string]any
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	f["ledger_head"] = map[string]any{"instance": "00112233445566778899aabbccddeeff", "seq": 1, "hash": "aa", "lines": 1}
+	if b, err = json.Marshal(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := local.Open(path); !errors.Is(err, keystore.ErrCorrupt) {
+		t.Fatalf("a v2 file with ledger_head: %v, want ErrCorrupt", err)
+	}
+}
