@@ -168,28 +168,42 @@ func committedForgets(ctx context.Context, db *storage.DB) (map[shredd.ID]ledger
 // CheckLedger checks the ledger file at path without changing anything
 // (shredd ledger check, with the server stopped): the chain, the head kept
 // with the root (kept, nil for none; keptErr when it could not be read),
-// and which forgets of a damaged tail the database db holds.
-func CheckLedger(ctx context.Context, db *storage.DB, path string, key []byte, kept *ledger.Head, keptErr error) (ledger.Check, error) {
+// and which forgets of a damaged tail the database db holds. records: the
+// root store keeps forget records instead of a head (Vault).
+func CheckLedger(ctx context.Context, db *storage.DB, path string, key []byte, kept *ledger.Head, keptErr error, records bool) (ledger.Check, error) {
 	b, err := datadir.Read(path, datadir.Secret, 1<<40)
 	if err != nil {
-		return ledger.Check{}, fmt.Errorf("%w: %v", shredd.ErrLedger, err)
+		return ledger.Check{Records: records}, fmt.Errorf("%w: %v", shredd.ErrLedger, err)
 	}
 	sc, err := ledger.ScanFile(path, key, b)
 	if err != nil {
-		return ledger.Check{}, err
+		return ledger.Check{Records: records}, err
 	}
 	if sc.V1 != nil {
-		return ledger.Check{Path: path, Lines: len(sc.V1)}, nil // converted at the next start
+		return ledger.Check{Path: path, Lines: len(sc.V1), Records: records}, nil // converted at the next start
 	}
+	c, _, err := assess(ctx, db, path, &sc, kept, keptErr, !records)
+	c.Records = records
+	return c, err
+}
+
+// assess checks the scan sc of the ledger at path against the head kept
+// with the root (kept, keptErr) and the database's committed forgets,
+// which it returns too. headed: the root keeps the ledger's head (not
+// forget records), so a head the database pins and the root lacks is
+// HeadGone.
+func assess(ctx context.Context, db *storage.DB, path string, sc *ledger.Scan, kept *ledger.Head, keptErr error, headed bool) (ledger.Check, map[shredd.ID]ledger.Known, error) {
 	forgets, err := committedForgets(ctx, db)
 	if err != nil {
-		return ledger.Check{}, err
+		return ledger.Check{}, nil, err
 	}
-	c := ledger.Assess(path, &sc, kept, keptErr, forgets)
-	if c.HeadGone, err = headGone(ctx, db, kept, keptErr); err != nil {
-		return ledger.Check{}, err
+	c := ledger.Assess(path, sc, kept, keptErr, forgets)
+	if headed {
+		if c.HeadGone, err = headGone(ctx, db, kept, keptErr); err != nil {
+			return ledger.Check{}, nil, err
+		}
 	}
-	return c, nil
+	return c, forgets, nil
 }
 
 // PrecheckLedger is the start's check of the ledger at path before it
@@ -238,12 +252,8 @@ func PrecheckLedger(ctx context.Context, db *storage.DB, path string, key []byte
 	if errors.Is(keptErr, keystore.ErrCorrupt) {
 		return corruptHead(keptErr)
 	}
-	forgets, err := committedForgets(ctx, db)
+	check, _, err := assess(ctx, db, path, &sc, kept, keptErr, true)
 	if err != nil {
-		return err
-	}
-	check := ledger.Assess(path, &sc, kept, keptErr, forgets)
-	if check.HeadGone, err = headGone(ctx, db, kept, keptErr); err != nil {
 		return err
 	}
 	if check.Damage() && check.Loss() {
@@ -281,9 +291,6 @@ func keptHeadOf(ctx context.Context, root keystore.RootStore) (*ledger.Head, err
 	found, err := ledger.ReadHead(ctx, root, HeadStream, &h)
 	if err != nil || !found {
 		return nil, err
-	}
-	if h.Instance == "" {
-		return nil, fmt.Errorf("ledger: the head of %s kept with the root names no instance: %w", HeadStream, keystore.ErrCorrupt)
 	}
 	return &h, nil
 }

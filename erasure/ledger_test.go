@@ -487,8 +487,17 @@ func TestLedgerHeadGoneRefused(t *testing.T) {
 	if err := erasure.PrecheckLedger(ctx, w.b.DB, path, ledgerKey, headless, true); err != nil {
 		t.Fatalf("precheck accepting the loss: %v", err)
 	}
-	c, err := erasure.CheckLedger(ctx, w.b.DB, path, ledgerKey, nil, nil)
+	c, err := erasure.CheckLedger(ctx, w.b.DB, path, ledgerKey, nil, nil, false)
 	if err != nil || !c.HeadGone || !c.Damage() || !c.Loss() {
 		t.Fatalf("check with the head gone: %+v, %v", c, err)
+	}
+}
+
+// TestHeadStreamIsLegacy: the stream the ledger's head is kept under is
+// the one a v1 root file's ledger_head is read as (keystore/local cannot
+// import erasure, so the name is written twice and held equal here).
+func TestHeadStreamIsLegacy(t *testing.T) {
+	if erasure.HeadStream != local.LegacyHeadStream {
+		t.Fatalf("erasure.HeadStream %q, keystore/local.LegacyHeadStream %q: an upgraded root file's head would be read as none", erasure.HeadStream, local.LegacyHeadStream)
 	}
 }

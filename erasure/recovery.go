@@ -94,15 +94,9 @@ func (rc Recovery) ReconcileLedger(ctx context.Context) (LedgerReport, error) {
 		return rep, corruptHead(keptErr)
 	}
 	rep.HeadErr = keptErr
-	db, err := committedForgets(ctx, s.db)
+	check, db, err := assess(ctx, s.db, l.Path(), &sc, kept, keptErr, s.records == nil)
 	if err != nil {
 		return rep, err
-	}
-	check := ledger.Assess(l.Path(), &sc, kept, keptErr, db)
-	if s.records == nil {
-		if check.HeadGone, err = headGone(ctx, s.db, kept, keptErr); err != nil {
-			return rep, err
-		}
 	}
 	if check.Damage() {
 		if check.Loss() && !l.AcceptLoss() {

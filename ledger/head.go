@@ -54,7 +54,7 @@ func ReadHead(ctx context.Context, root keystore.RootStore, stream string, v any
 		return false, err
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		return false, fmt.Errorf("ledger: the head of %s kept with the root is unreadable: %w", stream, keystore.ErrCorrupt)
+		return false, fmt.Errorf("ledger: the head of %s kept with the root is unreadable: %w: %v", stream, keystore.ErrCorrupt, err)
 	}
 	return true, nil
 }
@@ -91,4 +91,20 @@ type Head struct {
 	Seq      uint64 `json:"seq"`      // the last line's sequence number (0: the header alone)
 	Hash     string `json:"hash"`     // the last line's hash (hex)
 	Lines    uint64 `json:"lines"`    // lines in the file, compacted ones left out
+}
+
+// UnmarshalJSON reads a head as it is kept, refusing one that names no
+// instance: every head shredd keeps names its log's, so one without is
+// an edited or damaged root, never a head to check a log against.
+func (h *Head) UnmarshalJSON(b []byte) error {
+	type plain Head
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	if p.Instance == "" {
+		return errors.New("a head that names no instance")
+	}
+	*h = Head(p)
+	return nil
 }

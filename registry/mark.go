@@ -98,33 +98,24 @@ type LostRange struct {
 // ReadMark reads the mark kept in root: ok false when none was kept (a data
 // directory of an earlier release, or a root store that keeps none).
 func ReadMark(ctx context.Context, root keystore.RootStore, stream string) (Mark, bool, error) {
-	mk, ok := root.(keystore.MarkKeeper)
-	if !ok || stream == "" {
-		return Mark{}, false, nil
-	}
-	b, err := mk.Mark(ctx, stream)
-	if errors.Is(err, keystore.ErrNotFound) {
-		return Mark{}, false, nil
-	}
-	if err != nil {
+	var m Mark
+	found, err := ledger.ReadHead(ctx, root, stream, &m)
+	switch {
+	case errors.Is(err, keystore.ErrCorrupt):
+		return Mark{}, false, fmt.Errorf("registry: the registration WAL's mark: %w", err)
+	case err != nil:
 		return Mark{}, false, fmt.Errorf("registry: the registration WAL's mark %s could not be read from the %s root store: %w; nothing was changed: "+
 			"let the root store answer, and grant shredd's token the policy of docs/operations.md (with Vault: read, create and update on the KV mount's shredd/<key>/marks/*)",
 			stream, root.Kind(), err)
 	}
-	m, err := ParseMark(b)
-	return m, err == nil, err
+	return m, found, nil
 }
 
 func keepMark(ctx context.Context, root keystore.RootStore, stream string, m Mark) error {
-	mk, ok := root.(keystore.MarkKeeper)
-	if !ok || stream == "" {
+	if !ledger.Keeps(root) || stream == "" {
 		return nil
 	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	if err := mk.KeepMark(ctx, stream, b); err != nil {
+	if err := ledger.KeepHead(ctx, root, stream, m); err != nil {
 		return fmt.Errorf("registry: keep the registration WAL's mark with the root: %w (shredd's token needs the policy of docs/operations.md, marks/ included)", err)
 	}
 	return nil
@@ -225,7 +216,7 @@ func CheckWAL(ctx context.Context, db *storage.DB, root keystore.RootStore, stre
 	if err != nil {
 		return err
 	}
-	if _, keeps := root.(keystore.MarkKeeper); keeps && !found {
+	if ledger.Keeps(root) && !found {
 		pinned, err := markPinned(ctx, db)
 		if err != nil {
 			return err

@@ -108,7 +108,7 @@ func checkLedger(ctx context.Context, p *Program) (ledger.Check, error) {
 		var h ledger.Head
 		switch {
 		case err == nil:
-			if err := json.Unmarshal(b, &h); err != nil || h.Instance == "" {
+			if err := json.Unmarshal(b, &h); err != nil {
 				return ledger.Check{}, fmt.Errorf("%w: the forget ledger's head kept in %s does not parse (%v): the root file was edited or damaged; put back the live root.key (never one from a backup)",
 					keystore.ErrCorrupt, node.RootFile, err)
 			}
@@ -124,7 +124,5 @@ func checkLedger(ctx context.Context, p *Program) (ledger.Check, error) {
 		return ledger.Check{}, err
 	}
 	defer db.Close()
-	c, err := erasure.CheckLedger(ctx, db, p.LedgerPath(), ledger.LinesKey(secret), kept, keptErr)
-	c.Records = p.Root == "vault"
-	return c, err
+	return erasure.CheckLedger(ctx, db, p.LedgerPath(), ledger.LinesKey(secret), kept, keptErr, p.Root == "vault")
 }
