@@ -295,6 +295,19 @@ type Preview struct {
 	Truncated                                         bool
 	// AlreadyForgotten is true when the subject is forgotten already.
 	AlreadyForgotten bool
+	// Reads is what shredd observed of the reads of the lineage.
+	Reads PreviewReads
+}
+
+// PreviewReads is what shredd observed of the reads of a lineage (docs/api.md
+// "What a read costs a writer"): the leases issued on its artifacts, and how
+// the writes their readers made while the reads were attributable closed
+// them. Independent lists the artifacts declared independent (at most the
+// listing limit): a forget leaves them readable.
+type PreviewReads struct {
+	Leases                                 int
+	Named, Inherited, Independent, Refused int
+	IndependentArtifacts                   []ID
 }
 
 // Holder is a component or peer agent that stores artifacts outside shredd,
