@@ -27,8 +27,7 @@ import (
 const StagedSharedSQL = `p AS (
 	INSERT INTO parents_staged(artifact, parent)
 	SELECT * FROM unnest($6::bytea[], $7::bytea[])
-)
-r AS (
+), r AS (
 	INSERT INTO read_links(lease, artifact, how)
 	SELECT * FROM unnest($12::bytea[], $13::bytea[], $14::text[])
 )
