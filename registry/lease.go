@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/shredd/shredd"
@@ -175,14 +176,34 @@ const leaseCols = `SELECT id, artifact, holder, issued_at, expires_at, released_
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 
 // ReadsOf returns the leases attributable to a writer at now: issued to
-// reader, not expired (released or not: a release says the holder dropped
-// the plaintext, not that nothing was derived from it meanwhile), whose
-// holder and unit match the writer's (equal, or either empty). At most
-// limit leases, by expiry.
+// its token, not expired (released or not: a release says the holder
+// dropped the plaintext, not that nothing was derived from it meanwhile),
+// whose holder and unit match the writer's (equal, or either empty). At
+// most limit leases, by expiry. Each pair of a unit and a holder the
+// writer matches is one range of the index leases_by_reader, so the reads
+// of the token's other units and holders cost nothing.
 func (s *Registry) ReadsOf(ctx context.Context, who shredd.Reader, limit int) ([]shredd.Lease, error) {
-	rows, err := s.db.QueryContext(ctx, leaseCols+` WHERE reader = ? AND expires_at > ?
-		AND (? = '' OR holder = '' OR holder = ?) AND (? = '' OR unit = '' OR unit = ?) ORDER BY expires_at LIMIT ?`,
-		who.Token, s.opts.Now().UnixNano(), who.Holder, who.Holder, who.Unit, who.Unit, limit)
+	units, holders := matching(who.Unit), matching(who.Holder)
+	now := s.opts.Now().UnixNano()
+	var parts []string
+	var args []any
+	for _, u := range units {
+		for _, h := range holders {
+			q := leaseCols + ` WHERE reader = ? AND expires_at > ?`
+			args = append(args, who.Token, now)
+			if u != nil {
+				q += ` AND unit = ?`
+				args = append(args, *u)
+			}
+			if h != nil {
+				q += ` AND holder = ?`
+				args = append(args, *h)
+			}
+			parts = append(parts, `SELECT * FROM (`+q+` ORDER BY expires_at LIMIT ?) AS r`)
+			args = append(args, limit)
+		}
+	}
+	rows, err := s.db.QueryContext(ctx, strings.Join(parts, ` UNION ALL `)+` ORDER BY expires_at LIMIT ?`, append(args, limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("registry: reads: %w", err)
 	}
@@ -199,6 +220,16 @@ func (s *Registry) ReadsOf(ctx context.Context, who shredd.Reader, limit int) ([
 		return nil, fmt.Errorf("registry: reads: %w", err)
 	}
 	return out, nil
+}
+
+// matching is the values of a lease's unit or holder that a writer's v
+// matches: "" and v itself, or any (a nil entry) when v is empty.
+func matching(v string) []*string {
+	if v == "" {
+		return []*string{nil}
+	}
+	empty := ""
+	return []*string{&empty, &v}
 }
 
 // GetLease returns a lease.

@@ -77,7 +77,7 @@ func readColumns(ctx context.Context, tx *sql.Tx) error {
 	if err := addColumns(ctx, tx, [][3]string{{"leases", "reader", "TEXT"}, {"leases", "unit", "TEXT NOT NULL DEFAULT ''"}, {"tokens", "reads", "TEXT"}}); err != nil {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS leases_by_reader ON leases(reader, expires_at)`)
+	_, err := tx.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS leases_by_reader ON leases(reader, unit, holder, expires_at)`)
 	return err
 }
 

@@ -7,5 +7,5 @@ CREATE TABLE read_links (
 CREATE INDEX read_links_by_artifact ON read_links(artifact);
 ALTER TABLE leases ADD COLUMN reader TEXT;
 ALTER TABLE leases ADD COLUMN unit TEXT NOT NULL DEFAULT '';
-CREATE INDEX leases_by_reader ON leases(reader, expires_at);
+CREATE INDEX leases_by_reader ON leases(reader, unit, holder, expires_at);
 ALTER TABLE tokens ADD COLUMN reads TEXT;
