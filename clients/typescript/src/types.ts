@@ -30,7 +30,7 @@ export interface RawEncrypted {
   readonly inherited?: readonly string[];
 }
 /** Read is one read a write answered for, and how: "named", "inherited" or "independent". */
-export interface Read { readonly lease: string; readonly artifact: string; readonly how: string }
+export interface Read { readonly lease: string; readonly artifact?: string; readonly how: string }
 export interface Artifact {
   readonly artifact: string; readonly kind: string; readonly holder?: string; readonly sealed: boolean;
   readonly parents?: readonly string[]; readonly lineage_size: number; readonly created_at?: string;
