@@ -103,6 +103,8 @@ interface Read {
   readonly expires: number;
   /** task: the task that read, "" for a read outside a task. */
   readonly task: string;
+  /** seq: when the plaintext was handed on (Reads' counter of ended reads). */
+  readonly seq: number;
   /** dropped: the adapter dropped the plaintext before anyone saw it. */
   dropped: boolean;
 }
@@ -112,6 +114,10 @@ interface Thread {
   readonly reads: Read[];
   /** from: task id -> the checkpoint id it ran from (learnt from its pending writes). */
   readonly from: Map<string, string>;
+  /** reading, writing: decrypts and writes of the unit under way; one kind at a time. */
+  reading: number;
+  writing: number;
+  waiters: (() => void)[];
 }
 
 /** Keep a read this long after its lease's expiry (clock skew between client and server). */
@@ -128,12 +134,21 @@ function unitID(): string {
  * (Reads.shared) unless an adapter is given its own: the saver and the
  * store of one graph must share one, or the checkpoints would not name
  * what the store read.
+ *
+ * The server checks a write against the reads of its unit that are live
+ * when the write arrives, so a thread's decrypts and writes take turns
+ * (any number of either at once, never both): a write is declared once
+ * every read begun before it has ended, and no read begins until the
+ * write's answer came. A read whose plaintext was handed on after a write
+ * was called cannot be in what the write holds: the write declares it
+ * independent.
  */
 export class Reads {
   /** shared is the default of every adapter. */
   static readonly shared = new Reads();
   readonly #threads = new Map<string, Thread>();
   readonly #now: () => number;
+  #seq = 0;
 
   constructor(now: () => number = Date.now) {
     this.#now = now;
@@ -142,7 +157,7 @@ export class Reads {
   #thread(thread: string): Thread {
     let t = this.#threads.get(thread);
     if (t === undefined) {
-      t = { unit: unitID(), reads: [], from: new Map() };
+      t = { unit: unitID(), reads: [], from: new Map(), reading: 0, writing: 0, waiters: [] };
       this.#threads.set(thread, t);
     }
     return t;
@@ -160,9 +175,42 @@ export class Reads {
     return t;
   }
 
-  /** unit is the thread's unit of work for a read (a fresh one once all its reads have expired). */
-  unit(thread: string): string {
-    return this.#prune(thread).unit;
+  #wake(thread: string, t: Thread): void {
+    const w = t.waiters.splice(0);
+    for (const f of w) f();
+    // A thread with nothing live and nothing under way is kept no longer: its next read starts a fresh unit.
+    if (t.reads.length === 0 && t.reading === 0 && t.writing === 0 && t.waiters.length === 0 && this.#threads.get(thread) === t) {
+      this.#threads.delete(thread);
+    }
+  }
+
+  /**
+   * beginRead starts a read for a thread once no write of its unit is under
+   * way, and returns the unit to decrypt with (a fresh one once all the
+   * thread's reads have expired). End it with endRead(), also when the
+   * decrypt fails.
+   */
+  async beginRead(thread: string): Promise<string> {
+    for (;;) {
+      const t = this.#prune(thread);
+      if (t.writing === 0) {
+        t.reading++;
+        return t.unit;
+      }
+      await new Promise<void>((res) => t.waiters.push(res));
+    }
+  }
+
+  /** endRead ends a read begun with beginRead(), recording the leases its decrypts took (none when they failed). */
+  endRead(thread: string, task: string, leases: readonly Lease[]): void {
+    const t = this.#thread(thread);
+    t.reading = Math.max(0, t.reading - 1);
+    const seq = ++this.#seq;
+    for (const l of leases) {
+      const expires = Date.parse(l.expires_at);
+      t.reads.push({ lease: l.id, artifact: l.artifact, expires: Number.isFinite(expires) ? expires : this.#now() + 3_600_000, task, seq, dropped: false });
+    }
+    this.#wake(thread, t);
   }
 
   /** oneShot is a unit of its own, for reads and writes outside any thread. */
@@ -170,19 +218,10 @@ export class Reads {
     return unitID();
   }
 
-  /** record adds a thread's reads (the leases of its decrypts, made with its unit). */
-  record(thread: string, task: string, leases: readonly Lease[], dropped = false): void {
-    const t = this.#thread(thread);
-    for (const l of leases) {
-      const expires = Date.parse(l.expires_at);
-      t.reads.push({ lease: l.id, artifact: l.artifact, expires: Number.isFinite(expires) ? expires : this.#now() + 3_600_000, task, dropped });
-    }
-  }
-
   /** drop marks reads whose plaintext the adapter dropped unseen: later writes declare them independent. */
   drop(thread: string, leaseIDs: readonly string[]): void {
     const ids = new Set(leaseIDs);
-    for (const r of this.#thread(thread).reads) if (ids.has(r.lease)) r.dropped = true;
+    for (const r of this.#threads.get(thread)?.reads ?? []) if (ids.has(r.lease)) r.dropped = true;
   }
 
   /** ran notes that a task ran from checkpoint `from` (its pending writes name it). Call before any await. */
@@ -191,41 +230,71 @@ export class Reads {
     if (task !== "" && t !== undefined && t.reads.some((r) => r.task === task)) t.from.set(task, from);
   }
 
-  #declare(thread: string, independent: (r: Read, t: Thread) => boolean): Declaration {
+  /** mark is the moment a write is called: reads handed on after it are not in what it writes. */
+  mark(): number {
+    return this.#seq;
+  }
+
+  /**
+   * write runs fn, the request of one write of `thread`, once no read of
+   * its unit is under way, with the write's declaration: which reads it
+   * names, which it declares independent (see #rule), given `mark`, taken
+   * when the write was called.
+   */
+  async write<T>(thread: string, mark: number, rule: Rule, fn: (d: Declaration) => Promise<T>): Promise<T> {
+    for (;;) {
+      const t = this.#thread(thread);
+      if (t.reading === 0) {
+        t.writing++;
+        break;
+      }
+      await new Promise<void>((res) => t.waiters.push(res));
+    }
+    try {
+      return await fn(this.#declare(thread, mark, rule));
+    } finally {
+      const t = this.#thread(thread);
+      t.writing = Math.max(0, t.writing - 1);
+      this.#wake(thread, t);
+    }
+  }
+
+  #declare(thread: string, mark: number, rule: Rule): Declaration {
     const t = this.#prune(thread);
-    // A thread with no live read is kept no longer: its next read starts a fresh unit.
-    if (t.reads.length === 0) this.#threads.delete(thread);
     const parents = new Set<string>();
-    const independentOf: string[] = [];
     const others: Read[] = [];
     for (const r of t.reads) {
-      if (r.dropped || independent(r, t)) others.push(r);
+      if (r.dropped || r.seq > mark || independent(rule, r, t)) others.push(r);
       else parents.add(r.artifact);
     }
     // A read whose artifact is named through another read's is named too.
-    for (const r of others) if (!parents.has(r.artifact)) independentOf.push(r.lease);
+    const independentOf = others.filter((r) => !parents.has(r.artifact)).map((r) => r.lease);
     return { unit: t.unit, parents: [...parents], independentOf };
   }
+}
 
-  /** forCheckpoint declares a checkpoint put with parent checkpoint `parent` ("" for none). */
-  forCheckpoint(thread: string, parent: string): Declaration {
-    return this.#declare(thread, (r, t) => {
-      const from = t.from.get(r.task);
-      return from !== undefined && from > parent;
-    });
-  }
+/**
+ * Rule says which of a thread's reads a write may not derive from:
+ * - checkpoint (put with parent P, "" for none): those of tasks that ran
+ *   from a checkpoint newer than P (the checkpoint was computed before);
+ * - writes (pending writes of task T, which ran from X): those of other
+ *   tasks of the same step (tasks of one step do not see each other's
+ *   data) and of tasks that ran from a checkpoint newer than X;
+ * - step (a store write of a running step): none.
+ */
+export type Rule =
+  | { readonly kind: "checkpoint"; readonly parent: string }
+  | { readonly kind: "writes"; readonly from: string; readonly task: string }
+  | { readonly kind: "step" };
 
-  /** forWrites declares the pending writes of `task`, which ran from checkpoint `from`. */
-  forWrites(thread: string, from: string, task: string): Declaration {
-    return this.#declare(thread, (r, t) => {
-      if (r.task === task) return false;
-      const f = t.from.get(r.task);
-      return f !== undefined && f >= from;
-    });
-  }
-
-  /** forStep declares a write made by a running step (a store put): every read of its thread. */
-  forStep(thread: string): Declaration {
-    return this.#declare(thread, () => false);
+function independent(rule: Rule, r: Read, t: Thread): boolean {
+  const from = t.from.get(r.task);
+  switch (rule.kind) {
+    case "checkpoint":
+      return from !== undefined && from > rule.parent;
+    case "writes":
+      return r.task !== rule.task && from !== undefined && from >= rule.from;
+    case "step":
+      return false;
   }
 }

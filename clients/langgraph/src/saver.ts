@@ -10,7 +10,7 @@ import {
   type CheckpointPendingWrite, type CheckpointTuple, type PendingWrite, TASKS,
 } from "@langchain/langgraph-checkpoint";
 import { type Client, type Decrypted, InvalidArgument, Shredded, envelope } from "@shredd/client";
-import { type Declaration, type Step, Reads, currentStep } from "./reads.js";
+import { type Declaration, type Rule, type Step, Reads, currentStep } from "./reads.js";
 
 /** SEALED is the one metadata key the inner saver stores: the sealed metadata, the head artifact of a checkpoint. */
 export const SEALED = "__shredd_sealed__";
@@ -195,32 +195,36 @@ export class ShreddSaver extends BaseCheckpointSaver {
     return typeof sealed === "string" && t?.checkpoint.id === id ? envelope.fromText(sealed).header.artifact : undefined;
   }
 
-  /** #writeDeclaration: what a write of `thread` says about the reads of its unit; taken before any await. */
-  #writeDeclaration(thread: string, own: (r: Reads) => Declaration): Declaration {
+  /**
+   * #writer: the thread whose unit a write of `thread` is made in, and its
+   * rule. A node writing another thread's checkpoint: that write derives
+   * from its own step's reads.
+   */
+  #writer(thread: string, own: Rule): [string, Rule] {
     const step = currentStep();
-    // A node writing another thread's checkpoint: that write derives from its own step's reads.
-    return step !== undefined && step.thread !== thread ? this.#reads.forStep(step.thread) : own(this.#reads);
+    return step !== undefined && step.thread !== thread ? [step.thread, { kind: "step" }] : [thread, own];
   }
 
   override async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
     const { thread, ns, id: parentId } = ids(config);
-    const decl = this.#writeDeclaration(thread, (r) => r.forCheckpoint(thread, parentId ?? ""));
+    const mark = this.#reads.mark(); // before any await: what the checkpoint can hold
+    const [unitThread, rule] = this.#writer(thread, { kind: "checkpoint", parent: parentId ?? "" });
     const key = `${thread}\0${ns}\0${checkpoint.id}`;
     let done!: (a: string | undefined) => void;
     this.#putting.set(key, new Promise((res) => (done = res)));
     try {
-      return await this.#put(config, checkpoint, metadata, newVersions, decl);
+      return await this.#put(config, checkpoint, metadata, newVersions, (fn) => this.#reads.write(unitThread, mark, rule, fn));
     } finally {
       done(this.#artifacts.get(key));
       this.#putting.delete(key);
     }
   }
 
-  async #put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions, decl: Declaration): Promise<RunnableConfig> {
+  async #put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions,
+    write: <T>(fn: (d: Declaration) => Promise<T>) => Promise<T>): Promise<RunnableConfig> {
     const { thread, ns, id: parentId } = ids(config);
     const subjects = await this.#subjectsOf(config);
     const parent = await this.#parentArtifact(config, thread, ns, parentId);
-    const parents = sourceOf(decl, parent);
     // The metadata first (the checkpoint's head artifact), then each channel
     // value, all in one data-key batch. Every value is sealed on its own and
     // bound to its channel and version, so that the inner saver stores what
@@ -228,14 +232,14 @@ export class ShreddSaver extends BaseCheckpointSaver {
     // per newVersions) or all (MemorySaver).
     const changed = Object.keys(checkpoint.channel_values);
     const items = [
-      { kind: this.#ckKind, subjects, ...parents, plaintext: frame(...(await this.serde.dumpsTyped(metadata))), context: metadataContext(thread, ns, checkpoint.id) },
+      { kind: this.#ckKind, subjects, plaintext: frame(...(await this.serde.dumpsTyped(metadata))), context: metadataContext(thread, ns, checkpoint.id) },
       ...(await Promise.all(changed.map(async (k) => ({
-        kind: this.#ckKind, subjects, ...parents,
+        kind: this.#ckKind, subjects,
         plaintext: frame(...(await this.serde.dumpsTyped((checkpoint.channel_values as Record<string, unknown>)[k]))),
         context: channelContext(thread, ns, k, String(checkpoint.channel_versions[k])),
       })))),
     ];
-    const sealed = await this.#c.sealing.sealMany(items);
+    const sealed = await write((d) => this.#c.sealing.sealMany(items.map((it) => ({ ...it, ...sourceOf(d, parent) }))));
     for (const it of items) it.plaintext.fill(0);
     const cts = sealed.map((r) => {
       if (!r.ok) throw r.error;
@@ -255,19 +259,20 @@ export class ShreddSaver extends BaseCheckpointSaver {
     // The task is done: note where it ran from, before anything awaits,
     // so that a checkpoint older than its step does not name its reads.
     this.#reads.ran(thread, taskId, id);
-    const decl = this.#writeDeclaration(thread, (r) => r.forWrites(thread, id, taskId));
+    const mark = this.#reads.mark();
+    const [unitThread, rule] = this.#writer(thread, { kind: "writes", from: id, task: taskId });
     const subjects = await this.#subjectsOf(config);
     const key = `${thread}\0${ns}\0${id}`;
     const parent = this.#artifacts.get(key) ?? (await this.#putting.get(key));
-    const source = sourceOf(decl, parent);
     const items = await Promise.all(writes.map(async ([channel, value]) => {
       const [type, body] = await this.serde.dumpsTyped(value);
       return {
-        kind: this.#wKind, subjects, ...source,
+        kind: this.#wKind, subjects,
         plaintext: frame(type, body), context: writeContext(thread, ns, id, taskId, channel),
       };
     }));
-    const sealed = await this.#c.sealing.sealMany(items);
+    const sealed = await this.#reads.write(unitThread, mark, rule,
+      (d) => this.#c.sealing.sealMany(items.map((it) => ({ ...it, ...sourceOf(d, parent) }))));
     for (const it of items) it.plaintext.fill(0);
     const stored: PendingWrite[] = sealed.map((r, i) => {
       if (!r.ok) throw r.error;
@@ -318,15 +323,18 @@ export class ShreddSaver extends BaseCheckpointSaver {
       ...writes.map(([task, channel, v]) => ({ ciphertext: sealedValue(v), context: writeContext(thread, ns, id, task, channel) })),
       ...sends.map(([task, channel, v]) => ({ ciphertext: sealedValue(v), context: writeContext(thread, ns, sendsParent, task, channel) })),
     ];
-    const unit = step !== undefined ? this.#reads.unit(step.thread) : this.#reads.oneShot();
-    const res = await this.#c.sealing.decryptBatch(reqs.map((r) => ({ ...r, unit })));
+    const unit = step !== undefined ? await this.#reads.beginRead(step.thread) : this.#reads.oneShot();
     const opened: Decrypted[] = [];
     let failure: unknown;
-    for (const r of res) {
-      if (r.ok) opened.push(r.value);
-      else failure ??= r.error;
+    try {
+      const res = await this.#c.sealing.decryptBatch(reqs.map((r) => ({ ...r, unit })));
+      for (const r of res) {
+        if (r.ok) opened.push(r.value);
+        else failure ??= r.error;
+      }
+    } finally {
+      if (step !== undefined) this.#reads.endRead(step.thread, step.task, opened.map((d) => d.lease));
     }
-    if (step !== undefined) this.#reads.record(step.thread, step.task, opened.map((d) => d.lease));
     if (failure !== undefined) {
       await this.#drop(step, opened);
       if (this.#skip && failure instanceof Shredded) return undefined;

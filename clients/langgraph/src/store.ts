@@ -60,6 +60,15 @@ function context(ns: readonly string[], key: string): Uint8Array {
   return te.encode("langgraph/store\0" + id(ns, key));
 }
 
+/** lineage is what a write says of its unit's reads, as a Source's fields. */
+function lineage(d: Declaration): { unit: string; parents?: string[]; independentOf?: string[] } {
+  return {
+    unit: d.unit,
+    ...(d.parents.length > 0 ? { parents: d.parents } : {}),
+    ...(d.independentOf.length > 0 ? { independentOf: d.independentOf } : {}),
+  };
+}
+
 function cosine(a: readonly number[], b: readonly number[]): number {
   let d = 0, na = 0, nb = 0;
   for (let i = 0; i < a.length; i++) {
@@ -162,9 +171,10 @@ export class ShreddStore extends BaseStore {
     return [...new Set(s)];
   }
 
-  /** #declare: what a write of step says about its thread's reads (outside a step: a unit of its own, no reads). */
-  #declare(step: Step | undefined): Declaration {
-    return step !== undefined ? this.#reads.forStep(step.thread) : { unit: this.#reads.oneShot(), parents: [], independentOf: [] };
+  /** #write runs fn, the requests of one write, in the unit of the step's thread (outside a step: a unit of its own, naming nothing). */
+  async #write<T>(step: Step | undefined, fn: (d: Declaration) => Promise<T>): Promise<T> {
+    if (step === undefined) return fn({ unit: this.#reads.oneShot(), parents: [], independentOf: [] });
+    return this.#reads.write(step.thread, this.#reads.mark(), { kind: "step" }, fn);
   }
 
   async #put(op: PutOperation, step: Step | undefined): Promise<void> {
@@ -174,15 +184,10 @@ export class ShreddStore extends BaseStore {
       await this.inner.delete(op.namespace, op.key);
       return;
     }
-    const decl = this.#declare(step);
-    const lineage = {
-      unit: decl.unit,
-      ...(decl.parents.length > 0 ? { parents: decl.parents } : {}),
-      ...(decl.independentOf.length > 0 ? { independentOf: decl.independentOf } : {}),
-    };
     const subjects = await this.#subjectsOf(op.namespace, op.key, op.value);
     const plaintext = te.encode(JSON.stringify(op.value));
-    const sealed = await this.#c.sealing.seal({ kind: this.#valueKind, subjects, ...lineage, plaintext, context: context(op.namespace, op.key) });
+    const sealed = await this.#write(step, (d) =>
+      this.#c.sealing.seal({ kind: this.#valueKind, subjects, ...lineage(d), plaintext, context: context(op.namespace, op.key) }));
     plaintext.fill(0);
     await this.inner.put(op.namespace, op.key, { [SEALED]: sealed.ciphertext }, false);
     this.#vectors.delete(k);
@@ -191,7 +196,8 @@ export class ShreddStore extends BaseStore {
       const text = fields === undefined ? JSON.stringify(op.value) : fields.map((f) => JSON.stringify(op.value![f] ?? null)).join("\n");
       const [vector] = await this.#index.embeddings.embedDocuments([text]);
       // Registered before it is kept: a forget between the two finds it.
-      const art = await this.#kit!.registerArtifact({ kind: this.#embKind, ...lineage, parents: [sealed.artifact, ...decl.parents] });
+      const art = await this.#write(step, (d) =>
+        this.#kit!.registerArtifact({ kind: this.#embKind, ...lineage(d), parents: [sealed.artifact, ...d.parents] }));
       this.#vectors.set(k, { namespace: [...op.namespace], key: op.key, artifact: art.artifact, vector: vector! });
     }
   }
@@ -200,15 +206,16 @@ export class ShreddStore extends BaseStore {
   async #open(item: Item, skipShredded: boolean, step: Step | undefined): Promise<{ item: Item; read: Decrypted } | undefined> {
     const ct = item.value[SEALED];
     if (typeof ct !== "string") throw new InvalidArgument("ShreddStore: the inner store holds a value this store did not seal");
-    const unit = step !== undefined ? this.#reads.unit(step.thread) : this.#reads.oneShot();
-    let d: Decrypted;
+    const unit = step !== undefined ? await this.#reads.beginRead(step.thread) : this.#reads.oneShot();
+    let d: Decrypted | undefined;
     try {
       d = await this.#c.sealing.decrypt({ ciphertext: ct, context: context(item.namespace, item.key), unit });
     } catch (e) {
       if (skipShredded && e instanceof Shredded) return undefined;
       throw e;
+    } finally {
+      if (step !== undefined) this.#reads.endRead(step.thread, step.task, d !== undefined ? [d.lease] : []);
     }
-    if (step !== undefined) this.#reads.record(step.thread, step.task, [d.lease]);
     const value = JSON.parse(td.decode(d.plaintext)) as Record<string, unknown>;
     d.plaintext.fill(0);
     return { item: { ...item, value }, read: d };
