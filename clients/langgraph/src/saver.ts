@@ -372,9 +372,9 @@ export class ShreddSaver extends BaseCheckpointSaver {
    * writes included, whose lineage may exceed the checkpoint's).
    */
   override async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
-    const step = currentStep() ?? { thread: ids(config).thread, task: "" };
     const t = await this.inner.getTuple(config);
-    return t === undefined ? undefined : (await this.#open(t, step))?.tuple;
+    if (t === undefined) return undefined;
+    return (await this.#open(t, currentStep() ?? { thread: ids(t.config).thread, task: "" }))?.tuple;
   }
 
   /**
