@@ -27,15 +27,9 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
-import { AsyncBatchedStore, InMemoryStore, MemorySaver } from "@langchain/langgraph-checkpoint";
+import { InMemoryStore, MemorySaver } from "@langchain/langgraph-checkpoint";
 import { Client, HolderKit, Shredded, verify } from "@shredd/client";
-import { ShreddSaver, ShreddStore, stampSteps } from "@shredd/langgraph";
-
-// This checkout links @shredd/langgraph, which then loads its own copy of
-// @langchain/langgraph-checkpoint: have this LangGraph's batched store
-// stamp each store call with its graph step as well (an application that
-// installs the packages has one copy, and needs no such line).
-stampSteps(AsyncBatchedStore);
+import { ShreddSaver, ShreddStore } from "@shredd/langgraph";
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const check = (ok, what) => {
@@ -191,6 +185,7 @@ async function main(client, dataDir) {
     const left = await countCheckpoints(browse, threads[k]);
     console.log(`  ${threads[k].configurable.thread_id}: ${stored[k] - left} of ${stored[k]} checkpoints no longer read`);
   }
+  console.log(`  bob-1's state from his recall on: messages ${JSON.stringify(bobState.messages)}, recalled ${JSON.stringify(bobState.recalled)}`);
   for (const k of ["alice", "group", "bob"]) {
     const err = await graph.getState(threads[k]).then(() => undefined, (e) => e);
     check(err instanceof Shredded && err.status === 410, `getState(${threads[k].configurable.thread_id}) throws Shredded (410)`);
