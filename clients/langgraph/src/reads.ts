@@ -17,9 +17,10 @@
  * answers): its `thread_id` and task id (`__pregel_task_id`). Store calls
  * from a node go through LangGraph's AsyncBatchedStore, which runs the
  * batch later, outside the node's context; stampSteps() makes it record the
- * caller's step on each operation. A read made outside any step (the
- * application's own getState or store.get) belongs to the thread read (the
- * saver) or to a unit of its own (the store).
+ * caller's step on each operation. A read made outside any step belongs
+ * to the thread read (the saver's getTuple: LangGraph loads the checkpoint
+ * it resumes from so) or to a unit of its own that no write names (the
+ * saver's list, the store's get and search from application code).
  *
  * Which writes name which reads (a write never names fewer than it may
  * derive from; "independent" only where LangGraph's order proves it):
@@ -31,7 +32,8 @@
  *   other's data) and of tasks that ran from a checkpoint newer than X;
  * - a store write from a step: every read of the thread;
  * - reads the adapter dropped before the caller saw them (a search hit
- *   filtered out, a checkpoint not listed) are declared independent.
+ *   filtered out, a checkpoint not listed) are declared independent, and
+ *   so are reads whose plaintext was handed on after the write was called.
  * A read is forgotten here a minute after its lease expired.
  */
 import { AsyncLocalStorageProviderSingleton } from "@langchain/core/singletons";
