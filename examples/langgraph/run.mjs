@@ -4,13 +4,19 @@
 //   npm ci && npm start            (in examples/langgraph; SHREDD_BIN=... or Go to build one)
 //
 // Three users talk to a StateGraph (a "remember" node that writes a memory
-// to the store, a "respond" node that recalls memories by vector search);
-// alice and bob also share a group thread. Then forget("alice"), and every
-// line printed as a check is asserted:
+// to the store, a "respond" node that recalls memories by vector search
+// into the thread's state); alice and bob also share a group thread, and
+// bob talks after it, so his node recalls the group's memory into bob's
+// thread. Then forget("alice"), and every line printed as a check is
+// asserted:
 //   - alice's thread and the group thread can no longer be read (the saver
 //     throws Shredded: the data existed and is erased; an empty history
 //     would let the graph silently start alice afresh), nor her memories;
-//   - bob's and carol's graphs resume exactly where they were;
+//   - nor can bob's checkpoints from his recall of the group memory on:
+//     what a step reads through the store is the lineage of what it writes
+//     (the adapters' units of work), so the recalled trip is gone from his
+//     history too, while his own turns before the recall still read;
+//   - carol's graph resumes exactly where it was;
 //   - the index purges alice's embeddings with a signed holder ack, the
 //     forget reaches erased, and its attestation, checked offline, lists
 //     the saver's and the store's artifacts.
@@ -30,6 +36,19 @@ const check = (ok, what) => {
   assert.ok(ok, what);
   console.log("  ok  " + what);
 };
+
+// What a store holds, as text: strings as they are, byte arrays decoded as
+// UTF-8 (MemorySaver keeps checkpoints as Uint8Array, which JSON.stringify
+// writes as {"0":123,...}: a search of that finds nothing, whatever it holds).
+function storedText(x, seen = new Set()) {
+  if (typeof x === "string") return x + "\n";
+  if (x instanceof Uint8Array) return new TextDecoder().decode(x) + "\n";
+  if (x === null || typeof x !== "object" || seen.has(x)) return "";
+  seen.add(x);
+  const values = x instanceof Map ? [...x.keys(), ...x.values()] : Array.isArray(x) ? x : [...Object.keys(x), ...Object.values(x)];
+  return values.map((v) => storedText(v, seen)).join("");
+}
+const PLAINTEXT = /allergic to peanuts|aisle seats|called Rex|trip to Lisbon/;
 
 // A deterministic embedding (hashed bag of words): the application's model.
 class HashEmbeddings {
@@ -96,7 +115,7 @@ async function main(client, dataDir) {
     messages: Annotation({ reducer: (a, b) => a.concat(b), default: () => [] }),
     recalled: Annotation({ reducer: (_, b) => b, default: () => [] }),
   });
-  const graph = new StateGraph(State)
+  const build = (checkpointer) => new StateGraph(State)
     .addNode("remember", async (state, config) => {
       const last = state.messages.at(-1);
       for (const user of config.configurable.participants) {
@@ -114,7 +133,11 @@ async function main(client, dataDir) {
       return { messages: [`assistant: noted (${hits.length} memories recalled)`], recalled: hits };
     })
     .addEdge(START, "remember").addEdge("remember", "respond").addEdge("respond", END)
-    .compile({ checkpointer: saver, store });
+    .compile({ checkpointer, store });
+  const graph = build(saver);
+  // The same graph over the same sealed checkpoints, with onShredded "skip":
+  // a history that leaves out what no longer reads, instead of throwing.
+  const browse = build(new ShreddSaver({ client, inner: innerSaver, subjects: (c) => c.participants, onShredded: "skip" }));
 
   const cfg = (thread, participants) => ({ configurable: { thread_id: thread, participants } });
   const threads = {
@@ -123,45 +146,76 @@ async function main(client, dataDir) {
     carol: cfg("carol-1", ["carol"]),
     group: cfg("alice-bob-trip", ["alice", "bob"]),
   };
-  console.log("running the graph for alice, bob, carol and alice+bob's group thread");
+  console.log("running the graph for alice, carol, alice+bob's group thread, then bob");
   await graph.invoke({ messages: ["alice: I am allergic to peanuts"] }, threads.alice);
   await graph.invoke({ messages: ["alice: book me a window seat"] }, threads.alice);
-  await graph.invoke({ messages: ["bob: I prefer aisle seats"] }, threads.bob);
   await graph.invoke({ messages: ["carol: my dog is called Rex"] }, threads.carol);
   await graph.invoke({ messages: ["alice and bob: plan a trip to Lisbon"] }, threads.group);
+  await graph.invoke({ messages: ["bob: I prefer aisle seats"] }, threads.bob);
 
-  const stored = JSON.stringify(innerSaver.storage) + JSON.stringify(innerSaver.writes);
-  check(!/peanuts|aisle|Rex|Lisbon/.test(stored), "the inner saver holds only sealed bytes (no message text)");
+  check(!PLAINTEXT.test(storedText([innerSaver.storage, innerSaver.writes])), "the inner saver holds only sealed bytes (no message text, its bytes decoded)");
+  {
+    // The same check, on a plain MemorySaver that ran the same turn, finds the text: it can fail.
+    const plain = new MemorySaver();
+    await build(plain).invoke({ messages: ["carol: my dog is called Rex"] }, cfg("carol-plain", ["carol-plain"]));
+    check(PLAINTEXT.test(storedText([plain.storage, plain.writes])) && !PLAINTEXT.test(JSON.stringify(plain.storage)),
+      "the same check finds the text in a plain MemorySaver (where JSON.stringify of its bytes would not)");
+  }
+  const bobState = (await graph.getState(threads.bob)).values;
+  check(bobState.recalled.includes("alice and bob: plan a trip to Lisbon"), "bob's node recalled the group thread's memory into bob's state");
   const before = {};
-  for (const k of ["bob", "carol"]) before[k] = (await graph.getState(threads[k])).values;
+  for (const k of ["carol"]) before[k] = (await graph.getState(threads[k])).values;
   const aliceState = (await graph.getState(threads.alice)).values;
   check(aliceState.messages.length === 4, "alice's thread holds her 2 turns before the forget");
+  const countCheckpoints = async (g, t) => {
+    let n = 0;
+    for await (const _ of g.getStateHistory(t)) n++;
+    return n;
+  };
+  const stored = {};
+  for (const k of Object.keys(threads)) stored[k] = await countCheckpoints(browse, threads[k]);
 
   // --- forget alice --------------------------------------------------
   const preview = await client.forgets.preview("alice");
   console.log(`forget("alice"), dry run first: ${preview.counts.total} artifacts (${preview.counts.direct} direct, ${preview.counts.derived} derived, ${preview.counts.plaintext_held} plaintext-held embeddings)`);
   const f = await client.forgets.forget("alice");
 
-  for (const k of ["alice", "group"]) {
+  console.log("what the forget made unreadable:");
+  for (const k of Object.keys(threads)) {
+    const left = await countCheckpoints(browse, threads[k]);
+    console.log(`  ${threads[k].configurable.thread_id}: ${stored[k] - left} of ${stored[k]} checkpoints no longer read`);
+  }
+  console.log(`  bob-1's state from his recall on: messages ${JSON.stringify(bobState.messages)}, recalled ${JSON.stringify(bobState.recalled)}`);
+  for (const k of ["alice", "group", "bob"]) {
     const err = await graph.getState(threads[k]).then(() => undefined, (e) => e);
     check(err instanceof Shredded && err.status === 410, `getState(${threads[k].configurable.thread_id}) throws Shredded (410)`);
   }
+  const histErr = await (async () => { for await (const _ of graph.getStateHistory(threads.bob)) void _; })().then(() => undefined, (e) => e);
+  check(histErr instanceof Shredded, "getStateHistory(bob-1) throws Shredded at bob's state that holds the recalled memory");
+  const bobHistory = [];
+  for await (const s of browse.getStateHistory(threads.bob)) bobHistory.push(s);
+  check(bobHistory.length > 0 && bobHistory.length < stored.bob && !JSON.stringify(bobHistory.map((s) => [s.values, s.tasks])).includes("Lisbon"),
+    `bob's history (onShredded "skip") no longer holds "alice and bob: plan a trip to Lisbon": ${bobHistory.length} of ${stored.bob} checkpoints read`);
+  check(bobHistory.some((s) => s.values.messages?.includes("bob: I prefer aisle seats")),
+    "bob's own turn before the recall still reads (\"bob: I prefer aisle seats\")");
   const againErr = await graph.invoke({ messages: ["alice: hello?"] }, threads.alice).then(() => undefined, (e) => e);
   check(againErr instanceof Shredded, "invoking alice's thread again throws Shredded: the graph never starts her afresh by mistake");
   const memErr = await store.get(["memories", "alice"], "alice-1-1").then(() => undefined, (e) => e);
   check(memErr instanceof Shredded, "alice's memories in the store throw Shredded");
+  const bobMemories = (await store.search(["memories", "bob"], { limit: 10 })).map((i) => i.value.text);
+  check(bobMemories.length === 1 && bobMemories[0] === "bob: I prefer aisle seats", "bob's own memory reads; the group's is gone from his namespace too");
 
-  for (const k of ["bob", "carol"]) {
+  for (const k of ["carol"]) {
     const now = (await graph.getState(threads[k])).values;
     assert.deepEqual(now, before[k]);
     check(true, `${k}'s state reads exactly as before the forget`);
   }
-  await graph.invoke({ messages: ["bob: and a vegetarian meal"] }, threads.bob);
-  const bobNow = (await graph.getState(threads.bob)).values;
-  assert.deepEqual(bobNow.messages.slice(0, before.bob.messages.length), before.bob.messages);
-  check(bobNow.messages.length === before.bob.messages.length + 2, "bob's graph resumes from his last checkpoint (one more turn, history intact)");
-  check(bobNow.recalled.length > 0 && !bobNow.recalled.some((t) => /peanuts|window|Lisbon/.test(t)),
-    "bob's recall finds his own memories and nothing of alice's (the group thread's memory was hers too)");
+  await graph.invoke({ messages: ["carol: and a cat called Tom"] }, threads.carol);
+  const carolNow = (await graph.getState(threads.carol)).values;
+  assert.deepEqual(carolNow.messages.slice(0, before.carol.messages.length), before.carol.messages);
+  check(carolNow.messages.length === before.carol.messages.length + 2, "carol's graph resumes from her last checkpoint (one more turn, history intact)");
+  check(carolNow.recalled.length > 0 && !carolNow.recalled.some((t) => /peanuts|window|Lisbon/.test(t)),
+    "carol's recall finds her own memories and nothing of alice's");
 
   // --- the index purges alice's embeddings, the forget is erased -------
   const rounds = await store.purge();

@@ -4,3 +4,4 @@
  */
 export { ShreddSaver, SEALED, type ShreddSaverOptions, type SubjectsOf, type Configurable } from "./saver.js";
 export { ShreddStore, type ShreddStoreOptions, type SubjectsOfItem, type StoreIndex } from "./store.js";
+export { Reads, stampSteps, currentStep, type Step, type Declaration, type Rule } from "./reads.js";

@@ -10,6 +10,7 @@ import {
   type CheckpointPendingWrite, type CheckpointTuple, type PendingWrite, TASKS,
 } from "@langchain/langgraph-checkpoint";
 import { type Client, type Decrypted, InvalidArgument, Shredded, envelope } from "@shredd/client";
+import { type Declaration, type Rule, type Step, Reads, currentStep } from "./reads.js";
 
 /** SEALED is the one metadata key the inner saver stores: the sealed metadata, the head artifact of a checkpoint. */
 export const SEALED = "__shredd_sealed__";
@@ -44,8 +45,14 @@ export interface ShreddSaverOptions {
    * forgotten user's thread to start afresh.
    */
   readonly onShredded?: "throw" | "skip";
+  /**
+   * reads keeps each thread's unit of work and what its steps read
+   * (default Reads.shared): give the saver and the store of one graph the
+   * same, so that a checkpoint names what the step read from the store.
+   */
+  readonly reads?: Reads;
 }
-const OPTION_KEYS = ["client", "inner", "subjects", "checkpointKind", "writeKind", "onShredded"];
+const OPTION_KEYS = ["client", "inner", "subjects", "checkpointKind", "writeKind", "onShredded", "reads"];
 
 const te = new TextEncoder();
 const td = new TextDecoder();
@@ -88,6 +95,16 @@ function unframe(b: Uint8Array): [string, Uint8Array] {
   return [td.decode(b.subarray(0, i)), b.subarray(i + 1)];
 }
 
+/** sourceOf is the lineage a write names: its parent checkpoint and what it declares of its unit's reads. */
+function sourceOf(d: Declaration, parent: string | undefined): { unit: string; parents?: string[]; independentOf?: string[] } {
+  const parents = [...new Set([...(parent !== undefined ? [parent] : []), ...d.parents])];
+  return {
+    unit: d.unit,
+    ...(parents.length > 0 ? { parents } : {}),
+    ...(d.independentOf.length > 0 ? { independentOf: d.independentOf } : {}),
+  };
+}
+
 function contains(have: unknown, want: unknown): boolean {
   if (want !== null && typeof want === "object" && !Array.isArray(want)) {
     if (have === null || typeof have !== "object") return false;
@@ -109,11 +126,19 @@ function contains(have: unknown, want: unknown): boolean {
  * - each pending write's value is an envelope of its own under the same
  *   subjects, bound to its thread, checkpoint, task and channel.
  *
- * Reads open the envelopes with one decrypt batch per checkpoint and
- * release the leases at once. Metadata filters of list() apply after
- * opening (the inner saver never sees metadata). After forget(subject),
- * every checkpoint and write of that subject's threads is Shredded
- * (see onShredded); other threads read as before.
+ * Reads open the envelopes with one decrypt batch per checkpoint, made
+ * with the unit of work of the thread whose step reads (a node reading
+ * another thread's checkpoints: the node's thread; otherwise the thread
+ * read), and recorded in `reads`: every later checkpoint and pending write
+ * of that thread names them (their artifacts as parents) while they are
+ * attributable, so what a step read is in the lineage of what it wrote
+ * (see Reads). The leases are not released: LangGraph keeps the state;
+ * they run to their expiry. Metadata filters of list() apply after
+ * opening (the inner saver never sees metadata); what a filter leaves out
+ * is released and declared independent. After forget(subject), every
+ * checkpoint and write of that subject's threads, and of every thread
+ * whose step read one of them, is Shredded (see onShredded); other
+ * threads read as before.
  */
 export class ShreddSaver extends BaseCheckpointSaver {
   readonly inner: BaseCheckpointSaver;
@@ -122,7 +147,10 @@ export class ShreddSaver extends BaseCheckpointSaver {
   readonly #ckKind: string;
   readonly #wKind: string;
   readonly #skip: boolean;
+  readonly #reads: Reads;
   readonly #artifacts = new Map<string, string>();
+  /** #putting: the head artifacts of checkpoints being put, for their pending writes' parent. */
+  readonly #putting = new Map<string, Promise<string | undefined>>();
 
   constructor(o: ShreddSaverOptions) {
     for (const k of Object.keys(o)) if (!OPTION_KEYS.includes(k)) throw new InvalidArgument(`ShreddSaver: unknown option "${k}"`);
@@ -135,6 +163,8 @@ export class ShreddSaver extends BaseCheckpointSaver {
     this.#ckKind = o.checkpointKind ?? "langgraph-checkpoint";
     this.#wKind = o.writeKind ?? "langgraph-write";
     this.#skip = o.onShredded === "skip";
+    if (o.reads !== undefined && !(o.reads instanceof Reads)) throw new InvalidArgument("ShreddSaver: reads must be a Reads");
+    this.#reads = o.reads ?? Reads.shared;
   }
 
   /** setup registers the two kinds (needs an admin token once). */
@@ -165,11 +195,36 @@ export class ShreddSaver extends BaseCheckpointSaver {
     return typeof sealed === "string" && t?.checkpoint.id === id ? envelope.fromText(sealed).header.artifact : undefined;
   }
 
+  /**
+   * #writer: the thread whose unit a write of `thread` is made in, and its
+   * rule. A node writing another thread's checkpoint: that write derives
+   * from its own step's reads.
+   */
+  #writer(thread: string, own: Rule): [string, Rule] {
+    const step = currentStep();
+    return step !== undefined && step.thread !== thread ? [step.thread, { kind: "step" }] : [thread, own];
+  }
+
   override async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
+    const { thread, ns, id: parentId } = ids(config);
+    const mark = this.#reads.mark(); // before any await: what the checkpoint can hold
+    const [unitThread, rule] = this.#writer(thread, { kind: "checkpoint", parent: parentId ?? "" });
+    const key = `${thread}\0${ns}\0${checkpoint.id}`;
+    let done!: (a: string | undefined) => void;
+    this.#putting.set(key, new Promise((res) => (done = res)));
+    try {
+      return await this.#put(config, checkpoint, metadata, newVersions, (fn) => this.#reads.write(unitThread, mark, rule, fn));
+    } finally {
+      done(this.#artifacts.get(key));
+      this.#putting.delete(key);
+    }
+  }
+
+  async #put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions,
+    write: <T>(fn: (d: Declaration) => Promise<T>) => Promise<T>): Promise<RunnableConfig> {
     const { thread, ns, id: parentId } = ids(config);
     const subjects = await this.#subjectsOf(config);
     const parent = await this.#parentArtifact(config, thread, ns, parentId);
-    const parents = parent !== undefined ? { parents: [parent] } : {};
     // The metadata first (the checkpoint's head artifact), then each channel
     // value, all in one data-key batch. Every value is sealed on its own and
     // bound to its channel and version, so that the inner saver stores what
@@ -177,14 +232,14 @@ export class ShreddSaver extends BaseCheckpointSaver {
     // per newVersions) or all (MemorySaver).
     const changed = Object.keys(checkpoint.channel_values);
     const items = [
-      { kind: this.#ckKind, subjects, ...parents, plaintext: frame(...(await this.serde.dumpsTyped(metadata))), context: metadataContext(thread, ns, checkpoint.id) },
+      { kind: this.#ckKind, subjects, plaintext: frame(...(await this.serde.dumpsTyped(metadata))), context: metadataContext(thread, ns, checkpoint.id) },
       ...(await Promise.all(changed.map(async (k) => ({
-        kind: this.#ckKind, subjects, ...parents,
+        kind: this.#ckKind, subjects,
         plaintext: frame(...(await this.serde.dumpsTyped((checkpoint.channel_values as Record<string, unknown>)[k]))),
         context: channelContext(thread, ns, k, String(checkpoint.channel_versions[k])),
       })))),
     ];
-    const sealed = await this.#c.sealing.sealMany(items);
+    const sealed = await write((d) => this.#c.sealing.sealMany(items.map((it) => ({ ...it, ...sourceOf(d, parent) }))));
     for (const it of items) it.plaintext.fill(0);
     const cts = sealed.map((r) => {
       if (!r.ok) throw r.error;
@@ -201,16 +256,23 @@ export class ShreddSaver extends BaseCheckpointSaver {
     if (writes.length === 0) return this.inner.putWrites(config, writes, taskId, taskPath);
     const { thread, ns, id } = ids(config);
     if (id === undefined) throw new InvalidArgument("ShreddSaver: putWrites needs configurable.checkpoint_id");
+    // The task is done: note where it ran from, before anything awaits,
+    // so that a checkpoint older than its step does not name its reads.
+    this.#reads.ran(thread, taskId, id);
+    const mark = this.#reads.mark();
+    const [unitThread, rule] = this.#writer(thread, { kind: "writes", from: id, task: taskId });
     const subjects = await this.#subjectsOf(config);
-    const parent = this.#artifacts.get(`${thread}\0${ns}\0${id}`);
+    const key = `${thread}\0${ns}\0${id}`;
+    const parent = this.#artifacts.get(key) ?? (await this.#putting.get(key));
     const items = await Promise.all(writes.map(async ([channel, value]) => {
       const [type, body] = await this.serde.dumpsTyped(value);
       return {
-        kind: this.#wKind, subjects, ...(parent !== undefined ? { parents: [parent] } : {}),
+        kind: this.#wKind, subjects,
         plaintext: frame(type, body), context: writeContext(thread, ns, id, taskId, channel),
       };
     }));
-    const sealed = await this.#c.sealing.sealMany(items);
+    const sealed = await this.#reads.write(unitThread, mark, rule,
+      (d) => this.#c.sealing.sealMany(items.map((it) => ({ ...it, ...sourceOf(d, parent) }))));
     for (const it of items) it.plaintext.fill(0);
     const stored: PendingWrite[] = sealed.map((r, i) => {
       if (!r.ok) throw r.error;
@@ -219,8 +281,19 @@ export class ShreddSaver extends BaseCheckpointSaver {
     return this.inner.putWrites(config, stored, taskId, taskPath);
   }
 
-  /** #open opens a stored tuple: one decrypt batch, leases released at once. */
-  async #open(t: CheckpointTuple): Promise<CheckpointTuple | undefined> {
+  /** #drop releases reads whose plaintext was dropped unseen, and marks them so. */
+  async #drop(step: Step | undefined, opened: readonly Decrypted[]): Promise<void> {
+    for (const d of opened) d.plaintext.fill(0);
+    if (step !== undefined) this.#reads.drop(step.thread, opened.map((d) => d.lease.id));
+    await Promise.all(opened.map((d) => d.release()));
+  }
+
+  /**
+   * #open opens a stored tuple: one decrypt batch with the unit of the
+   * reading step's thread, its reads recorded there; with no step, in a
+   * unit of its own that no write of the adapters names.
+   */
+  async #open(t: CheckpointTuple, step: Step | undefined): Promise<{ tuple: CheckpointTuple; opened: Decrypted[] } | undefined> {
     const { thread, ns } = ids(t.config);
     const id = t.checkpoint.id;
     const sealedValue = (v: unknown): string => {
@@ -250,16 +323,20 @@ export class ShreddSaver extends BaseCheckpointSaver {
       ...writes.map(([task, channel, v]) => ({ ciphertext: sealedValue(v), context: writeContext(thread, ns, id, task, channel) })),
       ...sends.map(([task, channel, v]) => ({ ciphertext: sealedValue(v), context: writeContext(thread, ns, sendsParent, task, channel) })),
     ];
-    const res = await this.#c.sealing.decryptBatch(reqs);
+    const unit = step !== undefined ? await this.#reads.beginRead(step.thread) : this.#reads.oneShot();
     const opened: Decrypted[] = [];
     let failure: unknown;
-    for (const r of res) {
-      if (r.ok) opened.push(r.value);
-      else failure ??= r.error;
+    try {
+      const res = await this.#c.sealing.decryptBatch(reqs.map((r) => ({ ...r, unit })));
+      for (const r of res) {
+        if (r.ok) opened.push(r.value);
+        else failure ??= r.error;
+      }
+    } finally {
+      if (step !== undefined) this.#reads.endRead(step.thread, step.task, opened.map((d) => d.lease));
     }
-    await Promise.all(opened.map((d) => d.release()));
     if (failure !== undefined) {
-      for (const d of opened) d.plaintext.fill(0);
+      await this.#drop(step, opened);
       if (this.#skip && failure instanceof Shredded) return undefined;
       throw failure;
     }
@@ -285,14 +362,28 @@ export class ShreddSaver extends BaseCheckpointSaver {
       for (let j = 0; j < sends.length; j++) values.push(await next());
       channel_values[TASKS] = values;
     }
-    return { ...t, checkpoint: { ...t.checkpoint, channel_values, channel_versions }, metadata, pendingWrites };
+    return { tuple: { ...t, checkpoint: { ...t.checkpoint, channel_values, channel_versions }, metadata, pendingWrites }, opened };
   }
 
+  /**
+   * getTuple reads for the running step's thread, else for the thread read:
+   * LangGraph's loop loads the checkpoint it resumes from with getTuple, so
+   * that thread's next checkpoint and writes name what it loaded (pending
+   * writes included, whose lineage may exceed the checkpoint's).
+   */
   override async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
     const t = await this.inner.getTuple(config);
-    return t === undefined ? undefined : this.#open(t);
+    if (t === undefined) return undefined;
+    return (await this.#open(t, currentStep() ?? { thread: ids(t.config).thread, task: "" }))?.tuple;
   }
 
+  /**
+   * list reads for the running step's thread; outside a step (an
+   * application browsing a history: getStateHistory) in a unit of its own:
+   * what the application derives from a history it carries itself (a
+   * Client.unit()). Every checkpoint a thread resumes from is loaded by
+   * getTuple, or is the parent its next checkpoint names.
+   */
   override async *list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple> {
     const { limit, before, filter } = options ?? {};
     const innerOpts: CheckpointListOptions = {
@@ -300,14 +391,18 @@ export class ShreddSaver extends BaseCheckpointSaver {
       // A filter applies to the metadata, which only opening shows.
       ...(limit !== undefined && filter === undefined ? { limit } : {}),
     };
+    const step = currentStep();
     let n = 0;
     for await (const t of this.inner.list(config, innerOpts)) {
       if (limit !== undefined && n >= limit) return;
-      const o = await this.#open(t);
+      const o = await this.#open(t, step);
       if (o === undefined) continue;
-      if (filter !== undefined && !contains(o.metadata ?? {}, filter)) continue;
+      if (filter !== undefined && !contains(o.tuple.metadata ?? {}, filter)) {
+        await this.#drop(step, o.opened);
+        continue;
+      }
       n++;
-      yield o;
+      yield o.tuple;
     }
   }
 

@@ -9,7 +9,8 @@ import {
   BaseStore, type GetOperation, type Item, type ListNamespacesOperation, type Operation, type OperationResults,
   type PutOperation, type SearchItem, type SearchOperation,
 } from "@langchain/langgraph-checkpoint";
-import { type Client, type HolderKit, type PurgeOutcome, InvalidArgument, Shredded } from "@shredd/client";
+import { type Client, type Decrypted, type HolderKit, type PurgeOutcome, InvalidArgument, Shredded } from "@shredd/client";
+import { type Declaration, type Step, Reads, stampSteps, stepOf } from "./reads.js";
 
 const SEALED = "__shredd_sealed__";
 const te = new TextEncoder();
@@ -41,8 +42,10 @@ export interface ShreddStoreOptions {
   /** valueKind and embeddingKind name the artifacts' kinds (default "langgraph-memory", "langgraph-embedding"). */
   readonly valueKind?: string;
   readonly embeddingKind?: string;
+  /** reads: each thread's unit of work and what its steps read (default Reads.shared, as the saver's). */
+  readonly reads?: Reads;
 }
-const KEYS = ["client", "inner", "subjects", "kit", "index", "valueKind", "embeddingKind"];
+const KEYS = ["client", "inner", "subjects", "kit", "index", "valueKind", "embeddingKind", "reads"];
 
 interface Vector {
   readonly namespace: readonly string[];
@@ -55,6 +58,15 @@ const id = (ns: readonly string[], key: string): string => JSON.stringify([ns, k
 
 function context(ns: readonly string[], key: string): Uint8Array {
   return te.encode("langgraph/store\0" + id(ns, key));
+}
+
+/** lineage is what a write says of its unit's reads, as a Source's fields. */
+function lineage(d: Declaration): { unit: string; parents?: string[]; independentOf?: string[] } {
+  return {
+    unit: d.unit,
+    ...(d.parents.length > 0 ? { parents: d.parents } : {}),
+    ...(d.independentOf.length > 0 ? { independentOf: d.independentOf } : {}),
+  };
 }
 
 function cosine(a: readonly number[], b: readonly number[]): number {
@@ -81,6 +93,18 @@ function matches(value: Record<string, unknown>, filter: Record<string, unknown>
  * embeddings of a forgotten subject are deleted and acked, so the forget
  * reaches erased only once the index no longer answers with them.
  *
+ * What a graph step reads (get, search) becomes lineage of what it
+ * writes: each read is made with the unit of work of the step's thread
+ * and recorded in `reads` (see Reads), so the checkpoints and pending
+ * writes of that thread, and the memories the step puts, name it. The
+ * step is LangGraph's run config: the store stamps each operation that
+ * LangGraph's AsyncBatchedStore queues with the step that queued it
+ * (stampSteps). A read outside any step (the application calling get) is
+ * a unit of its own that no adapter write names. Leases of what a caller
+ * received run to their expiry; those of items read but not answered
+ * (filtered out, past the limit, shredded) are released and declared
+ * independent.
+ *
  * After forget(subject): get() of the subject's items throws Shredded
  * (410); search() leaves them out (their vectors are gone after purge(),
  * and a listing without a query skips what no longer opens).
@@ -93,6 +117,7 @@ export class ShreddStore extends BaseStore {
   readonly #index: StoreIndex | undefined;
   readonly #valueKind: string;
   readonly #embKind: string;
+  readonly #reads: Reads;
   readonly #vectors = new Map<string, Vector>();
 
   constructor(o: ShreddStoreOptions) {
@@ -106,6 +131,9 @@ export class ShreddStore extends BaseStore {
     this.#index = o.index;
     this.#valueKind = o.valueKind ?? "langgraph-memory";
     this.#embKind = o.embeddingKind ?? "langgraph-embedding";
+    if (o.reads !== undefined && !(o.reads instanceof Reads)) throw new InvalidArgument("ShreddStore: reads must be a Reads");
+    this.#reads = o.reads ?? Reads.shared;
+    stampSteps();
   }
 
   /** setup registers the kinds and the holder (needs an admin token once). */
@@ -143,7 +171,13 @@ export class ShreddStore extends BaseStore {
     return [...new Set(s)];
   }
 
-  async #put(op: PutOperation): Promise<void> {
+  /** #write runs fn, the requests of one write, in the unit of the step's thread (outside a step: a unit of its own, naming nothing). */
+  async #write<T>(step: Step | undefined, fn: (d: Declaration) => Promise<T>): Promise<T> {
+    if (step === undefined) return fn({ unit: this.#reads.oneShot(), parents: [], independentOf: [] });
+    return this.#reads.write(step.thread, this.#reads.mark(), { kind: "step" }, fn);
+  }
+
+  async #put(op: PutOperation, step: Step | undefined): Promise<void> {
     const k = id(op.namespace, op.key);
     if (op.value === null) {
       this.#vectors.delete(k);
@@ -152,7 +186,8 @@ export class ShreddStore extends BaseStore {
     }
     const subjects = await this.#subjectsOf(op.namespace, op.key, op.value);
     const plaintext = te.encode(JSON.stringify(op.value));
-    const sealed = await this.#c.sealing.seal({ kind: this.#valueKind, subjects, plaintext, context: context(op.namespace, op.key) });
+    const sealed = await this.#write(step, (d) =>
+      this.#c.sealing.seal({ kind: this.#valueKind, subjects, ...lineage(d), plaintext, context: context(op.namespace, op.key) }));
     plaintext.fill(0);
     await this.inner.put(op.namespace, op.key, { [SEALED]: sealed.ciphertext }, false);
     this.#vectors.delete(k);
@@ -161,32 +196,43 @@ export class ShreddStore extends BaseStore {
       const text = fields === undefined ? JSON.stringify(op.value) : fields.map((f) => JSON.stringify(op.value![f] ?? null)).join("\n");
       const [vector] = await this.#index.embeddings.embedDocuments([text]);
       // Registered before it is kept: a forget between the two finds it.
-      const art = await this.#kit!.registerArtifact({ kind: this.#embKind, parents: [sealed.artifact] });
+      const art = await this.#write(step, (d) =>
+        this.#kit!.registerArtifact({ kind: this.#embKind, ...lineage(d), parents: [sealed.artifact, ...d.parents] }));
       this.#vectors.set(k, { namespace: [...op.namespace], key: op.key, artifact: art.artifact, vector: vector! });
     }
   }
 
-  async #open(item: Item, skipShredded: boolean): Promise<Item | undefined> {
+  /** #open decrypts an item with the unit of the reading step's thread (or a unit of its own) and records the read. */
+  async #open(item: Item, skipShredded: boolean, step: Step | undefined): Promise<{ item: Item; read: Decrypted } | undefined> {
     const ct = item.value[SEALED];
     if (typeof ct !== "string") throw new InvalidArgument("ShreddStore: the inner store holds a value this store did not seal");
-    let pt: Uint8Array;
+    const unit = step !== undefined ? await this.#reads.beginRead(step.thread) : this.#reads.oneShot();
+    let d: Decrypted | undefined;
     try {
-      pt = await this.#c.sealing.read({ ciphertext: ct, context: context(item.namespace, item.key) });
+      d = await this.#c.sealing.decrypt({ ciphertext: ct, context: context(item.namespace, item.key), unit });
     } catch (e) {
       if (skipShredded && e instanceof Shredded) return undefined;
       throw e;
+    } finally {
+      if (step !== undefined) this.#reads.endRead(step.thread, step.task, d !== undefined ? [d.lease] : []);
     }
-    const value = JSON.parse(td.decode(pt)) as Record<string, unknown>;
-    pt.fill(0);
-    return { ...item, value };
+    const value = JSON.parse(td.decode(d.plaintext)) as Record<string, unknown>;
+    d.plaintext.fill(0);
+    return { item: { ...item, value }, read: d };
   }
 
-  async #get(op: GetOperation): Promise<Item | null> {
+  /** #drop: an item read but not answered: its lease is released and declared independent. */
+  async #drop(step: Step | undefined, d: Decrypted): Promise<void> {
+    if (step !== undefined) this.#reads.drop(step.thread, [d.lease.id]);
+    await d.release();
+  }
+
+  async #get(op: GetOperation, step: Step | undefined): Promise<Item | null> {
     const it = await this.inner.get(op.namespace, op.key);
-    return it === null ? null : ((await this.#open(it, false)) ?? null);
+    return it === null ? null : ((await this.#open(it, false, step))?.item ?? null);
   }
 
-  async #search(op: SearchOperation): Promise<SearchItem[]> {
+  async #search(op: SearchOperation, step: Step | undefined): Promise<SearchItem[]> {
     const limit = op.limit ?? 10;
     const offset = op.offset ?? 0;
     const prefix = op.namespacePrefix;
@@ -200,10 +246,13 @@ export class ShreddStore extends BaseStore {
       for (const { v, score } of scored) {
         if (out.length >= limit) break;
         const it = await this.inner.get([...v.namespace], v.key);
-        const opened = it === null ? undefined : await this.#open(it, true);
-        if (opened === undefined || !matches(opened.value, op.filter)) continue;
-        if (skipped++ < offset) continue;
-        out.push({ ...opened, score });
+        const opened = it === null ? undefined : await this.#open(it, true, step);
+        if (opened === undefined) continue;
+        if (!matches(opened.item.value, op.filter) || skipped++ < offset) {
+          await this.#drop(step, opened.read);
+          continue;
+        }
+        out.push({ ...opened.item, score });
       }
       return out;
     }
@@ -212,10 +261,13 @@ export class ShreddStore extends BaseStore {
     for (let page = 0; ; page += 100) {
       const items = await this.inner.search(prefix, { limit: 100, offset: page });
       for (const it of items) {
-        const opened = await this.#open(it, true);
-        if (opened === undefined || !matches(opened.value, op.filter)) continue;
-        if (skipped++ < offset) continue;
-        out.push(opened);
+        const opened = await this.#open(it, true, step);
+        if (opened === undefined) continue;
+        if (!matches(opened.item.value, op.filter) || skipped++ < offset) {
+          await this.#drop(step, opened.read);
+          continue;
+        }
+        out.push(opened.item);
         if (out.length >= limit) return out;
       }
       if (items.length < 100) return out;
@@ -225,9 +277,10 @@ export class ShreddStore extends BaseStore {
   override async batch<Op extends Operation[]>(operations: Op): Promise<OperationResults<Op>> {
     const results: unknown[] = [];
     for (const op of operations) {
-      if ("value" in op) results.push(await this.#put(op as PutOperation));
-      else if ("namespacePrefix" in op) results.push(await this.#search(op as SearchOperation));
-      else if ("key" in op) results.push(await this.#get(op as GetOperation));
+      const step = stepOf(op);
+      if ("value" in op) results.push(await this.#put(op as PutOperation, step));
+      else if ("namespacePrefix" in op) results.push(await this.#search(op as SearchOperation, step));
+      else if ("key" in op) results.push(await this.#get(op as GetOperation, step));
       else results.push(await this.inner.batch([op as ListNamespacesOperation]).then((r) => r[0]));
     }
     return results as OperationResults<Op>;

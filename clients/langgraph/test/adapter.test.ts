@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { ShreddSaver, ShreddStore } from "../src/index.js";
 import { HashEmbeddings } from "./embeddings.js";
 import { startShredd, type Server } from "./shredd.js";
+import { storedText } from "./plaintext.js";
 import type { Client } from "@shredd/client";
 
 let server: Server;
@@ -28,6 +29,21 @@ async function putCheckpoint(saver: ShreddSaver | MemorySaver, thread: string, p
   return out.configurable!["checkpoint_id"] as string;
 }
 
+const PLAINTEXT = /secret recipe|Ben's notes|pending for/;
+
+test("the absence checks can fail: a plain MemorySaver and InMemoryStore holding the plaintext are caught", async () => {
+  const plain = new MemorySaver();
+  const a1 = await putCheckpoint(plain, "ann", undefined, { messages: ["Ann's secret recipe"] });
+  await putCheckpoint(plain, "ann", a1, { messages: ["Ann's secret recipe", "more"] });
+  expect(storedText([plain.storage, plain.writes])).toMatch(PLAINTEXT);
+  expect(storedText(plain.writes)).toMatch(/pending for ann/);
+  // What the check replaced: JSON.stringify writes the Uint8Arrays as {"0":123,...}, and misses it.
+  expect(JSON.stringify(plain.storage) + JSON.stringify(plain.writes)).not.toMatch(PLAINTEXT);
+  const store = new InMemoryStore();
+  await store.put(["memories", "cleo"], "m1", { text: "Cleo likes green tea" });
+  expect(storedText(await store.search(["memories"]))).toMatch(/green (tea|apples)/);
+});
+
 test("options are checked", () => {
   expect(() => new ShreddSaver({ client, inner: new MemorySaver(), subjects: () => ["a"], onShreded: "skip" } as never)).toThrow(InvalidArgument);
   expect(() => new ShreddStore({ client, inner: new InMemoryStore(), subjects: () => ["a"], index: { embeddings: new HashEmbeddings() } })).toThrow(InvalidArgument);
@@ -44,7 +60,7 @@ test("the inner saver holds no plaintext; a forget makes the subject's threads u
   await putCheckpoint(saver, "ann", a1, { messages: ["Ann's secret recipe", "more"] });
   await putCheckpoint(saver, "ann+ben", undefined, { messages: ["Ann and Ben plan a trip"] });
   const b1 = await putCheckpoint(saver, "ben", undefined, { messages: ["Ben's notes"] });
-  expect(JSON.stringify(inner.storage) + JSON.stringify(inner.writes)).not.toMatch(/secret recipe|Ben's notes|pending for/);
+  expect(storedText([inner.storage, inner.writes])).not.toMatch(PLAINTEXT);
   const before = await saver.getTuple(config("ben"));
   expect(before?.checkpoint.channel_values).toEqual({ messages: ["Ben's notes"] });
   expect(before?.pendingWrites).toEqual([["task-1", "messages", "pending for ben"]]);
@@ -75,7 +91,7 @@ test("the store seals values, purges the index's embeddings with a signed ack, a
   await store.setup();
   await store.put(["memories", "cleo"], "m1", { text: "Cleo likes green tea" });
   await store.put(["memories", "dan"], "m1", { text: "Dan likes green apples" });
-  expect(JSON.stringify(await inner.search(["memories"]))).not.toMatch(/green/);
+  expect(storedText(await inner.search(["memories"]))).not.toMatch(/green (tea|apples)/);
   expect((await store.get(["memories", "cleo"], "m1"))?.value).toEqual({ text: "Cleo likes green tea" });
   const hits = await store.search(["memories"], { query: "green tea", limit: 5 });
   expect(hits[0]?.value).toEqual({ text: "Cleo likes green tea" });

@@ -10,32 +10,43 @@ import pg from "pg";
 import { ShreddSaver } from "../src/index.js";
 import { pgURL, startShredd, type Server } from "./shredd.js";
 
-let server: Server;
+let server: Server | undefined;
 let client: Client;
-let pool: pg.Pool;
+let pool: pg.Pool | undefined;
 const schema = `lg_validation_${process.pid}`;
 
 validate<ShreddSaver>({
   checkpointerName: "ShreddSaver(PostgresSaver)",
   beforeAllTimeout: 60_000,
   async beforeAll() {
-    ({ server, client } = await startShredd());
+    // The database first: without one, no server is started to be left behind.
     pool = new pg.Pool({ connectionString: pgURL(), max: 4 });
     await pool.query(`CREATE SCHEMA ${schema}`);
     await new PostgresSaver(pool, undefined, { schema }).setup();
+    ({ server, client } = await startShredd());
   },
   async afterAll() {
-    await pool.query(`DROP SCHEMA ${schema} CASCADE`);
-    await pool.end();
-    await server.stop();
+    // Each step runs whatever failed before it: the server is stopped also
+    // when the database never came up or its cleanup fails.
+    try {
+      if (pool !== undefined) {
+        try {
+          await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+        } finally {
+          await pool.end();
+        }
+      }
+    } finally {
+      await server?.stop();
+    }
   },
   async createCheckpointer() {
-    const inner = new PostgresSaver(pool, undefined, { schema });
+    const inner = new PostgresSaver(pool!, undefined, { schema });
     const saver = new ShreddSaver({ client, inner, subjects: (c) => [`user-of-${String(c["thread_id"])}`] });
     await saver.setup();
     return saver;
   },
   async destroyCheckpointer() {
-    await pool.query(`TRUNCATE ${schema}.checkpoints, ${schema}.checkpoint_blobs, ${schema}.checkpoint_writes`);
+    await pool!.query(`TRUNCATE ${schema}.checkpoints, ${schema}.checkpoint_blobs, ${schema}.checkpoint_writes`);
   },
 });

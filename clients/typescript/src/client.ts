@@ -5,7 +5,7 @@
 import * as envelope from "./envelope.js";
 import { EnvelopeError, InvalidArgument, ShreddError, WaitTimeout, errorFromItem } from "./errors.js";
 import { Transport, type RequestOptions, type Response } from "./http.js";
-import { checkBytes, checkID, checkKeys, checkString, checkStrings } from "./options.js";
+import { checkBytes, checkID, checkKeys, checkString, checkStrings, checkUnit } from "./options.js";
 import {
   STATES, type AckResult, type Artifact, type Encrypted, type Epoch, type Forget, type ForgetPage, type Health, type Holder,
   type HolderPage, type HolderStatus, type InventoryItem, type InventoryReport, type Kind, type Lease, type Preview, type PurgeWork,
@@ -34,15 +34,30 @@ export interface ClientOptions {
 }
 const CLIENT_KEYS = ["token", "timeoutMs", "retries", "backoffMs", "userAgent", "maxResponse", "fetch"] as const;
 
-/** Source is what an artifact is made of: its kind, and subjects and/or parents and/or leases. */
+/**
+ * Source is what an artifact is made of: its kind, and subjects and/or
+ * parents and/or leases. Every read (a decrypt's lease) of the same token
+ * (and holder, and unit) still attributable must be named here (`leases`,
+ * or its artifact in `parents`) or declared independent (`independentOf`,
+ * or `independent: true`); otherwise the server refuses the write with
+ * UndeclaredDerivation (409), or, for a token created with
+ * `--reads inherit`, gives it those reads' lineage (`inherited`).
+ */
 export interface Source {
   readonly kind: string;
   readonly subjects?: readonly string[];
   readonly parents?: readonly string[];
+  /** leases: ids of the decrypt leases it was made from; each acts as a parent. */
   readonly leases?: readonly string[];
   readonly holder?: string;
+  /** unit: the unit of work (1-64 of A-Za-z0-9._:-); Client.unit() sets it. */
+  readonly unit?: string;
+  /** independent: "I derived nothing from any read I do not name here". */
+  readonly independent?: boolean;
+  /** independentOf: lease ids of reads this artifact was not derived from (wire: independent_of). */
+  readonly independentOf?: readonly string[];
 }
-const SOURCE_KEYS = ["kind", "subjects", "parents", "leases", "holder"] as const;
+const SOURCE_KEYS = ["kind", "subjects", "parents", "leases", "holder", "unit", "independent", "independentOf"] as const;
 
 /** EncryptRequest is one artifact to seal. */
 export interface EncryptRequest extends Source {
@@ -57,8 +72,26 @@ export interface DecryptRequest {
   readonly ciphertext: string;
   readonly context?: Uint8Array;
   readonly holder?: string;
+  /** unit: the unit of work whose read this is (the lease answers it); Client.unit() sets it. */
+  readonly unit?: string;
 }
-const DECRYPT_KEYS = ["ciphertext", "context", "holder"] as const;
+const DECRYPT_KEYS = ["ciphertext", "context", "holder", "unit"] as const;
+
+/** DecryptRawOptions of decryptRaw. */
+export interface DecryptRawOptions {
+  readonly context?: Uint8Array;
+  readonly holder?: string;
+  readonly unit?: string;
+}
+
+/** RawDecrypted is what decryptRaw answers; `lease` is the lease id. */
+export interface RawDecrypted {
+  readonly plaintext: Uint8Array;
+  readonly artifact: string;
+  readonly kind: string;
+  readonly lease: string;
+  readonly leaseExpires: string;
+}
 
 /** RegisterRequest registers a plaintext-held artifact of a holder. */
 export interface RegisterRequest extends Source {
@@ -95,6 +128,13 @@ function sourceWire(s: Source, what: string, keys: readonly string[]): Record<st
   if (parents.length) w["parents"] = parents;
   if (leases.length) w["leases"] = leases;
   if (s.holder !== undefined) w["holder"] = checkString(s.holder, what + ": holder");
+  if (s.unit !== undefined) w["unit"] = checkUnit(s.unit, what + ": unit");
+  if (s.independent !== undefined) {
+    if (typeof s.independent !== "boolean") throw new InvalidArgument(`${what}: independent is true or false`);
+    if (s.independent) w["independent"] = true;
+  }
+  const indep = checkStrings(s.independentOf, what + ": independentOf").map((p) => checkID(p, what + ": independentOf lease"));
+  if (indep.length) w["independent_of"] = indep;
   return w;
 }
 
@@ -110,6 +150,7 @@ function decryptWire(r: DecryptRequest, what: string): Record<string, unknown> {
   const w: Record<string, unknown> = { ciphertext: checkString(r.ciphertext, what + ": ciphertext") };
   if (r.context !== undefined && checkBytes(r.context, what + ": context").length > 0) w["context"] = envelope.b64(r.context);
   if (r.holder !== undefined) w["holder"] = checkString(r.holder, what + ": holder");
+  if (r.unit !== undefined) w["unit"] = checkUnit(r.unit, what + ": unit");
   return w;
 }
 
@@ -208,19 +249,14 @@ export class Sealing extends Part {
     return new Decrypted(this.c, json(await this.call("POST", "/v1/decrypt", decryptWire(r, "decrypt"))) as Record<string, unknown>);
   }
   /**
-   * read decrypts and releases the lease at once, for a caller that keeps
-   * no copy of the plaintext beyond its own use of the returned bytes.
-   * A failed release is thrown after the plaintext is cleared.
+   * read decrypts and answers the plaintext only. The lease is not
+   * released: the caller holds the plaintext, and a release says "I
+   * dropped it"; the lease runs to its expiry. Either way the read stays
+   * attributable until then: a later write of this token (and holder)
+   * names it or declares it independent (use a unit: Client.unit()).
    */
   async read(r: DecryptRequest): Promise<Uint8Array> {
-    const d = await this.decrypt(r);
-    try {
-      await d.release();
-    } catch (e) {
-      d.plaintext.fill(0);
-      throw e;
-    }
-    return d.plaintext;
+    return (await this.decrypt(r)).plaintext;
   }
   /** encryptBatch seals items (split into calls of MAX_BATCH); one result per item, in order. */
   async encryptBatch(items: readonly EncryptRequest[]): Promise<Result<Encrypted>[]> {
@@ -264,18 +300,25 @@ export class Sealing extends Part {
     for (const p of (w["leases"] as string[] | undefined) ?? []) h.push(["Shredd-Lease", p]);
     if (r.context !== undefined && r.context.length > 0) h.push(["Shredd-Context", envelope.b64(r.context)]);
     if (r.holder !== undefined) h.push(["Shredd-Holder", r.holder]);
+    if (w["unit"] !== undefined) h.push(["Shredd-Unit", w["unit"] as string]);
+    if (w["independent"] === true) h.push(["Shredd-Independent", "true"]);
+    if (w["independent_of"] !== undefined) h.push(["Shredd-Independent-Of", (w["independent_of"] as string[]).join(",")]);
     const resp = await this.c.request("POST", "/v1/encrypt/raw", {
       body: checkBytes(r.plaintext, "encryptRaw: plaintext"), contentType: "application/octet-stream", headers: h,
     });
-    return { envelope: resp.body, artifact: resp.headers.get("Shredd-Artifact") ?? "", lineage_size: Number(resp.headers.get("Shredd-Lineage-Size") ?? 0) };
+    const inherited = resp.headers.get("Shredd-Inherited");
+    return {
+      envelope: resp.body, artifact: resp.headers.get("Shredd-Artifact") ?? "", lineage_size: Number(resp.headers.get("Shredd-Lineage-Size") ?? 0),
+      ...(inherited ? { inherited: inherited.split(",").map((x) => x.trim()).filter((x) => x !== "") } : {}),
+    };
   }
   /** decryptRaw opens a binary envelope; the answer's lease id is `lease`: release it. */
-  async decryptRaw(env: Uint8Array, o: { readonly context?: Uint8Array; readonly holder?: string } = {}):
-    Promise<{ plaintext: Uint8Array; artifact: string; kind: string; lease: string; leaseExpires: string }> {
-    checkKeys(o, ["context", "holder"], "decryptRaw");
+  async decryptRaw(env: Uint8Array, o: DecryptRawOptions = {}): Promise<RawDecrypted> {
+    checkKeys(o, ["context", "holder", "unit"], "decryptRaw");
     const h: [string, string][] = [];
     if (o.context !== undefined && o.context.length > 0) h.push(["Shredd-Context", envelope.b64(o.context)]);
     if (o.holder !== undefined) h.push(["Shredd-Holder", o.holder]);
+    if (o.unit !== undefined) h.push(["Shredd-Unit", checkUnit(o.unit, "decryptRaw: unit")]);
     const r = await this.c.request("POST", "/v1/decrypt/raw", { body: checkBytes(env, "decryptRaw: envelope"), contentType: "application/octet-stream", headers: h });
     const g = (k: string): string => r.headers.get(k) ?? "";
     return { plaintext: r.body, artifact: g("Shredd-Artifact"), kind: g("Shredd-Kind"), lease: g("Shredd-Lease"), leaseExpires: g("Shredd-Lease-Expires") };
@@ -335,7 +378,11 @@ async function sealAnswer(d: Record<string, unknown>, plaintext: Uint8Array, con
       throw new ShreddError(`shredd: ${op}: the header is not that of the artifact answered`, "invalid_answer");
     }
     const env = await envelope.sealWithKey(header, key, plaintext, context);
-    return { artifact: h.artifact, lineage_size: h.lineage.length, envelope: env, ciphertext: envelope.toText(env) };
+    const inherited = d["inherited"];
+    return {
+      artifact: h.artifact, lineage_size: h.lineage.length, envelope: env, ciphertext: envelope.toText(env),
+      ...(Array.isArray(inherited) && inherited.length > 0 ? { inherited: inherited as string[] } : {}),
+    };
   } finally {
     key.fill(0);
   }
@@ -484,6 +531,159 @@ export class Log extends Part {
   }
 }
 
+const UNIT_DECRYPT_KEYS = ["ciphertext", "context", "holder"] as const;
+
+/**
+ * Unit is a unit of work (Client.unit()): a fresh random unit id sent as
+ * `unit` on each of its decrypts and writes. Its decrypts record their
+ * lease ids (`leases`); each of its writes (encrypt, seal, register, their
+ * batches and raw forms) names every one of them in `leases`, merged with
+ * those the caller gives, so what the unit wrote carries the lineage of
+ * what it read. A lease the caller declares in `independentOf` is not
+ * named. close() releases the unit's leases (say so once its plaintexts
+ * are dropped); the reads stay attributable until each lease's expiry
+ * either way. Use `await using u = c.unit()` to close at the end of a
+ * block. A unit is one task's: share it across concurrent tasks only if
+ * each may have derived from the others' reads.
+ */
+export class Unit implements AsyncDisposable {
+  /** id is the unit label: 16 random hex digits. */
+  readonly id: string;
+  readonly #c: Client;
+  readonly #leases: string[] = [];
+  #closed = false;
+
+  constructor(c: Client, id?: string) {
+    this.#c = c;
+    if (id === undefined) {
+      const b = crypto.getRandomValues(new Uint8Array(8));
+      id = Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+    }
+    this.id = checkUnit(id, "unit");
+  }
+
+  /** leases are the ids of the unit's reads, in the order they were taken. */
+  get leases(): readonly string[] {
+    return [...this.#leases];
+  }
+  /** closed is true once close() ran. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  #open(what: string): void {
+    if (this.#closed) throw new InvalidArgument(`unit ${this.id}: ${what} after close()`);
+  }
+  #record(id: string): void {
+    if (id !== "" && !this.#leases.includes(id)) this.#leases.push(id);
+  }
+  #decryptReq(r: DecryptRequest, what: string): DecryptRequest {
+    this.#open(what);
+    checkKeys(r, UNIT_DECRYPT_KEYS, what);
+    return { ...r, unit: this.id };
+  }
+  #source<S extends Source>(s: S, what: string): S {
+    this.#open(what);
+    if (s === null || typeof s !== "object") throw new InvalidArgument(`${what}: not an options object`);
+    if (s.unit !== undefined && s.unit !== this.id) throw new InvalidArgument(`${what}: unit is set by the unit`);
+    const indep = new Set(checkStrings(s.independentOf, what + ": independentOf"));
+    const leases = [...checkStrings(s.leases, what + ": leases")];
+    for (const l of this.#leases) if (!leases.includes(l) && !indep.has(l)) leases.push(l);
+    return { ...s, unit: this.id, ...(leases.length > 0 ? { leases } : {}) };
+  }
+
+  /** decrypt opens a ciphertext as sealing.decrypt does, and records its lease. */
+  async decrypt(r: DecryptRequest): Promise<Decrypted> {
+    const d = await this.#c.sealing.decrypt(this.#decryptReq(r, "unit.decrypt"));
+    this.#record(d.lease.id);
+    return d;
+  }
+  /** read decrypts and answers the plaintext; the lease is the unit's until close(). */
+  async read(r: DecryptRequest): Promise<Uint8Array> {
+    return (await this.decrypt(r)).plaintext;
+  }
+  /** decryptBatch opens items; each success's lease is recorded. */
+  async decryptBatch(items: readonly (string | DecryptRequest)[]): Promise<Result<Decrypted>[]> {
+    const reqs = items.map((it, i) => this.#decryptReq(typeof it === "string" ? { ciphertext: it } : it, `unit.decryptBatch item ${i}`));
+    const out = await this.#c.sealing.decryptBatch(reqs);
+    for (const r of out) if (r.ok) this.#record(r.value.lease.id);
+    return out;
+  }
+  /** decryptRaw opens a binary envelope and records its lease. */
+  async decryptRaw(env: Uint8Array, o: Omit<DecryptRawOptions, "unit"> = {}): Promise<RawDecrypted> {
+    this.#open("unit.decryptRaw");
+    checkKeys(o, ["context", "holder"], "unit.decryptRaw");
+    const d = await this.#c.sealing.decryptRaw(env, { ...o, unit: this.id });
+    this.#record(d.lease);
+    return d;
+  }
+  /** encrypt seals one artifact naming the unit's reads. */
+  async encrypt(r: EncryptRequest): Promise<Encrypted> {
+    return this.#c.sealing.encrypt(this.#source(r, "unit.encrypt"));
+  }
+  async encryptBatch(items: readonly EncryptRequest[]): Promise<Result<Encrypted>[]> {
+    return this.#c.sealing.encryptBatch(items.map((it, i) => this.#source(it, `unit.encryptBatch item ${i}`)));
+  }
+  async encryptRaw(r: EncryptRequest): Promise<RawEncrypted> {
+    return this.#c.sealing.encryptRaw(this.#source(r, "unit.encryptRaw"));
+  }
+  /** seal seals on the client (POST /v1/datakey) naming the unit's reads. */
+  async seal(r: EncryptRequest): Promise<Sealed> {
+    return this.#c.sealing.seal(this.#source(r, "unit.seal"));
+  }
+  async sealMany(items: readonly EncryptRequest[]): Promise<Result<Sealed>[]> {
+    return this.#c.sealing.sealMany(items.map((it, i) => this.#source(it, `unit.sealMany item ${i}`)));
+  }
+  /** register records a plaintext-held artifact naming the unit's reads. */
+  async register(r: RegisterRequest): Promise<Artifact> {
+    return this.#c.artifacts.register(this.#source(r, "unit.register"));
+  }
+
+  /**
+   * close releases every lease of the unit (idempotent). Each release is
+   * tried; the first failure is thrown after all were tried. Releasing
+   * says the plaintexts are dropped: the reads stay attributable to this
+   * token until each lease's expiry.
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    let failure: unknown;
+    for (const l of this.#leases) {
+      try {
+        await this.#c.leases.release(l);
+      } catch (e) {
+        failure ??= e;
+      }
+    }
+    if (failure !== undefined) throw failure;
+  }
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  /**
+   * run runs fn with the unit and closes it when fn ends, also when fn
+   * throws; fn's own error wins over a failed release (which is attached
+   * to it as `suppressed`).
+   */
+  async run<T>(fn: (u: Unit) => Promise<T> | T): Promise<T> {
+    let result: T;
+    try {
+      result = await fn(this);
+    } catch (e) {
+      try {
+        await this.close();
+      } catch (re) {
+        if (e instanceof Error) Object.defineProperty(e, "suppressed", { value: re, enumerable: false });
+      }
+      throw e;
+    }
+    await this.close();
+    return result;
+  }
+}
+
 /**
  * Client calls one shredd server. It is safe to share: each call is one
  * fetch. Subject ids travel only in request bodies (and the raw routes'
@@ -513,6 +713,15 @@ export class Client {
     this.forgets = new Forgets(this);
     this.holders = new Holders(this);
     this.log = new Log(this);
+  }
+
+  /**
+   * unit starts a unit of work: its decrypts are recorded and named by its
+   * writes (see Unit). Close it: `await u.close()`, or `await using`.
+   * id picks the unit label (1-64 of A-Za-z0-9._:-); default 16 random hex digits.
+   */
+  unit(id?: string): Unit {
+    return new Unit(this, id);
   }
 
   /** request is the low-level call the parts use, for routes not wrapped yet. */

@@ -81,6 +81,8 @@ export interface ProblemFields {
   readonly requestId: string;
   readonly type: string;
   readonly op: string;
+  /** members are the problem's other members (extension members such as `leases`). */
+  readonly members?: Readonly<Record<string, unknown>>;
 }
 
 /** APIError is a non-2xx answer; code is "" when it had no problem details (a proxy's page). */
@@ -149,6 +151,23 @@ export class Unavailable extends APIError {}
 /** 404 no_route. */ export class NoRoute extends NotFound {}
 /** 409 not_erased: an attestation or export of a forget not erased yet. */ export class NotErased extends Conflict {}
 /** 409 not_logged: an export of a forget whose events are not logged. */ export class NotLogged extends Conflict {}
+/**
+ * 409 undeclared_derivation: the write was made while reads of this token
+ * (and holder, and unit) were attributable that it neither named (`leases`,
+ * `parents`) nor declared independent (`independentOf`, `independent`).
+ * Nothing was written. `leases` lists those reads (at most 100, sorted):
+ * name them if the write was derived from them, declare them otherwise,
+ * or write through a unit (Client.unit()), which names its own reads.
+ */
+export class UndeclaredDerivation extends Conflict {
+  /** leases are the ids of the undeclared reads. */
+  readonly leases: readonly string[];
+  constructor(p: ProblemFields) {
+    super(p);
+    const l = p.members?.["leases"];
+    this.leases = Array.isArray(l) ? l.filter((x): x is string => typeof x === "string") : [];
+  }
+}
 /** 413 body_too_large. */ export class BodyTooLarge extends TooLarge {}
 /** 503 backend_unavailable. */ export class BackendUnavailable extends Unavailable {}
 /** 503 not_ready. */ export class NotReady extends Unavailable {}
@@ -164,6 +183,7 @@ const byCode: Record<string, APIErrorClass> = {
   invalid_signature: InvalidSignature, unauthenticated: Unauthenticated, invalid_token: InvalidToken,
   forbidden: Forbidden, wrong_holder: WrongHolder, not_found: NotFound, no_route: NoRoute,
   method_not_allowed: MethodNotAllowed, conflict: Conflict, not_erased: NotErased, not_logged: NotLogged,
+  undeclared_derivation: UndeclaredDerivation,
   shredded: Shredded, body_too_large: BodyTooLarge, too_large: TooLarge,
   unsupported_media_type: UnsupportedMediaType, invalid_envelope: InvalidEnvelope, internal: InternalError,
   backend_unavailable: BackendUnavailable, not_ready: NotReady, no_log: NoLog,
@@ -205,7 +225,7 @@ export function errorFromProblem(status: number, body: Uint8Array, requestIdHead
   const cls = classOf(status, code);
   return new cls({
     status, code, title: str(doc, "title"), detail: str(doc, "detail"),
-    requestId: str(doc, "request_id") || requestIdHeader, type: str(doc, "type"), op,
+    requestId: str(doc, "request_id") || requestIdHeader, type: str(doc, "type"), op, members: doc,
   });
 }
 
@@ -214,5 +234,5 @@ export function errorFromItem(item: Record<string, unknown>, op: string, request
   const status = typeof item["status"] === "number" ? item["status"] : 0;
   const code = str(item, "code");
   const cls = classOf(status, code);
-  return new cls({ status, code, title: str(item, "title"), detail: str(item, "detail"), requestId, type: str(item, "type"), op });
+  return new cls({ status, code, title: str(item, "title"), detail: str(item, "detail"), requestId, type: str(item, "type"), op, members: item });
 }

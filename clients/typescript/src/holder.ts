@@ -64,7 +64,7 @@ export class HolderKit {
   }
   /** registerArtifact registers a plaintext-held artifact of this holder, before the plaintext is kept. */
   async registerArtifact(s: Omit<Source, "holder">): Promise<Artifact> {
-    checkKeys(s, ["kind", "subjects", "parents", "leases"], "registerArtifact");
+    checkKeys(s, ["kind", "subjects", "parents", "leases", "unit", "independent", "independentOf"], "registerArtifact");
     return this.#c.artifacts.register({ ...s, holder: this.holder });
   }
   /** signAck signs the ack message of attestation.md §6. */

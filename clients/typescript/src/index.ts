@@ -5,8 +5,9 @@
 export * from "./errors.js";
 export * from "./types.js";
 export {
-  Client, Decrypted, Kinds, Sealing, Leases, Artifacts, Forgets, Holders, Log, MAX_BATCH, DEFAULT_URL,
-  type ClientOptions, type Source, type EncryptRequest, type DecryptRequest, type RegisterRequest, type WaitOptions,
+  Client, Decrypted, Unit, Kinds, Sealing, Leases, Artifacts, Forgets, Holders, Log, MAX_BATCH, DEFAULT_URL,
+  type ClientOptions, type Source, type EncryptRequest, type DecryptRequest, type DecryptRawOptions, type RawDecrypted,
+  type RegisterRequest, type WaitOptions,
 } from "./client.js";
 export { HolderKit, type PurgeCallback, type PurgeOutcome } from "./holder.js";
 export * as envelope from "./envelope.js";

@@ -36,3 +36,10 @@ export function checkID(v: unknown, what: string): string {
   if (typeof v !== "string" || !ID.test(v)) throw new InvalidArgument(`${what} ids are 32 lower-case hex digits`);
   return v;
 }
+
+const UNIT = /^[A-Za-z0-9._:-]{1,64}$/;
+/** checkUnit checks a unit label: 1-64 characters of A-Za-z0-9._:- . */
+export function checkUnit(v: unknown, what: string): string {
+  if (typeof v !== "string" || !UNIT.test(v)) throw new InvalidArgument(`${what}: a unit is 1-64 characters of A-Za-z0-9._:-`);
+  return v;
+}

@@ -6,9 +6,15 @@ export type State = (typeof STATES)[number];
 
 export interface Health { readonly status: string; readonly root_store: string; readonly root_version: number }
 export interface Kind { readonly name: string; readonly description?: string; readonly created_at?: string }
-export interface Encrypted { readonly artifact: string; readonly ciphertext: string; readonly lineage_size: number }
+export interface Encrypted {
+  readonly artifact: string; readonly ciphertext: string; readonly lineage_size: number;
+  /** inherited: the undeclared reads whose lineage a `--reads inherit` token's write took (omitted when none). */
+  readonly inherited?: readonly string[];
+}
 export interface Lease {
   readonly id: string; readonly artifact: string; readonly holder?: string;
+  /** unit: the unit of work the decrypt named. */
+  readonly unit?: string;
   readonly issued_at: string; readonly expires_at: string; readonly released_at?: string;
 }
 export interface Sealed {
@@ -17,11 +23,19 @@ export interface Sealed {
   readonly envelope: Uint8Array;
   /** ciphertext is its shredd:v1: text form (what decrypt opens). */
   readonly ciphertext: string;
+  readonly inherited?: readonly string[];
 }
-export interface RawEncrypted { readonly envelope: Uint8Array; readonly artifact: string; readonly lineage_size: number }
+export interface RawEncrypted {
+  readonly envelope: Uint8Array; readonly artifact: string; readonly lineage_size: number;
+  readonly inherited?: readonly string[];
+}
+/** Read is one read a write answered for, and how: "named", "inherited" or "independent". */
+export interface Read { readonly lease: string; readonly artifact?: string; readonly how: string }
 export interface Artifact {
   readonly artifact: string; readonly kind: string; readonly holder?: string; readonly sealed: boolean;
   readonly parents?: readonly string[]; readonly lineage_size: number; readonly created_at?: string;
+  /** reads: the reads the artifact's write answered for (omitted when none). */
+  readonly reads?: readonly Read[];
 }
 export interface Condition { readonly name: string; readonly status: string; readonly reason?: string }
 export interface Forget {

@@ -26,7 +26,7 @@ test("the TypeScript snippets of docs/clients.md", async () => {
   let code = blocks.join("\n");
   code = code.replace(/^import \{([^}]*)\} from "@shredd\/client";$/m, "const {$1} = __client;");
   assert.ok(!/^import /m.test(code), "every import is of @shredd/client");
-  const src = `export default async function (url, token, attestationPub, console, __client) {\n${code}\n}\n`;
+  const src = `export default async function (url, token, workerToken, attestationPub, console, __client) {\n${code}\n}\n`;
   const js = ts.transpileModule(src, { compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext } }).outputText;
   const dir = mkdtempSync(join(tmpdir(), "shredd-tsdocs-"));
   try {
@@ -35,8 +35,9 @@ test("the TypeScript snippets of docs/clients.md", async () => {
     const mod = (await import(pathToFileURL(file).href)) as { default: (...a: unknown[]) => Promise<void> };
     const lines: string[] = [];
     const log = { log: (...a: unknown[]) => lines.push(a.map((x) => (typeof x === "string" ? x : JSON.stringify(x))).join(" ")) };
-    await mod.default(srv.url, srv.adminToken, readFileSync(join(srv.dir, "attestation.pub"), "utf8"), log, client);
-    for (const want of ["Alice prefers green tea.", "4 2", "true", "true true", "Gina takes the night train.",
+    const workerToken = srv.token("summarizer", ["encrypt", "decrypt"], "summarizer-1");
+    await mod.default(srv.url, srv.adminToken, workerToken, readFileSync(join(srv.dir, "attestation.pub"), "utf8"), log, client);
+    for (const want of ["Alice prefers green tea.", "4 2", "true", "undeclared_derivation true", "1 2", "true true", "Gina takes the night train.",
       "true 410 shredded", "erased ann-index-1", "true 404 not_found true"]) {
       assert.ok(lines.includes(want), `the snippets print ${JSON.stringify(want)}; they printed:\n${lines.join("\n")}`);
     }

@@ -60,8 +60,8 @@ export class Server {
   }
 
   /** token creates a token with shredd token create. */
-  token(name: string, scopes: string[], holder?: string): string {
-    const args = ["token", "create", "--name", name, "--scopes", scopes.join(","), "--data-dir", this.dir, ...(holder ? ["--holder", holder] : [])];
+  token(name: string, scopes: string[], holder?: string, ...extra: string[]): string {
+    const args = ["token", "create", "--name", name, "--scopes", scopes.join(","), "--data-dir", this.dir, ...(holder ? ["--holder", holder] : []), ...extra];
     return execFileSync(binary(), args, { encoding: "utf8" }).trim().split("\n")[0]!;
   }
 
