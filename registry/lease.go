@@ -5,7 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/shredd/shredd"
@@ -89,6 +90,9 @@ func (s *Registry) writeLeases(batch []leaseReq) error {
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("registry: lease: %w", err)
+	}
+	if !s.db.Shared() {
+		s.reads.add(granted, s.opts.Now().UnixNano()) // before any of them is answered
 	}
 	return nil
 }
@@ -179,18 +183,22 @@ func nullString(s string) sql.NullString { return sql.NullString{String: s, Vali
 // its token, not expired (released or not: a release says the holder
 // dropped the plaintext, not that nothing was derived from it meanwhile),
 // whose holder and unit match the writer's (equal, or either empty). At
-// most limit leases, by expiry. Each pair of a unit and a holder the
-// writer matches is one range of the index leases_by_reader, so the reads
-// of the token's other units and holders cost nothing.
+// most limit leases, by expiry. Where one process owns the database
+// (SQLite), it answers from the live leases it keeps in memory
+// (liveReads); on a shared database, each pair of a unit and a holder the
+// writer matches is one query over a range of the index leases_by_reader
+// (one statement of their union costs ten times more), so the reads of
+// the token's other units and holders are not visited.
 func (s *Registry) ReadsOf(ctx context.Context, who shredd.Reader, limit int) ([]shredd.Lease, error) {
-	units, holders := matching(who.Unit), matching(who.Holder)
 	now := s.opts.Now().UnixNano()
-	var parts []string
-	var args []any
-	for _, u := range units {
-		for _, h := range holders {
+	if !s.db.Shared() {
+		return s.reads.of(who, now, limit), nil
+	}
+	var out []shredd.Lease
+	for _, u := range matching(who.Unit) {
+		for _, h := range matching(who.Holder) {
 			q := leaseCols + ` WHERE reader = ? AND expires_at > ?`
-			args = append(args, who.Token, now)
+			args := []any{who.Token, now}
 			if u != nil {
 				q += ` AND unit = ?`
 				args = append(args, *u)
@@ -199,27 +207,161 @@ func (s *Registry) ReadsOf(ctx context.Context, who shredd.Reader, limit int) ([
 				q += ` AND holder = ?`
 				args = append(args, *h)
 			}
-			parts = append(parts, `SELECT * FROM (`+q+` ORDER BY expires_at LIMIT ?) AS r`)
-			args = append(args, limit)
+			ls, err := s.queryLeases(ctx, q+` ORDER BY expires_at LIMIT ?`, append(args, limit)...)
+			if err != nil {
+				return nil, fmt.Errorf("registry: reads: %w", err)
+			}
+			out = append(out, ls...)
 		}
 	}
-	rows, err := s.db.QueryContext(ctx, strings.Join(parts, ` UNION ALL `)+` ORDER BY expires_at LIMIT ?`, append(args, limit)...)
+	return byExpiry(out, limit), nil
+}
+
+// byExpiry sorts leases by expiry and keeps the first limit.
+func byExpiry(out []shredd.Lease, limit int) []shredd.Lease {
+	slices.SortFunc(out, func(a, b shredd.Lease) int { return a.ExpiresAt.Compare(b.ExpiresAt) })
+	return out[:min(len(out), limit)]
+}
+
+// queryLeases runs a query of leaseCols.
+func (s *Registry) queryLeases(ctx context.Context, q string, args ...any) ([]shredd.Lease, error) {
+	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("registry: reads: %w", err)
+		return nil, err
 	}
 	defer rows.Close()
 	var out []shredd.Lease
 	for rows.Next() {
 		l, err := scanLease(rows)
 		if err != nil {
-			return nil, fmt.Errorf("registry: reads: %w", err)
+			return nil, err
 		}
 		out = append(out, l)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("registry: reads: %w", err)
+	return out, rows.Err()
+}
+
+// liveReads is, where one process owns the database, every live lease
+// issued to a token, by token, then unit and holder: a write's check needs
+// no query (a query per pair of unit and holder costs an encrypt more than
+// its own work), and a write that names its unit and holder looks up at
+// most four lists. Filled at Open from the database's live leases and by
+// every group of leases committed (before any is answered); expired
+// leases are dropped as the lists are read and by a sweep every
+// sweepEvery leases, so it holds about the leases of one lease TTL.
+type liveReads struct {
+	mu    sync.Mutex
+	by    map[string]map[unitHolder][]shredd.Lease // by token; each list by expiry
+	added int                                      // leases since the last sweep
+}
+
+type unitHolder struct{ unit, holder string }
+
+const sweepEvery = 4096
+
+// add records leases committed.
+func (r *liveReads) add(leases []*shredd.Lease, now int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.by == nil {
+		r.by = map[string]map[unitHolder][]shredd.Lease{}
 	}
-	return out, nil
+	for _, l := range leases {
+		if l.Reader == "" {
+			continue
+		}
+		m := r.by[l.Reader]
+		if m == nil {
+			m = map[unitHolder][]shredd.Lease{}
+			r.by[l.Reader] = m
+		}
+		k := unitHolder{l.Unit, l.Holder}
+		ls := append(m[k], *l)
+		// A group's leases follow the earlier ones in expiry (one TTL); an
+		// Open after a change of TTL loads them sorted.
+		for i := len(ls) - 1; i > 0 && ls[i].ExpiresAt.Before(ls[i-1].ExpiresAt); i-- {
+			ls[i], ls[i-1] = ls[i-1], ls[i]
+		}
+		m[k] = ls
+	}
+	if r.added += len(leases); r.added >= sweepEvery {
+		r.added = 0
+		for token, m := range r.by {
+			for k := range m {
+				r.prune(token, k, now)
+			}
+		}
+	}
+}
+
+// prune drops the expired leases of token's list k (at its front).
+func (r *liveReads) prune(token string, k unitHolder, now int64) []shredd.Lease {
+	m := r.by[token]
+	ls := m[k]
+	i := 0
+	for i < len(ls) && ls[i].ExpiresAt.UnixNano() <= now {
+		i++
+	}
+	switch {
+	case i == len(ls):
+		delete(m, k)
+		if len(m) == 0 {
+			delete(r.by, token)
+		}
+		return nil
+	case i > 0:
+		ls = slices.Clone(ls[i:])
+		m[k] = ls
+	}
+	return ls
+}
+
+// of is ReadsOf from memory.
+func (r *liveReads) of(who shredd.Reader, now int64, limit int) []shredd.Lease {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.by[who.Token]
+	var out []shredd.Lease
+	if who.Unit != "" && who.Holder != "" {
+		for _, k := range []unitHolder{{who.Unit, who.Holder}, {who.Unit, ""}, {"", who.Holder}, {"", ""}} {
+			if _, ok := m[k]; ok {
+				out = append(out, r.prune(who.Token, k, now)...)
+			}
+		}
+		return byExpiry(out, limit)
+	}
+	for k := range m {
+		if matches(k.unit, who.Unit) && matches(k.holder, who.Holder) {
+			out = append(out, r.prune(who.Token, k, now)...)
+		}
+	}
+	return byExpiry(out, limit)
+}
+
+// matches says whether a lease's unit or holder v matches a writer's w:
+// equal, or either empty.
+func matches(v, w string) bool { return v == w || v == "" || w == "" }
+
+// load fills r from the live leases of db.
+func (r *liveReads) load(ctx context.Context, db *storage.DB, now int64) error {
+	rows, err := db.QueryContext(ctx, leaseCols+` WHERE reader IS NOT NULL AND expires_at > ? ORDER BY expires_at`, now)
+	if err != nil {
+		return fmt.Errorf("registry: leases: %w", err)
+	}
+	defer rows.Close()
+	var ls []*shredd.Lease
+	for rows.Next() {
+		l, err := scanLease(rows)
+		if err != nil {
+			return fmt.Errorf("registry: leases: %w", err)
+		}
+		ls = append(ls, &l)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("registry: leases: %w", err)
+	}
+	r.add(ls, now)
+	return nil
 }
 
 // matching is the values of a lease's unit or holder that a writer's v

@@ -121,6 +121,9 @@ func (s *Registry) touching(refs []envelope.Ref) storage.TxOptions {
 type Registry struct {
 	db    *storage.DB
 	graph *derivation.Graph
+	// reads is the live leases by reader, where this process owns the
+	// database (lease.go, ReadsOf).
+	reads liveReads
 	live  Liveness
 	opts  Options
 
@@ -155,6 +158,11 @@ func Open(ctx context.Context, db *storage.DB, live Liveness, opts Options) (*Re
 		recordQ: make(chan recordReq, 1024), recordDone: make(chan struct{}), flushKick: make(chan struct{}, 1), stop: make(chan struct{})}
 	if opts.WALDir != "" && !db.Shared() {
 		if err := openWALState(ctx, s); err != nil {
+			return nil, err
+		}
+	}
+	if !db.Shared() {
+		if err := s.reads.load(ctx, db, opts.Now().UnixNano()); err != nil {
 			return nil, err
 		}
 	}

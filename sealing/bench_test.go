@@ -239,3 +239,42 @@ func BenchmarkDecrypt(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEncryptReads is what the check of a writer's reads (docs/api.md
+// "What a read costs a writer") costs an encrypt, against the same encrypt
+// unchecked (no reader) in the same run and on the same database: a token
+// with no live reads (baseline=unchecked), one holding 10,000 live reads
+// of another unit of work, which the write's index ranges skip (against
+// reads=10000/unchecked), and 200 of its own unit, which the write
+// declares independent (each is a read link it registers).
+func BenchmarkEncryptReads(b *testing.B) {
+	for _, tc := range []struct {
+		name  string
+		reads int
+		unit  string // the reads' unit
+		src   shredd.Source
+	}{
+		{"baseline=unchecked", 0, "", shredd.Source{}},
+		{"reads=0", 0, "", shredd.Source{Reader: "t1", Unit: "w"}},
+		{"reads=10000/unchecked", 10000, "r", shredd.Source{}},
+		{"reads=10000/other-unit", 10000, "r", shredd.Source{Reader: "t1", Unit: "w"}},
+		{"reads=200/same-unit/independent", 200, "w", shredd.Source{Reader: "t1", Unit: "w", Independent: true}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			s, recs := sealedRecords(b)
+			ctx := context.Background()
+			for i := range tc.reads {
+				if _, err := s.DecryptFor(ctx, recs[i%len(recs)], nil, shredd.Reader{Token: "t1", Unit: tc.unit}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			pt := make([]byte, 1024)
+			runParallel(b, 16, func(i int64) error {
+				src := tc.src
+				src.Kind, src.Subjects = "episodic", []string{fmt.Sprint("s", i%256)}
+				_, err := s.Encrypt(ctx, src, pt, nil)
+				return err
+			})
+		})
+	}
+}

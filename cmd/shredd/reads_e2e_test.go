@@ -164,3 +164,29 @@ func TestReadsBecomeLineage(t *testing.T) {
 		t.Fatalf("the attestation does not state the reads' residuals:\n%s", att)
 	}
 }
+
+// TestReadsSurviveRestart: a read stays its reader's across a restart of
+// the server (which keeps the live leases of its token in memory, loaded
+// from the database at start).
+func TestReadsSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	s := startServer(t, dir, serverOpts{Args: []string{"--lease-ttl", "1h"}})
+	s.putKinds(t, "episodic", "summary")
+	alice := s.seal(t, sealReq{Subject: "alice@example.com", Kind: "episodic"}, "Alice prefers green tea.", "")
+	var o readsOpened
+	s.expect(t, http.StatusOK, http.MethodPost, "/v1/decrypt", map[string]string{"ciphertext": alice.ciphertext, "context": b64(alice.context)}).into(t, &o)
+	s.stop()
+	s = startServer(t, dir, serverOpts{Args: []string{"--lease-ttl", "1h"}})
+	var p readsProblem
+	body := map[string]any{"subject": "bob@example.com", "kind": "summary", "plaintext": b64("a summary")}
+	s.expect(t, http.StatusConflict, http.MethodPost, "/v1/encrypt", body).into(t, &p)
+	if p.Code != "undeclared_derivation" || !slices.Equal(p.Leases, []string{o.Lease.ID}) {
+		t.Fatalf("after a restart: %+v, want undeclared_derivation naming %s", p, o.Lease.ID)
+	}
+	body["leases"] = []string{o.Lease.ID}
+	var named readsSealed
+	s.expect(t, http.StatusOK, http.MethodPost, "/v1/encrypt", body).into(t, &named)
+	if named.LineageSize != 2 {
+		t.Fatalf("the derivative named after a restart has lineage %d", named.LineageSize)
+	}
+}
