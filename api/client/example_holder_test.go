@@ -265,53 +265,17 @@ func startExampleServer() error {
 		return err
 	}
 	exampleDir = dir
-	bin := filepath.Join(dir, "shredd")
-	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	bin, err := shreddBinary()
 	if err != nil {
-		return fmt.Errorf("go list -m: %w", err)
-	}
-	build := exec.Command("go", "build", "-o", bin, "./cmd/shredd")
-	build.Dir = strings.TrimSpace(string(root))
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build: %w\n%s", err, out)
+		return err
 	}
 	data := filepath.Join(dir, "data")
-	cmd := exec.Command(bin, "serve", "--data-dir", data, "--addr", "127.0.0.1:0", "--buckets", "16",
-		"--cache-ttl", "1s", "--epoch-interval", "1h")
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SHREDD_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	stderr, err := cmd.StderrPipe()
+	cmd, base, err := serveBinary(bin, data, "--cache-ttl", "1s")
+	exampleCmd = cmd
 	if err != nil {
 		return err
 	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	exampleCmd = cmd
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			var l struct {
-				Msg  string `json:"msg"`
-				Addr string `json:"addr"`
-			}
-			if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg == "listening" && l.Addr != "" {
-				addr <- l.Addr
-			}
-		}
-		_, _ = io.Copy(io.Discard, stderr)
-	}()
-	select {
-	case a := <-addr:
-		exampleBase = "http://" + a
-	case <-time.After(60 * time.Second):
-		return fmt.Errorf("shredd did not listen within 60s")
-	}
+	exampleBase = base
 	tok, err := os.ReadFile(filepath.Join(data, "admin.token"))
 	if err != nil {
 		return err
@@ -329,10 +293,89 @@ func startExampleServer() error {
 	return nil
 }
 
-// TestMain stops the examples' server once every test and example ran.
+// shreddBinary builds the shredd binary once for the test binary, into a
+// directory removed by TestMain, and returns its path.
+func shreddBinary() (string, error) {
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "shredd-client-bin-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binDir = dir
+		bin := filepath.Join(dir, "shredd")
+		root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+		if err != nil {
+			binErr = fmt.Errorf("go list -m: %w", err)
+			return
+		}
+		build := exec.Command("go", "build", "-o", bin, "./cmd/shredd")
+		build.Dir = strings.TrimSpace(string(root))
+		if out, err := build.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build: %w\n%s", err, out)
+			return
+		}
+		binPath = bin
+	})
+	return binPath, binErr
+}
+
+var (
+	binOnce         sync.Once
+	binPath, binDir string
+	binErr          error
+)
+
+// serveBinary starts bin serve on 127.0.0.1:0 over the data directory
+// data (16 buckets, an hourly epoch, and args) and returns the process
+// and its URL once it logs that it listens. The process is returned, to
+// be killed, also with an error.
+func serveBinary(bin, data string, args ...string) (*exec.Cmd, string, error) {
+	cmd := exec.Command(bin, append([]string{"serve", "--data-dir", data, "--addr", "127.0.0.1:0", "--buckets", "16",
+		"--epoch-interval", "1h"}, args...)...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SHREDD_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, "", err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, "", err
+	}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			var l struct {
+				Msg  string `json:"msg"`
+				Addr string `json:"addr"`
+			}
+			if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg == "listening" && l.Addr != "" {
+				addr <- l.Addr
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+	}()
+	select {
+	case a := <-addr:
+		return cmd, "http://" + a, nil
+	case <-time.After(60 * time.Second):
+		return cmd, "", fmt.Errorf("shredd did not listen within 60s")
+	}
+}
+
+// TestMain stops the examples' server once every test and example ran,
+// and removes the binary.
 func TestMain(m *testing.M) {
 	code := m.Run()
 	stopExampleServer()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
 	os.Exit(code)
 }
 
