@@ -8,7 +8,9 @@
   UnicodeEncodeError;
 - Forgets.wait times out with a shredd error that is a TimeoutError and
   names the lease the forget waits for; shredd.Timeout is a TimeoutError;
-- a plain decrypt leaves no lease behind; Leases.open never masks the
+- a plain decrypt holds its lease until the caller releases it (issue
+  46: a released lease is not a forgotten read, and the client no longer
+  releases behind the caller's back); Leases.open never masks the
   block's exception with a failed release;
 - batches over MAX_BATCH items are split, not refused.
 
@@ -33,6 +35,13 @@ import shredd  # noqa: E402
 SRV = _server.Shared("--cache-ttl", "1s", "--lease-ttl", "1h")
 setUpModule, tearDownModule = SRV.start, SRV.stop
 fresh = _server.fresh
+
+
+def reader() -> shredd.Client:
+    """reader returns a client whose token only decrypts: its reads never
+    fall on a write of the admin token, which would have to declare them
+    for as long as they last (an hour here)."""
+    return shredd.Client(SRV.url, SRV.token("reader", ["decrypt"]), timeout=20)
 
 
 class Base(unittest.TestCase):
@@ -127,19 +136,34 @@ class ItemKeysTest(Base):
 
 
 class LeaseTest(Base):
-    def test_plain_decrypt_leaves_no_lease(self) -> None:
+    def test_plain_decrypt_holds_its_lease(self) -> None:
+        """A plain decrypt (decrypt_raw, decrypt_batch) returns its lease
+        unreleased: the forget waits (here an hour) until the caller
+        releases it; hold=False, the release-right-away of earlier
+        clients, is refused rather than silently changed."""
         s = fresh("plain")
         e = self.c.sealing.encrypt("episodic", b"read once", subject=s)
         raw = self.c.sealing.encrypt_raw("episodic", b"raw", subject=s)
-        d = self.c.sealing.decrypt(e.ciphertext)
+        r = reader()
+        d = r.sealing.decrypt(e.ciphertext)
         self.assertEqual(d.plaintext, b"read once")
-        self.assertIsNotNone(d.lease.released_at)
-        rd = self.c.sealing.decrypt_raw(raw.envelope)
-        self.assertIsNotNone(rd.released_at)
-        batch = self.c.sealing.decrypt_batch([e.ciphertext, raw.ciphertext])
-        self.assertTrue(all(r.unwrap().lease.released_at is not None for r in batch))
-        # No lease of these decrypts keeps the forget waiting (an hour).
+        self.assertIsNone(d.lease.released_at)
+        rd = r.sealing.decrypt_raw(raw.envelope)
+        self.assertIsNone(rd.released_at)
+        batch = r.sealing.decrypt_batch([e.ciphertext, raw.ciphertext])
+        self.assertTrue(all(x.unwrap().lease.released_at is None for x in batch))
+        for bad in (lambda: r.sealing.decrypt(e.ciphertext, hold=False),
+                    lambda: r.sealing.decrypt_raw(raw.envelope, hold=False),
+                    lambda: r.sealing.decrypt_batch([e.ciphertext], hold=False)):
+            with self.assertRaises(shredd.InvalidInput):
+                bad()
         f = self.c.forgets.forget(s)
+        wq = self.c.forgets.verify(f.id).condition("workers_quiesced")
+        assert wq is not None
+        self.assertEqual(wq.status, "pending", wq.reason)
+        # Released, no lease of these decrypts keeps the forget waiting.
+        for lid in [d.lease.id, rd.lease_id] + [x.unwrap().lease.id for x in batch]:
+            self.assertIsNotNone(r.leases.release(lid).released_at)
         wq = self.c.forgets.verify(f.id).condition("workers_quiesced")
         assert wq is not None
         self.assertEqual(wq.status, "ok", wq.reason)
