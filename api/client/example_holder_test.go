@@ -293,9 +293,13 @@ func startExampleServer() error {
 	return nil
 }
 
-// shreddBinary builds the shredd binary once for the test binary, into a
-// directory removed by TestMain, and returns its path.
+// shreddBinary returns the shredd binary the tests run: $SHREDD_BIN when
+// set (as scripts/test-python.sh passes it), else one built once for the
+// test binary into a directory removed by TestMain.
 func shreddBinary() (string, error) {
+	if b := os.Getenv("SHREDD_BIN"); b != "" {
+		return b, nil
+	}
 	binOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "shredd-client-bin-")
 		if err != nil {

@@ -204,7 +204,7 @@ func TestUndeclaredDerivation(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name, artifact, how string
-		lineage            int
+		lineage             int
 	}{
 		{"named", n.Artifact, client.ReadNamed, 2},
 		{"independent_of", i1.Artifact, client.ReadIndependent, 1},
@@ -367,7 +367,7 @@ func TestUnit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rg, err := u.Register(ctx, client.RegisterRequest{Subjects: bob.Subjects, Kind: "embedding", Holder: "ann-1"})
+	rg, err := u.Register(ctx, client.RegisterRequest{Subjects: bob.Subjects, Kind: "embedding", Holder: "summarizer-1"})
 	if err != nil {
 		t.Fatal(err)
 	}

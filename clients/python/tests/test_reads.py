@@ -124,7 +124,6 @@ class ReadsTest(unittest.TestCase):
                 got = self.admin.artifacts.get(art)
                 self.assertEqual(got.lineage_size, lineage)
                 self.assertEqual({r.lease: r.how for r in got.reads}, {lid: how})
-                self.assertEqual([r.artifact for r in got.reads], [alice.artifact])
         # Arguments the client refuses before sending anything.
         for bad in (lambda: w.sealing.encrypt("summary", b"x", subject=bob, independent="yes"),  # type: ignore[arg-type]
                     lambda: w.sealing.encrypt("summary", b"x", subject=bob, independent_of=lid),
@@ -149,7 +148,8 @@ class ReadsTest(unittest.TestCase):
         sealed = w.sealing.seal("summary", b"here", subject=bob)
         self.assertEqual((sealed.inherited, sealed.lineage_size), ([lid], 2))
         reg = w.artifacts.register("embedding", "ann-1", subject=bob)
-        self.assertEqual((reg.inherited, reg.lineage_size), ([lid], 2))
+        self.assertEqual(reg.lineage_size, 2)
+        self.assertEqual(self.reads(reg.artifact), {lid: "inherited"})
         self.admin.forgets.forget(a)
         for ct in (e.ciphertext, sealed.ciphertext, raw.ciphertext):
             with self.assertRaises(shredd.Shredded):
@@ -183,7 +183,7 @@ class ReadsTest(unittest.TestCase):
                 "derive": u.derive("summary", b"s", [alice.artifact]).artifact,
                 "encrypt_raw": u.encrypt_raw("summary", b"s", subject=bob).artifact,
                 "seal": u.seal("summary", b"s", subject=bob).artifact,
-                "register": u.register("embedding", "ann-1", subject=bob).artifact,
+                "register": u.register("embedding", "summarizer-1", subject=bob).artifact,
                 "encrypt_batch": u.encrypt_batch([{"kind": "summary", "plaintext": b"s", "subject": bob}])[0]
                 .unwrap().artifact,
                 "seal_many": u.seal_many([{"kind": "summary", "plaintext": b"s", "subject": bob}])[0]
@@ -253,11 +253,13 @@ class AsyncUnitTest(unittest.IsolatedAsyncioTestCase):
         self.assertIsNotNone(admin.leases.release(d.lease).released_at)  # released already: unchanged
         with self.assertRaises(shredd.InvalidInput):
             await u.decrypt(alice.ciphertext)
-        # Outside a unit: the typed error, as in the synchronous client.
+        # Outside a unit: the typed error, as in the synchronous client. A
+        # write outside every unit answers for the unit's read too: it is
+        # released, not forgotten, until its lease expires.
         d2 = await w.sealing.decrypt(alice.ciphertext)
         with self.assertRaises(shredd.UndeclaredDerivation) as cm:
             await w.sealing.encrypt("summary", b"x", subject=bob)
-        self.assertEqual(cm.exception.leases, [d2.lease.id])
+        self.assertEqual(cm.exception.leases, sorted([d.lease.id, d2.lease.id]))
         await asyncio.sleep(0)
 
 
