@@ -24,8 +24,8 @@ fresh = _server.fresh
 
 class AsyncClientTest(unittest.IsolatedAsyncioTestCase):
     async def asyncSetUp(self) -> None:
-        self.c = shredd.AsyncClient(SRV.url, SRV.admin_token, timeout=30)
-        await self.c.kinds.ensure("episodic", "summary", "embedding")
+        await shredd.AsyncClient(SRV.url, SRV.admin_token, timeout=30).kinds.ensure("episodic", "summary", "embedding")
+        self.c = shredd.AsyncClient.of(_client.own(SRV, timeout=30))  # this test's reads are its own
 
     async def test_seal_open_forget(self) -> None:
         h = await self.c.health()
@@ -100,7 +100,8 @@ class AsyncClientTest(unittest.IsolatedAsyncioTestCase):
         self.assertIn(d.lease.id, str(cm2.exception))
         # The block's exception wins over a failed release.
         c2 = shredd.AsyncClient.of(shredd.Client(SRV.url, SRV.admin_token, retries=0))
-        e2 = await self.c.sealing.encrypt("episodic", b"y", subject=fresh("async-mask"))
+        e2 = await self.c.sealing.encrypt("episodic", b"y", subject=fresh("async-mask"),
+                                          independent_of=[d.lease.id])  # this token still holds that read
         with self.assertRaises(RuntimeError) as cm3:
             async with c2.leases.open(e2.ciphertext):
                 c2.sync.transport.token = "shredd_revoked"
