@@ -237,60 +237,66 @@ func Example_logConsistency() {
 	// proof of entry 0 signed by the log: true
 }
 
-// exampleServer starts, once for the package's examples, the real shredd
-// binary on 127.0.0.1 with a fresh data directory (the cache TTL at 1s so
-// that a forget can reach erased within the example), and returns its URL,
-// the admin token and a register token bound to holder ann-index-1. It
-// exits the test binary on failure (examples have no *testing.T); the
-// process and its directory go when the test binary ends (TestMain).
+// exampleServer starts, for one example, the real shredd binary on
+// 127.0.0.1 with a fresh data directory (the cache TTL at 1s so that a
+// forget can reach erased within the example), and returns its URL, the
+// admin token and a register token bound to holder ann-index-1. Each
+// example has a server of its own, as each program would: a token's reads
+// are what its writes answer for until the leases expire, and one example
+// must not answer for another's. It exits the test binary on failure
+// (examples have no *testing.T); the processes and their directories go
+// when the test binary ends (TestMain).
 func exampleServer() (base, adminToken, holderToken string) {
-	exampleOnce.Do(func() {
-		if err := startExampleServer(); err != nil {
-			log.Fatalf("example server: %v", err)
-		}
-	})
-	return exampleBase, exampleAdmin, exampleHolder
+	base, adminToken, holderToken, err := startExampleServer()
+	if err != nil {
+		log.Fatalf("example server: %v", err)
+	}
+	return base, adminToken, holderToken
 }
 
 var (
-	exampleOnce                              sync.Once
-	exampleBase, exampleAdmin, exampleHolder string
-	exampleCmd                               *exec.Cmd
-	exampleDir                               string
+	examplesMu  sync.Mutex
+	exampleCmds []*exec.Cmd
+	exampleDirs []string
 )
 
-func startExampleServer() error {
+func startExampleServer() (base, admin, holder string, err error) {
 	dir, err := os.MkdirTemp("", "shredd-client-example-")
 	if err != nil {
-		return err
+		return "", "", "", err
 	}
-	exampleDir = dir
+	examplesMu.Lock()
+	exampleDirs = append(exampleDirs, dir)
+	examplesMu.Unlock()
 	bin, err := shreddBinary()
 	if err != nil {
-		return err
+		return "", "", "", err
 	}
 	data := filepath.Join(dir, "data")
 	cmd, base, err := serveBinary(bin, data, "--cache-ttl", "1s")
-	exampleCmd = cmd
-	if err != nil {
-		return err
+	if cmd != nil {
+		examplesMu.Lock()
+		exampleCmds = append(exampleCmds, cmd)
+		examplesMu.Unlock()
 	}
-	exampleBase = base
+	if err != nil {
+		return "", "", "", err
+	}
 	tok, err := os.ReadFile(filepath.Join(data, "admin.token"))
 	if err != nil {
-		return err
+		return "", "", "", err
 	}
-	exampleAdmin = strings.TrimSpace(string(tok))
+	admin = strings.TrimSpace(string(tok))
 	out, err := exec.Command(bin, "token", "create", "--data-dir", data, "--name", "ann-index-1",
 		"--scopes", "register", "--holder", "ann-index-1").Output()
 	if err != nil {
-		return fmt.Errorf("shredd token create: %w", err)
+		return "", "", "", fmt.Errorf("shredd token create: %w", err)
 	}
-	exampleHolder = strings.TrimSpace(string(out)) // the secret alone on stdout
-	if !strings.HasPrefix(exampleHolder, "shredd_") {
-		return fmt.Errorf("no token in the output of shredd token create: %q", out)
+	holder = strings.TrimSpace(string(out)) // the secret alone on stdout
+	if !strings.HasPrefix(holder, "shredd_") {
+		return "", "", "", fmt.Errorf("no token in the output of shredd token create: %q", out)
 	}
-	return nil
+	return base, admin, holder, nil
 }
 
 // shreddBinary returns the shredd binary the tests run: $SHREDD_BIN when
@@ -372,25 +378,29 @@ func serveBinary(bin, data string, args ...string) (*exec.Cmd, string, error) {
 	}
 }
 
-// TestMain stops the examples' server once every test and example ran,
+// TestMain stops the examples' servers once every test and example ran,
 // and removes the binary.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	stopExampleServer()
+	stopExampleServers()
 	if binDir != "" {
 		_ = os.RemoveAll(binDir)
 	}
 	os.Exit(code)
 }
 
-// stopExampleServer ends the example server, if one was started, and
-// removes its directory.
-func stopExampleServer() {
-	if exampleCmd != nil && exampleCmd.Process != nil {
-		_ = exampleCmd.Process.Kill()
-		_ = exampleCmd.Wait()
+// stopExampleServers ends the example servers and removes their
+// directories.
+func stopExampleServers() {
+	examplesMu.Lock()
+	defer examplesMu.Unlock()
+	for _, cmd := range exampleCmds {
+		if cmd.Process != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
 	}
-	if exampleDir != "" {
-		_ = os.RemoveAll(exampleDir)
+	for _, dir := range exampleDirs {
+		_ = os.RemoveAll(dir)
 	}
 }
