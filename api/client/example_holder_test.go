@@ -23,8 +23,9 @@ import (
 )
 
 // The examples of docs/clients.md ("Go"), run by go test against the real
-// shredd binary on 127.0.0.1 (exampleServer, below). What the docs show is
-// the body of each example from its first line after exampleServer.
+// shredd binary on 127.0.0.1 (exampleServer, below), each on a server of
+// its own. What the docs show is the body of each example from its first
+// line after exampleServer (TestDocsGo checks it).
 
 // Example_connect seals and opens a record, and tells erased data from
 // every other failure.
