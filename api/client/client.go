@@ -11,6 +11,11 @@
 //	opened, err := c.Decrypt(ctx, client.DecryptRequest{Ciphertext: sealed.Ciphertext})
 //	if client.IsShredded(err) { ... the data is erased ... }
 //
+// Reads are lineage: until a decrypt's lease expires, every write of the
+// same token answers for it (names it, or declares itself independent of
+// it), or the server refuses the write (IsUndeclaredDerivation). A Unit
+// (c.Unit()) carries one task's reads into its writes.
+//
 // The client never retries: an encrypt that failed in transit may have
 // registered its artifact, and only the caller knows whether to try again.
 package client
