@@ -1,6 +1,9 @@
 package shredd
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Errors of shredd's domain services. The services wrap them with %w and the
 // operation; callers test with errors.Is, and api maps each to its HTTP status.
@@ -76,3 +79,26 @@ var (
 	// ErrTokenInvalid means a bearer token is unknown, expired or revoked.
 	ErrTokenInvalid = errors.New("invalid token")
 )
+
+// ErrUndeclaredDerivation means a write was made while its writer held
+// reads (leases) it neither named nor declared independent of, and its
+// token's policy refuses such writes (UndeclaredDerivationError).
+var ErrUndeclaredDerivation = errors.New("undeclared derivation")
+
+// MaxListedReads bounds the leases an UndeclaredDerivationError lists.
+const MaxListedReads = 100
+
+// UndeclaredDerivationError is ErrUndeclaredDerivation with the leases the
+// write left undeclared (at most MaxListedReads, sorted) and how many
+// there were.
+type UndeclaredDerivationError struct {
+	Leases []ID
+	Count  int
+}
+
+func (e *UndeclaredDerivationError) Error() string {
+	return fmt.Sprintf("%d reads of the writer are neither named nor declared independent: %v", e.Count, ErrUndeclaredDerivation)
+}
+
+// Unwrap makes errors.Is(err, ErrUndeclaredDerivation) hold.
+func (e *UndeclaredDerivationError) Unwrap() error { return ErrUndeclaredDerivation }

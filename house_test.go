@@ -98,7 +98,8 @@ var allowed = map[string][]string{
 var owners = map[string]string{
 	"artifacts": "registry", "artifact_parents": "derivation", "lineage": "derivation",
 	"lineage_staged": "derivation", "parents_staged": "derivation", "lineage_all": "derivation",
-	"kinds": "registry", "leases": "registry", "registry_wal": "registry",
+	"read_links": "derivation",
+	"kinds":      "registry", "leases": "registry", "registry_wal": "registry",
 	"buckets": "keystore", "subjects": "keystore", "epochs": "keystore",
 	"evictions": "keystore", "keystore_meta": "keystore", "nodes": "keystore",
 	"forgets": "erasure", "holders": "erasure", "holder_acks": "erasure",

@@ -20,7 +20,7 @@ type Sealer interface {
 	Encrypt(ctx context.Context, src Source, plaintext, context []byte) (Sealed, error)
 	// EncryptBinary is Encrypt with the binary envelope appended to dst;
 	// it returns the artifact id, the extended dst and the lineage size.
-	EncryptBinary(ctx context.Context, src Source, plaintext, context, dst []byte) (ID, []byte, int, error)
+	EncryptBinary(ctx context.Context, src Source, plaintext, context, dst []byte) (Sealed, []byte, error)
 	// EncryptMany is Encrypt of many items at once, their registrations
 	// committed together; one result or error per item, in order.
 	EncryptMany(ctx context.Context, in []SealInput) ([]Sealed, []error)
@@ -31,12 +31,12 @@ type Sealer interface {
 	// its envelope header and artifact key, for the caller to seal one
 	// plaintext itself (client-side sealing).
 	DataKey(ctx context.Context, src Source) (DataKey, error)
-	// DecryptFor opens a text envelope for holder and records a lease.
+	// DecryptFor opens a text envelope for who and records a lease.
 	// A ciphertext that is no valid envelope, or that does not open, gives
 	// ErrEnvelope.
-	DecryptFor(ctx context.Context, ciphertext string, context []byte, holder string) (Opened, error)
+	DecryptFor(ctx context.Context, ciphertext string, context []byte, who Reader) (Opened, error)
 	// DecryptBinary is DecryptFor for a binary envelope.
-	DecryptBinary(ctx context.Context, ciphertext, context []byte, holder string) (Opened, error)
+	DecryptBinary(ctx context.Context, ciphertext, context []byte, who Reader) (Opened, error)
 	// ReleaseLease ends a lease before its expiry; another holder's lease
 	// gives ErrForbidden.
 	ReleaseLease(ctx context.Context, id ID, holder string) (Lease, error)

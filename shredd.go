@@ -30,6 +30,12 @@ func ValidKind(name string) bool { return kindRe.MatchString(name) }
 // ValidHolder reports whether id is a well-formed holder id.
 func ValidHolder(id string) bool { return holderRe.MatchString(id) }
 
+// ValidUnit reports whether id is a valid unit of work id (Reader.Unit):
+// 1 to 64 characters of A-Z a-z 0-9 . _ : -.
+func ValidUnit(id string) bool { return unitRe.MatchString(id) }
+
+var unitRe = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
+
 // String returns the hex form.
 func (id ID) String() string { return hex.EncodeToString(id[:]) }
 
@@ -103,6 +109,44 @@ type Source struct {
 	// lineage of its artifact, as a parent does.
 	Leases []ID
 	Holder string
+	// The writer's reads (docs/api.md "What a read costs a writer"): Reader
+	// is its token's id and Unit its unit of work; every lease the writer
+	// holds (ReadsOf) must be named (Leases, Parents) or declared
+	// independent (IndependentOf, or Independent for all of them), else
+	// the write is an undeclared derivation: refused
+	// (UndeclaredDerivationError) or, with InheritReads (the token's
+	// policy), given those leases' lineage. Reader "" skips the check (the
+	// service's own writes).
+	Reader        string
+	Unit          string
+	Independent   bool
+	IndependentOf []ID
+	InheritReads  bool
+}
+
+// How a write closed one of its writer's reads (Read.How).
+const (
+	ReadNamed       = "named"       // the write named the lease or its artifact: it has its lineage
+	ReadInherited   = "inherited"   // undeclared, given the lease's lineage by the token's policy
+	ReadIndependent = "independent" // the writer declared it did not derive from it
+	ReadRefused     = "refused"     // undeclared: the write was refused
+)
+
+// Reader is who a decrypt hands plaintext to (docs/api.md "What a read
+// costs a writer"): the holder the lease names, and whom the read is
+// attributed to: the decrypting token's id and its unit of work. Token ""
+// attributes the read to nobody (the service's own reads, tests).
+type Reader struct {
+	Holder string
+	Token  string
+	Unit   string
+}
+
+// Read is one read a write was checked against: the lease, and how the
+// write closed it (ReadNamed ...).
+type Read struct {
+	Lease ID     `json:"lease"`
+	How   string `json:"how"`
 }
 
 // Artifact describes a registered artifact.
@@ -115,6 +159,7 @@ type Artifact struct {
 	Parents   []ID
 	Lineage   int // number of subjects in the lineage
 	CreatedAt time.Time
+	Reads     []Read // the writer's reads the registration was checked against, and how it closed each
 }
 
 // Sealed is the result of Encrypt.
@@ -122,6 +167,7 @@ type Sealed struct {
 	Artifact   ID
 	Ciphertext string // text form, "shredd:v1:..."
 	Lineage    int    // number of subjects in the lineage
+	Inherited  []ID   // undeclared reads whose lineage the token's policy gave it (Source.InheritReads)
 }
 
 // DataKey is the result of a data key request: a registered artifact that
@@ -130,10 +176,11 @@ type Sealed struct {
 // envelope. Key is as sensitive as the plaintext it seals and seals one
 // plaintext only; clear it after use.
 type DataKey struct {
-	Artifact ID
-	Header   []byte
-	Key      []byte
-	Lineage  int // number of subjects in the lineage
+	Artifact  ID
+	Header    []byte
+	Key       []byte
+	Lineage   int  // number of subjects in the lineage
+	Inherited []ID // as Sealed's
 }
 
 // SealInput is one item of a batch encrypt: the artifact's source, its
@@ -181,6 +228,8 @@ type Lease struct {
 	ID         ID
 	Artifact   ID
 	Holder     string // "" when the caller named none
+	Reader     string // the decrypting token's id ("" before reads were attributed)
+	Unit       string // the reader's unit of work ("" for none)
 	IssuedAt   time.Time
 	ExpiresAt  time.Time
 	ReleasedAt time.Time
@@ -246,6 +295,19 @@ type Preview struct {
 	Truncated                                         bool
 	// AlreadyForgotten is true when the subject is forgotten already.
 	AlreadyForgotten bool
+	// Reads is what shredd observed of the reads of the lineage.
+	Reads PreviewReads
+}
+
+// PreviewReads is what shredd observed of the reads of a lineage (docs/api.md
+// "What a read costs a writer"): the leases issued on its artifacts, and how
+// the writes their readers made while the reads were attributable closed
+// them. Independent lists the artifacts declared independent (at most the
+// listing limit): a forget leaves them readable.
+type PreviewReads struct {
+	Leases                                 int
+	Named, Inherited, Independent, Refused int
+	IndependentArtifacts                   []ID
 }
 
 // Holder is a component or peer agent that stores artifacts outside shredd,

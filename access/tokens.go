@@ -36,6 +36,13 @@ const (
 	ScopeAdmin    = shredd.ScopeAdmin
 )
 
+// The policies of a token for undeclared derivations (the root package's
+// Token.Reads).
+const (
+	ReadsRefuse  = shredd.ReadsRefuse
+	ReadsInherit = shredd.ReadsInherit
+)
+
 // AllScopes lists the scopes in a stable order.
 var AllScopes = shredd.AllScopes
 
@@ -159,9 +166,11 @@ func scanToken(sc interface{ Scan(...any) error }) (Token, [32]byte, error) {
 	var scopes string
 	var created int64
 	var exp, rev sql.NullInt64
-	if err := sc.Scan(&t.ID, &hash, &t.Name, &scopes, &t.Holder, &created, &exp, &rev); err != nil {
+	var reads sql.NullString
+	if err := sc.Scan(&t.ID, &hash, &t.Name, &scopes, &t.Holder, &created, &exp, &rev, &reads); err != nil {
 		return Token{}, [32]byte{}, err
 	}
+	t.Reads = reads.String
 	t.Scopes = strings.Split(scopes, ",")
 	t.CreatedAt = time.Unix(0, created).UTC()
 	if exp.Valid {
@@ -175,7 +184,27 @@ func scanToken(sc interface{ Scan(...any) error }) (Token, [32]byte, error) {
 	return t, h, nil
 }
 
-const tokenCols = `SELECT id, hash, name, scopes, holder, created_at, expires_at, revoked_at FROM tokens`
+const tokenCols = `SELECT id, hash, name, scopes, holder, created_at, expires_at, revoked_at, reads FROM tokens`
+
+// SetReads sets the token's policy for undeclared derivations
+// (shredd.ReadsRefuse or shredd.ReadsInherit; docs/api.md "What a read
+// costs a writer"). It takes effect within the token cache's lifetime.
+func (ts *Tokens) SetReads(ctx context.Context, id, policy string) error {
+	if policy != shredd.ReadsRefuse && policy != shredd.ReadsInherit {
+		return fmt.Errorf("access: reads policy %q (want %s or %s): %w", policy, shredd.ReadsRefuse, shredd.ReadsInherit, shredd.ErrInvalid)
+	}
+	res, err := ts.db.ExecContext(ctx, `UPDATE tokens SET reads=? WHERE id=?`, policy, id)
+	if err != nil {
+		return fmt.Errorf("access: token reads policy: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return fmt.Errorf("access: token %s: %w", id, ErrTokenNotFound)
+	}
+	ts.mu.Lock()
+	clear(ts.cache)
+	ts.mu.Unlock()
+	return nil
+}
 
 // Authenticate returns the token record of a bearer secret, or ErrTokenInvalid for
 // a token that is unknown, expired or revoked. The stored hash is compared

@@ -56,7 +56,7 @@ func TestScopeMatrix(t *testing.T) {
 		{"PUT", "/v1/kinds/episodic", "", 200, nil, nil},
 		{"POST", "/v1/encrypt", `{"subject":"bob@example.com","kind":"episodic","plaintext":""}`, 200, []string{"encrypt"}, nil},
 		{"POST", "/v1/decrypt", `{"ciphertext":"` + ct + `"}`, 200, []string{"decrypt"}, nil},
-		{"POST", "/v1/encrypt/raw", "raw bytes", 200, []string{"encrypt"}, append([]string{"Shredd-Kind", "episodic", "Shredd-Subject", "bob@example.com"}, octets...)},
+		{"POST", "/v1/encrypt/raw", "raw bytes", 200, []string{"encrypt"}, append([]string{"Shredd-Kind", "episodic", "Shredd-Subject", "bob@example.com", "Shredd-Independent", "true"}, octets...)},
 		{"POST", "/v1/decrypt/raw", string(env.Marshal()), 200, []string{"decrypt"}, octets},
 		{"POST", "/v1/artifacts", `{"parents":["` + art + `"],"kind":"episodic","holder":"ann-1"}`, 201, []string{"register"}, nil},
 		{"GET", "/v1/artifacts/" + art, "", 200, []string{"register", "audit"}, nil},

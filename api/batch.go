@@ -24,6 +24,9 @@ type itemError struct {
 	Code   string `json:"code"`
 	Title  string `json:"title"`
 	Detail string `json:"detail,omitempty"`
+	// Leases is the undeclared_derivation problem's extension member: the
+	// reads the write left undeclared.
+	Leases []string `json:"leases,omitempty"`
 }
 
 // itemFailure is the batch result of an item that failed.
@@ -253,6 +256,13 @@ func (c *codec) describe(err error) itemError {
 	var pe *problemError
 	if errors.As(err, &pe) {
 		return itemError{Status: pe.status, Code: pe.code, Title: pe.title, Detail: pe.detail}
+	}
+	var ud *shredd.UndeclaredDerivationError
+	if errors.As(err, &ud) {
+		return itemError{Status: http.StatusConflict, Code: "undeclared_derivation",
+			Title:  "The writer holds reads it neither named nor declared independent of",
+			Detail: fmt.Sprintf("%d reads (decrypt leases) of this token are live and not declared: name them in leases (their lineage is inherited) or in independent_of", ud.Count),
+			Leases: idStrings(ud.Leases)}
 	}
 	for _, m := range errorMap {
 		if errors.Is(err, m.err) || (m.err == errDatabaseFull && c.diskFull(err)) {

@@ -9,10 +9,11 @@ import (
 
 // dataKeyResponse carries the artifact key: as secret as a plaintext.
 type dataKeyResponse struct {
-	Artifact    string `json:"artifact"`
-	Header      string `json:"header"` // standard base64 of the envelope header bytes
-	Key         string `json:"key"`    // standard base64 of the artifact key
-	LineageSize int    `json:"lineage_size"`
+	Artifact    string   `json:"artifact"`
+	Header      string   `json:"header"` // standard base64 of the envelope header bytes
+	Key         string   `json:"key"`    // standard base64 of the artifact key
+	LineageSize int      `json:"lineage_size"`
+	Inherited   []string `json:"inherited,omitempty"` // as encrypt's
 }
 
 // dataKey serves POST /v1/datakey: client-side sealing. A request (or an
@@ -42,6 +43,7 @@ func dataKeyAnswer(dk shredd.DataKey) dataKeyResponse {
 		Header:      b64String(dk.Header),
 		Key:         b64String(dk.Key),
 		LineageSize: dk.Lineage,
+		Inherited:   idsOrNil(dk.Inherited),
 	}
 }
 

@@ -81,8 +81,10 @@ func TestDataKey(t *testing.T) {
 		t.Fatalf("the log holds the key or the subject id:\n%s", e.log.String())
 	}
 
-	// A derivative: its lineage is its subject's and its parent's.
-	r = e.do("POST", "/v1/datakey", `{"subjects":["bob@example.com"],"parents":["`+parent+`"],"kind":"episodic"}`)
+	// A derivative: its lineage is its subject's and its parent's. The
+	// token read erin's artifact above and declares this write independent
+	// of that read.
+	r = e.do("POST", "/v1/datakey", `{"subjects":["bob@example.com"],"parents":["`+parent+`"],"kind":"episodic","independent":true}`)
 	if r.status != 200 {
 		t.Fatalf("datakey of a derivative: %d %v", r.status, r.body)
 	}
@@ -99,7 +101,7 @@ func TestDataKey(t *testing.T) {
 	if d := e.do("POST", "/v1/decrypt", `{"ciphertext":"`+ct+`"}`); d.status != 410 || str(d, "code") != "shredded" {
 		t.Fatalf("decrypt after the parent's forget: %d %v, want 410 shredded", d.status, d.body)
 	}
-	if r := e.do("POST", "/v1/datakey", `{"parents":["`+parent+`"],"kind":"episodic"}`); r.status != 410 || str(r, "code") != "shredded" {
+	if r := e.do("POST", "/v1/datakey", `{"parents":["`+parent+`"],"kind":"episodic","independent":true}`); r.status != 410 || str(r, "code") != "shredded" {
 		t.Fatalf("datakey of a forgotten parent: %d %v, want 410 shredded", r.status, r.body)
 	}
 }

@@ -20,6 +20,9 @@ type Problem struct {
 	Code      string `json:"code"`
 	Detail    string `json:"detail,omitempty"`
 	RequestID string `json:"request_id,omitempty"`
+	// Leases is undeclared_derivation's extension member: the leases the
+	// write left undeclared (at most 100).
+	Leases []string `json:"leases,omitempty"`
 }
 
 // errorMap is the one table from errors to HTTP statuses and stable codes.
@@ -95,7 +98,7 @@ func safeDetail(err error) bool {
 
 func (c *codec) fail(w http.ResponseWriter, r *http.Request, err error) {
 	d := c.describe(err)
-	p := Problem{Status: d.Status, Code: d.Code, Title: d.Title, Detail: d.Detail, RequestID: requestID(r.Context())}
+	p := Problem{Status: d.Status, Code: d.Code, Title: d.Title, Detail: d.Detail, RequestID: requestID(r.Context()), Leases: d.Leases}
 	level := slog.LevelInfo
 	if p.Status >= 500 {
 		level = slog.LevelError

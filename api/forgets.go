@@ -28,6 +28,18 @@ type previewResponse struct {
 	Counts           previewCounts     `json:"counts"`
 	Truncated        bool              `json:"truncated"`
 	Artifacts        []previewArtifact `json:"artifacts"`
+	Reads            previewReads      `json:"reads"`
+}
+
+// previewReads is what shredd observed of the reads of the lineage
+// (shredd.PreviewReads).
+type previewReads struct {
+	Leases               int      `json:"leases"`
+	Named                int      `json:"named"`
+	Inherited            int      `json:"inherited"`
+	Independent          int      `json:"independent"`
+	Refused              int      `json:"refused"`
+	IndependentArtifacts []string `json:"independent_artifacts"`
 }
 
 type previewCounts struct {
@@ -51,7 +63,9 @@ type previewArtifact struct {
 func previewJSON(p shredd.Preview) previewResponse {
 	out := previewResponse{DryRun: true, AlreadyForgotten: p.AlreadyForgotten, Truncated: p.Truncated,
 		Counts:    previewCounts{Total: p.Total, Direct: p.Direct, Derived: p.Derived, Collateral: p.Collateral, PlaintextHeld: p.PlaintextHeld},
-		Artifacts: make([]previewArtifact, len(p.Artifacts))}
+		Artifacts: make([]previewArtifact, len(p.Artifacts)),
+		Reads: previewReads{Leases: p.Reads.Leases, Named: p.Reads.Named, Inherited: p.Reads.Inherited, Independent: p.Reads.Independent,
+			Refused: p.Reads.Refused, IndependentArtifacts: idStrings(p.Reads.IndependentArtifacts)}}
 	for i, a := range p.Artifacts {
 		out.Artifacts[i] = previewArtifact{Artifact: a.ID.String(), Kind: a.Kind, Holder: a.Holder, Sealed: a.Sealed,
 			Hops: a.Hops, Collateral: a.Others > 0, OtherSubjects: a.Others}

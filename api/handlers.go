@@ -67,21 +67,48 @@ type sourceBody struct {
 	Leases   []string `json:"leases,omitempty"`
 	Kind     string   `json:"kind"`
 	Holder   string   `json:"holder,omitempty"`
+	// The writer's reads (docs/api.md "What a read costs a writer").
+	Unit          string   `json:"unit,omitempty"`
+	Independent   bool     `json:"independent,omitempty"`
+	IndependentOf []string `json:"independent_of,omitempty"`
 }
 
 // forToken is source for the request's token: a holder-bound token acts as
-// its own holder (actAs), and may name no other.
+// its own holder (actAs), and may name no other; the write is checked
+// against the token's reads (withReader).
 func (b sourceBody) forToken(ctx context.Context) (shredd.Source, error) {
 	holder, err := actAs(ctx, b.Holder)
 	if err != nil {
 		return shredd.Source{}, err
 	}
 	b.Holder = holder
-	return b.source()
+	src, err := b.source()
+	if err != nil {
+		return src, err
+	}
+	return withReader(ctx, src), nil
+}
+
+// withReader makes src the write of the request's token: checked against
+// the token's reads, with the token's policy for undeclared ones.
+func withReader(ctx context.Context, src shredd.Source) shredd.Source {
+	if t := tokenOf(ctx); t != nil {
+		src.Reader, src.InheritReads = t.ID, t.Reads == shredd.ReadsInherit
+	}
+	return src
+}
+
+// reader is who a decrypt of the request's token hands plaintext to.
+func reader(ctx context.Context, holder, unit string) shredd.Reader {
+	who := shredd.Reader{Holder: holder, Unit: unit}
+	if t := tokenOf(ctx); t != nil {
+		who.Token = t.ID
+	}
+	return who
 }
 
 func (b sourceBody) source() (shredd.Source, error) {
-	src := shredd.Source{Kind: b.Kind, Holder: b.Holder, Subjects: b.Subjects}
+	src := shredd.Source{Kind: b.Kind, Holder: b.Holder, Subjects: b.Subjects, Unit: b.Unit, Independent: b.Independent}
 	if b.Subject != "" {
 		src.Subjects = append([]string{b.Subject}, b.Subjects...)
 	}
@@ -95,6 +122,12 @@ func (b sourceBody) source() (shredd.Source, error) {
 		return src, err
 	}
 	src.Leases = ls
+	if src.IndependentOf, err = parseIDs("independent_of", b.IndependentOf); err != nil {
+		return src, err
+	}
+	if b.Unit != "" && !shredd.ValidUnit(b.Unit) {
+		return src, badRequest("invalid_request", "unit: 1 to 64 characters of A-Z a-z 0-9 . _ : -")
+	}
 	if b.Kind == "" {
 		return src, badRequest("missing_field", "kind is required")
 	}
@@ -113,6 +146,10 @@ type encryptRequest struct {
 	Holder    string   `json:"holder,omitempty"`
 	Plaintext string   `json:"plaintext"`
 	Context   string   `json:"context,omitempty"`
+	// The writer's reads, as sourceBody's.
+	Unit          string   `json:"unit,omitempty"`
+	Independent   bool     `json:"independent,omitempty"`
+	IndependentOf []string `json:"independent_of,omitempty"`
 	// plain is the plaintext that the hot decoder decoded from base64
 	// straight out of the body (Plaintext is then empty): no copy of the
 	// plaintext's base64 outlives the body's buffer, which is cleared once
@@ -126,9 +163,18 @@ type encryptRequest struct {
 func (req *encryptRequest) wipe() { clear(req.plain) }
 
 type encryptResponse struct {
-	Artifact    string `json:"artifact"`
-	Ciphertext  string `json:"ciphertext"`
-	LineageSize int    `json:"lineage_size"`
+	Artifact    string   `json:"artifact"`
+	Ciphertext  string   `json:"ciphertext"`
+	LineageSize int      `json:"lineage_size"`
+	Inherited   []string `json:"inherited,omitempty"` // undeclared reads whose lineage the token's policy gave it
+}
+
+// idsOrNil is ids in their hex form (idStrings); nil for none.
+func idsOrNil(ids []shredd.ID) []string {
+	if len(ids) == 0 {
+		return nil
+	}
+	return idStrings(ids)
 }
 
 func (s *sealHandlers) encrypt(w http.ResponseWriter, r *http.Request) {
@@ -138,7 +184,8 @@ func (s *sealHandlers) encrypt(w http.ResponseWriter, r *http.Request) {
 // sealInput validates one encrypt request into the service's input. The
 // caller clears the plaintext after use.
 func (req *encryptRequest) sealInput(ctx context.Context) (shredd.SealInput, error) {
-	src, err := sourceBody{Subject: req.Subject, Subjects: req.Subjects, Parents: req.Parents, Leases: req.Leases, Kind: req.Kind, Holder: req.Holder}.forToken(ctx)
+	src, err := sourceBody{Subject: req.Subject, Subjects: req.Subjects, Parents: req.Parents, Leases: req.Leases, Kind: req.Kind, Holder: req.Holder,
+		Unit: req.Unit, Independent: req.Independent, IndependentOf: req.IndependentOf}.forToken(ctx)
 	if err != nil {
 		req.wipe()
 		return shredd.SealInput{}, err
@@ -171,7 +218,7 @@ func (s *sealHandlers) encryptMany(ctx context.Context, reqs []*encryptRequest) 
 			return s.svc.EncryptMany(ctx, in)
 		},
 		func(o shredd.Sealed) encryptResponse {
-			return encryptResponse{Artifact: o.Artifact.String(), Ciphertext: o.Ciphertext, LineageSize: o.Lineage}
+			return encryptResponse{Artifact: o.Artifact.String(), Ciphertext: o.Ciphertext, LineageSize: o.Lineage, Inherited: idsOrNil(o.Inherited)}
 		})
 }
 
@@ -186,7 +233,7 @@ func (s *sealHandlers) encryptItem(ctx context.Context, req *encryptRequest) (en
 	if err != nil {
 		return encryptResponse{}, err
 	}
-	return encryptResponse{Artifact: out.Artifact.String(), Ciphertext: out.Ciphertext, LineageSize: out.Lineage}, nil
+	return encryptResponse{Artifact: out.Artifact.String(), Ciphertext: out.Ciphertext, LineageSize: out.Lineage, Inherited: idsOrNil(out.Inherited)}, nil
 }
 
 // decryptRequest is one decrypt: the body of POST /v1/decrypt or an item
@@ -195,6 +242,7 @@ type decryptRequest struct {
 	Ciphertext string `json:"ciphertext"`
 	Context    string `json:"context,omitempty"`
 	Holder     string `json:"holder,omitempty"`
+	Unit       string `json:"unit,omitempty"` // the reader's unit of work
 }
 
 type decryptResponse struct {
@@ -209,13 +257,14 @@ type leaseJSON struct {
 	ID         string     `json:"id"`
 	Artifact   string     `json:"artifact"`
 	Holder     string     `json:"holder,omitempty"`
+	Unit       string     `json:"unit,omitempty"`
 	IssuedAt   time.Time  `json:"issued_at"`
 	ExpiresAt  time.Time  `json:"expires_at"`
 	ReleasedAt *time.Time `json:"released_at,omitempty"`
 }
 
 func leaseOf(l shredd.Lease) leaseJSON {
-	return leaseJSON{ID: l.ID.String(), Artifact: l.Artifact.String(), Holder: l.Holder, IssuedAt: l.IssuedAt,
+	return leaseJSON{ID: l.ID.String(), Artifact: l.Artifact.String(), Holder: l.Holder, Unit: l.Unit, IssuedAt: l.IssuedAt,
 		ExpiresAt: l.ExpiresAt, ReleasedAt: tptr(l.ReleasedAt)}
 }
 
@@ -236,7 +285,10 @@ func (s *sealHandlers) decryptItem(ctx context.Context, req *decryptRequest) (de
 	if err != nil {
 		return decryptResponse{}, err
 	}
-	out, err := s.svc.DecryptFor(ctx, req.Ciphertext, aad, holder)
+	if req.Unit != "" && !shredd.ValidUnit(req.Unit) {
+		return decryptResponse{}, badRequest("invalid_request", "unit: 1 to 64 characters of A-Z a-z 0-9 . _ : -")
+	}
+	out, err := s.svc.DecryptFor(ctx, req.Ciphertext, aad, reader(ctx, holder, req.Unit))
 	if err != nil {
 		return decryptResponse{}, err
 	}
@@ -272,6 +324,15 @@ type artifactResponse struct {
 	Parents     []string  `json:"parents"`
 	LineageSize int       `json:"lineage_size"`
 	CreatedAt   time.Time `json:"created_at"`
+	// Reads are the writer's reads the write was checked against, and how
+	// it closed each (named, inherited, independent); omitted when none.
+	Reads []readJSON `json:"reads,omitempty"`
+}
+
+// readJSON is one read of an artifact's writer (shredd.Read).
+type readJSON struct {
+	Lease string `json:"lease"`
+	How   string `json:"how"`
 }
 
 func artifactJSON(a shredd.Artifact) artifactResponse {
@@ -279,8 +340,12 @@ func artifactJSON(a shredd.Artifact) artifactResponse {
 	for i, p := range a.Parents {
 		ps[i] = p.String()
 	}
-	return artifactResponse{Artifact: a.ID.String(), Kind: a.Kind, Holder: a.Holder, Sealed: a.Sealed, Parents: ps,
+	out := artifactResponse{Artifact: a.ID.String(), Kind: a.Kind, Holder: a.Holder, Sealed: a.Sealed, Parents: ps,
 		LineageSize: a.Lineage, CreatedAt: a.CreatedAt}
+	for _, rd := range a.Reads {
+		out.Reads = append(out.Reads, readJSON{Lease: rd.Lease.String(), How: rd.How})
+	}
+	return out
 }
 
 func (ah *artifactHandlers) registerArtifact(w http.ResponseWriter, r *http.Request) {

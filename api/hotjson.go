@@ -69,8 +69,12 @@ func (r *encryptRequest) hotField(l *lexer, key []byte) bool {
 		return l.once(6) && l.b64(&r.Plaintext, &r.plain)
 	case "context":
 		return l.once(7) && l.str(&r.Context)
+	case "unit":
+		return l.once(8) && l.str(&r.Unit)
+	case "independent_of":
+		return l.once(9) && l.strs(&r.IndependentOf)
 	}
-	return false
+	return false // independent (a bool) takes the reflective path
 }
 
 func (r *decryptRequest) hotField(l *lexer, key []byte) bool {
@@ -81,6 +85,8 @@ func (r *decryptRequest) hotField(l *lexer, key []byte) bool {
 		return l.once(1) && l.str(&r.Context)
 	case "holder":
 		return l.once(2) && l.str(&r.Holder)
+	case "unit":
+		return l.once(3) && l.str(&r.Unit)
 	}
 	return false
 }
@@ -99,8 +105,12 @@ func (r *sourceBody) hotField(l *lexer, key []byte) bool {
 		return l.once(4) && l.str(&r.Kind)
 	case "holder":
 		return l.once(5) && l.str(&r.Holder)
+	case "unit":
+		return l.once(6) && l.str(&r.Unit)
+	case "independent_of":
+		return l.once(7) && l.strs(&r.IndependentOf)
 	}
-	return false
+	return false // independent (a bool) takes the reflective path
 }
 
 // once marks field bit of the object being read, and reports false when

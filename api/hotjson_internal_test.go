@@ -241,7 +241,7 @@ func sameErr(a, b error) bool {
 	if (a == nil) != (b == nil) {
 		return false
 	}
-	return a == nil || (&codec{}).describe(a) == (&codec{}).describe(b)
+	return a == nil || reflect.DeepEqual((&codec{}).describe(a), (&codec{}).describe(b))
 }
 
 // show prints a decoded value for a failure, nil and empty lists apart.

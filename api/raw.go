@@ -33,6 +33,11 @@ const (
 	HeaderArtifact    = "Shredd-Artifact"
 	HeaderLineageSize = "Shredd-Lineage-Size"
 	HeaderLeaseExpiry = "Shredd-Lease-Expires" // RFC 3339
+	// The writer's reads (docs/api.md "What a read costs a writer").
+	HeaderUnit          = "Shredd-Unit"           // the unit of work (decrypt and encrypt)
+	HeaderIndependent   = "Shredd-Independent"    // encrypt: "true" declares every unnamed read independent
+	HeaderIndependentOf = "Shredd-Independent-Of" // encrypt: one line per lease id, or comma-separated
+	HeaderInherited     = "Shredd-Inherited"      // encrypt answer: the leases inherited by the token's policy, comma-separated
 )
 
 // rawRoutes are the routes whose bodies are bounded by maxRawBody instead
@@ -210,7 +215,7 @@ func idList(lines []string) []string {
 // encryptRaw seals the request body (POST /v1/encrypt/raw) and answers the
 // binary envelope, with the artifact id and lineage size in headers.
 func (s *sealHandlers) encryptRaw(w http.ResponseWriter, r *http.Request) {
-	id, b, n, err := s.encryptRawCall(r)
+	out, b, err := s.encryptRawCall(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -219,50 +224,65 @@ func (s *sealHandlers) encryptRaw(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Type", "application/octet-stream")
 	h.Set("Content-Length", strconv.Itoa(len(b)))
-	h.Set(HeaderArtifact, id.String())
-	h.Set(HeaderLineageSize, strconv.Itoa(n))
+	h.Set(HeaderArtifact, out.Artifact.String())
+	h.Set(HeaderLineageSize, strconv.Itoa(out.Lineage))
+	if len(out.Inherited) > 0 {
+		h.Set(HeaderInherited, strings.Join(idStrings(out.Inherited), ","))
+	}
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b)
 }
 
-func (s *sealHandlers) encryptRawCall(r *http.Request) (shredd.ID, []byte, int, error) {
-	var none shredd.ID
+func (s *sealHandlers) encryptRawCall(r *http.Request) (shredd.Sealed, []byte, error) {
+	var none shredd.Sealed
 	kind, err := rawHeader(r, HeaderKind)
 	if err != nil {
-		return none, nil, 0, err
+		return none, nil, err
 	}
 	named, err := rawHeader(r, HeaderHolder)
 	if err != nil {
-		return none, nil, 0, err
+		return none, nil, err
 	}
 	holder, err := actAs(r.Context(), named)
 	if err != nil {
-		return none, nil, 0, err
+		return none, nil, err
 	}
 	if kind == "" {
-		return none, nil, 0, badRequest("missing_field", HeaderKind+" is required")
+		return none, nil, badRequest("missing_field", HeaderKind+" is required")
 	}
-	var lines [3][]string
-	for i, name := range []string{HeaderSubject, HeaderParent, HeaderLease} {
+	var lines [4][]string
+	for i, name := range []string{HeaderSubject, HeaderParent, HeaderLease, HeaderIndependentOf} {
 		if lines[i], err = rawHeaders(r, name); err != nil {
-			return none, nil, 0, err
+			return none, nil, err
 		}
 	}
-	src, err := sourceBody{Subjects: lines[0], Parents: idList(lines[1]), Leases: idList(lines[2]), Kind: kind, Holder: holder}.source()
-	if err != nil {
-		return none, nil, 0, err
+	var unit, indep string
+	if unit, err = rawHeader(r, HeaderUnit); err != nil {
+		return none, nil, err
 	}
+	if indep, err = rawHeader(r, HeaderIndependent); err != nil {
+		return none, nil, err
+	}
+	if indep != "" && indep != "true" && indep != "false" {
+		return none, nil, badRequest("invalid_request", HeaderIndependent+" must be true or false")
+	}
+	src, err := sourceBody{Subjects: lines[0], Parents: idList(lines[1]), Leases: idList(lines[2]), Kind: kind, Holder: holder,
+		Unit: unit, Independent: indep == "true", IndependentOf: idList(lines[3])}.source()
+	if err != nil {
+		return none, nil, err
+	}
+	src = withReader(r.Context(), src)
 	ctxB64, err := rawHeader(r, HeaderContext)
 	if err != nil {
-		return none, nil, 0, err
+		return none, nil, err
 	}
 	aad, err := b64(HeaderContext, ctxB64)
 	if err != nil {
-		return none, nil, 0, err
+		return none, nil, err
 	}
 	pt, err := s.readRaw(r)
 	if err != nil {
-		return none, nil, 0, err
+		return none, nil, err
 	}
 	defer putRaw(pt, true)
 	return s.svc.EncryptBinary(r.Context(), src, pt, aad, getRaw(int64(len(pt))+64<<10))
@@ -302,7 +322,16 @@ func (s *sealHandlers) decryptRaw(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, badRequest("missing_field", "the body must hold a binary envelope"))
 		return
 	}
-	out, err := s.svc.DecryptBinary(r.Context(), body, aad, holder)
+	unit, err := rawHeader(r, HeaderUnit)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if unit != "" && !shredd.ValidUnit(unit) {
+		s.fail(w, r, badRequest("invalid_request", HeaderUnit+": 1 to 64 characters of A-Z a-z 0-9 . _ : -"))
+		return
+	}
+	out, err := s.svc.DecryptBinary(r.Context(), body, aad, reader(r.Context(), holder, unit))
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -147,6 +147,17 @@ const (
 	// among them, of unknown lineage, are outside the proof. Present in
 	// every attestation signed after such a loss.
 	ResidualLostRegistrations = "lost_registrations"
+	// ResidualUnobservedReads: shredd observes reads through its decrypt
+	// (leases) and the writes of the same token; plaintext a writer kept
+	// past its lease, got elsewhere or handed to another token or process
+	// is not observed, and its derivatives are in the lineage only where
+	// their writers declared them. Required in every attestation.
+	ResidualUnobservedReads = "unobserved_reads"
+	// ResidualIndependentWrites: writes made while their writers held
+	// reads of the lineage were declared independent of them by the
+	// writers; they stay readable, and that they derive nothing from the
+	// subject's data rests on those declarations. Present when there are.
+	ResidualIndependentWrites = "independent_writes"
 )
 
 // maxID bounds identifiers (forget, artifact, holder, kind) in bytes.

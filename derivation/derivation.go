@@ -5,8 +5,11 @@
 // lookup. It answers what a forget reaches: the artifacts of a subject's
 // lineage and the children of an artifact.
 //
+// It also keeps the reads that became lineage (reads.go): for each write,
+// the decrypt leases its writer held and how the write closed each.
+//
 // It owns the tables artifact_parents, lineage, lineage_staged,
-// parents_staged and the view lineage_all over the settled and staged
+// parents_staged, read_links and the view lineage_all over the settled and staged
 // lineage: no other package names them in SQL. A registration writes its
 // graph rows into the staging tables in the caller's transaction (Stage,
 // or StagedSharedSQL with StagedSharedArgs inside the caller's one
@@ -41,6 +44,9 @@ const (
 	// OthersSQL is the number of other subjects in the settled lineage of
 	// the artifact of lineage row l: above 0, a collateral aggregate.
 	OthersSQL = `(SELECT count(*) - 1 FROM lineage o WHERE o.artifact = l.artifact)`
+	// ReadLinks is the read links (reads.go): lease, artifact (all zero
+	// for a refused write) and how the write closed the read.
+	ReadLinks = `read_links`
 )
 
 // Row is the graph's rows of one artifact: its parents, its whole lineage
@@ -51,6 +57,7 @@ type Row struct {
 	Parents []shredd.ID
 	Lineage []envelope.Ref
 	Direct  map[envelope.SID]bool
+	Reads   []shredd.Read // the writer's reads the registration was checked against (reads.go)
 }
 
 // Graph reads the derivation graph of one database and settles its

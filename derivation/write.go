@@ -16,7 +16,8 @@ import (
 
 // StagedSharedSQL is the part of a shared database's (PostgreSQL's) one
 // statement of a group of registrations that writes the group's parent and
-// lineage rows, from one array per column ($6 to $11: StagedSharedArgs),
+// lineage rows and its read links, from one array per column ($6 to $14:
+// StagedSharedArgs),
 // after the caller's common table expression that writes the artifacts
 // ($1 to $5): "WITH a AS (...), " + StagedSharedSQL. One statement for the
 // group is one round trip whatever its size, and one statement text, which
@@ -26,11 +27,14 @@ import (
 const StagedSharedSQL = `p AS (
 	INSERT INTO parents_staged(artifact, parent)
 	SELECT * FROM unnest($6::bytea[], $7::bytea[])
+), r AS (
+	INSERT INTO read_links(lease, artifact, how)
+	SELECT * FROM unnest($12::bytea[], $13::bytea[], $14::text[])
 )
 INSERT INTO lineage_staged(artifact, sid, gen, direct)
 SELECT * FROM unnest($8::bytea[], $9::bytea[], $10::bigint[], $11::boolean[])`
 
-// StagedSharedArgs returns the arguments $6 to $11 of StagedSharedSQL for
+// StagedSharedArgs returns the arguments $6 to $14 of StagedSharedSQL for
 // rows. A column without rows (no parents) is nil, sent as NULL: unnest of
 // it is no row.
 func StagedSharedArgs(rows []Row) []any {
@@ -39,6 +43,9 @@ func StagedSharedArgs(rows []Row) []any {
 		lArt, lSID [][]byte
 		lGen       []int64
 		lDirect    []bool
+		rLease     [][]byte
+		rArt       [][]byte
+		rHow       []string
 	)
 	for _, r := range rows {
 		for _, par := range r.Parents {
@@ -48,8 +55,11 @@ func StagedSharedArgs(rows []Row) []any {
 			lArt, lSID = append(lArt, r.ID[:]), append(lSID, ref.SID[:])
 			lGen, lDirect = append(lGen, int64(ref.Gen)), append(lDirect, r.Direct[ref.SID])
 		}
+		for _, rd := range r.Reads {
+			rLease, rArt, rHow = append(rLease, rd.Lease[:]), append(rArt, r.ID[:]), append(rHow, rd.How)
+		}
 	}
-	return []any{pArt, pPar, lArt, lSID, lGen, lDirect}
+	return []any{pArt, pPar, lArt, lSID, lGen, lDirect, rLease, rArt, rHow}
 }
 
 // FoldRowsPerInsert is the rows of a statement of Stage for the fold of
@@ -58,7 +68,7 @@ func StagedSharedArgs(rows []Row) []any {
 // row.
 const FoldRowsPerInsert = 64
 
-// Stage writes the parent and lineage rows of rows into the staging tables
+// Stage writes the parent and lineage rows of rows, and their read links, into the staging tables
 // (Settle) in tx, on SQLite (a shared database writes a group in one
 // statement: StagedSharedSQL), at most per rows a statement: the rows left
 // after the last full statement take one each (a single-row statement
@@ -78,6 +88,9 @@ func Stage(ctx context.Context, tx *storage.Tx, rows []Row, per int) error {
 		}
 	}
 	if err := insertRows(ctx, tx, `INSERT INTO parents_staged(artifact, parent) VALUES `, 2, per, parents); err != nil {
+		return err
+	}
+	if err := insertReads(ctx, tx, rows); err != nil {
 		return err
 	}
 	return insertRows(ctx, tx, `INSERT INTO lineage_staged(artifact, sid, gen, direct) VALUES `, 4, per, lineage)

@@ -130,6 +130,9 @@ func (c *core) signAttestation(ctx context.Context, r forgetRow, conds []shredd.
 		p.Residuals = append(p.Residuals, attest.Residual{Kind: attest.ResidualHolderTrust,
 			Description: fmt.Sprintf("%d plaintext-held artifacts are closed by their holders' signed acks: the acks prove what the holders declared, not what their storage holds", countHeldAcked(p.Artifacts))})
 	}
+	if err := c.readResiduals(ctx, r, &p); err != nil {
+		return attest.Envelope{}, "", err
+	}
 	stream := c.opts.MarkStream
 	if stream == "" {
 		stream = registry.MarkStream
@@ -148,6 +151,38 @@ func (c *core) signAttestation(ctx context.Context, r forgetRow, conds []shredd.
 		return attest.Envelope{}, "", fmt.Errorf("erasure: attestation: %w", err)
 	}
 	return env, commitment, nil
+}
+
+// readResiduals states what the attestation of forget r cannot rule out
+// about reads: flows shredd does not observe (always), and the writes
+// declared independent of reads of the lineage.
+func (c *core) readResiduals(ctx context.Context, r forgetRow, p *attest.Predicate) error {
+	p.Residuals = append(p.Residuals, attest.Residual{Kind: attest.ResidualUnobservedReads,
+		Description: "shredd observes reads through its decrypt (leases) and the writes of the same token while a read is attributable (until its lease expires, released or not); " +
+			"plaintext a writer kept past its lease, obtained outside shredd or passed to another token or process is not observed, and what was derived from it is in this lineage only where its writer declared it"})
+	reads, err := c.reg.ReadsOfLineage(ctx, r.sid, r.committed.Int64)
+	if err != nil {
+		return fmt.Errorf("erasure: attestation: %w", err)
+	}
+	var indep []string
+	seen := map[shredd.ID]bool{}
+	for _, w := range reads.Writes {
+		if w.How == shredd.ReadIndependent && !seen[w.Artifact] {
+			seen[w.Artifact] = true
+			indep = append(indep, w.Artifact.String())
+		}
+	}
+	if len(indep) > 0 {
+		listed := indep[:min(len(indep), 20)]
+		more := ""
+		if len(indep) > len(listed) {
+			more = fmt.Sprintf(" and %d more", len(indep)-len(listed))
+		}
+		p.Residuals = append(p.Residuals, attest.Residual{Kind: attest.ResidualIndependentWrites,
+			Description: fmt.Sprintf("%d artifacts were written while their writers held reads of this lineage and declared independent of those reads by their writers (%s%s): "+
+				"they are not in the lineage and stay readable; that they derive nothing from the subject's data rests on those declarations", len(indep), strings.Join(listed, ", "), more)})
+	}
+	return nil
 }
 
 func countHeldAcked(as []attest.Artifact) int {

@@ -49,7 +49,7 @@ func TestForgetGroup(t *testing.T) {
 			if !strings.Contains(f.Conditions[0].Reason, "read back") {
 				t.Errorf("the stalled forget's %s: %q, want the read-back's reason", f.Conditions[0].Name, f.Conditions[0].Reason)
 			}
-			if _, err := s.DecryptFor(ctx, recs[i].Ciphertext, nil, "w"); err != nil {
+			if _, err := s.DecryptFor(ctx, recs[i].Ciphertext, nil, shredd.Reader{Holder: "w"}); err != nil {
 				t.Errorf("decrypt of the stalled subject: %v", err)
 			}
 			continue
@@ -64,7 +64,7 @@ func TestForgetGroup(t *testing.T) {
 		if f.Barrier < seq {
 			t.Errorf("forget %s: barrier %d does not cover its record, registered at %d before it", subjects[i], f.Barrier, seq)
 		}
-		if _, err := s.DecryptFor(ctx, recs[i].Ciphertext, nil, "w"); !errors.Is(err, shredd.ErrShredded) {
+		if _, err := s.DecryptFor(ctx, recs[i].Ciphertext, nil, shredd.Reader{Holder: "w"}); !errors.Is(err, shredd.ErrShredded) {
 			t.Errorf("decrypt of %s after its forget: %v, want ErrShredded", subjects[i], err)
 		}
 	}
@@ -104,7 +104,7 @@ func TestReconcileMarksRekeyed(t *testing.T) {
 		}
 	}
 	for i := 1; i < n; i += 2 {
-		if got, err := s.DecryptFor(ctx, recs[i].Ciphertext, nil, "w"); err != nil || string(got.Plaintext) != fmt.Sprint("record ", i) {
+		if got, err := s.DecryptFor(ctx, recs[i].Ciphertext, nil, shredd.Reader{Holder: "w"}); err != nil || string(got.Plaintext) != fmt.Sprint("record ", i) {
 			t.Fatalf("record %d after the re-key: %v", i, err)
 		}
 	}
@@ -127,7 +127,7 @@ func TestGroupAnswersMatchAlone(t *testing.T) {
 				t.Fatal(err)
 			}
 		case "leased":
-			if _, err := s.DecryptFor(ctx, rec.Ciphertext, nil, "worker-1"); err != nil {
+			if _, err := s.DecryptFor(ctx, rec.Ciphertext, nil, shredd.Reader{Holder: "worker-1"}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -211,7 +211,7 @@ func TestForgetAgainOfRequested(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("%d forgets of the subject, want 1", n)
 	}
-	if _, err := s.DecryptFor(ctx, rec.Ciphertext, nil, "w"); !errors.Is(err, shredd.ErrShredded) {
+	if _, err := s.DecryptFor(ctx, rec.Ciphertext, nil, shredd.Reader{Holder: "w"}); !errors.Is(err, shredd.ErrShredded) {
 		t.Fatalf("decrypt after the forget committed: %v, want ErrShredded", err)
 	}
 }

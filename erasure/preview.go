@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/shredd/shredd"
+	"github.com/shredd/shredd/envelope"
 	"github.com/shredd/shredd/keystore"
 )
 
@@ -92,6 +93,9 @@ func (s *Eraser) Preview(ctx context.Context, subject string) (shredd.Preview, e
 			p.PlaintextHeld++
 		}
 	}
+	if p.Reads, err = s.previewReads(ctx, sid); err != nil {
+		return shredd.Preview{}, err
+	}
 	sortPreview(order, byID, seqOf)
 	for _, id := range order {
 		if len(p.Artifacts) == MaxPreviewArtifacts {
@@ -110,4 +114,31 @@ func sortPreview(order []shredd.ID, byID map[shredd.ID]*shredd.PreviewArtifact, 
 		}
 		return int(seqOf[a] - seqOf[b])
 	})
+}
+
+// previewReads is what shredd observed of the reads of sid's lineage.
+func (s *Eraser) previewReads(ctx context.Context, sid envelope.SID) (shredd.PreviewReads, error) {
+	lr, err := s.reg.ReadsOfLineage(ctx, sid, 0)
+	if err != nil {
+		return shredd.PreviewReads{}, fmt.Errorf("erasure: preview: %w", err)
+	}
+	out := shredd.PreviewReads{Leases: lr.Leases}
+	seen := map[shredd.ID]bool{}
+	for _, w := range lr.Writes {
+		switch w.How {
+		case shredd.ReadNamed:
+			out.Named++
+		case shredd.ReadInherited:
+			out.Inherited++
+		case shredd.ReadRefused:
+			out.Refused++
+		case shredd.ReadIndependent:
+			out.Independent++
+			if !seen[w.Artifact] && len(out.IndependentArtifacts) < MaxPreviewArtifacts {
+				seen[w.Artifact] = true
+				out.IndependentArtifacts = append(out.IndependentArtifacts, w.Artifact)
+			}
+		}
+	}
+	return out, nil
 }

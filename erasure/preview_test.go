@@ -81,7 +81,7 @@ func TestLeases(t *testing.T) {
 	ctx := context.Background()
 	s := shreddtest.NewService(t)
 	rec := shreddtest.Seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "r")
-	o, err := s.DecryptFor(ctx, rec.Ciphertext, nil, "summarizer-1")
+	o, err := s.DecryptFor(ctx, rec.Ciphertext, nil, shredd.Reader{Holder: "summarizer-1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,7 +93,7 @@ func TestReadBackStallsForget(t *testing.T) {
 	}
 	// Nothing claimed, and nothing hidden: the data still opens, as the
 	// forget's state says.
-	if _, err := s.DecryptFor(ctx, rec.Ciphertext, nil, "w"); err != nil {
+	if _, err := s.DecryptFor(ctx, rec.Ciphertext, nil, shredd.Reader{Holder: "w"}); err != nil {
 		t.Fatalf("decrypt while the forget is stalled: %v", err)
 	}
 	if err := s.Reconcile(ctx); err != nil {
@@ -114,7 +114,7 @@ func TestReadBackStallsForget(t *testing.T) {
 	if g.State != shredd.StateCommitted {
 		t.Fatalf("fault gone: the forget is %s, want committed", g.State)
 	}
-	if _, err := s.DecryptFor(ctx, rec.Ciphertext, nil, "w"); !errors.Is(err, shredd.ErrShredded) {
+	if _, err := s.DecryptFor(ctx, rec.Ciphertext, nil, shredd.Reader{Holder: "w"}); !errors.Is(err, shredd.ErrShredded) {
 		t.Fatalf("decrypt after the commit: %v, want ErrShredded", err)
 	}
 	again, err := s.Forget(ctx, "alice")

@@ -48,6 +48,7 @@ func (rr *rootRead) versions(ctx context.Context, shred *keystore.Shredder) (key
 // together, a statement for all of them.
 type verifyFacts struct {
 	lineage registry.LineageFacts
+	reads   registry.LineageReads
 	acked   map[shredd.ID]bool
 	breaks  []string
 	conv    keystore.Convergence
@@ -76,6 +77,9 @@ func readFacts(ctx context.Context, s *Eraser, rs []forgetRow, now time.Time) ([
 	out := make([]verifyFacts, len(rs))
 	for i, r := range rs {
 		out[i] = verifyFacts{lineage: lineage[i], acked: acked[r.id], breaks: breaks, conv: conv[i]}
+		if out[i].reads, err = s.reg.ReadsOfLineage(ctx, r.sid, issued[i]); err != nil {
+			return nil, fmt.Errorf("erasure: verify: %w", err)
+		}
 	}
 	return out, nil
 }
@@ -186,10 +190,15 @@ func (s *Eraser) verification(ctx context.Context, r forgetRow, rr *rootRead, fa
 		}
 	}
 
-	// 4. Closure: every artifact of the lineage has a registered kind, and no
-	// holder reported holding artifacts shredd never registered.
+	// 4. Closure: every artifact of the lineage has a registered kind, no
+	// holder reported holding artifacts shredd never registered, and every
+	// write observed from a read of the lineage is in it, or declared
+	// independent, or was refused.
 	unregistered, breaks := facts.lineage.Unregistered, facts.breaks
+	reads, outside := readsEvidence(facts.reads)
 	switch {
+	case outside != "":
+		add(shredd.CondClosureIntact, false, "", outside)
 	case unregistered > 0:
 		add(shredd.CondClosureIntact, false, "", fmt.Sprintf("%d artifacts of the lineage have an unregistered kind", unregistered))
 	case len(breaks) > 0:
@@ -197,7 +206,7 @@ func (s *Eraser) verification(ctx context.Context, r forgetRow, rr *rootRead, fa
 		out[len(out)-1].Status = "failed"
 		out[len(out)-1].Holders = breaks // by holder, as closureBreaks orders them
 	default:
-		add(shredd.CondClosureIntact, true, "every artifact of the lineage has a registered kind, and no holder reported artifacts shredd never registered", "")
+		add(shredd.CondClosureIntact, true, "every artifact of the lineage has a registered kind, and no holder reported artifacts shredd never registered; "+reads, "")
 	}
 
 	// 5. Backups: the epoch that followed the re-key completed (or, with
@@ -378,4 +387,27 @@ func (s *Eraser) verifyAll(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// readsEvidence says what shredd observed of the reads of a lineage
+// (registry.LineageReads): the leases, and how each write checked against
+// them closed its read; outside is not empty when a write that named or
+// inherited a read is not in the lineage, which the write's own check
+// should have made impossible (its closure cannot be proven then).
+func readsEvidence(r registry.LineageReads) (evidence, outside string) {
+	n := map[string]int{}
+	var missing []string
+	for _, w := range r.Writes {
+		n[w.How]++
+		if (w.How == shredd.ReadNamed || w.How == shredd.ReadInherited) && !w.InLineage && len(missing) < 5 {
+			missing = append(missing, fmt.Sprintf("artifact %s (lease %s)", w.Artifact, w.Lease))
+		}
+	}
+	if len(missing) > 0 {
+		outside = "writes that named or inherited a read of the lineage are not in its lineage: " + strings.Join(missing, ", ")
+	}
+	evidence = fmt.Sprintf("reads of the lineage observed: %d leases issued before the barrier; writes checked against them while they were attributable: "+
+		"%d named them and %d inherited them (all in the lineage), %d were declared independent, %d were refused as undeclared",
+		r.Leases, n[shredd.ReadNamed], n[shredd.ReadInherited], n[shredd.ReadIndependent], n[shredd.ReadRefused])
+	return evidence, outside
 }

@@ -72,7 +72,7 @@ func TestVerifierErasesOnlyWhenEveryConditionHolds(t *testing.T) {
 	s, c := newClockedService(t)
 	rec := shreddtest.Seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "alice record")
 	shreddtest.Seal(t, s, shredd.Source{Kind: "summary", Parents: []shredd.ID{rec.Artifact}, Subjects: []string{"bob"}}, "summary")
-	o, err := s.DecryptFor(ctx, rec.Ciphertext, nil, "summarizer-1") // a worker loads the record
+	o, err := s.DecryptFor(ctx, rec.Ciphertext, nil, shredd.Reader{Holder: "summarizer-1"}) // a worker loads the record
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestVerifierPendingAndOverdue(t *testing.T) {
 	if _, err := s.Register(ctx, shredd.Source{Kind: "embedding", Parents: []shredd.ID{rec.Artifact}, Holder: "ann-index-1"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.DecryptFor(ctx, rec.Ciphertext, nil, "w"); err != nil {
+	if _, err := s.DecryptFor(ctx, rec.Ciphertext, nil, shredd.Reader{Holder: "w"}); err != nil {
 		t.Fatal(err)
 	}
 	c.Add(time.Second)

@@ -66,6 +66,9 @@ func (s *Registry) GetArtifact(ctx context.Context, id shredd.ID) (shredd.Artifa
 		return shredd.Artifact{}, err
 	}
 	a.Lineage = len(refs)
+	if a.Reads, err = s.graph.ReadsOf(ctx, id); err != nil {
+		return shredd.Artifact{}, err
+	}
 	return a, nil
 }
 

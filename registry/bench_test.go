@@ -229,7 +229,7 @@ func BenchmarkLineageFacts(b *testing.B) {
 	}
 	for i, id := range leased {
 		unlock := st.Registry.RLockSubjects([]envelope.SID{refs[i].SID})
-		_, err := st.Registry.IssueLease(ctx, id, "worker", []envelope.Ref{refs[i]})
+		_, err := st.Registry.IssueLease(ctx, id, shredd.Reader{Holder: "worker"}, []envelope.Ref{refs[i]})
 		unlock()
 		if err != nil {
 			b.Fatal(err)

@@ -102,35 +102,41 @@ func insertLeases(ctx context.Context, db *storage.DB, tx *storage.Tx, leases []
 	if db.Shared() {
 		ids, arts := make([][]byte, len(leases)), make([][]byte, len(leases))
 		holders, issued, expires := make([]string, len(leases)), make([]int64, len(leases)), make([]int64, len(leases))
+		readers, units := make([]*string, len(leases)), make([]string, len(leases))
 		for i, l := range leases {
 			ids[i], arts[i], holders[i], issued[i], expires[i] = l.ID[:], l.Artifact[:], l.Holder, l.IssuedAt.UnixNano(), l.ExpiresAt.UnixNano()
+			readers[i], units[i] = nil, l.Unit
+			if l.Reader != "" {
+				readers[i] = &l.Reader
+			}
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO leases(id, artifact, holder, issued_at, expires_at)
-			SELECT * FROM unnest($1::bytea[], $2::bytea[], $3::text[], $4::bigint[], $5::bigint[])`, ids, arts, holders, issued, expires); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO leases(id, artifact, holder, issued_at, expires_at, reader, unit)
+			SELECT * FROM unnest($1::bytea[], $2::bytea[], $3::text[], $4::bigint[], $5::bigint[], $6::text[], $7::text[])`,
+			ids, arts, holders, issued, expires, readers, units); err != nil {
 			return fmt.Errorf("registry: lease: %w", err)
 		}
 		return nil
 	}
 	for _, l := range leases {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO leases(id, artifact, holder, issued_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
-			l.ID[:], l.Artifact[:], l.Holder, l.IssuedAt.UnixNano(), l.ExpiresAt.UnixNano()); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO leases(id, artifact, holder, issued_at, expires_at, reader, unit) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			l.ID[:], l.Artifact[:], l.Holder, l.IssuedAt.UnixNano(), l.ExpiresAt.UnixNano(), nullString(l.Reader), l.Unit); err != nil {
 			return fmt.Errorf("registry: lease: %w", err)
 		}
 	}
 	return nil
 }
 
-// IssueLease records a lease of artifact for holder durably (group
-// commit) and returns it. refs is the artifact's lineage: where nodes share
-// the database it is checked live in the lease's own transaction. The
-// caller holds the barrier read locks of the lineage.
-func (s *Registry) IssueLease(ctx context.Context, artifact shredd.ID, holder string, refs []envelope.Ref) (shredd.Lease, error) {
+// IssueLease records a lease of artifact for who durably (group commit)
+// and returns it. refs is the artifact's lineage: where nodes share the
+// database it is checked live in the lease's own transaction. The caller
+// holds the barrier read locks of the lineage.
+func (s *Registry) IssueLease(ctx context.Context, artifact shredd.ID, who shredd.Reader, refs []envelope.Ref) (shredd.Lease, error) {
 	id, err := s.newID()
 	if err != nil {
 		return shredd.Lease{}, err
 	}
 	now := s.opts.Now()
-	l := shredd.Lease{ID: id, Artifact: artifact, Holder: holder, IssuedAt: now, ExpiresAt: now.Add(s.opts.LeaseTTL)}
+	l := shredd.Lease{ID: id, Artifact: artifact, Holder: who.Holder, Reader: who.Token, Unit: who.Unit, IssuedAt: now, ExpiresAt: now.Add(s.opts.LeaseTTL)}
 	r := leaseReq{l: l, refs: refs, done: make(chan error, 1)}
 	// Within the store timeout, the wait for the group commit included
 	// (await). A lease written after its decrypt gave up hands out no
@@ -151,9 +157,11 @@ func scanLease(sc interface{ Scan(...any) error }) (shredd.Lease, error) {
 	var id, art []byte
 	var issued, expires int64
 	var released sql.NullInt64
-	if err := sc.Scan(&id, &art, &l.Holder, &issued, &expires, &released); err != nil {
+	var reader sql.NullString
+	if err := sc.Scan(&id, &art, &l.Holder, &issued, &expires, &released, &reader, &l.Unit); err != nil {
 		return shredd.Lease{}, err
 	}
+	l.Reader = reader.String
 	copy(l.ID[:], id)
 	copy(l.Artifact[:], art)
 	l.IssuedAt, l.ExpiresAt = time.Unix(0, issued).UTC(), time.Unix(0, expires).UTC()
@@ -161,7 +169,37 @@ func scanLease(sc interface{ Scan(...any) error }) (shredd.Lease, error) {
 	return l, nil
 }
 
-const leaseCols = `SELECT id, artifact, holder, issued_at, expires_at, released_at FROM leases`
+const leaseCols = `SELECT id, artifact, holder, issued_at, expires_at, released_at, reader, unit FROM leases`
+
+// nullString is s, or NULL when empty.
+func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
+
+// ReadsOf returns the leases attributable to a writer at now: issued to
+// reader, not expired (released or not: a release says the holder dropped
+// the plaintext, not that nothing was derived from it meanwhile), whose
+// holder and unit match the writer's (equal, or either empty). At most
+// limit leases, by expiry.
+func (s *Registry) ReadsOf(ctx context.Context, who shredd.Reader, limit int) ([]shredd.Lease, error) {
+	rows, err := s.db.QueryContext(ctx, leaseCols+` WHERE reader = ? AND expires_at > ?
+		AND (? = '' OR holder = '' OR holder = ?) AND (? = '' OR unit = '' OR unit = ?) ORDER BY expires_at LIMIT ?`,
+		who.Token, s.opts.Now().UnixNano(), who.Holder, who.Holder, who.Unit, who.Unit, limit)
+	if err != nil {
+		return nil, fmt.Errorf("registry: reads: %w", err)
+	}
+	defer rows.Close()
+	var out []shredd.Lease
+	for rows.Next() {
+		l, err := scanLease(rows)
+		if err != nil {
+			return nil, fmt.Errorf("registry: reads: %w", err)
+		}
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("registry: reads: %w", err)
+	}
+	return out, nil
+}
 
 // GetLease returns a lease.
 func (s *Registry) GetLease(ctx context.Context, id shredd.ID) (shredd.Lease, error) {
@@ -189,4 +227,11 @@ func (s *Registry) ReleaseLease(ctx context.Context, id shredd.ID, holder string
 		return shredd.Lease{}, fmt.Errorf("registry: release lease: %w", err)
 	}
 	return s.GetLease(ctx, id)
+}
+
+// RecordRefused keeps that a write was refused for leaving leases
+// undeclared (derivation.Graph.RecordRefused): the forgets of their
+// lineages count it.
+func (s *Registry) RecordRefused(ctx context.Context, leases []shredd.ID) error {
+	return s.graph.RecordRefused(ctx, leases)
 }

@@ -32,6 +32,7 @@ type Registration struct {
 	Lineage []envelope.Ref
 	Direct  map[envelope.SID]bool
 	At      time.Time
+	Reads   []shredd.Read // the writer's reads it was checked against, and how it closed each
 }
 
 // recordReq is one artifact registration waiting for the group commit.
@@ -394,7 +395,7 @@ func insertStaged(ctx context.Context, tx *storage.Tx, shared bool, recs []recor
 func graphRows(recs []recordReq) []derivation.Row {
 	rows := make([]derivation.Row, len(recs))
 	for i, r := range recs {
-		rows[i] = derivation.Row{ID: r.ID, Parents: r.Parents, Lineage: r.Lineage, Direct: r.Direct}
+		rows[i] = derivation.Row{ID: r.ID, Parents: r.Parents, Lineage: r.Lineage, Direct: r.Direct, Reads: r.Reads}
 	}
 	return rows
 }

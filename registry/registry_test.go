@@ -105,7 +105,7 @@ func TestLeases(t *testing.T) {
 	a := shreddtest.Seal(t, st.Sealer, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "record")
 	ref := liveRef(t, st, "alice")
 	unlock := reg.RLockSubjects([]envelope.SID{ref.SID})
-	l, err := reg.IssueLease(ctx, a.Artifact, "worker", []envelope.Ref{ref})
+	l, err := reg.IssueLease(ctx, a.Artifact, shredd.Reader{Holder: "worker"}, []envelope.Ref{ref})
 	unlock()
 	if err != nil {
 		t.Fatal(err)
@@ -347,7 +347,7 @@ func TestLineageFactsOfMany(t *testing.T) {
 	}
 	alice, bob, carol := liveRef(t, st, "alice"), liveRef(t, st, "bob"), st.Hasher.SID("carol")
 	unlock := reg.RLockSubjects([]envelope.SID{alice.SID, bob.SID})
-	l, err := reg.IssueLease(ctx, sum.Artifact, "worker", []envelope.Ref{alice, bob})
+	l, err := reg.IssueLease(ctx, sum.Artifact, shredd.Reader{Holder: "worker"}, []envelope.Ref{alice, bob})
 	unlock()
 	if err != nil {
 		t.Fatal(err)
@@ -416,7 +416,7 @@ func TestLeaseGroupOutcomes(t *testing.T) {
 			k := asks[i%len(asks)]
 			unlock := reg.RLockSubjects([]envelope.SID{bob.SID})
 			defer unlock()
-			_, errs[i] = reg.IssueLease(ctx, k.art, "worker", k.refs)
+			_, errs[i] = reg.IssueLease(ctx, k.art, shredd.Reader{Holder: "worker"}, k.refs)
 		}()
 	}
 	wg.Wait()

@@ -111,13 +111,19 @@ func appendFrame(buf, key []byte, first uint64, regs []*Registration) []byte {
 	return ledger.AppendFrame(buf, key, first, len(regs), func(b []byte, i int) []byte { return encodeRegistration(b, regs[i]) })
 }
 
-// encodeRegistration appends r: id, flags (1: sealed), time (Unix ns),
-// kind, holder, parents, and the lineage refs each with its direct flag.
+// encodeRegistration appends r: id, flags (1: sealed; 2: read links
+// follow), time (Unix ns), kind, holder, parents, the lineage refs each
+// with its direct flag, and with flag 2 the read links, each a lease id and
+// how (readCodes). A registration without read links is encoded as before
+// they existed.
 func encodeRegistration(b []byte, r *Registration) []byte {
 	b = append(b, r.ID[:]...)
 	var flags byte
 	if r.Sealed {
 		flags |= 1
+	}
+	if len(r.Reads) > 0 {
+		flags |= 2
 	}
 	b = append(b, flags)
 	b = binary.LittleEndian.AppendUint64(b, uint64(r.At.UnixNano()))
@@ -139,7 +145,50 @@ func encodeRegistration(b []byte, r *Registration) []byte {
 		}
 		b = append(b, d)
 	}
+	if len(r.Reads) > 0 {
+		b = binary.AppendUvarint(b, uint64(len(r.Reads)))
+		for _, rd := range r.Reads {
+			b = append(b, rd.Lease[:]...)
+			b = append(b, readCode(rd.How))
+		}
+	}
 	return b
+}
+
+// readCodes are the WAL's codes of how a write closed a read (shredd.Read).
+var readCodes = []string{1: shredd.ReadNamed, 2: shredd.ReadInherited, 3: shredd.ReadIndependent}
+
+func readCode(how string) byte {
+	for i, h := range readCodes {
+		if h == how && i > 0 {
+			return byte(i)
+		}
+	}
+	panic("registry: a read link of unknown kind: " + how)
+}
+
+// decodeReads reads the read links of a registration (flag 2).
+func (d *decoder) reads() []shredd.Read {
+	n := d.count(len(shredd.ID{}) + 1)
+	out := make([]shredd.Read, 0, n)
+	for range n {
+		var rd shredd.Read
+		copy(rd.Lease[:], d.take(len(rd.Lease)))
+		c := d.take(1)
+		if d.err != nil {
+			return nil
+		}
+		if c[0] == 0 || int(c[0]) >= len(readCodes) {
+			d.err = errors.New("a read link of unknown kind")
+			return nil
+		}
+		rd.How = readCodes[c[0]]
+		out = append(out, rd)
+	}
+	if n == 0 {
+		d.err = errors.New("flag 2 without read links")
+	}
+	return out
 }
 
 // decodeRegistration is encodeRegistration's inverse.
@@ -180,7 +229,10 @@ func decodeRegistration(b []byte) (Registration, error) {
 		}
 		r.Lineage = append(r.Lineage, ref)
 	}
-	if d.err != nil || len(d.b) != 0 || flags[0]&^1 != 0 {
+	if d.err == nil && flags[0]&2 != 0 {
+		r.Reads = d.reads()
+	}
+	if d.err != nil || len(d.b) != 0 || flags[0]&^3 != 0 {
 		return Registration{}, errors.New("a registration that does not parse")
 	}
 	r.Sealed = flags[0]&1 != 0

@@ -46,7 +46,7 @@ func (s *Sealer) EncryptMany(ctx context.Context, in []shredd.SealInput) ([]shre
 		buf = b
 		text := envelope.Text(b)
 		return func() {
-			out[i] = shredd.Sealed{Artifact: id, Ciphertext: text, Lineage: len(refs)}
+			out[i] = shredd.Sealed{Artifact: id, Ciphertext: text, Lineage: len(refs), Inherited: p.inherited()}
 		}, nil
 	})
 	return out, errs
@@ -67,7 +67,7 @@ func (s *Sealer) DataKeys(ctx context.Context, srcs []shredd.Source) ([]shredd.D
 			return nil, fmt.Errorf("sealing: data key: %w", err)
 		}
 		return func() {
-			out[i] = shredd.DataKey{Artifact: id, Header: dks[i].Header, Key: dks[i].Key, Lineage: len(refs)}
+			out[i] = shredd.DataKey{Artifact: id, Header: dks[i].Header, Key: dks[i].Key, Lineage: len(refs), Inherited: p.inherited()}
 		}, nil
 	})
 	for i, err := range errs {
@@ -116,12 +116,13 @@ func (s *Sealer) withLineageMany(ctx context.Context, srcs []shredd.Source, pre 
 		known = nil // each item reads its own, and fails alone
 	}
 	plans := make([]*plan, len(srcs))
+	cache := readCache{}
 	var sids []envelope.SID
 	for i, src := range srcs {
 		if errs[i] != nil {
 			continue
 		}
-		if plans[i], errs[i] = s.resolve(ctx, src, known); errs[i] == nil {
+		if plans[i], errs[i] = s.resolve(ctx, src, known, cache); errs[i] == nil {
 			sids = append(sids, plans[i].sids...)
 		}
 	}

@@ -22,7 +22,7 @@ func TestBatchItems(t *testing.T) {
 	s := shreddtest.NewService(t)
 	rec := shreddtest.Seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"alice"}}, "alice record")
 	gone := shreddtest.Seal(t, s, shredd.Source{Kind: "episodic", Subjects: []string{"gone"}}, "gone record")
-	opened, err := s.DecryptFor(ctx, rec.Ciphertext, nil, "")
+	opened, err := s.DecryptFor(ctx, rec.Ciphertext, nil, shredd.Reader{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestBatchItems(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := s.DecryptBinary(ctx, b, nil, "")
+		got, err := s.DecryptBinary(ctx, b, nil, shredd.Reader{})
 		if err != nil || string(got.Plaintext) != fmt.Sprint("item ", i) || got.Artifact != dks[i].Artifact {
 			t.Errorf("DataKeys item %d: decrypt %v", i, err)
 		}

@@ -55,7 +55,7 @@ func TestUnknownArtifactFailsClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.DecryptBinary(ctx, bin, ctxA, ""); !errors.Is(err, shredd.ErrUnknownArtifact) {
+	if _, err := s.DecryptBinary(ctx, bin, ctxA, shredd.Reader{}); !errors.Is(err, shredd.ErrUnknownArtifact) {
 		t.Fatalf("binary decrypt of an unregistered artifact: %v, want ErrUnknownArtifact", err)
 	}
 	if _, err := s.Forget(ctx, "carol"); err != nil {

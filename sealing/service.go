@@ -79,6 +79,7 @@ type plan struct {
 	parents []shredd.ID
 	direct  map[envelope.SID]bool
 	subject map[envelope.SID]string // raw ids of the direct subjects, for the log's commitments; never stored
+	reads   []shredd.Read           // the writer's reads and how the source closes each (checkReads)
 	lineage map[envelope.SID]uint32 // parent lineage generations (0: direct-only, take current)
 	sids    []envelope.SID          // sorted
 }
@@ -86,7 +87,7 @@ type plan struct {
 // resolve validates src and resolves its lineage. known holds the lineages
 // of parents read beforehand (a batch's, parentsOf); other parents are read
 // from the database.
-func (s *Sealer) resolve(ctx context.Context, src shredd.Source, known map[shredd.ID][]envelope.Ref) (*plan, error) {
+func (s *Sealer) resolve(ctx context.Context, src shredd.Source, known map[shredd.ID][]envelope.Ref, cache readCache) (*plan, error) {
 	if !shredd.ValidKind(src.Kind) {
 		return nil, fmt.Errorf("sealing: kind name: %w", shredd.ErrInvalid)
 	}
@@ -103,6 +104,10 @@ func (s *Sealer) resolve(ctx context.Context, src shredd.Source, known map[shred
 		}
 		src.Parents = append(src.Parents, l.Artifact)
 	}
+	reads, err := s.checkReads(ctx, &src, cache)
+	if err != nil {
+		return nil, err
+	}
 	if len(src.Subjects) == 0 && len(src.Parents) == 0 {
 		return nil, fmt.Errorf("sealing: an artifact needs a subject or a parent: %w", shredd.ErrInvalid)
 	}
@@ -112,7 +117,7 @@ func (s *Sealer) resolve(ctx context.Context, src shredd.Source, known map[shred
 	if len(src.Parents) > registry.MaxParents {
 		return nil, fmt.Errorf("sealing: %d parents, at most %d: %w", len(src.Parents), registry.MaxParents, shredd.ErrTooLarge)
 	}
-	p := &plan{kind: src.Kind, holder: src.Holder, direct: map[envelope.SID]bool{}, subject: map[envelope.SID]string{}, lineage: map[envelope.SID]uint32{}}
+	p := &plan{kind: src.Kind, holder: src.Holder, reads: reads, direct: map[envelope.SID]bool{}, subject: map[envelope.SID]string{}, lineage: map[envelope.SID]uint32{}}
 	for i, subj := range src.Subjects {
 		if err := registry.CheckSubject(subj); err != nil {
 			return nil, fmt.Errorf("subject %d: %w", i, err)
@@ -234,7 +239,18 @@ func (s *Sealer) keyErr(ctx context.Context, err error, refs []envelope.Ref) err
 // registration is the registry's record of an artifact of plan p.
 func registration(id shredd.ID, p *plan, refs []envelope.Ref, sealed bool, now time.Time) registry.Registration {
 	return registry.Registration{ID: id, Kind: p.kind, Holder: p.holder, Sealed: sealed, Parents: p.parents, Lineage: refs,
-		Direct: p.direct, At: now}
+		Direct: p.direct, At: now, Reads: p.reads}
+}
+
+// inherited lists the leases whose lineage p inherited by its token's policy.
+func (p *plan) inherited() []shredd.ID {
+	var out []shredd.ID
+	for _, r := range p.reads {
+		if r.How == shredd.ReadInherited {
+			out = append(out, r.Lease)
+		}
+	}
+	return out
 }
 
 // record registers the artifact (registry.Queue) and returns once its
@@ -263,8 +279,9 @@ func (s *Sealer) Encrypt(ctx context.Context, src shredd.Source, plaintext, cont
 	// The binary envelope is only the text form's source: it is sealed
 	// into a buffer kept for the next call.
 	bp := sealBufs.Get().(*[]byte)
-	err := s.sealTo(ctx, (*bp)[:0], src, plaintext, context, func(id shredd.ID, b []byte, lineage int) {
-		out = shredd.Sealed{Artifact: id, Ciphertext: envelope.Text(b), Lineage: lineage}
+	err := s.sealTo(ctx, (*bp)[:0], src, plaintext, context, func(sealed shredd.Sealed, b []byte) {
+		out = sealed
+		out.Ciphertext = envelope.Text(b)
 		if cap(b) <= maxPooledSeal {
 			*bp = b[:0]
 		}
@@ -283,12 +300,11 @@ const maxPooledSeal = 64 << 10
 // (envelope.Parse reads it) instead of the text form: for large payloads,
 // which the text form would grow by a third. It appends the envelope to
 // dst (which may be nil), so that a caller can reuse buffers.
-func (s *Sealer) EncryptBinary(ctx context.Context, src shredd.Source, plaintext, context, dst []byte) (shredd.ID, []byte, int, error) {
-	var id shredd.ID
+func (s *Sealer) EncryptBinary(ctx context.Context, src shredd.Source, plaintext, context, dst []byte) (shredd.Sealed, []byte, error) {
+	var sealed shredd.Sealed
 	var out []byte
-	var n int
-	err := s.sealTo(ctx, dst, src, plaintext, context, func(i shredd.ID, b []byte, lineage int) { id, out, n = i, b, lineage })
-	return id, out, n, err
+	err := s.sealTo(ctx, dst, src, plaintext, context, func(s shredd.Sealed, b []byte) { sealed, out = s, b })
+	return sealed, out, err
 }
 
 // checkSealable refuses a plaintext or context the envelope cannot hold,
@@ -304,8 +320,8 @@ func checkSealable(plaintext, context []byte) error {
 }
 
 // sealTo seals and registers, appending the envelope to dst, then hands
-// the binary envelope to done.
-func (s *Sealer) sealTo(ctx context.Context, dst []byte, src shredd.Source, plaintext, context []byte, done func(shredd.ID, []byte, int)) error {
+// the result (without its text form) and the binary envelope to done.
+func (s *Sealer) sealTo(ctx context.Context, dst []byte, src shredd.Source, plaintext, context []byte, done func(shredd.Sealed, []byte)) error {
 	if err := checkSealable(plaintext, context); err != nil {
 		return err
 	}
@@ -324,7 +340,7 @@ func (s *Sealer) sealTo(ctx context.Context, dst []byte, src shredd.Source, plai
 		if _, err := s.record(ctx, id, p, refs, true); err != nil {
 			return err
 		}
-		done(id, b, len(refs))
+		done(shredd.Sealed{Artifact: id, Lineage: len(refs), Inherited: p.inherited()}, b)
 		return nil
 	})
 }
@@ -353,7 +369,7 @@ func (s *Sealer) Register(ctx context.Context, src shredd.Source) (shredd.Artifa
 		if err != nil {
 			return err
 		}
-		out = shredd.Artifact{ID: id, Kind: p.kind, Holder: p.holder, Sealed: false, Parents: p.parents, Lineage: len(refs), CreatedAt: at}
+		out = shredd.Artifact{ID: id, Kind: p.kind, Holder: p.holder, Sealed: false, Parents: p.parents, Lineage: len(refs), CreatedAt: at, Reads: p.reads}
 		return nil
 	})
 	return out, err
@@ -363,7 +379,7 @@ func (s *Sealer) Register(ctx context.Context, src shredd.Source) (shredd.Artifa
 // subjects, fetches their keys and a new artifact id, and runs fn with them
 // under the locks: the common part of Encrypt and Register.
 func (s *Sealer) withLineage(ctx context.Context, src shredd.Source, fn func(shredd.ID, *plan, []envelope.SubjectKey, []envelope.Ref) error) error {
-	p, err := s.resolve(ctx, src, nil)
+	p, err := s.resolve(ctx, src, nil, nil)
 	if err != nil {
 		return err
 	}
@@ -393,7 +409,7 @@ func (s *Sealer) keysAndID(ctx context.Context, p *plan) ([]envelope.SubjectKey,
 
 // Decrypt opens a ciphertext for no named holder; see DecryptFor.
 func (s *Sealer) Decrypt(ctx context.Context, ciphertext string, context []byte) (shredd.Opened, error) {
-	return s.DecryptFor(ctx, ciphertext, context, "")
+	return s.DecryptFor(ctx, ciphertext, context, shredd.Reader{})
 }
 
 // DecryptFor opens a ciphertext with the keys of its lineage and context,
@@ -401,30 +417,30 @@ func (s *Sealer) Decrypt(ctx context.Context, ciphertext string, context []byte)
 // lease is durable before the plaintext is returned, and both happen under
 // the barrier: a forget either sees the lease or refuses the decrypt. A
 // forgotten subject in the lineage gives ErrShredded.
-func (s *Sealer) DecryptFor(ctx context.Context, ciphertext string, context []byte, holder string) (shredd.Opened, error) {
-	if holder != "" && !shredd.ValidHolder(holder) {
-		return shredd.Opened{}, fmt.Errorf("sealing: holder id: %w", shredd.ErrInvalid)
+func (s *Sealer) DecryptFor(ctx context.Context, ciphertext string, context []byte, who shredd.Reader) (shredd.Opened, error) {
+	if err := validReader(who); err != nil {
+		return shredd.Opened{}, err
 	}
 	env, err := envelope.ParseText(ciphertext)
 	if err != nil {
 		return shredd.Opened{}, fmt.Errorf("sealing: decrypt: %w: %w", shredd.ErrEnvelope, err)
 	}
-	return s.open(ctx, env, context, holder)
+	return s.open(ctx, env, context, who)
 }
 
 // DecryptBinary is DecryptFor for the binary form of an envelope.
-func (s *Sealer) DecryptBinary(ctx context.Context, ciphertext, context []byte, holder string) (shredd.Opened, error) {
-	if holder != "" && !shredd.ValidHolder(holder) {
-		return shredd.Opened{}, fmt.Errorf("sealing: holder id: %w", shredd.ErrInvalid)
+func (s *Sealer) DecryptBinary(ctx context.Context, ciphertext, context []byte, who shredd.Reader) (shredd.Opened, error) {
+	if err := validReader(who); err != nil {
+		return shredd.Opened{}, err
 	}
 	env, err := envelope.Parse(ciphertext)
 	if err != nil {
 		return shredd.Opened{}, fmt.Errorf("sealing: decrypt: %w: %w", shredd.ErrEnvelope, err)
 	}
-	return s.open(ctx, env, context, holder)
+	return s.open(ctx, env, context, who)
 }
 
-func (s *Sealer) open(ctx context.Context, env *envelope.Envelope, context []byte, holder string) (shredd.Opened, error) {
+func (s *Sealer) open(ctx context.Context, env *envelope.Envelope, context []byte, who shredd.Reader) (shredd.Opened, error) {
 	sids := env.Header.Subjects()
 	unlock := s.reg.RLockSubjects(sids)
 	defer unlock()
@@ -449,12 +465,23 @@ func (s *Sealer) open(ctx context.Context, env *envelope.Envelope, context []byt
 		clear(pt)
 		return shredd.Opened{}, err
 	}
-	l, err := s.reg.IssueLease(ctx, art, holder, env.Header.Lineage)
+	l, err := s.reg.IssueLease(ctx, art, who, env.Header.Lineage)
 	if err != nil {
 		clear(pt)
 		return shredd.Opened{}, err
 	}
 	return shredd.Opened{Artifact: art, Kind: env.Header.Kind, Plaintext: pt, Lease: l}, nil
+}
+
+// validReader checks the names of a reader.
+func validReader(who shredd.Reader) error {
+	if who.Holder != "" && !shredd.ValidHolder(who.Holder) {
+		return fmt.Errorf("sealing: holder id: %w", shredd.ErrInvalid)
+	}
+	if who.Unit != "" && !shredd.ValidUnit(who.Unit) {
+		return fmt.Errorf("sealing: unit id: %w", shredd.ErrInvalid)
+	}
+	return nil
 }
 
 // checkRegistered returns an error wrapping shredd.ErrUnknownArtifact when

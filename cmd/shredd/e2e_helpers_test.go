@@ -414,7 +414,19 @@ type sealReq struct {
 	Holder    string   `json:"holder,omitempty"`
 	Plaintext string   `json:"plaintext,omitempty"`
 	Context   string   `json:"context,omitempty"`
+	// Unit is the write's unit of work (docs/api.md "What a read costs a
+	// writer"); seal writes in writeUnit unless told otherwise.
+	Unit string `json:"unit,omitempty"`
 }
+
+// The e2e tests' units of work: their writes of fresh data (seal) and
+// their reads that check what a record decrypts to (open, shredded) are
+// separate units of one token, so a check is not a read the next write
+// would have to declare. A test that derives data from a read names it.
+const (
+	writeUnit = "e2e-write"
+	checkUnit = "e2e-check"
+)
 
 type sealed struct {
 	Artifact    string `json:"artifact"`
@@ -500,6 +512,9 @@ func (s *server) putKinds(t *testing.T, kinds ...string) {
 func (s *server) seal(t *testing.T, req sealReq, plaintext, context string) record {
 	t.Helper()
 	req.Plaintext, req.Context = b64(plaintext), b64(context)
+	if req.Unit == "" {
+		req.Unit = writeUnit
+	}
 	var out sealed
 	s.expect(t, http.StatusOK, http.MethodPost, "/v1/encrypt", req).into(t, &out)
 	if !strings.HasPrefix(out.Ciphertext, "shredd:v1:") || len(out.Artifact) != 32 {
@@ -508,8 +523,9 @@ func (s *server) seal(t *testing.T, req sealReq, plaintext, context string) reco
 	return record{name: plaintext, ciphertext: out.Ciphertext, context: context, plaintext: plaintext, artifact: out.Artifact}
 }
 
+// decryptReq is the decrypt of rec that checks it, in checkUnit.
 func decryptReq(rec record) map[string]string {
-	return map[string]string{"ciphertext": rec.ciphertext, "context": b64(rec.context)}
+	return map[string]string{"ciphertext": rec.ciphertext, "context": b64(rec.context), "unit": checkUnit}
 }
 
 // open decrypts a record and checks the plaintext and artifact id.

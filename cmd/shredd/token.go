@@ -34,7 +34,7 @@ func tokenCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 	}
 	dataDir := fl.String("data-dir", def, "data directory")
 	store := fl.String("store", getenv("SHREDD_STORE"), "the database, as shredd serve --store: empty for SQLite in the data directory, or a postgres:// URL")
-	var name, scopes, holder string
+	var name, scopes, holder, reads string
 	var ttl time.Duration
 	var asJSON bool
 	switch sub {
@@ -43,6 +43,7 @@ func tokenCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		fl.StringVar(&scopes, "scopes", "", "comma-separated scopes: "+strings.Join(access.AllScopes, ","))
 		fl.StringVar(&holder, "holder", "", "bind the token to this holder id: it can act only as that holder")
 		fl.DurationVar(&ttl, "ttl", 0, "expiry after creation (0: none)")
+		fl.StringVar(&reads, "reads", access.ReadsRefuse, "a write while the token holds reads it does not declare: refuse (409 undeclared_derivation) or inherit (their lineage)")
 	case "list":
 		fl.BoolVar(&asJSON, "json", false, "print JSON")
 	case "revoke":
@@ -74,6 +75,10 @@ func tokenCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 			fmt.Fprintln(stderr, "shredd token create: unexpected arguments")
 			return 2
 		}
+		if reads != access.ReadsRefuse && reads != access.ReadsInherit {
+			fmt.Fprintf(stderr, "shredd token create: --reads %q: want %s or %s\n", reads, access.ReadsRefuse, access.ReadsInherit)
+			return 2
+		}
 		var sc []string
 		for _, x := range strings.Split(scopes, ",") {
 			if x = strings.TrimSpace(x); x != "" {
@@ -81,6 +86,11 @@ func tokenCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 			}
 		}
 		t, raw, err := tokens.Create(ctx, name, sc, holder, ttl)
+		if err == nil && reads == access.ReadsInherit {
+			// Created with the default (refuse) first: a crash in between
+			// leaves the stricter token, whose secret nobody has seen.
+			err = tokens.SetReads(ctx, t.ID, reads)
+		}
 		if err != nil {
 			fmt.Fprintln(stderr, "shredd token create:", err)
 			return 1
@@ -136,6 +146,6 @@ func when(t time.Time) string {
 	return t.Format(time.RFC3339)
 }
 
-const tokenUsage = `usage: shredd token create --name NAME --scopes S1,S2 [--holder ID] [--ttl 720h] [--data-dir DIR]
+const tokenUsage = `usage: shredd token create --name NAME --scopes S1,S2 [--holder ID] [--ttl 720h] [--reads refuse|inherit] [--data-dir DIR]
        shredd token list [--json] [--data-dir DIR]
        shredd token revoke [--data-dir DIR] ID`

@@ -14,8 +14,9 @@ var migrationFiles embed.FS
 
 // goSteps are the Go halves of migrations, by version.
 var goSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{
-	1: legacyUpgrade,
-	5: integrityColumns,
+	1:  legacyUpgrade,
+	5:  integrityColumns,
+	10: readColumns,
 }
 
 // SchemaVersion is the schema version this release migrates databases to:
@@ -67,6 +68,17 @@ func legacyUpgrade(ctx context.Context, tx *sql.Tx) error {
 // migration again).
 func integrityColumns(ctx context.Context, tx *sql.Tx) error {
 	return addColumns(ctx, tx, [][3]string{{"forgets", "stall_reason", "TEXT"}, {"forgets", "salt_sealed", "BLOB"}})
+}
+
+// readColumns is the Go half of migration 10: the reader and unit of a
+// lease, a token's policy for undeclared derivations, and the index the
+// check of a write's reads takes.
+func readColumns(ctx context.Context, tx *sql.Tx) error {
+	if err := addColumns(ctx, tx, [][3]string{{"leases", "reader", "TEXT"}, {"leases", "unit", "TEXT NOT NULL DEFAULT ''"}, {"tokens", "reads", "TEXT"}}); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS leases_by_reader ON leases(reader, expires_at)`)
+	return err
 }
 
 // addColumns adds each column {table, name, type} its table lacks.

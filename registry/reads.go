@@ -1,0 +1,81 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/shredd/shredd"
+	"github.com/shredd/shredd/derivation"
+	"github.com/shredd/shredd/envelope"
+)
+
+// LineageReads is what shredd observed of the reads of a subject's
+// lineage (docs/api.md "What a read costs a writer"): the leases issued on
+// its artifacts, and the writes their readers made while the reads were
+// attributable, each with how it closed the read.
+type LineageReads struct {
+	Leases int         // leases issued on artifacts of the lineage (before the bound given)
+	Writes []ReadWrite // the writes checked against them, by lease then artifact
+}
+
+// ReadWrite is one write checked against a read of the lineage: the lease,
+// the artifact written (derivation.RefusedArtifact for a refused write),
+// how the write closed the read, and whether the artifact is in the
+// subject's lineage (where a named or inherited read must have put it).
+type ReadWrite struct {
+	Lease, Artifact shredd.ID
+	How             string
+	InLineage       bool
+}
+
+// ReadsOfLineage reads the LineageReads of subject sid: the leases issued
+// on artifacts of its lineage before issuedBefore (Unix nanoseconds: the
+// forget's barrier time; 0 for all), and their read links.
+func (s *Registry) ReadsOfLineage(ctx context.Context, sid envelope.SID, issuedBefore int64) (LineageReads, error) {
+	if err := s.Fold(ctx); err != nil { // every acknowledged registration (and its read links) in the tables
+		return LineageReads{}, err
+	}
+	if issuedBefore == 0 {
+		issuedBefore = 1<<63 - 1
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT le.id, r.artifact, r.how,
+			(SELECT count(*) FROM `+derivation.LineageAll+` l2 WHERE l2.sid = ?1 AND l2.artifact = r.artifact)
+		FROM `+derivation.LineageAll+` l JOIN leases le ON le.artifact = l.artifact AND le.issued_at < ?2
+			LEFT JOIN `+derivation.ReadLinks+` r ON r.lease = le.id
+		WHERE l.sid = ?1`, sid[:], issuedBefore)
+	if err != nil {
+		return LineageReads{}, fmt.Errorf("registry: reads of a lineage: %w", err)
+	}
+	defer rows.Close()
+	var out LineageReads
+	leases := map[shredd.ID]bool{}
+	for rows.Next() {
+		var lease, art []byte
+		var how *string
+		var in int
+		if err := rows.Scan(&lease, &art, &how, &in); err != nil {
+			return LineageReads{}, fmt.Errorf("registry: reads of a lineage: %w", err)
+		}
+		var w ReadWrite
+		copy(w.Lease[:], lease)
+		leases[w.Lease] = true
+		if how == nil {
+			continue // a lease no write was checked against
+		}
+		copy(w.Artifact[:], art)
+		w.How, w.InLineage = *how, in > 0
+		out.Writes = append(out.Writes, w)
+	}
+	if err := rows.Err(); err != nil {
+		return LineageReads{}, fmt.Errorf("registry: reads of a lineage: %w", err)
+	}
+	out.Leases = len(leases)
+	slices.SortFunc(out.Writes, func(a, b ReadWrite) int {
+		if c := slices.Compare(a.Lease[:], b.Lease[:]); c != 0 {
+			return c
+		}
+		return slices.Compare(a.Artifact[:], b.Artifact[:])
+	})
+	return out, nil
+}

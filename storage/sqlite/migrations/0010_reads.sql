@@ -1,0 +1,14 @@
+-- Reads become lineage (docs/api.md "What a read costs a writer"): every
+-- write is checked against the leases its writer holds. read_links records,
+-- for each write (artifact), the leases it was checked against and how it
+-- closed each: named, inherited, independent, or refused (artifact all
+-- zero: nothing was written). Owned by package derivation. The columns the
+-- check reads (leases.reader, leases.unit, tokens.reads) and the index of a
+-- reader's leases are added by the migration's Go half (SQLite has no ADD
+-- COLUMN IF NOT EXISTS).
+CREATE TABLE IF NOT EXISTS read_links (
+	lease BLOB NOT NULL,
+	artifact BLOB NOT NULL,
+	how TEXT NOT NULL CHECK (how IN ('named', 'inherited', 'independent', 'refused')),
+	PRIMARY KEY (lease, artifact));
+CREATE INDEX IF NOT EXISTS read_links_by_artifact ON read_links(artifact);
