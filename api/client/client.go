@@ -11,6 +11,11 @@
 //	opened, err := c.Decrypt(ctx, client.DecryptRequest{Ciphertext: sealed.Ciphertext})
 //	if client.IsShredded(err) { ... the data is erased ... }
 //
+// Reads are lineage: until a decrypt's lease expires, every write of the
+// same token answers for it (names it, or declares itself independent of
+// it), or the server refuses the write (IsUndeclaredDerivation). A Unit
+// (c.Unit()) carries one task's reads into its writes.
+//
 // The client never retries: an encrypt that failed in transit may have
 // registered its artifact, and only the caller knows whether to try again.
 package client
@@ -106,6 +111,11 @@ type Error struct {
 	Detail    string `json:"detail,omitempty"`
 	RequestID string `json:"request_id,omitempty"` // the server log holds the full cause under it
 	Type      string `json:"type,omitempty"`
+	// Leases lists, for a 409 undeclared_derivation
+	// (IsUndeclaredDerivation), the ids of the reads the write neither
+	// named nor declared independent of (at most 100, sorted): the
+	// problem's extension member "leases".
+	Leases []string `json:"leases,omitempty"`
 	// Op is the call that failed ("POST /v1/decrypt", with the item of a
 	// batch).
 	Op string `json:"-"`
@@ -170,6 +180,17 @@ func IsInvalidEnvelope(err error) bool { return hasStatus(err, http.StatusUnproc
 // unreachable and nothing was encrypted or decrypted.
 func IsUnavailable(err error) bool { return hasStatus(err, http.StatusServiceUnavailable) }
 
+// IsUndeclaredDerivation reports whether err is the refusal of a write
+// made while its token held reads it neither named nor declared
+// independent of (409 undeclared_derivation; docs/api.md, "What a read
+// costs a writer"). The *Error's Leases lists those reads: name them in
+// the write's Leases when it was made from them, or in IndependentOf when
+// it was not. A Unit names its own reads on every write.
+func IsUndeclaredDerivation(err error) bool {
+	e, ok := AsError(err)
+	return ok && e.Status == http.StatusConflict && e.Code == "undeclared_derivation"
+}
+
 // Health is the answer of GET /healthz.
 type Health struct {
 	Status      string `json:"status"`
@@ -185,25 +206,55 @@ type Kind struct {
 }
 
 // EncryptRequest is one artifact to seal. It needs a kind and at least one
-// subject or parent.
+// subject or parent (or lease).
+//
+// Every read (decrypt lease) of the same token that is still attributable
+// (until the lease's expiry, released or not) and matches the write (same
+// holder and unit, or either empty) must be named in Leases or declared in
+// IndependentOf, or covered by Independent; otherwise the token's policy
+// refuses the write (IsUndeclaredDerivation) or gives it those reads'
+// lineage (EncryptResponse.Inherited). A Unit fills Unit and Leases.
 type EncryptRequest struct {
-	Subjects  []string // raw subject ids the artifact is about
-	Parents   []string // ids of the artifacts it derives from: their lineage is inherited
-	Leases    []string // ids of the decrypt leases it was made from: each acts as a parent
+	Subjects []string // raw subject ids the artifact is about
+	Parents  []string // ids of the artifacts it derives from: their lineage is inherited
+	Leases   []string // ids of the decrypt leases it was made from: each acts as a parent
+	// IndependentOf lists ids of leases (reads) the artifact was not made
+	// from: the declaration is recorded with the artifact.
+	IndependentOf []string
+	// Independent declares that the artifact derives from no read it does
+	// not name in Leases or Parents (recorded with the artifact).
+	Independent bool
+	// Unit is the unit-of-work label (1-64 of A-Za-z0-9._:-): the write
+	// answers only for the reads of the same unit and those without one.
+	Unit      string
 	Kind      string
 	Holder    string // optional: the holder that stores it (a holder-bound token's own by default)
 	Plaintext []byte
 	Context   []byte // optional: bound into the ciphertext, needed again to decrypt
 }
 
+// lineageWire is what the JSON writes (encrypt, datakey, register) say
+// about where an artifact comes from.
+type lineageWire struct {
+	Subjects      []string `json:"subjects,omitempty"`
+	Parents       []string `json:"parents,omitempty"`
+	Leases        []string `json:"leases,omitempty"`
+	IndependentOf []string `json:"independent_of,omitempty"`
+	Independent   bool     `json:"independent,omitempty"`
+	Unit          string   `json:"unit,omitempty"`
+	Kind          string   `json:"kind"`
+	Holder        string   `json:"holder,omitempty"`
+}
+
 type encryptWire struct {
-	Subjects  []string `json:"subjects,omitempty"`
-	Parents   []string `json:"parents,omitempty"`
-	Leases    []string `json:"leases,omitempty"`
-	Kind      string   `json:"kind"`
-	Holder    string   `json:"holder,omitempty"`
-	Plaintext []byte   `json:"plaintext"`
-	Context   []byte   `json:"context,omitempty"`
+	lineageWire
+	Plaintext []byte `json:"plaintext"`
+	Context   []byte `json:"context,omitempty"`
+}
+
+func (r EncryptRequest) lineage() lineageWire {
+	return lineageWire{Subjects: r.Subjects, Parents: r.Parents, Leases: r.Leases, IndependentOf: r.IndependentOf,
+		Independent: r.Independent, Unit: r.Unit, Kind: r.Kind, Holder: r.Holder}
 }
 
 func (r EncryptRequest) wire() encryptWire {
@@ -211,7 +262,7 @@ func (r EncryptRequest) wire() encryptWire {
 	if pt == nil {
 		pt = []byte{} // "", not null
 	}
-	return encryptWire{Subjects: r.Subjects, Parents: r.Parents, Leases: r.Leases, Kind: r.Kind, Holder: r.Holder, Plaintext: pt, Context: r.Context}
+	return encryptWire{lineageWire: r.lineage(), Plaintext: pt, Context: r.Context}
 }
 
 // EncryptResponse is a sealed artifact.
@@ -219,6 +270,10 @@ type EncryptResponse struct {
 	Artifact    string `json:"artifact"`
 	Ciphertext  string `json:"ciphertext"` // shredd:v1:...
 	LineageSize int    `json:"lineage_size"`
+	// Inherited lists the reads (lease ids) the write neither named nor
+	// declared independent of, whose lineage it was given because its
+	// token's policy is "inherit"; empty otherwise.
+	Inherited []string `json:"inherited,omitempty"`
 }
 
 // EncryptResult is the result of one item of EncryptBatch: Err is set when
@@ -233,12 +288,14 @@ type DecryptRequest struct {
 	Ciphertext string
 	Context    []byte // the context it was sealed with
 	Holder     string // optional: the holder that receives the plaintext, named in the lease
+	Unit       string // optional: the unit-of-work label of the read (a Unit sets its own)
 }
 
 type decryptWire struct {
 	Ciphertext string `json:"ciphertext"`
 	Context    []byte `json:"context,omitempty"`
 	Holder     string `json:"holder,omitempty"`
+	Unit       string `json:"unit,omitempty"`
 }
 
 func (r DecryptRequest) wire() decryptWire {
@@ -246,17 +303,22 @@ func (r DecryptRequest) wire() decryptWire {
 }
 
 // Lease records that an artifact's plaintext was handed to a holder, until
-// it expires or is released.
+// it expires or is released. The read stays attributable to its token,
+// holder and unit until ExpiresAt whether or not it was released: a write
+// they make before then names it, or declares itself independent of it.
 type Lease struct {
 	ID         string    `json:"id"`
 	Artifact   string    `json:"artifact"`
 	Holder     string    `json:"holder,omitempty"`
+	Unit       string    `json:"unit,omitempty"`
 	IssuedAt   time.Time `json:"issued_at"`
 	ExpiresAt  time.Time `json:"expires_at"`
 	ReleasedAt time.Time `json:"released_at,omitzero"`
 }
 
-// ReleaseLease ends a lease early: the holder dropped the plaintext.
+// ReleaseLease ends a lease early: the holder dropped the plaintext (a
+// forget no longer waits for it). The read stays attributable to the
+// writes of its reader until the lease's expiry.
 func (c *Client) ReleaseLease(ctx context.Context, id string) (Lease, error) {
 	var out Lease
 	_, _, err := c.call(ctx, http.MethodPost, "/v1/leases/"+url.PathEscape(id)+"/release", nil, &out)
@@ -280,19 +342,23 @@ type DecryptResult struct {
 
 // RegisterRequest is a plaintext-held artifact to register: one that lives
 // outside shredd and that its holder must purge. It needs a kind, at least
-// one subject or parent, and a holder unless the token is bound to one.
+// one subject or parent (or lease), and a holder unless the token is bound
+// to one. A registration is a write: Leases, IndependentOf, Independent
+// and Unit mean what they mean in an EncryptRequest.
 type RegisterRequest struct {
-	Subjects []string
-	Parents  []string
-	Kind     string
-	Holder   string
+	Subjects      []string
+	Parents       []string
+	Leases        []string
+	IndependentOf []string
+	Independent   bool
+	Unit          string
+	Kind          string
+	Holder        string
 }
 
-type registerWire struct {
-	Subjects []string `json:"subjects,omitempty"`
-	Parents  []string `json:"parents,omitempty"`
-	Kind     string   `json:"kind"`
-	Holder   string   `json:"holder,omitempty"`
+func (r RegisterRequest) wire() lineageWire {
+	return lineageWire{Subjects: r.Subjects, Parents: r.Parents, Leases: r.Leases, IndependentOf: r.IndependentOf,
+		Independent: r.Independent, Unit: r.Unit, Kind: r.Kind, Holder: r.Holder}
 }
 
 // Artifact is an artifact's registry record. Subjects are never listed, only
@@ -305,7 +371,30 @@ type Artifact struct {
 	Parents     []string  `json:"parents"`
 	LineageSize int       `json:"lineage_size"`
 	CreatedAt   time.Time `json:"created_at"`
+	// Reads are the reads the write that made the artifact answered for,
+	// and how each was closed (GET /v1/artifacts/{id}).
+	Reads []ArtifactRead `json:"reads,omitempty"`
+	// Inherited is, in the answer of Register, what it is in an
+	// EncryptResponse.
+	Inherited []string `json:"inherited,omitempty"`
 }
+
+// ArtifactRead is a read (a decrypt's lease, of Artifact) that a write
+// answered for, and How: "named" (in its leases or parents: the write has
+// its lineage), "inherited" (given its lineage by the token's policy) or
+// "independent" (declared not derived from it).
+type ArtifactRead struct {
+	Lease    string `json:"lease"`
+	Artifact string `json:"artifact"`
+	How      string `json:"how"`
+}
+
+// How a write closed a read (ArtifactRead.How).
+const (
+	ReadNamed       = "named"
+	ReadInherited   = "inherited"
+	ReadIndependent = "independent"
+)
 
 // Condition is one requirement of a forget, met ("ok"), not yet
 // ("pending") or not provable ("failed"), and the holders it waits on or
@@ -480,7 +569,7 @@ func itemError(e *Error, op string, i int, hdr http.Header) {
 // Register registers a plaintext-held artifact.
 func (c *Client) Register(ctx context.Context, req RegisterRequest) (Artifact, error) {
 	var out Artifact
-	_, _, err := c.call(ctx, http.MethodPost, "/v1/artifacts", registerWire(req), &out)
+	_, _, err := c.call(ctx, http.MethodPost, "/v1/artifacts", req.wire(), &out)
 	return out, err
 }
 
@@ -672,6 +761,7 @@ type RawEncryptResponse struct {
 	Artifact    string
 	Envelope    []byte // the binary envelope; envelope.Parse reads it
 	LineageSize int
+	Inherited   []string // as in EncryptResponse
 }
 
 // RawDecryptResponse is the answer of DecryptRaw.
@@ -686,8 +776,9 @@ type RawDecryptResponse struct {
 // EncryptRaw seals req.Plaintext through POST /v1/encrypt/raw: the
 // plaintext and the answer travel as raw bytes (no base64), for large
 // payloads. The answer is the binary form of the envelope, which
-// DecryptRaw opens. Subjects, parents, leases, kind, holder and context go
-// in request headers, never in the URL.
+// DecryptRaw opens. Subjects, parents, leases, the declarations of
+// independence, unit, kind, holder and context go in request headers,
+// never in the URL.
 func (c *Client) EncryptRaw(ctx context.Context, req EncryptRequest) (RawEncryptResponse, error) {
 	h := http.Header{}
 	for _, s := range req.Subjects {
@@ -698,6 +789,15 @@ func (c *Client) EncryptRaw(ctx context.Context, req EncryptRequest) (RawEncrypt
 	}
 	for _, l := range req.Leases {
 		h.Add("Shredd-Lease", l)
+	}
+	for _, l := range req.IndependentOf {
+		h.Add("Shredd-Independent-Of", l)
+	}
+	if req.Independent {
+		h.Set("Shredd-Independent", "true")
+	}
+	if req.Unit != "" {
+		h.Set("Shredd-Unit", req.Unit)
 	}
 	h.Set("Shredd-Kind", req.Kind)
 	if req.Holder != "" {
@@ -711,16 +811,32 @@ func (c *Client) EncryptRaw(ctx context.Context, req EncryptRequest) (RawEncrypt
 		return RawEncryptResponse{}, err
 	}
 	n, _ := strconv.Atoi(rh.Get("Shredd-Lineage-Size"))
-	return RawEncryptResponse{Artifact: rh.Get("Shredd-Artifact"), Envelope: b, LineageSize: n}, nil
+	var inherited []string
+	for _, l := range rh.Values("Shredd-Inherited") {
+		for _, id := range strings.Split(l, ",") {
+			if id = strings.TrimSpace(id); id != "" {
+				inherited = append(inherited, id)
+			}
+		}
+	}
+	return RawEncryptResponse{Artifact: rh.Get("Shredd-Artifact"), Envelope: b, LineageSize: n, Inherited: inherited}, nil
 }
 
 // DecryptRaw opens a binary envelope (what EncryptRaw answers) through POST
 // /v1/decrypt/raw. IsShredded(err) when a subject of its lineage was
 // forgotten. The caller should clear the plaintext after use.
 func (c *Client) DecryptRaw(ctx context.Context, envelope, context []byte, holder string) (RawDecryptResponse, error) {
+	return c.decryptRaw(ctx, envelope, context, holder, "")
+}
+
+// decryptRaw is DecryptRaw with the read's unit label (none when "").
+func (c *Client) decryptRaw(ctx context.Context, envelope, context []byte, holder, unit string) (RawDecryptResponse, error) {
 	h := http.Header{}
 	if holder != "" {
 		h.Set("Shredd-Holder", holder)
+	}
+	if unit != "" {
+		h.Set("Shredd-Unit", unit)
 	}
 	if len(context) > 0 {
 		h.Set("Shredd-Context", base64.StdEncoding.EncodeToString(context))

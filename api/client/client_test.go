@@ -206,47 +206,58 @@ func TestEncryptDecrypt(t *testing.T) {
 		{"empty", nil, nil, []string{"dave@example.com"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := c.Encrypt(ctx, client.EncryptRequest{Subjects: tc.subjects, Kind: "episodic", Plaintext: tc.pt, Context: tc.aad})
+			// Each case is a unit of work: its write from what it read
+			// answers for its own reads only, not for the other cases'.
+			u := c.Unit()
+			defer func() {
+				if err := u.Close(ctx); err != nil {
+					t.Error(err)
+				}
+			}()
+			out, err := u.Encrypt(ctx, client.EncryptRequest{Subjects: tc.subjects, Kind: "episodic", Plaintext: tc.pt, Context: tc.aad})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !strings.HasPrefix(out.Ciphertext, "shredd:v1:") || len(out.Artifact) != 32 || out.LineageSize != len(tc.subjects) {
 				t.Fatalf("Encrypt: %+v", out)
 			}
-			got, err := c.Decrypt(ctx, client.DecryptRequest{Ciphertext: out.Ciphertext, Context: tc.aad, Holder: "worker-1"})
+			got, err := u.Decrypt(ctx, client.DecryptRequest{Ciphertext: out.Ciphertext, Context: tc.aad, Holder: "worker-1"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(got.Plaintext, tc.pt) || got.Artifact != out.Artifact || got.Kind != "episodic" {
 				t.Fatalf("Decrypt: %+v, want plaintext %q", got, tc.pt)
 			}
-			if got.Lease.ID == "" || got.Lease.Artifact != out.Artifact || got.Lease.Holder != "worker-1" || !got.Lease.ExpiresAt.After(got.Lease.IssuedAt) {
+			if got.Lease.ID == "" || got.Lease.Artifact != out.Artifact || got.Lease.Holder != "worker-1" || got.Lease.Unit != u.ID() ||
+				!got.Lease.ExpiresAt.After(got.Lease.IssuedAt) {
 				t.Fatalf("Decrypt lease: %+v", got.Lease)
 			}
 			rel, err := c.ReleaseLease(ctx, got.Lease.ID)
 			if err != nil || rel.ReleasedAt.IsZero() {
 				t.Fatalf("ReleaseLease: %+v, %v", rel, err)
 			}
-			der, err := c.Encrypt(ctx, client.EncryptRequest{Leases: []string{got.Lease.ID}, Kind: "episodic", Plaintext: []byte("derived")})
+			der, err := u.Encrypt(ctx, client.EncryptRequest{Leases: []string{got.Lease.ID}, Kind: "episodic", Plaintext: []byte("derived")})
 			if err != nil || der.LineageSize != len(tc.subjects) {
 				t.Fatalf("Encrypt from a lease: %+v, %v", der, err)
 			}
 			// Another context does not open it.
-			_, err = c.Decrypt(ctx, client.DecryptRequest{Ciphertext: out.Ciphertext, Context: []byte("other")})
+			_, err = u.Decrypt(ctx, client.DecryptRequest{Ciphertext: out.Ciphertext, Context: []byte("other")})
 			wantError(t, err, 422, "invalid_envelope")
 			if !client.IsInvalidEnvelope(err) || client.IsShredded(err) {
 				t.Fatalf("IsInvalidEnvelope false for %v", err)
 			}
 		})
 	}
+	// A write outside the units answers for their reads (released, until
+	// their leases expire): the failures below say they derive from none.
 	_, err := c.Decrypt(ctx, client.DecryptRequest{Ciphertext: "shredd:v1:AAAA"})
 	wantError(t, err, 422, "invalid_envelope")
-	_, err = c.Encrypt(ctx, client.EncryptRequest{Subjects: []string{"a"}, Kind: "nokind"})
+	_, err = c.Encrypt(ctx, client.EncryptRequest{Subjects: []string{"a"}, Kind: "nokind", Independent: true})
 	e := wantError(t, err, 400, "unknown_kind")
 	if !strings.Contains(e.Error(), "400 unknown_kind") || !strings.Contains(e.Error(), "POST /v1/encrypt") {
 		t.Fatalf("Error() = %q", e.Error())
 	}
-	_, err = c.Encrypt(ctx, client.EncryptRequest{Kind: "episodic"})
+	_, err = c.Encrypt(ctx, client.EncryptRequest{Kind: "episodic", Independent: true})
 	wantError(t, err, 400, "invalid_request")
 }
 
@@ -294,8 +305,12 @@ func TestArtifacts(t *testing.T) {
 // TestForget runs a forget to its end: the token, its idempotence, 410 for
 // everything of the subject's lineage, the epoch, the shredded state.
 func TestForget(t *testing.T) {
-	_, c := serverWithKinds(t, "episodic", "summary")
+	s, c := serverWithKinds(t, "episodic", "summary")
 	ctx := t.Context()
+	// The checks read with a token of their own that never writes: c's
+	// writes below answer for no read (docs/api.md, "What a read costs a
+	// writer").
+	r := s.client(s.token(access.ScopeDecrypt))
 	rec, err := c.Encrypt(ctx, client.EncryptRequest{Subjects: []string{"alice@example.com"}, Kind: "episodic", Plaintext: []byte("tea")})
 	if err != nil {
 		t.Fatal(err)
@@ -317,7 +332,7 @@ func TestForget(t *testing.T) {
 		p.Artifacts[0].Artifact != rec.Artifact || p.Artifacts[1].Artifact != sum.Artifact || p.Artifacts[1].Hops != 1 {
 		t.Fatalf("preview = %+v", p)
 	}
-	if _, err := c.Decrypt(ctx, client.DecryptRequest{Ciphertext: rec.Ciphertext}); err != nil {
+	if _, err := r.Decrypt(ctx, client.DecryptRequest{Ciphertext: rec.Ciphertext}); err != nil {
 		t.Fatalf("the preview changed something: %v", err)
 	}
 
@@ -334,13 +349,13 @@ func TestForget(t *testing.T) {
 		t.Fatalf("Forget again: %+v %v, want the same forget %s", again, err, f.ID)
 	}
 	for _, ct := range []string{rec.Ciphertext, sum.Ciphertext} {
-		_, err := c.Decrypt(ctx, client.DecryptRequest{Ciphertext: ct})
+		_, err := r.Decrypt(ctx, client.DecryptRequest{Ciphertext: ct})
 		e := wantError(t, err, 410, "shredded")
 		if !client.IsShredded(err) || client.IsNotFound(err) || strings.Contains(e.Error(), "alice") {
 			t.Fatalf("Decrypt after the forget: %v", err)
 		}
 	}
-	if got, err := c.Decrypt(ctx, client.DecryptRequest{Ciphertext: bob.Ciphertext}); err != nil || string(got.Plaintext) != "coffee" {
+	if got, err := r.Decrypt(ctx, client.DecryptRequest{Ciphertext: bob.Ciphertext}); err != nil || string(got.Plaintext) != "coffee" {
 		t.Fatalf("Bob's own record: %+v %v", got, err)
 	}
 	_, err = c.Encrypt(ctx, client.EncryptRequest{Subjects: []string{"alice@example.com"}, Kind: "episodic", Plaintext: []byte("back")})

@@ -23,8 +23,9 @@ import (
 )
 
 // The examples of docs/clients.md ("Go"), run by go test against the real
-// shredd binary on 127.0.0.1 (exampleServer, below). What the docs show is
-// the body of each example from its first line after exampleServer.
+// shredd binary on 127.0.0.1 (exampleServer, below), each on a server of
+// its own. What the docs show is the body of each example from its first
+// line after exampleServer (TestDocsGo checks it).
 
 // Example_connect seals and opens a record, and tells erased data from
 // every other failure.
@@ -237,47 +238,112 @@ func Example_logConsistency() {
 	// proof of entry 0 signed by the log: true
 }
 
-// exampleServer starts, once for the package's examples, the real shredd
-// binary on 127.0.0.1 with a fresh data directory (the cache TTL at 1s so
-// that a forget can reach erased within the example), and returns its URL,
-// the admin token and a register token bound to holder ann-index-1. It
-// exits the test binary on failure (examples have no *testing.T); the
-// process and its directory go when the test binary ends (TestMain).
+// exampleServer starts, for one example, the real shredd binary on
+// 127.0.0.1 with a fresh data directory (the cache TTL at 1s so that a
+// forget can reach erased within the example), and returns its URL, the
+// admin token and a register token bound to holder ann-index-1. Each
+// example has a server of its own, as each program would: a token's reads
+// are what its writes answer for until the leases expire, and one example
+// must not answer for another's. It exits the test binary on failure
+// (examples have no *testing.T); the processes and their directories go
+// when the test binary ends (TestMain).
 func exampleServer() (base, adminToken, holderToken string) {
-	exampleOnce.Do(func() {
-		if err := startExampleServer(); err != nil {
-			log.Fatalf("example server: %v", err)
-		}
-	})
-	return exampleBase, exampleAdmin, exampleHolder
+	base, adminToken, holderToken, err := startExampleServer()
+	if err != nil {
+		log.Fatalf("example server: %v", err)
+	}
+	return base, adminToken, holderToken
 }
 
 var (
-	exampleOnce                              sync.Once
-	exampleBase, exampleAdmin, exampleHolder string
-	exampleCmd                               *exec.Cmd
-	exampleDir                               string
+	examplesMu  sync.Mutex
+	exampleCmds []*exec.Cmd
+	exampleDirs []string
 )
 
-func startExampleServer() error {
+func startExampleServer() (base, admin, holder string, err error) {
 	dir, err := os.MkdirTemp("", "shredd-client-example-")
 	if err != nil {
-		return err
+		return "", "", "", err
 	}
-	exampleDir = dir
-	bin := filepath.Join(dir, "shredd")
-	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	examplesMu.Lock()
+	exampleDirs = append(exampleDirs, dir)
+	examplesMu.Unlock()
+	bin, err := shreddBinary()
 	if err != nil {
-		return fmt.Errorf("go list -m: %w", err)
-	}
-	build := exec.Command("go", "build", "-o", bin, "./cmd/shredd")
-	build.Dir = strings.TrimSpace(string(root))
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build: %w\n%s", err, out)
+		return "", "", "", err
 	}
 	data := filepath.Join(dir, "data")
-	cmd := exec.Command(bin, "serve", "--data-dir", data, "--addr", "127.0.0.1:0", "--buckets", "16",
-		"--cache-ttl", "1s", "--epoch-interval", "1h")
+	cmd, base, err := serveBinary(bin, data, "--cache-ttl", "1s")
+	if cmd != nil {
+		examplesMu.Lock()
+		exampleCmds = append(exampleCmds, cmd)
+		examplesMu.Unlock()
+	}
+	if err != nil {
+		return "", "", "", err
+	}
+	tok, err := os.ReadFile(filepath.Join(data, "admin.token"))
+	if err != nil {
+		return "", "", "", err
+	}
+	admin = strings.TrimSpace(string(tok))
+	out, err := exec.Command(bin, "token", "create", "--data-dir", data, "--name", "ann-index-1",
+		"--scopes", "register", "--holder", "ann-index-1").Output()
+	if err != nil {
+		return "", "", "", fmt.Errorf("shredd token create: %w", err)
+	}
+	holder = strings.TrimSpace(string(out)) // the secret alone on stdout
+	if !strings.HasPrefix(holder, "shredd_") {
+		return "", "", "", fmt.Errorf("no token in the output of shredd token create: %q", out)
+	}
+	return base, admin, holder, nil
+}
+
+// shreddBinary returns the shredd binary the tests run: $SHREDD_BIN when
+// set (as scripts/test-python.sh passes it), else one built once for the
+// test binary into a directory removed by TestMain.
+func shreddBinary() (string, error) {
+	if b := os.Getenv("SHREDD_BIN"); b != "" {
+		return b, nil
+	}
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "shredd-client-bin-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binDir = dir
+		bin := filepath.Join(dir, "shredd")
+		root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+		if err != nil {
+			binErr = fmt.Errorf("go list -m: %w", err)
+			return
+		}
+		build := exec.Command("go", "build", "-o", bin, "./cmd/shredd")
+		build.Dir = strings.TrimSpace(string(root))
+		if out, err := build.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build: %w\n%s", err, out)
+			return
+		}
+		binPath = bin
+	})
+	return binPath, binErr
+}
+
+var (
+	binOnce         sync.Once
+	binPath, binDir string
+	binErr          error
+)
+
+// serveBinary starts bin serve on 127.0.0.1:0 over the data directory
+// data (16 buckets, an hourly epoch, and args) and returns the process
+// and its URL once it logs that it listens. The process is returned, to
+// be killed, also with an error.
+func serveBinary(bin, data string, args ...string) (*exec.Cmd, string, error) {
+	cmd := exec.Command(bin, append([]string{"serve", "--data-dir", data, "--addr", "127.0.0.1:0", "--buckets", "16",
+		"--epoch-interval", "1h"}, args...)...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "SHREDD_") {
 			cmd.Env = append(cmd.Env, kv)
@@ -285,12 +351,11 @@ func startExampleServer() error {
 	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	if err := cmd.Start(); err != nil {
-		return err
+		return nil, "", err
 	}
-	exampleCmd = cmd
 	addr := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
@@ -308,42 +373,35 @@ func startExampleServer() error {
 	}()
 	select {
 	case a := <-addr:
-		exampleBase = "http://" + a
+		return cmd, "http://" + a, nil
 	case <-time.After(60 * time.Second):
-		return fmt.Errorf("shredd did not listen within 60s")
+		return cmd, "", fmt.Errorf("shredd did not listen within 60s")
 	}
-	tok, err := os.ReadFile(filepath.Join(data, "admin.token"))
-	if err != nil {
-		return err
-	}
-	exampleAdmin = strings.TrimSpace(string(tok))
-	out, err := exec.Command(bin, "token", "create", "--data-dir", data, "--name", "ann-index-1",
-		"--scopes", "register", "--holder", "ann-index-1").Output()
-	if err != nil {
-		return fmt.Errorf("shredd token create: %w", err)
-	}
-	exampleHolder = strings.TrimSpace(string(out)) // the secret alone on stdout
-	if !strings.HasPrefix(exampleHolder, "shredd_") {
-		return fmt.Errorf("no token in the output of shredd token create: %q", out)
-	}
-	return nil
 }
 
-// TestMain stops the examples' server once every test and example ran.
+// TestMain stops the examples' servers once every test and example ran,
+// and removes the binary.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	stopExampleServer()
+	stopExampleServers()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
 	os.Exit(code)
 }
 
-// stopExampleServer ends the example server, if one was started, and
-// removes its directory.
-func stopExampleServer() {
-	if exampleCmd != nil && exampleCmd.Process != nil {
-		_ = exampleCmd.Process.Kill()
-		_ = exampleCmd.Wait()
+// stopExampleServers ends the example servers and removes their
+// directories.
+func stopExampleServers() {
+	examplesMu.Lock()
+	defer examplesMu.Unlock()
+	for _, cmd := range exampleCmds {
+		if cmd.Process != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
 	}
-	if exampleDir != "" {
-		_ = os.RemoveAll(exampleDir)
+	for _, dir := range exampleDirs {
+		_ = os.RemoveAll(dir)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shredd/shredd/access"
 	"github.com/shredd/shredd/api/client"
 	"github.com/shredd/shredd/envelope"
 )
@@ -17,6 +18,10 @@ import (
 // JSON routes reading what the raw ones wrote.
 func TestRaw(t *testing.T) {
 	s, c := serverWithKinds(t, "episodic", "summary")
+	// The checks read with a token of their own that never writes; c's
+	// reads are those its writes name (docs/api.md, "What a read costs a
+	// writer").
+	r := s.client(s.token(access.ScopeDecrypt))
 	ctx := t.Context()
 	pt := make([]byte, 3<<20+17)
 	rand.Read(pt)
@@ -51,18 +56,21 @@ func TestRaw(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	js, err := c.Decrypt(ctx, client.DecryptRequest{Ciphertext: denv.String()})
+	js, err := r.Decrypt(ctx, client.DecryptRequest{Ciphertext: denv.String()})
 	if err != nil || string(js.Plaintext) != "summary" || js.Artifact != der.Artifact {
 		t.Fatalf("Decrypt of the text form: %v", err)
 	}
 
-	_, err = c.DecryptRaw(ctx, out.Envelope, []byte("other"), "")
+	_, err = r.DecryptRaw(ctx, out.Envelope, []byte("other"), "")
 	wantError(t, err, 422, "invalid_envelope")
-	_, err = c.DecryptRaw(ctx, []byte("not an envelope"), nil, "")
+	_, err = r.DecryptRaw(ctx, []byte("not an envelope"), nil, "")
 	wantError(t, err, 422, "invalid_envelope")
 	_, err = c.EncryptRaw(ctx, client.EncryptRequest{Subjects: []string{"a"}, Plaintext: []byte("x")})
 	wantError(t, err, 400, "missing_field")
-	_, err = c.EncryptRaw(ctx, client.EncryptRequest{Subjects: []string{"a"}, Kind: "nokind", Plaintext: []byte("x")})
+	// c still holds its read (got): the writes below say they are not
+	// made from it (Shredd-Independent-Of).
+	notFrom := []string{got.LeaseID}
+	_, err = c.EncryptRaw(ctx, client.EncryptRequest{Subjects: []string{"a"}, Kind: "nokind", Plaintext: []byte("x"), IndependentOf: notFrom})
 	wantError(t, err, 400, "unknown_kind")
 	_, err = c.EncryptRaw(ctx, client.EncryptRequest{Parents: []string{"xyz"}, Kind: "summary"})
 	wantError(t, err, 400, "invalid_id")
@@ -70,11 +78,12 @@ func TestRaw(t *testing.T) {
 	if _, err := c.Forget(ctx, "bob, the second"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.DecryptRaw(ctx, out.Envelope, []byte("tenant=acme"), "")
+	_, err = r.DecryptRaw(ctx, out.Envelope, []byte("tenant=acme"), "")
 	wantError(t, err, 410, "shredded")
-	_, err = c.DecryptRaw(ctx, der.Envelope, nil, "")
+	_, err = r.DecryptRaw(ctx, der.Envelope, nil, "")
 	wantError(t, err, 410, "shredded")
-	_, err = c.EncryptRaw(ctx, client.EncryptRequest{Subjects: []string{"bob, the second"}, Kind: "episodic", Plaintext: []byte("x")})
+	_, err = c.EncryptRaw(ctx, client.EncryptRequest{Subjects: []string{"bob, the second"}, Kind: "episodic", Plaintext: []byte("x"),
+		IndependentOf: notFrom})
 	wantError(t, err, 410, "shredded")
 
 	// JSON is not a raw body; a raw body is not JSON.

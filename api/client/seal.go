@@ -25,6 +25,7 @@ type SealResult struct {
 	Artifact    string
 	Envelope    []byte
 	LineageSize int
+	Inherited   []string // as in EncryptResponse
 	Err         *Error
 }
 
@@ -38,25 +39,18 @@ func (r SealResult) Ciphertext() string {
 
 // dataKeyWire is one item of POST /v1/datakey: an encrypt without the
 // plaintext and context, which stay on the client.
-type dataKeyWire struct {
-	Subjects []string `json:"subjects,omitempty"`
-	Parents  []string `json:"parents,omitempty"`
-	Leases   []string `json:"leases,omitempty"`
-	Kind     string   `json:"kind"`
-	Holder   string   `json:"holder,omitempty"`
-}
+type dataKeyWire = lineageWire
 
-func (r EncryptRequest) dataKeyWire() dataKeyWire {
-	return dataKeyWire{Subjects: r.Subjects, Parents: r.Parents, Leases: r.Leases, Kind: r.Kind, Holder: r.Holder}
-}
+func (r EncryptRequest) dataKeyWire() dataKeyWire { return r.lineage() }
 
 // dataKeyAnswer is the server's answer for one item: key material.
 type dataKeyAnswer struct {
-	Artifact    string `json:"artifact"`
-	Header      []byte `json:"header"`
-	Key         []byte `json:"key"`
-	LineageSize int    `json:"lineage_size"`
-	Err         *Error `json:"error,omitempty"`
+	Artifact    string   `json:"artifact"`
+	Header      []byte   `json:"header"`
+	Key         []byte   `json:"key"`
+	LineageSize int      `json:"lineage_size"`
+	Inherited   []string `json:"inherited,omitempty"`
+	Err         *Error   `json:"error,omitempty"`
 }
 
 // Seal seals one artifact on the client (see SealMany). The error is the
@@ -229,5 +223,5 @@ func sealItem(dst []byte, a *dataKeyAnswer, req EncryptRequest) (SealResult, err
 	if err != nil {
 		return SealResult{}, err
 	}
-	return SealResult{Artifact: a.Artifact, Envelope: b, LineageSize: a.LineageSize}, nil
+	return SealResult{Artifact: a.Artifact, Envelope: b, LineageSize: a.LineageSize, Inherited: a.Inherited}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shredd/shredd/access"
 	"github.com/shredd/shredd/api/client"
 	"github.com/shredd/shredd/envelope"
 )
@@ -17,6 +18,7 @@ import (
 // the old envelopes and new data keys.
 func TestSealMany(t *testing.T) {
 	s, c := serverWithKinds(t, "episodic", "summary")
+	r := s.client(s.token(access.ScopeDecrypt)) // the checks' reads: c's writes answer for none
 	ctx := t.Context()
 	rec, err := c.Encrypt(ctx, client.EncryptRequest{Subjects: []string{"dana@example.com"}, Kind: "episodic", Plaintext: []byte("parent")})
 	if err != nil {
@@ -50,7 +52,7 @@ func TestSealMany(t *testing.T) {
 		if got := e.Header.Artifact; envelopeID(got) != res[i].Artifact {
 			t.Fatalf("item %d: envelope of artifact %x, answered %s", i, got, res[i].Artifact)
 		}
-		out, err := c.Decrypt(ctx, client.DecryptRequest{Ciphertext: res[i].Ciphertext(), Context: reqs[i].Context})
+		out, err := r.Decrypt(ctx, client.DecryptRequest{Ciphertext: res[i].Ciphertext(), Context: reqs[i].Context})
 		if err != nil {
 			t.Fatalf("decrypt item %d: %v", i, err)
 		}
@@ -58,12 +60,12 @@ func TestSealMany(t *testing.T) {
 			t.Fatalf("decrypt item %d: artifact %s, %d bytes", i, out.Artifact, len(out.Plaintext))
 		}
 	}
-	raw, err := c.DecryptRaw(ctx, res[2].Envelope, nil, "")
+	raw, err := r.DecryptRaw(ctx, res[2].Envelope, nil, "")
 	if err != nil || !bytes.Equal(raw.Plaintext, big) {
 		t.Fatalf("DecryptRaw of a client-sealed envelope: %v", err)
 	}
 	// The context is bound on the client: without it, no plaintext.
-	if _, err := c.Decrypt(ctx, client.DecryptRequest{Ciphertext: res[0].Ciphertext()}); err == nil {
+	if _, err := r.Decrypt(ctx, client.DecryptRequest{Ciphertext: res[0].Ciphertext()}); err == nil {
 		t.Fatal("opened without its context")
 	}
 
@@ -72,7 +74,7 @@ func TestSealMany(t *testing.T) {
 	if _, err := c.Forget(ctx, "dana@example.com"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Decrypt(ctx, client.DecryptRequest{Ciphertext: res[2].Ciphertext()}); !client.IsShredded(err) {
+	if _, err := r.Decrypt(ctx, client.DecryptRequest{Ciphertext: res[2].Ciphertext()}); !client.IsShredded(err) {
 		t.Fatalf("decrypt after the parent's forget: %v, want 410", err)
 	}
 	if _, err := c.Forget(ctx, "alice@example.com"); err != nil {
@@ -85,7 +87,7 @@ func TestSealMany(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := c.Decrypt(ctx, client.DecryptRequest{Ciphertext: one.Ciphertext()}); err != nil || string(out.Plaintext) != "f" {
+	if out, err := r.Decrypt(ctx, client.DecryptRequest{Ciphertext: one.Ciphertext()}); err != nil || string(out.Plaintext) != "f" {
 		t.Fatalf("Seal then Decrypt: %v", err)
 	}
 
@@ -115,7 +117,8 @@ func envelopeID(a envelope.ArtifactID) string {
 // the buffer's storage is reused once it is large enough, and a refused
 // item leaves nothing sealed.
 func TestSealTo(t *testing.T) {
-	_, c := serverWithKinds(t, "episodic")
+	s, c := serverWithKinds(t, "episodic")
+	r := s.client(s.token(access.ScopeDecrypt)) // the checks' reads: c's writes answer for none
 	ctx := t.Context()
 	var buf []byte
 	for i := range 4 {
@@ -127,7 +130,7 @@ func TestSealTo(t *testing.T) {
 		if i > 0 && cap(buf) >= len(res.Envelope) && &res.Envelope[0] != &buf[:1][0] {
 			t.Fatalf("record %d: sealed into new storage though the buffer (cap %d) held its %d bytes", i, cap(buf), len(res.Envelope))
 		}
-		out, err := c.DecryptRaw(ctx, res.Envelope, []byte{byte(i)}, "")
+		out, err := r.DecryptRaw(ctx, res.Envelope, []byte{byte(i)}, "")
 		if err != nil || !bytes.Equal(out.Plaintext, pt) || out.Artifact != res.Artifact {
 			t.Fatalf("record %d: %v", i, err)
 		}
@@ -165,7 +168,7 @@ func TestSealTo(t *testing.T) {
 			if &res[i].Envelope[0] != first[i] {
 				t.Fatalf("round %d, item %d: not sealed into its buffer", round, i)
 			}
-			out, err := c.DecryptRaw(ctx, res[i].Envelope, reqs[i].Context, "")
+			out, err := r.DecryptRaw(ctx, res[i].Envelope, reqs[i].Context, "")
 			if err != nil || !bytes.Equal(out.Plaintext, reqs[i].Plaintext) {
 				t.Fatalf("round %d, item %d: %v", round, i, err)
 			}

@@ -3,8 +3,8 @@
 - EpisodicStore: the agent's episodic log in SQLite; each row is sealed
   through shredd under the user's subject id (only the ciphertext is kept).
 - Summarizer: a deterministic rolling summarizer (no model) that reads a
-  user's rows under decrypt leases and seals the summary with those rows as
-  parents, so the summary's lineage is theirs.
+  user's rows and seals the summary in one unit of work, whose write names
+  the leases of its reads, so the summary's lineage is theirs.
 - EmbeddingIndex: hashed bag-of-words vectors kept in *plaintext* for
   search (as an ANN index keeps them). Each vector is registered with
   shredd as a plaintext-held artifact of the holder "ann-index-1"; on purge
@@ -85,39 +85,42 @@ class Summarizer:
         top = [w for w, _ in sorted(Counter(w for t in texts for w in words(t)).items(), key=lambda x: (-x[1], x[0]))[:4]]
         return "%d memories; topics: %s; latest: %s" % (len(texts), ", ".join(top), texts[-1] if texts else "-")
 
-    def load(self, rows: Sequence[Tuple[str, str]]) -> Tuple[List[str], List[shredd.Lease]]:
-        """load decrypts rows as the summarizer, holding the leases (a worker
-        that loaded data and will write a derivative later): a forget of a
-        subject of those rows waits until write releases them."""
+    def load(self, rows: Sequence[Tuple[str, str]]) -> Tuple[List[str], shredd.Unit]:
+        """load decrypts rows as the summarizer in a new unit of work (a
+        worker that loaded data and will write a derivative later): the unit
+        holds the leases, so a forget of a subject of those rows waits until
+        write closes the unit, and write names them."""
+        unit = self.c.unit()
         texts: List[str] = []
-        leases: List[shredd.Lease] = []
-        for _, ct in rows:
-            d = self.c.sealing.decrypt(ct, context=b"app=agent-memory", holder=self.HOLDER, hold=True)
-            texts.append(d.plaintext.decode("utf-8"))
-            leases.append(d.lease)
-        return texts, leases
-
-    def write(self, name: str, texts: Sequence[str], leases: Sequence[shredd.Lease]) -> str:
-        """write seals the summary of texts, derived from the leases'
-        artifacts (each lease acts as a parent), and releases the leases."""
         try:
-            sealed = self.c.sealing.encrypt(KIND_SUMMARY, self.summarize(texts).encode("utf-8"),
-                                            leases=[l.id for l in leases], holder=self.HOLDER)
-        finally:
-            for l in leases:
-                self.c.leases.release(l)
+            for _, ct in rows:
+                d = unit.decrypt(ct, context=b"app=agent-memory", holder=self.HOLDER)
+                texts.append(d.plaintext.decode("utf-8"))
+        except BaseException as e:
+            unit.__exit__(type(e), e, e.__traceback__)  # releases what was read; e stays the error raised
+            raise
+        return texts, unit
+
+    def write(self, name: str, texts: Sequence[str], unit: shredd.Unit) -> str:
+        """write seals the summary of texts in the unit that loaded them: the
+        write names the unit's leases (each acts as a parent), and the unit
+        ends, releasing them."""
+        with unit:
+            sealed = unit.encrypt(KIND_SUMMARY, self.summarize(texts).encode("utf-8"), holder=self.HOLDER)
         self.summaries[name] = (sealed.artifact, sealed.ciphertext)
         return sealed.artifact
 
     def roll(self, name: str, user: Optional[str] = None) -> str:
         """roll summarizes the rows of user (None: everybody's: a shared,
         aggregate summary) in one go."""
-        texts, leases = self.load(self.store.rows(user))
-        return self.write(name, texts, leases)
+        texts, unit = self.load(self.store.rows(user))
+        return self.write(name, texts, unit)
 
     def read(self, name: str) -> str:
-        with self.c.leases.open(self.summaries[name][1]) as d:
-            return d.plaintext.decode("utf-8")
+        # A read in a unit of its own: no later write of the summarizer,
+        # each in its own unit, answers for it.
+        with self.c.unit() as u:
+            return u.decrypt(self.summaries[name][1]).plaintext.decode("utf-8")
 
 
 class EmbeddingIndex:

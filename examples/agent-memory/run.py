@@ -144,6 +144,9 @@ def find_binary(out_dir: str) -> str:
 def replay(srv: Server, work: str) -> None:
     admin = shredd.Client(srv.url, srv.admin)
     app = shredd.Client(srv.url, srv.token("agent-memory", "encrypt,decrypt"))
+    # The summarizer reads and writes: a token of its own, whose reads only
+    # its own writes answer for (docs/clients.md, "What a read costs a writer").
+    summarizer = shredd.Client(srv.url, srv.token("summarizer-1", "encrypt,decrypt"))
     index_client = shredd.Client(srv.url, srv.token("ann-index-1", "register", holder=EmbeddingIndex.HOLDER))
     dpo = shredd.Client(srv.url, srv.token("privacy-office", "forget,audit"))
 
@@ -151,7 +154,7 @@ def replay(srv: Server, work: str) -> None:
     for k in KINDS:
         admin.kinds.put(k)
     store = EpisodicStore(os.path.join(work, "episodic.db"), app)
-    summ = Summarizer(app, store)
+    summ = Summarizer(summarizer, store)
     index = EmbeddingIndex(os.path.join(work, "index.db"), index_client, HolderKit.generate_key())
     index.kit.register(admin)
     replica = Replica(os.path.join(work, "replica.db"), app)
@@ -178,8 +181,8 @@ def replay(srv: Server, work: str) -> None:
     say("  search 'green tea morning' -> record %s (score %.2f)" % (short(hits[0][1]), hits[0][0]))
 
     say("\n2. a summarizer worker loads Alice's rows (3 leases) to roll her profile again ...")
-    texts, leases = summ.load(store.rows(ALICE))
-    expect(len(leases) == 3 and all(l.released_at is None for l in leases), "three leases, held")
+    texts, unit = summ.load(store.rows(ALICE))
+    expect(len(unit.leases) == 3, "three leases, held by the worker's unit of work")
     alice_vectors = index.vectors_of(recs[ALICE])
     expect(len(alice_vectors) == 3, "the index holds a vector per Alice record")
 
@@ -205,7 +208,7 @@ def replay(srv: Server, work: str) -> None:
     refused("replica: its copy of Alice's row", lambda: replica.read(recs[ALICE][0]))
     refused("summary: alice-profile (derivative)", lambda: summ.read("alice-profile"))
     refused("aggregate: team-digest (collateral)", lambda: summ.read("team-digest"))
-    refused("summarizer: re-derivation from old leases", lambda: summ.write("alice-profile-2", texts, leases))
+    refused("summarizer: re-derivation from old leases", lambda: summ.write("alice-profile-2", texts, unit))
     held = index.count()
     refused("index: re-embed from the replica's copy", lambda: index.reembed(recs[ALICE][1], replica.read))
     refused("index: new vector of Alice's record", lambda: index.add(recs[ALICE][2], "Lisbon in May"))
@@ -294,8 +297,8 @@ def replay(srv: Server, work: str) -> None:
     expect(store.read(recs[BOB][0]) == MEMORIES[1][1], "Bob's row still opens")
     say("  episodic %s: %s" % (short(recs[BOB][0]), store.read(recs[BOB][0])))
     alive = [(a, ct) for a, ct in store.rows() if a in recs[BOB]]
-    texts, leases = summ.load(alive)
-    team2 = summ.write("team-digest", texts, leases)
+    texts, unit = summ.load(alive)
+    team2 = summ.write("team-digest", texts, unit)
     digest = summ.read("team-digest")
     expect(digest.startswith("2 memories;") and "alice" not in digest, "the rebuilt aggregate is Bob's alone")
     say("  summary %s team-digest rebuilt: %s" % (short(team2), digest))

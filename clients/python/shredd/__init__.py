@@ -15,13 +15,13 @@ optional ``cryptography`` package; importing shredd does not.
 """
 
 from ._http import DEFAULT_URL, Response
-from .client import MAX_BATCH, Artifacts, Client, Forgets, Holders, Kinds, Leases, Log, Sealing
-from .aio import AsyncClient
+from .client import MAX_BATCH, Artifacts, Client, Forgets, Holders, Kinds, Leases, Log, Sealing, Unit
+from .aio import AsyncClient, AsyncUnit
 from .errors import (APIError, Conflict, Error, Forbidden, InternalError, InvalidEnvelope, InvalidInput, InvalidRequest,
                      InvalidSignature, MethodNotAllowed, NoLog, NotErased, NotFound, NotLogged, Shredded, Timeout,
-                     TooLarge, TransportError, Unauthorized, Unavailable, UnknownKind, UnknownParent,
-                     UnsupportedMediaType, WaitTimeout, WrongHolder)
-from .types import (AckResult, Artifact, Condition, Decrypted, DecryptItem, DecryptResult, Encrypted, EncryptItem,
+                     TooLarge, TransportError, Unauthorized, Unavailable, UndeclaredDerivation, UnknownKind,
+                     UnknownParent, UnsupportedMediaType, WaitTimeout, WrongHolder)
+from .types import (AckResult, Artifact, ArtifactRead, Condition, Decrypted, DecryptItem, DecryptResult, Encrypted, EncryptItem,
                     EncryptResult, Epoch,
                     Forget, ForgetPage, Health, Holder, HolderPage, HolderStatus, InventoryItem, InventoryReport,
                     InventoryStatus, Kind, Lease, Preview, PreviewArtifact, PreviewCounts, PurgeWork, RawDecrypted,
@@ -30,14 +30,14 @@ from .types import (AckResult, Artifact, Condition, Decrypted, DecryptItem, Decr
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "AsyncClient", "Kinds", "Sealing", "Leases", "Artifacts", "Forgets", "Holders", "Log", "MAX_BATCH", "DEFAULT_URL",
+    "Client", "AsyncClient", "Kinds", "Sealing", "Leases", "Unit", "AsyncUnit", "Artifacts", "Forgets", "Holders", "Log", "MAX_BATCH", "DEFAULT_URL",
     "Response",
     "Error", "InvalidInput", "TransportError", "Timeout", "WaitTimeout", "APIError", "InvalidRequest", "UnknownKind", "UnknownParent",
     "InvalidSignature", "Unauthorized", "Forbidden", "WrongHolder", "NotFound", "MethodNotAllowed", "Conflict",
-    "NotErased", "NotLogged", "Shredded", "TooLarge", "UnsupportedMediaType", "InvalidEnvelope", "Unavailable",
+    "NotErased", "NotLogged", "UndeclaredDerivation", "Shredded", "TooLarge", "UnsupportedMediaType", "InvalidEnvelope", "Unavailable",
     "NoLog", "InternalError",
     "EncryptItem", "DecryptItem",
-    "AckResult", "Artifact", "Condition", "Decrypted", "DecryptResult", "Encrypted", "EncryptResult", "Epoch",
+    "AckResult", "Artifact", "ArtifactRead", "Condition", "Decrypted", "DecryptResult", "Encrypted", "EncryptResult", "Epoch",
     "Forget", "ForgetPage", "Health", "Holder", "HolderPage", "HolderStatus", "InventoryItem", "InventoryReport",
     "InventoryStatus", "Kind", "Lease", "Preview",
     "PreviewArtifact", "PreviewCounts", "PurgeWork", "RawDecrypted", "RawEncrypted", "Ready", "Sealed", "SealResult",

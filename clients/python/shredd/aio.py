@@ -12,7 +12,8 @@ Standard library only: each call runs the synchronous client's call in a
 worker thread (``asyncio.to_thread``), so the event loop never blocks on
 the network, and the rules of the synchronous client hold unchanged
 (timeouts, retries of idempotent calls only, item checks before anything
-is sent, leases released by decrypt unless held). Cancelling a call stops
+is sent, leases held by decrypt until released, units of work whose
+writes name their reads: ``async with c.unit() as u``). Cancelling a call stops
 the wait, not the request: a cancelled encrypt may still take effect, as
 one lost in transit may.
 """
@@ -23,17 +24,17 @@ import asyncio
 import functools
 from contextlib import asynccontextmanager
 import ssl
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Optional, TypeVar, Union, cast
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, List, Optional, TypeVar, Union, cast
 
 from . import types as t
 from ._http import DEFAULT_MAX_RESPONSE, DEFAULT_RETRIES, DEFAULT_TIMEOUT, DEFAULT_URL
-from .client import Artifacts, Client, Forgets, Holders, Kinds, Leases, Log, Sealing, _BytesLike
+from .client import Artifacts, Client, Forgets, Holders, Kinds, Leases, Log, Sealing, Unit, _BytesLike
 
 if TYPE_CHECKING:  # pragma: no cover - typing only (ParamSpec is Python 3.10+)
     from typing import Concatenate, ParamSpec
     _P = ParamSpec("_P")
 
-__all__ = ["AsyncClient", "AsyncKinds", "AsyncSealing", "AsyncLeases", "AsyncArtifacts", "AsyncForgets",
+__all__ = ["AsyncClient", "AsyncKinds", "AsyncSealing", "AsyncLeases", "AsyncUnit", "AsyncArtifacts", "AsyncForgets",
            "AsyncHolders", "AsyncLog"]
 
 _S = TypeVar("_S")
@@ -98,8 +99,7 @@ class AsyncLeases:
             async with c.leases.open(ct, holder="summarizer-1") as d:
                 summary = await summarize(d.plaintext)
         """
-        d = await asyncio.to_thread(self._sync._c.sealing.decrypt, ciphertext, context=context, holder=holder,
-                                    hold=True)
+        d = await asyncio.to_thread(self._sync._c.sealing.decrypt, ciphertext, context=context, holder=holder)
         try:
             yield d
         except BaseException as e:
@@ -116,6 +116,47 @@ class AsyncLeases:
             await asyncio.to_thread(self._sync._release_after, lease, e)
             raise
         await asyncio.to_thread(self._sync._release_after, lease, None)
+
+
+class AsyncUnit:
+    """AsyncUnit is :class:`shredd.Unit`, awaitable, and an async context
+    manager that releases the unit's leases when the block ends::
+
+        async with c.unit() as u:
+            d = await u.decrypt(ct)
+            await u.encrypt("summary", summarize(d.plaintext), subject="bob@example.com")
+    """
+
+    def __init__(self, sync: Unit) -> None:
+        self._sync = sync
+
+    @property
+    def id(self) -> str:
+        """id is the unit's label, sent as ``unit`` on each of its calls."""
+        return self._sync.id
+
+    @property
+    def leases(self) -> List[str]:
+        """leases are the ids of the leases the unit's decrypts took."""
+        return self._sync.leases
+
+    decrypt = _aio(Unit.decrypt)
+    decrypt_batch = _aio(Unit.decrypt_batch)
+    decrypt_raw = _aio(Unit.decrypt_raw)
+    encrypt = _aio(Unit.encrypt)
+    derive = _aio(Unit.derive)
+    encrypt_batch = _aio(Unit.encrypt_batch)
+    encrypt_raw = _aio(Unit.encrypt_raw)
+    seal = _aio(Unit.seal)
+    seal_many = _aio(Unit.seal_many)
+    register = _aio(Unit.register)
+    close = _aio(Unit.close)
+
+    async def __aenter__(self) -> "AsyncUnit":
+        return self
+
+    async def __aexit__(self, typ: Any, exc: Optional[BaseException], tb: Any) -> None:
+        await asyncio.to_thread(self._sync._close, exc)
 
 
 class AsyncArtifacts:
@@ -240,4 +281,9 @@ class AsyncClient:
     ready = _aio(Client.ready)
     openapi = _aio(Client.openapi)
     epoch = _aio(Client.epoch)
+
+    def unit(self, unit_id: Optional[str] = None) -> AsyncUnit:
+        """unit starts a unit of work (:class:`shredd.Unit`), for ``async
+        with``."""
+        return AsyncUnit(self.sync.unit(unit_id))
 

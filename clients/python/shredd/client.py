@@ -11,6 +11,7 @@
 ``kinds``       :class:`Kinds`: list and register artifact kinds
 ``sealing``     :class:`Sealing`: encrypt/decrypt, JSON and raw routes, batches, derivatives, client-side sealing
 ``leases``      :class:`Leases`: release; decrypt as a context manager that releases
+``unit()``      :class:`Unit`: a unit of work whose writes name its reads
 ``artifacts``   :class:`Artifacts`: register plaintext-held artifacts, look one up
 ``forgets``     :class:`Forgets`: forget, dry run, status, verify, attestation, export
 ``holders``     :class:`Holders`: register a holder, purge work, signed acks, inventories
@@ -24,18 +25,21 @@ import difflib
 import functools
 import inspect
 import json
+import secrets
 import ssl
 import sys
+import threading
 import time
 from contextlib import contextmanager
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union,
+                    cast)
 
 from . import _seal
 from . import types as t
 from ._http import DEFAULT_MAX_RESPONSE, DEFAULT_RETRIES, DEFAULT_TIMEOUT, DEFAULT_URL, Headers, Response, Transport
 from .errors import Error, InvalidInput, WaitTimeout, error_from_item
 
-__all__ = ["Client", "Kinds", "Sealing", "Leases", "Artifacts", "Forgets", "Holders", "Log", "MAX_BATCH"]
+__all__ = ["Client", "Kinds", "Sealing", "Leases", "Unit", "Artifacts", "Forgets", "Holders", "Log", "MAX_BATCH"]
 
 _T = TypeVar("_T")
 
@@ -196,9 +200,27 @@ def _path(segment: str) -> str:
     return urllib.parse.quote(_str("a path segment", segment), safe="")
 
 
+_UNIT_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-")
+
+
+def _unit(v: Any) -> str:
+    """_unit checks a unit-of-work label: 1 to 64 of A-Za-z0-9._:- ."""
+    u = _str("unit", v)
+    if not 1 <= len(u) <= 64 or any(c not in _UNIT_CHARS for c in u):
+        raise InvalidInput("shredd: a unit is 1 to 64 characters of A-Za-z0-9._:-")
+    return u
+
+
+def _bool(what: str, v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise InvalidInput("shredd: %s must be True or False, not %s" % (what, type(v).__name__))
+    return v
+
+
 def _source_wire(kind: str, subject: Optional[str], subjects: Optional[Sequence[str]],
                  parents: Optional[Sequence[str]], leases: Optional[Sequence[str]],
-                 holder: Optional[str]) -> Dict[str, Any]:
+                 holder: Optional[str], independent: bool = False, independent_of: Optional[Sequence[str]] = None,
+                 unit: Optional[str] = None) -> Dict[str, Any]:
     # What an artifact is made of: the fields of an encrypt request but its
     # plaintext and context (the whole request of POST /v1/datakey).
     w: Dict[str, Any] = {"kind": _str("kind", kind)}
@@ -211,6 +233,13 @@ def _source_wire(kind: str, subject: Optional[str], subjects: Optional[Sequence[
     ls = [_check_id("lease", x) for x in _strs("leases", leases)]
     if ls:
         w["leases"] = ls
+    indep = [_check_id("lease", x) for x in _strs("independent_of", independent_of)]
+    if indep:
+        w["independent_of"] = indep
+    if _bool("independent", independent):
+        w["independent"] = True
+    if unit is not None:
+        w["unit"] = _unit(unit)
     if holder:
         w["holder"] = _str("holder", holder)
     return w
@@ -218,9 +247,10 @@ def _source_wire(kind: str, subject: Optional[str], subjects: Optional[Sequence[
 
 def _encrypt_wire(kind: str, plaintext: _BytesLike, subject: Optional[str], subjects: Optional[Sequence[str]],
                   parents: Optional[Sequence[str]], leases: Optional[Sequence[str]], context: Optional[_BytesLike],
-                  holder: Optional[str]) -> Dict[str, Any]:
+                  holder: Optional[str], independent: bool = False, independent_of: Optional[Sequence[str]] = None,
+                  unit: Optional[str] = None) -> Dict[str, Any]:
     pt = _bytes("plaintext", plaintext)
-    w = _source_wire(kind, subject, subjects, parents, leases, holder)
+    w = _source_wire(kind, subject, subjects, parents, leases, holder, independent, independent_of, unit)
     w["plaintext"] = t.b64(pt)
     if context is not None:
         ctx = _bytes("context", context)
@@ -229,12 +259,19 @@ def _encrypt_wire(kind: str, plaintext: _BytesLike, subject: Optional[str], subj
     return w
 
 
+def _item_source(it: Mapping[str, Any]) -> Dict[str, Any]:
+    return _source_wire(it["kind"], it.get("subject"), it.get("subjects"), it.get("parents"), it.get("leases"),
+                        it.get("holder"), it.get("independent", False), it.get("independent_of"), it.get("unit"))
+
+
 def _item_wire(it: Mapping[str, Any]) -> Dict[str, Any]:
     return _encrypt_wire(it["kind"], it["plaintext"], it.get("subject"), it.get("subjects"), it.get("parents"),
-                         it.get("leases"), it.get("context"), it.get("holder"))
+                         it.get("leases"), it.get("context"), it.get("holder"), it.get("independent", False),
+                         it.get("independent_of"), it.get("unit"))
 
 
-def _decrypt_wire(ciphertext: str, context: Optional[_BytesLike], holder: Optional[str]) -> Dict[str, Any]:
+def _decrypt_wire(ciphertext: str, context: Optional[_BytesLike], holder: Optional[str],
+                  unit: Optional[str] = None) -> Dict[str, Any]:
     w: Dict[str, Any] = {"ciphertext": _str("ciphertext", ciphertext)}
     if context is not None:
         ctx = _bytes("context", context)
@@ -242,6 +279,8 @@ def _decrypt_wire(ciphertext: str, context: Optional[_BytesLike], holder: Option
             w["context"] = t.b64(ctx)
     if holder:
         w["holder"] = _str("holder", holder)
+    if unit is not None:
+        w["unit"] = _unit(unit)
     return w
 
 
@@ -260,7 +299,8 @@ def _seal_answer(d: Mapping[str, Any], plaintext: Any, context: Optional[Any], o
         env = _seal.seal(header, key, plaintext, context)
     finally:
         _seal.zero(key)
-    return t.Sealed(envelope=env, artifact=d["artifact"], lineage_size=int(d["lineage_size"]))
+    return t.Sealed(envelope=env, artifact=d["artifact"], lineage_size=int(d["lineage_size"]),
+                    inherited=t._ids(d.get("inherited")))
 
 
 _R = TypeVar("_R")
@@ -271,49 +311,66 @@ class Sealing(_Part):
     ``/v1/decrypt``, their batches and their raw-body routes) and seals
     them on the client (``POST /v1/datakey``). None of these calls is
     retried: an encrypt lost in transit may have registered its artifact,
-    and a decrypt issues a lease."""
+    and a decrypt issues a lease.
+
+    Reads are lineage: every write (encrypt, seal, their batches and raw
+    route, Artifacts.register) made while its token holds attributable
+    reads (decrypt leases until their expiry, released or not) of the
+    same holder and unit must name them (``leases``), declare itself
+    independent of them (``independent_of``) or of every read it does not
+    name (``independent=True``); otherwise the token's policy refuses it
+    (UndeclaredDerivation, with the leases) or gives it those reads'
+    lineage (``inherited`` in the answer). ``unit`` labels a call with a
+    unit of work; Client.unit does all of this for one task."""
 
     def encrypt(self, kind: str, plaintext: _BytesLike, *, subject: Optional[str] = None,
                 subjects: Optional[Sequence[str]] = None, parents: Optional[Sequence[str]] = None,
                 leases: Optional[Sequence[str]] = None, context: Optional[_BytesLike] = None,
-                holder: Optional[str] = None) -> t.Encrypted:
+                holder: Optional[str] = None, independent: bool = False,
+                independent_of: Optional[Sequence[str]] = None, unit: Optional[str] = None) -> t.Encrypted:
         """encrypt seals a new artifact of a registered kind about the
         given subjects and/or derived from parents (their lineage is
         inherited) or from the artifacts of leases. ``context`` is bound
-        into the ciphertext and needed again to decrypt."""
-        w = _encrypt_wire(kind, plaintext, subject, subjects, parents, leases, context, holder)
+        into the ciphertext and needed again to decrypt.
+        ``independent_of`` (lease ids) and ``independent`` declare reads
+        the artifact was not made from; ``unit`` is the unit of work's
+        label (see the class). Raises UndeclaredDerivation when the token
+        holds reads the write neither names nor declares."""
+        w = _encrypt_wire(kind, plaintext, subject, subjects, parents, leases, context, holder, independent,
+                          independent_of, unit)
         return t.Encrypted.from_json(self._call("POST", "/v1/encrypt", w).json())
 
     def derive(self, kind: str, plaintext: _BytesLike, parents: Sequence[str], *,
                context: Optional[_BytesLike] = None, holder: Optional[str] = None,
-               leases: Optional[Sequence[str]] = None) -> t.Encrypted:
+               leases: Optional[Sequence[str]] = None, independent: bool = False,
+               independent_of: Optional[Sequence[str]] = None, unit: Optional[str] = None) -> t.Encrypted:
         """derive seals a derivative (a summary, a profile) of the parent
         artifacts: its lineage is the union of theirs, so forgetting any
         subject of any parent makes it unreadable too."""
         if not _strs("parents", parents):
             raise InvalidInput("shredd: derive needs at least one parent")
-        return self.encrypt(kind, plaintext, parents=parents, leases=leases, context=context, holder=holder)
+        return self.encrypt(kind, plaintext, parents=parents, leases=leases, context=context, holder=holder,
+                            independent=independent, independent_of=independent_of, unit=unit)
 
     def decrypt(self, ciphertext: str, *, context: Optional[_BytesLike] = None, holder: Optional[str] = None,
-                hold: bool = False) -> t.Decrypted:
+                hold: bool = True, unit: Optional[str] = None) -> t.Decrypted:
         """decrypt opens a ``shredd:v1:`` ciphertext; raises Shredded when a
         subject of its lineage was forgotten.
 
-        Every decrypt issues a lease, and a forget of a subject of the
-        lineage waits for the leases issued before it. By default the
-        client releases the lease as soon as the answer is read (the
-        returned ``lease`` has ``released_at``): the caller uses the
-        plaintext and drops it. A worker that keeps the plaintext (a
-        summarizer that loads rows now and writes a derivative later)
-        passes ``hold=True`` and releases the lease itself
-        (Leases.release), or decrypts through Leases.open. When that
-        release fails, its error is raised and the plaintext is not
-        returned (the lease then ends at its TTL)."""
-        d = t.Decrypted.from_json(self._call("POST", "/v1/decrypt", _decrypt_wire(ciphertext, context, holder)).json())
-        if hold:
-            return d
-        return t.Decrypted(plaintext=d.plaintext, artifact=d.artifact, kind=d.kind,
-                           lease=self._c.leases.release(d.lease))
+        Every decrypt issues a lease, which decrypt returns unreleased: a
+        forget of a subject of the lineage waits for it, and until its
+        expiry the read is attributable to this token (and ``holder``,
+        ``unit``): a write the token makes meanwhile names it
+        (``leases=[d.lease.id]``) or declares itself independent of it.
+        Release it (Leases.release) once the plaintext is dropped, or
+        decrypt through Leases.open, or read and write in a unit of work
+        (Client.unit), which names its reads and releases them at the end.
+        ``hold`` is kept for the callers of the earlier clients, which
+        released the lease right after reading unless ``hold=True``: every
+        decrypt now holds its lease, and ``hold=False`` is refused."""
+        _hold(hold)
+        return t.Decrypted.from_json(self._call("POST", "/v1/decrypt",
+                                                _decrypt_wire(ciphertext, context, holder, unit)).json())
 
     def _batched(self, path: str, wire: List[Dict[str, Any]], op: str,
                  one: Callable[[int, Dict[str, Any], str], _R], failed: Callable[[Error], _R]) -> List[_R]:
@@ -343,7 +400,8 @@ class Sealing(_Part):
         """encrypt_batch seals many artifacts, MAX_BATCH per request. Each
         item is an EncryptItem: a dict of encrypt's keyword arguments
         (``kind``, ``plaintext``, ``subject``/``subjects``, ``parents``,
-        ``leases``, ``context``, ``holder``); any other key raises
+        ``leases``, ``independent``, ``independent_of``, ``unit``,
+        ``context``, ``holder``); any other key raises
         InvalidInput before anything is sent. One result per item, in
         order; a failed item has ``error`` set and every other item took
         effect."""
@@ -362,20 +420,23 @@ class Sealing(_Part):
     def seal(self, kind: str, plaintext: _BytesLike, *, subject: Optional[str] = None,
              subjects: Optional[Sequence[str]] = None, parents: Optional[Sequence[str]] = None,
              leases: Optional[Sequence[str]] = None, context: Optional[_BytesLike] = None,
-             holder: Optional[str] = None) -> t.Sealed:
+             holder: Optional[str] = None, independent: bool = False,
+             independent_of: Optional[Sequence[str]] = None, unit: Optional[str] = None) -> t.Sealed:
         """seal is encrypt with the plaintext sealed here, on the client:
         the keywords and the errors are encrypt's, and the plaintext and
         context never leave this process. See seal_many."""
         _seal.aesgcm()  # before anything is registered
         _check_sizes(plaintext, context, "")
-        r = self._call("POST", "/v1/datakey", _source_wire(kind, subject, subjects, parents, leases, holder))
+        r = self._call("POST", "/v1/datakey", _source_wire(kind, subject, subjects, parents, leases, holder,
+                                                            independent, independent_of, unit))
         return _seal_answer(r.json(), plaintext, context, "POST /v1/datakey")
 
     def seal_many(self, items: Sequence[t.EncryptItem]) -> List[t.SealResult]:
         """seal_many seals many artifacts on the client, MAX_BATCH per
         request. Items are the EncryptItems of encrypt_batch (``kind``,
         ``plaintext``, ``subject``/``subjects``, ``parents``, ``leases``,
-        ``context``, ``holder``; any other key raises InvalidInput before
+        ``independent``, ``independent_of``, ``unit``, ``context``,
+        ``holder``; any other key raises InvalidInput before
         anything is sent). A POST /v1/datakey batch registers the
         artifacts, with the checks of encrypt (the forget barrier, the
         kind, forgotten parents), and answers for each its envelope header
@@ -407,8 +468,7 @@ class Sealing(_Part):
         for i, it in enumerate(items):
             _check_item(it, i, op, t.ENCRYPT_ITEM_KEYS, ("kind", "plaintext"))
             _check_sizes(it["plaintext"], it.get("context"), " (item %d)" % i)
-            wire.append(_source_wire(it["kind"], it.get("subject"), it.get("subjects"), it.get("parents"),
-                                     it.get("leases"), it.get("holder")))
+            wire.append(_item_source(it))
 
         def one(i: int, res: Dict[str, Any], rid: str) -> t.SealResult:
             if "error" in res:
@@ -417,79 +477,84 @@ class Sealing(_Part):
             return t.SealResult(value=_seal_answer(res, it["plaintext"], it.get("context"), "%s item %d" % (op, i)))
         return self._batched("/v1/datakey", wire, op, one, lambda e: t.SealResult(error=e))
 
-    def decrypt_batch(self, items: Sequence[Union[str, t.DecryptItem]], *, hold: bool = False) -> List[t.DecryptResult]:
+    def decrypt_batch(self, items: Sequence[Union[str, t.DecryptItem]], *, hold: bool = True,
+                      unit: Optional[str] = None) -> List[t.DecryptResult]:
         """decrypt_batch opens many ciphertexts, MAX_BATCH per request
         (each a string, or a DecryptItem: a dict with ``ciphertext``,
-        ``context``, ``holder``; any other key raises InvalidInput before
-        anything is sent). One result per item, in order. The leases are
-        released as decrypt releases them (one call per item), unless
-        ``hold``."""
+        ``context``, ``holder``, ``unit``; any other key raises
+        InvalidInput before anything is sent). One result per item, in
+        order. Each lease is returned unreleased, as decrypt's is;
+        ``unit`` labels the items that name none."""
+        _hold(hold)
         if not items:
             raise InvalidInput("shredd: an empty batch")
         op = "POST /v1/decrypt"
         wire = []
         for i, it in enumerate(items):
             if isinstance(it, str):
-                wire.append(_decrypt_wire(it, None, None))
+                wire.append(_decrypt_wire(it, None, None, unit))
             else:
                 d = _check_item(it, i, op, t.DECRYPT_ITEM_KEYS, ("ciphertext",))
-                wire.append(_decrypt_wire(d["ciphertext"], d.get("context"), d.get("holder")))
+                wire.append(_decrypt_wire(d["ciphertext"], d.get("context"), d.get("holder"), d.get("unit", unit)))
 
         def one(i: int, res: Dict[str, Any], rid: str) -> t.DecryptResult:
             if "error" in res:
                 return t.DecryptResult(error=error_from_item(res["error"], "%s item %d" % (op, i), rid))
             return t.DecryptResult(value=t.Decrypted.from_json(res))
-        out = self._batched("/v1/decrypt", wire, op, one, lambda e: t.DecryptResult(error=e))
-        if hold:
-            return out
-        done: List[t.DecryptResult] = []
-        for r in out:
-            v = r.value
-            if v is not None:
-                r = t.DecryptResult(value=t.Decrypted(plaintext=v.plaintext, artifact=v.artifact, kind=v.kind,
-                                                      lease=self._c.leases.release(v.lease)))
-            done.append(r)
-        return done
+        return self._batched("/v1/decrypt", wire, op, one, lambda e: t.DecryptResult(error=e))
 
     def encrypt_raw(self, kind: str, plaintext: _BytesLike, *, subject: Optional[str] = None,
                     subjects: Optional[Sequence[str]] = None, parents: Optional[Sequence[str]] = None,
                     leases: Optional[Sequence[str]] = None, context: Optional[_BytesLike] = None,
-                    holder: Optional[str] = None) -> t.RawEncrypted:
+                    holder: Optional[str] = None, independent: bool = False,
+                    independent_of: Optional[Sequence[str]] = None, unit: Optional[str] = None) -> t.RawEncrypted:
         """encrypt_raw seals a large plaintext through POST /v1/encrypt/raw
         (bytes on the wire, no base64; up to 64 MiB) and returns the binary
         envelope. Subject ids travel in request headers: one with CR, LF or
-        NUL, or with leading or trailing blanks, needs encrypt."""
+        NUL, or with leading or trailing blanks, needs encrypt. The other
+        keywords are encrypt's."""
         body = _bytes("plaintext", plaintext)
         h: List[Tuple[str, str]] = [("Shredd-Kind", _str("kind", kind))]
         h += [("Shredd-Subject", s) for s in _subjects(subject, subjects)]
         h += [("Shredd-Parent", _check_id("parent", p)) for p in _strs("parents", parents)]
         h += [("Shredd-Lease", _check_id("lease", x)) for x in _strs("leases", leases)]
+        h += [("Shredd-Independent-Of", _check_id("lease", x)) for x in _strs("independent_of", independent_of)]
+        if _bool("independent", independent):
+            h.append(("Shredd-Independent", "true"))
+        if unit is not None:
+            h.append(("Shredd-Unit", _unit(unit)))
         if context is not None and len(context):
             h.append(("Shredd-Context", t.b64(_bytes("context", context))))
         if holder:
             h.append(("Shredd-Holder", _str("holder", holder)))
         r = self._c.request("POST", "/v1/encrypt/raw", body=body, content_type=_OCTETS, headers=h)
+        inherited = [x.strip() for x in r.header("Shredd-Inherited").split(",") if x.strip()]
         return t.RawEncrypted(envelope=r.body, artifact=r.header("Shredd-Artifact"),
-                              lineage_size=int(r.header("Shredd-Lineage-Size") or 0))
+                              lineage_size=int(r.header("Shredd-Lineage-Size") or 0), inherited=inherited)
 
     def decrypt_raw(self, envelope: _BytesLike, *, context: Optional[_BytesLike] = None,
-                    holder: Optional[str] = None, hold: bool = False) -> t.RawDecrypted:
+                    holder: Optional[str] = None, hold: bool = True, unit: Optional[str] = None) -> t.RawDecrypted:
         """decrypt_raw opens a binary envelope through POST /v1/decrypt/raw;
-        its lease is released as decrypt releases it, unless ``hold``."""
+        its lease (``lease_id``) is returned unreleased, as decrypt's is."""
+        _hold(hold)
         body = _bytes("envelope", envelope)
         h: List[Tuple[str, str]] = []
         if context is not None and len(context):
             h.append(("Shredd-Context", t.b64(_bytes("context", context))))
         if holder:
             h.append(("Shredd-Holder", _str("holder", holder)))
+        if unit is not None:
+            h.append(("Shredd-Unit", _unit(unit)))
         r = self._c.request("POST", "/v1/decrypt/raw", body=body, content_type=_OCTETS, headers=h)
-        d = t.RawDecrypted(plaintext=r.body, artifact=r.header("Shredd-Artifact"), kind=r.header("Shredd-Kind"),
-                           lease_id=r.header("Shredd-Lease"), lease_expires=t.parse_time(r.header("Shredd-Lease-Expires")))
-        if hold:
-            return d
-        rel = self._c.leases.release(d.lease_id)
-        return t.RawDecrypted(plaintext=d.plaintext, artifact=d.artifact, kind=d.kind, lease_id=d.lease_id,
-                              lease_expires=d.lease_expires, released_at=rel.released_at)
+        return t.RawDecrypted(plaintext=r.body, artifact=r.header("Shredd-Artifact"), kind=r.header("Shredd-Kind"),
+                              lease_id=r.header("Shredd-Lease"),
+                              lease_expires=t.parse_time(r.header("Shredd-Lease-Expires")))
+
+
+def _hold(hold: Any) -> None:
+    if hold is not True:
+        raise InvalidInput("shredd: decrypts no longer release their leases (hold=False): release them with "
+                           "leases.release once the plaintext is dropped, or use leases.open or a unit")
 
 
 def _check_sizes(plaintext: Any, context: Any, where: str) -> None:
@@ -512,8 +577,9 @@ def _note(e: BaseException, note: str) -> None:
 class Leases(_Part):
     """Leases: every decrypt issues one; a forget waits for the leases
     issued before its barrier, so release them as soon as the plaintext
-    is dropped. Sealing.decrypt releases its lease itself unless asked to
-    hold it."""
+    is dropped. Releasing says "I dropped the plaintext", not "forget that
+    I read it": the read stays attributable to the writes of its token
+    until the lease's expiry."""
 
     def release(self, lease: Union[str, t.Lease]) -> t.Lease:
         """release ends a lease early (idempotent: releasing again changes
@@ -545,7 +611,7 @@ class Leases(_Part):
 
         When the block raises and the release fails too, the block's
         exception is raised, with the release's failure as a note."""
-        d = self._c.sealing.decrypt(ciphertext, context=context, holder=holder, hold=True)
+        d = self._c.sealing.decrypt(ciphertext, context=context, holder=holder)
         try:
             yield d
         except BaseException as e:
@@ -556,8 +622,8 @@ class Leases(_Part):
     @contextmanager
     def held(self, lease: Union[str, t.Lease]) -> Iterator[Union[str, t.Lease]]:
         """held releases a lease the caller already has when the block
-        ends (a lease of decrypt_raw or decrypt_batch with hold=True); as
-        open, it never masks the block's exception."""
+        ends (a lease of decrypt, decrypt_raw or decrypt_batch); as open,
+        it never masks the block's exception."""
         if not isinstance(lease, t.Lease):
             _check_id("lease", lease)
         try:
@@ -568,6 +634,212 @@ class Leases(_Part):
         self._release_after(lease, None)
 
 
+def _merge(unit: Sequence[str], own: Optional[Sequence[str]]) -> List[str]:
+    out = list(unit)
+    for x in _strs("leases", own):
+        if x not in out:
+            out.append(x)
+    return out
+
+
+class Unit:
+    """Unit is a unit of work: the reads (decrypts) of one task and the
+    writes it makes from them (a summarizer's pass, an agent's step),
+    made with ``Client.unit``::
+
+        with c.unit() as u:
+            rows = [u.decrypt(ct).plaintext for ct in cts]
+            u.encrypt("summary", summarize(rows), subject="bob@example.com")
+        # the unit's leases are released here
+
+    Every call through the unit carries its random label (``id``, sent as
+    ``unit``); each decrypt records its lease (``leases``); each write
+    (encrypt, derive, seal, their batches and raw route, register) names
+    every lease recorded so far, merged with the caller's own ``leases``,
+    so that the write has the lineage of what the unit read and shredd
+    never sees an undeclared derivation. The label also keeps the unit's
+    writes from answering for the reads of the token's other units.
+
+    The block's end (or ``close``) releases the unit's leases: the
+    plaintexts are dropped, and a forget no longer waits for them; the
+    reads stay in the lineage of what the unit wrote. When the block
+    raises, its exception is the one raised, with any failed release as a
+    note (that lease then ends at its expiry); otherwise the first failed
+    release is raised, after every lease was tried. A closed unit refuses
+    further calls (InvalidInput). Safe to share between threads; a write
+    names the leases of the decrypts that returned before it. A write names
+    at most 256 leases (the server's limit): a unit is one task's reads."""
+
+    def __init__(self, client: "Client", unit_id: Optional[str] = None) -> None:
+        self._c = client
+        self.id = _unit(unit_id) if unit_id is not None else secrets.token_hex(8)
+        self._lock = threading.Lock()
+        self._leases: List[str] = []
+        self._closed = False
+
+    @property
+    def leases(self) -> List[str]:
+        """leases are the ids of the leases the unit's decrypts took, in
+        the order they were recorded."""
+        with self._lock:
+            return list(self._leases)
+
+    def _begin(self) -> List[str]:
+        with self._lock:
+            if self._closed:
+                raise InvalidInput("shredd: unit %s is closed" % self.id)
+            return list(self._leases)
+
+    def _record(self, *ids: str) -> None:
+        with self._lock:
+            for i in ids:
+                if i and i not in self._leases:
+                    self._leases.append(i)
+
+    def _label(self, unit: Optional[Any]) -> str:
+        if unit is not None and unit != self.id:
+            raise InvalidInput("shredd: the request names unit %r, not the unit's own %r" % (unit, self.id))
+        return self.id
+
+    def decrypt(self, ciphertext: str, *, context: Optional[_BytesLike] = None,
+                holder: Optional[str] = None) -> t.Decrypted:
+        """decrypt is Sealing.decrypt as a read of the unit: its lease is
+        recorded."""
+        self._begin()
+        d = self._c.sealing.decrypt(ciphertext, context=context, holder=holder, unit=self.id)
+        self._record(d.lease.id)
+        return d
+
+    def decrypt_batch(self, items: Sequence[Union[str, t.DecryptItem]]) -> List[t.DecryptResult]:
+        """decrypt_batch is Sealing.decrypt_batch as reads of the unit: the
+        lease of every item that opened is recorded."""
+        self._begin()
+        for it in items:
+            if isinstance(it, Mapping):
+                self._label(it.get("unit"))
+        out = self._c.sealing.decrypt_batch(items, unit=self.id)
+        self._record(*[r.value.lease.id for r in out if r.value is not None])
+        return out
+
+    def decrypt_raw(self, envelope: _BytesLike, *, context: Optional[_BytesLike] = None,
+                    holder: Optional[str] = None) -> t.RawDecrypted:
+        """decrypt_raw is Sealing.decrypt_raw as a read of the unit."""
+        self._begin()
+        d = self._c.sealing.decrypt_raw(envelope, context=context, holder=holder, unit=self.id)
+        self._record(d.lease_id)
+        return d
+
+    def encrypt(self, kind: str, plaintext: _BytesLike, *, subject: Optional[str] = None,
+                subjects: Optional[Sequence[str]] = None, parents: Optional[Sequence[str]] = None,
+                leases: Optional[Sequence[str]] = None, context: Optional[_BytesLike] = None,
+                holder: Optional[str] = None, independent: bool = False,
+                independent_of: Optional[Sequence[str]] = None) -> t.Encrypted:
+        """encrypt is Sealing.encrypt as a write of the unit: it names the
+        unit's leases."""
+        ls = _merge(self._begin(), leases)
+        return self._c.sealing.encrypt(kind, plaintext, subject=subject, subjects=subjects, parents=parents,
+                                       leases=ls, context=context, holder=holder, independent=independent,
+                                       independent_of=independent_of, unit=self.id)
+
+    def derive(self, kind: str, plaintext: _BytesLike, parents: Sequence[str], *,
+               context: Optional[_BytesLike] = None, holder: Optional[str] = None,
+               leases: Optional[Sequence[str]] = None, independent: bool = False,
+               independent_of: Optional[Sequence[str]] = None) -> t.Encrypted:
+        """derive is Sealing.derive as a write of the unit."""
+        ls = _merge(self._begin(), leases)
+        return self._c.sealing.derive(kind, plaintext, parents, context=context, holder=holder, leases=ls,
+                                      independent=independent, independent_of=independent_of, unit=self.id)
+
+    def _items(self, items: Sequence[t.EncryptItem], op: str) -> List[t.EncryptItem]:
+        unit = self._begin()
+        out: List[t.EncryptItem] = []
+        for i, it in enumerate(items):
+            _check_item(it, i, op, t.ENCRYPT_ITEM_KEYS, ("kind", "plaintext"))
+            self._label(it.get("unit"))
+            d = cast(t.EncryptItem, dict(it))
+            d["leases"] = _merge(unit, it.get("leases"))
+            d["unit"] = self.id
+            out.append(d)
+        return out
+
+    def encrypt_batch(self, items: Sequence[t.EncryptItem]) -> List[t.EncryptResult]:
+        """encrypt_batch is Sealing.encrypt_batch as writes of the unit:
+        each item names the unit's leases."""
+        return self._c.sealing.encrypt_batch(self._items(items, "POST /v1/encrypt"))
+
+    def encrypt_raw(self, kind: str, plaintext: _BytesLike, *, subject: Optional[str] = None,
+                    subjects: Optional[Sequence[str]] = None, parents: Optional[Sequence[str]] = None,
+                    leases: Optional[Sequence[str]] = None, context: Optional[_BytesLike] = None,
+                    holder: Optional[str] = None, independent: bool = False,
+                    independent_of: Optional[Sequence[str]] = None) -> t.RawEncrypted:
+        """encrypt_raw is Sealing.encrypt_raw as a write of the unit."""
+        ls = _merge(self._begin(), leases)
+        return self._c.sealing.encrypt_raw(kind, plaintext, subject=subject, subjects=subjects, parents=parents,
+                                           leases=ls, context=context, holder=holder, independent=independent,
+                                           independent_of=independent_of, unit=self.id)
+
+    def seal(self, kind: str, plaintext: _BytesLike, *, subject: Optional[str] = None,
+             subjects: Optional[Sequence[str]] = None, parents: Optional[Sequence[str]] = None,
+             leases: Optional[Sequence[str]] = None, context: Optional[_BytesLike] = None,
+             holder: Optional[str] = None, independent: bool = False,
+             independent_of: Optional[Sequence[str]] = None) -> t.Sealed:
+        """seal is Sealing.seal as a write of the unit."""
+        ls = _merge(self._begin(), leases)
+        return self._c.sealing.seal(kind, plaintext, subject=subject, subjects=subjects, parents=parents, leases=ls,
+                                    context=context, holder=holder, independent=independent,
+                                    independent_of=independent_of, unit=self.id)
+
+    def seal_many(self, items: Sequence[t.EncryptItem]) -> List[t.SealResult]:
+        """seal_many is Sealing.seal_many as writes of the unit."""
+        return self._c.sealing.seal_many(self._items(items, "POST /v1/datakey"))
+
+    def register(self, kind: str, holder: str, *, subject: Optional[str] = None,
+                 subjects: Optional[Sequence[str]] = None, parents: Optional[Sequence[str]] = None,
+                 leases: Optional[Sequence[str]] = None, independent: bool = False,
+                 independent_of: Optional[Sequence[str]] = None) -> t.Artifact:
+        """register is Artifacts.register as a write of the unit: the
+        plaintext-held artifact names the unit's leases."""
+        ls = _merge(self._begin(), leases)
+        return self._c.artifacts.register(kind, holder, subject=subject, subjects=subjects, parents=parents,
+                                          leases=ls, independent=independent, independent_of=independent_of,
+                                          unit=self.id)
+
+    def close(self) -> None:
+        """close ends the unit and releases its leases (see the class);
+        closing again does nothing."""
+        self._close(None)
+
+    def _close(self, failed: Optional[BaseException]) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            leases = list(self._leases)
+        first: Optional[Error] = None
+        for lid in leases:
+            try:
+                self._c.leases.release(lid)
+            except Error as e:
+                note = "shredd: lease %s of unit %s was not released (it ends at its expiry): %s" % (lid, self.id, e)
+                if failed is not None:
+                    _note(failed, note)
+                elif first is None:
+                    first = e
+                else:
+                    _note(first, note)
+        if first is not None:
+            raise first
+
+    def __enter__(self) -> "Unit":
+        return self
+
+    def __exit__(self, typ: Any, exc: Optional[BaseException], tb: Any) -> None:
+        self._close(exc)
+
+
+_check_methods(Unit)
+
+
 class Artifacts(_Part):
     """Artifacts: registering plaintext-held artifacts (an ANN vector, a
     cached prompt, which live outside shredd and which their holder must
@@ -575,12 +847,16 @@ class Artifacts(_Part):
 
     def register(self, kind: str, holder: str, *, subject: Optional[str] = None,
                  subjects: Optional[Sequence[str]] = None, parents: Optional[Sequence[str]] = None,
-                 leases: Optional[Sequence[str]] = None) -> t.Artifact:
+                 leases: Optional[Sequence[str]] = None, independent: bool = False,
+                 independent_of: Optional[Sequence[str]] = None, unit: Optional[str] = None) -> t.Artifact:
         """register records a plaintext-held artifact of holder; raises
-        Shredded when its lineage holds a forgotten subject."""
+        Shredded when its lineage holds a forgotten subject. A
+        registration is a write: ``leases``, ``independent``,
+        ``independent_of`` and ``unit`` are encrypt's (Sealing), and so is
+        UndeclaredDerivation."""
         if not holder:
             raise InvalidInput("shredd: a plaintext-held artifact needs its holder")
-        w = _source_wire(kind, subject, subjects, parents, leases, holder)
+        w = _source_wire(kind, subject, subjects, parents, leases, holder, independent, independent_of, unit)
         return t.Artifact.from_json(self._call("POST", "/v1/artifacts", w).json())
 
     def get(self, artifact: str) -> t.Artifact:
@@ -883,6 +1159,16 @@ class Client:
         """openapi returns the server's OpenAPI 3.1 document (no token)."""
         doc: Dict[str, Any] = self.transport.request("GET", "/v1/openapi.json", idempotent=True, auth=False).json()
         return doc
+
+    def unit(self, unit_id: Optional[str] = None) -> Unit:
+        """unit starts a unit of work (see Unit) with a fresh random label
+        (16 hex digits), or ``unit_id`` (1 to 64 of A-Za-z0-9._:-)::
+
+            with c.unit() as u:
+                d = u.decrypt(ct)
+                u.encrypt("summary", summarize(d.plaintext), subject="bob@example.com")
+        """
+        return Unit(self, unit_id)
 
     def epoch(self) -> t.Epoch:
         """epoch runs a root epoch now (admin): re-keys pending buckets,

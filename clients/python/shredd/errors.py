@@ -32,6 +32,7 @@ __all__ = [
     "Conflict",
     "NotErased",
     "NotLogged",
+    "UndeclaredDerivation",
     "Shredded",
     "TooLarge",
     "UnsupportedMediaType",
@@ -181,6 +182,21 @@ class NotLogged(Conflict):
     the transparency log."""
 
 
+class UndeclaredDerivation(Conflict):
+    """409 ``undeclared_derivation``: a write made while its token held
+    reads (decrypt leases, attributable until their expiry, released or
+    not) that it neither named nor declared independent of, refused by the
+    token's policy. ``leases`` lists those reads' ids (at most 100,
+    sorted): name them in the write's ``leases`` when it was made from
+    them, or in ``independent_of`` when it was not. A unit of work
+    (``Client.unit``) names its own reads on every write."""
+
+    def __init__(self, status: int, code: str = "", title: str = "", detail: str = "",
+                 request_id: str = "", type: str = "", op: str = "", leases: Optional[List[str]] = None) -> None:
+        self.leases: List[str] = list(leases or [])
+        super().__init__(status, code, title, detail, request_id, type, op)
+
+
 class Shredded(APIError):
     """410 ``shredded``: a subject of the data's lineage was forgotten; the
     data existed and is cryptographically erased. Distinct from
@@ -223,6 +239,7 @@ _BY_CODE: Dict[str, Type[APIError]] = {
     "wrong_holder": WrongHolder,
     "not_erased": NotErased,
     "not_logged": NotLogged,
+    "undeclared_derivation": UndeclaredDerivation,
     "no_log": NoLog,
 }
 
@@ -273,8 +290,16 @@ def error_from_problem(status: int, body: bytes, headers: Optional[Any] = None,
     if not request_id and headers is not None:
         request_id = headers.get("X-Request-Id", "") or ""
     cls = _error_class(status, code)
-    return cls(status=status, code=code, title=s("title"), detail=s("detail"), request_id=request_id,
-               type=s("type"), op=op)
+    return _make(cls, fields, status=status, code=code, title=s("title"), detail=s("detail"), request_id=request_id,
+                 type=s("type"), op=op)
+
+
+def _make(cls: Type[APIError], fields: Mapping[str, Any], **kw: Any) -> APIError:
+    # The extension members of a problem go to the classes that carry them.
+    if issubclass(cls, UndeclaredDerivation):
+        ls = fields.get("leases")
+        return cls(leases=[x for x in ls if isinstance(x, str)] if isinstance(ls, list) else [], **kw)
+    return cls(**kw)
 
 
 def error_from_item(item: Mapping[str, Any], op: str, request_id: str = "") -> APIError:
@@ -286,4 +311,5 @@ def error_from_item(item: Mapping[str, Any], op: str, request_id: str = "") -> A
         v = item.get(name)
         return v if isinstance(v, str) else ""
     cls = _error_class(status, s("code"))
-    return cls(status=status, code=s("code"), title=s("title"), detail=s("detail"), request_id=request_id, op=op)
+    return _make(cls, item, status=status, code=s("code"), title=s("title"), detail=s("detail"),
+                 request_id=request_id, type=s("type"), op=op)

@@ -14,7 +14,7 @@ from .errors import Error
 
 __all__ = [
     "Health", "Ready", "Kind", "Encrypted", "Lease", "Decrypted", "RawEncrypted", "RawDecrypted",
-    "Artifact", "Condition", "Forget", "ForgetPage", "PreviewArtifact", "PreviewCounts", "Preview", "Epoch",
+    "Artifact", "ArtifactRead", "Condition", "Forget", "ForgetPage", "PreviewArtifact", "PreviewCounts", "Preview", "Epoch",
     "Holder", "PurgeWork", "AckResult", "InventoryItem", "InventoryReport", "EncryptResult", "DecryptResult",
     "HolderStatus", "HolderPage", "InventoryStatus", "Sealed", "SealResult",
     "EncryptItem", "DecryptItem", "ENCRYPT_ITEM_KEYS", "DECRYPT_ITEM_KEYS",
@@ -72,6 +72,9 @@ class EncryptItem(_EncryptItemRequired, total=False):
     subjects: Sequence[str]
     parents: Sequence[str]
     leases: Sequence[str]
+    independent: bool
+    independent_of: Sequence[str]
+    unit: str
     context: Union[bytes, bytearray, memoryview]
     holder: str
 
@@ -86,12 +89,14 @@ class DecryptItem(_DecryptItemRequired, total=False):
     InvalidInput before anything is sent."""
     context: Union[bytes, bytearray, memoryview]
     holder: str
+    unit: str
 
 
 #: The keys an EncryptItem may hold.
-ENCRYPT_ITEM_KEYS = frozenset(("kind", "plaintext", "subject", "subjects", "parents", "leases", "context", "holder"))
+ENCRYPT_ITEM_KEYS = frozenset(("kind", "plaintext", "subject", "subjects", "parents", "leases", "independent",
+                               "independent_of", "unit", "context", "holder"))
 #: The keys a DecryptItem may hold.
-DECRYPT_ITEM_KEYS = frozenset(("ciphertext", "context", "holder"))
+DECRYPT_ITEM_KEYS = frozenset(("ciphertext", "context", "holder", "unit"))
 
 
 @dataclass(frozen=True)
@@ -124,35 +129,49 @@ class Kind:
         return cls(name=d["name"], description=d.get("description", ""), created_at=_t(d.get("created_at")))
 
 
+def _ids(v: Any) -> List[str]:
+    return [x for x in v if isinstance(x, str)] if isinstance(v, list) else []
+
+
 @dataclass(frozen=True)
 class Encrypted:
     """Encrypted is a sealed artifact: its id, its ``shredd:v1:`` text
-    ciphertext and the number of subjects of its lineage."""
+    ciphertext and the number of subjects of its lineage. ``inherited``
+    lists the reads (lease ids) the write neither named nor declared
+    independent of, whose lineage it was given because its token's policy
+    is ``inherit`` (empty otherwise)."""
     artifact: str
     ciphertext: str
     lineage_size: int
+    inherited: List[str] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "Encrypted":
-        return cls(artifact=d["artifact"], ciphertext=d["ciphertext"], lineage_size=int(d["lineage_size"]))
+        return cls(artifact=d["artifact"], ciphertext=d["ciphertext"], lineage_size=int(d["lineage_size"]),
+                   inherited=_ids(d.get("inherited")))
 
 
 @dataclass(frozen=True)
 class Lease:
     """Lease records that the plaintext of an artifact was handed to a
     holder by a decrypt, until ``expires_at`` unless released. A forget
-    waits for the leases issued before it."""
+    waits for the leases issued before it and not released. The read
+    stays attributable to its token, holder and ``unit`` until
+    ``expires_at``, released or not: a write they make before then names
+    it or declares itself independent of it."""
     id: str
     artifact: str
     holder: str
     issued_at: datetime
     expires_at: datetime
     released_at: Optional[datetime] = None
+    unit: str = ""
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "Lease":
         return cls(id=d["id"], artifact=d["artifact"], holder=d.get("holder", ""), issued_at=_t(d.get("issued_at")),
-                   expires_at=_t(d.get("expires_at")), released_at=parse_time(d.get("released_at")))
+                   expires_at=_t(d.get("expires_at")), released_at=parse_time(d.get("released_at")),
+                   unit=d.get("unit", "") or "")
 
 
 @dataclass(frozen=True)
@@ -218,6 +237,7 @@ class RawEncrypted:
     envelope: bytes = field(repr=False)
     artifact: str
     lineage_size: int
+    inherited: List[str] = field(default_factory=list)  # as in Encrypted
 
     @property
     def ciphertext(self) -> str:
@@ -234,6 +254,7 @@ class Sealed:
     envelope: bytes = field(repr=False)
     artifact: str
     lineage_size: int
+    inherited: List[str] = field(default_factory=list)  # as in Encrypted
 
     @property
     def ciphertext(self) -> str:
@@ -273,9 +294,24 @@ class RawDecrypted:
 
 
 @dataclass(frozen=True)
+class ArtifactRead:
+    """ArtifactRead is a read (a decrypt's lease, of ``artifact``) that the
+    write of an artifact answered for, and ``how``: ``named`` (in its
+    leases or parents: the write has its lineage), ``inherited`` (given
+    its lineage by the token's policy) or ``independent`` (declared not
+    derived from it)."""
+    lease: str
+    artifact: str
+    how: str
+
+
+@dataclass(frozen=True)
 class Artifact:
     """Artifact is a registered artifact (subjects are never listed, only
-    the lineage size). ``sealed`` is False for a plaintext-held one."""
+    the lineage size). ``sealed`` is False for a plaintext-held one.
+    ``reads`` are the reads its write answered for (GET
+    /v1/artifacts/{id}); ``inherited``, in the answer of register, is what
+    it is in :class:`Encrypted`."""
     artifact: str
     kind: str
     holder: str
@@ -283,12 +319,17 @@ class Artifact:
     parents: List[str]
     lineage_size: int
     created_at: datetime
+    reads: List[ArtifactRead] = field(default_factory=list)
+    inherited: List[str] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "Artifact":
         return cls(artifact=d["artifact"], kind=d["kind"], holder=d.get("holder", ""), sealed=bool(d["sealed"]),
                    parents=list(d.get("parents") or []), lineage_size=int(d["lineage_size"]),
-                   created_at=_t(d.get("created_at")))
+                   created_at=_t(d.get("created_at")),
+                   reads=[ArtifactRead(lease=r["lease"], artifact=r.get("artifact", ""), how=r["how"])
+                          for r in d.get("reads") or []],
+                   inherited=_ids(d.get("inherited")))
 
 
 @dataclass(frozen=True)

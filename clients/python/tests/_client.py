@@ -28,3 +28,16 @@ def admin(srv: Any, *kinds: str, timeout: float = 20) -> shredd.Client:
     if kinds:
         c.kinds.ensure(*kinds)
     return c
+
+
+_own = [0]
+
+
+def own(srv: Any, timeout: float = 20) -> shredd.Client:
+    """own returns a client of srv with a new token of the admin scope.
+    A token's reads are attributable to its writes until their leases
+    expire (docs/api.md "What a read costs a writer"): tests that share a
+    token would answer for each other's reads, so each test that reads
+    takes a token of its own."""
+    _own[0] += 1
+    return shredd.Client(srv.url, srv.token("test-%d-%d" % (os.getpid(), _own[0]), ["admin"]), timeout=timeout)

@@ -92,11 +92,13 @@ class Server:
         with open(self.log_path, "rb") as f:
             return f.read().decode("utf-8", "replace")
 
-    def token(self, name: str, scopes: List[str], holder: Optional[str] = None) -> str:
-        """token creates a token with ``shredd token create``."""
+    def token(self, name: str, scopes: List[str], holder: Optional[str] = None, *flags: str) -> str:
+        """token creates a token with ``shredd token create`` (and its
+        further flags: ``--reads``, ``inherit``)."""
         cmd = [self.bin, "token", "create", "--name", name, "--scopes", ",".join(scopes), "--data-dir", self.dir]
         if holder:
             cmd += ["--holder", holder]
+        cmd += list(flags)
         out = subprocess.run(cmd, check=True, capture_output=True, text=True)
         return out.stdout.strip().splitlines()[0]
 

@@ -24,8 +24,8 @@ fresh = _server.fresh
 
 class AsyncClientTest(unittest.IsolatedAsyncioTestCase):
     async def asyncSetUp(self) -> None:
-        self.c = shredd.AsyncClient(SRV.url, SRV.admin_token, timeout=30)
-        await self.c.kinds.ensure("episodic", "summary", "embedding")
+        await shredd.AsyncClient(SRV.url, SRV.admin_token, timeout=30).kinds.ensure("episodic", "summary", "embedding")
+        self.c = shredd.AsyncClient.of(_client.own(SRV, timeout=30))  # this test's reads are its own
 
     async def test_seal_open_forget(self) -> None:
         h = await self.c.health()
@@ -36,16 +36,24 @@ class AsyncClientTest(unittest.IsolatedAsyncioTestCase):
         recs = await asyncio.gather(*[self.c.sealing.encrypt("episodic", b"m%d" % i, subject=s, context=b"t")
                                       for i in range(16)])
         self.assertEqual(len({r.artifact for r in recs}), 16)
-        opened = await asyncio.gather(*[self.c.sealing.decrypt(r.ciphertext, context=b"t") for r in recs])
-        self.assertEqual([o.plaintext for o in opened], [b"m%d" % i for i in range(16)])
-        self.assertTrue(all(o.lease.released_at is not None for o in opened))
-        summary = await self.c.sealing.derive("summary", b"all of them", [r.artifact for r in recs[:2]])
-        self.assertEqual(summary.lineage_size, 1)
-        sealed = await self.c.sealing.seal_many([{"kind": "episodic", "plaintext": b"sealed here", "subject": s}])
-        raw = await self.c.sealing.encrypt_raw("episodic", b"raw", subject=s)
-        self.assertEqual((await self.c.sealing.decrypt_raw(raw.envelope)).plaintext, b"raw")
-        batch = await self.c.sealing.decrypt_batch([sealed[0].unwrap().ciphertext, summary.ciphertext])
-        self.assertEqual([b.unwrap().plaintext for b in batch], [b"sealed here", b"all of them"])
+        # The reads and the writes made from them, in a unit of work: its
+        # writes name its reads, and its end releases their leases (the
+        # server holds leases for an hour: one left would keep the forget
+        # below waiting).
+        async with self.c.unit() as u:
+            opened = await asyncio.gather(*[u.decrypt(r.ciphertext, context=b"t") for r in recs])
+            self.assertEqual([o.plaintext for o in opened], [b"m%d" % i for i in range(16)])
+            self.assertTrue(all(o.lease.released_at is None and o.lease.unit == u.id for o in opened))
+            summary = await u.derive("summary", b"all of them", [r.artifact for r in recs[:2]])
+            self.assertEqual(summary.lineage_size, 1)
+            sealed = await u.seal_many([{"kind": "episodic", "plaintext": b"sealed here", "subject": s}])
+            raw = await u.encrypt_raw("episodic", b"raw", subject=s)
+            self.assertEqual((await u.decrypt_raw(raw.envelope)).plaintext, b"raw")
+            batch = await u.decrypt_batch([sealed[0].unwrap().ciphertext, summary.ciphertext])
+            self.assertEqual([b.unwrap().plaintext for b in batch], [b"sealed here", b"all of them"])
+            self.assertEqual(len(u.leases), 19)
+        for lid in u.leases:
+            self.assertIsNotNone((await self.c.leases.release(lid)).released_at)  # released by the block's end
 
         async with self.c.leases.open(recs[0].ciphertext, context=b"t", holder="async-worker") as d:
             self.assertEqual(d.plaintext, b"m0")
@@ -92,7 +100,8 @@ class AsyncClientTest(unittest.IsolatedAsyncioTestCase):
         self.assertIn(d.lease.id, str(cm2.exception))
         # The block's exception wins over a failed release.
         c2 = shredd.AsyncClient.of(shredd.Client(SRV.url, SRV.admin_token, retries=0))
-        e2 = await self.c.sealing.encrypt("episodic", b"y", subject=fresh("async-mask"))
+        e2 = await self.c.sealing.encrypt("episodic", b"y", subject=fresh("async-mask"),
+                                          independent_of=[d.lease.id])  # this token still holds that read
         with self.assertRaises(RuntimeError) as cm3:
             async with c2.leases.open(e2.ciphertext):
                 c2.sync.transport.token = "shredd_revoked"
@@ -113,9 +122,9 @@ class AsyncClientTest(unittest.IsolatedAsyncioTestCase):
         sync = shredd.Client(SRV.url, SRV.admin_token)
         parts = ("kinds", "sealing", "leases", "artifacts", "forgets", "holders", "log")
         missing: List[str] = []
-        for p in parts + ("",):
-            s_obj = getattr(sync, p) if p else sync
-            a_obj = getattr(self.c, p) if p else self.c
+        for p in parts + ("", "unit"):
+            s_obj = sync.unit() if p == "unit" else getattr(sync, p) if p else sync
+            a_obj = self.c.unit() if p == "unit" else getattr(self.c, p) if p else self.c
             for name in dir(s_obj):
                 if name.startswith("_") or name in parts or name in ("transport", "from_data_dir"):
                     continue

@@ -31,10 +31,13 @@ class DocsTest(unittest.TestCase):
         blocks = python_blocks(section)
         self.assertGreaterEqual(len(blocks), 8)
         self.assertEqual(len(blocks), len(python_blocks(text)), "python blocks outside the Python section")
-        srv = _server.Server("--cache-ttl", "1s", "--lease-ttl", "2s")
-        old = {k: os.environ.get(k) for k in ("SHREDD_URL", "SHREDD_TOKEN_FILE", "SHREDD_DATA_DIR")}
+        srv = _server.Server("--cache-ttl", "1s", "--lease-ttl", "1h")
+        old = {k: os.environ.get(k) for k in ("SHREDD_URL", "SHREDD_TOKEN_FILE", "SHREDD_DATA_DIR",
+                                              "SHREDD_READER_TOKEN", "SHREDD_SUMMARIZER_TOKEN")}
         os.environ.update(SHREDD_URL=srv.url, SHREDD_TOKEN_FILE=os.path.join(srv.dir, "admin.token"),
-                          SHREDD_DATA_DIR=srv.dir)
+                          SHREDD_DATA_DIR=srv.dir,
+                          SHREDD_READER_TOKEN=srv.token("reader", ["decrypt"]),
+                          SHREDD_SUMMARIZER_TOKEN=srv.token("summarizer", ["encrypt", "decrypt", "register"]))
         ns: dict = {"__name__": "docs_clients"}
         out = io.StringIO()
         try:
@@ -51,7 +54,8 @@ class DocsTest(unittest.TestCase):
         printed = out.getvalue()
         # What the comments of the snippets say they print.
         self.assertIn("Health(status='ok', root_store='local'", printed)
-        self.assertIn("PreviewCounts(total=2, direct=1, derived=1, collateral=1, plaintext_held=0)", printed)
+        self.assertIn("undeclared_derivation True\n2 ['independent']\n1 ['independent', 'named']\n", printed)
+        self.assertIn("PreviewCounts(total=3, direct=1, derived=2, collateral=2, plaintext_held=0)", printed)
         self.assertIn("410 shredded", printed)
         self.assertIn("AckResult(closed=[", printed)
         self.assertIn("404 not_found", printed)

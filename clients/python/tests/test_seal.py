@@ -131,7 +131,10 @@ class SealTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls) -> None:
-        cls.c = _client.admin(SRV, "episodic", "summary")
+        _client.admin(SRV, "episodic", "summary")
+
+    def setUp(self) -> None:
+        self.c = _client.own(SRV)  # this test's reads are its own
 
     def test_seal_many_round_trip(self) -> None:
         a, b = fresh("seal-a"), fresh("seal-b")
@@ -194,19 +197,22 @@ class SealTest(unittest.TestCase):
         s = fresh("seal-one")
         one = self.c.sealing.seal("episodic", b"one", subject=s, context=b"ctx")
         self.assertEqual(one.lineage_size, 1)
-        self.assertEqual(self.c.sealing.decrypt(one.ciphertext, context=b"ctx").plaintext, b"one")
+        opened = self.c.sealing.decrypt(one.ciphertext, context=b"ctx")
+        self.assertEqual(opened.plaintext, b"one")
         self.c.forgets.forget(s)
         # 410 for a forgotten subject, alone and as a batch item; nothing is
         # sealed for it.
+        # (This token holds the read of one: the writes below name it or
+        # say they are not made from it.)
         with self.assertRaises(shredd.Shredded) as cm:
-            self.c.sealing.seal("episodic", b"two", subject=s)
+            self.c.sealing.seal("episodic", b"two", subject=s, independent_of=[opened.lease.id])
         self.assertEqual((cm.exception.status, cm.exception.code), (410, "shredded"))
         with self.assertRaises(shredd.Shredded):
             self.c.sealing.seal("summary", b"two", parents=[one.artifact])
         other = fresh("seal-other")
         res = self.c.sealing.seal_many([
-            {"kind": "episodic", "plaintext": b"two", "subject": s},
-            {"kind": "episodic", "plaintext": b"three", "subject": other},
+            {"kind": "episodic", "plaintext": b"two", "subject": s, "independent_of": [opened.lease.id]},
+            {"kind": "episodic", "plaintext": b"three", "subject": other, "independent_of": [opened.lease.id]},
         ])
         self.assertIsInstance(res[0].error, shredd.Shredded)
         self.assertIsNone(res[0].value)
