@@ -90,10 +90,11 @@ func (b sourceBody) forToken(ctx context.Context) (shredd.Source, error) {
 }
 
 // withReader makes src the write of the request's token: checked against
-// the token's reads, with the token's policy for undeclared ones.
+// the reads of the same reader (readerOf), with the token's policy for
+// undeclared ones.
 func withReader(ctx context.Context, src shredd.Source) shredd.Source {
 	if t := tokenOf(ctx); t != nil {
-		src.Reader, src.InheritReads = t.ID, t.Reads == shredd.ReadsInherit
+		src.Reader, src.InheritReads = readerOf(t), t.Reads == shredd.ReadsInherit
 	}
 	return src
 }
@@ -102,9 +103,20 @@ func withReader(ctx context.Context, src shredd.Source) shredd.Source {
 func reader(ctx context.Context, holder, unit string) shredd.Reader {
 	who := shredd.Reader{Holder: holder, Unit: unit}
 	if t := tokenOf(ctx); t != nil {
-		who.Token = t.ID
+		who.Token = readerOf(t)
 	}
 	return who
+}
+
+// readerOf is whom a token's reads are attributed to: the token's id, or,
+// for a token bound to a holder, the holder ("holder:" and its id), so
+// that every token of one holder answers for the holder's reads (a token
+// id is hex: the two never meet).
+func readerOf(t *shredd.Token) string {
+	if t.Holder != "" {
+		return "holder:" + t.Holder
+	}
+	return t.ID
 }
 
 func (b sourceBody) source() (shredd.Source, error) {

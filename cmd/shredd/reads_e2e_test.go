@@ -56,6 +56,7 @@ func TestReadsBecomeLineage(t *testing.T) {
 	alice := s.seal(t, sealReq{Subject: "alice@example.com", Kind: "episodic"}, "Alice prefers green tea.", "")
 	bob := s.seal(t, sealReq{Subject: "bob@example.com", Kind: "episodic"}, "Bob walks to work.", "")
 	idx, _ := readsToken(t, s.dataDir, "--name", "indexer", "--scopes", "encrypt,decrypt,register", "--holder", "idx-1")
+	idx2, _ := readsToken(t, s.dataDir, "--name", "indexer-writer", "--scopes", "encrypt", "--holder", "idx-1")
 	inh, _ := readsToken(t, s.dataDir, "--name", "inheritor", "--scopes", "encrypt,decrypt", "--holder", "inh-1", "--reads", "inherit")
 
 	call := func(tok, method, path string, body any, want int, out any) reply {
@@ -102,6 +103,8 @@ func TestReadsBecomeLineage(t *testing.T) {
 	refused(idx, "/v1/encrypt", write(nil), lease)
 	refused(idx, "/v1/datakey", map[string]any{"subject": "bob@example.com", "kind": "summary"}, lease)
 	refused(idx, "/v1/artifacts", map[string]any{"subject": "bob@example.com", "kind": "embedding", "holder": "idx-1"}, lease)
+	// Another token bound to the same holder is the same reader.
+	refused(idx2, "/v1/encrypt", write(nil), lease)
 
 	// Declared: named (alice's lineage), or independent (not).
 	var named, indep readsSealed
