@@ -194,16 +194,28 @@ type EncryptRequest struct {
 	Holder    string // optional: the holder that stores it (a holder-bound token's own by default)
 	Plaintext []byte
 	Context   []byte // optional: bound into the ciphertext, needed again to decrypt
+	// Unit is the write's unit of work: it answers only for the reads
+	// (decrypt leases) of its token in the same unit or in none (docs/api.md,
+	// "What a read costs a writer").
+	Unit string
+	// Independent declares that the data derives from no read of the token
+	// it does not name in Leases or Parents; IndependentOf declares it of
+	// the reads with these lease ids.
+	Independent   bool
+	IndependentOf []string
 }
 
 type encryptWire struct {
-	Subjects  []string `json:"subjects,omitempty"`
-	Parents   []string `json:"parents,omitempty"`
-	Leases    []string `json:"leases,omitempty"`
-	Kind      string   `json:"kind"`
-	Holder    string   `json:"holder,omitempty"`
-	Plaintext []byte   `json:"plaintext"`
-	Context   []byte   `json:"context,omitempty"`
+	Subjects      []string `json:"subjects,omitempty"`
+	Parents       []string `json:"parents,omitempty"`
+	Leases        []string `json:"leases,omitempty"`
+	Kind          string   `json:"kind"`
+	Holder        string   `json:"holder,omitempty"`
+	Plaintext     []byte   `json:"plaintext"`
+	Context       []byte   `json:"context,omitempty"`
+	Unit          string   `json:"unit,omitempty"`
+	Independent   bool     `json:"independent,omitempty"`
+	IndependentOf []string `json:"independent_of,omitempty"`
 }
 
 func (r EncryptRequest) wire() encryptWire {
@@ -211,7 +223,8 @@ func (r EncryptRequest) wire() encryptWire {
 	if pt == nil {
 		pt = []byte{} // "", not null
 	}
-	return encryptWire{Subjects: r.Subjects, Parents: r.Parents, Leases: r.Leases, Kind: r.Kind, Holder: r.Holder, Plaintext: pt, Context: r.Context}
+	return encryptWire{Subjects: r.Subjects, Parents: r.Parents, Leases: r.Leases, Kind: r.Kind, Holder: r.Holder, Plaintext: pt, Context: r.Context,
+		Unit: r.Unit, Independent: r.Independent, IndependentOf: r.IndependentOf}
 }
 
 // EncryptResponse is a sealed artifact.
@@ -233,12 +246,14 @@ type DecryptRequest struct {
 	Ciphertext string
 	Context    []byte // the context it was sealed with
 	Holder     string // optional: the holder that receives the plaintext, named in the lease
+	Unit       string // optional: the unit of work the read belongs to, named in the lease
 }
 
 type decryptWire struct {
 	Ciphertext string `json:"ciphertext"`
 	Context    []byte `json:"context,omitempty"`
 	Holder     string `json:"holder,omitempty"`
+	Unit       string `json:"unit,omitempty"`
 }
 
 func (r DecryptRequest) wire() decryptWire {
@@ -698,6 +713,15 @@ func (c *Client) EncryptRaw(ctx context.Context, req EncryptRequest) (RawEncrypt
 	}
 	for _, l := range req.Leases {
 		h.Add("Shredd-Lease", l)
+	}
+	if req.Unit != "" {
+		h.Set("Shredd-Unit", req.Unit)
+	}
+	if req.Independent {
+		h.Set("Shredd-Independent", "true")
+	}
+	if len(req.IndependentOf) > 0 {
+		h.Set("Shredd-Independent-Of", strings.Join(req.IndependentOf, ","))
 	}
 	h.Set("Shredd-Kind", req.Kind)
 	if req.Holder != "" {

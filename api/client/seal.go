@@ -44,10 +44,16 @@ type dataKeyWire struct {
 	Leases   []string `json:"leases,omitempty"`
 	Kind     string   `json:"kind"`
 	Holder   string   `json:"holder,omitempty"`
+	Unit     string   `json:"unit,omitempty"`
+	// Independent and IndependentOf declare the reads the data does not
+	// derive from (docs/api.md, "What a read costs a writer").
+	Independent   bool     `json:"independent,omitempty"`
+	IndependentOf []string `json:"independent_of,omitempty"`
 }
 
 func (r EncryptRequest) dataKeyWire() dataKeyWire {
-	return dataKeyWire{Subjects: r.Subjects, Parents: r.Parents, Leases: r.Leases, Kind: r.Kind, Holder: r.Holder}
+	return dataKeyWire{Subjects: r.Subjects, Parents: r.Parents, Leases: r.Leases, Kind: r.Kind, Holder: r.Holder,
+		Unit: r.Unit, Independent: r.Independent, IndependentOf: r.IndependentOf}
 }
 
 // dataKeyAnswer is the server's answer for one item: key material.
