@@ -211,24 +211,30 @@ func TestCLIPipes(t *testing.T) {
 	s.putKinds(t, "episodic")
 	env := []string{"SHREDD_URL=" + s.base, "SHREDD_TOKEN=" + s.token}
 	pt := []byte("Alice prefers green tea.")
+	// The encrypts seal the test's own plaintext, not what a decrypt
+	// wrote: they run in the write unit, the decrypts that check them in
+	// the check unit (docs/api.md, "What a read costs a writer").
+	write, check := []string{"--unit", writeUnit}, []string{"--unit", checkUnit}
+	encrypt := func(args ...string) []string { return append(append([]string{"encrypt"}, write...), args...) }
+	decrypt := append([]string{"decrypt"}, check...)
 
-	js := cli(t, "", env, pt, "encrypt", "--subject", "alice@example.com", "--kind", "episodic").want(t, 0)
-	r := cli(t, "", env, js.stdout, "decrypt").want(t, 0)
+	js := cli(t, "", env, pt, encrypt("--subject", "alice@example.com", "--kind", "episodic")...).want(t, 0)
+	r := cli(t, "", env, js.stdout, decrypt...).want(t, 0)
 	if !bytes.Equal(r.stdout, pt) {
 		t.Fatalf("encrypt | decrypt wrote %q", r.stdout)
 	}
-	ct := cli(t, "", env, pt, "encrypt", "--subject", "alice@example.com", "--kind", "episodic", "--field", "ciphertext").want(t, 0)
+	ct := cli(t, "", env, pt, encrypt("--subject", "alice@example.com", "--kind", "episodic", "--field", "ciphertext")...).want(t, 0)
 	if !regexp.MustCompile(`^shredd:v1:[A-Za-z0-9_-]+\n$`).Match(ct.stdout) {
 		t.Fatalf("encrypt --field ciphertext printed %q", ct.stdout)
 	}
-	if r := cli(t, "", env, ct.stdout, "decrypt").want(t, 0); !bytes.Equal(r.stdout, pt) {
+	if r := cli(t, "", env, ct.stdout, decrypt...).want(t, 0); !bytes.Equal(r.stdout, pt) {
 		t.Fatalf("encrypt --field ciphertext | decrypt wrote %q", r.stdout)
 	}
-	if r := cli(t, "", env, pt, "encrypt", "--subject", "alice@example.com", "--kind", "episodic", "--field", "lineage_size").want(t, 0); string(r.stdout) != "1\n" {
+	if r := cli(t, "", env, pt, encrypt("--subject", "alice@example.com", "--kind", "episodic", "--field", "lineage_size")...).want(t, 0); string(r.stdout) != "1\n" {
 		t.Fatalf("--field lineage_size printed %q", r.stdout)
 	}
 	before := s.do(t, http.MethodGet, "/v1/log/checkpoint", nil).Body
-	cli(t, "", env, pt, "encrypt", "--subject", "zed@example.com", "--kind", "episodic", "--field", "nope").
+	cli(t, "", env, pt, encrypt("--subject", "zed@example.com", "--kind", "episodic", "--field", "nope")...).
 		want(t, 2, `--field "nope"`, "artifact, ciphertext, lineage_size")
 	if after := s.do(t, http.MethodGet, "/v1/log/checkpoint", nil).Body; !bytes.Equal(before, after) {
 		t.Fatal("an encrypt with a bad --field reached the server (the log grew)")
