@@ -56,6 +56,21 @@ const (
 
 var benchOps = []string{opEncrypt, opDecrypt, opBatch, opForget, opMixed, opRaw, opRawDecrypt, opVerify, opSeal, opSealBatch, opSealRaw}
 
+// The units of work of the load (docs/api.md, "What a read costs a
+// writer"). Every write of the benchmark (encrypt, batch, raw, the data
+// keys of seal) seals random bytes, derived from nothing any of its
+// decrypts read: its writes are one unit of work and its decrypts another,
+// so a write never answers for a decrypt's read (of this run, of a run
+// before it within the lease TTL, or of the mixed load's other clients).
+// Not a unit per client: the JSON request bodies are built once and shared
+// by the clients, and a unit per client would not change what a write
+// answers for. A decrypt of the token outside any unit (say, by hand) is
+// still seen by every unit, and the load's writes would then be refused.
+const (
+	benchWriteUnit = "shredd-bench:write"
+	benchReadUnit  = "shredd-bench:read"
+)
+
 // Targets of `shredd-bench`.
 const (
 	targetShredd = "shredd"
@@ -1094,7 +1109,7 @@ func prepare(ctx context.Context, c *benchConfig, hc *http.Client, sh, vt *bench
 	for i := 0; i < len(d.pool); i += 100 {
 		var items []map[string]string
 		for _, s := range d.pool[i:min(i+100, len(d.pool))] {
-			items = append(items, map[string]string{"subject": benchSubject(s), "kind": "episodic", "plaintext": b64})
+			items = append(items, map[string]string{"subject": benchSubject(s), "kind": "episodic", "plaintext": b64, "unit": benchWriteUnit})
 		}
 		body, _ := json.Marshal(map[string]any{"batch_input": items})
 		b, err := sh.post(ctx, hc, "/v1/encrypt", body, nil)
@@ -1125,6 +1140,7 @@ func prepare(ctx context.Context, c *benchConfig, hc *http.Client, sh, vt *bench
 		req.Header.Set("Content-Type", "application/octet-stream")
 		req.Header.Set("Shredd-Kind", "episodic")
 		req.Header.Set("Shredd-Subject", benchSubject(d.pool[0]))
+		req.Header.Set("Shredd-Unit", benchWriteUnit)
 		resp, err := hc.Do(req)
 		if err != nil {
 			return nil, fmt.Errorf("prepare raw: %w", err)
@@ -1256,14 +1272,14 @@ func (d *benchData) shreddWorkload(c *benchConfig, op, b64 string) *workload {
 		var calls []call
 		for _, s := range d.pool[:min(64, len(d.pool))] {
 			calls = append(calls, call{path: "/v1/encrypt/raw", body: d.rawPT, ctype: "application/octet-stream", items: 1, bytes: c.RawPayload, want: 200,
-				hdr: [][2]string{{"Shredd-Kind", "episodic"}, {"Shredd-Subject", benchSubject(s)}}})
+				hdr: [][2]string{{"Shredd-Kind", "episodic"}, {"Shredd-Subject", benchSubject(s)}, {"Shredd-Unit", benchWriteUnit}}})
 		}
 		return pick(calls)
 	case opSeal, opSealBatch, opSealRaw:
 		return d.sealWorkload(c, op)
 	case opRawDecrypt:
 		return pick([]call{{path: "/v1/decrypt/raw", body: d.rawEnv, ctype: "application/octet-stream", items: 1, bytes: c.RawPayload, want: 200,
-			hdr: [][2]string{{"Shredd-Holder", "bench"}}}})
+			hdr: [][2]string{{"Shredd-Holder", "bench"}, {"Shredd-Unit", benchReadUnit}}}})
 	}
 	return nil
 }
@@ -1272,13 +1288,13 @@ func (d *benchData) shreddWorkload(c *benchConfig, op, b64 string) *workload {
 // entry, and 16 batches of encrypts.
 func (d *benchData) jsonCalls(c *benchConfig, b64 string) (enc, dec, batch []call) {
 	for i, s := range d.pool {
-		enc = append(enc, jsonCall("/v1/encrypt", map[string]string{"subject": benchSubject(s), "kind": "episodic", "plaintext": b64}, 1, c.Payload, 200))
-		dec = append(dec, jsonCall("/v1/decrypt", map[string]string{"ciphertext": d.shreddCT[i], "holder": "bench"}, 1, c.Payload, 200))
+		enc = append(enc, jsonCall("/v1/encrypt", map[string]string{"subject": benchSubject(s), "kind": "episodic", "plaintext": b64, "unit": benchWriteUnit}, 1, c.Payload, 200))
+		dec = append(dec, jsonCall("/v1/decrypt", map[string]string{"ciphertext": d.shreddCT[i], "holder": "bench", "unit": benchReadUnit}, 1, c.Payload, 200))
 	}
 	for i := 0; i < 16; i++ {
 		items := make([]map[string]string, c.Batch)
 		for j := range items {
-			items[j] = map[string]string{"subject": benchSubject(d.pool[(i*c.Batch+j)%len(d.pool)]), "kind": "episodic", "plaintext": b64}
+			items[j] = map[string]string{"subject": benchSubject(d.pool[(i*c.Batch+j)%len(d.pool)]), "kind": "episodic", "plaintext": b64, "unit": benchWriteUnit}
 		}
 		batch = append(batch, jsonCall("/v1/encrypt", map[string]any{"batch_input": items}, c.Batch, c.Batch*c.Payload, 200))
 	}
@@ -1316,7 +1332,7 @@ func (d *benchData) sealWorkload(c *benchConfig, op string) *workload {
 	for i := range 16 {
 		reqs := make([]client.EncryptRequest, size)
 		for j := range reqs {
-			reqs[j] = client.EncryptRequest{Subjects: []string{benchSubject(d.pool[(i*size+j)%len(d.pool)])}, Kind: "episodic", Plaintext: pt}
+			reqs[j] = client.EncryptRequest{Subjects: []string{benchSubject(d.pool[(i*size+j)%len(d.pool)])}, Kind: "episodic", Plaintext: pt, Unit: benchWriteUnit}
 		}
 		calls = append(calls, call{items: size, bytes: size * len(pt), want: 200, seal: func(ctx context.Context, gc *client.Client) (int, error) {
 			if op == opSealRaw {

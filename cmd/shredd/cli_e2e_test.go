@@ -211,24 +211,30 @@ func TestCLIPipes(t *testing.T) {
 	s.putKinds(t, "episodic")
 	env := []string{"SHREDD_URL=" + s.base, "SHREDD_TOKEN=" + s.token}
 	pt := []byte("Alice prefers green tea.")
+	// The encrypts seal the test's own plaintext, not what a decrypt
+	// wrote: they run in the write unit, the decrypts that check them in
+	// the check unit (docs/api.md, "What a read costs a writer").
+	write, check := []string{"--unit", writeUnit}, []string{"--unit", checkUnit}
+	encrypt := func(args ...string) []string { return append(append([]string{"encrypt"}, write...), args...) }
+	decrypt := append([]string{"decrypt"}, check...)
 
-	js := cli(t, "", env, pt, "encrypt", "--subject", "alice@example.com", "--kind", "episodic").want(t, 0)
-	r := cli(t, "", env, js.stdout, "decrypt").want(t, 0)
+	js := cli(t, "", env, pt, encrypt("--subject", "alice@example.com", "--kind", "episodic")...).want(t, 0)
+	r := cli(t, "", env, js.stdout, decrypt...).want(t, 0)
 	if !bytes.Equal(r.stdout, pt) {
 		t.Fatalf("encrypt | decrypt wrote %q", r.stdout)
 	}
-	ct := cli(t, "", env, pt, "encrypt", "--subject", "alice@example.com", "--kind", "episodic", "--field", "ciphertext").want(t, 0)
+	ct := cli(t, "", env, pt, encrypt("--subject", "alice@example.com", "--kind", "episodic", "--field", "ciphertext")...).want(t, 0)
 	if !regexp.MustCompile(`^shredd:v1:[A-Za-z0-9_-]+\n$`).Match(ct.stdout) {
 		t.Fatalf("encrypt --field ciphertext printed %q", ct.stdout)
 	}
-	if r := cli(t, "", env, ct.stdout, "decrypt").want(t, 0); !bytes.Equal(r.stdout, pt) {
+	if r := cli(t, "", env, ct.stdout, decrypt...).want(t, 0); !bytes.Equal(r.stdout, pt) {
 		t.Fatalf("encrypt --field ciphertext | decrypt wrote %q", r.stdout)
 	}
-	if r := cli(t, "", env, pt, "encrypt", "--subject", "alice@example.com", "--kind", "episodic", "--field", "lineage_size").want(t, 0); string(r.stdout) != "1\n" {
+	if r := cli(t, "", env, pt, encrypt("--subject", "alice@example.com", "--kind", "episodic", "--field", "lineage_size")...).want(t, 0); string(r.stdout) != "1\n" {
 		t.Fatalf("--field lineage_size printed %q", r.stdout)
 	}
 	before := s.do(t, http.MethodGet, "/v1/log/checkpoint", nil).Body
-	cli(t, "", env, pt, "encrypt", "--subject", "zed@example.com", "--kind", "episodic", "--field", "nope").
+	cli(t, "", env, pt, encrypt("--subject", "zed@example.com", "--kind", "episodic", "--field", "nope")...).
 		want(t, 2, `--field "nope"`, "artifact, ciphertext, lineage_size")
 	if after := s.do(t, http.MethodGet, "/v1/log/checkpoint", nil).Body; !bytes.Equal(before, after) {
 		t.Fatal("an encrypt with a bad --field reached the server (the log grew)")
@@ -246,6 +252,81 @@ func TestCLIPipes(t *testing.T) {
 		t.Fatalf("status --field state printed %q", r.stdout)
 	}
 	cli(t, "", env, js.stdout, "decrypt").want(t, 3, "410")
+}
+
+// TestCLIReads: a decrypt of shredd decrypt is a read of its token until
+// the lease expires, released or not (docs/api.md, "What a read costs a
+// writer"). An encrypt that neither names it nor declares it independent
+// exits 1 with 409 undeclared_derivation; --lease names it (the data gets
+// its lineage, and a forget of its subject erases it), --independent-of
+// and --independent declare it, and each write records how it closed the
+// read.
+func TestCLIReads(t *testing.T) {
+	dataDir := t.TempDir()
+	s := startServer(t, dataDir, serverOpts{})
+	s.putKinds(t, "episodic", "summary")
+	env := []string{"SHREDD_URL=" + s.base, "SHREDD_TOKEN=" + s.token}
+	sealedBy := func(r cliRun) sealed {
+		t.Helper()
+		var out sealed
+		if err := json.Unmarshal(r.stdout, &out); err != nil || len(out.Artifact) != 32 {
+			t.Fatalf("encrypt printed %q (%v)", r.stdout, err)
+		}
+		return out
+	}
+	readsOf := func(id string) []string {
+		t.Helper()
+		var a struct {
+			Reads []struct {
+				Lease, How string
+			} `json:"reads"`
+		}
+		s.expect(t, http.StatusOK, http.MethodGet, "/v1/artifacts/"+id, nil).into(t, &a)
+		var out []string
+		for _, r := range a.Reads {
+			out = append(out, r.Lease+" "+r.How)
+		}
+		return out
+	}
+
+	ct := cli(t, "", env, []byte("Alice prefers green tea."), "encrypt", "--subject", "alice@example.com", "--kind", "episodic", "--field", "ciphertext").want(t, 0).stdout
+	r := cli(t, "", env, ct, "decrypt", "--keep-lease").want(t, 0)
+	m := regexp.MustCompile(`lease ([0-9a-f]{32}) kept until`).FindSubmatch(r.stderr)
+	if m == nil {
+		t.Fatalf("decrypt --keep-lease does not name the lease on stderr: %q", r.stderr)
+	}
+	lease := string(m[1])
+	summary := []byte("Someone prefers tea.")
+
+	// Undeclared: refused, nothing sealed.
+	cli(t, "", env, summary, "encrypt", "--subject", "bob@example.com", "--kind", "summary").want(t, 1, "409", "undeclared_derivation")
+	// Named: the summary is made from the read, in alice's lineage.
+	named := sealedBy(cli(t, "", env, summary, "encrypt", "--lease", lease, "--kind", "summary").want(t, 0))
+	if named.LineageSize != 1 {
+		t.Fatalf("a summary made from a read of alice's record has a lineage of %d subjects, want 1", named.LineageSize)
+	}
+	if got := readsOf(named.Artifact); !slices.Equal(got, []string{lease + " named"}) {
+		t.Fatalf("the encrypt with --lease recorded the reads %v, want %s named", got, lease)
+	}
+	// Declared independent, of that read or of every unnamed one.
+	var bobs []sealed
+	for _, decl := range [][]string{{"--independent-of", lease}, {"--independent"}} {
+		args := append([]string{"encrypt", "--subject", "bob@example.com", "--kind", "episodic"}, decl...)
+		bob := sealedBy(cli(t, "", env, []byte("Bob walks to work."), args...).want(t, 0))
+		if got := readsOf(bob.Artifact); !slices.Equal(got, []string{lease + " independent"}) {
+			t.Fatalf("the encrypt with %v recorded the reads %v, want %s independent", decl, got, lease)
+		}
+		bobs = append(bobs, bob)
+	}
+
+	// The forget of alice erases what was made from her record, and only that.
+	s.forget(t, "alice@example.com")
+	cli(t, "", env, nil, "decrypt", "--ciphertext", named.Ciphertext).want(t, 3, "410", "shredded")
+	for _, bob := range bobs {
+		if r := cli(t, "", env, nil, "decrypt", "--ciphertext", bob.Ciphertext).want(t, 0); string(r.stdout) != "Bob walks to work." {
+			t.Fatalf("bob's record declared independent of the read of alice's: decrypt wrote %q", r.stdout)
+		}
+	}
 }
 
 // TestCLIForgetDryRunAndConfirm: --dry-run prints the preview and changes

@@ -137,8 +137,11 @@ type clientRun struct {
 	stdout, stderr io.Writer
 
 	subjects, parents            stringList
+	leases, independentOf        stringList
 	kind, aad, ciphertext, field string
+	unit                         string
 	keepLease, dryRun, yes       bool
+	independent                  bool
 	out                          string
 	since                        int64
 	positional                   []string
@@ -165,10 +168,15 @@ func (r *clientRun) commandFlags(fl *flag.FlagSet) {
 		fl.Var(&r.parents, "parent", "id of an artifact the data derives from (repeatable)")
 		fl.StringVar(&r.kind, "kind", "", "the artifact kind, registered (required)")
 		fl.StringVar(&r.aad, "context", "", "a context bound into the ciphertext, needed again to decrypt")
+		fl.Var(&r.leases, "lease", "id of a decrypt lease whose plaintext the data was made from: its lineage is inherited (repeatable)")
+		fl.BoolVar(&r.independent, "independent", false, "declare that the data derives from no read of this token that it does not name (--lease, --parent)")
+		fl.Var(&r.independentOf, "independent-of", "id of a decrypt lease of this token that the data does not derive from (repeatable)")
+		fl.StringVar(&r.unit, "unit", "", "the unit of work of the write: it answers only for the reads of the same unit, or of none")
 	case "decrypt":
 		fl.StringVar(&r.aad, "context", "", "the context the ciphertext was sealed with")
 		fl.StringVar(&r.ciphertext, "ciphertext", "", "the ciphertext (default: read from standard input)")
-		fl.BoolVar(&r.keepLease, "keep-lease", false, "do not release the decrypt's lease; print its id on standard error, for the consumer of the plaintext to release")
+		fl.BoolVar(&r.keepLease, "keep-lease", false, "do not release the decrypt's lease; print its id on standard error, for the consumer of the plaintext to release (or to name with encrypt --lease)")
+		fl.StringVar(&r.unit, "unit", "", "the unit of work of the read: only writes of the same unit, or of none, answer for it")
 	case "forget":
 		fl.Var(&r.subjects, "subject", "the subject to forget")
 		fl.BoolVar(&r.dryRun, "dry-run", false, "change nothing: print what the forget would make unreadable (direct, derived, collateral, plaintext-held)")
@@ -199,8 +207,8 @@ func (r *clientRun) argsProblem() string {
 		return fmt.Sprintf("unexpected argument %q", r.positional[0])
 	case cmd == "encrypt" && r.kind == "":
 		return "--kind is required"
-	case cmd == "encrypt" && len(r.subjects) == 0 && len(r.parents) == 0:
-		return "give at least one --subject or --parent"
+	case cmd == "encrypt" && len(r.subjects) == 0 && len(r.parents) == 0 && len(r.leases) == 0:
+		return "give at least one --subject, --parent or --lease"
 	case cmd == "forget" && len(r.subjects) != 1:
 		return "give one --subject"
 	case cmd == "forget" && r.dryRun && r.yes:
@@ -262,7 +270,8 @@ func (r *clientRun) encrypt(ctx context.Context) int {
 		return r.usage("%v", err)
 	}
 	defer clear(pt)
-	out, err := r.c.Encrypt(ctx, client.EncryptRequest{Subjects: r.subjects, Parents: r.parents, Kind: r.kind, Plaintext: pt, Context: []byte(r.aad)})
+	out, err := r.c.Encrypt(ctx, client.EncryptRequest{Subjects: r.subjects, Parents: r.parents, Leases: r.leases, Kind: r.kind, Plaintext: pt, Context: []byte(r.aad),
+		Unit: r.unit, Independent: r.independent, IndependentOf: r.independentOf})
 	if err != nil {
 		return r.fail(err)
 	}
@@ -287,7 +296,7 @@ func (r *clientRun) decrypt(ctx context.Context) int {
 	if ciphertext == "" {
 		return r.usage("no ciphertext: give --ciphertext or write it to standard input")
 	}
-	out, err := r.c.Decrypt(ctx, client.DecryptRequest{Ciphertext: ciphertext, Context: []byte(r.aad)})
+	out, err := r.c.Decrypt(ctx, client.DecryptRequest{Ciphertext: ciphertext, Context: []byte(r.aad), Unit: r.unit})
 	if err != nil {
 		return r.fail(err)
 	}
@@ -568,12 +577,17 @@ func printJSON(w io.Writer, v any) int {
 	return exitOK
 }
 
-const clientUsage = `usage: shredd encrypt --kind K --subject S [--subject S ...] [--parent ID ...] [--context STR] < plaintext
-       shredd decrypt [--context STR] [--ciphertext CT] [--keep-lease] < ciphertext
+const clientUsage = `usage: shredd encrypt --kind K --subject S [--subject S ...] [--parent ID ...] [--lease ID ...] [--context STR]
+                      [--unit U] [--independent | --independent-of ID ...] < plaintext
+       shredd decrypt [--context STR] [--ciphertext CT] [--keep-lease] [--unit U] < ciphertext
          writes the plaintext, then releases the decrypt's lease so that a forget need not wait
          for it; --keep-lease keeps it and prints its id on stderr (release it with
          POST /v1/leases/{id}/release). A failed release is a warning on stderr, not an error:
          the exit status stays 0 and the lease ends at its expiry (--lease-ttl of the server).
+       A decrypt is a read of its token until the lease expires, released or not: an encrypt of
+         the same token (and of the same --unit, or where either has none) must name it
+         (--lease ID) or declare it independent (--independent-of ID, --independent), or it is
+         refused (409 undeclared_derivation, listing the lease ids).
        shredd encrypt ... --field ciphertext | shredd decrypt   (decrypt also reads encrypt's JSON as it is)
        shredd forget --subject S [--dry-run] [--yes]
          --dry-run changes nothing and prints what the forget would make unreadable. On a terminal,

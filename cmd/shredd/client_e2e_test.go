@@ -86,9 +86,15 @@ func TestClientCLI(t *testing.T) {
 	s.putKinds(t, "episodic", "summary")
 	tokFile := filepath.Join(dataDir, "admin.token")
 	flags := []string{"--addr", s.base, "--token-file", tokFile}
+	// The test's encrypts seal its own plaintexts, never what a decrypt
+	// wrote: every encrypt runs in the write unit and every decrypt that
+	// checks one in the check unit (docs/api.md, "What a read costs a
+	// writer"), so the checks are no reads the encrypts must declare.
+	unit := map[string][]string{"encrypt": {"--unit", writeUnit}, "decrypt": {"--unit", checkUnit}}
+	check := unit["decrypt"]
 	run := func(t *testing.T, stdin []byte, cmd string, args ...string) cliRun {
 		t.Helper()
-		return cli(t, "", nil, stdin, append(append([]string{cmd}, flags...), args...)...)
+		return cli(t, "", nil, stdin, append(append(append([]string{cmd}, flags...), unit[cmd]...), args...)...)
 	}
 	seal := func(t *testing.T, stdin []byte, args ...string) sealed {
 		t.Helper()
@@ -133,12 +139,12 @@ func TestClientCLI(t *testing.T) {
 	t.Run("environment", func(t *testing.T) {
 		// SHREDD_URL and SHREDD_TOKEN, no flags.
 		env := []string{"SHREDD_URL=" + s.base, "SHREDD_TOKEN=" + s.token}
-		r := cli(t, "", env, []byte(bob.Ciphertext), "decrypt").want(t, 0)
+		r := cli(t, "", env, []byte(bob.Ciphertext), append([]string{"decrypt"}, check...)...).want(t, 0)
 		if !bytes.Equal(r.stdout, binary) {
 			t.Fatalf("decrypt wrote %x", r.stdout)
 		}
 		// --addr without a scheme means http.
-		cli(t, "", []string{"SHREDD_TOKEN=" + s.token}, []byte(bob.Ciphertext), "decrypt", "--addr", strings.TrimPrefix(s.base, "http://")).want(t, 0)
+		cli(t, "", []string{"SHREDD_TOKEN=" + s.token}, []byte(bob.Ciphertext), append([]string{"decrypt", "--addr", strings.TrimPrefix(s.base, "http://")}, check...)...).want(t, 0)
 		// The default token: ./shredd-data/admin.token, or under SHREDD_DATA_DIR.
 		work := t.TempDir()
 		if err := os.MkdirAll(filepath.Join(work, "shredd-data"), 0o700); err != nil {
@@ -148,10 +154,10 @@ func TestClientCLI(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(work, "shredd-data", "admin.token"), tok, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		cli(t, work, []string{"SHREDD_URL=" + s.base}, []byte(bob.Ciphertext), "decrypt").want(t, 0)
-		cli(t, "", []string{"SHREDD_URL=" + s.base, "SHREDD_DATA_DIR=" + dataDir}, []byte(bob.Ciphertext), "decrypt").want(t, 0)
+		cli(t, work, []string{"SHREDD_URL=" + s.base}, []byte(bob.Ciphertext), append([]string{"decrypt"}, check...)...).want(t, 0)
+		cli(t, "", []string{"SHREDD_URL=" + s.base, "SHREDD_DATA_DIR=" + dataDir}, []byte(bob.Ciphertext), append([]string{"decrypt"}, check...)...).want(t, 0)
 		// --token-file wins over SHREDD_TOKEN.
-		cli(t, "", []string{"SHREDD_URL=" + s.base, "SHREDD_TOKEN=shredd_wrong"}, []byte(bob.Ciphertext), "decrypt", "--token-file", tokFile).want(t, 0)
+		cli(t, "", []string{"SHREDD_URL=" + s.base, "SHREDD_TOKEN=shredd_wrong"}, []byte(bob.Ciphertext), append([]string{"decrypt", "--token-file", tokFile}, check...)...).want(t, 0)
 	})
 
 	t.Run("server errors", func(t *testing.T) {
@@ -278,14 +284,19 @@ func TestClientDecryptReleasesLease(t *testing.T) {
 		t.Fatalf("forget %s has no workers_quiesced condition: %+v", forget, f.Verification)
 		return condition{}
 	}
+	// open seals a fresh record and decrypts it. A released lease is still
+	// a read of the token until it expires: the encrypts (fresh data, in
+	// the write unit) and the decrypts (checks, in the check unit) are
+	// separate units of work, so the next subject's encrypt need not
+	// declare the last one's decrypt.
 	open := func(t *testing.T, subject string, args ...string) cliRun {
 		t.Helper()
 		var rec sealed
-		r := run(t, []byte("about "+subject), "encrypt", "--subject", subject, "--kind", "episodic").want(t, 0)
+		r := run(t, []byte("about "+subject), "encrypt", "--unit", writeUnit, "--subject", subject, "--kind", "episodic").want(t, 0)
 		if err := json.Unmarshal(r.stdout, &rec); err != nil {
 			t.Fatalf("encrypt printed %q (%v)", r.stdout, err)
 		}
-		r = run(t, []byte(rec.Ciphertext), "decrypt", args...).want(t, 0)
+		r = run(t, []byte(rec.Ciphertext), "decrypt", append([]string{"--unit", checkUnit}, args...)...).want(t, 0)
 		if string(r.stdout) != "about "+subject {
 			t.Fatalf("decrypt wrote %q", r.stdout)
 		}

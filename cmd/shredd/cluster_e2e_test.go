@@ -99,13 +99,14 @@ func TestCluster(t *testing.T) {
 		n.open(t, bob)
 	}
 	// Derivative writes after the barrier, and new records of alice, are
-	// refused on every node.
+	// refused on every node. (In the write unit: the checks above are no
+	// reads these writes derive from.)
 	for _, n := range []*server{a, c} {
-		r := n.do(t, http.MethodPost, "/v1/encrypt", sealReq{Parents: []string{alice.artifact}, Kind: "summary", Plaintext: b64("re-derived"), Context: b64("x")})
+		r := n.do(t, http.MethodPost, "/v1/encrypt", sealReq{Parents: []string{alice.artifact}, Kind: "summary", Plaintext: b64("re-derived"), Context: b64("x"), Unit: writeUnit})
 		if r.Status != http.StatusGone {
 			t.Fatalf("derivative of a forgotten record through another node: %d %s", r.Status, r.Body)
 		}
-		r = n.do(t, http.MethodPost, "/v1/encrypt", sealReq{Subject: "alice@example.com", Kind: "episodic", Plaintext: b64("again"), Context: b64("y")})
+		r = n.do(t, http.MethodPost, "/v1/encrypt", sealReq{Subject: "alice@example.com", Kind: "episodic", Plaintext: b64("again"), Context: b64("y"), Unit: writeUnit})
 		if r.Status != http.StatusGone {
 			t.Fatalf("new record of a forgotten subject through another node: %d %s", r.Status, r.Body)
 		}

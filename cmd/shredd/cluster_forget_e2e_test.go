@@ -251,7 +251,9 @@ func TestClusterPostgresFreeze(t *testing.T) {
 				what, path, body := "decrypt", "/v1/decrypt", any(decryptReq(recs[i%len(recs)]))
 				if (w+i)%2 == 0 {
 					what, path = "encrypt", "/v1/encrypt"
-					body = sealReq{Subject: fmt.Sprintf("freeze-%d@example.com", i%3), Kind: "episodic", Plaintext: b64("y"), Context: b64("c")}
+					// Fresh data, in the write unit: the worker's decrypts
+					// (decryptReq, the check unit) are no reads it derives from.
+					body = sealReq{Subject: fmt.Sprintf("freeze-%d@example.com", i%3), Kind: "episodic", Plaintext: b64("y"), Context: b64("c"), Unit: writeUnit}
 				}
 				start := time.Now()
 				r, err := n.call(http.MethodPost, path, body)

@@ -70,9 +70,11 @@ func TestClusterBarrierRace(t *testing.T) {
 						var r reply
 						var err error
 						if (i+w)%2 == 0 {
-							req := sealReq{Subject: subject, Kind: "episodic", Plaintext: b64("p"), Context: b64("c")}
+							// Fresh data, in the write unit: the workers'
+							// decrypts (the check unit) are no reads it derives from.
+							req := sealReq{Subject: subject, Kind: "episodic", Plaintext: b64("p"), Context: b64("c"), Unit: writeUnit}
 							if i%3 == 0 {
-								req = sealReq{Subjects: []string{subject, fmt.Sprintf("bystander-%d-%d@example.com", round, i%7)}, Kind: "episodic", Plaintext: b64("p"), Context: b64("c")}
+								req = sealReq{Subjects: []string{subject, fmt.Sprintf("bystander-%d-%d@example.com", round, i%7)}, Kind: "episodic", Plaintext: b64("p"), Context: b64("c"), Unit: writeUnit}
 							}
 							r, err = n.call(http.MethodPost, "/v1/encrypt", req)
 						} else {

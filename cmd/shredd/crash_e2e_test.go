@@ -407,14 +407,14 @@ func testCrashAt(t *testing.T, step string, drive crashDrive, opts serverOpts, p
 			if drive == driveEncrypt {
 				subj = "carol"
 			}
-			req := sealReq{Subject: subj, Kind: "episodic", Plaintext: b64("lost"), Context: b64("")}
+			req := sealReq{Subject: subj, Kind: "episodic", Plaintext: b64("lost"), Context: b64(""), Unit: writeUnit}
 			if r, err := s.call(http.MethodPost, "/v1/encrypt", req); err == nil {
 				t.Fatalf("encrypt answered %d %s, want the server dead at %s", r.Status, r.Body, step)
 			}
 		case driveFold:
 			// Acknowledged once in the WAL: an answer that came before the
 			// death must open after the restart.
-			req := sealReq{Subject: "carol", Kind: "episodic", Plaintext: b64("acknowledged"), Context: b64("")}
+			req := sealReq{Subject: "carol", Kind: "episodic", Plaintext: b64("acknowledged"), Context: b64(""), Unit: writeUnit}
 			if r, err := s.call(http.MethodPost, "/v1/encrypt", req); err == nil {
 				if r.Status != http.StatusOK {
 					t.Fatalf("encrypt: %d %s", r.Status, r.Body)
@@ -465,7 +465,7 @@ func testCrashAt(t *testing.T, step string, drive crashDrive, opts serverOpts, p
 	}
 	if drive == driveForget || drive == driveEpoch {
 		s.expectProblem(t, http.StatusGone, "shredded", http.MethodPost, "/v1/encrypt",
-			sealReq{Subject: "alice", Kind: "episodic", Plaintext: b64("back")})
+			sealReq{Subject: "alice", Kind: "episodic", Plaintext: b64("back"), Unit: writeUnit})
 	}
 
 	// Convergence: every forget shredded within two epochs (at once
@@ -595,7 +595,7 @@ func TestCrashSoak(t *testing.T) {
 			switch op := rng.IntN(100); {
 			case op < 30 || len(names) < 3: // encrypt, new subject
 				n := fmt.Sprintf("s%d", len(names))
-				req := sealReq{Subject: n, Kind: "episodic", Plaintext: b64("of " + n), Context: b64("c")}
+				req := sealReq{Subject: n, Kind: "episodic", Plaintext: b64("of " + n), Context: b64("c"), Unit: writeUnit}
 				if r, err = s.call(http.MethodPost, "/v1/encrypt", req); err == nil {
 					var out sealed
 					if r.Status != http.StatusOK {
@@ -609,7 +609,7 @@ func TestCrashSoak(t *testing.T) {
 				}
 			case op < 50: // encrypt or derive, existing subject
 				n := names[rng.IntN(len(names))]
-				req := sealReq{Subject: n, Kind: "episodic", Plaintext: b64("more of " + n), Context: b64("")}
+				req := sealReq{Subject: n, Kind: "episodic", Plaintext: b64("more of " + n), Context: b64(""), Unit: writeUnit}
 				d := []string{n}
 				if op >= 40 && len(all) > 0 {
 					pi := rng.IntN(len(all))

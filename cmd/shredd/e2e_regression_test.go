@@ -108,7 +108,9 @@ func TestEpochUnderLoad(t *testing.T) {
 				}
 				rec := recs[(w+i)%len(recs)]
 				if i%4 == 0 {
-					r, err := s.call(http.MethodPost, "/v1/encrypt", sealReq{Subject: fmt.Sprint("subject-", (w+i)%len(recs)), Kind: "episodic", Plaintext: b64("more")})
+					// Fresh data, not what the worker decrypted: the
+					// write unit (its decrypts are in the check unit).
+					r, err := s.call(http.MethodPost, "/v1/encrypt", sealReq{Subject: fmt.Sprint("subject-", (w+i)%len(recs)), Kind: "episodic", Plaintext: b64("more"), Unit: writeUnit})
 					if err != nil || r.Status != http.StatusOK {
 						t.Errorf("encrypt for a live subject during epochs: %v %d %s", err, r.Status, r.Body)
 					}

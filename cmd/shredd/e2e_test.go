@@ -95,7 +95,7 @@ func TestWalkthrough(t *testing.T) {
 	// aggregate over alice, bob and carol.
 	sealCounted := func(name string, req sealReq, plaintext, context string, lineage int) record {
 		t.Helper()
-		req.Plaintext, req.Context = b64(plaintext), b64(context)
+		req.Plaintext, req.Context, req.Unit = b64(plaintext), b64(context), writeUnit
 		var out sealed
 		s.expect(t, http.StatusOK, http.MethodPost, "/v1/encrypt", req).into(t, &out)
 		if out.LineageSize != lineage {
@@ -115,13 +115,13 @@ func TestWalkthrough(t *testing.T) {
 	// A plaintext-held artifact (an ANN vector) for alice, with its holder.
 	var held artifactView
 	s.expect(t, http.StatusCreated, http.MethodPost, "/v1/artifacts",
-		sealReq{Subject: "alice", Parents: []string{alice.artifact}, Kind: "embedding", Holder: "vector-index-1"}).into(t, &held)
+		sealReq{Subject: "alice", Parents: []string{alice.artifact}, Kind: "embedding", Holder: "vector-index-1", Unit: writeUnit}).into(t, &held)
 	if held.Sealed || held.Holder != "vector-index-1" || held.LineageSize != 1 || len(held.Artifact) != 32 ||
 		!slices.Equal(held.Parents, []string{alice.artifact}) {
 		t.Fatalf("registered %+v", held)
 	}
 	s.expectProblem(t, http.StatusBadRequest, "unknown_parent", http.MethodPost, "/v1/artifacts",
-		sealReq{Parents: []string{strings.Repeat("ab", 16)}, Kind: "embedding", Holder: "vector-index-1"})
+		sealReq{Parents: []string{strings.Repeat("ab", 16)}, Kind: "embedding", Holder: "vector-index-1", Unit: writeUnit})
 
 	// Forget alice: 202, committed, with the pending-erasure token.
 	f := s.forget(t, "alice")
@@ -139,17 +139,18 @@ func TestWalkthrough(t *testing.T) {
 	s.shredded(t, alice)
 	s.shredded(t, derivative)
 	s.shredded(t, aggregate)
-	// Nothing new can carry alice.
+	// Nothing new can carry alice. (Writes of the test's own data, in the
+	// write unit: the checks above are no reads they derive from.)
 	s.expectProblem(t, http.StatusGone, "shredded", http.MethodPost, "/v1/encrypt",
-		sealReq{Subject: "alice", Kind: "episodic", Plaintext: b64("I am back")})
+		sealReq{Subject: "alice", Kind: "episodic", Plaintext: b64("I am back"), Unit: writeUnit})
 	s.expectProblem(t, http.StatusGone, "shredded", http.MethodPost, "/v1/encrypt",
-		sealReq{Subjects: []string{"carol", "alice"}, Kind: "summary", Plaintext: b64("sneaky aggregate")})
+		sealReq{Subjects: []string{"carol", "alice"}, Kind: "summary", Plaintext: b64("sneaky aggregate"), Unit: writeUnit})
 	s.expectProblem(t, http.StatusGone, "shredded", http.MethodPost, "/v1/encrypt",
-		sealReq{Parents: []string{derivative.artifact}, Kind: "summary", Plaintext: b64("derivative of a derivative")})
+		sealReq{Parents: []string{derivative.artifact}, Kind: "summary", Plaintext: b64("derivative of a derivative"), Unit: writeUnit})
 	s.expectProblem(t, http.StatusGone, "shredded", http.MethodPost, "/v1/artifacts",
-		sealReq{Parents: []string{derivative.artifact}, Kind: "embedding", Holder: "vector-index-1"})
+		sealReq{Parents: []string{derivative.artifact}, Kind: "embedding", Holder: "vector-index-1", Unit: writeUnit})
 	s.expectProblem(t, http.StatusGone, "shredded", http.MethodPost, "/v1/artifacts",
-		sealReq{Subject: "alice", Kind: "embedding", Holder: "vector-index-1"})
+		sealReq{Subject: "alice", Kind: "embedding", Holder: "vector-index-1", Unit: writeUnit})
 	// bob and carol are untouched.
 	s.open(t, bob)
 	s.open(t, carol)
@@ -244,7 +245,7 @@ func TestNoRawSubjectIDOnDisk(t *testing.T) {
 	s.open(t, agg)
 	// Failures log their errors: make some with subject ids in the request.
 	s.expectProblem(t, http.StatusBadRequest, "unknown_kind", http.MethodPost, "/v1/encrypt",
-		sealReq{Subject: subjects[0], Kind: "nope", Plaintext: b64(plaintexts[0])})
+		sealReq{Subject: subjects[0], Kind: "nope", Plaintext: b64(plaintexts[0]), Unit: writeUnit})
 	s.expectProblem(t, http.StatusBadRequest, "invalid_json", http.MethodPost, "/v1/encrypt",
 		map[string]any{"subject": subjects[1], "kind": "episodic", "plaintext": b64(plaintexts[1]), "extra": subjects[2]})
 	s.expectProblem(t, http.StatusBadRequest, "invalid_json", http.MethodPost, "/v1/forget",
@@ -255,7 +256,7 @@ func TestNoRawSubjectIDOnDisk(t *testing.T) {
 		s.waitForget(t, f.Forget, "re-keyed", func(f forgetView) bool { return f.RekeyedAt != nil })
 	}
 	s.expectProblem(t, http.StatusGone, "shredded", http.MethodPost, "/v1/encrypt",
-		sealReq{Subject: subjects[0], Kind: "episodic", Plaintext: b64(plaintexts[0])})
+		sealReq{Subject: subjects[0], Kind: "episodic", Plaintext: b64(plaintexts[0]), Unit: writeUnit})
 	s.shredded(t, recs[0])
 	s.shredded(t, agg)
 	s.open(t, recs[1])
@@ -383,8 +384,11 @@ func TestConcurrentForgetRace(t *testing.T) {
 						req = sealReq{Subjects: []string{"bob", "carol"}, Kind: "summary"}
 					}
 				}
+				// The worker's plaintexts are its own, not what it
+				// decrypted: its encrypts are in the write unit, its
+				// decrypts (decryptReq) in the check unit.
 				pt := fmt.Sprintf("%s worker %d op %d", subject, w, i)
-				req.Plaintext, req.Context = b64(pt), b64("ctx")
+				req.Plaintext, req.Context, req.Unit = b64(pt), b64("ctx"), writeUnit
 				o := op{alice: isAlice, encrypt: true, start: time.Now()}
 				r, err := s.call(http.MethodPost, "/v1/encrypt", req)
 				o.err, o.status, o.body = err, r.Status, string(r.Body)

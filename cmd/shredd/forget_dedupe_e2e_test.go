@@ -51,6 +51,10 @@ func TestForgetDedupeUpgrade(t *testing.T) {
 	}
 	for _, q := range []string{
 		`DELETE FROM migrations WHERE version >= 7`,
+		`DROP TABLE read_links`, // migration 0010's
+		`ALTER TABLE leases DROP COLUMN reader`,
+		`ALTER TABLE leases DROP COLUMN unit`,
+		`ALTER TABLE tokens DROP COLUMN reads`,
 		`DROP INDEX artifacts_facts`,          // migration 0009's
 		`DROP INDEX forgets_by_state_rekeyed`, // migration 0008's, made after 0007's
 		`DROP INDEX forgets_by_state_marker`,
@@ -107,7 +111,7 @@ func TestForgetDedupeUpgrade(t *testing.T) {
 		}
 		s.shredded(t, alice)
 		s.open(t, bob)
-		r := s.do(t, http.MethodPost, "/v1/encrypt", sealReq{Subject: "alice@example.com", Kind: "episodic", Plaintext: b64("again"), Context: b64("x")})
+		r := s.do(t, http.MethodPost, "/v1/encrypt", sealReq{Subject: "alice@example.com", Kind: "episodic", Plaintext: b64("again"), Context: b64("x"), Unit: writeUnit})
 		if r.Status != http.StatusGone {
 			t.Errorf("encrypt for alice after the upgrade: %d %s, want 410", r.Status, r.Body)
 		}

@@ -85,7 +85,7 @@ func TestLogsHoldNoData(t *testing.T) {
 		Artifact string `json:"artifact"`
 	}
 	s.expect(t, http.StatusCreated, http.MethodPost, "/v1/artifacts",
-		sealReq{Parents: []string{recA.artifact}, Kind: "summary", Holder: "ann-index-1"}).into(t, &held)
+		sealReq{Parents: []string{recA.artifact}, Kind: "summary", Holder: "ann-index-1", Unit: writeUnit}).into(t, &held)
 	s.expect(t, http.StatusOK, http.MethodGet, "/v1/artifacts/"+recSum.artifact, nil)
 
 	// Failures, each with what its access line must say. Several carry the
@@ -97,8 +97,10 @@ func TestLogsHoldNoData(t *testing.T) {
 		route                                  string
 	}
 	jsonCT := "application/json"
+	// The writes below are of the test's own data, in the write unit: the
+	// decrypts (in the check unit) are no reads they derive from.
 	encBody := func(subject, kind, pt string) string {
-		b, _ := json.Marshal(sealReq{Subject: subject, Kind: kind, Plaintext: b64(pt), Context: b64(ctxA)})
+		b, _ := json.Marshal(sealReq{Subject: subject, Kind: kind, Plaintext: b64(pt), Context: b64(ctxA), Unit: writeUnit})
 		return string(b)
 	}
 	decBody := func(rec record, ctx string) string {
@@ -151,8 +153,8 @@ func TestLogsHoldNoData(t *testing.T) {
 	}
 	gone := []failure{
 		{"encrypt for the forgotten subject", "POST", "/v1/encrypt", jsonCT, "", encBody(subjA, "episodic", ptA), 410, "/v1/encrypt"},
-		{"aggregate with the forgotten subject", "POST", "/v1/encrypt", jsonCT, "", `{"subjects":["` + subjB + `","` + subjA + `"],"kind":"summary","plaintext":"` + b64(ptSum) + `"}`, 410, "/v1/encrypt"},
-		{"derivative of a shredded parent", "POST", "/v1/artifacts", jsonCT, "", `{"parents":["` + recA.artifact + `"],"kind":"summary","holder":"ann-index-2"}`, 410, "/v1/artifacts"},
+		{"aggregate with the forgotten subject", "POST", "/v1/encrypt", jsonCT, "", `{"subjects":["` + subjB + `","` + subjA + `"],"kind":"summary","plaintext":"` + b64(ptSum) + `","unit":"` + writeUnit + `"}`, 410, "/v1/encrypt"},
+		{"derivative of a shredded parent", "POST", "/v1/artifacts", jsonCT, "", `{"parents":["` + recA.artifact + `"],"kind":"summary","holder":"ann-index-2","unit":"` + writeUnit + `"}`, 410, "/v1/artifacts"},
 		{"decrypt of the aggregate", "POST", "/v1/decrypt", jsonCT, "", decBody(recAB, ctxB), 410, "/v1/decrypt"},
 	}
 	for _, f := range gone {

@@ -106,7 +106,7 @@ func TestRestoreDrill(t *testing.T) {
 				t.Fatalf("after the restore the forget of alice is %s, want %s", again.Forget, f.Forget)
 			}
 			s.expectProblem(t, http.StatusGone, "shredded", http.MethodPost, "/v1/encrypt",
-				sealReq{Subject: "alice@example.com", Kind: "episodic", Plaintext: b64("back")})
+				sealReq{Subject: "alice@example.com", Kind: "episodic", Plaintext: b64("back"), Unit: writeUnit})
 			s.stop()
 
 			// Stays forgotten across a plain restart, and an epoch

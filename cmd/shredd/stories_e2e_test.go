@@ -101,9 +101,13 @@ func storySummarizerResurrection(t *testing.T, storyServer storyStart) {
 	// Before the forget, the summarizer loads alice's entries: each decrypt
 	// answers a lease naming it, and it derives a first profile from them,
 	// naming the leases (legitimate, and in alice's lineage through them).
-	la := s.decryptAs(t, e1, "summarizer-1")
-	lb := s.decryptAs(t, e2, "summarizer-1")
-	p1, n := s.sealWith(t, map[string]any{"leases": []string{la.ID, lb.ID}, "kind": "profile", "holder": "summarizer-1"},
+	// The summarizer's decrypts and writes are one unit of work, apart
+	// from the test's own checks (docs/api.md, "What a read costs a
+	// writer").
+	const unit = "summarizer-1"
+	la := s.decryptIn(t, e1, "summarizer-1", unit)
+	lb := s.decryptIn(t, e2, "summarizer-1", unit)
+	p1, n := s.sealWith(t, map[string]any{"leases": []string{la.ID, lb.ID}, "kind": "profile", "holder": "summarizer-1", "unit": unit},
 		"Profile: peanut allergy; lives in Lisbon.", ctx)
 	if n != 1 {
 		t.Fatalf("a profile made from two leases on alice's entries has a lineage of %d subjects, want 1", n)
@@ -119,19 +123,25 @@ func storySummarizerResurrection(t *testing.T, storyServer storyStart) {
 	noteLeaseNaming(t, f, "summarizer-1", la.ID, lb.ID)
 	s.checkAttestation(t, f, nil)
 
-	// After the forget, the summarizer writes the profile it was building:
-	// refused, whatever it names as its sources.
+	// After the forget, the summarizer writes the profile it was building
+	// (from both entries): refused, whatever it names as its sources. One
+	// that names both of its reads is refused as shredded; one that leaves
+	// a read unnamed is refused first as an undeclared derivation.
 	profile := func(src map[string]any) map[string]any {
-		src["kind"], src["holder"], src["plaintext"] = "profile", "summarizer-1", b64("Profile v2: peanut allergy; Lisbon; vegetarian.")
+		src["kind"], src["holder"], src["plaintext"], src["unit"] = "profile", "summarizer-1", b64("Profile v2: peanut allergy; Lisbon; vegetarian."), unit
 		return src
 	}
-	s.gone(t, "a profile naming the summarizer's lease", "/v1/encrypt", profile(map[string]any{"leases": []string{la.ID}}))
+	s.undeclared(t, "a profile naming one of the summarizer's leases", "/v1/encrypt", profile(map[string]any{"leases": []string{la.ID}}), lb.ID)
+	s.gone(t, "a profile naming the summarizer's leases", "/v1/encrypt", profile(map[string]any{"leases": []string{la.ID, lb.ID}}))
 	s.gone(t, "a profile naming the leases and a parent", "/v1/encrypt",
 		profile(map[string]any{"leases": []string{la.ID, lb.ID}, "parents": []string{e1.artifact}}))
 	s.gone(t, "a profile naming the parents", "/v1/encrypt", profile(map[string]any{"parents": []string{e1.artifact, e2.artifact}}))
-	s.gone(t, "a profile naming alice herself", "/v1/encrypt", profile(map[string]any{"subject": storyAlice}))
-	s.gone(t, "the profile kept in plaintext, registered with the lease", "/v1/artifacts",
-		map[string]any{"leases": []string{lb.ID}, "kind": "profile", "holder": "summarizer-1"})
+	s.undeclared(t, "a profile naming alice herself, not its reads", "/v1/encrypt", profile(map[string]any{"subject": storyAlice}), la.ID, lb.ID)
+	s.gone(t, "a profile naming alice herself and its reads", "/v1/encrypt", profile(map[string]any{"subject": storyAlice, "leases": []string{la.ID, lb.ID}}))
+	s.undeclared(t, "the profile kept in plaintext, registered with one lease", "/v1/artifacts",
+		map[string]any{"leases": []string{lb.ID}, "kind": "profile", "holder": "summarizer-1", "unit": unit}, la.ID)
+	s.gone(t, "the profile kept in plaintext, registered with the leases", "/v1/artifacts",
+		map[string]any{"leases": []string{la.ID, lb.ID}, "kind": "profile", "holder": "summarizer-1", "unit": unit})
 	for _, rec := range []record{e1, e2, p1} {
 		s.shredded(t, rec)
 	}
@@ -170,7 +180,7 @@ func storySummarizerResurrection(t *testing.T, storyServer storyStart) {
 	time.Sleep(time.Until(lb.ExpiresAt.Add(-2 * time.Second)))
 	f = s.verifyNow(t, f.Forget)
 	checkForget(t, f, "shredded", map[string]condWant{shredd.CondWorkersQuiesced: pending("1 lease", stamp(lb.ExpiresAt))})
-	bl := s.decryptAs(t, bob, "summarizer-1")
+	bl := s.decryptIn(t, bob, "summarizer-1", unit)
 
 	// e2's lease expires: erased then, and not before.
 	f = s.waitErased(t, f.Forget, lb.ExpiresAt)
@@ -180,8 +190,11 @@ func storySummarizerResurrection(t *testing.T, storyServer storyStart) {
 	}
 	s.checkAttestation(t, f, map[string]closedAs{e1.artifact: bySealed, e2.artifact: bySealed, p1.artifact: bySealed})
 
-	// After the erasure the summarizer is refused all the same.
-	s.gone(t, "a profile naming the expired lease, after the erasure", "/v1/encrypt", profile(map[string]any{"leases": []string{lb.ID}}))
+	// After the erasure the summarizer is refused all the same. (Alice's
+	// profile is not made from bob's entry, whose read is still live: the
+	// write declares it independent of that read.)
+	s.gone(t, "a profile naming the expired lease, after the erasure", "/v1/encrypt",
+		profile(map[string]any{"leases": []string{lb.ID}, "independent_of": []string{bl.ID}}))
 	s.shredded(t, p1)
 }
 
@@ -228,7 +241,7 @@ func storyEmbeddingResidual(t *testing.T, storyServer storyStart) {
 	s.shredded(t, ra)
 	// The index's next rebuild cannot bring either vector back.
 	s.gone(t, "amir's vector registered again", "/v1/artifacts", map[string]any{"parents": []string{rm.artifact}, "kind": "embedding", "holder": "ann-index-1"})
-	s.gone(t, "alice's vector sealed again", "/v1/encrypt", map[string]any{"parents": []string{ra.artifact}, "kind": "embedding", "plaintext": b64("[0.12,-0.80,0.33]")})
+	s.gone(t, "alice's vector sealed again", "/v1/encrypt", map[string]any{"parents": []string{ra.artifact}, "kind": "embedding", "plaintext": b64("[0.12,-0.80,0.33]"), "unit": writeUnit})
 	wantWork := map[string][]string{fm.Forget: {held}}
 	if got := s.purgeWork(t, "ann-index-1"); !equalWork(got, wantWork) {
 		t.Fatalf("purge work of ann-index-1 after the forget: %v, want %v", got, wantWork)
@@ -401,7 +414,7 @@ func storyUpstreamDerivatives(t *testing.T, storyServer storyStart) {
 	// A fourth hop cannot start from any of them.
 	for i, r := range []record{rec, sum1, sum2, emb} {
 		s.gone(t, fmt.Sprintf("a derivative of hop %d", i), "/v1/encrypt",
-			map[string]any{"parents": []string{r.artifact}, "kind": "summary", "plaintext": b64("hop 4")})
+			map[string]any{"parents": []string{r.artifact}, "kind": "summary", "plaintext": b64("hop 4"), "unit": writeUnit})
 	}
 	s.checkPreview(t, storyAlice, true, chain)
 	checkForget(t, f, "committed", map[string]condWant{
@@ -696,9 +709,9 @@ func storyAggregateSpread(t *testing.T, storyServer storyStart) {
 	}
 	s.open(t, rebuilt)
 	s.gone(t, "the summary rebuilt with alice's record", "/v1/encrypt",
-		map[string]any{"parents": ids, "kind": "summary", "plaintext": b64("again"), "context": b64(ctx)})
+		map[string]any{"parents": ids, "kind": "summary", "plaintext": b64("again"), "context": b64(ctx), "unit": writeUnit})
 	s.gone(t, "the embedding space rebuilt with alice", "/v1/encrypt",
-		map[string]any{"subjects": subjects, "kind": "embedding", "plaintext": b64("again"), "context": b64(ctx)})
+		map[string]any{"subjects": subjects, "kind": "embedding", "plaintext": b64("again"), "context": b64(ctx), "unit": writeUnit})
 	checkForget(t, f, "committed", map[string]condWant{
 		shredd.CondReadPathConverged: pending("no epoch"),
 		shredd.CondBackupsEpoch:      pending(),
@@ -1114,10 +1127,11 @@ func (s *server) waitStory(t *testing.T, id, state string, notBefore time.Time) 
 }
 
 // sealWith encrypts plaintext with context under the source in body and
-// returns the record and the size of its lineage.
+// returns the record and the size of its lineage. The write is in
+// writeUnit unless body names a unit.
 func (s *server) sealWith(t *testing.T, body map[string]any, plaintext, context string) (record, int) {
 	t.Helper()
-	req := map[string]any{"plaintext": b64(plaintext), "context": b64(context)}
+	req := map[string]any{"plaintext": b64(plaintext), "context": b64(context), "unit": writeUnit}
 	for k, v := range body {
 		req[k] = v
 	}
@@ -1142,11 +1156,20 @@ type storyLease struct {
 // the lease.
 func (s *server) decryptAs(t *testing.T, rec record, holder string) storyLease {
 	t.Helper()
+	return s.decryptIn(t, rec, holder, "")
+}
+
+// decryptIn is decryptAs in the unit of work unit ("" for none).
+func (s *server) decryptIn(t *testing.T, rec record, holder, unit string) storyLease {
+	t.Helper()
 	var out struct {
 		opened
 		Lease storyLease `json:"lease"`
 	}
 	req := map[string]string{"ciphertext": rec.ciphertext, "context": b64(rec.context), "holder": holder}
+	if unit != "" {
+		req["unit"] = unit
+	}
 	s.expect(t, http.StatusOK, http.MethodPost, "/v1/decrypt", req).into(t, &out)
 	if out.Plaintext != b64(rec.plaintext) || out.Artifact != rec.artifact {
 		t.Fatalf("decrypt %s: %+v", rec.name, out.opened)
@@ -1166,10 +1189,12 @@ func (s *server) release(t *testing.T, l storyLease) storyLease {
 }
 
 // peek decrypts a record and drops the plaintext at once (releases the
-// lease), as a check that holds nothing would.
+// lease), as a check that holds nothing would. The read stays attributable
+// until the lease expires: it is in checkUnit, which the test's writes
+// (writeUnit) do not answer for.
 func (s *server) peek(t *testing.T, rec record) {
 	t.Helper()
-	s.release(t, s.decryptAs(t, rec, "e2e-check"))
+	s.release(t, s.decryptIn(t, rec, "e2e-check", checkUnit))
 }
 
 // gone checks that a POST is refused with 410 shredded.
@@ -1181,6 +1206,25 @@ func (s *server) gone(t *testing.T, what, path string, body any) {
 	}
 	if p := r.problem(t); p.Code != "shredded" {
 		t.Fatalf("%s (POST %s): code %q, want shredded", what, path, p.Code)
+	}
+}
+
+// undeclared checks that a POST is refused with 409
+// undeclared_derivation, listing exactly the reads leases (docs/api.md,
+// "What a read costs a writer").
+func (s *server) undeclared(t *testing.T, what, path string, body any, leases ...string) {
+	t.Helper()
+	r := s.do(t, http.MethodPost, path, body)
+	if r.Status != http.StatusConflict {
+		t.Fatalf("%s (POST %s): status %d, want 409: %s", what, path, r.Status, r.Body)
+	}
+	var p struct {
+		Code   string   `json:"code"`
+		Leases []string `json:"leases"`
+	}
+	r.into(t, &p)
+	if r.problem(t).Code != "undeclared_derivation" || !slices.Equal(p.Leases, slices.Sorted(slices.Values(leases))) {
+		t.Fatalf("%s (POST %s): %s, want undeclared_derivation listing %v", what, path, r.Body, leases)
 	}
 }
 

@@ -277,7 +277,7 @@ func testVaultWalkthrough(t *testing.T) {
 		s.shredded(t, rec)
 	}
 	s.expectProblem(t, http.StatusGone, "shredded", http.MethodPost, "/v1/encrypt",
-		sealReq{Subject: "alice", Kind: "episodic", Plaintext: b64("I am back")})
+		sealReq{Subject: "alice", Kind: "episodic", Plaintext: b64("I am back"), Unit: writeUnit})
 	for _, rec := range []record{bob, carol, bobCarol} {
 		s.open(t, rec)
 	}
@@ -382,9 +382,9 @@ func testVaultFailClosed(t *testing.T, manual bool) {
 
 	srv.Stop()
 	everything := append(append(slices.Clone(live), alice, derivative), aliceAggs...)
-	s.failsClosed(t, "encrypt for a known subject", "/v1/encrypt", sealReq{Subject: "bob", Kind: "episodic", Plaintext: b64("more"), Context: b64("x")})
-	s.failsClosed(t, "encrypt for a new subject", "/v1/encrypt", sealReq{Subject: "erin", Kind: "episodic", Plaintext: b64("new")})
-	s.failsClosed(t, "encrypt of an aggregate", "/v1/encrypt", sealReq{Subjects: []string{"bob", "carol"}, Kind: "summary", Plaintext: b64("agg")})
+	s.failsClosed(t, "encrypt for a known subject", "/v1/encrypt", sealReq{Subject: "bob", Kind: "episodic", Plaintext: b64("more"), Context: b64("x"), Unit: writeUnit})
+	s.failsClosed(t, "encrypt for a new subject", "/v1/encrypt", sealReq{Subject: "erin", Kind: "episodic", Plaintext: b64("new"), Unit: writeUnit})
+	s.failsClosed(t, "encrypt of an aggregate", "/v1/encrypt", sealReq{Subjects: []string{"bob", "carol"}, Kind: "summary", Plaintext: b64("agg"), Unit: writeUnit})
 	for _, rec := range everything {
 		s.failsClosed(t, "decrypt of "+rec.name, "/v1/decrypt", decryptReq(rec), everything...)
 	}
@@ -405,9 +405,9 @@ func testVaultFailClosed(t *testing.T, manual bool) {
 	s.shredded(t, alice)
 	s.shredded(t, derivative)
 	s.expectProblem(t, http.StatusGone, "shredded", http.MethodPost, "/v1/encrypt",
-		sealReq{Subject: "alice", Kind: "episodic", Plaintext: b64("back")})
+		sealReq{Subject: "alice", Kind: "episodic", Plaintext: b64("back"), Unit: writeUnit})
 	s.expectProblem(t, http.StatusGone, "shredded", http.MethodPost, "/v1/encrypt",
-		sealReq{Parents: []string{alice.artifact}, Kind: "summary", Plaintext: b64("derived")})
+		sealReq{Parents: []string{alice.artifact}, Kind: "summary", Plaintext: b64("derived"), Unit: writeUnit})
 	// Aggregates of alice: never a plaintext; the barrier says 410 whatever
 	// the order of the lineage (checked after the recovery below, so that a
 	// known bug here does not hide the rest).
@@ -505,7 +505,7 @@ func testVaultSealed(t *testing.T) {
 	}
 
 	srv.Seal()
-	s.failsClosed(t, "encrypt", "/v1/encrypt", sealReq{Subject: "bob", Kind: "episodic", Plaintext: b64("more")})
+	s.failsClosed(t, "encrypt", "/v1/encrypt", sealReq{Subject: "bob", Kind: "episodic", Plaintext: b64("more"), Unit: writeUnit})
 	s.failsClosed(t, "decrypt", "/v1/decrypt", decryptReq(bob), bob, alice)
 	if st, _ := s.health(t); st != http.StatusServiceUnavailable {
 		t.Fatalf("healthz with Vault sealed: %d, want 503", st)
@@ -567,7 +567,7 @@ func testVaultDownAtStartup(t *testing.T) {
 	if st, _ := s.health(t); st != http.StatusServiceUnavailable {
 		t.Fatalf("healthz with Vault down: %d, want 503", st)
 	}
-	s.failsClosed(t, "encrypt", "/v1/encrypt", sealReq{Subject: "bob", Kind: "episodic", Plaintext: b64("x")})
+	s.failsClosed(t, "encrypt", "/v1/encrypt", sealReq{Subject: "bob", Kind: "episodic", Plaintext: b64("x"), Unit: writeUnit})
 	s.failsClosed(t, "decrypt", "/v1/decrypt", decryptReq(bob), alice, bob)
 	f := s.forget(t, "alice")
 	if f.State != "committed" || f.condition("key_destroyed").Status != "ok" {

@@ -164,13 +164,13 @@ func TestVaultHAUnderLoad(t *testing.T) {
 		load(func() {
 			j := int(freshSeq.Load()+int64(i)) % len(recs)
 			cached.add(status(http.MethodPost, "/v1/decrypt", decryptReq(recs[j])))
-			cached.add(status(http.MethodPost, "/v1/encrypt", sealReq{Subject: subjects[j], Kind: "episodic", Plaintext: b64("more")}))
+			cached.add(status(http.MethodPost, "/v1/encrypt", sealReq{Subject: subjects[j], Kind: "episodic", Plaintext: b64("more"), Unit: writeUnit}))
 		})
 	}
 	var freshOKAfter atomic.Int64 // fresh encrypts that succeeded since the mark
 	var mark atomic.Bool
 	load(func() {
-		st := status(http.MethodPost, "/v1/encrypt", sealReq{Subject: fmt.Sprint("new-", freshSeq.Add(1)), Kind: "episodic", Plaintext: b64("new")})
+		st := status(http.MethodPost, "/v1/encrypt", sealReq{Subject: fmt.Sprint("new-", freshSeq.Add(1)), Kind: "episodic", Plaintext: b64("new"), Unit: writeUnit})
 		fresh.add(st)
 		if st == http.StatusOK && mark.Load() {
 			freshOKAfter.Add(1)
@@ -236,7 +236,7 @@ func TestVaultHAUnderLoad(t *testing.T) {
 	for _, rec := range recs {
 		s.open(t, rec)
 	}
-	r := s.expect(t, http.StatusOK, http.MethodPost, "/v1/encrypt", sealReq{Subject: "erin", Kind: "episodic", Plaintext: b64("erin after the failovers"), Context: b64("e")})
+	r := s.expect(t, http.StatusOK, http.MethodPost, "/v1/encrypt", sealReq{Subject: "erin", Kind: "episodic", Plaintext: b64("erin after the failovers"), Context: b64("e"), Unit: writeUnit})
 	var out sealed
 	r.into(t, &out)
 	s.open(t, record{name: "erin", ciphertext: out.Ciphertext, context: "e", plaintext: "erin after the failovers", artifact: out.Artifact})
