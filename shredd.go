@@ -308,6 +308,11 @@ type PreviewReads struct {
 	Leases                                 int
 	Named, Inherited, Independent, Refused int
 	IndependentArtifacts                   []ID
+	// SeparateArtifacts were written by the same readers while the reads
+	// were attributable, in other units of work or under other holder
+	// names (registry.LineageReads.Separate); at most the listing limit.
+	SeparateArtifacts []ID
+	Separate          int
 }
 
 // Holder is a component or peer agent that stores artifacts outside shredd,

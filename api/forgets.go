@@ -40,6 +40,8 @@ type previewReads struct {
 	Independent          int      `json:"independent"`
 	Refused              int      `json:"refused"`
 	IndependentArtifacts []string `json:"independent_artifacts"`
+	Separate             int      `json:"separate"`
+	SeparateArtifacts    []string `json:"separate_artifacts"`
 }
 
 type previewCounts struct {
@@ -65,7 +67,8 @@ func previewJSON(p shredd.Preview) previewResponse {
 		Counts:    previewCounts{Total: p.Total, Direct: p.Direct, Derived: p.Derived, Collateral: p.Collateral, PlaintextHeld: p.PlaintextHeld},
 		Artifacts: make([]previewArtifact, len(p.Artifacts)),
 		Reads: previewReads{Leases: p.Reads.Leases, Named: p.Reads.Named, Inherited: p.Reads.Inherited, Independent: p.Reads.Independent,
-			Refused: p.Reads.Refused, IndependentArtifacts: idStrings(p.Reads.IndependentArtifacts)}}
+			Refused: p.Reads.Refused, IndependentArtifacts: idStrings(p.Reads.IndependentArtifacts),
+			Separate: p.Reads.Separate, SeparateArtifacts: idStrings(p.Reads.SeparateArtifacts)}}
 	for i, a := range p.Artifacts {
 		out.Artifacts[i] = previewArtifact{Artifact: a.ID.String(), Kind: a.Kind, Holder: a.Holder, Sealed: a.Sealed,
 			Hops: a.Hops, Collateral: a.Others > 0, OtherSubjects: a.Others}

@@ -158,6 +158,12 @@ const (
 	// writers; they stay readable, and that they derive nothing from the
 	// subject's data rests on those declarations. Present when there are.
 	ResidualIndependentWrites = "independent_writes"
+	// ResidualSeparateWrites: artifacts written by the readers of the
+	// lineage while their reads were attributable, in another unit of
+	// work or under another holder name, so not checked against those
+	// reads: they stay readable, and that they are separate rests on the
+	// writers' units. Present when there are.
+	ResidualSeparateWrites = "separate_writes"
 )
 
 // maxID bounds identifiers (forget, artifact, holder, kind) in bytes.

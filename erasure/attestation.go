@@ -182,6 +182,19 @@ func (c *core) readResiduals(ctx context.Context, r forgetRow, p *attest.Predica
 			Description: fmt.Sprintf("%d artifacts were written while their writers held reads of this lineage and declared independent of those reads by their writers (%s%s): "+
 				"they are not in the lineage and stay readable; that they derive nothing from the subject's data rests on those declarations", len(indep), strings.Join(listed, ", "), more)})
 	}
+	if len(reads.Separate) > 0 {
+		ids := make([]string, 0, 20)
+		for _, id := range reads.Separate[:min(len(reads.Separate), 20)] {
+			ids = append(ids, id.String())
+		}
+		more := ""
+		if len(reads.Separate) > len(ids) {
+			more = fmt.Sprintf(" and %d more", len(reads.Separate)-len(ids))
+		}
+		p.Residuals = append(p.Residuals, attest.Residual{Kind: attest.ResidualSeparateWrites,
+			Description: fmt.Sprintf("%d artifacts were written by the readers of this lineage while their reads were attributable, in another unit of work or under another holder name (%s%s): "+
+				"their writes did not answer for those reads, they are not in the lineage and stay readable; that they are separate rests on their writers' units", len(reads.Separate), strings.Join(ids, ", "), more)})
+	}
 	return nil
 }
 

@@ -122,7 +122,7 @@ func (s *Eraser) previewReads(ctx context.Context, sid envelope.SID) (shredd.Pre
 	if err != nil {
 		return shredd.PreviewReads{}, fmt.Errorf("erasure: preview: %w", err)
 	}
-	out := shredd.PreviewReads{Leases: lr.Leases}
+	out := shredd.PreviewReads{Leases: lr.Leases, Separate: len(lr.Separate), SeparateArtifacts: lr.Separate[:min(len(lr.Separate), MaxPreviewArtifacts)]}
 	seen := map[shredd.ID]bool{}
 	for _, w := range lr.Writes {
 		switch w.How {

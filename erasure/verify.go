@@ -407,7 +407,8 @@ func readsEvidence(r registry.LineageReads) (evidence, outside string) {
 		outside = "writes that named or inherited a read of the lineage are not in its lineage: " + strings.Join(missing, ", ")
 	}
 	evidence = fmt.Sprintf("reads of the lineage observed: %d leases issued before the barrier; writes checked against them while they were attributable: "+
-		"%d named them and %d inherited them (all in the lineage), %d were declared independent, %d were refused as undeclared",
-		r.Leases, n[shredd.ReadNamed], n[shredd.ReadInherited], n[shredd.ReadIndependent], n[shredd.ReadRefused])
+		"%d named them and %d inherited them (all in the lineage), %d were declared independent, %d were refused as undeclared; "+
+		"%d other artifacts were written by the same readers meanwhile in other units of work or under other holder names (separate by their writers' declaration)",
+		r.Leases, n[shredd.ReadNamed], n[shredd.ReadInherited], n[shredd.ReadIndependent], n[shredd.ReadRefused], len(r.Separate))
 	return evidence, outside
 }

@@ -339,8 +339,8 @@ func (ws *walState) foldIn(ctx context.Context, recs []*walRecord) error {
 				return fmt.Errorf("registry: fold: %w", err)
 			}
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO artifacts(id, kind, holder, sealed, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
-			r.reg.ID[:], r.reg.Kind, r.reg.Holder, r.reg.Sealed, r.reg.At.UnixNano())
+		res, err := tx.ExecContext(ctx, `INSERT INTO artifacts(id, kind, holder, sealed, created_at, writer) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
+			r.reg.ID[:], r.reg.Kind, r.reg.Holder, r.reg.Sealed, r.reg.At.UnixNano(), nullString(r.reg.Writer))
 		if err != nil {
 			return fmt.Errorf("registry: fold: %w", err)
 		}

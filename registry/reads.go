@@ -17,6 +17,11 @@ import (
 type LineageReads struct {
 	Leases int         // leases issued on artifacts of the lineage (before the bound given)
 	Writes []ReadWrite // the writes checked against them, by lease then artifact
+	// Separate are the artifacts their readers wrote while the reads were
+	// attributable that are not in the lineage and were not checked
+	// against them: written in another unit of work or under another
+	// holder name of the same reader, which the writer declared separate.
+	Separate []shredd.ID
 }
 
 // ReadWrite is one write checked against a read of the lineage: the lease,
@@ -71,6 +76,9 @@ func (s *Registry) ReadsOfLineage(ctx context.Context, sid envelope.SID, issuedB
 		return LineageReads{}, fmt.Errorf("registry: reads of a lineage: %w", err)
 	}
 	out.Leases = len(leases)
+	if out.Separate, err = s.separateWrites(ctx, sid, issuedBefore); err != nil {
+		return LineageReads{}, err
+	}
 	slices.SortFunc(out.Writes, func(a, b ReadWrite) int {
 		if c := slices.Compare(a.Lease[:], b.Lease[:]); c != 0 {
 			return c
@@ -78,4 +86,34 @@ func (s *Registry) ReadsOfLineage(ctx context.Context, sid envelope.SID, issuedB
 		return slices.Compare(a.Artifact[:], b.Artifact[:])
 	})
 	return out, nil
+}
+
+// separateWrites lists the artifacts that the readers of leases on sid's
+// lineage (issued before issuedBefore) wrote while a lease was
+// attributable (from its issue to its expiry), that are not in the
+// lineage and have no read link to the lease: their writes did not answer
+// for the read (another unit or holder of the same reader), by id.
+func (s *Registry) separateWrites(ctx context.Context, sid envelope.SID, issuedBefore int64) ([]shredd.ID, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT a.id
+		FROM `+derivation.LineageAll+` l JOIN leases le ON le.artifact = l.artifact AND le.issued_at < ?2 AND le.reader IS NOT NULL
+			JOIN artifacts a ON a.writer = le.reader AND a.created_at >= le.issued_at AND a.created_at < le.expires_at
+		WHERE l.sid = ?1
+			AND NOT EXISTS (SELECT 1 FROM `+derivation.LineageAll+` l2 WHERE l2.sid = ?1 AND l2.artifact = a.id)
+			AND NOT EXISTS (SELECT 1 FROM `+derivation.ReadLinks+` r WHERE r.lease = le.id AND r.artifact = a.id)
+		ORDER BY a.id`, sid[:], issuedBefore)
+	if err != nil {
+		return nil, fmt.Errorf("registry: reads of a lineage: %w", err)
+	}
+	defer rows.Close()
+	var out []shredd.ID
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			return nil, fmt.Errorf("registry: reads of a lineage: %w", err)
+		}
+		var id shredd.ID
+		copy(id[:], b)
+		out = append(out, id)
+	}
+	return out, rows.Err()
 }

@@ -33,6 +33,7 @@ type Registration struct {
 	Direct  map[envelope.SID]bool
 	At      time.Time
 	Reads   []shredd.Read // the writer's reads it was checked against, and how it closed each
+	Writer  string        // the reader the write answered for (Source.Reader); "" for none
 }
 
 // recordReq is one artifact registration waiting for the group commit.
@@ -383,8 +384,8 @@ func insertStaged(ctx context.Context, tx *storage.Tx, shared bool, recs []recor
 		return insertStagedShared(ctx, tx, recs)
 	}
 	for _, r := range recs {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO artifacts(id, kind, holder, sealed, created_at) VALUES (?, ?, ?, ?, ?)`,
-			r.ID[:], r.Kind, r.Holder, r.Sealed, r.At.UnixNano()); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO artifacts(id, kind, holder, sealed, created_at, writer) VALUES (?, ?, ?, ?, ?, ?)`,
+			r.ID[:], r.Kind, r.Holder, r.Sealed, r.At.UnixNano(), nullString(r.Writer)); err != nil {
 			return fmt.Errorf("registry: record: %w", err)
 		}
 	}
@@ -408,8 +409,8 @@ func graphRows(recs []recordReq) []derivation.Row {
 // once per connection. The artifacts' rows are $1 to $5, the graph's
 // derivation.StagedSharedSQL's.
 const stagedSharedSQL = `WITH a AS (
-	INSERT INTO artifacts(id, kind, holder, sealed, created_at)
-	SELECT * FROM unnest($1::bytea[], $2::text[], $3::text[], $4::boolean[], $5::bigint[])
+	INSERT INTO artifacts(id, kind, holder, sealed, created_at, writer)
+	SELECT * FROM unnest($1::bytea[], $2::text[], $3::text[], $4::boolean[], $5::bigint[], $15::text[])
 ), ` + derivation.StagedSharedSQL
 
 // insertStagedShared writes recs with stagedSharedSQL.
@@ -421,10 +422,15 @@ func insertStagedShared(ctx context.Context, tx *storage.Tx, recs []recordReq) e
 		ids, kinds, holders = make([][]byte, len(recs)), make([]string, len(recs)), make([]string, len(recs))
 		sealed, at          = make([]bool, len(recs)), make([]int64, len(recs))
 	)
+	writers := make([]*string, len(recs))
 	for i, r := range recs {
 		ids[i], kinds[i], holders[i], sealed[i], at[i] = r.ID[:], r.Kind, r.Holder, r.Sealed, r.At.UnixNano()
+		if r.Writer != "" {
+			writers[i] = &recs[i].Writer
+		}
 	}
 	args := append([]any{ids, kinds, holders, sealed, at}, derivation.StagedSharedArgs(graphRows(recs))...)
+	args = append(args, writers) // $15
 	if _, err := tx.ExecContext(ctx, stagedSharedSQL, args...); err != nil {
 		return fmt.Errorf("registry: record: %w", err)
 	}

@@ -112,10 +112,10 @@ func appendFrame(buf, key []byte, first uint64, regs []*Registration) []byte {
 }
 
 // encodeRegistration appends r: id, flags (1: sealed; 2: read links
-// follow), time (Unix ns), kind, holder, parents, the lineage refs each
-// with its direct flag, and with flag 2 the read links, each a lease id and
-// how (readCodes). A registration without read links is encoded as before
-// they existed.
+// follow; 4: a writer follows), time (Unix ns), kind, holder, parents, the
+// lineage refs each with its direct flag, with flag 2 the read links, each
+// a lease id and how (readCodes), and with flag 4 the writer. A
+// registration without either is encoded as before they existed.
 func encodeRegistration(b []byte, r *Registration) []byte {
 	b = append(b, r.ID[:]...)
 	var flags byte
@@ -124,6 +124,9 @@ func encodeRegistration(b []byte, r *Registration) []byte {
 	}
 	if len(r.Reads) > 0 {
 		flags |= 2
+	}
+	if r.Writer != "" {
+		flags |= 4
 	}
 	b = append(b, flags)
 	b = binary.LittleEndian.AppendUint64(b, uint64(r.At.UnixNano()))
@@ -151,6 +154,10 @@ func encodeRegistration(b []byte, r *Registration) []byte {
 			b = append(b, rd.Lease[:]...)
 			b = append(b, readCode(rd.How))
 		}
+	}
+	if r.Writer != "" {
+		b = binary.AppendUvarint(b, uint64(len(r.Writer)))
+		b = append(b, r.Writer...)
 	}
 	return b
 }
@@ -232,7 +239,12 @@ func decodeRegistration(b []byte) (Registration, error) {
 	if d.err == nil && flags[0]&2 != 0 {
 		r.Reads = d.reads()
 	}
-	if d.err != nil || len(d.b) != 0 || flags[0]&^3 != 0 {
+	if d.err == nil && flags[0]&4 != 0 {
+		if r.Writer = string(d.take(d.count(1))); r.Writer == "" {
+			d.err = errors.New("flag 4 without a writer")
+		}
+	}
+	if d.err != nil || len(d.b) != 0 || flags[0]&^7 != 0 {
 		return Registration{}, errors.New("a registration that does not parse")
 	}
 	r.Sealed = flags[0]&1 != 0

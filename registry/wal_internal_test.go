@@ -47,6 +47,9 @@ func walReg(i int) Registration {
 		l[0], l[1], l[15] = byte(i), byte(j), 0x1e
 		r.Reads = append(r.Reads, shredd.Read{Lease: l, How: readCodes[1+j%3]})
 	}
+	if i%3 == 1 {
+		r.Writer = fmt.Sprint("writer-", i)
+	}
 	return r
 }
 
@@ -58,22 +61,22 @@ func TestWALReads(t *testing.T) {
 	for i := range 8 {
 		r := walReg(i)
 		got, err := decodeRegistration(encodeRegistration(nil, &r))
-		if err != nil || !reflect.DeepEqual(got.Reads, r.Reads) {
+		if err != nil || !reflect.DeepEqual(got.Reads, r.Reads) || got.Writer != r.Writer {
 			t.Fatalf("registration %d: reads %+v (%v), want %+v", i, got.Reads, err, r.Reads)
 		}
 	}
-	plain := walReg(4) // i%4 == 0: no reads
+	plain := walReg(0) // no reads, no writer
 	b := encodeRegistration(nil, &plain)
 	if b[len(plain.ID)] != 0 && b[len(plain.ID)] != 1 {
 		t.Fatalf("a registration without reads has flags %#x", b[len(plain.ID)])
 	}
-	withReads := walReg(1)
+	withReads := walReg(5) // one read, no writer
 	good := encodeRegistration(nil, &withReads)
 	for name, mut := range map[string]func([]byte) []byte{
 		"unknown kind":         func(b []byte) []byte { b[len(b)-1] = 9; return b },
 		"kind zero":            func(b []byte) []byte { b[len(b)-1] = 0; return b },
 		"flag 2 without reads": func(b []byte) []byte { b = b[:len(b)-len(shredd.ID{})-2]; return append(b, 0) },
-		"unknown flag":         func(b []byte) []byte { b[len(withReads.ID)] |= 4; return b },
+		"unknown flag":         func(b []byte) []byte { b[len(withReads.ID)] |= 8; return b },
 		"short":                func(b []byte) []byte { return b[:len(b)-1] },
 	} {
 		if _, err := decodeRegistration(mut(slices.Clone(good))); err == nil {

@@ -80,6 +80,7 @@ type plan struct {
 	direct  map[envelope.SID]bool
 	subject map[envelope.SID]string // raw ids of the direct subjects, for the log's commitments; never stored
 	reads   []shredd.Read           // the writer's reads and how the source closes each (checkReads)
+	writer  string                  // the reader the write answers for (Source.Reader)
 	lineage map[envelope.SID]uint32 // parent lineage generations (0: direct-only, take current)
 	sids    []envelope.SID          // sorted
 }
@@ -117,7 +118,7 @@ func (s *Sealer) resolve(ctx context.Context, src shredd.Source, known map[shred
 	if len(src.Parents) > registry.MaxParents {
 		return nil, fmt.Errorf("sealing: %d parents, at most %d: %w", len(src.Parents), registry.MaxParents, shredd.ErrTooLarge)
 	}
-	p := &plan{kind: src.Kind, holder: src.Holder, reads: reads, direct: map[envelope.SID]bool{}, subject: map[envelope.SID]string{}, lineage: map[envelope.SID]uint32{}}
+	p := &plan{kind: src.Kind, holder: src.Holder, reads: reads, writer: src.Reader, direct: map[envelope.SID]bool{}, subject: map[envelope.SID]string{}, lineage: map[envelope.SID]uint32{}}
 	for i, subj := range src.Subjects {
 		if err := registry.CheckSubject(subj); err != nil {
 			return nil, fmt.Errorf("subject %d: %w", i, err)
@@ -239,7 +240,7 @@ func (s *Sealer) keyErr(ctx context.Context, err error, refs []envelope.Ref) err
 // registration is the registry's record of an artifact of plan p.
 func registration(id shredd.ID, p *plan, refs []envelope.Ref, sealed bool, now time.Time) registry.Registration {
 	return registry.Registration{ID: id, Kind: p.kind, Holder: p.holder, Sealed: sealed, Parents: p.parents, Lineage: refs,
-		Direct: p.direct, At: now, Reads: p.reads}
+		Direct: p.direct, At: now, Reads: p.reads, Writer: p.writer}
 }
 
 // inherited lists the leases whose lineage p inherited by its token's policy.

@@ -129,9 +129,10 @@ func TestReadsBecomeLineage(t *testing.T) {
 	call(inh, http.MethodPost, "/v1/leases/"+lease2+"/release", nil, http.StatusOK, nil)
 
 	// Units: a read in unit u1 is the concern of u1 and of writes without a
-	// unit, not of unit u2.
-	lease3 := read(s.token, bob, "u1")
-	call(s.token, http.MethodPost, "/v1/encrypt", write(map[string]any{"unit": "u2", "subject": "carol@example.com"}), http.StatusOK, nil)
+	// unit, not of unit u2, whose write the forget reports as separate.
+	lease3 := read(s.token, alice, "u1")
+	var separate readsSealed
+	call(s.token, http.MethodPost, "/v1/encrypt", write(map[string]any{"unit": "u2", "subject": "carol@example.com"}), http.StatusOK, &separate)
 	refused(s.token, "/v1/encrypt", write(map[string]any{"unit": "u1", "subject": "carol@example.com"}), lease3)
 	refused(s.token, "/v1/encrypt", write(map[string]any{"subject": "carol@example.com"}), lease3)
 	call(s.token, http.MethodPost, "/v1/leases/"+lease3+"/release", nil, http.StatusOK, nil)
@@ -139,13 +140,14 @@ func TestReadsBecomeLineage(t *testing.T) {
 	// The dry run says what was observed of alice's reads.
 	var pv struct {
 		Reads struct {
-			Leases, Named, Inherited, Independent, Refused int
-			IndependentArtifacts                           []string `json:"independent_artifacts"`
+			Leases, Named, Inherited, Independent, Refused, Separate int
+			IndependentArtifacts                                     []string `json:"independent_artifacts"`
+			SeparateArtifacts                                        []string `json:"separate_artifacts"`
 		} `json:"reads"`
 	}
 	s.expect(t, http.StatusOK, http.MethodPost, "/v1/forget", map[string]any{"subject": "alice@example.com", "dry_run": true}).into(t, &pv)
-	if r := pv.Reads; r.Leases != 2 || r.Named != 1 || r.Inherited != 1 || r.Independent != 1 || r.Refused != 1 ||
-		!slices.Equal(r.IndependentArtifacts, []string{indep.Artifact}) {
+	if r := pv.Reads; r.Leases != 3 || r.Named != 1 || r.Inherited != 1 || r.Independent != 1 || r.Refused != 2 || r.Separate != 1 ||
+		!slices.Equal(r.IndependentArtifacts, []string{indep.Artifact}) || !slices.Equal(r.SeparateArtifacts, []string{separate.Artifact}) {
 		t.Fatalf("dry run reads: %+v", pv.Reads)
 	}
 
@@ -158,12 +160,13 @@ func TestReadsBecomeLineage(t *testing.T) {
 	s.open(t, record{name: "the independent write", ciphertext: indep.Ciphertext, plaintext: "Bob takes the bus.", artifact: indep.Artifact})
 	s.open(t, bob)
 	closure := conditionIn(f.Verification, "closure_intact").Reason
-	if !strings.Contains(closure, "2 leases issued before the barrier") || !strings.Contains(closure, "1 named them and 1 inherited them") ||
-		!strings.Contains(closure, "1 were declared independent, 1 were refused") {
+	if !strings.Contains(closure, "3 leases issued before the barrier") || !strings.Contains(closure, "1 named them and 1 inherited them") ||
+		!strings.Contains(closure, "1 were declared independent, 2 were refused") || !strings.Contains(closure, "1 other artifacts were written by the same readers") {
 		t.Fatalf("closure_intact says %q", closure)
 	}
 	att := decodeDSSE(t, s.expect(t, http.StatusOK, http.MethodGet, "/v1/forgets/"+f.Forget+"/attestation", nil).Body)
-	if !strings.Contains(att, `"unobserved_reads"`) || !strings.Contains(att, `"independent_writes"`) || !strings.Contains(att, indep.Artifact) {
+	if !strings.Contains(att, `"unobserved_reads"`) || !strings.Contains(att, `"independent_writes"`) || !strings.Contains(att, indep.Artifact) ||
+		!strings.Contains(att, `"separate_writes"`) || !strings.Contains(att, separate.Artifact) {
 		t.Fatalf("the attestation does not state the reads' residuals:\n%s", att)
 	}
 }

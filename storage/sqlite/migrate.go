@@ -74,11 +74,17 @@ func integrityColumns(ctx context.Context, tx *sql.Tx) error {
 // lease, a token's policy for undeclared derivations, and the index the
 // check of a write's reads takes.
 func readColumns(ctx context.Context, tx *sql.Tx) error {
-	if err := addColumns(ctx, tx, [][3]string{{"leases", "reader", "TEXT"}, {"leases", "unit", "TEXT NOT NULL DEFAULT ''"}, {"tokens", "reads", "TEXT"}}); err != nil {
+	if err := addColumns(ctx, tx, [][3]string{{"leases", "reader", "TEXT"}, {"leases", "unit", "TEXT NOT NULL DEFAULT ''"}, {"tokens", "reads", "TEXT"},
+		{"artifacts", "writer", "TEXT"}}); err != nil {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS leases_by_reader ON leases(reader, unit, holder, expires_at)`)
-	return err
+	for _, ix := range []string{`CREATE INDEX IF NOT EXISTS leases_by_reader ON leases(reader, unit, holder, expires_at)`,
+		`CREATE INDEX IF NOT EXISTS artifacts_by_writer ON artifacts(writer, created_at) WHERE writer IS NOT NULL`} {
+		if _, err := tx.ExecContext(ctx, ix); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // addColumns adds each column {table, name, type} its table lacks.

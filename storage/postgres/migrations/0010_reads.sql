@@ -9,3 +9,5 @@ ALTER TABLE leases ADD COLUMN reader TEXT;
 ALTER TABLE leases ADD COLUMN unit TEXT NOT NULL DEFAULT '';
 CREATE INDEX leases_by_reader ON leases(reader, unit, holder, expires_at);
 ALTER TABLE tokens ADD COLUMN reads TEXT;
+ALTER TABLE artifacts ADD COLUMN writer TEXT;
+CREATE INDEX artifacts_by_writer ON artifacts(writer, created_at) WHERE writer IS NOT NULL;

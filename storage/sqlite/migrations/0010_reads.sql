@@ -3,9 +3,10 @@
 -- for each write (artifact), the leases it was checked against and how it
 -- closed each: named, inherited, independent, or refused (artifact all
 -- zero: nothing was written). Owned by package derivation. The columns the
--- check reads (leases.reader, leases.unit, tokens.reads) and the index of a
--- reader's leases are added by the migration's Go half (SQLite has no ADD
--- COLUMN IF NOT EXISTS).
+-- check reads (leases.reader, leases.unit, tokens.reads), the writer of an
+-- artifact (artifacts.writer: the reader whose reads its write answered
+-- for, which a forget's verification looks up) and their indexes are added
+-- by the migration's Go half (SQLite has no ADD COLUMN IF NOT EXISTS).
 CREATE TABLE IF NOT EXISTS read_links (
 	lease BLOB NOT NULL,
 	artifact BLOB NOT NULL,
