@@ -90,14 +90,24 @@ const MaxListedReads = 100
 
 // UndeclaredDerivationError is ErrUndeclaredDerivation with the leases the
 // write left undeclared (at most MaxListedReads, sorted) and how many
-// there were.
+// there were (at least Count when More).
 type UndeclaredDerivationError struct {
 	Leases []ID
 	Count  int
+	More   bool
 }
 
 func (e *UndeclaredDerivationError) Error() string {
-	return fmt.Sprintf("%d reads of the writer are neither named nor declared independent: %v", e.Count, ErrUndeclaredDerivation)
+	return fmt.Sprintf("%s reads of the writer are neither named nor declared independent: %v", e.Counted(), ErrUndeclaredDerivation)
+}
+
+// Counted is the number of undeclared reads in words: "3", or "at least
+// 4097".
+func (e *UndeclaredDerivationError) Counted() string {
+	if e.More {
+		return fmt.Sprintf("at least %d", e.Count)
+	}
+	return fmt.Sprint(e.Count)
 }
 
 // Unwrap makes errors.Is(err, ErrUndeclaredDerivation) hold.

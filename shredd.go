@@ -122,6 +122,10 @@ type Source struct {
 	Independent   bool
 	IndependentOf []ID
 	InheritReads  bool
+	// ReadsBefore, when set, is when the write's content was complete (its
+	// request body read): a lease issued after it cannot have fed it, and
+	// is not the write's to answer for (a decrypt racing the write).
+	ReadsBefore time.Time
 }
 
 // How a write closed one of its writer's reads (Read.How).

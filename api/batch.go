@@ -261,7 +261,7 @@ func (c *codec) describe(err error) itemError {
 	if errors.As(err, &ud) {
 		return itemError{Status: http.StatusConflict, Code: "undeclared_derivation",
 			Title:  "The writer holds reads it neither named nor declared independent of",
-			Detail: fmt.Sprintf("%d reads (decrypt leases) of this token are live and not declared: name them in leases (their lineage is inherited) or in independent_of", ud.Count),
+			Detail: fmt.Sprintf("%s reads (decrypt leases) of this writer are attributable and not declared: name the ones the data came from in leases (it inherits their lineage); independent work belongs in its own unit of work", ud.Counted()),
 			Leases: idStrings(ud.Leases)}
 	}
 	for _, m := range errorMap {

@@ -90,11 +90,12 @@ func (b sourceBody) forToken(ctx context.Context) (shredd.Source, error) {
 }
 
 // withReader makes src the write of the request's token: checked against
-// the reads of the same reader (readerOf), with the token's policy for
-// undeclared ones.
+// the reads of the same reader (readerOf) made before now, when the
+// request's body has been read (a decrypt answered later cannot have fed
+// it), with the token's policy for undeclared ones.
 func withReader(ctx context.Context, src shredd.Source) shredd.Source {
 	if t := tokenOf(ctx); t != nil {
-		src.Reader, src.InheritReads = readerOf(t), t.Reads == shredd.ReadsInherit
+		src.Reader, src.InheritReads, src.ReadsBefore = readerOf(t), t.Reads == shredd.ReadsInherit, time.Now()
 	}
 	return src
 }

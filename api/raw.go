@@ -271,7 +271,6 @@ func (s *sealHandlers) encryptRawCall(r *http.Request) (shredd.Sealed, []byte, e
 	if err != nil {
 		return none, nil, err
 	}
-	src = withReader(r.Context(), src)
 	ctxB64, err := rawHeader(r, HeaderContext)
 	if err != nil {
 		return none, nil, err
@@ -285,6 +284,7 @@ func (s *sealHandlers) encryptRawCall(r *http.Request) (shredd.Sealed, []byte, e
 		return none, nil, err
 	}
 	defer putRaw(pt, true)
+	src = withReader(r.Context(), src) // after the body: its reads are those made before
 	return s.svc.EncryptBinary(r.Context(), src, pt, aad, getRaw(int64(len(pt))+64<<10))
 }
 

@@ -107,7 +107,7 @@ func readsWorkload(t *testing.T, seed uint64) {
 				w.held = slices.DeleteFunc(w.held, func(r modelRead) bool { return !c.Now().Before(r.expires) })
 			}
 		case op < 9:
-			if a, ok := modelWrite(t, ctx, s, rng, w, writers, units, subjects, step); ok {
+			if a, ok := modelWrite(t, ctx, s, c, rng, w, writers, units, subjects, step); ok {
 				arts = append(arts, a)
 			}
 		default: // a forget, driven to erased
@@ -132,7 +132,7 @@ func readsWorkload(t *testing.T, seed uint64) {
 
 // modelWrite has w write an artifact derived from some of what it holds,
 // declared in one of the ways a writer may, and checks shredd's answer.
-func modelWrite(t *testing.T, ctx context.Context, s *shreddtest.Service, rng *rand.Rand, w *modelWriter, writers []*modelWriter,
+func modelWrite(t *testing.T, ctx context.Context, s *shreddtest.Service, c *shreddtest.Clock, rng *rand.Rand, w *modelWriter, writers []*modelWriter,
 	units, subjects []string, step int) (modelArtifact, bool) {
 	t.Helper()
 	unit := units[rng.IntN(len(units))]
@@ -191,6 +191,15 @@ func modelWrite(t *testing.T, ctx context.Context, s *shreddtest.Service, rng *r
 	case undeclared && !w.inherit:
 		if !errors.As(err, &ud) {
 			t.Fatalf("step %d: an undeclared derivation by %s/%s was not refused: %v", step, w.token, w.holder, err)
+		}
+		// A refusal extends the reads it names by a lease TTL: their
+		// readers evidently still hold them.
+		for _, o := range writers {
+			for i := range o.held {
+				if slices.Contains(ud.Leases, o.held[i].lease) {
+					o.held[i].expires = c.Now().Add(5 * time.Minute)
+				}
+			}
 		}
 		return modelArtifact{}, false
 	case err != nil:

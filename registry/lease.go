@@ -180,25 +180,31 @@ const leaseCols = `SELECT id, artifact, holder, issued_at, expires_at, released_
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 
 // ReadsOf returns the leases attributable to a writer at now: issued to
-// its token, not expired (released or not: a release says the holder
-// dropped the plaintext, not that nothing was derived from it meanwhile),
-// whose holder and unit match the writer's (equal, or either empty). At
-// most limit leases, by expiry. Where one process owns the database
-// (SQLite), it answers from the live leases it keeps in memory
-// (liveReads); on a shared database, each pair of a unit and a holder the
-// writer matches is one query over a range of the index leases_by_reader
-// (one statement of their union costs ten times more), so the reads of
-// the token's other units and holders are not visited.
-func (s *Registry) ReadsOf(ctx context.Context, who shredd.Reader, limit int) ([]shredd.Lease, error) {
+// its reader before before (zero: any time; a lease issued after a
+// write's content was complete cannot have fed it), not expired (released
+// or not: a release says the holder dropped the plaintext, not that
+// nothing was derived from it meanwhile), whose holder and unit match the
+// writer's (equal, or either empty). At most limit leases, by expiry.
+// Where one process owns the database (SQLite), it answers from the live
+// leases it keeps in memory (liveReads); on a shared database, each pair of
+// a unit and a holder the writer matches is one query over a range of the
+// index leases_by_reader (one statement of their union costs ten times
+// more), so the reads of the reader's other units and holders are not
+// visited.
+func (s *Registry) ReadsOf(ctx context.Context, who shredd.Reader, before time.Time, limit int) ([]shredd.Lease, error) {
 	now := s.opts.Now().UnixNano()
+	until := int64(1<<63 - 1)
+	if !before.IsZero() {
+		until = before.UnixNano()
+	}
 	if !s.db.Shared() {
-		return s.reads.of(who, now, limit), nil
+		return s.reads.of(who, now, until, limit), nil
 	}
 	var out []shredd.Lease
 	for _, u := range matching(who.Unit) {
 		for _, h := range matching(who.Holder) {
-			q := leaseCols + ` WHERE reader = ? AND expires_at > ?`
-			args := []any{who.Token, now}
+			q := leaseCols + ` WHERE reader = ? AND expires_at > ? AND issued_at < ?`
+			args := []any{who.Token, now, until}
 			if u != nil {
 				q += ` AND unit = ?`
 				args = append(args, *u)
@@ -242,99 +248,133 @@ func (s *Registry) queryLeases(ctx context.Context, q string, args ...any) ([]sh
 }
 
 // liveReads is, where one process owns the database, every live lease
-// issued to a token, by token, then unit and holder: a write's check needs
-// no query (a query per pair of unit and holder costs an encrypt more than
-// its own work), and a write that names its unit and holder looks up at
-// most four lists. Filled at Open from the database's live leases and by
-// every group of leases committed (before any is answered); expired
-// leases are dropped as the lists are read and by a sweep every
-// sweepEvery leases, so it holds about the leases of one lease TTL.
+// issued to a reader, by reader, then unit and holder: a write's check
+// needs no query (a query per pair of unit and holder costs an encrypt
+// more than its own work), and a write that names its unit and holder
+// looks up at most four lists. Each reader's lists have a lock of their
+// own, so a reader with many reads does not hold up the writes of
+// others. Filled at Open from the database's live leases and by every
+// group of leases committed (before any is answered); expired leases are
+// dropped as the lists are read and by a sweep every sweepEvery leases,
+// so it holds about the leases of one lease TTL.
 type liveReads struct {
 	mu    sync.Mutex
-	by    map[string]map[unitHolder][]shredd.Lease // by token; each list by expiry
-	added int                                      // leases since the last sweep
+	by    map[string]*readerReads
+	added int // leases since the last sweep
+}
+
+// readerReads is the live leases of one reader, each list by expiry.
+type readerReads struct {
+	mu sync.Mutex
+	by map[unitHolder][]shredd.Lease
 }
 
 type unitHolder struct{ unit, holder string }
 
 const sweepEvery = 4096
 
-// add records leases committed.
-func (r *liveReads) add(leases []*shredd.Lease, now int64) {
+// reader returns the lists of token, made when create is set (else nil for
+// a reader with none).
+func (r *liveReads) reader(token string, create bool) *readerReads {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.by == nil {
-		r.by = map[string]map[unitHolder][]shredd.Lease{}
+	rr := r.by[token]
+	if rr == nil && create {
+		if r.by == nil {
+			r.by = map[string]*readerReads{}
+		}
+		rr = &readerReads{by: map[unitHolder][]shredd.Lease{}}
+		r.by[token] = rr
 	}
+	return rr
+}
+
+// add records leases committed, or whose expiry grew (extend).
+func (r *liveReads) add(leases []*shredd.Lease, now int64) {
 	for _, l := range leases {
 		if l.Reader == "" {
 			continue
 		}
-		m := r.by[l.Reader]
-		if m == nil {
-			m = map[unitHolder][]shredd.Lease{}
-			r.by[l.Reader] = m
-		}
+		rr := r.reader(l.Reader, true)
+		rr.mu.Lock()
 		k := unitHolder{l.Unit, l.Holder}
-		ls := append(m[k], *l)
+		ls := slices.DeleteFunc(rr.by[k], func(o shredd.Lease) bool { return o.ID == l.ID }) // an extended lease replaces itself
+		ls = append(ls, *l)
 		// A group's leases follow the earlier ones in expiry (one TTL); an
-		// Open after a change of TTL loads them sorted.
+		// extended one moves to its place.
 		for i := len(ls) - 1; i > 0 && ls[i].ExpiresAt.Before(ls[i-1].ExpiresAt); i-- {
 			ls[i], ls[i-1] = ls[i-1], ls[i]
 		}
-		m[k] = ls
+		rr.by[k] = ls
+		rr.mu.Unlock()
 	}
-	if r.added += len(leases); r.added >= sweepEvery {
+	r.mu.Lock()
+	r.added += len(leases)
+	sweep := r.added >= sweepEvery
+	var all []*readerReads
+	if sweep {
 		r.added = 0
-		for token, m := range r.by {
-			for k := range m {
-				r.prune(token, k, now)
-			}
+		for _, rr := range r.by {
+			all = append(all, rr)
 		}
+	}
+	r.mu.Unlock()
+	for _, rr := range all {
+		rr.mu.Lock()
+		for k := range rr.by {
+			rr.prune(k, now)
+		}
+		rr.mu.Unlock()
 	}
 }
 
-// prune drops the expired leases of token's list k (at its front).
-func (r *liveReads) prune(token string, k unitHolder, now int64) []shredd.Lease {
-	m := r.by[token]
-	ls := m[k]
+// prune drops the expired leases of list k (at its front).
+func (rr *readerReads) prune(k unitHolder, now int64) []shredd.Lease {
+	ls := rr.by[k]
 	i := 0
 	for i < len(ls) && ls[i].ExpiresAt.UnixNano() <= now {
 		i++
 	}
 	switch {
 	case i == len(ls):
-		delete(m, k)
-		if len(m) == 0 {
-			delete(r.by, token)
-		}
+		delete(rr.by, k)
 		return nil
 	case i > 0:
 		ls = slices.Clone(ls[i:])
-		m[k] = ls
+		rr.by[k] = ls
 	}
 	return ls
 }
 
-// of is ReadsOf from memory.
-func (r *liveReads) of(who shredd.Reader, now int64, limit int) []shredd.Lease {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	m := r.by[who.Token]
+// of is ReadsOf from memory: the leases of who issued before until.
+func (r *liveReads) of(who shredd.Reader, now, until int64, limit int) []shredd.Lease {
+	rr := r.reader(who.Token, false)
+	if rr == nil {
+		return nil
+	}
+	rr.mu.Lock()
 	var out []shredd.Lease
-	if who.Unit != "" && who.Holder != "" {
-		for _, k := range []unitHolder{{who.Unit, who.Holder}, {who.Unit, ""}, {"", who.Holder}, {"", ""}} {
-			if _, ok := m[k]; ok {
-				out = append(out, r.prune(who.Token, k, now)...)
+	take := func(k unitHolder) {
+		for _, l := range rr.prune(k, now) {
+			if l.IssuedAt.UnixNano() < until {
+				out = append(out, l)
 			}
 		}
-		return byExpiry(out, limit)
 	}
-	for k := range m {
-		if matches(k.unit, who.Unit) && matches(k.holder, who.Holder) {
-			out = append(out, r.prune(who.Token, k, now)...)
+	if who.Unit != "" && who.Holder != "" {
+		for _, k := range []unitHolder{{who.Unit, who.Holder}, {who.Unit, ""}, {"", who.Holder}, {"", ""}} {
+			if _, ok := rr.by[k]; ok {
+				take(k)
+			}
+		}
+	} else {
+		for k := range rr.by {
+			if matches(k.unit, who.Unit) && matches(k.holder, who.Holder) {
+				take(k)
+			}
 		}
 	}
+	rr.mu.Unlock()
 	return byExpiry(out, limit)
 }
 
@@ -404,7 +444,30 @@ func (s *Registry) ReleaseLease(ctx context.Context, id shredd.ID, holder string
 
 // RecordRefused keeps that a write was refused for leaving leases
 // undeclared (derivation.Graph.RecordRefused): the forgets of their
-// lineages count it.
+// lineages count it. A refused write is evidence that its writer still
+// holds what it read: each lease's attribution (its expiry) is extended to
+// a lease TTL from now, so a retry after the lease would have expired is
+// still its writer's to answer for (the lease stays live for a forget's
+// workers_quiesced too, unless released).
 func (s *Registry) RecordRefused(ctx context.Context, leases []shredd.ID) error {
-	return s.graph.RecordRefused(ctx, leases)
+	if err := s.graph.RecordRefused(ctx, leases); err != nil {
+		return err
+	}
+	until := s.opts.Now().Add(s.opts.LeaseTTL)
+	var extended []*shredd.Lease
+	for _, id := range leases {
+		if _, err := s.db.ExecContext(ctx, `UPDATE leases SET expires_at = ? WHERE id = ? AND expires_at < ?`,
+			until.UnixNano(), id[:], until.UnixNano()); err != nil {
+			return fmt.Errorf("registry: extend lease: %w", err)
+		}
+		l, err := s.GetLease(ctx, id)
+		if err != nil {
+			return err
+		}
+		extended = append(extended, &l)
+	}
+	if !s.db.Shared() {
+		s.reads.add(extended, s.opts.Now().UnixNano())
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/shredd/shredd"
 	"github.com/shredd/shredd/registry"
@@ -20,15 +21,23 @@ import (
 // shredd.Read per lease, is registered with the artifact.
 
 // readKey names one writer's reads within a batch (readCache).
-type readKey struct{ token, holder, unit string }
+type readKey struct {
+	token, holder, unit string
+	before              time.Time
+}
 
 // readCache holds the reads of the writers of one batch, read once.
 type readCache map[readKey][]shredd.Lease
 
 // readsLimit bounds the leases a check reads beyond those the source
-// names or declares: enough to inherit MaxParents or to list
-// MaxListedReads, and one more to tell that there are more.
-const readsLimit = max(registry.MaxParents, shredd.MaxListedReads) + 1
+// names or declares (MaxLiveReads), and one more to tell that there are
+// more: a write whose reader holds more is refused (413), whatever it
+// declares.
+const readsLimit = MaxLiveReads + 1
+
+// MaxLiveReads bounds the attributable reads one write answers for: the
+// read links it registers, and what it may inherit or declare independent.
+const MaxLiveReads = 4096
 
 // checkReads checks src against its writer's reads, and returns them with
 // how src closes each; with the inherit policy, src's parents gain the
@@ -62,7 +71,7 @@ func (s *Sealer) checkReads(ctx context.Context, src *shredd.Source, cache readC
 	more := len(held) == declared(src)+readsLimit // the query's limit: there may be more
 	if len(undeclared) == 0 {
 		if more {
-			return nil, fmt.Errorf("sealing: the writer holds more live reads than one write can declare: name them in units of work: %w", shredd.ErrTooLarge)
+			return nil, fmt.Errorf("sealing: the writer holds more than %d attributable reads, more than one write answers for: do independent work in its own unit of work: %w", MaxLiveReads, shredd.ErrTooLarge)
 		}
 		return reads, nil
 	}
@@ -82,12 +91,12 @@ func (s *Sealer) checkReads(ctx context.Context, src *shredd.Source, cache readC
 // heldReads returns the leases src's writer holds, read once per writer of
 // a batch (cache, when not nil).
 func (s *Sealer) heldReads(ctx context.Context, src *shredd.Source, cache readCache) ([]shredd.Lease, error) {
-	k := readKey{src.Reader, src.Holder, src.Unit}
+	k := readKey{src.Reader, src.Holder, src.Unit, src.ReadsBefore}
 	plain := cache != nil && declared(src) == 0 // a source that names nothing may share the batch's read
 	if held, ok := cache[k]; ok && plain {
 		return held, nil
 	}
-	held, err := s.reg.ReadsOf(ctx, shredd.Reader{Token: src.Reader, Holder: src.Holder, Unit: src.Unit}, declared(src)+readsLimit)
+	held, err := s.reg.ReadsOf(ctx, shredd.Reader{Token: src.Reader, Holder: src.Holder, Unit: src.Unit}, src.ReadsBefore, declared(src)+readsLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -114,9 +123,6 @@ func (s *Sealer) refuse(ctx context.Context, undeclared []shredd.Lease, more boo
 	if err := s.reg.RecordRefused(ctx, ids); err != nil {
 		return err
 	}
-	e := &shredd.UndeclaredDerivationError{Count: len(ids), Leases: ids[:min(len(ids), shredd.MaxListedReads)]}
-	if more {
-		e.Count++ // at least
-	}
+	e := &shredd.UndeclaredDerivationError{Count: len(ids), Leases: ids[:min(len(ids), shredd.MaxListedReads)], More: more}
 	return fmt.Errorf("sealing: %w", e)
 }
