@@ -98,7 +98,7 @@ func tokenCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 		// The secret goes to stdout, once; the record to stderr.
 		fmt.Fprintln(stdout, raw)
 		fmt.Fprintf(stderr, "created token %s (%s) with scopes %s%s; the secret above is shown only once\n",
-			t.ID, t.Name, strings.Join(t.Scopes, ","), map[bool]string{true: ", holder " + t.Holder, false: ""}[t.Holder != ""])
+			t.ID, t.Name, strings.Join(t.Scopes, ","), map[bool]string{true: ", holder " + t.Holder, false: ""}[t.Holder != ""]+", reads "+reads)
 	case "list":
 		ts, err := tokens.List(ctx)
 		if err != nil {
@@ -112,9 +112,13 @@ func tokenCmd(ctx context.Context, args []string, stdout, stderr io.Writer, gete
 			return 0
 		}
 		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tNAME\tSCOPES\tHOLDER\tCREATED\tEXPIRES\tREVOKED")
+		fmt.Fprintln(tw, "ID\tNAME\tSCOPES\tHOLDER\tREADS\tCREATED\tEXPIRES\tREVOKED")
 		for _, t := range ts {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, strings.Join(t.Scopes, ","), dash(t.Holder),
+			reads := t.Reads
+			if reads == "" {
+				reads = access.ReadsRefuse // the default
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, strings.Join(t.Scopes, ","), dash(t.Holder), reads,
 				t.CreatedAt.Format(time.RFC3339), when(t.ExpiresAt), when(t.RevokedAt))
 		}
 		tw.Flush()
