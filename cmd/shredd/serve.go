@@ -156,7 +156,7 @@ func ParseFlags(args []string, stderr io.Writer, getenv func(string) string) (*P
 		return nil, err
 	}
 	if !p.inRange() {
-		fmt.Fprintln(stderr, "shredd serve: --epoch-interval and --store-timeout must be >= 1s, --cache-ttl >= 0, --forget-deadline > 0, --buckets >= 1, --backup-keep >= 1, --max-body and --max-raw-body >= 1024")
+		fmt.Fprintln(stderr, "shredd serve: --epoch-interval and --store-timeout must be >= 1s, --cache-ttl >= 0, --forget-deadline and --lease-ttl > 0, --buckets >= 1, --backup-keep >= 1, --max-body and --max-raw-body >= 1024")
 		return nil, errors.New("bad flag value")
 	}
 	return p, nil
