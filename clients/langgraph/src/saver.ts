@@ -390,10 +390,10 @@ export class ShreddSaver extends BaseCheckpointSaver {
 
   /**
    * list reads for the running step's thread; outside a step (an
-   * application browsing a history: getStateHistory) in a unit of its own:
-   * what the application derives from a history it carries itself (a
-   * Client.unit()). Every checkpoint a thread resumes from is loaded by
-   * getTuple, or is the parent its next checkpoint names.
+   * application browsing a history: getStateHistory) in a unit of its own,
+   * or for the thread Reads.forThread names: what the application passes
+   * from it into that thread's input. Every checkpoint a thread resumes
+   * from is loaded by getTuple, or is the parent its next checkpoint names.
    */
   override async *list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple> {
     const { limit, before, filter } = options ?? {};

@@ -99,8 +99,10 @@ function matches(value: Record<string, unknown>, filter: Record<string, unknown>
  * writes of that thread, and the memories the step puts, name it. The
  * step is LangGraph's run config: the store stamps each operation that
  * LangGraph's AsyncBatchedStore queues with the step that queued it
- * (stampSteps). A read outside any step (the application calling get) is
- * a unit of its own that no adapter write names. Leases of what a caller
+ * (stampSteps; an operation that arrives unstamped from outside any step
+ * is refused). A read outside any step (the application calling get) is a
+ * unit of its own that no adapter write names, unless the application
+ * makes it in Reads.forThread(thread, fn): then it is that thread's. Leases of what a caller
  * received run to their expiry; those of items read but not answered
  * (filtered out, past the limit, shredded) are released and declared
  * independent.
