@@ -44,17 +44,23 @@ func Example_unit() {
 	fmt.Println("profile lineage:", profile.LineageSize) // bob, and alice from the reads
 
 	// Outside any unit, a write answers for every read of its token until
-	// the leases expire, released or not: it names them (Leases), or says
-	// it was not made from them (IndependentOf, Independent).
+	// the leases expire, released or not, the units' reads included: this
+	// note, which Bob told us and which holds nothing of alice's rows, is
+	// refused.
 	note := client.EncryptRequest{Subjects: []string{"bob@example.com"}, Kind: "episodic",
 		Plaintext: []byte("Bob moved to Porto.")}
 	_, err = c.Encrypt(ctx, note)
 	if e, ok := client.AsError(err); ok && client.IsUndeclaredDerivation(err) {
 		fmt.Println("refused:", e.Code, len(e.Leases), "reads")
-		note.IndependentOf = e.Leases // not made from them: recorded with the note
-		_, err = c.Encrypt(ctx, note)
 	}
-	if err != nil {
+	// Never answer the refusal by copying e.Leases into IndependentOf: that
+	// would launder whatever the reads fed into the data. Data made from
+	// reads names them (Leases, or the reads' unit); work that read nothing
+	// of them, as this note, runs in a unit of its own, which answers for
+	// its own reads only.
+	ingest := c.Unit()
+	_, err = ingest.Encrypt(ctx, note)
+	if err = errors.Join(err, ingest.Close(ctx)); err != nil {
 		log.Fatal(err)
 	}
 

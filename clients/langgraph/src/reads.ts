@@ -17,10 +17,13 @@
  * answers): its `thread_id` and task id (`__pregel_task_id`). Store calls
  * from a node go through LangGraph's AsyncBatchedStore, which runs the
  * batch later, outside the node's context; stampSteps() makes it record the
- * caller's step on each operation. A read made outside any step belongs
- * to the thread read (the saver's getTuple: LangGraph loads the checkpoint
- * it resumes from so) or to a unit of its own that no write names (the
- * saver's list, the store's get and search from application code).
+ * caller's step on each operation (and the store refuses an operation that
+ * arrives unstamped from outside any step: fail closed). A read made
+ * outside any step belongs to the thread read (the saver's getTuple:
+ * LangGraph loads the checkpoint it resumes from so), to the thread an
+ * application names with forThread() (memory it reads to feed into that
+ * thread's input), or to a unit of its own that no write names (the
+ * saver's list, the store's get and search from other application code).
  *
  * Which writes name which reads (a write never names fewer than it may
  * derive from; "independent" only where LangGraph's order proves it):
@@ -34,36 +37,66 @@
  * - reads the adapter dropped before the caller saw them (a search hit
  *   filtered out, a checkpoint not listed) are declared independent, and
  *   so are reads whose plaintext was handed on after the write was called.
- * A read is forgotten here a minute after its lease expired.
+ * A read is forgotten here a minute after its lease expired, but a read
+ * made in a step (or handed to a thread with forThread) only once a
+ * checkpoint of its thread has named it and no write of the thread is
+ * still under way: a step that runs past the lease TTL still names what
+ * it read (the server resolves an expired lease's artifact all the same).
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import { AsyncLocalStorageProviderSingleton } from "@langchain/core/singletons";
 import { AsyncBatchedStore } from "@langchain/langgraph-checkpoint";
 import type { Lease } from "@shredd/client";
 
-/** Step is a running graph task: its thread and task id ("" when the run config names no task). */
+/**
+ * Step is a running graph task: its thread and task id ("" when the run
+ * config names no task); carried: the reads are the application's, handed
+ * to the thread with forThread().
+ */
 export interface Step {
   readonly thread: string;
   readonly task: string;
+  readonly carried?: boolean;
 }
 
-/** STEP is the property an operation of a stamped AsyncBatchedStore carries its caller's step under. */
+/**
+ * STEP is the property an operation of a stamped AsyncBatchedStore carries
+ * its caller's step under: the Step, or null when it was queued outside any
+ * step. An operation without it was not queued by a stamped class.
+ */
 export const STEP: unique symbol = Symbol.for("@shredd/langgraph/step") as never;
 
-/** currentStep is the graph step running in this async context, from LangGraph's run config. */
+/** scope: the thread an application's reads are for (forThread). */
+const scope = new AsyncLocalStorage<string>();
+
+/**
+ * currentStep is the graph step running in this async context, from
+ * LangGraph's run config; outside a graph task, the thread forThread()
+ * names, else the run config's thread (with no task).
+ */
 export function currentStep(): Step | undefined {
   const c = (AsyncLocalStorageProviderSingleton.getRunnableConfig() as { configurable?: Record<string, unknown> } | undefined)?.configurable;
   const thread = c?.["thread_id"];
-  if (typeof thread !== "string" && typeof thread !== "number") return undefined;
   const task = c?.["__pregel_task_id"];
-  return { thread: String(thread), task: typeof task === "string" ? task : "" };
+  const ok = typeof thread === "string" || typeof thread === "number";
+  if (ok && typeof task === "string" && task !== "") return { thread: String(thread), task };
+  const carried = scope.getStore();
+  if (carried !== undefined) return { thread: carried, task: "", carried: true };
+  return ok ? { thread: String(thread), task: "" } : undefined;
 }
 
-/** stepOf is the step an operation was stamped with, else the one running now. */
-export function stepOf(op: object): Step | undefined {
-  return (op as { [STEP]?: Step })[STEP] ?? currentStep();
+/**
+ * stepOf is the step an operation was stamped with (undefined: queued
+ * outside any step), or "unstamped" when no stamped class queued it.
+ */
+export function stepOf(op: object): Step | undefined | "unstamped" {
+  if (!Object.prototype.hasOwnProperty.call(op, STEP)) return "unstamped";
+  return (op as { [STEP]: Step | null })[STEP] ?? undefined;
 }
 
 const PATCHED = Symbol.for("@shredd/langgraph/stamped");
+/** ORIGINAL keeps the enqueueOperation a stamped class had (for tests that simulate an unstamped copy). */
+export const ORIGINAL: unique symbol = Symbol.for("@shredd/langgraph/original") as never;
 
 /**
  * stampSteps makes an AsyncBatchedStore class (LangGraph's wrapper of the
@@ -72,8 +105,10 @@ const PATCHED = Symbol.for("@shredd/langgraph/stamped");
  * node's async context, knows whose read it is. The store calls it with
  * the class of its own @langchain/langgraph-checkpoint; an application
  * whose LangGraph loads another copy (a linked checkout) passes that copy's
- * class too. Idempotent. Throws when the class has no enqueueOperation
- * (another LangGraph version): the store cannot tie reads to steps then.
+ * class too (else the store refuses the operations it gets from that
+ * copy: they arrive without their step). Idempotent. Throws when the class
+ * has no enqueueOperation (another LangGraph version): the store cannot tie
+ * reads to steps then.
  */
 export function stampSteps(cls: typeof AsyncBatchedStore = AsyncBatchedStore): void {
   const proto = cls.prototype as unknown as Record<PropertyKey, unknown>;
@@ -83,10 +118,10 @@ export function stampSteps(cls: typeof AsyncBatchedStore = AsyncBatchedStore): v
     throw new Error("@shredd/langgraph: this AsyncBatchedStore has no enqueueOperation: store reads cannot be tied to graph steps");
   }
   proto["enqueueOperation"] = function (this: unknown, op: unknown): unknown {
-    const step = currentStep();
-    if (step !== undefined && op !== null && typeof op === "object") Object.defineProperty(op, STEP, { value: step });
+    if (op !== null && typeof op === "object") Object.defineProperty(op, STEP, { value: currentStep() ?? null, configurable: true });
     return (enqueue as (op: unknown) => unknown).call(this, op);
   };
+  proto[ORIGINAL] = enqueue;
   proto[PATCHED] = true;
 }
 
@@ -109,6 +144,10 @@ interface Read {
   readonly seq: number;
   /** dropped: the adapter dropped the plaintext before anyone saw it. */
   dropped: boolean;
+  /** keep: a read of a step (or carried): kept past its expiry until a checkpoint named it. */
+  readonly keep: boolean;
+  /** named: a checkpoint of the thread named it. */
+  named: boolean;
 }
 
 interface Thread {
@@ -119,6 +158,8 @@ interface Thread {
   /** reading, writing: decrypts and writes of the unit under way; one kind at a time. */
   reading: number;
   writing: number;
+  /** called: writes called (mark) and not ended (ended): a kept read is not forgotten meanwhile. */
+  called: number;
   waiters: (() => void)[];
 }
 
@@ -159,7 +200,7 @@ export class Reads {
   #thread(thread: string): Thread {
     let t = this.#threads.get(thread);
     if (t === undefined) {
-      t = { unit: unitID(), reads: [], from: new Map(), reading: 0, writing: 0, waiters: [] };
+      t = { unit: unitID(), reads: [], from: new Map(), reading: 0, writing: 0, called: 0, waiters: [] };
       this.#threads.set(thread, t);
     }
     return t;
@@ -168,7 +209,9 @@ export class Reads {
   #prune(thread: string): Thread {
     const t = this.#thread(thread);
     const now = this.#now();
-    const live = t.reads.filter((r) => r.expires + MARGIN_MS > now);
+    // A read of a step is named by the step's writes whatever the time:
+    // it goes once a checkpoint named it and no write called is pending.
+    const live = t.reads.filter((r) => r.expires + MARGIN_MS > now || (r.keep && (!r.named || t.called > 0)));
     if (live.length !== t.reads.length) {
       t.reads.splice(0, t.reads.length, ...live);
       const tasks = new Set(live.map((r) => r.task));
@@ -181,7 +224,7 @@ export class Reads {
     const w = t.waiters.splice(0);
     for (const f of w) f();
     // A thread with nothing live and nothing under way is kept no longer: its next read starts a fresh unit.
-    if (t.reads.length === 0 && t.reading === 0 && t.writing === 0 && t.waiters.length === 0 && this.#threads.get(thread) === t) {
+    if (t.reads.length === 0 && t.reading === 0 && t.writing === 0 && t.called === 0 && t.waiters.length === 0 && this.#threads.get(thread) === t) {
       this.#threads.delete(thread);
     }
   }
@@ -203,14 +246,18 @@ export class Reads {
     }
   }
 
-  /** endRead ends a read begun with beginRead(), recording the leases its decrypts took (none when they failed). */
-  endRead(thread: string, task: string, leases: readonly Lease[]): void {
+  /**
+   * endRead ends a read begun with beginRead(), recording the leases its
+   * decrypts took (none when they failed); carried: the application's read
+   * handed to the thread (forThread), kept as a step's is.
+   */
+  endRead(thread: string, task: string, leases: readonly Lease[], carried = false): void {
     const t = this.#thread(thread);
     t.reading = Math.max(0, t.reading - 1);
     const seq = ++this.#seq;
     for (const l of leases) {
       const expires = Date.parse(l.expires_at);
-      t.reads.push({ lease: l.id, artifact: l.artifact, expires: Number.isFinite(expires) ? expires : this.#now() + 3_600_000, task, seq, dropped: false });
+      t.reads.push({ lease: l.id, artifact: l.artifact, expires: Number.isFinite(expires) ? expires : this.#now() + 3_600_000, task, seq, dropped: false, keep: task !== "" || carried, named: false });
     }
     this.#wake(thread, t);
   }
@@ -232,9 +279,42 @@ export class Reads {
     if (task !== "" && t !== undefined && t.reads.some((r) => r.task === task)) t.from.set(task, from);
   }
 
-  /** mark is the moment a write is called: reads handed on after it are not in what it writes. */
-  mark(): number {
+  /**
+   * mark is the moment a write of `thread` is called: reads handed on after
+   * it are not in what it writes. Until ended(thread), the thread's reads
+   * are kept (its declaration may still come). Call before any await.
+   */
+  mark(thread: string): number {
+    this.#thread(thread).called++;
     return this.#seq;
+  }
+
+  /** ended ends a write begun with mark(thread), also when it failed before write(). */
+  ended(thread: string): void {
+    const t = this.#threads.get(thread);
+    if (t === undefined) return;
+    t.called = Math.max(0, t.called - 1);
+    this.#prune(thread);
+    this.#wake(thread, t);
+  }
+
+  /**
+   * forThread runs fn, application code outside any graph step, with the
+   * reads the adapters make in it (the store's get and search, the saver's
+   * getTuple and list) recorded as reads of `thread`: the thread's next
+   * checkpoint, pending writes and memories name them, whenever they come.
+   * For memory an application recalls and passes into that thread's input:
+   *
+   *   const hits = await reads.forThread("bob-1", () => store.search(["memories", "bob"], { query }));
+   *   await graph.invoke({ messages: [...] }, { configurable: { thread_id: "bob-1" } });
+   *
+   * Use the Reads the adapters were given (Reads.shared by default).
+   */
+  forThread<T>(thread: string | number, fn: () => T): T {
+    if ((typeof thread !== "string" && typeof thread !== "number") || String(thread) === "") {
+      throw new TypeError("Reads.forThread: thread is a thread_id");
+    }
+    return scope.run(String(thread), fn);
   }
 
   /**
@@ -253,7 +333,10 @@ export class Reads {
       await new Promise<void>((res) => t.waiters.push(res));
     }
     try {
-      return await fn(this.#declare(thread, mark, rule));
+      const [d, named] = this.#declare(thread, mark, rule);
+      const out = await fn(d);
+      if (rule.kind === "checkpoint") for (const r of named) r.named = true;
+      return out;
     } finally {
       const t = this.#thread(thread);
       t.writing = Math.max(0, t.writing - 1);
@@ -261,17 +344,21 @@ export class Reads {
     }
   }
 
-  #declare(thread: string, mark: number, rule: Rule): Declaration {
+  #declare(thread: string, mark: number, rule: Rule): [Declaration, Read[]] {
     const t = this.#prune(thread);
     const parents = new Set<string>();
     const others: Read[] = [];
+    const named: Read[] = [];
     for (const r of t.reads) {
       if (r.dropped || r.seq > mark || independent(rule, r, t)) others.push(r);
-      else parents.add(r.artifact);
+      else {
+        parents.add(r.artifact);
+        named.push(r);
+      }
     }
     // A read whose artifact is named through another read's is named too.
     const independentOf = others.filter((r) => !parents.has(r.artifact)).map((r) => r.lease);
-    return { unit: t.unit, parents: [...parents], independentOf };
+    return [{ unit: t.unit, parents: [...parents], independentOf }, named];
   }
 }
 

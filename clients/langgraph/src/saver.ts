@@ -207,8 +207,8 @@ export class ShreddSaver extends BaseCheckpointSaver {
 
   override async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
     const { thread, ns, id: parentId } = ids(config);
-    const mark = this.#reads.mark(); // before any await: what the checkpoint can hold
     const [unitThread, rule] = this.#writer(thread, { kind: "checkpoint", parent: parentId ?? "" });
+    const mark = this.#reads.mark(unitThread); // before any await: what the checkpoint can hold
     const key = `${thread}\0${ns}\0${checkpoint.id}`;
     let done!: (a: string | undefined) => void;
     this.#putting.set(key, new Promise((res) => (done = res)));
@@ -217,6 +217,7 @@ export class ShreddSaver extends BaseCheckpointSaver {
     } finally {
       done(this.#artifacts.get(key));
       this.#putting.delete(key);
+      this.#reads.ended(unitThread);
     }
   }
 
@@ -259,8 +260,19 @@ export class ShreddSaver extends BaseCheckpointSaver {
     // The task is done: note where it ran from, before anything awaits,
     // so that a checkpoint older than its step does not name its reads.
     this.#reads.ran(thread, taskId, id);
-    const mark = this.#reads.mark();
     const [unitThread, rule] = this.#writer(thread, { kind: "writes", from: id, task: taskId });
+    const mark = this.#reads.mark(unitThread);
+    try {
+      await this.#putWrites(config, writes, taskId, taskPath, (fn) => this.#reads.write(unitThread, mark, rule, fn));
+    } finally {
+      this.#reads.ended(unitThread);
+    }
+  }
+
+  async #putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath: string | undefined,
+    write: <T>(fn: (d: Declaration) => Promise<T>) => Promise<T>): Promise<void> {
+    const { thread, ns, id: cid } = ids(config);
+    const id = cid!;
     const subjects = await this.#subjectsOf(config);
     const key = `${thread}\0${ns}\0${id}`;
     const parent = this.#artifacts.get(key) ?? (await this.#putting.get(key));
@@ -271,8 +283,7 @@ export class ShreddSaver extends BaseCheckpointSaver {
         plaintext: frame(type, body), context: writeContext(thread, ns, id, taskId, channel),
       };
     }));
-    const sealed = await this.#reads.write(unitThread, mark, rule,
-      (d) => this.#c.sealing.sealMany(items.map((it) => ({ ...it, ...sourceOf(d, parent) }))));
+    const sealed = await write((d) => this.#c.sealing.sealMany(items.map((it) => ({ ...it, ...sourceOf(d, parent) }))));
     for (const it of items) it.plaintext.fill(0);
     const stored: PendingWrite[] = sealed.map((r, i) => {
       if (!r.ok) throw r.error;
@@ -333,7 +344,7 @@ export class ShreddSaver extends BaseCheckpointSaver {
         else failure ??= r.error;
       }
     } finally {
-      if (step !== undefined) this.#reads.endRead(step.thread, step.task, opened.map((d) => d.lease));
+      if (step !== undefined) this.#reads.endRead(step.thread, step.task, opened.map((d) => d.lease), step.carried === true);
     }
     if (failure !== undefined) {
       await this.#drop(step, opened);
@@ -379,10 +390,10 @@ export class ShreddSaver extends BaseCheckpointSaver {
 
   /**
    * list reads for the running step's thread; outside a step (an
-   * application browsing a history: getStateHistory) in a unit of its own:
-   * what the application derives from a history it carries itself (a
-   * Client.unit()). Every checkpoint a thread resumes from is loaded by
-   * getTuple, or is the parent its next checkpoint names.
+   * application browsing a history: getStateHistory) in a unit of its own,
+   * or for the thread Reads.forThread names: what the application passes
+   * from it into that thread's input. Every checkpoint a thread resumes
+   * from is loaded by getTuple, or is the parent its next checkpoint names.
    */
   override async *list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple> {
     const { limit, before, filter } = options ?? {};

@@ -10,7 +10,7 @@ import {
   type PutOperation, type SearchItem, type SearchOperation,
 } from "@langchain/langgraph-checkpoint";
 import { type Client, type Decrypted, type HolderKit, type PurgeOutcome, InvalidArgument, Shredded } from "@shredd/client";
-import { type Declaration, type Step, Reads, stampSteps, stepOf } from "./reads.js";
+import { type Declaration, type Step, Reads, currentStep, stampSteps, stepOf } from "./reads.js";
 
 const SEALED = "__shredd_sealed__";
 const te = new TextEncoder();
@@ -99,8 +99,10 @@ function matches(value: Record<string, unknown>, filter: Record<string, unknown>
  * writes of that thread, and the memories the step puts, name it. The
  * step is LangGraph's run config: the store stamps each operation that
  * LangGraph's AsyncBatchedStore queues with the step that queued it
- * (stampSteps). A read outside any step (the application calling get) is
- * a unit of its own that no adapter write names. Leases of what a caller
+ * (stampSteps; an operation that arrives unstamped from outside any step
+ * is refused). A read outside any step (the application calling get) is a
+ * unit of its own that no adapter write names, unless the application
+ * makes it in Reads.forThread(thread, fn): then it is that thread's. Leases of what a caller
  * received run to their expiry; those of items read but not answered
  * (filtered out, past the limit, shredded) are released and declared
  * independent.
@@ -174,7 +176,12 @@ export class ShreddStore extends BaseStore {
   /** #write runs fn, the requests of one write, in the unit of the step's thread (outside a step: a unit of its own, naming nothing). */
   async #write<T>(step: Step | undefined, fn: (d: Declaration) => Promise<T>): Promise<T> {
     if (step === undefined) return fn({ unit: this.#reads.oneShot(), parents: [], independentOf: [] });
-    return this.#reads.write(step.thread, this.#reads.mark(), { kind: "step" }, fn);
+    const mark = this.#reads.mark(step.thread);
+    try {
+      return await this.#reads.write(step.thread, mark, { kind: "step" }, fn);
+    } finally {
+      this.#reads.ended(step.thread);
+    }
   }
 
   async #put(op: PutOperation, step: Step | undefined): Promise<void> {
@@ -214,7 +221,7 @@ export class ShreddStore extends BaseStore {
       if (skipShredded && e instanceof Shredded) return undefined;
       throw e;
     } finally {
-      if (step !== undefined) this.#reads.endRead(step.thread, step.task, d !== undefined ? [d.lease] : []);
+      if (step !== undefined) this.#reads.endRead(step.thread, step.task, d !== undefined ? [d.lease] : [], step.carried === true);
     }
     const value = JSON.parse(td.decode(d.plaintext)) as Record<string, unknown>;
     d.plaintext.fill(0);
@@ -274,10 +281,61 @@ export class ShreddStore extends BaseStore {
     }
   }
 
+  /** #direct counts the store's own get/search/put/delete/listNamespaces calls under way, whose batch runs in the caller's context. */
+  #direct = 0;
+
+  #own<T>(f: () => Promise<T>): Promise<T> {
+    this.#direct++;
+    try {
+      return f(); // BaseStore's methods call batch() before their first await
+    } finally {
+      this.#direct--;
+    }
+  }
+
+  override get(namespace: string[], key: string): Promise<Item | null> {
+    return this.#own(() => super.get(namespace, key));
+  }
+  override search(namespacePrefix: string[], options?: Parameters<BaseStore["search"]>[1]): Promise<SearchItem[]> {
+    return this.#own(() => super.search(namespacePrefix, options));
+  }
+  override put(namespace: string[], key: string, value: Record<string, unknown>, index?: false | string[]): Promise<void> {
+    return this.#own(() => super.put(namespace, key, value, index));
+  }
+  override delete(namespace: string[], key: string): Promise<void> {
+    return this.#own(() => super.delete(namespace, key));
+  }
+
+  /**
+   * batch runs the operations, each for the step that made it: stamped by
+   * LangGraph's AsyncBatchedStore (stampSteps), else the step running in
+   * the caller's context (the store's own get, search, put, delete, or a
+   * batch called directly). It refuses, before anything runs, an operation
+   * that arrives unstamped from outside any step: that is an
+   * AsyncBatchedStore of another copy of @langchain/langgraph-checkpoint
+   * (a linked or workspace install), whose operations come from graph
+   * steps this store cannot see; run without lineage, the step's reads
+   * would be named by none of its writes.
+   */
   override async batch<Op extends Operation[]>(operations: Op): Promise<OperationResults<Op>> {
+    const direct = this.#direct > 0; // before any await: the caller's own call
+    const steps = operations.map((op) => {
+      const s = stepOf(op);
+      if (s !== "unstamped") return s;
+      const now = currentStep();
+      if (now === undefined && !direct && ("key" in op || "namespacePrefix" in op)) {
+        throw new Error("ShreddStore: a store operation arrived without the graph step that made it: LangGraph's " +
+          "AsyncBatchedStore that queued it is not stamped (your @langchain/langgraph loads another copy of " +
+          "@langchain/langgraph-checkpoint than @shredd/langgraph does, as a linked or workspace install can). " +
+          "Call stampSteps(AsyncBatchedStore) with the AsyncBatchedStore of the @langchain/langgraph-checkpoint " +
+          "your @langchain/langgraph imports, or install one copy; outside a graph, call get, search, put or " +
+          "delete (or batch inside Reads.forThread). Nothing was read or written.");
+      }
+      return now;
+    });
     const results: unknown[] = [];
-    for (const op of operations) {
-      const step = stepOf(op);
+    for (const [i, op] of operations.entries()) {
+      const step = steps[i];
       if ("value" in op) results.push(await this.#put(op as PutOperation, step));
       else if ("namespacePrefix" in op) results.push(await this.#search(op as SearchOperation, step));
       else if ("key" in op) results.push(await this.#get(op as GetOperation, step));
