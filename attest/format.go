@@ -164,6 +164,11 @@ const (
 	// reads: they stay readable, and that they are separate rests on the
 	// writers' units. Present when there are.
 	ResidualSeparateWrites = "separate_writes"
+	// ResidualReadsAttributable: reads of the lineage were still
+	// attributable to their readers when the attestation was signed; what
+	// they write until then in other units or declared independent is not
+	// in it. Present when there are.
+	ResidualReadsAttributable = "reads_attributable"
 )
 
 // maxID bounds identifiers (forget, artifact, holder, kind) in bytes.

@@ -182,6 +182,12 @@ func (c *core) readResiduals(ctx context.Context, r forgetRow, p *attest.Predica
 			Description: fmt.Sprintf("%d artifacts were written while their writers held reads of this lineage and declared independent of those reads by their writers (%s%s): "+
 				"they are not in the lineage and stay readable; that they derive nothing from the subject's data rests on those declarations", len(indep), strings.Join(listed, ", "), more)})
 	}
+	if erased := r.erased.Int64; reads.AttributableUntil > erased {
+		p.Residuals = append(p.Residuals, attest.Residual{Kind: attest.ResidualReadsAttributable,
+			Description: fmt.Sprintf("reads of this lineage (released leases) stay attributable to their readers until %s, after this attestation: "+
+				"what those readers write until then in another unit of work or declared independent of them is not listed here (the forget's dry run lists it)",
+				time.Unix(0, reads.AttributableUntil).UTC().Format(time.RFC3339))})
+	}
 	if len(reads.Separate) > 0 {
 		ids := make([]string, 0, 20)
 		for _, id := range reads.Separate[:min(len(reads.Separate), 20)] {

@@ -406,8 +406,8 @@ func readsEvidence(r registry.LineageReads) (evidence, outside string) {
 	if len(missing) > 0 {
 		outside = "writes that named or inherited a read of the lineage are not in its lineage: " + strings.Join(missing, ", ")
 	}
-	evidence = fmt.Sprintf("reads of the lineage observed: %d leases issued before the barrier; writes checked against them while they were attributable: "+
-		"%d named them and %d inherited them (all in the lineage), %d were declared independent, %d were refused as undeclared; "+
+	evidence = fmt.Sprintf("reads of the lineage observed: %d leases issued before the barrier; of the reads the writes of their readers answered for, "+
+		"%d were named and %d inherited (those writes are in the lineage), %d declared independent, %d left undeclared by refused writes; "+
 		"%d other artifacts were written by the same readers meanwhile in other units of work or under other holder names (separate by their writers' declaration)",
 		r.Leases, n[shredd.ReadNamed], n[shredd.ReadInherited], n[shredd.ReadIndependent], n[shredd.ReadRefused], len(r.Separate))
 	return evidence, outside

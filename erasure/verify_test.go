@@ -77,6 +77,15 @@ func TestVerifierErasesOnlyWhenEveryConditionHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Add(time.Second)
+	// And a token's read, released at once: attributable until it expires.
+	tok, err := s.DecryptFor(ctx, rec.Ciphertext, nil, shredd.Reader{Token: "t1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ReleaseLease(ctx, tok.Lease.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	c.Add(time.Second)
 	f, err := s.Forget(ctx, "alice")
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,10 @@ import (
 	"github.com/shredd/shredd/storage"
 )
 
+// MaxExtensions bounds the lease TTLs a lease's attribution is extended
+// by refused writes (RecordRefused), beyond its first.
+const MaxExtensions = 2
+
 // DefaultLeaseTTL is how long a decrypt's lease lasts unless released.
 const DefaultLeaseTTL = 5 * time.Minute
 
@@ -448,16 +452,20 @@ func (s *Registry) ReleaseLease(ctx context.Context, id shredd.ID, holder string
 // holds what it read: each lease's attribution (its expiry) is extended to
 // a lease TTL from now, so a retry after the lease would have expired is
 // still its writer's to answer for (the lease stays live for a forget's
-// workers_quiesced too, unless released).
+// workers_quiesced too, unless released). At most to MaxExtensions lease
+// TTLs after its issue: a writer that keeps retrying cannot hold up a
+// forget of what it read for ever.
 func (s *Registry) RecordRefused(ctx context.Context, leases []shredd.ID) error {
 	if err := s.graph.RecordRefused(ctx, leases); err != nil {
 		return err
 	}
-	until := s.opts.Now().Add(s.opts.LeaseTTL)
+	until := s.opts.Now().Add(s.opts.LeaseTTL).UnixNano()
+	limit := int64(1+MaxExtensions) * int64(s.opts.LeaseTTL)
+	const capped = `(CASE WHEN ?1 < issued_at + ?2 THEN ?1 ELSE issued_at + ?2 END)` // least(), in both engines' SQL
 	var extended []*shredd.Lease
 	for _, id := range leases {
-		if _, err := s.db.ExecContext(ctx, `UPDATE leases SET expires_at = ? WHERE id = ? AND expires_at < ?`,
-			until.UnixNano(), id[:], until.UnixNano()); err != nil {
+		if _, err := s.db.ExecContext(ctx, `UPDATE leases SET expires_at = `+capped+` WHERE id = ?3 AND expires_at < `+capped,
+			until, limit, id[:]); err != nil {
 			return fmt.Errorf("registry: extend lease: %w", err)
 		}
 		l, err := s.GetLease(ctx, id)

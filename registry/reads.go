@@ -22,6 +22,11 @@ type LineageReads struct {
 	// against them: written in another unit of work or under another
 	// holder name of the same reader, which the writer declared separate.
 	Separate []shredd.ID
+	// AttributableUntil is the latest expiry (Unix nanoseconds) of those
+	// leases that have a reader, released or not: until then their
+	// readers' writes are still theirs to answer for, and may yet be
+	// separate or independent ones.
+	AttributableUntil int64
 }
 
 // ReadWrite is one write checked against a read of the lineage: the lease,
@@ -45,7 +50,8 @@ func (s *Registry) ReadsOfLineage(ctx context.Context, sid envelope.SID, issuedB
 		issuedBefore = 1<<63 - 1
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT le.id, r.artifact, r.how,
-			(SELECT count(*) FROM `+derivation.LineageAll+` l2 WHERE l2.sid = ?1 AND l2.artifact = r.artifact)
+			(SELECT count(*) FROM `+derivation.LineageAll+` l2 WHERE l2.sid = ?1 AND l2.artifact = r.artifact),
+			(CASE WHEN le.reader IS NULL THEN 0 ELSE le.expires_at END)
 		FROM `+derivation.LineageAll+` l JOIN leases le ON le.artifact = l.artifact AND le.issued_at < ?2
 			LEFT JOIN `+derivation.ReadLinks+` r ON r.lease = le.id
 		WHERE l.sid = ?1`, sid[:], issuedBefore)
@@ -59,9 +65,11 @@ func (s *Registry) ReadsOfLineage(ctx context.Context, sid envelope.SID, issuedB
 		var lease, art []byte
 		var how *string
 		var in int
-		if err := rows.Scan(&lease, &art, &how, &in); err != nil {
+		var expires int64
+		if err := rows.Scan(&lease, &art, &how, &in, &expires); err != nil {
 			return LineageReads{}, fmt.Errorf("registry: reads of a lineage: %w", err)
 		}
+		out.AttributableUntil = max(out.AttributableUntil, expires)
 		var w ReadWrite
 		copy(w.Lease[:], lease)
 		leases[w.Lease] = true

@@ -2,6 +2,7 @@ package sealing
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -78,13 +79,22 @@ func (s *Sealer) checkReads(ctx context.Context, src *shredd.Source, cache readC
 	if !src.InheritReads {
 		return nil, s.refuse(ctx, undeclared, more)
 	}
-	if more || len(src.Parents)+len(undeclared) > registry.MaxParents {
-		return nil, fmt.Errorf("sealing: %d undeclared reads to inherit, at most %d parents: %w", len(undeclared), registry.MaxParents, shredd.ErrTooLarge)
-	}
+	parents := slices.Clone(src.Parents)
 	for _, l := range undeclared {
-		src.Parents = append(src.Parents, l.Artifact)
+		if !slices.Contains(parents, l.Artifact) { // many reads of one artifact are one parent
+			parents = append(parents, l.Artifact)
+		}
 		reads = append(reads, shredd.Read{Lease: l.ID, How: shredd.ReadInherited})
 	}
+	if more || len(parents) > registry.MaxParents {
+		// Refused like an undeclared write (kept, and the reads extended),
+		// as too large to inherit.
+		if err := s.refuse(ctx, undeclared, more); err != nil && !errors.Is(err, shredd.ErrUndeclaredDerivation) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("sealing: %d undeclared reads of %d artifacts to inherit, at most %d parents: %w", len(undeclared), len(parents), registry.MaxParents, shredd.ErrTooLarge)
+	}
+	src.Parents = parents
 	return reads, nil
 }
 

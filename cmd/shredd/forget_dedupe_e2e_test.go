@@ -55,6 +55,7 @@ func TestForgetDedupeUpgrade(t *testing.T) {
 		`ALTER TABLE leases DROP COLUMN reader`,
 		`ALTER TABLE leases DROP COLUMN unit`,
 		`ALTER TABLE tokens DROP COLUMN reads`,
+		`ALTER TABLE artifacts DROP COLUMN writer`,
 		`DROP INDEX artifacts_facts`,          // migration 0009's
 		`DROP INDEX forgets_by_state_rekeyed`, // migration 0008's, made after 0007's
 		`DROP INDEX forgets_by_state_marker`,

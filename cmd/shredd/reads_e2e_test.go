@@ -160,13 +160,13 @@ func TestReadsBecomeLineage(t *testing.T) {
 	s.open(t, record{name: "the independent write", ciphertext: indep.Ciphertext, plaintext: "Bob takes the bus.", artifact: indep.Artifact})
 	s.open(t, bob)
 	closure := conditionIn(f.Verification, "closure_intact").Reason
-	if !strings.Contains(closure, "3 leases issued before the barrier") || !strings.Contains(closure, "1 named them and 1 inherited them") ||
-		!strings.Contains(closure, "1 were declared independent, 2 were refused") || !strings.Contains(closure, "1 other artifacts were written by the same readers") {
+	if !strings.Contains(closure, "3 leases issued before the barrier") || !strings.Contains(closure, "1 were named and 1 inherited") ||
+		!strings.Contains(closure, "1 declared independent, 2 left undeclared by refused writes") || !strings.Contains(closure, "1 other artifacts were written by the same readers") {
 		t.Fatalf("closure_intact says %q", closure)
 	}
 	att := decodeDSSE(t, s.expect(t, http.StatusOK, http.MethodGet, "/v1/forgets/"+f.Forget+"/attestation", nil).Body)
 	if !strings.Contains(att, `"unobserved_reads"`) || !strings.Contains(att, `"independent_writes"`) || !strings.Contains(att, indep.Artifact) ||
-		!strings.Contains(att, `"separate_writes"`) || !strings.Contains(att, separate.Artifact) {
+		!strings.Contains(att, `"separate_writes"`) || !strings.Contains(att, separate.Artifact) || !strings.Contains(att, `"reads_attributable"`) {
 		t.Fatalf("the attestation does not state the reads' residuals:\n%s", att)
 	}
 }
