@@ -137,7 +137,7 @@ func serveCallMany[Req, Resp any](c *codec, w http.ResponseWriter, r *http.Reque
 		return
 	}
 	if items != nil && many != nil {
-		out, errs := many(r.Context(), items)
+		out, errs := many(withBodyRead(r.Context()), items)
 		results := make([]any, len(items))
 		for i := range items {
 			if errs[i] != nil {

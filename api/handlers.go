@@ -90,14 +90,41 @@ func (b sourceBody) forToken(ctx context.Context) (shredd.Source, error) {
 }
 
 // withReader makes src the write of the request's token: checked against
-// the reads of the same reader (readerOf) made before now, when the
-// request's body has been read (a decrypt answered later cannot have fed
-// it), with the token's policy for undeclared ones.
+// the reads of the same reader (readerOf) made before the request's body
+// was read (bodyReadAt: a decrypt answered later cannot have fed it), with
+// the token's policy for undeclared ones.
 func withReader(ctx context.Context, src shredd.Source) shredd.Source {
 	if t := tokenOf(ctx); t != nil {
-		src.Reader, src.InheritReads, src.ReadsBefore = readerOf(t), t.Reads == shredd.ReadsInherit, time.Now()
+		src.Reader, src.InheritReads, src.ReadsBefore = readerOf(t), t.Reads == shredd.ReadsInherit, bodyReadAt(ctx)
 	}
 	return src
+}
+
+type bodyReadKey struct{}
+
+// withBodyRead marks ctx with now, when the request's body has been read
+// in whole: the items of a batch share that time, and so the read of
+// their writer's reads (sealing reads it once per writer and time).
+func withBodyRead(ctx context.Context) context.Context {
+	return context.WithValue(ctx, bodyReadKey{}, time.Now())
+}
+
+// bodyReadAt is the time withBodyRead marked, or now (a single request,
+// whose body its handler has read by the time it asks).
+func bodyReadAt(ctx context.Context) time.Time {
+	if at, ok := ctx.Value(bodyReadKey{}).(time.Time); ok {
+		return at
+	}
+	return time.Now()
+}
+
+// checkUnit refuses a unit of work id (field's value) that is not 1 to 64
+// characters of A-Z a-z 0-9 . _ : - (shredd.ValidUnit); "" is none.
+func checkUnit(field, unit string) error {
+	if unit != "" && !shredd.ValidUnit(unit) {
+		return badRequest("invalid_request", field+": 1 to 64 characters of A-Z a-z 0-9 . _ : -")
+	}
+	return nil
 }
 
 // reader is who a decrypt of the request's token hands plaintext to.
@@ -138,8 +165,8 @@ func (b sourceBody) source() (shredd.Source, error) {
 	if src.IndependentOf, err = parseIDs("independent_of", b.IndependentOf); err != nil {
 		return src, err
 	}
-	if b.Unit != "" && !shredd.ValidUnit(b.Unit) {
-		return src, badRequest("invalid_request", "unit: 1 to 64 characters of A-Z a-z 0-9 . _ : -")
+	if err := checkUnit("unit", b.Unit); err != nil {
+		return src, err
 	}
 	if b.Kind == "" {
 		return src, badRequest("missing_field", "kind is required")
@@ -298,8 +325,8 @@ func (s *sealHandlers) decryptItem(ctx context.Context, req *decryptRequest) (de
 	if err != nil {
 		return decryptResponse{}, err
 	}
-	if req.Unit != "" && !shredd.ValidUnit(req.Unit) {
-		return decryptResponse{}, badRequest("invalid_request", "unit: 1 to 64 characters of A-Z a-z 0-9 . _ : -")
+	if err := checkUnit("unit", req.Unit); err != nil {
+		return decryptResponse{}, err
 	}
 	out, err := s.svc.DecryptFor(ctx, req.Ciphertext, aad, reader(ctx, holder, req.Unit))
 	if err != nil {

@@ -327,8 +327,8 @@ func (s *sealHandlers) decryptRaw(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if unit != "" && !shredd.ValidUnit(unit) {
-		s.fail(w, r, badRequest("invalid_request", HeaderUnit+": 1 to 64 characters of A-Z a-z 0-9 . _ : -"))
+	if err := checkUnit(HeaderUnit, unit); err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	out, err := s.svc.DecryptBinary(r.Context(), body, aad, reader(r.Context(), holder, unit))
