@@ -148,7 +148,7 @@ const (
 	// every attestation signed after such a loss.
 	ResidualLostRegistrations = "lost_registrations"
 	// ResidualUnobservedReads: shredd observes reads through its decrypt
-	// (leases) and the writes of the same token; plaintext a writer kept
+	// (leases) and the writes of the same reader; plaintext a writer kept
 	// past its lease, got elsewhere or handed to another token or process
 	// is not observed, and its derivatives are in the lineage only where
 	// their writers declared them. Required in every attestation.

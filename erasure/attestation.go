@@ -158,29 +158,16 @@ func (c *core) signAttestation(ctx context.Context, r forgetRow, conds []shredd.
 // declared independent of reads of the lineage.
 func (c *core) readResiduals(ctx context.Context, r forgetRow, p *attest.Predicate) error {
 	p.Residuals = append(p.Residuals, attest.Residual{Kind: attest.ResidualUnobservedReads,
-		Description: "shredd observes reads through its decrypt (leases) and the writes of the same token while a read is attributable (until its lease expires, released or not); " +
+		Description: "shredd observes reads through its decrypt (leases) and the writes of the same reader (the token, or the holder it is bound to) while a read is attributable (until its lease expires, released or not); " +
 			"plaintext a writer kept past its lease, obtained outside shredd or passed to another token or process is not observed, and what was derived from it is in this lineage only where its writer declared it"})
 	reads, err := c.reg.ReadsOfLineage(ctx, r.sid, r.committed.Int64)
 	if err != nil {
 		return fmt.Errorf("erasure: attestation: %w", err)
 	}
-	var indep []string
-	seen := map[shredd.ID]bool{}
-	for _, w := range reads.Writes {
-		if w.How == shredd.ReadIndependent && !seen[w.Artifact] {
-			seen[w.Artifact] = true
-			indep = append(indep, w.Artifact.String())
-		}
-	}
-	if len(indep) > 0 {
-		listed := indep[:min(len(indep), 20)]
-		more := ""
-		if len(indep) > len(listed) {
-			more = fmt.Sprintf(" and %d more", len(indep)-len(listed))
-		}
+	if indep := reads.Independent(); len(indep) > 0 {
 		p.Residuals = append(p.Residuals, attest.Residual{Kind: attest.ResidualIndependentWrites,
-			Description: fmt.Sprintf("%d artifacts were written while their writers held reads of this lineage and declared independent of those reads by their writers (%s%s): "+
-				"they are not in the lineage and stay readable; that they derive nothing from the subject's data rests on those declarations", len(indep), strings.Join(listed, ", "), more)})
+			Description: fmt.Sprintf("%d artifacts were written while their writers held reads of this lineage and declared independent of those reads by their writers (%s): "+
+				"they are not in the lineage and stay readable; that they derive nothing from the subject's data rests on those declarations", len(indep), someIDs(indep))})
 	}
 	if erased := r.erased.Int64; reads.AttributableUntil > erased {
 		p.Residuals = append(p.Residuals, attest.Residual{Kind: attest.ResidualReadsAttributable,
@@ -189,19 +176,23 @@ func (c *core) readResiduals(ctx context.Context, r forgetRow, p *attest.Predica
 				time.Unix(0, reads.AttributableUntil).UTC().Format(time.RFC3339))})
 	}
 	if len(reads.Separate) > 0 {
-		ids := make([]string, 0, 20)
-		for _, id := range reads.Separate[:min(len(reads.Separate), 20)] {
-			ids = append(ids, id.String())
-		}
-		more := ""
-		if len(reads.Separate) > len(ids) {
-			more = fmt.Sprintf(" and %d more", len(reads.Separate)-len(ids))
-		}
 		p.Residuals = append(p.Residuals, attest.Residual{Kind: attest.ResidualSeparateWrites,
-			Description: fmt.Sprintf("%d artifacts were written by the readers of this lineage while their reads were attributable, in another unit of work or under another holder name (%s%s): "+
-				"their writes did not answer for those reads, they are not in the lineage and stay readable; that they are separate rests on their writers' units", len(reads.Separate), strings.Join(ids, ", "), more)})
+			Description: fmt.Sprintf("%d artifacts were written by the readers of this lineage while their reads were attributable, in another unit of work or under another holder name (%s): "+
+				"their writes did not answer for those reads, they are not in the lineage and stay readable; that they are separate rests on their writers' units", len(reads.Separate), someIDs(reads.Separate))})
 	}
 	return nil
+}
+
+// someIDs is the first 20 of ids, and how many more there are.
+func someIDs(ids []shredd.ID) string {
+	listed := make([]string, 0, 20)
+	for _, id := range ids[:min(len(ids), 20)] {
+		listed = append(listed, id.String())
+	}
+	if len(ids) > len(listed) {
+		return fmt.Sprintf("%s and %d more", strings.Join(listed, ", "), len(ids)-len(listed))
+	}
+	return strings.Join(listed, ", ")
 }
 
 func countHeldAcked(as []attest.Artifact) int {

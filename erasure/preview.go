@@ -122,23 +122,9 @@ func (s *Eraser) previewReads(ctx context.Context, sid envelope.SID) (shredd.Pre
 	if err != nil {
 		return shredd.PreviewReads{}, fmt.Errorf("erasure: preview: %w", err)
 	}
-	out := shredd.PreviewReads{Leases: lr.Leases, Separate: len(lr.Separate), SeparateArtifacts: lr.Separate[:min(len(lr.Separate), MaxPreviewArtifacts)]}
-	seen := map[shredd.ID]bool{}
-	for _, w := range lr.Writes {
-		switch w.How {
-		case shredd.ReadNamed:
-			out.Named++
-		case shredd.ReadInherited:
-			out.Inherited++
-		case shredd.ReadRefused:
-			out.Refused++
-		case shredd.ReadIndependent:
-			out.Independent++
-			if !seen[w.Artifact] && len(out.IndependentArtifacts) < MaxPreviewArtifacts {
-				seen[w.Artifact] = true
-				out.IndependentArtifacts = append(out.IndependentArtifacts, w.Artifact)
-			}
-		}
-	}
-	return out, nil
+	n, indep := lr.Counts(), lr.Independent()
+	return shredd.PreviewReads{Leases: lr.Leases, Named: n[shredd.ReadNamed], Inherited: n[shredd.ReadInherited],
+		Independent: n[shredd.ReadIndependent], Refused: n[shredd.ReadRefused],
+		IndependentArtifacts: indep[:min(len(indep), MaxPreviewArtifacts)],
+		Separate:             len(lr.Separate), SeparateArtifacts: lr.Separate[:min(len(lr.Separate), MaxPreviewArtifacts)]}, nil
 }

@@ -395,10 +395,9 @@ func (s *Eraser) verifyAll(ctx context.Context) error {
 // inherited a read is not in the lineage, which the write's own check
 // should have made impossible (its closure cannot be proven then).
 func readsEvidence(r registry.LineageReads) (evidence, outside string) {
-	n := map[string]int{}
+	n := r.Counts()
 	var missing []string
 	for _, w := range r.Writes {
-		n[w.How]++
 		if (w.How == shredd.ReadNamed || w.How == shredd.ReadInherited) && !w.InLineage && len(missing) < 5 {
 			missing = append(missing, fmt.Sprintf("artifact %s (lease %s)", w.Artifact, w.Lease))
 		}

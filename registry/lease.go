@@ -217,7 +217,7 @@ func (s *Registry) ReadsOf(ctx context.Context, who shredd.Reader, before time.T
 				q += ` AND holder = ?`
 				args = append(args, *h)
 			}
-			ls, err := s.queryLeases(ctx, q+` ORDER BY expires_at LIMIT ?`, append(args, limit)...)
+			ls, err := queryLeases(ctx, s.db, q+` ORDER BY expires_at LIMIT ?`, append(args, limit)...)
 			if err != nil {
 				return nil, fmt.Errorf("registry: reads: %w", err)
 			}
@@ -233,9 +233,9 @@ func byExpiry(out []shredd.Lease, limit int) []shredd.Lease {
 	return out[:min(len(out), limit)]
 }
 
-// queryLeases runs a query of leaseCols.
-func (s *Registry) queryLeases(ctx context.Context, q string, args ...any) ([]shredd.Lease, error) {
-	rows, err := s.db.QueryContext(ctx, q, args...)
+// queryLeases runs a query of leaseCols on db.
+func queryLeases(ctx context.Context, db *storage.DB, q string, args ...any) ([]shredd.Lease, error) {
+	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -293,7 +293,21 @@ func (r *liveReads) reader(token string, create bool) *readerReads {
 	return rr
 }
 
-// add records leases committed, or whose expiry grew (extend).
+// extend replaces leases whose expiry grew (RecordRefused) with their new
+// records.
+func (r *liveReads) extend(leases []*shredd.Lease, now int64) {
+	for _, l := range leases {
+		if rr := r.reader(l.Reader, false); rr != nil {
+			rr.mu.Lock()
+			k := unitHolder{l.Unit, l.Holder}
+			rr.by[k] = slices.DeleteFunc(rr.by[k], func(o shredd.Lease) bool { return o.ID == l.ID })
+			rr.mu.Unlock()
+		}
+	}
+	r.add(leases, now)
+}
+
+// add records leases committed (and extended ones, from extend).
 func (r *liveReads) add(leases []*shredd.Lease, now int64) {
 	for _, l := range leases {
 		if l.Reader == "" {
@@ -302,8 +316,7 @@ func (r *liveReads) add(leases []*shredd.Lease, now int64) {
 		rr := r.reader(l.Reader, true)
 		rr.mu.Lock()
 		k := unitHolder{l.Unit, l.Holder}
-		ls := slices.DeleteFunc(rr.by[k], func(o shredd.Lease) bool { return o.ID == l.ID }) // an extended lease replaces itself
-		ls = append(ls, *l)
+		ls := append(rr.by[k], *l)
 		// A group's leases follow the earlier ones in expiry (one TTL); an
 		// extended one moves to its place.
 		for i := len(ls) - 1; i > 0 && ls[i].ExpiresAt.Before(ls[i-1].ExpiresAt); i-- {
@@ -388,21 +401,13 @@ func matches(v, w string) bool { return v == w || v == "" || w == "" }
 
 // load fills r from the live leases of db.
 func (r *liveReads) load(ctx context.Context, db *storage.DB, now int64) error {
-	rows, err := db.QueryContext(ctx, leaseCols+` WHERE reader IS NOT NULL AND expires_at > ? ORDER BY expires_at`, now)
+	live, err := queryLeases(ctx, db, leaseCols+` WHERE reader IS NOT NULL AND expires_at > ? ORDER BY expires_at`, now)
 	if err != nil {
 		return fmt.Errorf("registry: leases: %w", err)
 	}
-	defer rows.Close()
-	var ls []*shredd.Lease
-	for rows.Next() {
-		l, err := scanLease(rows)
-		if err != nil {
-			return fmt.Errorf("registry: leases: %w", err)
-		}
-		ls = append(ls, &l)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("registry: leases: %w", err)
+	ls := make([]*shredd.Lease, len(live))
+	for i := range live {
+		ls[i] = &live[i]
 	}
 	r.add(ls, now)
 	return nil
@@ -475,7 +480,7 @@ func (s *Registry) RecordRefused(ctx context.Context, leases []shredd.ID) error 
 		extended = append(extended, &l)
 	}
 	if !s.db.Shared() {
-		s.reads.add(extended, s.opts.Now().UnixNano())
+		s.reads.extend(extended, s.opts.Now().UnixNano())
 	}
 	return nil
 }

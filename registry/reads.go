@@ -125,3 +125,26 @@ func (s *Registry) separateWrites(ctx context.Context, sid envelope.SID, issuedB
 	}
 	return out, rows.Err()
 }
+
+// Counts is the number of read links of each kind (shredd.ReadNamed ...).
+func (r LineageReads) Counts() map[string]int {
+	n := map[string]int{}
+	for _, w := range r.Writes {
+		n[w.How]++
+	}
+	return n
+}
+
+// Independent lists the artifacts declared independent of a read of the
+// lineage, each once, in the order of Writes.
+func (r LineageReads) Independent() []shredd.ID {
+	var out []shredd.ID
+	seen := map[shredd.ID]bool{}
+	for _, w := range r.Writes {
+		if w.How == shredd.ReadIndependent && !seen[w.Artifact] {
+			seen[w.Artifact] = true
+			out = append(out, w.Artifact)
+		}
+	}
+	return out
+}
