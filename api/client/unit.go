@@ -163,15 +163,19 @@ func (u *Unit) DecryptRaw(ctx context.Context, envelope, context []byte, holder 
 // Encrypt is Client.Encrypt as a write of the unit: it names the unit's
 // leases.
 func (u *Unit) Encrypt(ctx context.Context, req EncryptRequest) (EncryptResponse, error) {
-	const op = "POST /v1/encrypt"
-	leases, err := u.begin(op)
-	if err == nil {
-		err = u.write(op, &req, leases)
-	}
-	if err != nil {
+	if err := u.writeOne("POST /v1/encrypt", &req); err != nil {
 		return EncryptResponse{}, err
 	}
 	return u.c.Encrypt(ctx, req)
+}
+
+// writeOne readies req as a write of the unit.
+func (u *Unit) writeOne(op string, req *EncryptRequest) error {
+	leases, err := u.begin(op)
+	if err != nil {
+		return err
+	}
+	return u.write(op, req, leases)
 }
 
 // writes readies each request of a batch as a write of the unit.
@@ -202,12 +206,7 @@ func (u *Unit) EncryptBatch(ctx context.Context, reqs []EncryptRequest) ([]Encry
 // EncryptRaw is Client.EncryptRaw as a write of the unit: it names the
 // unit's leases (in request headers).
 func (u *Unit) EncryptRaw(ctx context.Context, req EncryptRequest) (RawEncryptResponse, error) {
-	const op = "POST /v1/encrypt/raw"
-	leases, err := u.begin(op)
-	if err == nil {
-		err = u.write(op, &req, leases)
-	}
-	if err != nil {
+	if err := u.writeOne("POST /v1/encrypt/raw", &req); err != nil {
 		return RawEncryptResponse{}, err
 	}
 	return u.c.EncryptRaw(ctx, req)
@@ -220,12 +219,7 @@ func (u *Unit) Seal(ctx context.Context, req EncryptRequest) (SealResult, error)
 
 // SealTo is Client.SealTo as a write of the unit.
 func (u *Unit) SealTo(ctx context.Context, buf []byte, req EncryptRequest) (SealResult, error) {
-	const op = "POST /v1/datakey"
-	leases, err := u.begin(op)
-	if err == nil {
-		err = u.write(op, &req, leases)
-	}
-	if err != nil {
+	if err := u.writeOne("POST /v1/datakey", &req); err != nil {
 		return SealResult{}, err
 	}
 	return u.c.SealTo(ctx, buf, req)
