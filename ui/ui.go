@@ -1,10 +1,14 @@
 // Package ui is shredd's page for auditors and privacy operators, served
 // by shredd itself at /ui/ (docs/ui.md): static files embedded in the
-// binary (HTML, CSS and three scripts, nothing fetched from elsewhere), a
+// binary (HTML, CSS and two scripts, nothing fetched from elsewhere), a
 // read-only client of the /v1 API signed in with an audit token, and an
 // offline verifier of attestations and regulator exports that runs
 // entirely in the browser (static/verify.js: the checks of `shredd
-// verify`, with WebCrypto).
+// verify` and its witness cosignatures, with WebCrypto). verify.js is
+// generated, not written: it is the TypeScript client's reader of evidence
+// (clients/typescript/src/evidence.ts) built as a classic script by
+// clients/typescript/scripts/page.mjs (npm run build:page), so that the
+// page and the client run one source.
 //
 // The package holds no state and imports no other shredd package: the
 // page reaches the service only through the API, as any client does.
@@ -30,8 +34,9 @@ const Prefix = "/ui/"
 const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; " +
 	"connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
 
-// Files returns the page's files (index.html, app.js, verify.js,
-// style.css), as the handler serves them.
+// Files returns the page's files (index.html, app.js, verify.js generated
+// from clients/typescript/src/evidence.ts, style.css), as the handler
+// serves them.
 func Files() fs.FS {
 	sub, err := fs.Sub(static, "static")
 	if err != nil {

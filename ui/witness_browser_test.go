@@ -20,8 +20,9 @@ import (
 	"github.com/shredd/shredd/translog"
 )
 
-// TestWitnessJSAgreesWithGo runs static/witness.js in Chromium, from a
-// file:// page, on cosigned checkpoints made in Go, and requires the
+// TestWitnessJSAgreesWithGo runs the page's cosignature check
+// (ShreddWitness, set by static/verify.js, generated from
+// clients/typescript/src/evidence.ts) in Chromium, from a file:// page, on cosigned checkpoints made in Go, and requires the
 // verdict and the witnesses found valid, missing and invalid of
 // translog.CheckCosignatures (the check of shredd verify --witness) on
 // every case.
@@ -73,12 +74,12 @@ func TestWitnessJSAgreesWithGo(t *testing.T) {
 		{"a cosignature of another root", base + lines[0] + otherLines[1], vkeys[:2], 2},
 	}
 	dir := t.TempDir()
-	js, err := os.ReadFile(filepath.Join("static", "witness.js"))
+	js, err := os.ReadFile(filepath.Join("static", "verify.js"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(dir, "witness.js"), js)
-	writeFile(t, filepath.Join(dir, "page.html"), []byte(`<!doctype html><meta charset="utf-8"><title>witness</title><script src="witness.js"></script>`))
+	writeFile(t, filepath.Join(dir, "verify.js"), js)
+	writeFile(t, filepath.Join(dir, "page.html"), []byte(`<!doctype html><meta charset="utf-8"><title>witness</title><script src="verify.js"></script>`))
 	ctx := tab(t, 1280, 800)
 	run(t, ctx, chromedp.Navigate("file://"+filepath.Join(dir, "page.html")))
 	waitFor(t, ctx, `typeof window.ShreddWitness === 'object'`, 10*time.Second)
@@ -121,24 +122,24 @@ func TestWitnessJSAgreesWithGo(t *testing.T) {
 		}
 		r := check(tc.note, tc.keys, tc.required)
 		if r.Error != "" {
-			t.Fatalf("%s: witness.js threw %s", tc.name, r.Error)
+			t.Fatalf("%s: the page threw %s", tc.name, r.Error)
 		}
 		var jsValid, goValid []string
 		for _, v := range r.Valid {
 			jsValid = append(jsValid, v.Witness)
 			if v.Time != "2026-01-01T00:00:00Z" {
-				t.Errorf("%s: witness.js time %s", tc.name, v.Time)
+				t.Errorf("%s: the page's time %s", tc.name, v.Time)
 			}
 		}
 		for _, v := range rep.Valid {
 			goValid = append(goValid, v.Witness)
 		}
 		if r.OK != (goErr == nil) || !slices.Equal(jsValid, goValid) || !slices.Equal(r.Missing, rep.Missing) || !slices.Equal(r.Invalid, rep.Invalid) {
-			t.Errorf("%s: witness.js says ok=%v valid %v missing %v invalid %v (%s); Go says %v, valid %v missing %v invalid %v",
+			t.Errorf("%s: the page says ok=%v valid %v missing %v invalid %v (%s); Go says %v, valid %v missing %v invalid %v",
 				tc.name, r.OK, jsValid, r.Missing, r.Invalid, r.Reason, goErr, goValid, rep.Missing, rep.Invalid)
 		}
 		if !r.OK && !strings.Contains(goErr.Error(), r.Reason) {
-			t.Errorf("%s: witness.js reason %q is not Go's %q", tc.name, r.Reason, goErr)
+			t.Errorf("%s: the page's reason %q is not Go's %q", tc.name, r.Reason, goErr)
 		}
 	}
 	// Keys it must refuse, as translog.NewCosignatureVerifier does.
@@ -148,7 +149,7 @@ func TestWitnessJSAgreesWithGo(t *testing.T) {
 			t.Fatalf("Go accepts witness key %q", bad)
 		}
 		if r := check(base+lines[0], []string{bad}, 1); !strings.HasPrefix(r.Error, "witness key:") {
-			t.Errorf("witness.js on key %q: %+v", bad, r)
+			t.Errorf("the page on key %q: %+v", bad, r)
 		}
 	}
 }

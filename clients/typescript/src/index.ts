@@ -13,4 +13,4 @@ export { HolderKit, type PurgeCallback, type PurgeOutcome } from "./holder.js";
 export * as envelope from "./envelope.js";
 export * as verify from "./verify.js";
 export { type Response, type RequestOptions } from "./http.js";
-export { verifyExport, type ExportReport, type ExportCheck, type VerifyExportOptions } from "./export.js";
+export { verifyExport, type ExportReport, type ExportCheck, type VerifyExportOptions } from "./evidence.js";

@@ -1,14 +1,38 @@
 /**
- * Offline verification of a regulator export (docs/transparency.md §10a,
- * "Reading an export strictly"): the strict reader of `shredd verify
- * EXPORT.tar.gz` (bundle.CheckExport) with the same rules, in the same
- * order, and the same reason codes. A port of the page's reader
- * (ui/static/verify.js), kept line for line so the two never disagree:
- * its own inflate, ustar reader, strict JSON, key files, checkpoint and
- * proof checks. Web Crypto (Ed25519, SHA-256) only; no network request.
+ * The one JavaScript reader of shredd's evidence (docs/transparency.md
+ * §10a, "Reading an export strictly", and §13, witness cosignatures): the
+ * checks of `shredd verify` (cmd/shredd/verify.go, bundle.CheckExport,
+ * attest.Open, translog) on an erasure attestation or a regulator export,
+ * with the same rules, in the same order, and the same reason codes. Web
+ * Crypto (Ed25519, SHA-256) and nothing else; no network request: its own
+ * inflate, ustar reader, strict JSON, key files, checkpoint, proof and
+ * cosignature checks.
  *
- * The parsed JSON values the reader walks are untyped (`any`) as in the
- * original: every field is checked by hand, in the spec's order.
+ * Two programs run this one file. The TypeScript client imports it
+ * (verifyExport below; verify.verifyAttestation goes through
+ * readAttestation). The page's ui/static/verify.js is generated from it
+ * (npm run build:page, scripts/page.mjs): tsc's output wrapped as a classic
+ * script (not a module, so that the page also works opened from disk,
+ * file://, where Chromium refuses module scripts) that assigns the
+ * exported `page` to globalThis.ShreddVerify and `witness` to
+ * globalThis.ShreddWitness. So this file imports nothing.
+ *
+ * ShreddVerify.verifyExport(bytes, opts) and ShreddVerify.verifyAttestation(
+ * bytes, opts) resolve to a report {verified, failed, checks:[{check, ok,
+ * detail}]}; failed names the first failing check ("archive", "attestation",
+ * "checkpoint", "entry entry-3-forget_committed", "entries", "subject",
+ * "consistency", "keys"; for an attestation alone the names of `shredd
+ * verify`: "envelope", "signature", "statement", "claim", "conditions",
+ * "timeline", "key evidence", "holder acks", "residuals", "subject"; an
+ * export checked with witnesses also "witnesses"). A report that fails
+ * carries the spec's reason code (code) and the section of
+ * docs/transparency.md that defines it (section, ShreddVerify.sectionOf);
+ * an export checked with witnesses (opts.witnesses, opts.witnessesRequired)
+ * carries witnessed {required, valid, missing, invalid} once its
+ * checkpoint's cosignatures were checked.
+ *
+ * The parsed JSON values the reader walks are untyped (`any`): every field
+ * is checked by hand, in the spec's order.
  */
 const utf8 = new TextEncoder();
 // ignoreBOM: a BOM is kept as U+FEFF, never stripped (the spec refuses it).
@@ -609,7 +633,7 @@ function checkLogKeyFile(b?: any): any {
 
 
 // ---- DSSE ----
-function pae(type?: any, payload?: any): any {
+export function pae(type?: any, payload?: any): any {
   const t = utf8.encode(type);
   return concat(utf8.encode('DSSEv1 ' + t.length + ' '), t, utf8.encode(' ' + payload.length + ' '), payload);
 }
@@ -983,7 +1007,7 @@ async function parseStatement(payload?: any): Promise<any> {
   await validateStatement(s);
   return s;
 }
-async function commitment(subject?: any, salt?: any): Promise<any> {
+export async function commitment(subject?: any, salt?: any): Promise<any> {
   return hex(await sha256(concat(utf8.encode(C.labelCommitment), new Uint8Array([0]), salt, utf8.encode(subject))));
 }
 async function checkSubject(st?: any, subject?: any, salt?: any): Promise<any> {
@@ -1093,12 +1117,28 @@ const toBytes = (x?: any) => (x === undefined || x === null ? null : typeof x ==
 
 // verifyAttestation is `shredd verify FILE --key --subject --salt`:
 // opts {key (PEM), subject, salt (hex)}.
-async function verifyAttestation(bytes?: any, opts?: any): Promise<any> {
+function verifyAttestation(bytes?: any, opts?: any): Promise<any> {
+  return readAttestation(bytes, opts, false);
+}
+
+/**
+ * readAttestation is verifyAttestation, the page's reader of an attestation
+ * file; with subjectOptional (the TypeScript client's
+ * verify.verifyAttestation) an attestation given neither a subject id nor a
+ * salt is checked without its commitment ("subject" skipped).
+ */
+export async function readAttestation(bytes?: any, opts?: any, subjectOptional?: boolean): Promise<any> {
   const r = report();
+  const given = (x?: any) => x !== undefined && x !== null && String(x).trim() !== '';
+  if (given(opts.witnesses) && (!Array.isArray(opts.witnesses) || opts.witnesses.some(given)) || given(opts.witnessesRequired)) {
+    r.fail('keys', 'witnesses apply to an export\'s checkpoint, not to an attestation file');
+    return finish(r);
+  }
   let pub, salt;
   try { pub = parsePublicKey(toBytes(opts.key) || new Uint8Array()); } catch (e: any) { r.fail('keys', 'the attestation key: ' + e.message); return finish(r); }
+  const skipSubject = subjectOptional === true && (opts.subject === undefined || opts.subject === null) && (opts.salt === undefined || opts.salt === null);
   salt = unhex(String(opts.salt || '').trim());
-  if (!salt || salt.length !== 32) { r.fail('subject', 'the salt must be the 64 hex digits the forget returned'); return finish(r); }
+  if (!skipSubject && (!salt || salt.length !== 32)) { r.fail('subject', 'the salt must be the 64 hex digits the forget returned'); return finish(r); }
   let payload;
   try {
     payload = await verifyEnvelope(bytes, pub, C.payloadType);
@@ -1117,6 +1157,11 @@ async function verifyAttestation(bytes?: any, opts?: any): Promise<any> {
     if (!(e instanceof FormatError)) throw e;
     r.fail(statementCheck[e.kind] || 'statement', e.message);
     try { st = JSON.parse(text(payload)); } catch (e2: any) { st = null; }
+  }
+  if (skipSubject) {
+    r.skip('subject', 'not checked (no subject id and salt given)');
+    r.statement = st;
+    return finish(r);
   }
   let opened = false;
   try { opened = st && Array.isArray(st.subject) && st.subject[0] && st.subject[0].digest && (await checkSubject(st, String(opts.subject || ''), salt)); } catch (e: any) { opened = false; }
@@ -1144,11 +1189,13 @@ async function verifyExportReport(bytes?: any, opts?: any): Promise<any> {
     const vline = within('the log key', (): any => checkLogKeyFile(toBytes(opts.logKey) || new Uint8Array()));
     let v;
     try { v = await parseVerifierKey(vline); } catch (e: any) { if (e instanceof FormatError) refuse('logkey.format', 'the log key: ' + e.message); throw e; }
+    const witnesses = await witnessOpts(opts);
+    if (witnesses.error) { r.fail('keys', witnesses.error); return finish(r); }
     check = 'archive';
     const b = readBundle(bytes);
     r.ok('archive', 'shredd-export-' + b.forget + ': ' + b.entries.length + ' log entries');
     const step = (c?: any) => { check = c; };
-    await checkBundle(b, pub, v, { subject, salt, saved: toBytes(opts.saved) }, r, step);
+    await checkBundle(b, pub, v, { subject, salt, saved: toBytes(opts.saved), witnesses }, r, step);
     if (!equal(b.attestationPub, toBytes(opts.key))) r.skip('keys', 'the archive\'s attestation.pub is not the key given; the given key was used');
     if ((text(b.logKey) || '').trim() !== vline) r.skip('keys', 'the archive\'s log.vkey is not the log key given; the given key was used');
   } catch (e: any) {
@@ -1157,6 +1204,33 @@ async function verifyExportReport(bytes?: any, opts?: any): Promise<any> {
   }
   return finish(r);
 }
+// witnessOpts reads the witnesses of `shredd verify --witness VKEY ...
+// --witnesses-required K` (cmd/shredd witnessFlags.verifiers): opts
+// {witnesses (keys, or a text of one key a line), witnessesRequired
+// (1 to their number; empty: all)}. {keys: [], required: 0} when none
+// is given; {error} on a malformed key or count, as the CLI's usage
+// errors.
+async function witnessOpts(opts?: any): Promise<any> {
+  let keys = opts.witnesses === undefined || opts.witnesses === null ? [] : opts.witnesses;
+  if (typeof keys === 'string') keys = keys.split('\n');
+  keys = keys.map((k?: any) => String(k).trim()).filter((k?: any) => k !== '');
+  const rq = opts.witnessesRequired === undefined || opts.witnessesRequired === null ? '' : String(opts.witnessesRequired).trim();
+  if (keys.length === 0) return rq === '' ? { keys, required: 0 } : { error: 'witnesses required needs the trusted witnesses\' keys' };
+  const seen = new Set();
+  for (const k of keys) {
+    let w;
+    try { w = await parseWitnessKey(k); } catch (e: any) { return { error: e.message }; }
+    if (seen.has(w.pub)) return { error: 'witness key ' + w.name + ': the same public key is given twice; each witness counts once' };
+    seen.add(w.pub);
+  }
+  let required = keys.length;
+  if (rq !== '') {
+    required = /^[0-9]+$/.test(rq) ? Number(rq) : NaN;
+    if (!Number.isSafeInteger(required) || required < 1 || required > keys.length) return { error: 'witnesses required ' + rq + ': want 1 to the ' + keys.length + ' witness keys given' };
+  }
+  return { keys, required };
+}
+
 // within names the file a refusal is about.
 function within(name?: any, f?: any): any {
   try { return f(); } catch (e: any) { if (e instanceof FormatError) e.message = name + ': ' + e.message; throw e; }
@@ -1194,6 +1268,18 @@ async function checkBundle(b?: any, pub?: any, v?: any, opts?: any, r?: any, ste
   step('checkpoint');
   const cp = await withinAsync('checkpoint', (): any => openCheckpoint(b.checkpoint, v, { format: 'checkpoint.format', signature: 'checkpoint.signature', origin: 'checkpoint.origin' }));
   r.ok('checkpoint', 'signed by the log key, origin ' + cp.origin + ', tree size ' + cp.size);
+  if (opts.witnesses && opts.witnesses.keys.length > 0) {
+    // The cosignatures (translog.CheckCosignatures), as `shredd verify
+    // --witness --witnesses-required` checks them.
+    step('witnesses');
+    const w = await checkCosignatures(b.checkpoint, opts.witnesses.keys, opts.witnesses.required);
+    r.witnessed = { required: opts.witnesses.required, valid: w.valid, missing: w.missing, invalid: w.invalid };
+    if (!w.ok) fail('checkpoint.witnesses', 'checkpoint: ' + w.reason);
+    let line = w.valid.length + ' of ' + opts.witnesses.required + ' required cosignatures valid: ' + w.valid.map((c?: any) => c.witness + ' (' + c.time + ')').join(', ');
+    if (w.missing.length) line += '; none from ' + w.missing.join(', ');
+    if (w.invalid.length) line += '; invalid from ' + w.invalid.join(', ');
+    r.ok('witnesses', line);
+  }
   const events: any = {};
   const index = new Map();
   const attSHA = hex(await sha256(b.attestation));
@@ -1288,13 +1374,157 @@ async function checkBundle(b?: any, pub?: any, v?: any, opts?: any, r?: any, ste
   r.statement = st;
 }
 
+// SECTIONS is where the spec defines each reason code: the rule of
+// docs/transparency.md §10a ("§10a.2" is its rule 2), or §13 for the
+// witnesses. The first entry whose code or prefix matches is the one.
+const SECTIONS = [
+  ['checkpoint.witnesses', '§13'],
+  ['text.', '§10a.1'], ['key.', '§10a.1'], ['logkey.', '§10a.1'],
+  ['gzip.', '§10a.2'], ['tar.', '§10a.3'], ['bundle.', '§10a.4'], ['json.', '§10a.5'],
+  ['envelope.', '§10a.6'], ['statement.', '§10a.6'], ['subject.', '§10a.7'], ['checkpoint.', '§10a.8'],
+  ['proof.', '§10a.9'], ['event.', '§10a.9'], ['entries.', '§10a.10'],
+  ['saved.', '§10a.11'], ['consistency.', '§10a.11'],
+] as const;
+// sectionOf names the spec's section of a reason code, '' for a code of
+// no section (a check's name, for inputs the verifier could not use).
+function sectionOf(code?: any): string {
+  const c = String(code || '');
+  const hit = SECTIONS.find(([k]) => (k.endsWith('.') ? c.startsWith(k) : c === k));
+  return hit ? 'docs/transparency.md ' + hit[1] : '';
+}
+
 function finish(r?: any): any {
   r.verified = r.failed === '';
   if (r.verified) r.code = 'ok';
   else if (!r.code) r.code = r.failed;
+  r.section = r.verified ? '' : sectionOf(r.code);
   delete r.ok; delete r.skip; delete r.fail;
   return r;
 }
+
+// ---- witness cosignatures ----
+// The check of `shredd verify --witness KEY --witnesses-required K`
+// (translog.CheckCosignatures, docs/transparency.md §13) on a signed
+// checkpoint. checkCosignatures(signed, witnessKeys, required) resolves to
+// {ok, valid: [{witness, time}], missing: [names], invalid: [names],
+// reason}: signed is the checkpoint note (string or bytes) whose log
+// signature the caller has checked; witnessKeys are cosignature/v1
+// verifier keys ("<name>+<key id>+<base64 of 0x04 ‖ public key>");
+// required is how many valid cosignatures of them the checkpoint needs
+// (default: all). A witness's line that does not verify counts as none;
+// two keys with one public key count once. It rejects (throws) on a
+// malformed key, count or note, with a message that names it.
+const WITNESS_ALG = 0x04;
+
+function witnessB64decode(s: string): Uint8Array {
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(s) || s.length % 4 !== 0) throw new Error('not base64');
+  const bin = atob(s);
+  const out = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+  if (btoa(bin) !== s) throw new Error('non-canonical base64');
+  return out;
+}
+function validWitnessName(n: string): boolean { return n !== '' && !/[\s+]/u.test(n); }
+
+// parseWitnessKey reads a cosignature/v1 verifier key and checks its
+// key ID: SHA-256(name ‖ "\n" ‖ 0x04 ‖ public key)[:4].
+async function parseWitnessKey(vkey?: any): Promise<any> {
+  // The name and the key ID end at the first two plus signs; the
+  // base64 key may hold more.
+  const s = String(vkey).trim();
+  const i = s.indexOf('+'), j = i < 0 ? -1 : s.indexOf('+', i + 1);
+  const parts: string[] = j < 0 ? [] : [s.slice(0, i), s.slice(i + 1, j), s.slice(j + 1)];
+  if (parts.length !== 3 || !validWitnessName(parts[0]!) || !/^[0-9a-f]{8}$/.test(parts[1]!)) throw new Error('witness key: not <name>+<key id>+<key>');
+  let raw;
+  try { raw = witnessB64decode(parts[2]!); } catch (e: any) { throw new Error('witness key: ' + e.message); }
+  if (raw.length !== 33 || raw[0] !== WITNESS_ALG) throw new Error('witness key: not a cosignature/v1 Ed25519 key (type 0x04, 32 bytes)');
+  const pub = raw.slice(1);
+  const id = new Uint8Array(await crypto.subtle.digest('SHA-256', concat(utf8.encode(parts[0] + '\n'), new Uint8Array([WITNESS_ALG]), pub) as any)).slice(0, 4);
+  if (hex(id) !== parts[1]) throw new Error('witness key: key id does not match the key');
+  let key;
+  try {
+    key = await crypto.subtle.importKey('raw', pub, { name: 'Ed25519' }, false, ['verify']);
+  } catch (e: any) {
+    throw new Error('this browser has no Ed25519 in WebCrypto');
+  }
+  return { name: parts[0], id, pub: parts[2], key };
+}
+
+// splitNote returns the note text (ending in a newline) and its
+// signature lines [{name, sig}].
+function splitNote(signed?: any): any {
+  const s = typeof signed === 'string' ? signed : new TextDecoder('utf-8', { fatal: true }).decode(signed);
+  const at = s.lastIndexOf('\n\n');
+  if (at < 0 || !s.endsWith('\n')) throw new Error('checkpoint: not a signed note');
+  const text = s.slice(0, at + 1);
+  const lines = s.slice(at + 2, -1).split('\n').map((line) => {
+    const m = /^\u2014 (\S+) (\S+)$/u.exec(line);
+    if (!m) throw new Error('checkpoint: malformed signature line');
+    return { name: m[1], b64: m[2]! };
+  });
+  return { text, lines };
+}
+
+async function checkCosignatures(signed?: any, witnessKeys?: any, required?: any): Promise<any> {
+  const { text, lines } = splitNote(signed);
+  const keys: any[] = [];
+  for (const k of witnessKeys) {
+    const w = await parseWitnessKey(k);
+    if (!keys.some((x) => x.pub === w.pub)) keys.push(w);
+  }
+  if (required === undefined) required = keys.length;
+  if (!Number.isInteger(required) || required < 0) throw new Error('witnesses required: not a count');
+  const r: any = { ok: false, valid: [], missing: [], invalid: [], reason: '' };
+  for (const w of keys) {
+    // The first line of the witness's name and key ID, as note.Open.
+    let sig = null;
+    for (const l of lines) {
+      if (l.name !== w.name) continue;
+      let b;
+      try { b = witnessB64decode(l.b64); } catch (e: any) { continue; }
+      if (b.length >= 4 && hex(b.slice(0, 4)) === hex(w.id)) { sig = b.slice(4); break; }
+    }
+    if (sig === null) { r.missing.push(w.name); continue; }
+    let good = false, time = null;
+    if (sig.length === 8 + 64) {
+      const t = new DataView(sig.buffer, sig.byteOffset, 8).getBigUint64(0);
+      if (t <= 0x7fffffffffffffffn) {
+        const msg = utf8.encode('cosignature/v1\ntime ' + t.toString() + '\n' + text);
+        good = await crypto.subtle.verify({ name: 'Ed25519' }, w.key, sig.slice(8), msg);
+        time = new Date(Number(t) * 1000).toISOString().replace('.000Z', 'Z');
+      }
+    }
+    if (good) r.valid.push({ witness: w.name, time });
+    else r.invalid.push(w.name);
+  }
+  r.ok = r.valid.length >= required;
+  if (!r.ok) {
+    const why = [];
+    if (r.missing.length) why.push('none from ' + r.missing.join(', '));
+    if (r.invalid.length) why.push('an invalid one from ' + r.invalid.join(', '));
+    r.reason = `${r.valid.length} valid of the ${required} required` + (why.length ? ` (${why.join('; ')})` : '');
+  }
+  return r;
+}
+
+/**
+ * page is what the generated ui/static/verify.js assigns to
+ * globalThis.ShreddVerify: the page's reader (verifyExport resolves to the
+ * page's report, with code, section and witnessed) and what the page and
+ * its tests use besides.
+ */
+export const page = {
+  verifyExport: verifyExportReport, verifyAttestation, sectionOf,
+  // Exposed for the page and its tests.
+  isGzip: (b?: any) => b.length >= 2 && b[0] === 0x1f && b[1] === 0x8b,
+  parseCheckpointText: (b?: any) => { const t = text(b) || ''; const i = t.indexOf('\n\n'); return parseCheckpoint(i < 0 ? t : t.slice(0, i + 1)); },
+  b64encode, hex,
+  // The strict readers, for the differential tests against bundle.
+  strict: { gunzip: (b?: any) => gunzipStrict(b, C.maxTotal), untar: untarStrict, readBundle, checkJSON, checkPublicKeyFile, checkLogKeyFile },
+};
+
+/** witness is what the generated ui/static/verify.js assigns to globalThis.ShreddWitness. */
+export const witness = { parseWitnessKey, checkCosignatures };
 
 /** One check of an export's report, in the order `shredd verify` runs them; ok is null for a check skipped. */
 export interface ExportCheck { check: string; ok: boolean | null; detail: string }
