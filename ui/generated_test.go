@@ -57,3 +57,31 @@ func TestVerifyJSIsGeneratedFromTheSource(t *testing.T) {
 		t.Errorf("index.html loads %q, want verify.js then app.js", names)
 	}
 }
+
+// languageTrims are the calls and patterns a reader of evidence must not
+// use (docs/transparency.md §10a): each language's idea of a space differs
+// from the spec's lists, and atob skips spaces.
+var languageTrims = regexp.MustCompile(`\.trim\(|\.trimStart\(|\.trimEnd\(|\.trimLeft\(|\.trimRight\(|\\s|\\S|\batob\(|\bbtoa\(|split\(\s*(/\s|' '|" ")`)
+
+// TestEvidenceSourceTrimsNothing: the one JavaScript reader of evidence,
+// and the client's attestation check over it, hold no language trim,
+// whitespace pattern or whitespace split. The same check finds them in a
+// line that has them, so it can fail.
+func TestEvidenceSourceTrimsNothing(t *testing.T) {
+	for _, bad := range []string{"s.trim()", "x.trimEnd()", `/^\s*-----BEGIN/`, `/(\S+)/`, "atob(s)", "s.split(/\\s+/)", "s.split(' ')"} {
+		if !languageTrims.MatchString(bad) {
+			t.Fatalf("the check misses %q", bad)
+		}
+	}
+	for _, f := range []string{evidenceSource, "clients/typescript/src/verify.ts"} {
+		b, err := os.ReadFile(filepath.Join("..", filepath.FromSlash(f)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range bytes.Split(b, []byte("\n")) {
+			if m := languageTrims.Find(line); m != nil {
+				t.Errorf("%s:%d: %s", f, i+1, m)
+			}
+		}
+	}
+}

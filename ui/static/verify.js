@@ -1,5 +1,5 @@
 // GENERATED from clients/typescript/src/evidence.ts by clients/typescript/scripts/page.mjs (npm run build:page): do not edit.
-// source sha256 ce70ed6e0764d2bceb5d149789a343a604bba0c2c32c92fc45971208c0dfe2b9
+// source sha256 239de6762aa16db75232b21221c14c6b347e6986300c6101469edf053286469a
 // typescript 5.9.3
 //
 // The page's verifier: the one JavaScript reader of evidence, as a classic
@@ -90,6 +90,54 @@ class FormatError extends Error {
     constructor(kind, message, code) { super(message); this.kind = kind; this.code = code; }
 }
 function bad(kind, msg, code) { throw new FormatError(kind, msg, code); }
+// ---- the spec's character classes (docs/transparency.md §10a) ----
+// Listed as the spec lists them, never a language's idea of a space or
+// its trim: every reader in every language holds the same lists.
+// INVISIBLE: Unicode White_Space, the control (Cc) and format (Cf)
+// characters and the default-ignorable code points (Unicode 15.1), as
+// inclusive ranges in order.
+const INVISIBLE = [
+    [0x0000, 0x0020], [0x007f, 0x00a0], [0x00ad, 0x00ad], [0x034f, 0x034f],
+    [0x0600, 0x0605], [0x061c, 0x061c], [0x06dd, 0x06dd], [0x070f, 0x070f],
+    [0x0890, 0x0891], [0x08e2, 0x08e2], [0x115f, 0x1160], [0x1680, 0x1680],
+    [0x17b4, 0x17b5], [0x180b, 0x180f], [0x2000, 0x200f], [0x2028, 0x202f],
+    [0x205f, 0x206f], [0x3000, 0x3000], [0x3164, 0x3164], [0xfe00, 0xfe0f],
+    [0xfeff, 0xfeff], [0xffa0, 0xffa0], [0xfff0, 0xfffb], [0x110bd, 0x110bd],
+    [0x110cd, 0x110cd], [0x13430, 0x1343f], [0x1bca0, 0x1bca3], [0x1d173, 0x1d17a],
+    [0xe0000, 0xe0fff],
+];
+// WS: Unicode White_Space (Go's unicode.IsSpace), the code points a
+// signed-note key name may not hold.
+const WS = [
+    [0x0009, 0x000d], [0x0020, 0x0020], [0x0085, 0x0085], [0x00a0, 0x00a0],
+    [0x1680, 0x1680], [0x2000, 0x200a], [0x2028, 0x2029], [0x202f, 0x202f],
+    [0x205f, 0x205f], [0x3000, 0x3000],
+];
+function inRanges(c, rs) {
+    for (const [lo, hi] of rs) {
+        if (c < lo)
+            return false;
+        if (c <= hi)
+            return true;
+    }
+    return false;
+}
+// blank: every code point of s is INVISIBLE (the empty string too). A
+// condition's evidence and a residual's description must not be blank;
+// nothing is trimmed: " x " is not blank and is kept as it is.
+function blank(s) {
+    for (const ch of s)
+        if (!inRanges(ch.codePointAt(0), INVISIBLE))
+            return false;
+    return true;
+}
+// hasSpace: s holds a code point of WS.
+function hasSpace(s) {
+    for (const ch of s)
+        if (inRanges(ch.codePointAt(0), WS))
+            return true;
+    return false;
+}
 // ---- bytes ----
 const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
 const B64REV = new Map([...B64].map((c, i) => [c, i]));
@@ -611,6 +659,18 @@ function cField(f) {
     return allZero(f.subarray(i)) ? f.subarray(0, i) : null;
 }
 const bstr = (a) => String.fromCharCode(...a);
+// validPath is the one spelling of a member's path (§10a.3): not empty,
+// not absolute, no empty, "." or ".." segment; one final "/" is allowed
+// (untarStrict allows it on a directory only).
+function validPath(p) {
+    if (p === '' || p[0] === '/')
+        return false;
+    const segs = (p.endsWith('/') ? p.slice(0, -1) : p).split('/');
+    return segs.every((c) => c !== '' && c !== '.' && c !== '..');
+}
+// samePath is the path two spellings of one member share: a directory's
+// path without its final "/".
+const samePath = (p) => (p.endsWith('/') ? p.slice(0, -1) : p);
 function untarStrict(t) {
     const out = [];
     const seen = new Set();
@@ -665,8 +725,8 @@ function untarStrict(t) {
             refuse('tar.path', 'a NUL inside a name');
         const nameBytes = px.length ? concat(px, new Uint8Array([0x2f]), nm) : nm;
         const name = text(nameBytes);
-        if (name === null || name === '' || name[0] === '/' || name.replace(/\/$/, '').split('/').includes('..'))
-            refuse('tar.path', 'an empty, absolute, non-UTF-8 or .. path');
+        if (name === null || !validPath(name))
+            refuse('tar.path', 'an empty, absolute, non-UTF-8 path, or one with an empty, . or .. segment');
         if (typ === '5' && size !== 0)
             refuse('tar.header', 'a directory with data');
         if (size > C.maxFileSize)
@@ -674,9 +734,14 @@ function untarStrict(t) {
         const end = off + 512 + size, pad = (512 - (size % 512)) % 512;
         if (end + pad > t.length)
             refuse('tar.truncated', 'tar data cut');
-        if (seen.has(name))
-            refuse('tar.duplicate', 'a name twice');
-        seen.add(name);
+        if (typ !== '5' && name.endsWith('/'))
+            refuse('tar.path', 'a file path ending in /');
+        // A directory's path may end in "/" or not: both spellings name one
+        // path (§10a.3).
+        const key = samePath(name);
+        if (seen.has(key))
+            refuse('tar.duplicate', 'a path twice');
+        seen.add(key);
         if (out.length === C.maxFiles)
             refuse('bundle.size', 'more than ' + C.maxFiles + ' members');
         out.push({ name, dir: typ === '5', data: t.subarray(off + 512, end) });
@@ -891,14 +956,22 @@ function checkPublicKeyFile(b) {
         refuse('key.format', 'not an Ed25519 public key in canonical PEM');
     return der.slice(12);
 }
-function checkLogKeyFile(b) {
+// checkLogKeyFile reads the log's verifier key file (§10a.1): UTF-8
+// without BOM, one line "<name>+<key hash>+<base64 key>" of a signed-note
+// Ed25519 key whose hash is its own, optionally followed by one LF, and
+// nothing else. It resolves to the line.
+async function checkLogKeyFile(b) {
     checkText(b);
-    let s = text(b);
-    if (s.endsWith('\n'))
-        s = s.slice(0, -1);
-    if (s === '' || /[\n\r\t ]/.test(s))
-        refuse('logkey.format', 'not one line');
+    const s = oneLine(text(b));
+    if (s === null || !(await parseKeyLine(s, NOTE_ALG_ED25519)))
+        refuse('logkey.format', 'not one signed-note Ed25519 verifier key line');
     return s;
+}
+// oneLine is the line of a one-line key file: its text, or its text but
+// one final LF; null for an empty line or another LF.
+function oneLine(s) {
+    const line = s.endsWith('\n') ? s.slice(0, -1) : s;
+    return line !== '' && !line.includes('\n') ? line : null;
 }
 // ---- DSSE ----
 function pae(type, payload) {
@@ -942,80 +1015,98 @@ async function verifyEnvelope(bytes, pub, payloadType) {
 }
 // ---- keys ----
 const SPKI_ED25519 = unhex('302a300506032b6570032100');
-// parsePublicKey reads a PEM "PUBLIC KEY" (PKIX) Ed25519 key, alone in
-// the file but for whitespace (attest.ParsePublicKey).
-function parsePublicKey(pem) {
-    const s = typeof pem === 'string' ? pem : text(pem);
-    const m = s && /^\s*-----BEGIN PUBLIC KEY-----\r?\n([A-Za-z0-9+/=\r\n]+)-----END PUBLIC KEY-----\s*$/.exec(s);
-    if (!m)
-        bad('key', 'not one PEM "PUBLIC KEY" block');
-    const der = b64decode(m[1].replace(/[\r\n]/g, ''), false);
-    if (!der || der.length !== 44 || !equal(der.slice(0, 12), SPKI_ED25519))
-        bad('key', 'not an Ed25519 public key');
-    return der.slice(12);
+// The signed-note type bytes of an Ed25519 log key and of a
+// cosignature/v1 witness key, and the most signature lines of a note.
+const NOTE_ALG_ED25519 = 0x01;
+const COSIGNATURE_ALG = 0x04;
+const MAX_NOTE_SIGS = 100;
+// validNoteName is the spec's rule for a key name: non-empty, no '+'
+// and no code point of WS.
+const validNoteName = (n) => n !== '' && !n.includes('+') && !hasSpace(n);
+// keyHash is the signed-note key hash of a key of type alg, as 8
+// lower-case hex digits: SHA-256(name ‖ LF ‖ alg ‖ key)[:4].
+async function keyHash(name, alg, pub) {
+    return hex((await sha256(concat(utf8.encode(name + '\n'), new Uint8Array([alg]), pub))).slice(0, 4));
 }
-// validNoteName is golang.org/x/mod/sumdb/note's isValidName: no '+'
-// and no space as Go's unicode.IsSpace has it (which is not JavaScript's
-// \s: U+0085 is a space for Go, U+FEFF is not).
-const validNoteName = (n) => n !== '' && !/[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000+]/.test(n);
-// parseVerifierKey reads a signed-note verifier key
-// "<name>+<hash>+<base64(0x01 || key)>" (golang.org/x/mod/sumdb/note).
-async function parseVerifierKey(vkey) {
-    const s = (typeof vkey === 'string' ? vkey : text(vkey) || '').trim();
+// parseKeyLine reads a verifier key of type alg, "<name>+<key hash>+<base64
+// key>": a valid name, exactly 8 lower-case hex digits that are the key's
+// hash, the canonical base64 of alg and a 32-byte Ed25519 key; nothing
+// before or after. null when it is not one.
+async function parseKeyLine(s, alg) {
     // Split at the first two '+' only: the base64 key may hold more.
     const i = s.indexOf('+'), j = i < 0 ? -1 : s.indexOf('+', i + 1);
-    const parts = i < 0 || j < 0 ? [] : [s.slice(0, i), s.slice(i + 1, j), s.slice(j + 1)];
-    if (parts.length !== 3 || !validNoteName(parts[0]) || !/^[0-9a-fA-F]{8}$/.test(parts[1]))
-        bad('key', 'malformed verifier key');
-    const key = b64decode(parts[2], false);
-    if (!key || key.length !== 33 || key[0] !== 1)
-        bad('key', 'malformed verifier key');
-    const h = await sha256(concat(utf8.encode(parts[0] + '\n'), key));
-    if (hex(h.slice(0, 4)) !== parts[1].toLowerCase())
-        bad('key', 'verifier key hash mismatch');
-    return { name: parts[0], hash: parts[1].toLowerCase(), pub: key.slice(1) };
+    if (j < 0)
+        return null;
+    const name = s.slice(0, i), h = s.slice(i + 1, j);
+    if (!validNoteName(name) || !/^[0-9a-f]{8}$/.test(h))
+        return null;
+    const raw = b64canon(s.slice(j + 1));
+    if (!raw || raw.length !== 33 || raw[0] !== alg)
+        return null;
+    const pub = raw.slice(1);
+    if ((await keyHash(name, alg, pub)) !== h)
+        return null;
+    return { name, hash: h, pub, line: s };
 }
-// ---- signed notes and checkpoints (translog) ----
-// openNote is note.Open with one known verifier: the text and whether
-// the verifier's signature is on it (throws on malformed notes and bad
-// signatures; unverified when the verifier did not sign).
-async function openNote(bytes, v) {
-    const s = text(bytes);
-    if (s === null || /[\u0000-\u0009\u000b-\u001f]/.test(s))
-        bad('format', 'malformed note');
+// ---- signed notes and checkpoints (§10a.8) ----
+// Read byte for byte, not as note.Open does (it skips a second line of a
+// key it verified, unchecked).
+// parseNote splits a signed note into its text and signature lines
+// (§10a.8 rules 1 to 4): no byte below 0x20 but LF, the text up to the
+// last empty line, at most 100 lines "— <name> <base64>", each a valid
+// name and canonical base64 of at least 5 bytes, and no two lines of one
+// name and key hash. Anything else is the format code given. The text is
+// checked (text.*) by the caller.
+function parseNote(s, format) {
+    if (hasControl(s))
+        refuse(format, 'a control character in the note');
     const split = s.lastIndexOf('\n\n');
     if (split < 0)
-        bad('format', 'malformed note');
-    const noteText = s.slice(0, split + 1);
-    let sigs = s.slice(split + 2);
-    if (sigs === '' || !sigs.endsWith('\n'))
-        bad('format', 'malformed note');
-    let verified = false, n = 0;
+        refuse(format, 'no signature block');
+    const noteText = s.slice(0, split + 1), block = s.slice(split + 2);
+    if (block === '' || !block.endsWith('\n'))
+        refuse(format, 'no signature line, or a last line without LF');
+    const sigs = [];
     const seen = new Set();
-    for (const line of sigs.slice(0, -1).split('\n')) {
-        if (!line.startsWith('\u2014 '))
-            bad('format', 'malformed note');
-        const rest = line.slice(2);
-        const sp = rest.indexOf(' ');
-        const name = sp < 0 ? rest : rest.slice(0, sp);
-        const b = sp < 0 ? '' : rest.slice(sp + 1);
-        const sig = b64decode(b, false);
-        if (!sig || !validNoteName(name) || b === '' || sig.length < 5)
-            bad('format', 'malformed note');
-        if (++n > 100)
-            bad('format', 'malformed note');
-        const h = hex(sig.slice(0, 4));
-        if (name !== v.name || h !== v.hash || seen.has(h))
-            continue;
-        seen.add(h);
-        if (!(await ed25519Verify(v.pub, sig.slice(4), utf8.encode(noteText))))
-            bad('verify', 'invalid signature for key ' + name);
-        verified = true;
+    for (const line of block.slice(0, -1).split('\n')) {
+        const sl = parseSigLine(line);
+        if (!sl)
+            refuse(format, 'a malformed signature line');
+        if (sigs.length === MAX_NOTE_SIGS)
+            refuse(format, 'more than ' + MAX_NOTE_SIGS + ' signature lines');
+        const k = sl.name + '\n' + sl.hash;
+        if (seen.has(k))
+            refuse(format, 'two signature lines of key ' + sl.name);
+        seen.add(k);
+        sigs.push(sl);
     }
-    if (!verified)
-        bad('verify', 'note has no verifiable signature');
-    return noteText;
+    return { text: noteText, sigs };
 }
+// hasControl: s holds a code point below 0x20 other than LF.
+function hasControl(s) {
+    for (let i = 0; i < s.length; i++)
+        if (s.charCodeAt(i) < 0x20 && s.charCodeAt(i) !== 0x0a)
+            return true;
+    return false;
+}
+// parseSigLine reads one signature line: U+2014, one space, a valid name,
+// one space, the canonical base64 of at least 5 bytes (a 4-byte key hash
+// and the signature). null when it is not one.
+function parseSigLine(line) {
+    if (!line.startsWith('\u2014 '))
+        return null;
+    const rest = line.slice(2);
+    const sp = rest.indexOf(' ');
+    if (sp < 0)
+        return null;
+    const name = rest.slice(0, sp);
+    const b = b64canon(rest.slice(sp + 1));
+    if (!validNoteName(name) || !b || b.length < 5)
+        return null;
+    return { name, hash: hex(b.slice(0, 4)), sig: b.slice(4) };
+}
+// findSig is the signature line of key k, or undefined.
+const findSig = (sigs, k) => sigs.find((l) => l.name === k.name && l.hash === k.hash);
 // decimal: no sign, no leading zero, at most 2^53-1 (the spec's bound).
 const decimal = (s) => (/^(0|[1-9][0-9]{0,15})$/.test(s) && Number(s) <= MAX_SAFE ? Number(s) : null);
 function parseHash(s) { const b = b64canon(s); return b && b.length === 32 ? b : null; }
@@ -1034,29 +1125,20 @@ function parseCheckpoint(t) {
         bad('format', 'checkpoint: empty extension line');
     return { origin: lines[0], size, hash };
 }
-// openCheckpoint is translog.OpenCheckpoint.
-// With codes {format, signature, origin}, it throws Refusals with the
-// spec's reason codes (bundle.openCheckpoint).
+// openCheckpoint opens a signed checkpoint with the log key (§10a.8):
+// its text (text.*), the note (parseNote: codes.format), the log key's
+// line present and valid (codes.signature), the text a checkpoint
+// (codes.format) of the key's origin (codes.origin). It resolves to the
+// checkpoint with the note's text and lines.
 async function openCheckpoint(bytes, v, codes) {
-    if (!codes) {
-        const c = parseCheckpoint(await openNote(bytes, v));
-        if (c.origin !== v.name)
-            bad('verify', 'origin ' + JSON.stringify(c.origin) + ' signed by key ' + JSON.stringify(v.name));
-        return c;
-    }
     checkText(bytes);
-    let noteText;
-    try {
-        noteText = await openNote(bytes, v);
-    }
-    catch (e) {
-        if (e instanceof FormatError)
-            refuse(e.kind === 'verify' ? codes.signature : codes.format, (e.kind === 'verify' ? 'verification failed: ' : '') + e.message);
-        throw e;
-    }
+    const n = parseNote(text(bytes), codes.format);
+    const l = findSig(n.sigs, v);
+    if (!l || !(await ed25519Verify(v.pub, l.sig, utf8.encode(n.text))))
+        refuse(codes.signature, 'verification failed: no valid signature by the log key');
     let c;
     try {
-        c = parseCheckpoint(noteText);
+        c = parseCheckpoint(n.text);
     }
     catch (e) {
         if (e instanceof FormatError)
@@ -1065,7 +1147,7 @@ async function openCheckpoint(bytes, v, codes) {
     }
     if (c.origin !== v.name)
         refuse(codes.origin, 'verification failed: origin ' + JSON.stringify(c.origin) + ' signed by key ' + JSON.stringify(v.name));
-    return c;
+    return { ...c, text: n.text, sigs: n.sigs };
 }
 // parseProof is translog.ParseProof.
 function parseProof(bytes) {
@@ -1177,17 +1259,6 @@ async function checkConsistency(proof, oldSize, oldRoot, newSize, newRoot) {
         sn = half(sn);
     }
     return sn === 0 && equal(fr, oldRoot) && equal(sr, newRoot);
-}
-// checkProof is translog.CheckProof.
-async function checkProof(proofBytes, entry, v) {
-    const p = parseProof(proofBytes);
-    const c = await openCheckpoint(p.checkpoint, v);
-    if (p.index >= c.size)
-        bad('verify', 'index ' + p.index + ' beyond tree size ' + c.size);
-    if (!(await checkInclusion(p.hashes, c.size, c.hash, p.index, await leafHash(entry)))) {
-        bad('verify', 'entry ' + p.index + ' not in tree ' + c.size);
-    }
-    return c;
 }
 function parseConsistency(bytes) {
     const t = text(bytes);
@@ -1333,7 +1404,7 @@ async function validateStatement(s) {
         seen.add(cd.name);
         if (cd.status !== 'ok')
             bad('condition', 'condition ' + cd.name + ' is ' + JSON.stringify(cd.status) + ', not ok (' + cd.evidence + ')');
-        if (cd.evidence.trim() === '')
+        if (blank(cd.evidence))
             bad('condition', 'condition ' + cd.name + ' is ok without evidence');
     }
     for (const name of C.conditions)
@@ -1378,7 +1449,7 @@ async function validateStatement(s) {
     }
     const kinds = new Set();
     for (const r of p.residuals) {
-        if (!/^[a-z][a-z0-9_]{0,63}$/.test(r.kind) || r.description.trim() === '')
+        if (!/^[a-z][a-z0-9_]{0,63}$/.test(r.kind) || blank(r.description))
             bad('residual', 'residual ' + JSON.stringify(r.kind) + ': the kind must be lower-case snake_case and the description non-empty');
         kinds.add(r.kind);
     }
@@ -1386,25 +1457,6 @@ async function validateStatement(s) {
         bad('residual', 'residual root_store_snapshots missing');
     if (p.holder_acks.length > 0 && !kinds.has('holder_trust'))
         bad('residual', 'residual holder_trust missing: the attestation relies on holder acks');
-}
-// parseStatement is attest.ParseStatement on an authenticated payload.
-async function parseStatement(payload) {
-    const { value: s } = parseJSON(payload, 'the statement');
-    if (!isObj(s))
-        bad('format', 'statement: not a JSON object');
-    let canon;
-    try {
-        canon = marshalStatement(s);
-    }
-    catch (e) {
-        if (e instanceof FormatError)
-            refuse('json.schema', 'statement: ' + e.message);
-        throw e;
-    }
-    if (!equal(utf8.encode(canon), payload))
-        refuse('json.schema', 'statement is not in canonical form');
-    await validateStatement(s);
-    return s;
 }
 async function commitment(subject, salt) {
     return hex(await sha256(concat(utf8.encode(C.labelCommitment), new Uint8Array([0]), salt, utf8.encode(subject))));
@@ -1544,179 +1596,181 @@ function report() {
     } };
     return r;
 }
-const statementCheck = { claim: 'claim', condition: 'conditions', timeline: 'timeline', 'key evidence': 'key evidence', ack: 'holder acks', residual: 'residuals' };
 const toBytes = (x) => (x === undefined || x === null ? null : typeof x === 'string' ? utf8.encode(x) : x);
+// Usage is a malformed input of the verifier's own (docs/transparency.md §10a: a salt that is not
+// 64 hex digits, a subject without a salt, a number of witnesses out of
+// range): nothing was checked. Its code is "usage", not a refusal of the
+// evidence; check names the input.
+class Usage extends FormatError {
+    check;
+    constructor(check, message) { super('format', message, 'usage'); this.check = check; }
+}
+function usage(check, msg) { throw new Usage(check, msg); }
+// failWith records a refusal (a FormatError with its code, a Usage, or a
+// CheckError) as the report's failure; anything else is rethrown.
+function failWith(r, check, e) {
+    if (e instanceof Usage) {
+        r.fail(e.check, e.message);
+        r.code = e.code;
+    }
+    else if (e instanceof FormatError && e.code) {
+        r.fail(check, e.message);
+        r.code = e.code;
+    }
+    else if (e instanceof CheckError)
+        r.fail(e.check, e.message);
+    else
+        throw e;
+}
+// parseSalt is the verifier's salt (§10a): exactly 64 hex digits (0-9, a-f,
+// A-F), nothing else; null otherwise.
+function parseSalt(s) {
+    return /^[0-9a-fA-F]{64}$/.test(s) ? unhex(s) : null;
+}
+// subjectAndSalt reads the subject id (its bytes exactly, §10a.7) and the
+// salt (parseSalt) of opts: both or neither (neither only when optional),
+// else a usage error. The salt is null when neither is given.
+function subjectAndSalt(opts, optional) {
+    const subject = opts.subject === undefined || opts.subject === null ? '' : String(opts.subject);
+    const saltText = opts.salt === undefined || opts.salt === null ? '' : String(opts.salt);
+    if (subject === '' && saltText === '') {
+        if (optional)
+            return { subject, salt: null };
+        usage('subject', 'give the subject id and the salt the forget returned');
+    }
+    if ((subject === '') !== (saltText === ''))
+        usage('keys', 'give both the subject id and the salt, or neither');
+    const salt = parseSalt(saltText);
+    if (!salt)
+        usage('subject', 'the salt must be the 64 hex digits the forget returned, nothing else');
+    return { subject, salt };
+}
+// witnessInputs reads the witnesses of `shredd verify --witness KEY ...
+// --witnesses-required K` from opts (§10a.1, §13.1): witnesses is a list of key
+// files (bytes, or text taken as a file's bytes), or the text of the
+// page's witness field, split at LF only, each piece one key; empty
+// pieces are skipped. witnessesRequired is 1 to their number (a count or
+// its decimal digits; absent or "": all of them, 0). A count without
+// keys, or out of range, is a usage error.
+function witnessInputs(opts) {
+    const w = opts.witnesses === undefined || opts.witnesses === null ? [] : opts.witnesses;
+    const pieces = typeof w === 'string' ? w.split('\n') : Array.isArray(w) ? w : [w];
+    const files = pieces.map((k) => (typeof k === 'string' ? utf8.encode(k) : k)).filter((k) => k.length > 0);
+    const rq = opts.witnessesRequired;
+    if (rq === undefined || rq === null || rq === '')
+        return { files, required: 0 };
+    const n = typeof rq === 'number' ? rq : /^[0-9]+$/.test(String(rq)) ? Number(rq) : NaN;
+    if (files.length === 0)
+        usage('keys', 'witnesses required needs the trusted witnesses\' keys');
+    if (!Number.isSafeInteger(n) || n < 1 || n > files.length)
+        usage('keys', 'witnesses required ' + String(rq) + ': want 1 to the ' + files.length + ' witness keys given');
+    return { files, required: n };
+}
+// The check a bare attestation's report names for a reason code.
+const attestationCheck = {
+    'envelope.signature': 'signature', 'statement.claim': 'claim', 'statement.conditions': 'conditions', 'statement.timeline': 'timeline',
+    'statement.key-evidence': 'key evidence', 'statement.acks': 'holder acks', 'statement.residuals': 'residuals', 'subject.mismatch': 'subject',
+};
 // verifyAttestation is `shredd verify FILE --key --subject --salt`:
 // opts {key (PEM), subject, salt (hex)}.
 function verifyAttestation(bytes, opts) {
     return readAttestation(bytes, opts, false);
 }
 /**
- * readAttestation is verifyAttestation, the page's reader of an attestation
- * file; with subjectOptional (the TypeScript client's
- * verify.verifyAttestation) an attestation given neither a subject id nor a
- * salt is checked without its commitment ("subject" skipped).
+ * readAttestation is verifyAttestation, the reader of a bare attestation
+ * (docs/transparency.md §10b, bundle.CheckAttestation): the verifier's inputs (usage), the
+ * attestation key file (text.*, key.*), the file (at most 64 MiB,
+ * bundle.size), the envelope and the statement by the JSON rules and in
+ * canonical form (json.*), envelope.format, envelope.signature, the
+ * statement's rules (statement.*; no statement.forget: there is no
+ * export), then the subject (subject.mismatch). With subjectOptional (the
+ * TypeScript client's verify.verifyAttestation) an attestation given
+ * neither a subject id nor a salt is checked without its commitment
+ * ("subject" skipped). The report's statement is the statement, when its
+ * payload is JSON, verified or not.
  */
 async function readAttestation(bytes, opts, subjectOptional) {
     const r = report();
-    const given = (x) => x !== undefined && x !== null && String(x).trim() !== '';
-    if (given(opts.witnesses) && (!Array.isArray(opts.witnesses) || opts.witnesses.some(given)) || given(opts.witnessesRequired)) {
-        r.fail('keys', 'witnesses apply to an export\'s checkpoint, not to an attestation file');
-        return finish(r);
-    }
-    let pub, salt;
+    let check = 'keys';
+    let payload = null, st = null;
     try {
-        pub = parsePublicKey(toBytes(opts.key) || new Uint8Array());
-    }
-    catch (e) {
-        r.fail('keys', 'the attestation key: ' + e.message);
-        return finish(r);
-    }
-    const skipSubject = subjectOptional === true && (opts.subject === undefined || opts.subject === null) && (opts.salt === undefined || opts.salt === null);
-    salt = unhex(String(opts.salt || '').trim());
-    if (!skipSubject && (!salt || salt.length !== 32)) {
-        r.fail('subject', 'the salt must be the 64 hex digits the forget returned');
-        return finish(r);
-    }
-    let payload;
-    try {
+        const w = witnessInputs(opts);
+        if (w.files.length > 0)
+            usage('keys', 'witnesses apply to an export\'s checkpoint, not to an attestation file');
+        const { subject, salt } = subjectAndSalt(opts, subjectOptional === true);
+        if (opts.key === undefined || opts.key === null)
+            usage('keys', 'no attestation key');
+        const pub = within('the attestation key', () => checkPublicKeyFile(toBytes(opts.key)));
+        check = 'envelope';
+        if (bytes.length > C.maxEnvelope)
+            refuse('bundle.size', 'an attestation over ' + C.maxEnvelope + ' bytes');
         payload = await verifyEnvelope(bytes, pub, C.payloadType);
         r.ok('signature', 'Ed25519 by key id ' + (await keyID(pub)));
-    }
-    catch (e) {
-        if (!(e instanceof FormatError))
-            throw e;
-        r.fail(e.kind === 'format' ? 'envelope' : 'signature', e.message);
-        return finish(r);
-    }
-    let st = null;
-    try {
-        st = await parseStatement(payload);
+        check = 'statement';
+        st = await openStatement(payload);
         r.ok('statement', 'in-toto Statement v1, predicate ' + st.predicateType);
         r.ok('claim', JSON.stringify(st.predicate.claim) + ', 5 of 5 conditions ok');
+        if (salt) {
+            check = 'subject';
+            if (!(await checkSubject(st, subject, salt)))
+                refuse('subject.mismatch', 'the subject id and salt do not open the statement\'s commitment');
+            r.ok('subject', 'the subject id and salt open commitment ' + st.subject[0].digest.sha256.slice(0, 16) + '...');
+        }
+        else
+            r.skip('subject', 'not checked (no subject id and salt given)');
     }
     catch (e) {
-        if (!(e instanceof FormatError))
-            throw e;
-        r.fail(statementCheck[e.kind] || 'statement', e.message);
-        try {
-            st = JSON.parse(text(payload));
+        failWith(r, e instanceof FormatError && e.code ? attestationCheck[e.code] || check : check, e);
+        if (st === null && payload !== null) {
+            try {
+                st = JSON.parse(text(payload));
+            }
+            catch (e2) {
+                st = null;
+            }
         }
-        catch (e2) {
-            st = null;
-        }
     }
-    if (skipSubject) {
-        r.skip('subject', 'not checked (no subject id and salt given)');
-        r.statement = st;
-        return finish(r);
-    }
-    let opened = false;
-    try {
-        opened = st && Array.isArray(st.subject) && st.subject[0] && st.subject[0].digest && (await checkSubject(st, String(opts.subject || ''), salt));
-    }
-    catch (e) {
-        opened = false;
-    }
-    if (opened)
-        r.ok('subject', 'the subject id and salt open commitment ' + st.subject[0].digest.sha256.slice(0, 16) + '...');
-    else
-        r.fail('subject', 'the subject id and salt do not open the statement\'s commitment');
     r.statement = st;
     return finish(r);
 }
 // verifyExport is `shredd verify EXPORT.tar.gz --key --log-key
-// [--subject --salt] [--checkpoint]` (bundle.CheckExport): opts {key
-// (PEM), logKey, subject, salt (hex), saved (a checkpoint)}. The
-// report's code is the spec's reason code ("ok" when verified), the one
-// `shredd verify` prints for the same inputs.
+// [--subject --salt] [--checkpoint] [--witness ... --witnesses-required]`
+// (bundle.CheckExport): opts {key (PEM), logKey, subject, salt (hex),
+// saved (a checkpoint), witnesses, witnessesRequired (witnessInputs)}.
+// The report's code is the spec's reason code ("ok" when verified), the
+// one `shredd verify` prints for the same inputs.
 async function verifyExportReport(bytes, opts) {
     const r = report();
-    const subject = opts.subject === undefined || opts.subject === null ? '' : String(opts.subject);
-    const saltText = String(opts.salt || '').trim();
-    if ((subject === '') !== (saltText === '')) {
-        r.fail('keys', 'give both the subject id and the salt, or neither');
-        return finish(r);
-    }
-    const salt = saltText ? unhex(saltText) : null;
-    if (saltText && (!salt || salt.length !== 32)) {
-        r.fail('subject', 'the salt must be the 64 hex digits the forget returned');
-        return finish(r);
-    }
     let check = 'keys';
     try {
+        const w = witnessInputs(opts);
+        const { subject, salt } = subjectAndSalt(opts, true);
         const pub = within('the attestation key', () => checkPublicKeyFile(toBytes(opts.key) || new Uint8Array()));
-        const vline = within('the log key', () => checkLogKeyFile(toBytes(opts.logKey) || new Uint8Array()));
-        let v;
-        try {
-            v = await parseVerifierKey(vline);
-        }
-        catch (e) {
-            if (e instanceof FormatError)
-                refuse('logkey.format', 'the log key: ' + e.message);
-            throw e;
-        }
-        const witnesses = await witnessOpts(opts);
-        if (witnesses.error) {
-            r.fail('keys', witnesses.error);
-            return finish(r);
-        }
+        const vline = await withinAsync('the log key', () => checkLogKeyFile(toBytes(opts.logKey) || new Uint8Array()));
+        const v = await parseKeyLine(vline, NOTE_ALG_ED25519);
+        const witnesses = await witnessKeys(w.files);
         check = 'archive';
         const b = readBundle(bytes);
         r.ok('archive', 'shredd-export-' + b.forget + ': ' + b.entries.length + ' log entries');
         const step = (c) => { check = c; };
-        await checkBundle(b, pub, v, { subject, salt, saved: toBytes(opts.saved), witnesses }, r, step);
+        await checkBundle(b, pub, v, { subject, salt, saved: toBytes(opts.saved), witnesses, required: w.required }, r, step);
         if (!equal(b.attestationPub, toBytes(opts.key)))
             r.skip('keys', 'the archive\'s attestation.pub is not the key given; the given key was used');
-        if ((text(b.logKey) || '').trim() !== vline)
+        let archived = null;
+        try {
+            archived = await checkLogKeyFile(b.logKey);
+        }
+        catch (e) {
+            if (!(e instanceof FormatError))
+                throw e;
+        }
+        if (archived !== vline)
             r.skip('keys', 'the archive\'s log.vkey is not the log key given; the given key was used');
     }
     catch (e) {
-        if (e instanceof FormatError && e.code) {
-            r.fail(check, e.message);
-            r.code = e.code;
-        }
-        else if (e instanceof CheckError)
-            r.fail(e.check, e.message);
-        else
-            throw e;
+        failWith(r, check, e);
     }
     return finish(r);
-}
-// witnessOpts reads the witnesses of `shredd verify --witness VKEY ...
-// --witnesses-required K` (cmd/shredd witnessFlags.verifiers): opts
-// {witnesses (keys, or a text of one key a line), witnessesRequired
-// (1 to their number; empty: all)}. {keys: [], required: 0} when none
-// is given; {error} on a malformed key or count, as the CLI's usage
-// errors.
-async function witnessOpts(opts) {
-    let keys = opts.witnesses === undefined || opts.witnesses === null ? [] : opts.witnesses;
-    if (typeof keys === 'string')
-        keys = keys.split('\n');
-    keys = keys.map((k) => String(k).trim()).filter((k) => k !== '');
-    const rq = opts.witnessesRequired === undefined || opts.witnessesRequired === null ? '' : String(opts.witnessesRequired).trim();
-    if (keys.length === 0)
-        return rq === '' ? { keys, required: 0 } : { error: 'witnesses required needs the trusted witnesses\' keys' };
-    const seen = new Set();
-    for (const k of keys) {
-        let w;
-        try {
-            w = await parseWitnessKey(k);
-        }
-        catch (e) {
-            return { error: e.message };
-        }
-        if (seen.has(w.pub))
-            return { error: 'witness key ' + w.name + ': the same public key is given twice; each witness counts once' };
-        seen.add(w.pub);
-    }
-    let required = keys.length;
-    if (rq !== '') {
-        required = /^[0-9]+$/.test(rq) ? Number(rq) : NaN;
-        if (!Number.isSafeInteger(required) || required < 1 || required > keys.length)
-            return { error: 'witnesses required ' + rq + ': want 1 to the ' + keys.length + ' witness keys given' };
-    }
-    return { keys, required };
 }
 // within names the file a refusal is about.
 function within(name, f) {
@@ -1742,35 +1796,40 @@ async function withinAsync(name, f) {
 // The codes of attest.Validate's errors.
 const statementCode = { format: 'statement.format', claim: 'statement.claim', condition: 'statement.conditions', timeline: 'statement.timeline',
     'key evidence': 'statement.key-evidence', ack: 'statement.acks', residual: 'statement.residuals' };
+// openStatement reads an authenticated statement (§10a.5, §10a.6): the
+// JSON rules (json.*), a JSON object in canonical form (json.schema), and
+// attest.Validate's rules (statement.*).
+async function openStatement(payload) {
+    const { value: s } = parseJSON(payload, 'the statement');
+    if (!isObj(s))
+        refuse('json.schema', 'statement: not a JSON object');
+    let canon;
+    try {
+        canon = marshalStatement(s);
+    }
+    catch (e) {
+        if (e instanceof FormatError)
+            refuse('json.schema', 'statement: ' + e.message);
+        throw e;
+    }
+    if (!equal(utf8.encode(canon), payload))
+        refuse('json.schema', 'statement is not in canonical form');
+    try {
+        await validateStatement(s);
+    }
+    catch (e) {
+        if (e instanceof FormatError && !e.code)
+            e.code = statementCode[e.kind] || 'statement.format';
+        throw e;
+    }
+    return s;
+}
 async function checkBundle(b, pub, v, opts, r, step) {
     function fail(code, msg) { return refuse(code, msg); }
     // 1. The attestation.
     step('attestation');
     const st = await withinAsync('attestation.json', async () => {
-        const payload = await verifyEnvelope(b.attestation, pub, C.payloadType);
-        const { value: s } = parseJSON(payload, 'the statement');
-        if (!isObj(s))
-            refuse('json.schema', 'statement: not a JSON object');
-        let canon;
-        try {
-            canon = marshalStatement(s);
-        }
-        catch (e) {
-            if (e instanceof FormatError)
-                refuse('json.schema', 'statement: ' + e.message);
-            throw e;
-        }
-        if (!equal(utf8.encode(canon), payload))
-            refuse('json.schema', 'statement is not in canonical form');
-        try {
-            await validateStatement(s);
-        }
-        catch (e) {
-            if (e instanceof FormatError && !e.code)
-                e.code = statementCode[e.kind] || 'statement.format';
-            throw e;
-        }
-        return s;
+        return openStatement(await verifyEnvelope(b.attestation, pub, C.payloadType));
     });
     const pred = st.predicate;
     if (pred.forget !== b.forget)
@@ -1786,15 +1845,16 @@ async function checkBundle(b, pub, v, opts, r, step) {
     step('checkpoint');
     const cp = await withinAsync('checkpoint', () => openCheckpoint(b.checkpoint, v, { format: 'checkpoint.format', signature: 'checkpoint.signature', origin: 'checkpoint.origin' }));
     r.ok('checkpoint', 'signed by the log key, origin ' + cp.origin + ', tree size ' + cp.size);
-    if (opts.witnesses && opts.witnesses.keys.length > 0) {
-        // The cosignatures (translog.CheckCosignatures), as `shredd verify
-        // --witness --witnesses-required` checks them.
+    if (opts.witnesses.length > 0) {
+        // The cosignatures (§10a.8 rule 8, §13.1), as `shredd verify --witness
+        // --witnesses-required` checks them.
         step('witnesses');
-        const w = await checkCosignatures(b.checkpoint, opts.witnesses.keys, opts.witnesses.required);
-        r.witnessed = { required: opts.witnesses.required, valid: w.valid, missing: w.missing, invalid: w.invalid };
-        if (!w.ok)
-            fail('checkpoint.witnesses', 'checkpoint: ' + w.reason);
-        let line = w.valid.length + ' of ' + opts.witnesses.required + ' required cosignatures valid: ' + w.valid.map((c) => c.witness + ' (' + c.time + ')').join(', ');
+        const required = opts.required || opts.witnesses.length;
+        const w = await checkWitnesses(cp.text, cp.sigs, opts.witnesses);
+        r.witnessed = { required, valid: w.valid, missing: w.missing, invalid: w.invalid };
+        if (w.valid.length < required)
+            fail('checkpoint.witnesses', 'checkpoint: ' + shortfall(w, required));
+        let line = w.valid.length + ' of ' + required + ' required cosignatures valid: ' + w.valid.map((c) => c.witness + ' (' + c.time + ')').join(', ');
         if (w.missing.length)
             line += '; none from ' + w.missing.join(', ');
         if (w.invalid.length)
@@ -1975,138 +2035,96 @@ function finish(r) {
     delete r.fail;
     return r;
 }
-// ---- witness cosignatures ----
-// The check of `shredd verify --witness KEY --witnesses-required K`
-// (translog.CheckCosignatures, docs/transparency.md §13) on a signed
-// checkpoint. checkCosignatures(signed, witnessKeys, required) resolves to
-// {ok, valid: [{witness, time}], missing: [names], invalid: [names],
-// reason}: signed is the checkpoint note (string or bytes) whose log
-// signature the caller has checked; witnessKeys are cosignature/v1
-// verifier keys ("<name>+<key id>+<base64 of 0x04 ‖ public key>");
-// required is how many valid cosignatures of them the checkpoint needs
-// (default: all). A witness's line that does not verify counts as none;
-// two keys with one public key count once. It rejects (throws) on a
-// malformed key, count or note, with a message that names it.
-const WITNESS_ALG = 0x04;
-function witnessB64decode(s) {
-    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(s) || s.length % 4 !== 0)
-        throw new Error('not base64');
-    const bin = atob(s);
-    const out = new Uint8Array(bin.length);
-    for (let i = 0; i < bin.length; i++)
-        out[i] = bin.charCodeAt(i);
-    if (btoa(bin) !== s)
-        throw new Error('non-canonical base64');
+// ---- witness cosignatures (§10a.8 rule 8, §13) ----
+// witnessKeys reads the witness key files given (§10a.1, §13.1): each UTF-8 without
+// BOM (text.*), one line "<name>+<key ID>+<base64 of 0x04 and the key>"
+// optionally followed by one LF (witness.format); two with one public
+// key, or one name and key ID, are witness.duplicate (a key under two
+// names would count twice: cosignature/v1 does not sign the name).
+async function witnessKeys(files) {
+    const out = [];
+    for (const [i, f] of files.entries()) {
+        const k = await withinAsync('witness key ' + (i + 1), async () => {
+            checkText(f);
+            const line = oneLine(text(f));
+            const k = line === null ? null : await parseKeyLine(line, COSIGNATURE_ALG);
+            if (!k)
+                refuse('witness.format', 'not one cosignature/v1 verifier key line');
+            return k;
+        });
+        for (const o of out) {
+            if (equal(o.pub, k.pub) || (o.name === k.name && o.hash === k.hash))
+                refuse('witness.duplicate', 'witness keys ' + o.name + ' and ' + k.name + ': the same key given twice');
+        }
+        out.push(k);
+    }
     return out;
 }
-function validWitnessName(n) { return n !== '' && !/[\s+]/u.test(n); }
-// parseWitnessKey reads a cosignature/v1 verifier key and checks its
-// key ID: SHA-256(name ‖ "\n" ‖ 0x04 ‖ public key)[:4].
-async function parseWitnessKey(vkey) {
-    // The name and the key ID end at the first two plus signs; the
-    // base64 key may hold more.
-    const s = String(vkey).trim();
-    const i = s.indexOf('+'), j = i < 0 ? -1 : s.indexOf('+', i + 1);
-    const parts = j < 0 ? [] : [s.slice(0, i), s.slice(i + 1, j), s.slice(j + 1)];
-    if (parts.length !== 3 || !validWitnessName(parts[0]) || !/^[0-9a-f]{8}$/.test(parts[1]))
-        throw new Error('witness key: not <name>+<key id>+<key>');
-    let raw;
-    try {
-        raw = witnessB64decode(parts[2]);
-    }
-    catch (e) {
-        throw new Error('witness key: ' + e.message);
-    }
-    if (raw.length !== 33 || raw[0] !== WITNESS_ALG)
-        throw new Error('witness key: not a cosignature/v1 Ed25519 key (type 0x04, 32 bytes)');
-    const pub = raw.slice(1);
-    const id = new Uint8Array(await crypto.subtle.digest('SHA-256', concat(utf8.encode(parts[0] + '\n'), new Uint8Array([WITNESS_ALG]), pub))).slice(0, 4);
-    if (hex(id) !== parts[1])
-        throw new Error('witness key: key id does not match the key');
-    let key;
-    try {
-        key = await crypto.subtle.importKey('raw', pub, { name: 'Ed25519' }, false, ['verify']);
-    }
-    catch (e) {
-        throw new Error('this browser has no Ed25519 in WebCrypto');
-    }
-    return { name: parts[0], id, pub: parts[2], key };
+// MAX_DATE is 9999-12-31T23:59:59Z in POSIX seconds: a later cosignature
+// time is shown as its seconds.
+const MAX_DATE = 253402300799n;
+// cosignedAt is a cosignature's time: a UTC date when its year is 1 to
+// 9999, else "time <POSIX seconds>" (up to 2^63-1); it never throws.
+function cosignedAt(t) {
+    if (t > MAX_DATE)
+        return 'time ' + t.toString();
+    return new Date(Number(t) * 1000).toISOString().replace('.000Z', 'Z');
 }
-// splitNote returns the note text (ending in a newline) and its
-// signature lines [{name, sig}].
-function splitNote(signed) {
-    const s = typeof signed === 'string' ? signed : new TextDecoder('utf-8', { fatal: true }).decode(signed);
-    const at = s.lastIndexOf('\n\n');
-    if (at < 0 || !s.endsWith('\n'))
-        throw new Error('checkpoint: not a signed note');
-    const text = s.slice(0, at + 1);
-    const lines = s.slice(at + 2, -1).split('\n').map((line) => {
-        const m = /^\u2014 (\S+) (\S+)$/u.exec(line);
-        if (!m)
-            throw new Error('checkpoint: malformed signature line');
-        return { name: m[1], b64: m[2] };
-    });
-    return { text, lines };
-}
-async function checkCosignatures(signed, witnessKeys, required) {
-    const { text, lines } = splitNote(signed);
-    const keys = [];
-    for (const k of witnessKeys) {
-        const w = await parseWitnessKey(k);
-        if (!keys.some((x) => x.pub === w.pub))
-            keys.push(w);
-    }
-    if (required === undefined)
-        required = keys.length;
-    if (!Number.isInteger(required) || required < 0)
-        throw new Error('witnesses required: not a count');
-    const r = { ok: false, valid: [], missing: [], invalid: [], reason: '' };
-    for (const w of keys) {
-        // The first line of the witness's name and key ID, as note.Open.
-        let sig = null;
-        for (const l of lines) {
-            if (l.name !== w.name)
-                continue;
-            let b;
-            try {
-                b = witnessB64decode(l.b64);
-            }
-            catch (e) {
-                continue;
-            }
-            if (b.length >= 4 && hex(b.slice(0, 4)) === hex(w.id)) {
-                sig = b.slice(4);
-                break;
-            }
-        }
-        if (sig === null) {
+// checkWitnesses sorts the trusted witnesses into those whose line
+// (their name and key ID) on the note is valid, invalid or missing. Valid:
+// exactly 8+64 bytes after the key ID, a timestamp at most 2^63-1, and an
+// Ed25519 signature over "cosignature/v1\ntime <t>\n" and the note's text.
+// A line that does not verify counts as none. Valid entries carry the
+// witness, the time (cosignedAt) and the seconds (decimal).
+async function checkWitnesses(noteText, sigs, witnesses) {
+    const r = { valid: [], missing: [], invalid: [] };
+    for (const w of witnesses) {
+        const l = findSig(sigs, w);
+        if (!l) {
             r.missing.push(w.name);
             continue;
         }
-        let good = false, time = null;
-        if (sig.length === 8 + 64) {
-            const t = new DataView(sig.buffer, sig.byteOffset, 8).getBigUint64(0);
-            if (t <= 0x7fffffffffffffffn) {
-                const msg = utf8.encode('cosignature/v1\ntime ' + t.toString() + '\n' + text);
-                good = await crypto.subtle.verify({ name: 'Ed25519' }, w.key, sig.slice(8), msg);
-                time = new Date(Number(t) * 1000).toISOString().replace('.000Z', 'Z');
-            }
+        let t = -1n;
+        if (l.sig.length === 8 + 64) {
+            const ts = new DataView(l.sig.buffer, l.sig.byteOffset, 8).getBigUint64(0);
+            const msg = utf8.encode('cosignature/v1\ntime ' + ts.toString() + '\n' + noteText);
+            if (ts <= 0x7fffffffffffffffn && (await ed25519Verify(w.pub, l.sig.slice(8), msg)))
+                t = ts;
         }
-        if (good)
-            r.valid.push({ witness: w.name, time });
+        if (t >= 0n)
+            r.valid.push({ witness: w.name, time: cosignedAt(t), seconds: t.toString() });
         else
             r.invalid.push(w.name);
     }
-    r.ok = r.valid.length >= required;
-    if (!r.ok) {
-        const why = [];
-        if (r.missing.length)
-            why.push('none from ' + r.missing.join(', '));
-        if (r.invalid.length)
-            why.push('an invalid one from ' + r.invalid.join(', '));
-        r.reason = `${r.valid.length} valid of the ${required} required` + (why.length ? ` (${why.join('; ')})` : '');
-    }
     return r;
+}
+// shortfall says why fewer cosignatures than required are valid.
+function shortfall(w, required) {
+    const why = [];
+    if (w.missing.length)
+        why.push('none from ' + w.missing.join(', '));
+    if (w.invalid.length)
+        why.push('an invalid one from ' + w.invalid.join(', '));
+    return `${w.valid.length} valid of the ${required} required` + (why.length ? ` (${why.join('; ')})` : '');
+}
+// checkCosignatures is the witness check alone, for the page's tests:
+// signed is a checkpoint note (text or bytes) whose log signature the
+// caller checked, read by parseNote (text.*, checkpoint.format);
+// witnessKeys are key files (witnessKeys: witness.format,
+// witness.duplicate); required is how many valid cosignatures are needed
+// (default: all). It resolves to {ok, valid, missing, invalid, reason};
+// it rejects with a refusal (its code) on a malformed key or note.
+async function checkCosignatures(signed, keyFiles, required) {
+    const b = typeof signed === 'string' ? utf8.encode(signed) : signed;
+    checkText(b);
+    const n = parseNote(text(b), 'checkpoint.format');
+    const keys = await witnessKeys(keyFiles.map((k) => (typeof k === 'string' ? utf8.encode(k) : k)));
+    const need = required === undefined ? keys.length : required;
+    if (!Number.isSafeInteger(need) || need < 0)
+        usage('keys', 'witnesses required: not a count');
+    const w = await checkWitnesses(n.text, n.sigs, keys);
+    const ok = w.valid.length >= need;
+    return { ok, ...w, reason: ok ? '' : shortfall(w, need) };
 }
 /**
  * page is what the generated ui/static/verify.js assigns to
@@ -2124,7 +2142,7 @@ exports.page = {
     strict: { gunzip: (b) => gunzipStrict(b, C.maxTotal), untar: untarStrict, readBundle, checkJSON, checkPublicKeyFile, checkLogKeyFile },
 };
 /** witness is what the generated ui/static/verify.js assigns to globalThis.ShreddWitness. */
-exports.witness = { parseWitnessKey, checkCosignatures };
+exports.witness = { checkCosignatures };
 /**
  * verifyExport is `shredd verify EXPORT.tar.gz --key --log-key [--subject
  * --salt] [--checkpoint]`, offline: the same verdict and reason code for the

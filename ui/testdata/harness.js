@@ -30,10 +30,10 @@ async function handle(req) {
         const ms = S.untar(data);
         return { code: 'ok', names: ms.map((m) => m.name + (m.dir ? '' : ':' + crypto.createHash('sha256').update(m.data).digest('hex'))) };
       }
-      case 'bundle': S.readBundle(data); return { code: 'ok' };
-      case 'json': S.checkJSON(data); return { code: 'ok' };
-      case 'key': S.checkPublicKeyFile(data); return { code: 'ok' };
-      case 'logkey': S.checkLogKeyFile(data); return { code: 'ok' };
+      case 'bundle': await S.readBundle(data); return { code: 'ok' };
+      case 'json': await S.checkJSON(data); return { code: 'ok' };
+      case 'key': await S.checkPublicKeyFile(data); return { code: 'ok' };
+      case 'logkey': await S.checkLogKeyFile(data); return { code: 'ok' };
     }
     return { code: 'harness.unknown-op' };
   } catch (e) {

@@ -90,7 +90,9 @@ export interface VerifyAttestationOptions {
  * signature over PAE, the statement (types, claim, the five conditions ok,
  * timeline, key evidence, every holder ack's signature, residuals), the
  * forget id when given, and (given subject and salt) the subject
- * commitment. Throws VerifyError naming the check that failed and why.
+ * commitment. Throws VerifyError with the spec's reason code of the
+ * refusal and why ("shredd: verify: subject.mismatch: ..."; "usage: ..."
+ * for a salt that is not 64 hex digits).
  */
 export async function verifyAttestation(data: Uint8Array | string, publicKey: Uint8Array | string,
   o: VerifyAttestationOptions = {}): Promise<Attestation> {
@@ -104,7 +106,7 @@ export async function verifyAttestation(data: Uint8Array | string, publicKey: Ui
   } catch (e) {
     throw new VerifyError(e instanceof Error ? e.message : String(e));
   }
-  if (!r.verified) throw new VerifyError(`${r.failed}: ${r.reason}`);
+  if (!r.verified) throw new VerifyError(`${r.code}: ${r.reason}`);
   const st = r.statement;
   const p = st.predicate;
   if (o.forget !== undefined && p.forget !== o.forget) throw new VerifyError(`the attestation is about forget ${p.forget}, not ${o.forget}`);
