@@ -134,7 +134,7 @@ func paste(text string) chromedp.Action[chromedp.Void] {
 // over it.
 func selectAll(id string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		_, err := chromedp.Evaluate[bool](`(document.getElementById('` + id + `').select(), true)`)(ctx, t)
+		_, err := chromedp.Evaluate[bool](`(document.getElementById('`+id+`').select(), true)`)(ctx, t)
 		return err
 	})
 }
@@ -289,13 +289,13 @@ func TestFormKeysPastedAndChosen(t *testing.T) {
 		{"key file without its final LF chosen", func(f *form) { f.keyFile, f.wantKeyShown = noLF, p(keyNoLF) }, "key.format"},
 		{"key file without its final LF chosen, then pasted over", func(f *form) { f.keyFile, f.editKey = noLF, p(keyNoLF) }, "ok"},
 		{"key file chosen, shown as its text", func(f *form) { f.wantKeyShown = p(key) }, "ok"},
-		{"key pasted with a BOM", func(f *form) { f.keyFile, f.key = "", p("\ufeff" + key) }, "text.bom"},
-		{"key pasted with a trailing space", func(f *form) { f.keyFile, f.key = "", p(key + " ") }, "key.trailing"},
+		{"key pasted with a BOM", func(f *form) { f.keyFile, f.key = "", p("\ufeff"+key) }, "text.bom"},
+		{"key pasted with a trailing space", func(f *form) { f.keyFile, f.key = "", p(key+" ") }, "key.trailing"},
 		{"log key pasted with its final LF", func(f *form) { f.logKeyFile, f.logKey = "", p(logKey) }, "ok"},
 		{"log key pasted without its final LF", func(f *form) { f.logKeyFile, f.logKey = "", p(logKeyNoLF) }, "ok"},
-		{"log key pasted with a trailing NBSP", func(f *form) { f.logKeyFile, f.logKey = "", p(logKeyNoLF + "\u00a0") }, "logkey.format"},
-		{"log key pasted with a leading U+3000", func(f *form) { f.logKeyFile, f.logKey = "", p("\u3000" + logKey) }, "logkey.format"},
-		{"log key pasted with a second LF", func(f *form) { f.logKeyFile, f.logKey = "", p(logKey + "\n") }, "logkey.format"},
+		{"log key pasted with a trailing NBSP", func(f *form) { f.logKeyFile, f.logKey = "", p(logKeyNoLF+"\u00a0") }, "logkey.format"},
+		{"log key pasted with a leading U+3000", func(f *form) { f.logKeyFile, f.logKey = "", p("\u3000"+logKey) }, "logkey.format"},
+		{"log key pasted with a second LF", func(f *form) { f.logKeyFile, f.logKey = "", p(logKey+"\n") }, "logkey.format"},
 		{"log key file chosen, then pasted over with a trailing NBSP", func(f *form) { f.editLogKey, f.wantLogKey = p(logKeyNoLF+"\u00a0"), p(logKey) }, "logkey.format"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
