@@ -376,7 +376,8 @@ func (w *witnessKey) line(text []byte, ts uint64) string {
 // TestFormWitnessField: the witnesses' keys pasted into the witness field,
 // one a line, on the corpus's valid export cosigned by two witnesses (one
 // at the timestamp 2^63-1, the largest the spec allows): the field is
-// split at LF only, empty lines skipped, nothing trimmed.
+// split at LF only, empty lines skipped, nothing trimmed. Then a witness
+// on a checkpoint with a signature line named with U+FEFF.
 func TestFormWitnessField(t *testing.T) {
 	var c *corpusCase
 	cases := readCorpus(t)
@@ -431,4 +432,21 @@ func TestFormWitnessField(t *testing.T) {
 			}
 		})
 	}
+
+	// A checkpoint with a signature line whose key name holds U+FEFF
+	// (corpus case 016, valid without witnesses): a witness given that did
+	// not cosign is missing, nothing else.
+	t.Run("a signature line named with U+FEFF", func(t *testing.T) {
+		for i := range cases {
+			if cases[i].Name == "016-valid-signature-name-feff" {
+				f := fromCase(t, &cases[i])
+				f.witnesses = p(w1.vkey)
+				if got := submit(t, ctx, page, f); got.Code != "checkpoint.witnesses" {
+					t.Errorf("the page shows %s: %q; want checkpoint.witnesses", got.Code, got.Text)
+				}
+				return
+			}
+		}
+		t.Fatal("no case 016-valid-signature-name-feff in the corpus")
+	})
 }

@@ -118,15 +118,11 @@ func TestVerifyFormWitnesses(t *testing.T) {
 	// What shredd verify says (bundle.CheckExport with the same options).
 	goVerify := func(keys []string, required int) (string, string) {
 		t.Helper()
-		var vs []note.Verifier
+		var ks [][]byte
 		for _, k := range keys {
-			v, err := translog.NewCosignatureVerifier(k)
-			if err != nil {
-				t.Fatal(err)
-			}
-			vs = append(vs, v)
+			ks = append(ks, []byte(k))
 		}
-		opts := bundle.Options{Subject: *c.Subject, Witnesses: vs, WitnessesRequired: required}
+		opts := bundle.Options{Subject: *c.Subject, WitnessKeys: ks, WitnessesRequired: required}
 		opts.Salt, _ = hex.DecodeString(*c.Salt)
 		opts.Saved = savedFile
 		_, err := bundle.CheckExport(readFile(t, witnessed), keyFile, logKeyFile, opts)
