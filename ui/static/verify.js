@@ -1,5 +1,5 @@
 // GENERATED from clients/typescript/src/evidence.ts by clients/typescript/scripts/page.mjs (npm run build:page): do not edit.
-// source sha256 239de6762aa16db75232b21221c14c6b347e6986300c6101469edf053286469a
+// source sha256 585b88d3bc8c1cdf4d400d1ac234e60b80e70cdb08bd4f4f9065fa103fde29fe
 // typescript 5.9.3
 //
 // The page's verifier: the one JavaScript reader of evidence, as a classic
@@ -1745,8 +1745,12 @@ async function verifyExportReport(bytes, opts) {
     try {
         const w = witnessInputs(opts);
         const { subject, salt } = subjectAndSalt(opts, true);
-        const pub = within('the attestation key', () => checkPublicKeyFile(toBytes(opts.key) || new Uint8Array()));
-        const vline = await withinAsync('the log key', () => checkLogKeyFile(toBytes(opts.logKey) || new Uint8Array()));
+        if (opts.key === undefined || opts.key === null)
+            usage('keys', 'no attestation key');
+        if (opts.logKey === undefined || opts.logKey === null)
+            usage('keys', 'no log key: an export needs the log\'s verifier key, obtained from the operator');
+        const pub = within('the attestation key', () => checkPublicKeyFile(toBytes(opts.key)));
+        const vline = await withinAsync('the log key', () => checkLogKeyFile(toBytes(opts.logKey)));
         const v = await parseKeyLine(vline, NOTE_ALG_ED25519);
         const witnesses = await witnessKeys(w.files);
         check = 'archive';

@@ -1300,8 +1300,10 @@ async function verifyExportReport(bytes?: any, opts?: any): Promise<any> {
   try {
     const w = witnessInputs(opts);
     const { subject, salt } = subjectAndSalt(opts, true);
-    const pub = within('the attestation key', (): any => checkPublicKeyFile(toBytes(opts.key) || new Uint8Array()));
-    const vline = await withinAsync('the log key', (): any => checkLogKeyFile(toBytes(opts.logKey) || new Uint8Array()));
+    if (opts.key === undefined || opts.key === null) usage('keys', 'no attestation key');
+    if (opts.logKey === undefined || opts.logKey === null) usage('keys', 'no log key: an export needs the log\'s verifier key, obtained from the operator');
+    const pub = within('the attestation key', (): any => checkPublicKeyFile(toBytes(opts.key)));
+    const vline = await withinAsync('the log key', (): any => checkLogKeyFile(toBytes(opts.logKey)));
     const v = await parseKeyLine(vline, NOTE_ALG_ED25519);
     const witnesses = await witnessKeys(w.files);
     check = 'archive';
