@@ -31,7 +31,10 @@ func TestEvidenceCorpusBrowser(t *testing.T) {
 		}
 		expr := `(async (q) => {
 			const d = (s) => (s === null ? null : Uint8Array.from(atob(s), (ch) => ch.charCodeAt(0)));
-			const r = await ShreddVerify.verifyExport(d(q.export), { key: d(q.key), logKey: d(q.log_key), subject: q.subject, salt: q.salt, saved: d(q.saved) });
+			const r = q.op === 'attestation'
+				? await ShreddVerify.verifyAttestation(d(q.attestation), { key: d(q.key), subject: q.subject, salt: q.salt })
+				: await ShreddVerify.verifyExport(d(q.export), { key: d(q.key), logKey: d(q.log_key), subject: q.subject, salt: q.salt, saved: d(q.saved),
+					witnesses: q.witnesses.map(d), witnessesRequired: q.witnesses_required });
 			return JSON.stringify({ verified: r.verified, code: r.code, failed: r.failed, detail: r.reason });
 		})(` + string(req) + `)`
 		out, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr, chromedp.EvalAwaitPromise))
@@ -42,8 +45,7 @@ func TestEvidenceCorpusBrowser(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &a); err != nil {
 			t.Fatalf("%s: %v: %s", c.Name, err, out)
 		}
-		verdict := map[bool]string{true: "verified", false: "refused"}[a.Verified]
-		if verdict != c.Verdict || a.Code != c.Reason {
+		if verdict := a.verdict(); verdict != c.Verdict || a.Code != c.Reason {
 			t.Errorf("%s (%s): the page in Chromium says %s %s (%s: %s), want %s %s", c.Name, c.About, verdict, a.Code, a.Failed, a.Detail, c.Verdict, c.Reason)
 		}
 	}

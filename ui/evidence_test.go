@@ -54,8 +54,29 @@ func (c *evidenceCase) request() map[string]any {
 		}
 		return base64.StdEncoding.EncodeToString(b)
 	}
+	if c.AttestationFile != nil {
+		return map[string]any{"op": "attestation", "attestation": b64(c.AttestationFile), "key": b64(c.KeyFile),
+			"subject": c.Subject, "salt": c.Salt}
+	}
+	witnesses := []any{}
+	for _, w := range c.WitnessFiles {
+		witnesses = append(witnesses, b64(w))
+	}
 	return map[string]any{"op": "export", "export": b64(c.ExportFile), "key": b64(c.KeyFile), "log_key": b64(c.LogKeyFile),
-		"subject": c.Subject, "salt": c.Salt, "saved": b64(c.SavedFile)}
+		"subject": c.Subject, "salt": c.Salt, "saved": b64(c.SavedFile), "witnesses": witnesses, "witnesses_required": c.WitnessesRequired}
+}
+
+// verdict is the corpus's name of an answer: "usage" for the reader's
+// usage signal (the code usage: nothing was checked), else verified or
+// refused.
+func (a answer) verdict() string {
+	switch {
+	case a.Code == bundle.ReasonUsage && !a.Verified:
+		return "usage"
+	case a.Verified:
+		return "verified"
+	}
+	return "refused"
 }
 
 // answer is the harness's answer.
@@ -132,11 +153,7 @@ func TestEvidenceCorpusNode(t *testing.T) {
 	h := startNode(t)
 	for _, c := range readEvidence(t) {
 		a := h.ask(t, c.request())
-		verdict := "refused"
-		if a.Verified {
-			verdict = "verified"
-		}
-		if verdict != c.Verdict || a.Code != c.Reason {
+		if verdict := a.verdict(); verdict != c.Verdict || a.Code != c.Reason {
 			t.Errorf("%s (%s): the page says %s %s (%s: %s), want %s %s", c.Name, c.About, verdict, a.Code, a.Failed, a.Detail, c.Verdict, c.Reason)
 		}
 	}
@@ -400,6 +417,10 @@ func TestEvidenceDifferentialExport(t *testing.T) {
 		if c.Verdict != "verified" {
 			continue
 		}
+		if c.AttestationFile != nil {
+			n, bad = mutateAttestation(t, h, r, c, n, bad)
+			continue
+		}
 		tr, err := bundle.Gunzip(c.ExportFile)
 		if err != nil {
 			t.Fatal(err)
@@ -419,7 +440,10 @@ func TestEvidenceDifferentialExport(t *testing.T) {
 			if m.ExportFile = retar(mut); m.ExportFile == nil {
 				continue
 			}
-			opts := bundle.Options{Saved: m.SavedFile}
+			opts := bundle.Options{Saved: m.SavedFile, WitnessKeys: m.WitnessFiles}
+			if m.WitnessesRequired != nil {
+				opts.WitnessesRequired = *m.WitnessesRequired
+			}
 			if m.Subject != nil {
 				opts.Subject = *m.Subject
 				opts.Salt, _ = hex.DecodeString(*m.Salt)
@@ -436,4 +460,26 @@ func TestEvidenceDifferentialExport(t *testing.T) {
 		}
 	}
 	t.Logf("%d mutants, %d disagreements", n, bad)
+}
+
+// mutateAttestation is TestEvidenceDifferentialExport on a valid bare
+// attestation: mutants of the file, read by bundle.CheckAttestation (the
+// code of shredd verify FILE.json) and by the page. It returns the counts
+// of mutants and disagreements so far.
+func mutateAttestation(t *testing.T, h *nodeHarness, r *rand.Rand, c evidenceCase, n, bad int) (int, int) {
+	salt, _ := hex.DecodeString(*c.Salt)
+	for range *exportMutants {
+		m := c
+		m.AttestationFile = mutate(r, c.AttestationFile)
+		_, gerr := bundle.CheckAttestation(m.AttestationFile, m.KeyFile, *m.Subject, salt)
+		a := h.ask(t, m.request())
+		n++
+		if bundle.Reason(gerr) != a.Code || (gerr == nil) != a.Verified {
+			bad++
+			if bad <= 20 {
+				t.Errorf("%s mutated: Go says %s (%v), the page %s (%s: %s)", c.Name, bundle.Reason(gerr), gerr, a.Code, a.Failed, a.Detail)
+			}
+		}
+	}
+	return n, bad
 }

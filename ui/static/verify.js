@@ -1,5 +1,5 @@
 // GENERATED from clients/typescript/src/evidence.ts by clients/typescript/scripts/page.mjs (npm run build:page): do not edit.
-// source sha256 585b88d3bc8c1cdf4d400d1ac234e60b80e70cdb08bd4f4f9065fa103fde29fe
+// source sha256 cd449938d7e3ae78bf31545e24ee14c49c8b1d3ff1a4ed00ce5edff0509ce999
 // typescript 5.9.3
 //
 // The page's verifier: the one JavaScript reader of evidence, as a classic
@@ -2014,7 +2014,7 @@ async function checkBundle(b, pub, v, opts, r, step) {
 // witnesses. The first entry whose code or prefix matches is the one.
 const SECTIONS = [
     ['checkpoint.witnesses', '§13'],
-    ['text.', '§10a.1'], ['key.', '§10a.1'], ['logkey.', '§10a.1'],
+    ['text.', '§10a.1'], ['key.', '§10a.1'], ['logkey.', '§10a.1'], ['witness.', '§10a.1'],
     ['gzip.', '§10a.2'], ['tar.', '§10a.3'], ['bundle.', '§10a.4'], ['json.', '§10a.5'],
     ['envelope.', '§10a.6'], ['statement.', '§10a.6'], ['subject.', '§10a.7'], ['checkpoint.', '§10a.8'],
     ['proof.', '§10a.9'], ['event.', '§10a.9'], ['entries.', '§10a.10'],
@@ -2153,7 +2153,8 @@ exports.witness = { checkCosignatures };
  * same bytes. It resolves to a report (never rejects on a bad export).
  */
 async function verifyExport(bytes, opts) {
-    const r = await verifyExportReport(bytes, { key: opts.key, logKey: opts.logKey, subject: opts.subject, salt: opts.salt, saved: opts.checkpoint });
+    const r = await verifyExportReport(bytes, { key: opts.key, logKey: opts.logKey, subject: opts.subject, salt: opts.salt, saved: opts.checkpoint,
+        witnesses: opts.witnesses, witnessesRequired: opts.witnessesRequired });
     const out = { verified: r.verified, reason: r.code, failed: r.failed, detail: r.reason, checks: r.checks };
     if (typeof r.forget === 'string')
         out.forget = r.forget;

@@ -2,8 +2,10 @@
 // under Node for the Go tests (ui/evidence_test.go): one JSON request per
 // line on stdin, one JSON answer per line on stdout, in order.
 //
-//   {"op":"export","export":B64,"key":B64,"log_key":B64,"subject":S|null,"salt":S|null,"saved":B64|null}
-//     -> {"verified":bool,"code":"ok"|reason,"failed":check,"detail":text}
+//   {"op":"export","export":B64,"key":B64,"log_key":B64,"subject":S|null,"salt":S|null,"saved":B64|null,
+//    "witnesses":[B64...],"witnesses_required":N|null}
+//   {"op":"attestation","attestation":B64,"key":B64,"subject":S|null,"salt":S|null}
+//     -> {"verified":bool,"code":"ok"|reason|"usage","failed":check,"detail":text}
 //   {"op":"gunzip"|"untar"|"json"|"key"|"logkey"|"bundle","data":B64}
 //     -> {"code":"ok"|reason,"sha256":hex of the result (gunzip),"names":[...] (untar)}
 'use strict';
@@ -15,7 +17,12 @@ const b = (s) => (s === null || s === undefined ? null : new Uint8Array(Buffer.f
 
 async function handle(req) {
   if (req.op === 'export') {
-    const r = await V.verifyExport(b(req.export), { key: b(req.key), logKey: b(req.log_key), subject: req.subject, salt: req.salt, saved: b(req.saved) });
+    const r = await V.verifyExport(b(req.export), { key: b(req.key), logKey: b(req.log_key), subject: req.subject, salt: req.salt, saved: b(req.saved),
+      witnesses: (req.witnesses || []).map(b), witnessesRequired: req.witnesses_required });
+    return { verified: r.verified, code: r.code, failed: r.failed, detail: r.reason };
+  }
+  if (req.op === 'attestation') {
+    const r = await V.verifyAttestation(b(req.attestation), { key: b(req.key), subject: req.subject, salt: req.salt });
     return { verified: r.verified, code: r.code, failed: r.failed, detail: r.reason };
   }
   const S = V.strict;

@@ -60,8 +60,11 @@ export class WaitTimeout extends ShreddError {
 
 /** VerifyError: an offline check (attestation, export, ack) failed; the message says which. */
 export class VerifyError extends ShreddError {
-  constructor(message: string) {
+  /** The spec's reason code of the refusal (docs/transparency.md §10a, §10b), "usage" for a malformed input of the verifier's own; "" when none applies. */
+  readonly reason: string;
+  constructor(message: string, reason = "") {
     super("shredd: verify: " + message, "verify_failed");
+    this.reason = reason;
   }
 }
 

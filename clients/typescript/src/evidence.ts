@@ -1476,7 +1476,7 @@ async function checkBundle(b?: any, pub?: any, v?: any, opts?: any, r?: any, ste
 // witnesses. The first entry whose code or prefix matches is the one.
 const SECTIONS = [
   ['checkpoint.witnesses', '§13'],
-  ['text.', '§10a.1'], ['key.', '§10a.1'], ['logkey.', '§10a.1'],
+  ['text.', '§10a.1'], ['key.', '§10a.1'], ['logkey.', '§10a.1'], ['witness.', '§10a.1'],
   ['gzip.', '§10a.2'], ['tar.', '§10a.3'], ['bundle.', '§10a.4'], ['json.', '§10a.5'],
   ['envelope.', '§10a.6'], ['statement.', '§10a.6'], ['subject.', '§10a.7'], ['checkpoint.', '§10a.8'],
   ['proof.', '§10a.9'], ['event.', '§10a.9'], ['entries.', '§10a.10'],
@@ -1634,6 +1634,14 @@ export interface VerifyExportOptions {
   salt?: string;
   /** A checkpoint saved earlier (a signed note): the export's log must extend it. */
   checkpoint?: string | Uint8Array;
+  /**
+   * The witnesses trusted, each a cosignature/v1 verifier key file (text or bytes, its one line
+   * and at most one final LF): the checkpoint must carry valid cosignatures of witnessesRequired
+   * of them (default: all).
+   */
+  witnesses?: readonly (string | Uint8Array)[];
+  /** How many of the witnesses must have cosigned the checkpoint: 1 to their number. */
+  witnessesRequired?: number;
 }
 
 /**
@@ -1642,7 +1650,8 @@ export interface VerifyExportOptions {
  * same bytes. It resolves to a report (never rejects on a bad export).
  */
 export async function verifyExport(bytes: Uint8Array, opts: VerifyExportOptions): Promise<ExportReport> {
-  const r = await verifyExportReport(bytes, { key: opts.key, logKey: opts.logKey, subject: opts.subject, salt: opts.salt, saved: opts.checkpoint });
+  const r = await verifyExportReport(bytes, { key: opts.key, logKey: opts.logKey, subject: opts.subject, salt: opts.salt, saved: opts.checkpoint,
+    witnesses: opts.witnesses, witnessesRequired: opts.witnessesRequired });
   const out: ExportReport = { verified: r.verified, reason: r.code, failed: r.failed, detail: r.reason, checks: r.checks };
   if (typeof r.forget === 'string') out.forget = r.forget;
   if (typeof r.origin === 'string') out.origin = r.origin;

@@ -90,14 +90,16 @@ export interface VerifyAttestationOptions {
  * signature over PAE, the statement (types, claim, the five conditions ok,
  * timeline, key evidence, every holder ack's signature, residuals), the
  * forget id when given, and (given subject and salt) the subject
- * commitment. Throws VerifyError with the spec's reason code of the
- * refusal and why ("shredd: verify: subject.mismatch: ..."; "usage: ..."
- * for a salt that is not 64 hex digits).
+ * commitment. Throws VerifyError whose reason is the spec's reason code
+ * of the refusal (docs/transparency.md §10b: "subject.mismatch",
+ * "envelope.signature"...; "usage" for a salt that is not 64 hex digits,
+ * or one of subject and salt without the other), and whose message says
+ * why.
  */
 export async function verifyAttestation(data: Uint8Array | string, publicKey: Uint8Array | string,
   o: VerifyAttestationOptions = {}): Promise<Attestation> {
   for (const k of Object.keys(o)) if (!["subject", "salt", "forget"].includes(k)) throw new InvalidArgument(`verifyAttestation: unknown option "${k}"`);
-  if ((o.subject === undefined) !== (o.salt === undefined)) throw new VerifyError("the commitment needs both the subject id and the salt");
+  if ((o.subject === undefined) !== (o.salt === undefined)) throw new VerifyError("the commitment needs both the subject id and the salt", "usage");
   const key = publicKey instanceof Uint8Array && publicKey.length === 32 ? pemOf(publicKey) : publicKey;
   const bytes = typeof data === "string" ? te.encode(data) : data;
   let r;
@@ -106,7 +108,7 @@ export async function verifyAttestation(data: Uint8Array | string, publicKey: Ui
   } catch (e) {
     throw new VerifyError(e instanceof Error ? e.message : String(e));
   }
-  if (!r.verified) throw new VerifyError(`${r.code}: ${r.reason}`);
+  if (!r.verified) throw new VerifyError(`${r.code}: ${r.reason}`, r.code);
   const st = r.statement;
   const p = st.predicate;
   if (o.forget !== undefined && p.forget !== o.forget) throw new VerifyError(`the attestation is about forget ${p.forget}, not ${o.forget}`);

@@ -1,19 +1,21 @@
 // The shared corpus of evidence cases (testdata/evidence/cases.json,
-// docs/transparency.md §10a): verifyExport gives every case the verdict and
-// the reason code `shredd verify` gives it.
+// docs/transparency.md §10a, §10b): verifyExport (an export) and
+// verify.verifyAttestation (a bare attestation) give every case the verdict
+// and the reason code `shredd verify` gives it.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { verifyExport, type VerifyExportOptions } from "../src/index.js";
+import { verify, verifyExport, VerifyError, type VerifyExportOptions } from "../src/index.js";
 import { REPO } from "./server.js";
 
 const dir = join(REPO, "testdata", "evidence");
 
 interface Case {
-  name: string; about: string; export: string; key: string; log_key: string;
+  name: string; about: string; export?: string; attestation?: string; key: string; log_key?: string;
   subject: string | null; salt: string | null; saved: string | null;
-  verdict: "verified" | "refused"; reason: string;
+  witnesses?: string[]; witnesses_required?: number;
+  verdict: "verified" | "refused" | "usage"; reason: string;
 }
 
 const read = (f: string): Uint8Array => new Uint8Array(readFileSync(join(dir, f)));
@@ -22,16 +24,33 @@ test("every case of the evidence corpus", async (t) => {
   const cases = (JSON.parse(readFileSync(join(dir, "cases.json"), "utf8")) as { cases: Case[] }).cases;
   assert.ok(cases.length >= 271, `only ${cases.length} cases`);
   const verdicts = new Set(cases.map((c) => c.verdict));
-  assert.deepEqual([...verdicts].sort(), ["refused", "verified"], "the corpus has both verdicts");
+  assert.deepEqual([...verdicts].sort(), ["refused", "usage", "verified"], "the corpus has every verdict");
+  const verdictOf = (verified: boolean, reason: string): string => (verified ? "verified" : reason === "usage" ? "usage" : "refused");
   let agreed = 0;
   for (const c of cases) {
     await t.test(c.name, async () => {
-      const opts: VerifyExportOptions = { key: read(c.key), logKey: read(c.log_key) };
+      if (c.attestation !== undefined) {
+        // A bare attestation: verify.verifyAttestation, through the same reader.
+        const o: { subject?: string; salt?: string } = {};
+        if (c.subject !== null) o.subject = c.subject;
+        if (c.salt !== null) o.salt = c.salt;
+        const reason = await verify.verifyAttestation(read(c.attestation), read(c.key), o).then(() => "ok", (e: unknown) => {
+          assert.ok(e instanceof VerifyError, String(e));
+          return e.reason;
+        });
+        assert.equal(verdictOf(reason === "ok", reason), c.verdict, c.about);
+        assert.equal(reason, c.reason, c.about);
+        agreed++;
+        return;
+      }
+      const opts: VerifyExportOptions = { key: read(c.key), logKey: read(c.log_key!) };
       if (c.subject !== null) opts.subject = c.subject;
       if (c.salt !== null) opts.salt = c.salt;
       if (c.saved !== null) opts.checkpoint = read(c.saved);
-      const r = await verifyExport(read(c.export), opts);
-      assert.equal(r.verified ? "verified" : "refused", c.verdict, `${c.about}: ${r.failed} ${r.detail}`);
+      if (c.witnesses !== undefined) opts.witnesses = c.witnesses.map(read);
+      if (c.witnesses_required !== undefined) opts.witnessesRequired = c.witnesses_required;
+      const r = await verifyExport(read(c.export!), opts);
+      assert.equal(verdictOf(r.verified, r.reason), c.verdict, `${c.about}: ${r.failed} ${r.detail}`);
       assert.equal(r.reason, c.reason, `${c.about}: ${r.failed} ${r.detail}`);
       if (r.verified) assert.equal(r.failed, ""); else assert.notEqual(r.detail, "");
       agreed++;
