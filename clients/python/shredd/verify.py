@@ -725,7 +725,7 @@ def check_public_key_file(b: bytes) -> bytes:
 # --- the two character sets of the spec (transparency.md §10a, R1) ---------
 #
 # Listed here as the spec lists them, never the language's idea of a space
-# (str.isspace, strip and split() each have their own, and they differ).
+# (Python's own notion of a space, in its trim and split, differs from Go's and JavaScript's).
 
 # WS: Unicode White_Space (Go's unicode.IsSpace), 25 code points.
 _WS_RANGES = ((0x0009, 0x000D), (0x0020, 0x0020), (0x0085, 0x0085), (0x00A0, 0x00A0), (0x1680, 0x1680), (0x2000, 0x200A),
