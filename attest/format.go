@@ -527,7 +527,7 @@ func validateConditions(cs []Condition) error {
 		if c.Status != StatusOK {
 			return fmt.Errorf("attest: condition %s is %q, not ok (%s): %w", c.Name, c.Status, c.Evidence, ErrCondition)
 		}
-		if strings.TrimSpace(c.Evidence) == "" {
+		if Blank(c.Evidence) {
 			return fmt.Errorf("attest: condition %s is ok without evidence: %w", c.Name, ErrCondition)
 		}
 	}
@@ -575,7 +575,7 @@ func validateAcks(forget string, acks []HolderAck, artifacts map[string]*Artifac
 func validateResiduals(p *Predicate) error {
 	kinds := map[string]bool{}
 	for _, r := range p.Residuals {
-		if !validResidualKind(r.Kind) || strings.TrimSpace(r.Description) == "" {
+		if !validResidualKind(r.Kind) || Blank(r.Description) {
 			return fmt.Errorf("attest: residual %q: the kind must be lower-case snake_case and the description non-empty: %w", r.Kind, ErrResidual)
 		}
 		kinds[r.Kind] = true

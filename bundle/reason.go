@@ -21,6 +21,11 @@ const (
 	ReasonKeyTrailing = "key.trailing" // data after the PEM block
 	ReasonKeyFormat   = "key.format"   // not the one PEM Ed25519 PUBLIC KEY form
 	ReasonLogKey      = "logkey.format"
+	// A witness key the verifier gives (--witness): not one cosignature/v1
+	// verifier key line; or two keys with one public key, or one name and
+	// key ID.
+	ReasonWitnessFormat    = "witness.format"
+	ReasonWitnessDuplicate = "witness.duplicate"
 
 	// gzip (RFC 1952), one member.
 	ReasonGzipHeader    = "gzip.header"
@@ -100,7 +105,17 @@ const (
 	ReasonConsistencyFormat = "consistency.format"
 	ReasonConsistencyRange  = "consistency.range"
 	ReasonConsistencyFork   = "consistency.fork"
+
+	// ReasonUsage is not a refusal of the evidence: the verifier's own
+	// input (a salt that is not 64 hex digits, a subject without a salt,
+	// a number of witnesses out of range) is malformed. The corpus marks
+	// such cases with the verdict "usage"; shredd verify exits 2.
+	ReasonUsage = "usage"
 )
+
+// ErrUsage reports a malformed input of the verifier's own (ReasonUsage):
+// nothing was checked.
+var ErrUsage = errors.New("bundle: usage")
 
 // Error is a refusal by Read or Verify: its reason code and what failed.
 // It wraps ErrFormat (the input breaks the format) or ErrVerify (a check
@@ -128,7 +143,8 @@ func (e *Error) Unwrap() []error {
 }
 
 // Reason returns the reason code of an error of Read or Verify, ReasonOK
-// for nil, and "" for an error that carries none.
+// for nil, ReasonUsage for ErrUsage, and "" for an error that carries
+// none.
 func Reason(err error) string {
 	if err == nil {
 		return ReasonOK
@@ -136,6 +152,9 @@ func Reason(err error) string {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Reason
+	}
+	if errors.Is(err, ErrUsage) {
+		return ReasonUsage
 	}
 	return ""
 }
@@ -146,4 +165,8 @@ func formatError(reason, format string, a ...any) error {
 
 func verifyError(reason string, err error, format string, a ...any) error {
 	return &Error{Reason: reason, kind: ErrVerify, msg: fmt.Sprintf(format, a...), err: err}
+}
+
+func usageError(format string, a ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrUsage}, a...)...)
 }

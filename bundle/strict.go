@@ -129,10 +129,16 @@ func Untar(t []byte) ([]Member, error) {
 		if end+(512-int(size)%512)%512 > len(t) {
 			return nil, formatError(ReasonTarTruncated, "tar data cut")
 		}
-		if seen[name] {
-			return nil, formatError(ReasonTarDuplicate, "a name twice")
+		if typ != '5' && strings.HasSuffix(name, "/") {
+			return nil, formatError(ReasonTarPath, "a file path ending in /")
 		}
-		seen[name] = true
+		// A directory's path may end in "/" or not: both spellings name
+		// one path (§10a.3).
+		if key := strings.TrimSuffix(name, "/"); seen[key] {
+			return nil, formatError(ReasonTarDuplicate, "a path twice")
+		} else {
+			seen[key] = true
+		}
 		if len(out) == MaxFiles {
 			return nil, formatError(ReasonFileSize, "more than %d members", MaxFiles)
 		}
@@ -262,12 +268,15 @@ func cField(f []byte) (string, bool) {
 	return string(f[:i]), allZero(f[i:])
 }
 
+// validPath is the spec's one spelling of a member's path (§10a.3): not
+// empty, UTF-8, not absolute, no empty, "." or ".." segment; one final
+// "/" is allowed (Untar allows it on a directory only).
 func validPath(p string) bool {
 	if p == "" || p[0] == '/' || !utf8.ValidString(p) {
 		return false
 	}
 	for _, c := range strings.Split(strings.TrimSuffix(p, "/"), "/") {
-		if c == ".." {
+		if c == "" || c == "." || c == ".." {
 			return false
 		}
 	}
@@ -575,16 +584,18 @@ func wrap64(s string) string {
 	return b.String() + s + "\n"
 }
 
-// CheckLogKeyFile checks the form of a log verifier key file: one line
-// "<name>+<hash>+<key>" (golang.org/x/mod/sumdb/note), optionally ending
-// in one LF. It returns the line.
+// CheckLogKeyFile checks the form of a log verifier key file (§10a.1):
+// UTF-8 without BOM, one line "<name>+<key hash>+<base64 key>" of a
+// signed-note Ed25519 key whose hash is its own, optionally followed by
+// one LF, and nothing else: no space, CR or other byte around it. It
+// returns the line.
 func CheckLogKeyFile(b []byte) (string, error) {
 	if err := checkText(b); err != nil {
 		return "", err
 	}
-	s := strings.TrimSuffix(string(b), "\n")
-	if s == "" || strings.ContainsAny(s, "\n\r\t ") {
-		return "", formatError(ReasonLogKey, "not one line")
+	s, ok := oneLine(b)
+	if _, ok2 := parseKeyLine(s, noteAlgEd25519); !ok || !ok2 {
+		return "", formatError(ReasonLogKey, "not one signed-note Ed25519 verifier key line")
 	}
 	return s, nil
 }

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/shredd/shredd/attest"
@@ -32,11 +31,12 @@ type Options struct {
 	// consistency proof in the export from its size), so a rewritten or
 	// forked log is detected.
 	Saved []byte
-	// Witnesses, when set, are the witnesses the verifier trusts
-	// (cosignature/v1 verifiers, translog.NewCosignatureVerifier): the
-	// export's checkpoint must carry valid cosignatures of at least
-	// WitnessesRequired of them (translog.CheckCosignatures).
-	Witnesses         []note.Verifier
+	// WitnessKeys, when set, are the witnesses the verifier trusts: each
+	// a cosignature/v1 verifier key file, or the key itself, read
+	// strictly (CheckWitnessKeyFile; two with one public key are
+	// witness.duplicate). The export's checkpoint must carry valid
+	// cosignatures of at least WitnessesRequired of them (0: all).
+	WitnessKeys       [][]byte
 	WitnessesRequired int
 }
 
@@ -75,10 +75,10 @@ func CheckExport(export, keyFile, logKeyFile []byte, opts Options) (*Report, err
 		if err != nil {
 			return nil, err
 		}
-		if _, err := note.NewVerifier(k); err != nil {
-			return nil, formatError(ReasonLogKey, "not a signed-note verifier key")
-		}
 		opts.LogKey = k
+	}
+	if err := checkWitnessOptions(opts); err != nil {
+		return nil, err
 	}
 	b, err := ReadBytes(export)
 	if err != nil {
@@ -101,6 +101,10 @@ func CheckExport(export, keyFile, logKeyFile []byte, opts Options) (*Report, err
 // error.
 func Verify(b *Bundle, opts Options) (*Report, error) {
 	rep := &Report{Forget: b.Forget}
+	if err := checkWitnessOptions(opts); err != nil {
+		return nil, err
+	}
+	witnesses, _ := witnessKeys(opts.WitnessKeys)
 	pub, verifier, err := verifierKeys(b, opts, rep)
 	if err != nil {
 		return nil, err
@@ -111,7 +115,7 @@ func Verify(b *Bundle, opts Options) (*Report, error) {
 		return nil, err
 	}
 	// 2. The checkpoint, and every entry in it.
-	cp, err := checkCheckpoint(b, verifier, opts, rep)
+	cp, err := checkCheckpoint(b, verifier, witnesses, opts.WitnessesRequired, rep)
 	if err != nil {
 		return nil, err
 	}
@@ -132,36 +136,49 @@ func Verify(b *Bundle, opts Options) (*Report, error) {
 	return rep, nil
 }
 
-// verifierKeys returns the attestation key and the log key's verifier:
-// the verifier's when given, else the export's own key files, read
-// strictly. Keys are obtained out of band, so the export's are used only
-// when the verifier gives none (and rep says so): a substituted key in
-// the archive cannot make it verify.
-func verifierKeys(b *Bundle, opts Options, rep *Report) (ed25519.PublicKey, note.Verifier, error) {
+// checkWitnessOptions reads the witness keys given (witnessKeys) and
+// checks the number required is 0 (all) or 1 to their number.
+func checkWitnessOptions(opts Options) error {
+	witnesses, err := witnessKeys(opts.WitnessKeys)
+	if err != nil {
+		return err
+	}
+	if r := opts.WitnessesRequired; r < 0 || r > len(witnesses) {
+		return usageError("%d witnesses required: want 1 to the %d witness keys given", r, len(witnesses))
+	}
+	return nil
+}
+
+// verifierKeys returns the attestation key and the log key: the
+// verifier's when given, else the export's own key files, read strictly.
+// Keys are obtained out of band, so the export's are used only when the
+// verifier gives none (and rep says so): a substituted key in the archive
+// cannot make it verify.
+func verifierKeys(b *Bundle, opts Options, rep *Report) (ed25519.PublicKey, keyLine, error) {
 	pub := opts.AttestationKey
-	vkey := strings.TrimSpace(opts.LogKey)
+	vkey := opts.LogKey
 	if pub == nil || vkey == "" {
 		rep.KeysFromExport = true
 	}
 	if pub == nil {
 		k, err := CheckPublicKeyFile(b.AttestationPub)
 		if err != nil {
-			return nil, nil, within(FileAttestationPub, err)
+			return nil, keyLine{}, within(FileAttestationPub, err)
 		}
 		pub = ed25519.PublicKey(k)
 	}
 	if vkey == "" {
 		k, err := CheckLogKeyFile(b.LogKey)
 		if err != nil {
-			return nil, nil, within(FileLogKey, err)
+			return nil, keyLine{}, within(FileLogKey, err)
 		}
 		vkey = k
 	}
-	verifier, err := note.NewVerifier(vkey)
-	if err != nil {
-		return nil, nil, formatError(ReasonLogKey, "log key: %v", err)
+	log, ok := parseKeyLine(vkey, noteAlgEd25519)
+	if !ok {
+		return nil, keyLine{}, formatError(ReasonLogKey, "log key: not a signed-note Ed25519 verifier key")
 	}
-	return pub, verifier, nil
+	return pub, log, nil
 }
 
 // checkAttestation opens the attestation (envelope, signature, statement),
@@ -190,17 +207,29 @@ func checkAttestation(b *Bundle, pub ed25519.PublicKey, opts Options, rep *Repor
 	return pred, nil
 }
 
-// checkCheckpoint opens the export's checkpoint with the log key and, when
-// opts name witnesses, checks its cosignatures.
-func checkCheckpoint(b *Bundle, verifier note.Verifier, opts Options, rep *Report) (translog.Checkpoint, error) {
-	cp, err := openCheckpoint(b.Checkpoint, verifier, ReasonCheckpointFormat, ReasonCheckpointSignature, ReasonCheckpointOrigin)
+// checkCheckpoint opens the export's checkpoint with the log key and,
+// when witnesses are given, checks its cosignatures: at least required
+// of them valid (all when required is 0).
+func checkCheckpoint(b *Bundle, log keyLine, witnesses []keyLine, required int, rep *Report) (translog.Checkpoint, error) {
+	cp, text, sigs, err := openNote(b.Checkpoint, log, ReasonCheckpointFormat, ReasonCheckpointSignature, ReasonCheckpointOrigin)
 	if err != nil {
 		return translog.Checkpoint{}, within(FileCheckpoint, err)
 	}
 	rep.Origin, rep.TreeSize = cp.Origin, cp.Size
-	if len(opts.Witnesses) > 0 || opts.WitnessesRequired > 0 {
-		if _, rep.Witnessed, err = translog.CheckCosignatures(b.Checkpoint, verifier, opts.Witnesses, opts.WitnessesRequired); err != nil {
-			return translog.Checkpoint{}, verifyError(ReasonCheckpointWitnesses, err, "%s: %v", FileCheckpoint, err)
+	if len(witnesses) > 0 {
+		if required == 0 {
+			required = len(witnesses)
+		}
+		rep.Witnessed = checkWitnesses(text, sigs, witnesses)
+		if v := len(rep.Witnessed.Valid); v < required {
+			var why []string
+			if len(rep.Witnessed.Missing) > 0 {
+				why = append(why, "none from "+strings.Join(rep.Witnessed.Missing, ", "))
+			}
+			if len(rep.Witnessed.Invalid) > 0 {
+				why = append(why, "an invalid one from "+strings.Join(rep.Witnessed.Invalid, ", "))
+			}
+			return translog.Checkpoint{}, verifyError(ReasonCheckpointWitnesses, translog.ErrWitness, "%s: %d valid of the %d required (%s)", FileCheckpoint, v, required, strings.Join(why, "; "))
 		}
 	}
 	return cp, nil
@@ -379,8 +408,8 @@ func checkEpoch(pred *attest.Predicate, fc, ea *attest.Event, log *loggedEvents)
 // checkSaved checks the export's log extends the saved checkpoint: the
 // same tree, or a consistency proof in the export from the saved size to
 // the checkpoint cp.
-func checkSaved(b *Bundle, cp translog.Checkpoint, verifier note.Verifier, saved []byte, rep *Report) error {
-	old, err := openCheckpoint(saved, verifier, ReasonSavedFormat, ReasonSavedSignature, ReasonSavedOrigin)
+func checkSaved(b *Bundle, cp translog.Checkpoint, log keyLine, saved []byte, rep *Report) error {
+	old, _, _, err := openNote(saved, log, ReasonSavedFormat, ReasonSavedSignature, ReasonSavedOrigin)
 	if err != nil {
 		return within("saved checkpoint", err)
 	}
@@ -500,33 +529,6 @@ func openEvent(entry []byte, pub ed25519.PublicKey) (*attest.Event, error) {
 		return nil, verifyError(ReasonEventFormat, err, "event")
 	}
 	return &ev, nil
-}
-
-// openCheckpoint is translog.OpenCheckpoint with the spec's reason codes
-// (the three given): a malformed note or checkpoint, no valid signature by
-// the log key, another origin than the key's name. Tree sizes above
-// MaxSafeInteger are malformed.
-func openCheckpoint(signed []byte, v note.Verifier, format, signature, origin string) (translog.Checkpoint, error) {
-	if err := checkText(signed); err != nil {
-		return translog.Checkpoint{}, err
-	}
-	n, err := note.Open(signed, note.VerifierList(v))
-	if err != nil {
-		var unverified *note.UnverifiedNoteError
-		var invalid *note.InvalidSignatureError
-		if errors.As(err, &unverified) || errors.As(err, &invalid) {
-			return translog.Checkpoint{}, verifyError(signature, err, "verification failed: no valid signature by the log key")
-		}
-		return translog.Checkpoint{}, formatError(format, "malformed note: %v", err)
-	}
-	c, err := translog.ParseCheckpoint([]byte(n.Text))
-	if err != nil || c.Size > MaxSafeInteger {
-		return translog.Checkpoint{}, formatError(format, "malformed checkpoint")
-	}
-	if c.Origin != v.Name() {
-		return translog.Checkpoint{}, verifyError(origin, nil, "verification failed: origin %q signed by key %q", c.Origin, v.Name())
-	}
-	return c, nil
 }
 
 // within names the file an error of a reader is about.

@@ -220,6 +220,9 @@ func (v *cosignatureVerifier) Verify(msg, sig []byte) bool {
 type Cosignature struct {
 	Witness string    // the witness's key name
 	Time    time.Time // when the witness signed, as it says (UTC, seconds)
+	// Seconds is the cosignature's timestamp as signed: POSIX seconds, 0
+	// to 2^63-1, exact where Time cannot hold it (beyond the year 292e9).
+	Seconds int64
 }
 
 // A WitnessReport says which trusted witnesses cosigned a checkpoint.
@@ -258,7 +261,8 @@ func CheckCosignatures(signed []byte, log note.Verifier, witnesses []note.Verifi
 		var invalid *note.InvalidSignatureError
 		switch {
 		case err == nil && len(n.Sigs) == 1:
-			rep.Valid = append(rep.Valid, Cosignature{Witness: w.Name(), Time: cosignatureTime(n.Sigs[0].Base64)})
+			t := cosignatureTime(n.Sigs[0].Base64)
+			rep.Valid = append(rep.Valid, Cosignature{Witness: w.Name(), Time: time.Unix(t, 0).UTC(), Seconds: t})
 		case errors.As(err, &invalid):
 			rep.Invalid = append(rep.Invalid, w.Name())
 		default:
@@ -285,10 +289,10 @@ func CheckCosignatures(signed []byte, log note.Verifier, witnesses []note.Verifi
 
 // cosignatureTime reads the timestamp of a verified cosignature line's
 // base64 (key ID, timestamp, signature).
-func cosignatureTime(b64 string) time.Time {
+func cosignatureTime(b64 string) int64 {
 	b, err := base64.StdEncoding.DecodeString(b64)
 	if err != nil || len(b) < 12 {
-		return time.Time{}
+		return 0
 	}
-	return time.Unix(int64(binary.BigEndian.Uint64(b[4:12])), 0).UTC()
+	return int64(binary.BigEndian.Uint64(b[4:12]))
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -45,7 +46,7 @@ func verifyExport(path string, a exportArgs, stdout io.Writer, usage func(string
 	if err != nil {
 		return usage("--log-key: %v", err)
 	}
-	if opts.Witnesses, opts.WitnessesRequired, err = a.witness.verifiers(); err != nil {
+	if opts.WitnessKeys, opts.WitnessesRequired, err = a.witness.keyFiles(); err != nil {
 		return usage("%v", err)
 	}
 	if a.saved != "" {
@@ -58,7 +59,7 @@ func verifyExport(path string, a exportArgs, stdout io.Writer, usage func(string
 	}
 	if a.subject != "" {
 		opts.Subject = a.subject
-		if opts.Salt, err = attest.ParseSalt(strings.TrimSpace(a.salt)); err != nil {
+		if opts.Salt, err = attest.ParseSalt(a.salt); err != nil {
 			return usage("--salt: want the %d hex digits the forget returned", 2*attest.SaltSize)
 		}
 	}
@@ -76,6 +77,9 @@ func verifyExport(path string, a exportArgs, stdout io.Writer, usage func(string
 	// files, the archive, then every check, in order; its reason code is
 	// the one the page and the clients give for the same bytes.
 	rep, err := bundle.CheckExport(data, pubPEM, vkey, opts)
+	if errors.Is(err, bundle.ErrUsage) {
+		return usage("%v", err)
+	}
 	if err != nil {
 		reason := bundle.Reason(err)
 		fmt.Fprintf(stdout, "FAIL  %-13s%v\n", reason, strings.TrimPrefix(err.Error(), "bundle: "))
@@ -86,21 +90,22 @@ func verifyExport(path string, a exportArgs, stdout io.Writer, usage func(string
 	if err != nil {
 		return exitFailed // CheckExport read it
 	}
-	opts.AttestationKey, _ = attest.ParsePublicKey(pubPEM)
-	opts.LogKey = strings.TrimSpace(string(vkey))
+	k, _ := bundle.CheckPublicKeyFile(pubPEM) // CheckExport read both
+	opts.AttestationKey = k
+	opts.LogKey, _ = bundle.CheckLogKeyFile(vkey)
 	var out bytes.Buffer
 	// The keys in the archive are not used; say when they differ from the
 	// ones given, since a regulator comparing files by hand would use them.
-	if p, err := attest.ParsePublicKey(b.AttestationPub); err != nil || !p.Equal(opts.AttestationKey) {
+	if p, err := bundle.CheckPublicKeyFile(b.AttestationPub); err != nil || !bytes.Equal(p, opts.AttestationKey) {
 		fmt.Fprintf(&out, "note  keys         the archive's %s is not the --key given; the given key was used\n", bundle.FileAttestationPub)
 	}
-	if strings.TrimSpace(string(b.LogKey)) != opts.LogKey {
+	if l, err := bundle.CheckLogKeyFile(b.LogKey); err != nil || l != opts.LogKey {
 		fmt.Fprintf(&out, "note  keys         the archive's %s is not the --log-key given; the given key was used\n", bundle.FileLogKey)
 	}
 	fmt.Fprintf(&out, "ok    attestation  signed by the service key, claim and conditions valid, forget %s\n", rep.Forget)
 	fmt.Fprintf(&out, "ok    checkpoint   signed by the log key, origin %s, tree size %d\n", rep.Origin, rep.TreeSize)
 	if w := rep.Witnessed; w != nil {
-		fmt.Fprintf(&out, "ok    witnesses    %s\n", witnessSummary(w, opts.WitnessesRequired))
+		fmt.Fprintf(&out, "ok    witnesses    %s\n", witnessSummary(w, cmp.Or(opts.WitnessesRequired, len(opts.WitnessKeys))))
 	}
 	for _, e := range rep.Entries {
 		fmt.Fprintf(&out, "ok    entry        %s: signed, included in the checkpoint's tree\n", e)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shredd/shredd/attest"
+	"github.com/shredd/shredd/bundle"
 	"github.com/shredd/shredd/cmd/shredd/node"
 )
 
@@ -67,71 +67,42 @@ func verifyCmd(args []string, stdout, stderr io.Writer) int {
 	if len(wf.keys) > 0 || wf.required >= 0 {
 		return usage("--witness and --witnesses-required apply to an export's checkpoint, not to an attestation file")
 	}
-	salt, err := attest.ParseSalt(strings.TrimSpace(saltText))
+	salt, err := attest.ParseSalt(saltText)
 	if err != nil {
-		return usage("--salt: want the %d hex digits the forget returned", 2*attest.SaltSize)
+		return usage("--salt: want the %d hex digits the forget returned, nothing else", 2*attest.SaltSize)
 	}
-	pubPEM, err := readLimited(*keyPath)
+	keyFile, err := readLimited(*keyPath)
 	if err != nil {
 		return usage("--key: %v", err)
-	}
-	pub, err := attest.ParsePublicKey(pubPEM)
-	if err != nil {
-		return usage("--key %s: %v", *keyPath, err)
 	}
 	data, err := readAttestation(files[0])
 	if err != nil {
 		return usage("%v", err)
 	}
-
+	// bundle.CheckAttestation is the one strict reader of a bare
+	// attestation (docs/transparency.md §10b): the same rules and reason
+	// codes as an export's attestation.json, in every reader.
 	r := &verifyReport{w: stdout}
 	fmt.Fprintf(stdout, "attestation  %s\n", files[0])
-	payload, err := attest.Verify(data, pub)
-	if err != nil {
-		what := "signature"
-		if errors.Is(err, attest.ErrFormat) {
-			what = "envelope"
-		}
-		r.fail(what, err)
-		return r.result(nil)
-	}
-	r.ok("signature", "Ed25519 by key id %s", attest.KeyID(pub))
-
-	// The payload is authenticated from here on. A statement that fails
-	// validation is still decoded leniently, to report its commitment and
-	// conditions; nothing in it counts unless every check passed.
-	st, err := attest.ParseStatement(payload)
-	if err != nil {
-		r.fail(verifyCheckName(err), err)
-		st = new(attest.Statement)
-		json.Unmarshal(payload, st)
-	} else {
+	st, err := bundle.CheckAttestation(data, keyFile, subj, salt)
+	if st != nil { // the signature and the statement hold
+		pub, _ := bundle.CheckPublicKeyFile(keyFile)
+		r.ok("signature", "Ed25519 by key id %s", attest.KeyID(pub))
 		r.ok("statement", "in-toto Statement v1, predicate %s", st.PredicateType)
 		r.ok("claim", "%q, %d of %d conditions ok", st.Predicate.Claim, len(attest.Conditions()), len(attest.Conditions()))
 	}
-	if err := st.CheckSubject(subj, salt); err != nil {
-		r.fail("subject", errors.New("the subject id and salt do not open the statement's commitment: this attestation is not about that subject, or the salt is wrong"))
-	} else {
-		r.ok("subject", "the subject id and salt open commitment %s", shortHex(st.Commitment()))
+	if err != nil {
+		reason := bundle.Reason(err)
+		r.fail(reason, errors.New(strings.TrimPrefix(err.Error(), "bundle: ")))
+		if st != nil {
+			r.details(st)
+		}
+		fmt.Fprintf(stdout, "\nNOT VERIFIED: %s\n", reason)
+		return exitFailed
 	}
+	r.ok("subject", "the subject id and salt open commitment %s", shortHex(st.Commitment()))
 	r.details(st)
 	return r.result(st)
-}
-
-// verifyCheckName names the check that err failed, for the report.
-func verifyCheckName(err error) string {
-	for _, c := range []struct {
-		err  error
-		name string
-	}{
-		{attest.ErrClaim, "claim"}, {attest.ErrCondition, "conditions"}, {attest.ErrTimeline, "timeline"},
-		{attest.ErrKeyEvidence, "key evidence"}, {attest.ErrAck, "holder acks"}, {attest.ErrResidual, "residuals"},
-	} {
-		if errors.Is(err, c.err) {
-			return c.name
-		}
-	}
-	return "statement"
 }
 
 // verifyReport prints the checks, one per line, and remembers whether any failed.

@@ -277,22 +277,44 @@ func (w *witnessFlags) register(fl *flag.FlagSet) {
 	fl.IntVar(&w.required, "witnesses-required", -1, "refuse an export whose checkpoint carries fewer valid cosignatures of the --witness keys, 1 to their number (default: all of them)")
 }
 
-// verifiers returns the trusted witnesses and the number required.
-func (w *witnessFlags) verifiers() ([]note.Verifier, int, error) {
-	vs, err := witnessVerifiers(w.keys)
-	if err != nil {
-		return nil, 0, err
+// keyFiles returns the trusted witnesses' keys as given, each a file's
+// bytes or the argument itself, unchanged (bundle reads them strictly),
+// and the number required (0: all of them).
+func (w *witnessFlags) keyFiles() ([][]byte, int, error) {
+	var out [][]byte
+	for _, a := range w.keys {
+		if _, err := os.Lstat(a); err == nil {
+			b, err := readLimited(a)
+			if err != nil {
+				return nil, 0, fmt.Errorf("--witness %s: %v", a, err)
+			}
+			out = append(out, b)
+		} else if strings.Contains(a, "+") {
+			out = append(out, []byte(a))
+		} else {
+			return nil, 0, fmt.Errorf("--witness %s: no such file, and not a key: %w", a, err)
+		}
 	}
 	req := w.required
 	switch {
-	case req >= 0 && len(vs) == 0:
+	case req >= 0 && len(out) == 0:
 		return nil, 0, errNoWitnesses
 	case req == -1:
-		req = len(vs)
-	case req < 1 || req > len(vs):
-		return nil, 0, fmt.Errorf("--witnesses-required %d: want 1 to the %d --witness keys given", req, len(vs))
+		req = 0
+	case req < 1 || req > len(out):
+		return nil, 0, fmt.Errorf("--witnesses-required %d: want 1 to the %d --witness keys given", req, len(out))
 	}
-	return vs, req, nil
+	return out, req, nil
+}
+
+// cosignedAt is a cosignature's time as a date when its year is 1 to
+// 9999, else as the POSIX seconds it holds (up to 2^63-1).
+func cosignedAt(c translog.Cosignature) string {
+	const first, last = -62135596800, 253402300799 // 0001-01-01, 9999-12-31T23:59:59Z
+	if c.Seconds < first || c.Seconds > last {
+		return fmt.Sprintf("time %d", c.Seconds)
+	}
+	return time.Unix(c.Seconds, 0).UTC().Format(time.RFC3339)
 }
 
 // errNoWitnesses is for verify given --witnesses-required without keys.
@@ -303,7 +325,7 @@ var errNoWitnesses = errors.New("--witnesses-required needs the trusted witnesse
 func witnessSummary(w *translog.WitnessReport, required int) string {
 	names := make([]string, len(w.Valid))
 	for i, c := range w.Valid {
-		names[i] = fmt.Sprintf("%s (%s)", c.Witness, c.Time.Format(time.RFC3339))
+		names[i] = fmt.Sprintf("%s (%s)", c.Witness, cosignedAt(c))
 	}
 	s := fmt.Sprintf("%d of %d required cosignatures valid: %s", len(w.Valid), required, strings.Join(names, ", "))
 	if len(w.Missing) > 0 {

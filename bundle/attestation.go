@@ -1,0 +1,47 @@
+package bundle
+
+import (
+	"crypto/ed25519"
+
+	"github.com/shredd/shredd/attest"
+)
+
+// CheckAttestation is the whole of `shredd verify FILE.json` on a bare
+// attestation (docs/attestation.md §9, docs/transparency.md §10b): the
+// attestation key file, read strictly (CheckPublicKeyFile); the file, at
+// most attest.MaxEnvelopeSize (bundle.size); the envelope and the
+// statement by the JSON rules and in canonical form, the signature and
+// every rule of the statement, as in an export (§10a.5, §10a.6), but
+// statement.forget, which needs an export; and, when salt is not nil,
+// that subject and salt open the commitment (subject.mismatch). It
+// returns the statement; the error is an *Error whose Reason is the
+// spec's reason code, or ErrUsage for a salt of the wrong size.
+func CheckAttestation(data, keyFile []byte, subject string, salt []byte) (*attest.Statement, error) {
+	if keyFile == nil {
+		return nil, usageError("no attestation key")
+	}
+	if salt != nil && len(salt) != attest.SaltSize {
+		return nil, usageError("a salt of %d bytes, want %d", len(salt), attest.SaltSize)
+	}
+	k, err := CheckPublicKeyFile(keyFile)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > attest.MaxEnvelopeSize {
+		return nil, formatError(ReasonFileSize, "an attestation over %d bytes", attest.MaxEnvelopeSize)
+	}
+	payload, err := openEnvelope(data, ed25519.PublicKey(k), attest.PayloadType)
+	if err != nil {
+		return nil, err
+	}
+	st, err := parseStatement(payload)
+	if err != nil {
+		return nil, err
+	}
+	if salt != nil {
+		if err := st.CheckSubject(subject, salt); err != nil {
+			return st, verifyError(ReasonSubject, err, "subject")
+		}
+	}
+	return st, nil
+}
