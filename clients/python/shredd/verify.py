@@ -426,20 +426,30 @@ def _cfield(f: bytes) -> Optional[bytes]:
     return f[:i] if not any(f[i:]) else None
 
 
-def _tar_path(raw: bytes, is_dir: bool) -> Tuple[str, str]:
+def _tar_path(raw: bytes) -> str:
     """_tar_path reads a member's path (R4) in its canonical spelling only:
-    UTF-8, not empty, not absolute, no empty, "." or ".." segment, a final
-    "/" only on a directory and then one (``tar.path``). Returns the path
-    and the key two members share when they are the same path (without a
-    directory's final "/")."""
+    UTF-8, not empty, not absolute, no empty, "." or ".." segment before
+    one final "/" (``tar.path``)."""
     try:
         name = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise _refuse("tar.path", "a path that is not UTF-8") from None
-    key = name[:-1] if is_dir and name.endswith("/") else name
-    if key == "" or any(seg in ("", ".", "..") for seg in key.split("/")):
+    p = name[:-1] if name.endswith("/") else name
+    if p == "" or any(seg in ("", ".", "..") for seg in p.split("/")):
         raise _refuse("tar.path", "%r is not a path in its canonical spelling" % name)
-    return name, key
+    return name
+
+
+def _tar_path_key(name: str, is_dir: bool) -> str:
+    """_tar_path_key is what two members share when they are the same path
+    (R4): the path without a directory's final "/". A file's path ending
+    in "/" is ``tar.path`` (checked, as in bundle.Untar, once the member's
+    data is known to be there)."""
+    if not name.endswith("/"):
+        return name
+    if not is_dir:
+        raise _refuse("tar.path", "a file path ending in /")
+    return name[:-1]
 
 
 @dataclass(frozen=True)
@@ -502,7 +512,7 @@ def untar_strict(t: bytes) -> List[TarMember]:
         nm, px = _cfield(h[0:100]), _cfield(h[345:500])
         if nm is None or px is None:
             raise _refuse("tar.path", "a NUL inside a name")
-        name, key = _tar_path(px + b"/" + nm if px else nm, typ == b"5")
+        name = _tar_path(px + b"/" + nm if px else nm)
         if typ == b"5" and size != 0:
             raise _refuse("tar.header", "a directory with data")
         if size > MAX_FILE:
@@ -511,6 +521,7 @@ def untar_strict(t: bytes) -> List[TarMember]:
         pad = (512 - size % 512) % 512
         if end + pad > len(t):
             raise _refuse("tar.truncated", "tar data cut")
+        key = _tar_path_key(name, typ == b"5")
         if key in seen:
             raise _refuse("tar.duplicate", "a path twice")
         seen.add(key)

@@ -27,9 +27,9 @@ def run_case(c, read=_read):
     """run_case runs one corpus case (its files read with read) through the
     Python reader and returns (verdict, reason) as the corpus spells them."""
     def opt(field):
-        return read(c[field]) if c.get(field) else None
+        return read(c[field]) if c.get(field) is not None else None
     try:
-        if c.get("attestation"):
+        if c.get("attestation") is not None:
             verify_attestation(read(c["attestation"]), opt("key"), subject=c.get("subject"), salt=c.get("salt"))
         else:
             witnesses = c.get("witnesses")
