@@ -69,7 +69,7 @@ var allowed = map[string][]string{
 	// HTTP and its clients.
 	"api":               {"shredd", "bundle", "envelope", "internal/crashpoint", "internal/jsonesc", "translog", "ui"},
 	"api/client":        {"attest", "envelope"},
-	"api/client/verify": {"bundle"},
+	"api/client/verify": {"attest", "bundle"},
 	// The composition root and the commands that own it.
 	"cmd/shredd/node":  {"shredd", "access", "attest", "erasure", "internal/crashpoint", "internal/datadir", "journal", "keystore", "ledger", "registry", "sealing", "storage", "storage/postgres", "storage/sqlite", "translog"},
 	"cmd/shredd":       {"access", "api", "api/client", "attest", "bundle", "cmd/shredd/node", "envelope", "erasure", "internal/datadir", "internal/netaddr", "keystore", "keystore/local", "keystore/vault", "ledger", "registry", "storage", "storage/sqlite", "translog", "witness"},

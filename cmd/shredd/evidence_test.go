@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -20,6 +21,15 @@ const evidenceDir = "../../testdata/evidence"
 func corpusArgs(t *testing.T, c evidence.OnDisk) []string {
 	p := func(rel string) string { return filepath.Join(evidenceDir, rel) }
 	args := []string{p(c.Export), "--key", p(c.Key), "--log-key", p(c.LogKey)}
+	if c.Attestation != "" {
+		args = []string{p(c.Attestation), "--key", p(c.Key)}
+	}
+	for _, w := range c.Witnesses {
+		args = append(args, "--witness", p(w))
+	}
+	if c.WitnessesRequired != nil {
+		args = append(args, "--witnesses-required", strconv.Itoa(*c.WitnessesRequired))
+	}
 	if c.Subject != nil {
 		f := filepath.Join(t.TempDir(), "subject")
 		// --subject-file drops one final line break: add one, so that a
@@ -27,7 +37,10 @@ func corpusArgs(t *testing.T, c evidence.OnDisk) []string {
 		if err := os.WriteFile(f, []byte(*c.Subject+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		args = append(args, "--subject-file", f, "--salt", *c.Salt)
+		args = append(args, "--subject-file", f)
+	}
+	if c.Salt != nil {
+		args = append(args, "--salt", *c.Salt)
 	}
 	if c.Saved != nil {
 		args = append(args, "--checkpoint", p(*c.Saved))
@@ -40,6 +53,9 @@ var notVerifiedRe = regexp.MustCompile(`(?m)^NOT VERIFIED: (\S+)$`)
 // verdictOf reads the verdict and the reason code from the output of
 // shredd verify.
 func verdictOf(code int, out string) (verdict, reason string) {
+	if code == exitUsage {
+		return "usage", "usage"
+	}
 	if code == exitOK && strings.Contains(out, "\nVERIFIED: ") {
 		return "verified", "ok"
 	}
@@ -61,11 +77,8 @@ func TestVerifyEvidenceCorpus(t *testing.T) {
 			if verdict != c.Verdict || reason != c.Reason {
 				t.Errorf("%s: %s %s (exit %d), want %s %s\n%s%s", c.About, verdict, reason, code, c.Verdict, c.Reason, stdout.String(), stderr.String())
 			}
-			if want := exitOK; c.Verdict == "refused" {
-				if code != exitFailed {
-					t.Errorf("exit %d, want %d", code, exitFailed)
-				}
-			} else if code != want {
+			want := map[string]int{"verified": exitOK, "refused": exitFailed, "usage": exitUsage}[c.Verdict]
+			if code != want {
 				t.Errorf("exit %d, want %d", code, want)
 			}
 		})

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/shredd/shredd/attest"
+	"github.com/shredd/shredd/bundle"
 	"github.com/shredd/shredd/testkeys"
 )
 
@@ -28,8 +29,15 @@ type Case struct {
 	Subject *string
 	Salt    *string // hex
 	Saved   []byte  // a checkpoint saved earlier; nil for none
-	Verdict string  // "verified" or "refused"
-	Reason  string  // bundle.Reason* ("ok" when verified)
+	Verdict string  // "verified", "refused" or "usage"
+	Reason  string  // bundle.Reason* ("ok" when verified, "usage" for a usage error)
+	// Attestation, when set, is a bare attestation checked alone
+	// (docs/transparency.md §10b): Export, LogKey and Saved are nil.
+	Attestation []byte
+	// Witnesses are the witness key files given; WitnessesRequired the
+	// number required (nil: all of them).
+	Witnesses         [][]byte
+	WitnessesRequired *int
 }
 
 // inputs are what the verifier gives besides the export.
@@ -37,6 +45,8 @@ type inputs struct {
 	key, logKey   []byte
 	subject, salt *string
 	saved         []byte
+	witnesses     [][]byte
+	required      *int
 }
 
 func (s *scene) inputs(b *built) inputs {
@@ -62,12 +72,19 @@ type gen struct {
 }
 
 func (g *gen) add(slug, about, reason string, export []byte, in inputs) {
-	verdict := "refused"
-	if reason == "ok" {
-		verdict = "verified"
-	}
 	g.cases = append(g.cases, Case{Name: fmt.Sprintf("%03d-%s", len(g.cases)+1, slug), About: about, Export: export,
-		Key: in.key, LogKey: in.logKey, Subject: in.subject, Salt: in.salt, Saved: in.saved, Verdict: verdict, Reason: reason})
+		Key: in.key, LogKey: in.logKey, Subject: in.subject, Salt: in.salt, Saved: in.saved, Verdict: verdictOf(reason), Reason: reason,
+		Witnesses: in.witnesses, WitnessesRequired: in.required})
+}
+
+func verdictOf(reason string) string {
+	switch reason {
+	case "ok":
+		return "verified"
+	case bundle.ReasonUsage:
+		return "usage"
+	}
+	return "refused"
 }
 
 // scenario adds a case from a scene changed by mod (nil: unchanged), with
@@ -128,6 +145,13 @@ func Cases() []Case {
 	g.jsonCases()
 	g.statementCases()
 	g.logCases()
+	g.bareCases()
+	g.blankCases()
+	g.fieldCases()
+	g.noteCases()
+	g.witnessCases()
+	g.pathCases()
+	g.boundCases()
 	return g.cases
 }
 

@@ -62,8 +62,9 @@ type scene struct {
 	times [4]string
 
 	// hooks on the bytes
-	payload     func([]byte) []byte // the statement, before it is signed
-	attestation func([]byte) []byte // attestation.json, after signing
+	pred        func(*attest.Predicate) // the predicate, before it is encoded
+	payload     func([]byte) []byte     // the statement, before it is signed
+	attestation func([]byte) []byte     // attestation.json, after signing
 	events      func([]evspec) []evspec
 	eventBytes  func(i int, payload []byte) []byte // an event's payload before signing
 	entryBytes  func(i int, entry []byte) []byte   // an entry after signing
@@ -71,7 +72,8 @@ type scene struct {
 	cpSigned    func([]byte) []byte                // the signed checkpoint
 	proofs      func(idx int64, proof []byte) []byte
 	consistency func([]byte) []byte
-	savedAt     int64 // tree size of the saved checkpoint (0: the size after alice's key)
+	savedHook   func([]byte) []byte // the saved checkpoint, signed
+	savedAt     int64               // tree size of the saved checkpoint (0: the size after alice's key)
 	noSaved     bool
 }
 
@@ -135,7 +137,7 @@ func (s *scene) statement() []byte {
 	for _, name := range attest.Conditions() {
 		conds = append(conds, attest.Condition{Name: name, Status: attest.StatusOK, Evidence: "proven by the evidence corpus"})
 	}
-	st := attest.NewStatement(commitment, attest.Predicate{
+	p := attest.Predicate{
 		Forget:      s.forget,
 		Claim:       attest.Claim,
 		KeyEvidence: attest.KeyEvidence{RootStore: attest.RootStoreLocal, RetiredRootVersions: []int{1}, Epoch: s.epoch},
@@ -149,7 +151,11 @@ func (s *scene) statement() []byte {
 			{Kind: attest.ResidualRootStoreSnapshots, Description: "backups of the data directory from before the epoch hold root version 1"},
 			{Kind: attest.ResidualHolderTrust, Description: "ann-1 signed that it purged its plaintext copy; shredd cannot observe its storage"},
 		},
-	})
+	}
+	if s.pred != nil {
+		s.pred(&p)
+	}
+	st := attest.NewStatement(commitment, p)
 	b, err := st.Marshal()
 	if err != nil {
 		panic(err)
@@ -220,6 +226,9 @@ func (s *scene) build() *built {
 	}
 	if !s.noSaved {
 		out.saved = s.checkpoint(t, savedAt)
+		if s.savedHook != nil {
+			out.saved = s.savedHook(out.saved)
+		}
 	}
 
 	readmeB := &bundle.Bundle{Forget: s.forget, Created: created}

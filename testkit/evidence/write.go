@@ -20,16 +20,21 @@ type Manifest struct {
 // when the case is checked without them, Saved when without a saved
 // checkpoint.
 type ManifestEntry struct {
-	Name    string  `json:"name"`
-	About   string  `json:"about"`
-	Export  string  `json:"export"`
-	Key     string  `json:"key"`
-	LogKey  string  `json:"log_key"`
-	Subject *string `json:"subject"`
-	Salt    *string `json:"salt"`
-	Saved   *string `json:"saved"`
-	Verdict string  `json:"verdict"`
-	Reason  string  `json:"reason"`
+	Name        string  `json:"name"`
+	About       string  `json:"about"`
+	Export      string  `json:"export,omitempty"`
+	Attestation string  `json:"attestation,omitempty"` // a bare attestation, in place of an export
+	Key         string  `json:"key"`
+	LogKey      string  `json:"log_key,omitempty"`
+	Subject     *string `json:"subject"`
+	Salt        *string `json:"salt"`
+	Saved       *string `json:"saved"`
+	// Witnesses are witness key files; WitnessesRequired is absent for
+	// all of them.
+	Witnesses         []string `json:"witnesses,omitempty"`
+	WitnessesRequired *int     `json:"witnesses_required,omitempty"`
+	Verdict           string   `json:"verdict"`
+	Reason            string   `json:"reason"`
 }
 
 const comment = "The shared corpus of evidence cases (docs/transparency.md, \"Reading an export strictly\"). " +
@@ -44,16 +49,35 @@ func Files() map[string][]byte {
 	out["files/key.pem"] = defaultKey()
 	out["files/log.vkey"] = defaultLogKey()
 	out["files/saved.checkpoint"] = savedDefault
+	for i := range witnessNames {
+		out[fmt.Sprintf("files/witness-%d.vkey", i+1)] = []byte(witnessKey(i).vkey + "\n")
+	}
 	m := Manifest{Comment: comment}
 	for _, c := range Cases() {
-		e := ManifestEntry{Name: c.Name, About: c.About, Export: "files/" + c.Name + ".tar.gz", Key: "files/key.pem", LogKey: "files/log.vkey",
-			Subject: c.Subject, Salt: c.Salt, Verdict: c.Verdict, Reason: c.Reason}
-		out[e.Export] = c.Export
-		if !bytes.Equal(c.Key, defaultKey()) {
+		e := ManifestEntry{Name: c.Name, About: c.About, Key: "files/key.pem", LogKey: "files/log.vkey",
+			Subject: c.Subject, Salt: c.Salt, Verdict: c.Verdict, Reason: c.Reason, WitnessesRequired: c.WitnessesRequired}
+		if c.Attestation != nil {
+			e.Attestation, e.LogKey = "files/"+c.Name+".dsse.json", ""
+			out[e.Attestation] = c.Attestation
+		} else {
+			e.Export = "files/" + c.Name + ".tar.gz"
+			out[e.Export] = c.Export
+		}
+		for i, w := range c.Witnesses {
+			p := witnessFile(w)
+			if p == "" {
+				p = fmt.Sprintf("files/%s.witness-%d.vkey", c.Name, i+1)
+				out[p] = w
+			}
+			e.Witnesses = append(e.Witnesses, p)
+		}
+		if c.Key == nil {
+			e.Key = ""
+		} else if !bytes.Equal(c.Key, defaultKey()) {
 			e.Key = "files/" + c.Name + ".key.pem"
 			out[e.Key] = c.Key
 		}
-		if !bytes.Equal(c.LogKey, defaultLogKey()) {
+		if c.Attestation == nil && !bytes.Equal(c.LogKey, defaultLogKey()) {
 			e.LogKey = "files/" + c.Name + ".log.vkey"
 			out[e.LogKey] = c.LogKey
 		}
@@ -105,6 +129,10 @@ func Write(dir string) error {
 type OnDisk struct {
 	ManifestEntry
 	ExportFile, KeyFile, LogKeyFile, SavedFile []byte
+	// AttestationFile is the bare attestation (nil for an export);
+	// WitnessFiles the witness key files, in order.
+	AttestationFile []byte
+	WitnessFiles    [][]byte
 }
 
 // Read reads the corpus written in dir (testdata/evidence, as Write
@@ -128,7 +156,18 @@ func Read(dir string) ([]OnDisk, error) {
 	}
 	out := make([]OnDisk, len(m.Cases))
 	for i, e := range m.Cases {
-		out[i] = OnDisk{ManifestEntry: e, ExportFile: read(e.Export), KeyFile: read(e.Key), LogKeyFile: read(e.LogKey)}
+		out[i] = OnDisk{ManifestEntry: e}
+		if e.Attestation != "" {
+			out[i].AttestationFile = read(e.Attestation)
+		} else {
+			out[i].ExportFile, out[i].LogKeyFile = read(e.Export), read(e.LogKey)
+		}
+		if e.Key != "" {
+			out[i].KeyFile = read(e.Key)
+		}
+		for _, w := range e.Witnesses {
+			out[i].WitnessFiles = append(out[i].WitnessFiles, read(w))
+		}
 		if e.Saved != nil {
 			out[i].SavedFile = read(*e.Saved)
 		}

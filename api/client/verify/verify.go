@@ -4,7 +4,10 @@
 // writers that link the client do not link the transparency log's code.
 package verify
 
-import "github.com/shredd/shredd/bundle"
+import (
+	"github.com/shredd/shredd/attest"
+	"github.com/shredd/shredd/bundle"
+)
 
 // Options says what Export checks beyond the export: the subject id and
 // salt that open the subject commitment (both or neither) and a checkpoint
@@ -25,5 +28,22 @@ func Export(export, keyFile, logKeyFile []byte, opts Options) (*Report, error) {
 	return bundle.CheckExport(export, keyFile, logKeyFile, opts)
 }
 
-// Reason returns the reason code of an error of Export ("ok" for nil).
+// Attestation checks a bare attestation file offline (docs/attestation.md
+// §9), with the attestation key file obtained from the operator out of
+// band: the same strict reader as `shredd verify FILE.json`
+// (bundle.CheckAttestation): the key file, the JSON rules, the envelope,
+// the signature, every rule of the statement, and that subject and salt
+// open its commitment (salt nil: not checked). On a refusal, Reason(err)
+// is the spec's reason code; a salt of the wrong size is a usage error
+// (Reason "usage").
+func Attestation(data, keyFile []byte, subject string, salt []byte) (*attest.Statement, error) {
+	return bundle.CheckAttestation(data, keyFile, subject, salt)
+}
+
+// ErrUsage reports a malformed input of the verifier's own (Reason
+// "usage"): nothing was checked.
+var ErrUsage = bundle.ErrUsage
+
+// Reason returns the reason code of an error of Export or Attestation
+// ("ok" for nil, "usage" for ErrUsage).
 func Reason(err error) string { return bundle.Reason(err) }
