@@ -97,6 +97,10 @@ def _is_hex(s: str) -> bool:
     return all(c in _HEX for c in s)
 
 
+def _is_lower_hex(s: str) -> bool:
+    return all(c in "0123456789abcdef" for c in s)
+
+
 def _parse_salt(salt_hex: Any) -> bytes:
     """_parse_salt reads a verifier's salt (transparency.md §10a, R9):
     exactly 64 hex digits, either case, nothing else. Anything else is the
@@ -809,14 +813,15 @@ def _b64_canonical(s: str) -> Optional[bytes]:
 
 def _parse_key_line(line: str, alg: int, code: str) -> Tuple[str, bytes, bytes]:
     """_parse_key_line reads NAME "+" HASH "+" KEY (R3): NAME a note name,
-    HASH exactly 8 hex digits, KEY canonical base64 of 33 bytes whose
+    HASH exactly 8 lower-case hex digits (as shredd and C2SP tools write
+    them), KEY canonical base64 of 33 bytes whose
     first is alg, HASH the first 4 bytes of SHA-256(NAME LF KEY). Returns
     the name, the key hash (4 bytes) and the 32-byte Ed25519 key;
     anything else is code."""
     name, plus1, rest = line.partition("+")
     h, plus2, k = rest.partition("+")
     key = _b64_canonical(k)
-    if (not plus1 or not plus2 or not _valid_note_name(name) or len(h) != 8 or not _is_hex(h) or key is None
+    if (not plus1 or not plus2 or not _valid_note_name(name) or len(h) != 8 or not _is_lower_hex(h) or key is None
             or len(key) != 33 or key[0] != alg):
         raise _refuse(code, "not NAME+HASH+KEY of an Ed25519 key of type 0x%02x" % alg)
     want = hashlib.sha256(name.encode("utf-8") + b"\n" + key).digest()[:4]

@@ -203,7 +203,7 @@ class LogKeyTest(unittest.TestCase):
         self.assertEqual(verify(log_key=line), "ok")
         self.assertEqual(verify(log_key=line + b"\n"), "ok")
         name, h, k = line.split(b"+", 2)
-        self.assertEqual(verify(log_key=name + b"+" + h.upper() + b"+" + k), "ok")
+        self.assertEqual(verify(log_key=name + b"+" + h.upper() + b"+" + k), "logkey.format")
         self.assertEqual(verify(log_key=b"\xef\xbb\xbf" + line), "text.bom")
         self.assertEqual(verify(log_key=line + b"\xff"), "text.utf8")
         for pad in WS_SAMPLES + ["\ufeff", "\u200b", "\n\n", "\r\n", "x"]:
