@@ -87,7 +87,7 @@ func onePEM(data []byte, typ string) ([]byte, error) {
 	if b.Type != typ || len(b.Headers) != 0 {
 		return nil, fmt.Errorf("attest: PEM block %q, want %q without headers: %w", b.Type, typ, ErrKey)
 	}
-	if len(bytes.Trim(rest, "\r\n")) != 0 { // line ends only
+	if bytes.ContainsFunc(rest, func(r rune) bool { return r != '\r' && r != '\n' }) { // line ends only
 		return nil, fmt.Errorf("attest: data after the PEM %q block: %w", typ, ErrKey)
 	}
 	return b.Bytes, nil

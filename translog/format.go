@@ -333,7 +333,7 @@ func ParseTilePath(path string) (tlog.Tile, error) {
 				return tlog.Tile{}, bad
 			}
 		}
-		if len(e) != 3 || strings.Trim(e, "0123456789") != "" {
+		if len(e) != 3 || !digits(e) {
 			return tlog.Tile{}, bad
 		}
 		d, _ := strconv.ParseInt(e, 10, 64)
@@ -348,10 +348,20 @@ func ParseTilePath(path string) (tlog.Tile, error) {
 	return t, nil
 }
 
+// digits reports whether s is ASCII digits only.
+func digits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 // parseDecimal parses a non-negative decimal int64 with no sign and no
 // leading zeros (other than "0" itself).
 func parseDecimal(s string) (int64, error) {
-	if s == "" || strings.Trim(s, "0123456789") != "" || (len(s) > 1 && s[0] == '0') {
+	if s == "" || !digits(s) || (len(s) > 1 && s[0] == '0') {
 		return 0, fmt.Errorf("%q is not a decimal without leading zeros", s)
 	}
 	return strconv.ParseInt(s, 10, 64)

@@ -672,9 +672,9 @@ func verifyCases(t *testing.T, w *world) []verifyCase {
 		{name: "docs/examples attestation, another subject", file: ex + "walkthrough.attestation.json", key: ex + "walkthrough.attestation.pub", subject: "bob@example.com", salt: attSalt,
 			cli: []string{"FAIL  subject"}, check: "subject", attestationOnly: true},
 		{name: "docs/examples attestation, a flipped byte", file: flippedAtt, key: ex + "walkthrough.attestation.pub", subject: "alice@example.com", salt: attSalt,
-			cli: []string{"FAIL  signature"}, check: "signature", attestationOnly: true},
+			cli: []string{"FAIL  envelope.signature"}, check: "signature", attestationOnly: true},
 		{name: "docs/examples attestation, another key", file: ex + "walkthrough.attestation.json", key: w.key, subject: "alice@example.com", salt: attSalt,
-			cli: []string{"FAIL  signature"}, check: "signature", attestationOnly: true},
+			cli: []string{"FAIL  envelope.signature"}, check: "signature", attestationOnly: true},
 	}
 	good := verifyCase{file: w.aliceExport, key: w.key, logKey: w.logKey, saved: w.saved, subject: "alice@example.com", salt: w.aliceSalt}
 	base, bob := readArchive(t, w.aliceExport), readArchive(t, w.bobExp)

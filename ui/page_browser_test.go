@@ -357,11 +357,16 @@ func TestVerifierOfflineAndVerdict(t *testing.T) {
 			}
 			saved := strings.HasPrefix(c.page, "file:")
 			n := net.len()
-			verify := func(file, key string, fill map[string]string) {
+			// verify chooses the files through the form's inputs, as a
+			// person does; fill sets the subject and the salt.
+			verify := func(file, key, logKey string, fill map[string]string) {
 				t.Helper()
 				steps := []chromedp.Action[chromedp.Void]{chromedp.Navigate(strings.Replace(c.page, "#", fmt.Sprintf("?v=%d#", time.Now().UnixNano()), 1)),
 					chromedp.WaitVisible(chromedp.ID("view-verify")),
-					chromedp.SetUploadFiles(chromedp.ID("v-file"), []string{abs(t, file)}), chromedp.SetValue(chromedp.ID("v-key"), string(readFile(t, key)))}
+					chromedp.SetUploadFiles(chromedp.ID("v-file"), []string{abs(t, file)}), chromedp.SetUploadFiles(chromedp.ID("v-key-file"), []string{abs(t, key)})}
+				if logKey != "" {
+					steps = append(steps, chromedp.SetUploadFiles(chromedp.ID("v-logkey-file"), []string{abs(t, logKey)}))
+				}
 				for id, v := range fill {
 					steps = append(steps, chromedp.SetValue(chromedp.ID(id), v))
 				}
@@ -371,7 +376,7 @@ func TestVerifierOfflineAndVerdict(t *testing.T) {
 			}
 
 			// An attestation: the verdict and the details of shredd verify.
-			verify(att.file, att.key, map[string]string{"v-subject": att.subject, "v-salt": att.salt})
+			verify(att.file, att.key, "", map[string]string{"v-subject": att.subject, "v-salt": att.salt})
 			verdict := eval[string](t, ctx, `document.getElementById('verdict').textContent`)
 			if !strings.HasPrefix(verdict, "VERIFIED") || !strings.HasSuffix(verdict, verdictLine) {
 				t.Errorf("the page says %q, shredd verify %q", verdict, verdictLine)
@@ -396,8 +401,9 @@ func TestVerifierOfflineAndVerdict(t *testing.T) {
 
 			// An export without a subject: verified, the subject unchecked,
 			// and the verdict says so; with one, it does not.
-			exp := map[string]string{"v-logkey": strings.TrimSpace(string(readFile(t, ex+"walkthrough.export.log.vkey")))}
-			verify(ex+"walkthrough.export.tar.gz", ex+"walkthrough.export.attestation.pub", exp)
+			exp := map[string]string{}
+			logKey := ex + "walkthrough.export.log.vkey"
+			verify(ex+"walkthrough.export.tar.gz", ex+"walkthrough.export.attestation.pub", logKey, exp)
 			verdict = eval[string](t, ctx, `document.getElementById('verdict').textContent`)
 			if eval[string](t, ctx, `document.getElementById('verdict').dataset.subject`) != "unchecked" || !strings.HasPrefix(verdict, "VERIFIED") ||
 				!strings.Contains(verdict, "The subject was not checked") {
@@ -405,7 +411,7 @@ func TestVerifierOfflineAndVerdict(t *testing.T) {
 			}
 			noSidewaysScroll(t, ctx, "the verdict on an export")
 			exp["v-subject"], exp["v-salt"] = "alice@example.com", "378253bbfad50c6fb0483662fd60ff3bfbde5304b67d0a7a595102e24aa7e307"
-			verify(ex+"walkthrough.export.tar.gz", ex+"walkthrough.export.attestation.pub", exp)
+			verify(ex+"walkthrough.export.tar.gz", ex+"walkthrough.export.attestation.pub", logKey, exp)
 			verdict = eval[string](t, ctx, `document.getElementById('verdict').textContent`)
 			if eval[string](t, ctx, `document.getElementById('verdict').dataset.subject`) != "checked" || strings.Contains(verdict, "not checked") {
 				t.Errorf("an export with its subject: %q", verdict)

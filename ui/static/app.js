@@ -180,10 +180,10 @@
     for (const id of ['forget-id', 'forget-state', 'forget-deadline', 'holder-name', 'checkpoint-text', 'log-key', 'page-label', 'holders-page', 'forgets-updated', 'holders-updated']) $(id).textContent = '';
     $('forget-state').className = 'badge';
     $('holder-title').hidden = true;
-    $('verify-form').reset();
+    $('verify-form').reset(); chosen.clear();
     const verdict = $('verdict');
     verdict.replaceChildren(); verdict.className = 'verdict';
-    delete verdict.dataset.verified; delete verdict.dataset.failed; delete verdict.dataset.subject;
+    delete verdict.dataset.verified; delete verdict.dataset.failed; delete verdict.dataset.code; delete verdict.dataset.subject;
     list.state = ''; list.cursors = ['']; list.page = 0; $('state-filter').value = '';
     holders.cursors = ['']; holders.page = 0; holders.open = '';
     current = null; checkpoint = '';
@@ -395,16 +395,49 @@
       $('checkpoint-fields').replaceChildren(el('dt', { text: 'Origin' }), el('dd', { class: 'mono', text: c.origin }),
         el('dt', { text: 'Tree size' }), el('dd', { id: 'tree-size', text: String(c.size) }),
         el('dt', { text: 'Root hash' }), el('dd', { class: 'mono', text: ShreddVerify.b64encode(c.hash) }));
-      $('log-key').textContent = (await get(['log', 'key'], null, 'text')).trim();
+      $('log-key').textContent = await get(['log', 'key'], null, 'text'); // as served, nothing trimmed
     } catch (e) { if (e.status === 401) route(); else showError($('checkpoint-fields'), e.code === 'no_log' ? new Error('This server keeps no transparency log.') : e); }
   }
   $('save-checkpoint').addEventListener('click', () => { if (checkpoint) download(new Blob([checkpoint], { type: 'text/plain' }), 'saved.checkpoint'); });
 
   // ---- the verifier (offline) ----
-  const readFile = (input) => (input.files && input.files[0] ? input.files[0].arrayBuffer().then((b) => new Uint8Array(b)) : Promise.resolve(null));
-  for (const [file, field] of [['v-key-file', 'v-key'], ['v-logkey-file', 'v-logkey']]) {
-    $(file).addEventListener('change', async () => { const b = await readFile($(file)); if (b) $(field).value = new TextDecoder().decode(b).trim(); });
+  // The form's evidence goes to the reader as bytes, as
+  // docs/transparency.md §10a says of the page's fields: a chosen file's
+  // bytes unchanged; a key typed or pasted into a field is the file of the
+  // field's text with one LF appended when it does not end in LF; the
+  // witness field is split at LF only, each non-empty piece one key. Nothing
+  // is trimmed: which bytes may surround a key is the reader's rule, not the
+  // form's.
+  const bytesOf = (file) => file.arrayBuffer().then((b) => new Uint8Array(b));
+  const readFile = (input) => (input.files && input.files[0] ? bytesOf(input.files[0]) : Promise.resolve(null));
+  // chosen holds, for each key field, the file chosen with its picker; the
+  // field shows the file's text, and an edit of the field (an input event)
+  // drops the file: the typed text is used instead.
+  const chosen = new Map();
+  const shown = new TextDecoder('utf-8', { ignoreBOM: true }); // for display only: never read back
+  for (const [picker, field] of [['v-key-file', 'v-key'], ['v-logkey-file', 'v-logkey']]) {
+    $(picker).addEventListener('change', async () => {
+      const file = $(picker).files && $(picker).files[0];
+      if (!file) { if (chosen.delete(field)) $(field).value = ''; return; }
+      chosen.set(field, file);
+      const b = await bytesOf(file);
+      if (chosen.get(field) === file) $(field).value = shown.decode(b);
+    });
+    $(field).addEventListener('input', () => { chosen.delete(field); $(picker).value = ''; });
   }
+  // typedFile is the file a key typed into a field stands for: its text,
+  // with one LF appended when it does not end in one; null when the field
+  // is empty (no key given).
+  const typedFile = (text) => (text === '' ? null : text.endsWith('\n') ? text : text + '\n');
+  // keyBytes is a key field's file: the chosen file's bytes, else the
+  // typed text's.
+  const keyBytes = (field) => (chosen.has(field) ? bytesOf(chosen.get(field)) : Promise.resolve(typedFile($(field).value)));
+  // witnessKeys splits the witness field at LF only; each non-empty piece
+  // is one key, as given (the key grammar allows no final LF).
+  const witnessKeys = (text) => text.split('\n').filter((k) => k !== '');
+  // UsageError is a form the reader cannot be asked about (no file chosen,
+  // a count that is not a number): the reader's usage errors, shown alike.
+  class UsageError extends Error { constructor(message) { super(message); this.code = 'usage'; } }
   // cliStamp is how `shredd verify` prints a time (RFC 3339 in UTC, "-"
   // when unset); the statement's own text is that, once verified.
   const cliStamp = (t) => (typeof t === 'string' && t !== '' && !t.startsWith('0001-01-01') ? t : '-');
@@ -449,29 +482,42 @@
     const verdict = $('verdict');
     verdict.className = 'verdict'; verdict.textContent = 'Checking…'; $('checks').replaceChildren(); $('verify-details').replaceChildren();
     $('witnesses').replaceChildren(); $('witnesses').hidden = true;
-    delete verdict.dataset.verified; delete verdict.dataset.failed; delete verdict.dataset.subject;
+    delete verdict.dataset.verified; delete verdict.dataset.failed; delete verdict.dataset.code; delete verdict.dataset.subject;
     let r;
     try {
       const data = await readFile($('v-file'));
-      const opts = { key: $('v-key').value, logKey: $('v-logkey').value, subject: $('v-subject').value, salt: $('v-salt').value, saved: await readFile($('v-saved')),
-        witnesses: $('v-witnesses').value.split('\n').map((k) => k.trim()).filter((k) => k !== ''), witnessesRequired: $('v-witnesses-required').value };
+      if (!data) throw new UsageError('choose the export (.tar.gz) or the attestation (.json) to verify');
+      if ($('v-witnesses-required').validity.badInput) throw new UsageError('witnesses required: not a whole number');
+      // The subject and the salt as typed (the reader refuses a malformed
+      // salt as a usage error); an empty field is one not given.
+      const given = (id) => ($(id).value === '' ? null : $(id).value);
+      const opts = { key: await keyBytes('v-key'), logKey: await keyBytes('v-logkey'), subject: given('v-subject'), salt: given('v-salt'),
+        saved: await readFile($('v-saved')), witnesses: witnessKeys($('v-witnesses').value), witnessesRequired: given('v-witnesses-required') };
       r = ShreddVerify.isGzip(data) ? await ShreddVerify.verifyExport(data, opts) : await ShreddVerify.verifyAttestation(data, opts);
     } catch (e) {
-      r = { verified: false, failed: 'browser', reason: String(e && e.message), checks: [{ check: 'browser', ok: false, detail: String(e && e.message) }] };
+      const message = String(e && e.message);
+      // A usage error thrown (the form's own, or the reader's): the
+      // inputs cannot be checked. Anything else thrown is a fault of the
+      // verifier, never a verdict on the evidence: said as such.
+      r = e && e.code === 'usage' ? { verified: false, failed: 'usage', code: 'usage', reason: message, checks: [] }
+        : { verified: false, failed: 'verifier', code: '', reason: 'the verifier stopped on an error of its own (please report it): ' + message, checks: [] };
     }
     const checks = Array.isArray(r.checks) ? r.checks : [];
     const subject = checks.find((c) => c.check === 'subject');
     const subjectUnchecked = !subject || subject.ok === null;
+    const usage = !r.verified && r.code === 'usage';
     verdict.dataset.verified = String(r.verified);
     verdict.dataset.failed = r.failed;
+    verdict.dataset.code = r.code || '';
     verdict.dataset.subject = subjectUnchecked ? 'unchecked' : subject.ok ? 'checked' : 'failed';
     verdict.className = 'verdict ' + (r.verified ? 'ok' : 'bad');
     const p = r.statement && r.statement.predicate;
     let says;
-    if (!r.verified) says = ' — ' + r.failed + ' failed: ' + r.reason;
+    if (usage) says = ' — the form cannot be checked as filled in: ' + r.reason;
+    else if (!r.verified) says = ' — ' + r.failed + ' failed: ' + r.reason;
     else if (r.forget) says = ' forget ' + r.forget + ' is attested erased and every step of it is in log ' + r.origin;
     else says = ' the subject\'s data was ' + (p ? p.claim : 'erased') + ' (forget ' + (p ? p.forget : '?') + ', ' + cliStamp(p && p.timeline && p.timeline.erased) + ')';
-    const kids = [el('strong', { text: r.verified ? 'VERIFIED' : 'NOT VERIFIED' }), el('span', { text: says })];
+    const kids = [el('strong', { text: r.verified ? 'VERIFIED' : usage ? 'NOT CHECKED' : 'NOT VERIFIED' }), el('span', { text: says })];
     // The reason code and the section of the spec that defines it
     // (ShreddVerify.sectionOf).
     if (!r.verified && r.code) {
