@@ -63,6 +63,10 @@ type Report struct {
 // Reason names the first rule of the spec the input breaks.
 func CheckExport(export, keyFile, logKeyFile []byte, opts Options) (*Report, error) {
 	opts.AttestationKey, opts.LogKey = nil, ""
+	// The verifier's own inputs first: a usage error checks nothing.
+	if r := opts.WitnessesRequired; r < 0 || r > len(opts.WitnessKeys) {
+		return nil, usageError("%d witnesses required: want 1 to the %d witness keys given", r, len(opts.WitnessKeys))
+	}
 	if keyFile != nil {
 		k, err := CheckPublicKeyFile(keyFile)
 		if err != nil {

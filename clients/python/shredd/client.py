@@ -1042,8 +1042,11 @@ class Log(_Part):
         return self._text("/v1/log/checkpoint")
 
     def key(self) -> str:
-        """key returns the log's signed-note verifier key (one line)."""
-        return self._text("/v1/log/key").decode("utf-8").strip()
+        """key returns the log's signed-note verifier key: the one line of
+        the key file the server sends, without its final LF (only that:
+        any other byte stays, for open_checkpoint to refuse)."""
+        k = self._text("/v1/log/key").decode("utf-8")
+        return k[:-1] if k.endswith("\n") else k
 
     def proof(self, index: int, size: Optional[int] = None) -> bytes:
         """proof returns the c2sp.org/tlog-proof@v1 inclusion proof of entry

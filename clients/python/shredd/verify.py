@@ -1,6 +1,6 @@
 """Offline checks of what shredd signs: erasure attestations
 (docs/attestation.md), holder-ack messages, checkpoints, inclusion and
-consistency proofs (docs/transparency.md).
+consistency proofs, witnesses' cosignatures (docs/transparency.md).
 
 The Merkle checks (inclusion_root, check_consistency, commitment) need
 only the standard library; signatures (Ed25519) need the ``cryptography``
@@ -8,12 +8,20 @@ package (``pip install ./clients/python[holder]`` or Debian's
 python3-cryptography), imported only when a signature is checked.
 
 verify_export reads a regulator export as ``shredd verify`` and the page
-do, by the strict rules of docs/transparency.md ("Reading an export
-strictly"): on every input it gives their verdict and their reason code
-(Refused.reason), which the shared corpus under testdata/evidence pins
-(tests/test_evidence.py). verify_attestation is a lighter reading of an
-attestation file alone; ``shredd verify`` applies the strict parsing of
-attestation.md §7 to those too.
+do, and verify_attestation a bare attestation file as ``shredd verify
+FILE.json`` does, by the strict rules of docs/transparency.md ("Reading an
+export strictly", "Reading a bare attestation"): on every input they give
+their verdict and their reason code (Refused.reason), which the shared
+corpus under testdata/evidence pins (tests/test_evidence.py). A caller's
+error (what the CLI calls a usage error: a salt that is not exactly 64
+hex digits, a subject without a salt, witnesses_required out of range) is
+a ValueError, never a refusal of the evidence.
+
+Every rule is read in bytes and code points as the spec lists them, each
+by its own small function (_blank, _is_ws, _b64_canonical, _parse_salt,
+_key_file_line, _note_split ...): nothing here trims, strips or splits on
+the language's idea of a space, and base64 and hex are decoded only in
+their one canonical spelling.
 """
 
 from __future__ import annotations
@@ -31,7 +39,8 @@ __all__ = [
     "VerifyError", "ack_message", "commitment", "pae", "load_public_key", "verify_attestation", "Attestation",
     "Checkpoint", "open_checkpoint", "parse_inclusion_proof", "check_inclusion", "parse_consistency_proof",
     "check_consistency", "leaf_hash", "Refused", "verify_export", "ExportReport", "read_export", "gunzip_strict",
-    "untar_strict", "TarMember", "check_json", "check_public_key_file", "check_log_key_file",
+    "untar_strict", "TarMember", "check_json", "check_public_key_file", "check_log_key_file", "check_witness_key_file",
+    "WitnessKey", "WitnessReport", "Cosignature",
 ]
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
@@ -72,9 +81,33 @@ def _check_ident(what: str, v: str) -> None:
 def commitment(subject: str, salt_hex: str) -> str:
     """commitment returns the salted commitment to a subject id
     (attestation.md §5): hex SHA-256("shredd/v1/subject-commitment" ‖
-    0x00 ‖ salt ‖ subject id as UTF-8)."""
-    salt = bytes.fromhex(salt_hex)
+    0x00 ‖ salt ‖ subject id as UTF-8). salt_hex is exactly 64 hex digits
+    (_parse_salt: nothing else, no space, no 0x), else ValueError."""
+    return _commitment(subject, _parse_salt(salt_hex))
+
+
+def _commitment(subject: str, salt: bytes) -> str:
     return hashlib.sha256(LABEL_COMMITMENT + b"\x00" + salt + subject.encode("utf-8")).hexdigest()
+
+
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def _is_hex(s: str) -> bool:
+    return all(c in _HEX for c in s)
+
+
+def _is_lower_hex(s: str) -> bool:
+    return all(c in "0123456789abcdef" for c in s)
+
+
+def _parse_salt(salt_hex: Any) -> bytes:
+    """_parse_salt reads a verifier's salt (transparency.md §10a, R9):
+    exactly 64 hex digits, either case, nothing else. Anything else is the
+    caller's error (ValueError), never a refusal of the evidence."""
+    if not isinstance(salt_hex, str) or len(salt_hex) != 64 or not _is_hex(salt_hex):
+        raise ValueError("shredd: the salt must be exactly 64 hex digits (0-9, a-f, A-F), nothing else")
+    return binascii.unhexlify(salt_hex)
 
 
 def pae(payload_type: str, payload: bytes) -> bytes:
@@ -94,19 +127,16 @@ def _ed25519() -> Any:
 
 
 def load_public_key(key: Union[bytes, str]) -> bytes:
-    """load_public_key returns the raw 32-byte Ed25519 public key of a PEM
-    ``PUBLIC KEY`` (attestation.pub) or of raw bytes."""
+    """load_public_key returns the raw 32-byte Ed25519 public key of an
+    attestation key file (attestation.pub: the one PEM form of
+    transparency.md §10a.1, read by check_public_key_file; a str is the
+    file's text) or of raw bytes (exactly 32, taken as they are). Raises
+    Refused (text.*, key.*) for any other file."""
+    if isinstance(key, (bytes, bytearray, memoryview)) and len(key) == 32:
+        return bytes(key)
     if isinstance(key, str):
-        key = key.encode("ascii")
-    if len(key) == 32:
-        return key
-    from cryptography.hazmat.primitives import serialization
-    ed25519 = _ed25519()
-    k = serialization.load_pem_public_key(key)
-    if not isinstance(k, ed25519.Ed25519PublicKey):
-        raise VerifyError("not an Ed25519 public key")
-    raw: bytes = k.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-    return raw
+        key = key.encode("utf-8")
+    return check_public_key_file(bytes(key))
 
 
 def _verify_sig(pub: bytes, sig: bytes, msg: bytes, what: str) -> None:
@@ -116,18 +146,6 @@ def _verify_sig(pub: bytes, sig: bytes, msg: bytes, what: str) -> None:
         ed25519.Ed25519PublicKey.from_public_bytes(pub).verify(sig, msg)
     except (InvalidSignature, ValueError):
         raise VerifyError("%s: the signature does not verify" % what) from None
-
-
-def _b64(s: Any, what: str) -> bytes:
-    if not isinstance(s, str):
-        raise VerifyError("%s is not a string" % what)
-    try:
-        b = base64.b64decode(s, validate=True)
-    except (binascii.Error, ValueError):
-        raise VerifyError("%s is not base64" % what) from None
-    if base64.b64encode(b).decode("ascii") != s:
-        raise VerifyError("%s is not canonical base64" % what)
-    return b
 
 
 @dataclass(frozen=True)
@@ -152,57 +170,45 @@ class Attestation:
 
 def verify_attestation(data: bytes, public_key: Union[bytes, str], *, subject: Optional[str] = None,
                        salt: Optional[str] = None, forget: Optional[str] = None) -> Attestation:
-    """verify_attestation checks an attestation file (a DSSE envelope)
-    with the service's public key (PEM or raw): the payload type, the key
-    id, the signature over PAE, the statement's types, the claim, the five
-    conditions ok, every holder ack's signature, the forget id when given,
-    and, given subject and salt (hex, the forget's commitment_salt), that
-    they open the subject commitment. Raises VerifyError naming the check
-    that failed."""
+    """verify_attestation reads an attestation file (a DSSE envelope) alone
+    as ``shredd verify FILE.json`` does (transparency.md, "Reading a bare
+    attestation"), with the strict reader of verify_export and its reason
+    codes, in this order: the key file; the file's size (at most 64 MiB,
+    ``bundle.size``); the envelope's JSON (``json.*``), canonical form
+    (``json.schema``), payload type and signature count
+    (``envelope.format``), key id and signature (``envelope.signature``);
+    the statement's JSON, canonical form and rules (``statement.*``: the
+    claim, the timeline, the five conditions ok with evidence that is not
+    blank, every holder ack's signature, the residuals); then, when given,
+    the forget id (``statement.forget``) and the subject commitment
+    (``subject.mismatch``).
+
+    public_key is the service's key: an attestation.pub file's bytes (or
+    its text as a str), read by the key file rules (``text.*``,
+    ``key.*``), or the raw 32-byte Ed25519 key, which skips that step.
+    subject and salt (hex, the forget's commitment_salt) go together.
+    Raises Refused, a VerifyError whose reason is the spec's code, or
+    ValueError for a caller's error (a salt that is not exactly 64 hex
+    digits, a subject without a salt or the other way round, no key).
+    Returns the verified Attestation."""
+    if (subject is None) != (salt is None):
+        raise ValueError("shredd: the commitment needs both the subject id and the salt")
+    salt_bytes = None if salt is None else _parse_salt(salt)
+    if public_key is None:
+        raise ValueError("shredd: verify_attestation needs the service's public key")
     pub = load_public_key(public_key)
-    try:
-        env = json.loads(data)
-    except (ValueError, UnicodeDecodeError):
-        raise VerifyError("the attestation is not JSON") from None
-    if not isinstance(env, dict) or set(env) != {"payloadType", "payload", "signatures"}:
-        raise VerifyError("the attestation is not a DSSE envelope")
-    if env["payloadType"] != PAYLOAD_TYPE:
-        raise VerifyError("payload type %r, want %r" % (env["payloadType"], PAYLOAD_TYPE))
-    sigs = env["signatures"]
-    if not isinstance(sigs, list) or len(sigs) != 1 or not isinstance(sigs[0], dict):
-        raise VerifyError("an attestation holds exactly one signature")
-    key_id = hashlib.sha256(pub).hexdigest()
-    if sigs[0].get("keyid") != key_id:
-        raise VerifyError("signed by key id %r, not by the given key %s" % (sigs[0].get("keyid"), key_id))
-    payload = _b64(env["payload"], "payload")
-    _verify_sig(pub, _b64(sigs[0].get("sig"), "sig"), pae(PAYLOAD_TYPE, payload), "attestation")
-    st = json.loads(payload)
-    if st.get("_type") != STATEMENT_TYPE or st.get("predicateType") != PREDICATE_TYPE:
-        raise VerifyError("not an in-toto Statement v1 of predicate %s" % PREDICATE_TYPE)
-    subj = st.get("subject")
-    if (not isinstance(subj, list) or len(subj) != 1 or subj[0].get("name") != "subject-commitment"
-            or set(subj[0].get("digest", {})) != {"sha256"}):
-        raise VerifyError("the statement's subject is not one subject-commitment")
-    commit = subj[0]["digest"]["sha256"]
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    if len(data) > MAX_FILE:
+        raise _refuse("bundle.size", "the attestation file is over %d bytes" % MAX_FILE)
+    st = _open_statement(bytes(data), pub)
     p = st["predicate"]
-    if p.get("claim") != CLAIM:
-        raise VerifyError("claim %r, want %r" % (p.get("claim"), CLAIM))
-    if forget is not None and p.get("forget") != forget:
-        raise VerifyError("the attestation is about forget %r, not %r" % (p.get("forget"), forget))
-    got = {c.get("name"): c.get("status") for c in p.get("conditions", [])}
-    for name in CONDITIONS:
-        if got.get(name) != "ok":
-            raise VerifyError("condition %s is %r, not ok" % (name, got.get(name)))
-    for i, ack in enumerate(p.get("holder_acks", [])):
-        msg = ack_message(p["forget"], ack["holder"], ack["artifacts"])
-        _verify_sig(_b64(ack["public_key"], "holder key"), _b64(ack["signature"], "ack signature"), msg,
-                    "holder ack %d (%s)" % (i, ack["holder"]))
-    if subject is not None or salt is not None:
-        if subject is None or salt is None:
-            raise VerifyError("the commitment needs both the subject id and the salt")
-        if commitment(subject, salt) != commit:
-            raise VerifyError("the subject id and salt do not open the commitment")
-    return Attestation(forget=p["forget"], commitment=commit, key_id=key_id, predicate=p)
+    commit = st["subject"][0]["digest"]["sha256"]
+    if forget is not None and p["forget"] != forget:
+        raise _refuse("statement.forget", "the attestation is about forget %r, not %r" % (p["forget"], forget))
+    if subject is not None and salt_bytes is not None and _commitment(subject, salt_bytes) != commit:
+        raise _refuse("subject.mismatch", "the subject id and salt do not open the commitment")
+    return Attestation(forget=p["forget"], commitment=commit, key_id=hashlib.sha256(pub).hexdigest(), predicate=p)
 
 
 # --- the transparency log -------------------------------------------------
@@ -217,19 +223,6 @@ def _node(left: bytes, right: bytes) -> bytes:
     return hashlib.sha256(b"\x01" + left + right).digest()
 
 
-def _decimal(s: str, what: str) -> int:
-    if not s.isascii() or not s.isdigit() or (len(s) > 1 and s[0] == "0"):
-        raise VerifyError("%s is not a decimal without leading zeros: %r" % (what, s))
-    return int(s)
-
-
-def _hash(s: str) -> bytes:
-    h = _b64(s, "hash")
-    if len(h) != 32:
-        raise VerifyError("not a SHA-256 hash: %r" % s)
-    return h
-
-
 @dataclass(frozen=True)
 class Checkpoint:
     """Checkpoint is an opened signed checkpoint: origin, tree size and
@@ -240,66 +233,23 @@ class Checkpoint:
     text: bytes = field(repr=False)
 
 
-def _parse_vkey(vkey: str) -> Tuple[str, bytes, bytes]:
-    # The origin holds no "+"; the base64 key may.
-    parts = vkey.strip().split("+", 2)
-    if len(parts) != 3:
-        raise VerifyError("not a signed-note verifier key")
-    name, khash, raw = parts
-    key = _b64(raw, "verifier key")
-    if len(key) != 33 or key[0] != 1:
-        raise VerifyError("not an Ed25519 signed-note verifier key")
-    want = hashlib.sha256(name.encode() + b"\n" + key).digest()[:4]
-    if khash != want.hex():
-        raise VerifyError("the verifier key's hash does not match its name and key")
-    return name, want, key[1:]
-
-
 def open_checkpoint(note: bytes, vkey: str) -> Checkpoint:
     """open_checkpoint checks a signed checkpoint (C2SP signed note) under
-    the log's verifier key (``log.vkey``) and returns it."""
-    name, khash, pub = _parse_vkey(vkey)
-    try:
-        s = note.decode("utf-8")
-    except UnicodeDecodeError:
-        raise VerifyError("the checkpoint is not UTF-8") from None
-    text, sep, sigs = s.partition("\n\n")
-    if not sep:
-        raise VerifyError("the checkpoint has no signature block")
-    text += "\n"
-    ok = False
-    for line in sigs.rstrip("\n").split("\n"):
-        if not line.startswith("\u2014 "):
-            raise VerifyError("a malformed signature line")
-        who, _, b = line[2:].rpartition(" ")
-        sig = _b64(b, "note signature")
-        if who == name and sig[:4] == khash:
-            _verify_sig(pub, sig[4:], text.encode("utf-8"), "checkpoint")
-            ok = True
-    if not ok:
-        raise VerifyError("the checkpoint holds no signature of %s" % name)
-    body = text.rstrip("\n").split("\n")
-    if len(body) < 3:
-        raise VerifyError("the checkpoint has no origin, size and root hash")
-    if body[0] != name:
-        raise VerifyError("checkpoint origin %r, want %r" % (body[0], name))
-    return Checkpoint(origin=body[0], size=_decimal(body[1], "tree size"), root=_hash(body[2]), text=note)
+    the log's verifier key (``log.vkey``: its one line, with or without a
+    final LF) by the strict rules of verify_export (transparency.md
+    §10a.8) and returns it. Raises Refused (``logkey.format``,
+    ``text.*``, ``checkpoint.*``)."""
+    vk = _parse_log_key(_key_file_line(vkey.encode("utf-8"), "logkey.format"))
+    origin, size, root, _, _ = _open_note(note, vk, _CHECKPOINT_CODES)
+    return Checkpoint(origin=origin, size=size, root=root, text=note)
 
 
 def parse_inclusion_proof(proof: bytes) -> Tuple[int, List[bytes], bytes]:
     """parse_inclusion_proof splits a c2sp.org/tlog-proof@v1 proof into the
-    index, the audit path and the checkpoint it is against."""
-    s = proof.decode("utf-8")
-    head, sep, cp = s.partition("\n\n")
-    lines = head.split("\n")
-    if not sep or lines[0] != "c2sp.org/tlog-proof@v1":
-        raise VerifyError("not a c2sp.org/tlog-proof@v1 proof")
-    lines = lines[1:]
-    if lines and lines[0].startswith("extra "):
-        lines = lines[1:]
-    if not lines or not lines[0].startswith("index "):
-        raise VerifyError("the proof has no index line")
-    return _decimal(lines[0][6:], "index"), [_hash(x) for x in lines[1:]], cp.encode("utf-8")
+    index, the audit path and the checkpoint it is against, read strictly
+    (Refused: ``text.*``, ``proof.format``)."""
+    _check_text(proof)
+    return _parse_proof_strict(proof)
 
 
 def inclusion_root(entry: bytes, index: int, size: int, path: Sequence[bytes]) -> bytes:
@@ -338,16 +288,10 @@ def check_inclusion(entry: bytes, proof: bytes, vkey: str) -> Checkpoint:
 
 def parse_consistency_proof(proof: bytes) -> Tuple[int, int, List[bytes]]:
     """parse_consistency_proof reads a shredd/tlog-consistency@v1 proof:
-    old size, new size, hashes."""
-    lines = proof.decode("utf-8").split("\n")
-    if lines[-1] != "" or lines[0] != "shredd/tlog-consistency@v1" or len(lines) < 4:
-        raise VerifyError("not a shredd/tlog-consistency@v1 proof")
-    if not lines[1].startswith("old ") or not lines[2].startswith("new "):
-        raise VerifyError("the proof has no old and new lines")
-    old, new = _decimal(lines[1][4:], "old"), _decimal(lines[2][4:], "new")
-    if old > new:
-        raise VerifyError("old is above new")
-    return old, new, [_hash(x) for x in lines[3:-1]]
+    old size, new size, hashes, read strictly (Refused: ``text.*``,
+    ``consistency.format``)."""
+    _check_text(proof)
+    return _parse_consistency_strict(proof)
 
 
 def check_consistency(old: Checkpoint, new: Checkpoint, proof: bytes) -> None:
@@ -486,6 +430,32 @@ def _cfield(f: bytes) -> Optional[bytes]:
     return f[:i] if not any(f[i:]) else None
 
 
+def _tar_path(raw: bytes) -> str:
+    """_tar_path reads a member's path (R4) in its canonical spelling only:
+    UTF-8, not empty, not absolute, no empty, "." or ".." segment before
+    one final "/" (``tar.path``)."""
+    try:
+        name = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _refuse("tar.path", "a path that is not UTF-8") from None
+    p = name[:-1] if name.endswith("/") else name
+    if p == "" or any(seg in ("", ".", "..") for seg in p.split("/")):
+        raise _refuse("tar.path", "%r is not a path in its canonical spelling" % name)
+    return name
+
+
+def _tar_path_key(name: str, is_dir: bool) -> str:
+    """_tar_path_key is what two members share when they are the same path
+    (R4): the path without a directory's final "/". A file's path ending
+    in "/" is ``tar.path`` (checked, as in bundle.Untar, once the member's
+    data is known to be there)."""
+    if not name.endswith("/"):
+        return name
+    if not is_dir:
+        raise _refuse("tar.path", "a file path ending in /")
+    return name[:-1]
+
+
 @dataclass(frozen=True)
 class TarMember:
     """TarMember is a member read by untar_strict."""
@@ -546,13 +516,7 @@ def untar_strict(t: bytes) -> List[TarMember]:
         nm, px = _cfield(h[0:100]), _cfield(h[345:500])
         if nm is None or px is None:
             raise _refuse("tar.path", "a NUL inside a name")
-        raw = px + b"/" + nm if px else nm
-        try:
-            name = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            name = ""
-        if name == "" or name[0] == "/" or ".." in (name[:-1] if name.endswith("/") else name).split("/"):
-            raise _refuse("tar.path", "an empty, absolute, non-UTF-8 or .. path")
+        name = _tar_path(px + b"/" + nm if px else nm)
         if typ == b"5" and size != 0:
             raise _refuse("tar.header", "a directory with data")
         if size > MAX_FILE:
@@ -561,9 +525,10 @@ def untar_strict(t: bytes) -> List[TarMember]:
         pad = (512 - size % 512) % 512
         if end + pad > len(t):
             raise _refuse("tar.truncated", "tar data cut")
-        if name in seen:
-            raise _refuse("tar.duplicate", "a name twice")
-        seen.add(name)
+        key = _tar_path_key(name, typ == b"5")
+        if key in seen:
+            raise _refuse("tar.duplicate", "a path twice")
+        seen.add(key)
         if len(out) == 10000:
             raise _refuse("bundle.size", "more than 10000 members")
         out.append(TarMember(name=name, is_dir=typ == b"5", data=t[off + 512:end]))
@@ -742,7 +707,7 @@ def _parse_json(b: bytes) -> Any:
         raise _refuse("json.syntax", "not JSON") from None
 
 
-_SPKI_ED25519 = bytes.fromhex("302a300506032b6570032100")
+_SPKI_ED25519 = b"\x30\x2a\x30\x05\x06\x03\x2b\x65\x70\x03\x21\x00"
 
 
 def check_public_key_file(b: bytes) -> bytes:
@@ -772,48 +737,157 @@ def check_public_key_file(b: bytes) -> bytes:
     return der[12:]
 
 
-def check_log_key_file(b: bytes) -> str:
-    """check_log_key_file reads a log verifier key file: one line, an
-    optional final LF."""
+# --- the two character sets of the spec (transparency.md §10a, R1) ---------
+#
+# Listed here as the spec lists them, never the language's idea of a space
+# (Python's own notion of a space, in its trim and split, differs from Go's and JavaScript's).
+
+# WS: Unicode White_Space (Go's unicode.IsSpace), 25 code points.
+_WS_RANGES = ((0x0009, 0x000D), (0x0020, 0x0020), (0x0085, 0x0085), (0x00A0, 0x00A0), (0x1680, 0x1680), (0x2000, 0x200A),
+              (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000))
+
+# INVISIBLE: White_Space ∪ Cc ∪ Cf ∪ Default_Ignorable_Code_Point (Unicode 15.1).
+_INVISIBLE_RANGES = (
+    (0x0000, 0x0020), (0x007F, 0x00A0), (0x00AD, 0x00AD), (0x034F, 0x034F), (0x0600, 0x0605), (0x061C, 0x061C),
+    (0x06DD, 0x06DD), (0x070F, 0x070F), (0x0890, 0x0891), (0x08E2, 0x08E2), (0x115F, 0x1160), (0x1680, 0x1680),
+    (0x17B4, 0x17B5), (0x180B, 0x180F), (0x2000, 0x200F), (0x2028, 0x202F), (0x205F, 0x206F), (0x3000, 0x3000),
+    (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFFB), (0x110BD, 0x110BD),
+    (0x110CD, 0x110CD), (0x13430, 0x1343F), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
+)
+
+
+def _in_ranges(c: str, ranges: Tuple[Tuple[int, int], ...]) -> bool:
+    o = ord(c)
+    return any(lo <= o <= hi for lo, hi in ranges)
+
+
+def _is_ws(c: str) -> bool:
+    """_is_ws: c is in the spec's WS set."""
+    return _in_ranges(c, _WS_RANGES)
+
+
+def _blank(s: str) -> bool:
+    """_blank: every code point of s is in the spec's INVISIBLE set (the
+    empty string included). Nothing is trimmed: " x " is not blank."""
+    return all(_in_ranges(c, _INVISIBLE_RANGES) for c in s)
+
+
+# --- key files (R3) ----------------------------------------------------------
+
+
+def _key_file_line(b: bytes, code: str) -> str:
+    """_key_file_line reads a one-line key file: the text rules (text.bom,
+    text.utf8), then exactly LINE or LINE LF, LINE non-empty without LF;
+    anything else is code."""
     s = _check_text(b)
     if s.endswith("\n"):
         s = s[:-1]
-    if s == "" or any(c in s for c in "\n\r\t "):
-        raise _refuse("logkey.format", "not one line")
+    if s == "" or "\n" in s:
+        raise _refuse(code, "not one line")
     return s
 
 
-# Go's unicode.IsSpace, and '+': what a note name may not hold.
-_NOTE_NAME_BAD = set("\t\n\v\f\r \u0085\u00a0\u1680\u2028\u2029\u202f\u205f\u3000+") | {chr(c) for c in range(0x2000, 0x200B)}
-
-
 def _valid_note_name(n: str) -> bool:
-    return n != "" and not any(c in _NOTE_NAME_BAD for c in n)
+    """_valid_note_name: a signed-note key name is non-empty and holds no
+    code point of WS and no "+"."""
+    return n != "" and "+" not in n and not any(_is_ws(c) for c in n)
+
+
+_B64_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+
+
+def _b64_canonical(s: str) -> Optional[bytes]:
+    """_b64_canonical decodes standard base64 with padding in its one
+    spelling (R6): a length that is a multiple of 4, the alphabet and at
+    most two final "=", nothing else (no space, CR, LF or tab), and the
+    unused bits of the last character zero. None for anything else."""
+    body = s[:-2] + s[-2:].replace("=", "") if s[-2:] == "==" else s[:-1] if s[-1:] == "=" else s
+    if len(s) % 4 or any(c not in _B64_ALPHABET for c in body):
+        return None
+    try:
+        b = base64.b64decode(s, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return b if base64.b64encode(b).decode("ascii") == s else None
+
+
+def _parse_key_line(line: str, alg: int, code: str) -> Tuple[str, bytes, bytes]:
+    """_parse_key_line reads NAME "+" HASH "+" KEY (R3): NAME a note name,
+    HASH exactly 8 lower-case hex digits (as shredd and C2SP tools write
+    them), KEY canonical base64 of 33 bytes whose
+    first is alg, HASH the first 4 bytes of SHA-256(NAME LF KEY). Returns
+    the name, the key hash (4 bytes) and the 32-byte Ed25519 key;
+    anything else is code."""
+    name, plus1, rest = line.partition("+")
+    h, plus2, k = rest.partition("+")
+    key = _b64_canonical(k)
+    if (not plus1 or not plus2 or not _valid_note_name(name) or len(h) != 8 or not _is_lower_hex(h) or key is None
+            or len(key) != 33 or key[0] != alg):
+        raise _refuse(code, "not NAME+HASH+KEY of an Ed25519 key of type 0x%02x" % alg)
+    want = hashlib.sha256(name.encode("utf-8") + b"\n" + key).digest()[:4]
+    if binascii.unhexlify(h) != want:
+        raise _refuse(code, "the key hash does not match the name and key")
+    return name, want, key[1:]
+
+
+def check_log_key_file(b: bytes) -> str:
+    """check_log_key_file reads a log verifier key file (R3): the text
+    rules, then exactly one line NAME+HASH+KEY of an Ed25519 note key
+    (type 0x01) with an optional final LF, nothing before or after
+    (``logkey.format``). Returns the line."""
+    line = _key_file_line(b, "logkey.format")
+    _parse_log_key(line)
+    return line
+
+
+def _parse_log_key(line: str) -> Tuple[str, bytes, bytes]:
+    return _parse_key_line(line, 0x01, "logkey.format")
+
+
+@dataclass(frozen=True)
+class WitnessKey:
+    """WitnessKey is a witness's cosignature/v1 verifier key, read from
+    its key file by check_witness_key_file: its name, key ID (4 bytes)
+    and Ed25519 public key."""
+    name: str
+    key_id: bytes
+    public_key: bytes = field(repr=False)
+
+
+def check_witness_key_file(b: Union[bytes, str]) -> WitnessKey:
+    """check_witness_key_file reads a witness key file (R3; a str is the
+    file's text): the text rules (``text.bom``, ``text.utf8``), then
+    exactly one line NAME+KEYID+KEY of a cosignature/v1 key (type 0x04)
+    with an optional final LF, nothing else (``witness.format``)."""
+    if isinstance(b, str):
+        b = b.encode("utf-8")
+    name, kid, pub = _parse_key_line(_key_file_line(bytes(b), "witness.format"), 0x04, "witness.format")
+    return WitnessKey(name=name, key_id=kid, public_key=pub)
+
+
+def _read_witness_keys(files: Sequence[Union[bytes, str]]) -> List[WitnessKey]:
+    """_read_witness_keys reads every witness key file in order; a key
+    whose public key, or whose name and key ID, an earlier one has is
+    ``witness.duplicate``."""
+    keys: List[WitnessKey] = []
+    for f in files:
+        k = check_witness_key_file(f)
+        if any(x.public_key == k.public_key or (x.name, x.key_id) == (k.name, k.key_id) for x in keys):
+            raise _refuse("witness.duplicate", "witness key %s is given twice" % k.name)
+        keys.append(k)
+    return keys
 
 
 def _b64_loose(s: str) -> Optional[bytes]:
-    # Go's base64.StdEncoding.DecodeString: padded, non-zero padding bits allowed.
-    if len(s) % 4 or any(c not in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=" for c in s):
+    # Go's base64.StdEncoding.DecodeString, for JSON fields only (their
+    # canonical spelling is checked by the canonical-form comparison):
+    # padded, non-zero padding bits allowed.
+    if len(s) % 4 or any(c not in _B64_ALPHABET and c != "=" for c in s):
         return None
     try:
         return base64.b64decode(s, validate=True)
     except (binascii.Error, ValueError):
         return None
-
-
-def _parse_vkey_strict(vkey: str) -> Tuple[str, bytes, bytes]:
-    name, _, rest = vkey.partition("+")
-    h, _, k = rest.partition("+")
-    key = _b64_loose(k)
-    if (len(h) != 8 or any(c not in "0123456789abcdefABCDEF" for c in h) or key is None or not _valid_note_name(name)
-            or len(key) == 0):
-        raise _refuse("logkey.format", "malformed verifier key")
-    want = hashlib.sha256(name.encode() + b"\n" + key).digest()[:4]
-    if bytes.fromhex(h) != want:
-        raise _refuse("logkey.format", "verifier key hash mismatch")
-    if key[0] != 1 or len(key) != 33:
-        raise _refuse("logkey.format", "not an Ed25519 verifier key")
-    return name, want, key[1:]
 
 
 def _ed25519_ok(pub: bytes, sig: bytes, msg: bytes) -> bool:
@@ -824,46 +898,165 @@ def _ed25519_ok(pub: bytes, sig: bytes, msg: bytes) -> bool:
         return False
 
 
-def _open_note(b: bytes, vk: Tuple[str, bytes, bytes], codes: Tuple[str, str, str]) -> Tuple[str, int, bytes]:
-    fmt, sigc, origc = codes
-    s = _check_text(b)
-    if any(ord(c) < 0x20 and c != "\n" for c in s):
-        raise _refuse(fmt, "malformed note")
-    split = s.rfind("\n\n")
-    if split < 0:
-        raise _refuse(fmt, "malformed note")
-    text, sigs = s[:split + 1], s[split + 2:]
-    if sigs == "" or not sigs.endswith("\n"):
-        raise _refuse(fmt, "malformed note")
-    name, khash, pub = vk
-    verified, seen, num = False, set(), 0
-    for line in sigs[:-1].split("\n"):
-        if not line.startswith("\u2014 "):
-            raise _refuse(fmt, "malformed note")
-        who, _, b64 = line[2:].partition(" ")
-        sig = _b64_loose(b64)
-        if sig is None or not _valid_note_name(who) or b64 == "" or len(sig) < 5:
-            raise _refuse(fmt, "malformed note")
-        num += 1
-        if num > 100:
-            raise _refuse(fmt, "malformed note")
-        if who != name or sig[:4] != khash or sig[:4] in seen:
-            continue
-        seen.add(sig[:4])
-        if not _ed25519_ok(pub, sig[4:], text.encode("utf-8")):
-            raise _refuse(sigc, "verification failed: invalid signature")
-        verified = True
-    if not verified:
-        raise _refuse(sigc, "verification failed: no signature by the log key")
-    lines = text.split("\n")
-    ok = len(lines) >= 4 and lines[0] != ""
-    size = _dec(lines[1]) if ok else None
-    root = _hash_or_none(lines[2]) if ok else None
-    if not ok or size is None or root is None or any(x == "" for x in lines[3:-1]):
+# --- signed notes (R5) ---------------------------------------------------------
+
+_CHECKPOINT_CODES = ("checkpoint.format", "checkpoint.signature", "checkpoint.origin")
+_SAVED_CODES = ("saved.format", "saved.signature", "saved.origin")
+_MAX_SIG_LINES = 100
+
+
+def _note_split(s: str, fmt: str) -> Tuple[str, str]:
+    """_note_split cuts a note (R5.1-2): no code point below U+0020 but LF;
+    the text is everything up to and including the first LF of the last
+    LF LF, the signature block the rest, non-empty and ending in LF."""
+    if any(c < " " and c != "\n" for c in s):
+        raise _refuse(fmt, "malformed note: a control character")
+    cut = s.rfind("\n\n")
+    if cut < 0:
+        raise _refuse(fmt, "malformed note: no signature block")
+    text, block = s[:cut + 1], s[cut + 2:]
+    if block == "" or not block.endswith("\n"):
+        raise _refuse(fmt, "malformed note: the signature block is empty or does not end in LF")
+    return text, block
+
+
+def _note_sig_line(line: str, fmt: str) -> Tuple[str, bytes]:
+    """_note_sig_line reads one signature line (R5.3): EM DASH, one
+    space, NAME, one space, SIG (canonical base64 of at least 5 bytes,
+    the first 4 the key hash)."""
+    if not line.startswith("\u2014 "):
+        raise _refuse(fmt, "malformed note: a signature line does not start with an em dash and a space")
+    name, sp, b64 = line[2:].partition(" ")
+    sig = _b64_canonical(b64) if sp else None
+    if not _valid_note_name(name) or sig is None or len(sig) < 5:
+        raise _refuse(fmt, "malformed note: a malformed signature line")
+    return name, sig
+
+
+def _note_sigs(block: str, fmt: str) -> List[Tuple[str, bytes]]:
+    """_note_sigs reads the signature block (R5.3-4): at most 100 lines,
+    each well formed, no two with the same name and key hash."""
+    lines = block[:-1].split("\n")
+    if len(lines) > _MAX_SIG_LINES:
+        raise _refuse(fmt, "malformed note: more than %d signature lines" % _MAX_SIG_LINES)
+    sigs: List[Tuple[str, bytes]] = []
+    seen = set()
+    for line in lines:
+        name, sig = _note_sig_line(line, fmt)
+        if (name, sig[:4]) in seen:
+            raise _refuse(fmt, "malformed note: two signature lines of %s with one key hash" % name)
+        seen.add((name, sig[:4]))
+        sigs.append((name, sig))
+    return sigs
+
+
+def _checkpoint_body(text: str, fmt: str) -> Tuple[str, int, bytes]:
+    """_checkpoint_body reads the note text as a checkpoint (R5.6): the
+    origin, a decimal size within 2^53-1, a hash of 32 bytes in canonical
+    base64, non-empty extension lines."""
+    lines = text[:-1].split("\n")
+    size = _dec(lines[1]) if len(lines) >= 3 else None
+    root = _hash_or_none(lines[2]) if len(lines) >= 3 else None
+    if size is None or root is None or lines[0] == "" or any(x == "" for x in lines[3:]):
         raise _refuse(fmt, "malformed checkpoint")
-    if lines[0] != name:
-        raise _refuse(origc, "verification failed: origin %r signed by key %r" % (lines[0], name))
     return lines[0], size, root
+
+
+def _open_note(b: bytes, vk: Tuple[str, bytes, bytes], codes: Tuple[str, str, str]
+               ) -> Tuple[str, int, bytes, bytes, List[Tuple[str, bytes]]]:
+    """_open_note opens a signed checkpoint (R5, with the codes given:
+    format, signature, origin): the text rules, the note's grammar, the
+    log key's line present and valid (lines of other keys ignored), the
+    checkpoint, its origin the key's name. Returns the origin, size and
+    root, the note text and its signature lines."""
+    fmt, sigc, origc = codes
+    text, block = _note_split(_check_text(b), fmt)
+    sigs = _note_sigs(block, fmt)
+    name, khash, pub = vk
+    mine = [sig for who, sig in sigs if who == name and sig[:4] == khash]
+    tb = text.encode("utf-8")
+    if not mine:
+        raise _refuse(sigc, "verification failed: no signature by the log key")
+    if len(mine[0]) != 4 + 64 or not _ed25519_ok(pub, mine[0][4:], tb):
+        raise _refuse(sigc, "verification failed: invalid signature by the log key")
+    origin, size, root = _checkpoint_body(text, fmt)
+    if origin != name:
+        raise _refuse(origc, "verification failed: origin %r signed by key %r" % (origin, name))
+    return origin, size, root, tb, sigs
+
+
+# --- witnesses' cosignatures (R5.8, transparency.md §13) ----------------------
+
+_MAX_INT64 = (1 << 63) - 1
+
+
+@dataclass(frozen=True)
+class Cosignature:
+    """Cosignature is a witness's valid cosignature of the checkpoint:
+    the witness's key name and the time it states, in POSIX seconds
+    (any value up to 2^63-1; ``date`` is it as a UTC date when its year
+    is 1 to 9999, else None)."""
+    witness: str
+    time: int
+
+    @property
+    def date(self) -> Optional[str]:
+        """date is time as an RFC 3339 UTC date, None beyond years 1 to 9999."""
+        import datetime
+        try:
+            d = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(seconds=self.time)
+        except OverflowError:
+            return None
+        return d.strftime("%Y-%m-%dT%H:%M:%SZ") if d.year >= 1 else None
+
+
+@dataclass(frozen=True)
+class WitnessReport:
+    """WitnessReport says which trusted witnesses cosigned the checkpoint:
+    valid (in the order of the keys given), missing (no line of theirs)
+    and invalid (a line that does not verify: it counts as none)."""
+    required: int
+    valid: List[Cosignature]
+    missing: List[str]
+    invalid: List[str]
+
+
+def _cosignature_message(t: int, text: bytes) -> bytes:
+    return b"cosignature/v1\ntime " + str(t).encode("ascii") + b"\n" + text
+
+
+def _cosignature(w: WitnessKey, sig: bytes, text: bytes) -> Optional[int]:
+    """_cosignature checks a witness's line's signature (key ID, 8-byte
+    big-endian timestamp at most 2^63-1, Ed25519 over the cosignature/v1
+    message): its time when valid, else None."""
+    if len(sig) != 4 + 8 + 64:
+        return None
+    t = int.from_bytes(sig[4:12], "big")
+    if t > _MAX_INT64 or not _ed25519_ok(w.public_key, sig[12:], _cosignature_message(t, text)):
+        return None
+    return t
+
+
+def _check_cosignatures(text: bytes, sigs: List[Tuple[str, bytes]], witnesses: List[WitnessKey],
+                        required: int) -> WitnessReport:
+    """_check_cosignatures reads each trusted witness's line of an opened
+    checkpoint (missing, valid or invalid); fewer valid than required is
+    ``checkpoint.witnesses``."""
+    rep = WitnessReport(required=required, valid=[], missing=[], invalid=[])
+    for w in witnesses:
+        line = [sig for who, sig in sigs if who == w.name and sig[:4] == w.key_id]
+        if not line:
+            rep.missing.append(w.name)
+            continue
+        t = _cosignature(w, line[0], text)
+        if t is None:
+            rep.invalid.append(w.name)
+        else:
+            rep.valid.append(Cosignature(witness=w.name, time=t))
+    if len(rep.valid) < required:
+        raise _refuse("checkpoint.witnesses", "checkpoint: %d valid of the %d required cosignatures (missing: %s; invalid: %s)"
+                      % (len(rep.valid), required, ", ".join(rep.missing) or "none", ", ".join(rep.invalid) or "none"))
+    return rep
 
 
 def _dec(s: str) -> Optional[int]:
@@ -874,11 +1067,8 @@ def _dec(s: str) -> Optional[int]:
 
 
 def _hash_or_none(s: str) -> Optional[bytes]:
-    try:
-        h = _b64(s, "hash")
-    except VerifyError:
-        return None
-    return h if len(h) == 32 else None
+    h = _b64_canonical(s)
+    return h if h is not None and len(h) == 32 else None
 
 
 def _parse_proof_strict(b: bytes) -> Tuple[int, List[bytes], bytes]:
@@ -940,10 +1130,7 @@ def _parse_proof_strict(b: bytes) -> Tuple[int, List[bytes], bytes]:
 
 
 def _hash_or_none_any(s: str) -> Optional[bytes]:
-    try:
-        return _b64(s, "extra")
-    except VerifyError:
-        return None
+    return _b64_canonical(s)
 
 
 def _parse_consistency_strict(b: bytes) -> Tuple[int, int, List[bytes]]:
@@ -1090,7 +1277,8 @@ def _parse_time(v: Any) -> Dict[str, Any]:  # keys: ns, utc, zero, canon
         off = (-1 if zone[0] == "-" else 1) * (oh * 60 + om) * 60
     secs = _days_from_civil(Y, Mo, D) * 86400 + h * 3600 + mi * 60 + s - off
     ns = secs * 10**9 + int((frac or "0").ljust(9, "0"))
-    frac = frac.rstrip("0")
+    while frac.endswith("0"):
+        frac = frac[:-1]
     canon = '"' + v[:19].replace("t", "T", 1) + ("." + frac if frac else "") + ("Z" if off == 0 else zone) + '"'
     return {"ns": ns, "utc": off == 0, "zero": ns == _GO_ZERO_NS, "canon": canon}
 
@@ -1291,7 +1479,7 @@ def _validate_statement(s: Dict[str, Any]) -> None:
         seen.add(cd["name"])
         if cd["status"] != "ok":
             raise bad("conditions", "condition %s is %r, not ok" % (cd["name"], cd["status"]))
-        if cd["evidence"].strip(" \t\n\r\v\f\u0085\u00a0") == "":
+        if _blank(cd["evidence"]):
             raise bad("conditions", "condition %s is ok without evidence" % cd["name"])
     for name in CONDITIONS:
         if name not in seen:
@@ -1327,7 +1515,7 @@ def _validate_statement(s: Dict[str, Any]) -> None:
             raise bad("acks", "artifact %s: ack_signature is not that of its ack" % aid)
     kinds = set()
     for r in p["residuals"] or []:
-        if not re.match(r"^[a-z][a-z0-9_]{0,63}\Z", r["kind"]) or r["description"].strip(" \t\n\r\v\f\u0085\u00a0") == "":
+        if not re.match(r"^[a-z][a-z0-9_]{0,63}\Z", r["kind"]) or _blank(r["description"]):
             raise bad("residuals", "residual %r malformed" % r["kind"])
         kinds.add(r["kind"])
     if "root_store_snapshots" not in kinds:
@@ -1457,7 +1645,9 @@ def read_export(export: bytes) -> Tuple[str, Dict[str, bytes], List[_Entry]]:
 
 @dataclass(frozen=True)
 class ExportReport:
-    """ExportReport is what verify_export established."""
+    """ExportReport is what verify_export established; witnessed says
+    which trusted witnesses cosigned the checkpoint (None when no witness
+    key was given)."""
     forget: str
     commitment: str
     origin: str
@@ -1465,22 +1655,49 @@ class ExportReport:
     entries: List[str]
     subject_checked: bool
     consistent: bool
+    witnessed: Optional[WitnessReport] = None
+
+
+def _witnesses_required(n: int, required: Optional[int]) -> int:
+    """_witnesses_required is the number of valid cosignatures to require
+    of n witness keys: all when None, else 1 to n (R9; a caller's error
+    otherwise, ValueError)."""
+    if required is None:
+        return n
+    if isinstance(required, bool) or not isinstance(required, int) or n == 0 or not 1 <= required <= n:
+        raise ValueError("shredd: witnesses_required must be 1 to the %d witness keys given" % n)
+    return required
 
 
 def verify_export(export: bytes, key_file: bytes, log_key_file: bytes, *, subject: Optional[str] = None,
-                  salt: Optional[str] = None, saved: Optional[bytes] = None) -> ExportReport:
+                  salt: Optional[str] = None, saved: Optional[bytes] = None,
+                  witnesses: Optional[Sequence[Union[bytes, str]]] = None,
+                  witnesses_required: Optional[int] = None) -> ExportReport:
     """verify_export is ``shredd verify EXPORT.tar.gz --key --log-key
-    [--subject --salt] [--checkpoint]``: the key files (attestation.pub and
-    log.vkey, obtained out of band, as bytes), the archive read strictly,
-    the attestation, the subject commitment (given subject and salt hex),
-    the checkpoint, every entry and its inclusion proof, that the entries
-    are this forget's, and consistency with a saved checkpoint. Raises
-    Refused, whose reason is the spec's reason code: the one shredd verify
-    and the page give for the same inputs."""
+    [--subject --salt] [--checkpoint] [--witness ... --witnesses-required]``:
+    the key files (attestation.pub, log.vkey and the witnesses' keys,
+    obtained out of band, as bytes; a witness key may be given as a str,
+    the file's text), the archive read strictly, the attestation, the
+    subject commitment (given subject and salt hex), the checkpoint and,
+    given witness keys, its cosignatures (at least witnesses_required of
+    them valid, all when None), every entry and its inclusion proof, that
+    the entries are this forget's, and consistency with a saved
+    checkpoint. Raises Refused, whose reason is the spec's reason code:
+    the one shredd verify and the page give for the same inputs; or
+    ValueError for a caller's error (the CLI's usage errors: a subject
+    without a salt or the other way round, a salt that is not exactly 64
+    hex digits, witnesses_required out of 1 to the number of keys, a key
+    file that is None)."""
     if (subject is None) != (salt is None):
-        raise ValueError("give both the subject id and the salt, or neither")
+        raise ValueError("shredd: give both the subject id and the salt, or neither")
+    salt_bytes = None if salt is None else _parse_salt(salt)
+    wfiles = list(witnesses or [])
+    required = _witnesses_required(len(wfiles), witnesses_required)
+    if key_file is None or log_key_file is None:
+        raise ValueError("shredd: verify_export needs the attestation key file and the log key file")
     pub = check_public_key_file(key_file)
-    vk = _parse_vkey_strict(check_log_key_file(log_key_file))
+    vk = _parse_log_key(_key_file_line(log_key_file, "logkey.format"))
+    wkeys = _read_witness_keys(wfiles)
     forget, files, entries = read_export(export)
     att = files["attestation.json"]
     try:
@@ -1491,11 +1708,12 @@ def verify_export(export: bytes, key_file: bytes, log_key_file: bytes, *, subjec
     if p["forget"] != forget:
         raise _refuse("statement.forget", "attestation.json is about forget %s, the export about %s" % (p["forget"], forget))
     commit = st["subject"][0]["digest"]["sha256"]
-    if subject is not None and salt is not None:
-        if commitment(subject, salt) != commit:
+    if subject is not None and salt_bytes is not None:
+        if _commitment(subject, salt_bytes) != commit:
             raise _refuse("subject.mismatch", "the subject id and salt do not open the commitment")
     cp_bytes = files["checkpoint"]
-    origin, size, root = _open_note(cp_bytes, vk, ("checkpoint.format", "checkpoint.signature", "checkpoint.origin"))
+    origin, size, root, text, sigs = _open_note(cp_bytes, vk, _CHECKPOINT_CODES)
+    witnessed = _check_cosignatures(text, sigs, wkeys, required) if wkeys else None
     events: Dict[str, List[Tuple[int, Dict[str, Any]]]] = {}
     for en in entries:
         assert en.proof is not None and en.data is not None
@@ -1566,7 +1784,7 @@ def verify_export(export: bytes, key_file: bytes, log_key_file: bytes, *, subjec
         raise fail("an epoch_completed entry for an attestation without an epoch")
     consistent = False
     if saved is not None:
-        o_origin, o_size, o_root = _open_note(saved, vk, ("saved.format", "saved.signature", "saved.origin"))
+        o_origin, o_size, o_root, _, _ = _open_note(saved, vk, _SAVED_CODES)
         if o_size > size:
             raise _refuse("consistency.newer", "the saved checkpoint is newer than the export's")
         if o_size == size:
@@ -1586,4 +1804,4 @@ def verify_export(export: bytes, key_file: bytes, log_key_file: bytes, *, subjec
                 raise _refuse("consistency.fork", "the export's log does not extend the saved checkpoint") from None
         consistent = True
     return ExportReport(forget=forget, commitment=commit, origin=origin, tree_size=size, entries=[e.name for e in entries],
-                        subject_checked=subject is not None, consistent=consistent)
+                        subject_checked=subject is not None, consistent=consistent, witnessed=witnessed)

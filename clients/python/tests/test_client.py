@@ -523,7 +523,7 @@ class LogTest(Base):
             raw = os.urandom(32)
             name = "shredd/0123456789abcdef"
             khash = __import__("hashlib").sha256(name.encode() + b"\n\x01" + raw).digest()[:4]
-            self.assertEqual(sv._parse_vkey("%s+%s+%s" % (name, khash.hex(), base64.b64encode(b"\x01" + raw).decode()))[2], raw)
+            self.assertEqual(sv._parse_log_key("%s+%s+%s" % (name, khash.hex(), base64.b64encode(b"\x01" + raw).decode()))[2], raw)
         cp = sv.open_checkpoint(self.c.log.checkpoint(), vkey)
         self.assertGreater(cp.size, 0)
         n = min(cp.size, 256)

@@ -65,6 +65,8 @@ class DocsTest(unittest.TestCase):
         self.assertIsNotNone(ns["kept"].lease.issued_at)
         self.assertEqual(ns["f"].state, "erased")
         self.assertEqual(set(ns["report"].conditions.values()), {"ok"})
+        self.assertIn("key.trailing\n", printed)
+        self.assertTrue(ns["checked"].subject_checked and ns["checked"].tree_size > 0 and ns["checked"].witnessed is None)
 
     def test_readme_snippets(self) -> None:
         """The ```python blocks of clients/python/README.md, against a live
