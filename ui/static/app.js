@@ -154,7 +154,9 @@
   // ---- sign in, sign out ----
   $('signin-form').addEventListener('submit', async (ev) => {
     ev.preventDefault();
-    const t = $('token').value.trim();
+    // A pasted token loses the ASCII line ends and spaces around it (no
+    // token holds any); this is sign-in, not evidence.
+    const t = $('token').value.replace(/^[ \t\r\n]+|[ \t\r\n]+$/g, '');
     $('signin-error').textContent = '';
     session++;
     sessionStorage.setItem(TOKEN, t);
