@@ -12,16 +12,14 @@ import (
 // most attest.MaxEnvelopeSize (bundle.size); the envelope and the
 // statement by the JSON rules and in canonical form, the signature and
 // every rule of the statement, as in an export (§10a.5, §10a.6), but
-// statement.forget, which needs an export; and, when salt is not nil,
-// that subject and salt open the commitment (subject.mismatch). It
-// returns the statement; the error is an *Error whose Reason is the
-// spec's reason code, or ErrUsage for a salt of the wrong size.
+// statement.forget, which needs an export; and, when a subject and a salt
+// are given (both or neither), that they open the commitment
+// (subject.mismatch). It returns the statement; the error is an *Error
+// whose Reason is the spec's reason code, or ErrUsage for the verifier's
+// own malformed inputs (checkInputs).
 func CheckAttestation(data, keyFile []byte, subject string, salt []byte) (*attest.Statement, error) {
-	if keyFile == nil {
-		return nil, usageError("no attestation key")
-	}
-	if salt != nil && len(salt) != attest.SaltSize {
-		return nil, usageError("a salt of %d bytes, want %d", len(salt), attest.SaltSize)
+	if err := checkInputs(keyFile, []byte{}, subject, salt); err != nil {
+		return nil, err
 	}
 	k, err := CheckPublicKeyFile(keyFile)
 	if err != nil {
@@ -44,4 +42,22 @@ func CheckAttestation(data, keyFile []byte, subject string, salt []byte) (*attes
 		}
 	}
 	return st, nil
+}
+
+// checkInputs checks the verifier's own inputs before anything is read
+// (docs/transparency.md §10a, "usage"): both key files given, and a
+// subject and a salt both or neither, the subject not empty and the salt
+// attest.SaltSize bytes. A usage error checks nothing.
+func checkInputs(keyFile, logKeyFile []byte, subject string, salt []byte) error {
+	switch {
+	case keyFile == nil:
+		return usageError("no attestation key: give the operator's attestation.pub")
+	case logKeyFile == nil:
+		return usageError("no log key: give the operator's log.vkey")
+	case (subject != "") != (salt != nil):
+		return usageError("give the subject id and the salt, both or neither (an empty subject id is none)")
+	case salt != nil && len(salt) != attest.SaltSize:
+		return usageError("a salt of %d bytes, want %d", len(salt), attest.SaltSize)
+	}
+	return nil
 }

@@ -56,30 +56,28 @@ type Report struct {
 	Witnessed *translog.WitnessReport
 }
 
-// CheckExport is the whole of `shredd verify EXPORT.tar.gz`: the key files
-// the verifier gives, read strictly (CheckPublicKeyFile, CheckLogKeyFile;
-// nil for none, then the export's own are used), then Read and Verify.
+// CheckExport is the whole of `shredd verify EXPORT.tar.gz`: the
+// verifier's own inputs (both key files, a subject and a salt both or
+// neither; else ErrUsage), the key files read strictly
+// (CheckPublicKeyFile, CheckLogKeyFile), then Read and Verify.
 // opts' AttestationKey and LogKey are ignored. The error is an *Error:
 // Reason names the first rule of the spec the input breaks.
 func CheckExport(export, keyFile, logKeyFile []byte, opts Options) (*Report, error) {
 	opts.AttestationKey, opts.LogKey = nil, ""
 	// The verifier's own inputs first: a usage error checks nothing.
+	if err := checkInputs(keyFile, logKeyFile, opts.Subject, opts.Salt); err != nil {
+		return nil, err
+	}
 	if r := opts.WitnessesRequired; r < 0 || r > len(opts.WitnessKeys) {
 		return nil, usageError("%d witnesses required: want 1 to the %d witness keys given", r, len(opts.WitnessKeys))
 	}
-	if keyFile != nil {
-		k, err := CheckPublicKeyFile(keyFile)
-		if err != nil {
-			return nil, err
-		}
-		opts.AttestationKey = ed25519.PublicKey(k)
+	k, err := CheckPublicKeyFile(keyFile)
+	if err != nil {
+		return nil, err
 	}
-	if logKeyFile != nil {
-		k, err := CheckLogKeyFile(logKeyFile)
-		if err != nil {
-			return nil, err
-		}
-		opts.LogKey = k
+	opts.AttestationKey = ed25519.PublicKey(k)
+	if opts.LogKey, err = CheckLogKeyFile(logKeyFile); err != nil {
+		return nil, err
 	}
 	if err := checkWitnessOptions(opts); err != nil {
 		return nil, err

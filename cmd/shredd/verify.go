@@ -53,23 +53,30 @@ func verifyCmd(args []string, stdout, stderr io.Writer) int {
 	// --checkpoint is read as an export whatever its first bytes, so that
 	// a broken archive is refused as one (docs/transparency.md).
 	export := isGzip(files[0]) || *logKeyPath != "" || *savedPath != ""
+	// The subject and the salt are optional (both or neither): without
+	// them the commitment is not opened, and the report says so.
 	subj, err := flagOrFile("subject", *subject, *subjectFile)
-	if err != nil && !(export && *subject == "" && *subjectFile == "") {
+	if err != nil && (*subject != "" || *subjectFile != "") {
 		return usage("%v", err)
 	}
 	saltText, err := flagOrFile("salt", *saltHex, *saltFile)
-	if err != nil && !(export && *saltHex == "" && *saltFile == "") {
+	if err != nil && (*saltHex != "" || *saltFile != "") {
 		return usage("%v", err)
 	}
-	if export { // an export's subject and salt are optional
+	if export {
 		return verifyExport(files[0], exportArgs{key: *keyPath, logKey: *logKeyPath, saved: *savedPath, subject: subj, salt: saltText, witness: wf}, stdout, usage)
 	}
 	if len(wf.keys) > 0 || wf.required >= 0 {
 		return usage("--witness and --witnesses-required apply to an export's checkpoint, not to an attestation file")
 	}
-	salt, err := attest.ParseSalt(saltText)
-	if err != nil {
-		return usage("--salt: want the %d hex digits the forget returned, nothing else", 2*attest.SaltSize)
+	if (subj == "") != (saltText == "") {
+		return usage("give both --subject and --salt, or neither (an empty subject id is none)")
+	}
+	var salt []byte
+	if saltText != "" {
+		if salt, err = attest.ParseSalt(saltText); err != nil {
+			return usage("--salt: want the %d hex digits the forget returned, nothing else", 2*attest.SaltSize)
+		}
 	}
 	keyFile, err := readLimited(*keyPath)
 	if err != nil {
@@ -100,7 +107,11 @@ func verifyCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "\nNOT VERIFIED: %s\n", reason)
 		return exitFailed
 	}
-	r.ok("subject", "the subject id and salt open commitment %s", shortHex(st.Commitment()))
+	if salt != nil {
+		r.ok("subject", "the subject id and salt open commitment %s", shortHex(st.Commitment()))
+	} else {
+		fmt.Fprintf(stdout, "-     subject      not checked (no --subject and --salt)\n")
+	}
 	r.details(st)
 	return r.result(st)
 }
@@ -226,7 +237,7 @@ func readAttestation(path string) ([]byte, error) {
 	return b, nil
 }
 
-const verifyUsage = `usage: shredd verify FILE --key PUB.pem --subject ID --salt HEX
+const verifyUsage = `usage: shredd verify FILE --key PUB.pem [--subject ID --salt HEX]
        shredd verify EXPORT.tar.gz --key PUB.pem --log-key LOG.vkey [--subject ID --salt HEX] [--checkpoint SAVED]
               [--witness VKEY ... [--witnesses-required K]]
        checks an erasure attestation offline: its signature under the service's public key,

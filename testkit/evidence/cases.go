@@ -152,6 +152,7 @@ func Cases() []Case {
 	g.witnessCases()
 	g.pathCases()
 	g.boundCases()
+	g.inputCases()
 	return g.cases
 }
 

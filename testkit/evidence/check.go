@@ -14,7 +14,7 @@ import (
 // that is not 64 hex digits, a subject without a salt, zero witnesses
 // required) and the error.
 func Check(c OnDisk) (string, error) {
-	if (c.Subject == nil) != (c.Salt == nil) || (c.AttestationFile != nil && c.Salt == nil) {
+	if (c.Subject == nil) != (c.Salt == nil) {
 		return bundle.ReasonUsage, fmt.Errorf("%w: the subject and the salt go together", bundle.ErrUsage)
 	}
 	var salt []byte
@@ -26,7 +26,11 @@ func Check(c OnDisk) (string, error) {
 		salt = s
 	}
 	if c.AttestationFile != nil {
-		_, err := bundle.CheckAttestation(c.AttestationFile, c.KeyFile, *c.Subject, salt)
+		subject := ""
+		if c.Subject != nil {
+			subject = *c.Subject
+		}
+		_, err := bundle.CheckAttestation(c.AttestationFile, c.KeyFile, subject, salt)
 		return bundle.Reason(err), err
 	}
 	opts := bundle.Options{Saved: c.SavedFile, WitnessKeys: c.WitnessFiles, Salt: salt}

@@ -624,3 +624,15 @@ func (g *gen) boundCases() {
 		s.pred = func(p *attest.Predicate) { p.KeyEvidence.RetiredRootVersions = []int{1, 1 << 53} }
 	}, nil)
 }
+
+// inputCases: the verifier's own inputs (§10a, "usage"; §10b): a subject
+// and a salt go together, an empty subject id is none.
+func (g *gen) inputCases() {
+	g.bare("bare-no-subject", "a bare attestation checked without a subject and a salt (the commitment is not opened)", "ok", nil, func(in *inputs) {
+		in.subject, in.salt = nil, nil
+	})
+	g.bare("bare-subject-without-salt", "a bare attestation checked with a subject and no salt (a usage error)", bundle.ReasonUsage, nil, func(in *inputs) { in.salt = nil })
+	g.bare("bare-salt-without-subject", "a bare attestation checked with a salt and no subject (a usage error)", bundle.ReasonUsage, nil, func(in *inputs) { in.subject = nil })
+	g.bare("bare-empty-subject", "a bare attestation checked with an empty subject id and a salt (a usage error)", bundle.ReasonUsage, nil, func(in *inputs) { in.subject = str("") })
+	g.withInputs("empty-subject", "an export checked with an empty subject id and a salt (a usage error)", bundle.ReasonUsage, func(in *inputs) { in.subject = str("") })
+}

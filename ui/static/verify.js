@@ -1,5 +1,5 @@
 // GENERATED from clients/typescript/src/evidence.ts by clients/typescript/scripts/page.mjs (npm run build:page): do not edit.
-// source sha256 cd449938d7e3ae78bf31545e24ee14c49c8b1d3ff1a4ed00ce5edff0509ce999
+// source sha256 485e6ba5ed29003f5d3f51c6b9e633afca91bb09179c150b52e0a6aa3a6f5dd2
 // typescript 5.9.3
 //
 // The page's verifier: the one JavaScript reader of evidence, as a classic
@@ -1671,10 +1671,11 @@ const attestationCheck = {
     'envelope.signature': 'signature', 'statement.claim': 'claim', 'statement.conditions': 'conditions', 'statement.timeline': 'timeline',
     'statement.key-evidence': 'key evidence', 'statement.acks': 'holder acks', 'statement.residuals': 'residuals', 'subject.mismatch': 'subject',
 };
-// verifyAttestation is `shredd verify FILE --key --subject --salt`:
-// opts {key (PEM), subject, salt (hex)}.
+// verifyAttestation is `shredd verify FILE --key [--subject --salt]`:
+// opts {key (PEM), subject, salt (hex)}, the subject and the salt both or
+// neither (§10b).
 function verifyAttestation(bytes, opts) {
-    return readAttestation(bytes, opts, false);
+    return readAttestation(bytes, opts, true);
 }
 /**
  * readAttestation is verifyAttestation, the reader of a bare attestation

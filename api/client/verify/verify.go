@@ -21,7 +21,10 @@ type Report = bundle.Report
 // the attestation key file and the log key file obtained from the operator
 // out of band: the same strict reader and the same checks as `shredd
 // verify` (bundle.CheckExport, docs/transparency.md "Reading an export
-// strictly"). opts' AttestationKey and LogKey are ignored. On a refusal,
+// strictly"). Both key files are required (an export checked with its own
+// keys only proves it agrees with itself), and a subject and a salt go
+// together: else ErrUsage. opts' AttestationKey and LogKey are ignored.
+// On a refusal,
 // Reason(err) is the spec's reason code, the one shredd verify, the page
 // and the Python client give for the same bytes.
 func Export(export, keyFile, logKeyFile []byte, opts Options) (*Report, error) {
@@ -33,9 +36,10 @@ func Export(export, keyFile, logKeyFile []byte, opts Options) (*Report, error) {
 // band: the same strict reader as `shredd verify FILE.json`
 // (bundle.CheckAttestation): the key file, the JSON rules, the envelope,
 // the signature, every rule of the statement, and that subject and salt
-// open its commitment (salt nil: not checked). On a refusal, Reason(err)
-// is the spec's reason code; a salt of the wrong size is a usage error
-// (Reason "usage").
+// open its commitment (both or neither; neither: not checked). On a
+// refusal, Reason(err) is the spec's reason code; the program's own
+// malformed inputs (no key file, a subject without a salt, an empty
+// subject, a salt of the wrong size) are ErrUsage (Reason "usage").
 func Attestation(data, keyFile []byte, subject string, salt []byte) (*attest.Statement, error) {
 	return bundle.CheckAttestation(data, keyFile, subject, salt)
 }

@@ -168,6 +168,15 @@ class Attestation:
         return list(self.predicate["holder_acks"])
 
 
+def _check_subject_type(subject: Any, salt: Any) -> None:
+    """A subject id is a str and a salt its hex as a str (TypeError
+    otherwise): an id is compared as UTF-8 text, never as bytes."""
+    if subject is not None and not isinstance(subject, str):
+        raise TypeError("shredd: the subject id is a str, not %s" % type(subject).__name__)
+    if salt is not None and not isinstance(salt, str):
+        raise TypeError("shredd: the salt is its 64 hex digits as a str, not %s" % type(salt).__name__)
+
+
 def verify_attestation(data: bytes, public_key: Union[bytes, str], *, subject: Optional[str] = None,
                        salt: Optional[str] = None, forget: Optional[str] = None) -> Attestation:
     """verify_attestation reads an attestation file (a DSSE envelope) alone
@@ -191,7 +200,8 @@ def verify_attestation(data: bytes, public_key: Union[bytes, str], *, subject: O
     ValueError for a caller's error (a salt that is not exactly 64 hex
     digits, a subject without a salt or the other way round, no key).
     Returns the verified Attestation."""
-    if (subject is None) != (salt is None):
+    _check_subject_type(subject, salt)
+    if (subject is None) != (salt is None) or subject == "":
         raise ValueError("shredd: the commitment needs both the subject id and the salt")
     salt_bytes = None if salt is None else _parse_salt(salt)
     if public_key is None:
@@ -1688,7 +1698,8 @@ def verify_export(export: bytes, key_file: bytes, log_key_file: bytes, *, subjec
     without a salt or the other way round, a salt that is not exactly 64
     hex digits, witnesses_required out of 1 to the number of keys, a key
     file that is None)."""
-    if (subject is None) != (salt is None):
+    _check_subject_type(subject, salt)
+    if (subject is None) != (salt is None) or subject == "":
         raise ValueError("shredd: give both the subject id and the salt, or neither")
     salt_bytes = None if salt is None else _parse_salt(salt)
     wfiles = list(witnesses or [])

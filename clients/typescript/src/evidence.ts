@@ -1238,10 +1238,11 @@ const attestationCheck: Record<string, string> = {
   'statement.key-evidence': 'key evidence', 'statement.acks': 'holder acks', 'statement.residuals': 'residuals', 'subject.mismatch': 'subject',
 };
 
-// verifyAttestation is `shredd verify FILE --key --subject --salt`:
-// opts {key (PEM), subject, salt (hex)}.
+// verifyAttestation is `shredd verify FILE --key [--subject --salt]`:
+// opts {key (PEM), subject, salt (hex)}, the subject and the salt both or
+// neither (§10b).
 function verifyAttestation(bytes?: any, opts?: any): Promise<any> {
-  return readAttestation(bytes, opts, false);
+  return readAttestation(bytes, opts, true);
 }
 
 /**
