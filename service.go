@@ -65,6 +65,12 @@ type Eraser interface {
 	Forget(ctx context.Context, subject string) (Forget, error)
 	// GetForget returns a forget with its conditions.
 	GetForget(ctx context.Context, id ID) (Forget, error)
+	// Reinstate gives a forgotten subject a new key generation (reason is
+	// the operator's, kept with it and never logged). A subject without a
+	// committed forget (live, reinstated already, never seen) gives
+	// ErrNotForgotten; one whose forget is not erased yet ErrNotErased;
+	// per-subject keys ErrUnsupported.
+	Reinstate(ctx context.Context, subject, reason string) (Reinstatement, error)
 	// Forgets lists forgets, of one state when state is not "".
 	Forgets(ctx context.Context, state string, limit int) ([]Forget, error)
 	// ListForgets answers a page of forgets (ForgetQuery), with a cursor

@@ -249,7 +249,7 @@ func (s *Eraser) recordMissing(ctx context.Context, header *ledger.Header) (int,
 func (s *Eraser) reapply(ctx context.Context, id shredd.ID, sid envelope.SID, e ledger.Line) (applied bool, err error) {
 	defer s.reg.LockSubject(sid)()
 	var other []byte
-	err = s.db.QueryRowContext(ctx, `SELECT id FROM forgets WHERE sid=? AND state<>? LIMIT 1`, sid[:], shredd.StateRequested).Scan(&other)
+	err = s.db.QueryRowContext(ctx, `SELECT id FROM forgets WHERE sid=? AND state<>? AND reinstated_at IS NULL LIMIT 1`, sid[:], shredd.StateRequested).Scan(&other)
 	if err == nil {
 		return false, nil
 	}

@@ -17,6 +17,7 @@ var goSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{
 	1:  legacyUpgrade,
 	5:  integrityColumns,
 	10: readColumns,
+	11: reinstateColumns,
 }
 
 // SchemaVersion is the schema version this release migrates databases to:
@@ -81,6 +82,22 @@ func readColumns(ctx context.Context, tx *sql.Tx) error {
 	for _, ix := range []string{`CREATE INDEX IF NOT EXISTS leases_by_reader ON leases(reader, unit, holder, expires_at)`,
 		`CREATE INDEX IF NOT EXISTS artifacts_by_writer ON artifacts(writer, created_at) WHERE writer IS NOT NULL`} {
 		if _, err := tx.ExecContext(ctx, ix); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reinstateColumns is the Go half of migration 11: forgets.reinstated_at,
+// and the unique index of one forget per subject made one per subject's
+// life (the forgets not reinstated).
+func reinstateColumns(ctx context.Context, tx *sql.Tx) error {
+	if err := addColumns(ctx, tx, [][3]string{{"forgets", "reinstated_at", "INTEGER"}}); err != nil {
+		return err
+	}
+	for _, q := range []string{`DROP INDEX IF EXISTS forgets_one_per_sid`,
+		`CREATE UNIQUE INDEX IF NOT EXISTS forgets_one_per_life ON forgets(sid) WHERE reinstated_at IS NULL`} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return err
 		}
 	}
