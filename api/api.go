@@ -252,6 +252,7 @@ func (s *Server) Handler() http.Handler {
 		r.With(s.require(shredd.ScopeRegister, shredd.ScopeAudit)).Get("/holders/{id}/purges", s.holders.purges)
 		r.With(s.require(shredd.ScopeRegister)).Post("/holders/{id}/inventory", s.holders.inventory)
 		r.With(s.require(shredd.ScopeAdmin)).Post("/epoch", s.forgets.epoch)
+		r.With(s.require(shredd.ScopeAdmin)).Post("/subjects/reinstate", s.forgets.reinstate)
 	})
 	return r
 }
