@@ -14,7 +14,8 @@ import (
 type forgetHandlers struct {
 	*codec
 	svc      shredd.Eraser
-	evidence shredd.Evidence // the attestation
+	evidence shredd.Evidence   // the attestation
+	lives    shredd.Reinstater // reinstatement
 }
 
 type forgetRequest struct {
@@ -213,7 +214,7 @@ func (fh *forgetHandlers) reinstate(w http.ResponseWriter, r *http.Request) {
 		fh.fail(w, r, badRequest("missing_field", "subject is required"))
 		return
 	}
-	rs, err := fh.svc.Reinstate(r.Context(), req.Subject, req.Reason)
+	rs, err := fh.lives.Reinstate(r.Context(), req.Subject, req.Reason)
 	if err != nil {
 		fh.fail(w, r, err)
 		return

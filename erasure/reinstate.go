@@ -15,6 +15,15 @@ import (
 // MaxReasonBytes bounds a reinstatement's reason.
 const MaxReasonBytes = 1000
 
+// Reinstatements give forgotten subjects a new life (shredd.Reinstater).
+// They share an Eraser's state.
+type Reinstatements struct{ s *Eraser }
+
+// NewReinstatements returns the reinstatements of s's subjects.
+func NewReinstatements(s *Eraser) Reinstatements { return Reinstatements{s} }
+
+var _ shredd.Reinstater = Reinstatements{}
+
 // Reinstate gives a forgotten subject a new key generation, explicitly: an
 // operator's act, never a side effect of a write (docs/api.md,
 // "Reinstating a subject"). The subject's forget must be erased: its proof
@@ -29,7 +38,8 @@ const MaxReasonBytes = 1000
 // generation stays destroyed: what was sealed under it, and what names it
 // in its lineage, stays refused (ErrShredded). The forget itself, its
 // proof and its attestation are not changed.
-func (s *Eraser) Reinstate(ctx context.Context, subject, reason string) (shredd.Reinstatement, error) {
+func (rs Reinstatements) Reinstate(ctx context.Context, subject, reason string) (shredd.Reinstatement, error) {
+	s, lives := rs.s, keystore.NewLives(rs.s.keys)
 	if err := checkSubject(subject); err != nil {
 		return shredd.Reinstatement{}, err
 	}
@@ -60,12 +70,12 @@ func (s *Eraser) Reinstate(ctx context.Context, subject, reason string) (shredd.
 		return shredd.Reinstatement{}, fmt.Errorf("erasure: reinstate: %w", err)
 	}
 	now := s.opts.Now().UTC()
-	tx, err := s.db.BeginTouching(ctx, s.keys.Reinstating(sid))
+	tx, err := s.db.BeginTouching(ctx, lives.Reinstating(sid))
 	if err != nil {
 		return shredd.Reinstatement{}, fmt.Errorf("erasure: reinstate: %w", err)
 	}
 	defer tx.Rollback()
-	rs, err := s.keys.ReinstateTx(ctx, tx, sid, subject, uint32(floor))
+	got, err := lives.ReinstateTx(ctx, tx, sid, subject, uint32(floor))
 	switch {
 	case errors.Is(err, keystore.ErrNotForgotten):
 		return shredd.Reinstatement{}, fmt.Errorf("erasure: reinstate: %w", shredd.ErrNotForgotten)
@@ -77,7 +87,7 @@ func (s *Eraser) Reinstate(ctx context.Context, subject, reason string) (shredd.
 	done := false
 	defer func() {
 		if !done {
-			clear(rs.Key.Key)
+			clear(got.Key.Key)
 		}
 	}()
 	res, err := tx.ExecContext(ctx, `UPDATE forgets SET reinstated_at=? WHERE id=? AND reinstated_at IS NULL`, now.UnixNano(), r.id[:])
@@ -89,11 +99,11 @@ func (s *Eraser) Reinstate(ctx context.Context, subject, reason string) (shredd.
 	}
 	logIndex := int64(-1)
 	if j := s.opts.Journal; j != nil {
-		if logIndex, err = j.SubjectReinstated(ctx, tx, rs.Key, subject, rs.Previous, r.id.String()); err != nil {
+		if logIndex, err = j.SubjectReinstated(ctx, tx, got.Key, subject, got.Previous, r.id.String()); err != nil {
 			return shredd.Reinstatement{}, fmt.Errorf("erasure: reinstate: %w", err)
 		}
 	}
-	if err := s.keys.RecordReinstatement(ctx, tx, rs, r.id[:], now.UnixNano(), logIndex, reason); err != nil {
+	if err := lives.Record(ctx, tx, got, r.id[:], now.UnixNano(), logIndex, reason); err != nil {
 		return shredd.Reinstatement{}, err
 	}
 	if err := tx.Commit(); err != nil {
@@ -101,8 +111,8 @@ func (s *Eraser) Reinstate(ctx context.Context, subject, reason string) (shredd.
 	}
 	crashpoint.Hit("reinstate:committed")
 	done = true
-	s.keys.Remember(rs.Key)
-	clear(rs.Key.Key)
-	return shredd.Reinstatement{Generation: rs.Key.Ref.Gen, PreviousGeneration: rs.Previous, Forget: r.id,
+	lives.Remember(got.Key)
+	clear(got.Key.Key)
+	return shredd.Reinstatement{Generation: got.Key.Ref.Gen, PreviousGeneration: got.Previous, Forget: r.id,
 		LogIndex: logIndex, ReinstatedAt: now}, nil
 }

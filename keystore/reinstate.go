@@ -28,6 +28,13 @@ var (
 	ErrPerSubjectReinstate = errors.New("reinstatement is not available with per-subject keys")
 )
 
+// Lives are the reinstatements of a Tree's subjects: what starts a
+// forgotten subject's new life. They share the Tree's state.
+type Lives struct{ t *Tree }
+
+// NewLives returns the reinstatements of t.
+func NewLives(t *Tree) Lives { return Lives{t} }
+
 // Reinstated is what ReinstateTx did: the new key and the generation it
 // follows.
 type Reinstated struct {
@@ -38,8 +45,8 @@ type Reinstated struct {
 // Reinstating is what a reinstatement of sid declares (storage.TxOptions):
 // its shard, alone, as a forget does, so that it waits for forgets and
 // bucket re-keys of the shard and they wait for it.
-func (t *Tree) Reinstating(sid envelope.SID) storage.TxOptions {
-	return storage.TxOptions{Exclusive: true, Shards: []int{t.ShardOf(sid)}}
+func (l Lives) Reinstating(sid envelope.SID) storage.TxOptions {
+	return storage.TxOptions{Exclusive: true, Shards: []int{l.t.ShardOf(sid)}}
 }
 
 // ReinstateTx starts, inside tx (begun with Reinstating), a new key
@@ -49,10 +56,11 @@ func (t *Tree) Reinstating(sid envelope.SID) storage.TxOptions {
 // the bucket's current key. It logs the key's key_created event (when
 // there is a journal) with subject, the raw id, which is never stored, and
 // records the reinstatement (forget, reason, logIndex: see
-// RecordReinstatement). A live or unknown subject gives ErrNotForgotten;
+// Record). A live or unknown subject gives ErrNotForgotten;
 // per-subject keys give ErrPerSubjectReinstate. The caller commits tx and
 // then calls Remember.
-func (t *Tree) ReinstateTx(ctx context.Context, tx *storage.Tx, sid envelope.SID, subject string, floor uint32) (Reinstated, error) {
+func (l Lives) ReinstateTx(ctx context.Context, tx *storage.Tx, sid envelope.SID, subject string, floor uint32) (Reinstated, error) {
+	t := l.t
 	if t.kms != nil {
 		return Reinstated{}, fmt.Errorf("keystore: reinstate: %w", ErrPerSubjectReinstate)
 	}
@@ -96,11 +104,11 @@ func (t *Tree) ReinstateTx(ctx context.Context, tx *storage.Tx, sid envelope.SID
 	return Reinstated{Key: k, Previous: r.gen}, nil
 }
 
-// RecordReinstatement records in tx the reinstatement rs of sid: the
+// Record records in tx the reinstatement rs of sid: the
 // forget whose destroyed generation it follows, when (Unix nanoseconds),
 // the log index of its subject_reinstated event (-1 without a log) and the
 // operator's reason.
-func (t *Tree) RecordReinstatement(ctx context.Context, tx *storage.Tx, rs Reinstated, forget []byte, at, logIndex int64, reason string) error {
+func (l Lives) Record(ctx context.Context, tx *storage.Tx, rs Reinstated, forget []byte, at, logIndex int64, reason string) error {
 	if _, err := tx.ExecContext(ctx, `INSERT INTO reinstatements(sid, gen, prev_gen, forget, reinstated_at, log_index, reason) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		rs.Key.Ref.SID[:], rs.Key.Ref.Gen, rs.Previous, forget, at, logIndex, reason); err != nil {
 		return fmt.Errorf("keystore: reinstate: %w", err)
@@ -109,8 +117,8 @@ func (t *Tree) RecordReinstatement(ctx context.Context, tx *storage.Tx, rs Reins
 }
 
 // Remember caches the key of a committed reinstatement.
-func (t *Tree) Remember(k envelope.SubjectKey) {
-	t.remember(k.Ref.SID, k.Ref.Gen, k.Key, t.purges.Load())
+func (l Lives) Remember(k envelope.SubjectKey) {
+	l.t.remember(k.Ref.SID, k.Ref.Gen, k.Key, l.t.purges.Load())
 }
 
 // LifeFloors returns, for each of sids that was ever reinstated, the first
@@ -146,13 +154,4 @@ func (t *Tree) LifeFloors(ctx context.Context, q storage.Querier, sids []envelop
 		}
 	}
 	return out, nil
-}
-
-// ReinstatementCount returns how many reinstatements the database holds.
-func (t *Tree) ReinstatementCount(ctx context.Context) (int64, error) {
-	var n int64
-	if err := t.db.QueryRowContext(ctx, `SELECT count(*) FROM reinstatements`).Scan(&n); err != nil {
-		return 0, fmt.Errorf("keystore: reinstatements: %w", err)
-	}
-	return n, nil
 }
