@@ -7,7 +7,7 @@
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
 import { MemorySaver } from "@langchain/langgraph-checkpoint";
 import { Shredded, type Client } from "@shredd/client";
-import { ShreddSaver } from "../src/index.js";
+import { Reads, ShreddSaver } from "../src/index.js";
 import { startShredd, type Server } from "./shredd.js";
 
 let server: Server;
@@ -23,7 +23,9 @@ const State = Annotation.Root({
 
 test('onShredded "skip": after reinstatement the thread starts afresh, the old turns stay erased', async () => {
   const inner = new MemorySaver();
-  const saver = new ShreddSaver({ client, inner, subjects: (c) => [String(c["thread_id"])], onShredded: "skip" });
+  let ahead = 0;
+  const reads = new Reads(() => Date.now() + ahead);
+  const saver = new ShreddSaver({ client, inner, reads, subjects: (c) => [String(c["thread_id"])], onShredded: "skip" });
   await saver.setup();
   const graph = new StateGraph(State)
     .addNode("respond", (s) => ({ messages: [`assistant: ${s.messages.length} so far`] }))
@@ -43,6 +45,12 @@ test('onShredded "skip": after reinstatement the thread starts afresh, the old t
   const r = await client.forgets.reinstate("cora@example.com", "signed up again");
   expect([r.generation, r.previous_generation, r.forget]).toEqual([2, 1, f.forget]);
 
+  // The adapters name a thread's reads in its writes until a minute after
+  // their leases expired (Reads): the old life's last reads, seconds ago
+  // here, would make the fresh thread's first write derive from erased
+  // data (410). A reinstatement comes long after the forget (it waits for
+  // the erasure); here the adapters' clock moves past that minute.
+  ahead = 120_000;
   const out = await graph.invoke({ messages: ["cora: back"] }, cfg);
   expect(out.messages).toEqual(["cora: back", "assistant: 1 so far"]);
   expect((await graph.getState(cfg)).values.messages).toEqual(["cora: back", "assistant: 1 so far"]);
