@@ -142,6 +142,9 @@ const (
 	// under a key shredd registered; not that it kept no copy. Required
 	// when there are holder acks.
 	ResidualHolderTrust = "holder_trust"
+	// ResidualAckOnlyHolders: holders that answer no probes, whose
+	// artifacts are closed by their acks alone (§6a).
+	ResidualAckOnlyHolders = "ack_only_holders"
 	// ResidualNoKeyIssued: no key was ever issued for the subject, so none
 	// was destroyed; the claim rests on the tombstone that refuses the
 	// subject from the forget on. Present exactly when that is so.
