@@ -16,6 +16,7 @@ import (
 	"github.com/shredd/shredd/api/client"
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/bundle"
+	"github.com/shredd/shredd/testkit/pgtest"
 )
 
 // agentMemory is one holder of the story: an agent's memory that keeps
@@ -82,8 +83,20 @@ func (m *agentMemory) dropCache() {
 // clean; the attestation carries every holder's signed clean probe, and
 // shredd verify accepts it.
 func TestFourteenHolders(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { fourteenHolders(t, nil) })
+	t.Run("postgres", func(t *testing.T) {
+		srv, err := pgtest.Start()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(srv.Stop)
+		fourteenHolders(t, []string{"--store", srv.NewDatabase(t)})
+	})
+}
+
+func fourteenHolders(t *testing.T, store []string) {
 	dir := t.TempDir()
-	s := startServer(t, filepath.Join(dir, "data"), serverOpts{Args: []string{"--epoch-interval", "1s", "--cache-ttl", "1s"}})
+	s := startServer(t, filepath.Join(dir, "data"), serverOpts{Args: append([]string{"--epoch-interval", "1s", "--cache-ttl", "1s"}, store...)})
 	defer s.stop()
 	ctx := t.Context()
 	admin, err := client.New(s.base, s.token)
