@@ -21,6 +21,8 @@ const (
 	LabelCommitment = "shredd/v1/subject-commitment"
 	// LabelHolderAck is the first line of every holder ack message.
 	LabelHolderAck = "shredd/v1/holder-ack"
+	// LabelHolderProbe is the first line of every probe answer message.
+	LabelHolderProbe = "shredd/v1/holder-probe"
 	// SaltSize is the size of a commitment salt: 256 bits, so that the
 	// commitment hides the subject id even when the id is guessable.
 	SaltSize = 32
@@ -252,6 +254,51 @@ func AckMessage(forget, holder string, artifacts []string) []byte {
 		b.WriteString("artifact " + id + "\n")
 	}
 	return []byte(b.String())
+}
+
+// ProbeMessage returns the exact bytes a holder signs to answer a probe
+// (docs/attestation.md §6a): the label, the probe, the forget, the holder,
+// the nonce, then one line per artifact asked, per marker asked and per
+// thing found, each group sorted:
+//
+//	shredd/v1/holder-probe
+//	probe <id>
+//	forget <id>
+//	holder <id>
+//	nonce <hex>
+//	asked <artifact id>
+//	marker <marker>
+//	found <artifact id or marker>
+//
+// The times are shredd's record, not the holder's: the nonce, fresh for
+// each probe, is what shows the answer came after the question.
+func ProbeMessage(probe, forget, holder, nonce string, artifacts, markers, found []string) []byte {
+	var b strings.Builder
+	b.WriteString(LabelHolderProbe + "\n")
+	b.WriteString("probe " + probe + "\n")
+	b.WriteString("forget " + forget + "\n")
+	b.WriteString("holder " + holder + "\n")
+	b.WriteString("nonce " + nonce + "\n")
+	for _, g := range []struct {
+		word string
+		ids  []string
+	}{{"asked", artifacts}, {"marker", markers}, {"found", found}} {
+		ids := slices.Clone(g.ids)
+		slices.Sort(ids)
+		for _, id := range ids {
+			b.WriteString(g.word + " " + id + "\n")
+		}
+	}
+	return []byte(b.String())
+}
+
+// SignProbe signs a holder's answer to a probe with its key: the
+// signature over ProbeMessage.
+func SignProbe(probe, forget, holder, nonce string, artifacts, markers, found []string, key ed25519.PrivateKey) ([]byte, error) {
+	if len(key) != ed25519.PrivateKeySize {
+		return nil, fmt.Errorf("attest: probe: private key of %d bytes: %w", len(key), ErrKey)
+	}
+	return ed25519.Sign(key, ProbeMessage(probe, forget, holder, nonce, artifacts, markers, found)), nil
 }
 
 // SignAck returns the ack of holder, signing with its key, that it purged

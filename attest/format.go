@@ -20,6 +20,7 @@ package attest
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -62,6 +63,10 @@ var (
 	// ErrResidual means a residual the attestation must state is missing,
 	// or a residual is malformed.
 	ErrResidual = errors.New("residual missing")
+	// ErrProbe means a holder's probe answer in the attestation does not
+	// verify, found something, or is not about that holder's acked
+	// artifacts (docs/attestation.md §6a).
+	ErrProbe = errors.New("holder probe invalid")
 	// ErrKey means a key or key file is malformed or not Ed25519.
 	ErrKey = errors.New("invalid attestation key")
 )
@@ -137,6 +142,9 @@ const (
 	// under a key shredd registered; not that it kept no copy. Required
 	// when there are holder acks.
 	ResidualHolderTrust = "holder_trust"
+	// ResidualAckOnlyHolders: holders that answer no probes, whose
+	// artifacts are closed by their acks alone (§6a).
+	ResidualAckOnlyHolders = "ack_only_holders"
 	// ResidualNoKeyIssued: no key was ever issued for the subject, so none
 	// was destroyed; the claim rests on the tombstone that refuses the
 	// subject from the forget on. Present exactly when that is so.
@@ -199,6 +207,11 @@ type Predicate struct {
 	Conditions  []Condition `json:"conditions"`
 	HolderAcks  []HolderAck `json:"holder_acks"`
 	Residuals   []Residual  `json:"residuals"`
+	// Probes are the holders' signed answers to the probes that closed
+	// their artifacts after their acks (§6a): absent when no holder of
+	// the lineage offers probes, so attestations without probes keep
+	// their bytes.
+	Probes []Probe `json:"probes,omitempty"`
 }
 
 // Timeline is when the forget reached each state (RFC 3339, UTC), in order
@@ -252,6 +265,23 @@ type HolderAck struct {
 	PublicKey []byte   `json:"public_key"` // raw Ed25519 public key, 32 bytes
 	Signature []byte   `json:"signature"`
 	Artifacts []string `json:"artifacts"` // ids of the artifacts the ack closes
+}
+
+// Probe is a holder's signed answer to a probe: shredd asked the holder,
+// with a fresh nonce, to query its own retrieval path (its index, caches
+// and replicas) for artifacts it had acked as purged (and canary markers),
+// and the holder answered what the path returned (docs/attestation.md
+// §6a). In an attestation every probe found nothing.
+type Probe struct {
+	Holder     string    `json:"holder"`
+	Probe      string    `json:"probe"`             // the probe's id, 32 lower-case hex digits
+	Nonce      string    `json:"nonce"`             // shredd's challenge, 64 lower-case hex digits
+	AskedAt    time.Time `json:"asked_at"`          // when shredd made the probe visible to the holder
+	AnsweredAt time.Time `json:"answered_at"`       // when shredd received the signed answer
+	Artifacts  []string  `json:"artifacts"`         // the artifact ids asked, sorted
+	Markers    []string  `json:"markers,omitempty"` // the markers asked, sorted (canaries)
+	Found      []string  `json:"found"`             // what the holder's path returned: none
+	Signature  []byte    `json:"signature"`         // Ed25519 over ProbeMessage, under the holder's ack key
 }
 
 // Residual is something the attestation cannot rule out.
@@ -404,6 +434,9 @@ func (s *Statement) Validate() error {
 		return err
 	}
 	if err := validateAcks(p.Forget, p.HolderAcks, artifacts); err != nil {
+		return err
+	}
+	if err := validateProbes(p); err != nil {
 		return err
 	}
 	return validateResiduals(p)
@@ -571,6 +604,85 @@ func validateAcks(forget string, acks []HolderAck, artifacts map[string]*Artifac
 	}
 	return nil
 }
+
+// validateProbes checks the probes of §6a: each by a holder with an ack
+// here, under that ack's key, about artifacts that ack closes, asked after
+// the commit and answered before the erasure, found nothing.
+func validateProbes(p *Predicate) error {
+	// A holder's key (one per holder: validateAcks) and every artifact
+	// its acks close, over all of its acks.
+	keys, closed := map[string][]byte{}, map[string]map[string]bool{}
+	for _, h := range p.HolderAcks {
+		keys[h.Holder] = h.PublicKey
+		if closed[h.Holder] == nil {
+			closed[h.Holder] = map[string]bool{}
+		}
+		for _, id := range h.Artifacts {
+			closed[h.Holder][id] = true
+		}
+	}
+	seen := map[string]bool{}
+	for i := range p.Probes {
+		pr := &p.Probes[i]
+		key := keys[pr.Holder]
+		bad := func(why string) error {
+			return fmt.Errorf("attest: probe %s of holder %s: %s: %w", truncate(pr.Probe), truncate(pr.Holder), why, ErrProbe)
+		}
+		switch {
+		case key == nil:
+			return bad("the holder has no ack here")
+		case !lowerHex(pr.Probe, 32) || seen[pr.Probe]:
+			return bad("the probe id is not 32 lower-case hex digits, or is repeated")
+		case !lowerHex(pr.Nonce, 64):
+			return bad("the nonce is not 64 lower-case hex digits")
+		case len(pr.Artifacts) == 0 || !sortedUnique(pr.Artifacts) || !sortedUnique(pr.Markers):
+			return bad("the artifacts asked are empty, or the artifacts or markers are not sorted and unique")
+		case pr.Found == nil || len(pr.Found) != 0:
+			return bad("the probe found something (or its found is null, not [])")
+		case !utc(pr.AskedAt) || !utc(pr.AnsweredAt) || pr.AskedAt.Before(p.Timeline.Committed) ||
+			pr.AnsweredAt.Before(pr.AskedAt) || pr.AnsweredAt.After(p.Timeline.Erased):
+			return bad("asked before the commit, answered before it was asked or after the erasure, or a time not in UTC")
+		}
+		for _, m := range pr.Markers {
+			if !validID(m) {
+				return bad("a marker is not printable ASCII")
+			}
+		}
+		for _, id := range pr.Artifacts {
+			if !closed[pr.Holder][id] {
+				return bad("artifact " + truncate(id) + " is not one its acks close")
+			}
+		}
+		if !ed25519.Verify(ed25519.PublicKey(key), ProbeMessage(pr.Probe, p.Forget, pr.Holder, pr.Nonce, pr.Artifacts, pr.Markers, pr.Found), pr.Signature) {
+			return bad("the signature does not verify under the holder's ack key")
+		}
+		seen[pr.Probe] = true
+	}
+	return nil
+}
+
+func lowerHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !('0' <= s[i] && s[i] <= '9' || 'a' <= s[i] && s[i] <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func sortedUnique(xs []string) bool {
+	for i := 1; i < len(xs); i++ {
+		if xs[i-1] >= xs[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func utc(t time.Time) bool { _, off := t.Zone(); return off == 0 }
 
 func validateResiduals(p *Predicate) error {
 	kinds := map[string]bool{}

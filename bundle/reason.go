@@ -78,6 +78,7 @@ const (
 	ReasonStatementKeyEvidence = "statement.key-evidence"
 	ReasonStatementAcks        = "statement.acks"
 	ReasonStatementResiduals   = "statement.residuals"
+	ReasonStatementProbes      = "statement.probes" // a holder's probe answer (attestation.md §6a)
 	ReasonStatementForget      = "statement.forget"
 	ReasonSubject              = "subject.mismatch"
 

@@ -500,7 +500,7 @@ func parseStatement(payload []byte) (*attest.Statement, error) {
 		}{
 			{attest.ErrClaim, ReasonStatementClaim}, {attest.ErrCondition, ReasonStatementConditions},
 			{attest.ErrTimeline, ReasonStatementTimeline}, {attest.ErrKeyEvidence, ReasonStatementKeyEvidence},
-			{attest.ErrAck, ReasonStatementAcks}, {attest.ErrResidual, ReasonStatementResiduals},
+			{attest.ErrAck, ReasonStatementAcks}, {attest.ErrResidual, ReasonStatementResiduals}, {attest.ErrProbe, ReasonStatementProbes},
 		} {
 			if errors.Is(err, c.err) {
 				reason = c.reason

@@ -51,9 +51,11 @@ func TestForgetDedupeUpgrade(t *testing.T) {
 	}
 	for _, q := range []string{
 		`DELETE FROM migrations WHERE version >= 7`,
-		`DROP TABLE reinstatements`, // migration 0011's
+		`DROP TABLE reinstatements`, // migration 0012's
 		`DROP INDEX forgets_one_per_life`,
 		`ALTER TABLE forgets DROP COLUMN reinstated_at`,
+		`DROP TABLE probes`, // migration 0011's
+		`ALTER TABLE holders DROP COLUMN probe_compact`,
 		`DROP TABLE read_links`, // migration 0010's
 		`ALTER TABLE leases DROP COLUMN reader`,
 		`ALTER TABLE leases DROP COLUMN unit`,

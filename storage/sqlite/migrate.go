@@ -17,7 +17,8 @@ var goSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{
 	1:  legacyUpgrade,
 	5:  integrityColumns,
 	10: readColumns,
-	11: reinstateColumns,
+	11: probeColumns,
+	12: reinstateColumns,
 }
 
 // SchemaVersion is the schema version this release migrates databases to:
@@ -88,7 +89,13 @@ func readColumns(ctx context.Context, tx *sql.Tx) error {
 	return nil
 }
 
-// reinstateColumns is the Go half of migration 11: forgets.reinstated_at,
+// probeColumns is the Go half of migration 11: a holder's probe
+// compaction interval (NULL: it answers no probes).
+func probeColumns(ctx context.Context, tx *sql.Tx) error {
+	return addColumns(ctx, tx, [][3]string{{"holders", "probe_compact", "INTEGER"}})
+}
+
+// reinstateColumns is the Go half of migration 12: forgets.reinstated_at,
 // and the unique index of one forget per subject made one per subject's
 // life (the forgets not reinstated).
 func reinstateColumns(ctx context.Context, tx *sql.Tx) error {

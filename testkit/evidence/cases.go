@@ -153,6 +153,7 @@ func Cases() []Case {
 	g.pathCases()
 	g.boundCases()
 	g.inputCases()
+	g.probeCases()
 	return g.cases
 }
 

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/shredd/shredd/attest"
 	"github.com/shredd/shredd/bundle"
@@ -635,4 +636,90 @@ func (g *gen) inputCases() {
 	g.bare("bare-salt-without-subject", "a bare attestation checked with a salt and no subject (a usage error)", bundle.ReasonUsage, nil, func(in *inputs) { in.subject = nil })
 	g.bare("bare-empty-subject", "a bare attestation checked with an empty subject id and a salt (a usage error)", bundle.ReasonUsage, nil, func(in *inputs) { in.subject = str("") })
 	g.withInputs("empty-subject", "an export checked with an empty subject id and a salt (a usage error)", bundle.ReasonUsage, func(in *inputs) { in.subject = str("") })
+}
+
+// probeCases: holders' signed probe answers in the attestation
+// (docs/attestation.md §6a).
+func (g *gen) probeCases() {
+	probeID, nonce := strings.Repeat("5e", 16), hex.EncodeToString(fixed("probe nonce"))
+	mk := func(s *scene, f func(p *attest.Probe)) func(*attest.Predicate) {
+		return func(p *attest.Predicate) {
+			pr := attest.Probe{Holder: holderID, Probe: probeID, Nonce: nonce,
+				AskedAt: created.Add(-5 * time.Minute), AnsweredAt: created.Add(-4 * time.Minute), Artifacts: []string{heldID}, Found: []string{}}
+			resign := true
+			if f != nil {
+				f(&pr)
+				resign = pr.Signature == nil
+			}
+			if resign {
+				pr.Signature, _ = attest.SignProbe(pr.Probe, p.Forget, pr.Holder, pr.Nonce, pr.Artifacts, pr.Markers, pr.Found, s.holder)
+			}
+			p.Probes = append(p.Probes, pr)
+		}
+	}
+	pb := func(slug, about, reason string, f func(p *attest.Probe)) {
+		g.bare("probe-"+slug, about, reason, func(s *scene) { s.pred = mk(s, f) }, nil)
+	}
+	pb("valid", "a holder's clean probe answer, signed, about the artifact its ack closes", "ok", nil)
+	g.scenario("probe-valid-export", "an export whose attestation carries a holder's clean probe answer", "ok", func(s *scene) { s.pred = mk(s, nil) })
+	g.bare("probe-two", "two clean probes of one holder (at verification and after its compaction interval)", "ok", func(s *scene) {
+		first := mk(s, nil)
+		second := mk(s, func(p *attest.Probe) {
+			p.Probe, p.AskedAt, p.AnsweredAt = strings.Repeat("6f", 16), created.Add(-2*time.Minute), created.Add(-2*time.Minute)
+		})
+		s.pred = func(p *attest.Predicate) { first(p); second(p) }
+	}, nil)
+	pb("markers", "a clean probe that also asked for two markers", "ok", func(p *attest.Probe) { p.Markers = []string{"canary-a", "canary-b"} })
+	pb("found", "a probe that found the artifact (signed: the holder said so)", "statement.probes", func(p *attest.Probe) { p.Found = []string{heldID} })
+	pb("found-marker", "a probe that found a marker", "statement.probes", func(p *attest.Probe) {
+		p.Markers, p.Found = []string{"canary-a"}, []string{"canary-a"}
+	})
+	pb("bad-signature", "a probe answer whose signature does not verify", "statement.probes", func(p *attest.Probe) {
+		sig, _ := attest.SignProbe(p.Probe, forgetID, p.Holder, p.Nonce, p.Artifacts, p.Markers, p.Found, testkeys.AttestationKey(1))
+		sig[3] ^= 1
+		p.Signature = sig
+	})
+	pb("other-nonce", "a probe answer signed over another nonce than the one stated", "statement.probes", func(p *attest.Probe) {
+		sig, _ := attest.SignProbe(p.Probe, forgetID, p.Holder, strings.Repeat("0", 64), p.Artifacts, p.Markers, p.Found, testkeys.AttestationKey(1))
+		p.Signature = sig
+	})
+	pb("signed-by-other", "a probe answer signed by a key that is not the holder's", "statement.probes", func(p *attest.Probe) {
+		sig, _ := attest.SignProbe(p.Probe, forgetID, p.Holder, p.Nonce, p.Artifacts, p.Markers, p.Found, testkeys.AttestationKey(3))
+		p.Signature = sig
+	})
+	pb("holder-without-ack", "a probe of a holder with no ack in the attestation", "statement.probes", func(p *attest.Probe) { p.Holder = "ann-2" })
+	pb("artifact-not-acked", "a probe that asked about an artifact its holder's ack does not close", "statement.probes", func(p *attest.Probe) {
+		p.Artifacts = []string{sealedID}
+	})
+	pb("artifacts-empty", "a probe that asked about nothing", "statement.probes", func(p *attest.Probe) { p.Artifacts = []string{} })
+	pb("artifacts-repeated", "a probe that names its artifact twice", "statement.probes", func(p *attest.Probe) { p.Artifacts = []string{heldID, heldID} })
+	pb("markers-unsorted", "a probe whose markers are not sorted", "statement.probes", func(p *attest.Probe) { p.Markers = []string{"canary-b", "canary-a"} })
+	pb("marker-space", "a probe marker with a space", "statement.probes", func(p *attest.Probe) { p.Markers = []string{"canary a"} })
+	pb("asked-before-commit", "a probe asked before the forget committed", "statement.probes", func(p *attest.Probe) {
+		p.AskedAt = created.Add(-31 * time.Minute)
+	})
+	pb("answered-before-asked", "a probe answered before it was asked", "statement.probes", func(p *attest.Probe) {
+		p.AnsweredAt = created.Add(-6 * time.Minute)
+	})
+	pb("answered-after-erasure", "a probe answered after the erasure", "statement.probes", func(p *attest.Probe) { p.AnsweredAt = created.Add(time.Second) })
+	pb("not-utc", "a probe time with an offset of +01:00", "statement.probes", func(p *attest.Probe) {
+		p.AnsweredAt = created.Add(-4 * time.Minute).In(time.FixedZone("", 3600))
+	})
+	pb("id-upper-hex", "a probe id in upper-case hex", "statement.probes", func(p *attest.Probe) { p.Probe = strings.Repeat("5E", 16) })
+	pb("nonce-short", "a nonce of 62 hex digits", "statement.probes", func(p *attest.Probe) { p.Nonce = p.Nonce[:62] })
+	g.bare("probe-id-repeated", "two probes with one id", "statement.probes", func(s *scene) {
+		one := mk(s, nil)
+		s.pred = func(p *attest.Predicate) { one(p); one(p) }
+	}, nil)
+	g.bare("probe-empty-list", "an empty probes list (the canonical statement omits it)", "json.schema", func(s *scene) {
+		s.payload = sub(`}]}}`, `}],"probes":[]}}`)
+	}, nil)
+	g.bare("probe-unknown-field", "a probe with an unknown field (signed)", "json.schema", func(s *scene) {
+		s.pred = mk(s, nil)
+		s.payload = sub(`"found":[]`, `"found":[],"note":"x"`)
+	}, nil)
+	g.bare("probe-found-null", "a probe whose found is null, not [] (signed)", "statement.probes", func(s *scene) {
+		s.pred = mk(s, nil)
+		s.payload = sub(`"found":[]`, `"found":null`)
+	}, nil)
 }

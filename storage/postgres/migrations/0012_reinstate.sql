@@ -1,4 +1,4 @@
--- See storage/sqlite/migrations/0011_reinstate.sql.
+-- See storage/sqlite/migrations/0012_reinstate.sql.
 CREATE TABLE reinstatements (
 	sid BYTEA NOT NULL,
 	gen BIGINT NOT NULL,
