@@ -598,19 +598,26 @@ type Reinstatement struct {
 	ReinstatedAt       time.Time `json:"reinstated_at"`
 }
 
+// Subjects are the operator's calls on a subject's life, beside the
+// Client's (an admin token): NewSubjects(c).Reinstate.
+type Subjects struct{ c *Client }
+
+// NewSubjects returns the subject calls of c.
+func NewSubjects(c *Client) Subjects { return Subjects{c} }
+
 // Reinstate gives a forgotten subject a new key generation (POST
 // /v1/subjects/reinstate, an admin token). The subject's forget must be
 // erased (409 not_erased before); a subject without a committed forget to
 // follow (live, reinstated already, never seen) is 409 not_forgotten, so a
 // retried call never starts another generation. reason is kept with the
 // reinstatement and never logged: put no personal data in it.
-func (c *Client) Reinstate(ctx context.Context, subject, reason string) (Reinstatement, error) {
+func (s Subjects) Reinstate(ctx context.Context, subject, reason string) (Reinstatement, error) {
 	var out Reinstatement
 	body := map[string]string{"subject": subject}
 	if reason != "" {
 		body["reason"] = reason
 	}
-	_, _, err := c.call(ctx, http.MethodPost, "/v1/subjects/reinstate", body, &out)
+	_, _, err := s.c.call(ctx, http.MethodPost, "/v1/subjects/reinstate", body, &out)
 	return out, err
 }
 

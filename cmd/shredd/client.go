@@ -387,7 +387,7 @@ func (r *clientRun) reinstate(ctx context.Context) int {
 	if subject == "" {
 		return r.usage("the subject is empty")
 	}
-	rs, err := r.c.Reinstate(ctx, subject, r.reason)
+	rs, err := client.NewSubjects(r.c).Reinstate(ctx, subject, r.reason)
 	if err != nil {
 		return r.fail(err)
 	}
