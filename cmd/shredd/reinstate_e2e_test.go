@@ -228,3 +228,43 @@ func reinstateStory(t *testing.T, dir string, opts serverOpts) {
 		t.Fatalf("entries %d and %d: %+v %+v", rs.LogIndex-1, rs.LogIndex, w.logEvents[rs.LogIndex-1], w.logEvents[rs.LogIndex])
 	}
 }
+
+// TestReinstateRestore: a database restored from after a reinstatement and
+// before the subject's second forget gets that forget committed again from
+// the ledger (the restored database's current life of the subject has no
+// forget): the new generation stays destroyed, nothing is resurrected, and
+// the first forget is as it was.
+func TestReinstateRestore(t *testing.T) {
+	const alice = "alice@example.com"
+	dir := t.TempDir()
+	opts := serverOpts{Args: []string{"--cache-ttl", "1ns", "--lease-ttl", "3s"}}
+	s := startServer(t, dir, opts)
+	s.putKinds(t, "episodic")
+	old := s.seal(t, sealReq{Subject: alice, Kind: "episodic"}, "alice, first life", "c1")
+	f1 := s.forget(t, alice)
+	s.shred(t, f1.Forget)
+	s.waitErased(t, f1.Forget, time.Time{})
+	s.expect(t, http.StatusOK, http.MethodPost, "/v1/subjects/reinstate", map[string]string{"subject": alice})
+	fresh := s.seal(t, sealReq{Subject: alice, Kind: "episodic"}, "alice, second life", "c2")
+	backup := backupTo(t, dir, "after-reinstate.db")
+	f2 := s.forget(t, alice)
+	s.shredded(t, fresh)
+	s.stop()
+
+	loseDatabase(t, dir)
+	cli(t, "", nil, nil, "restore", "--data-dir", dir, backup).want(t, 0)
+	s = startServer(t, dir, opts)
+	if !strings.Contains(s.logs.String(), `"reapplied":1`) {
+		t.Errorf("the start after the restore did not report the re-applied second forget:\n%s", tail(s.logs.String(), 20))
+	}
+	s.shredded(t, fresh)
+	s.shredded(t, old)
+	if again := s.forget(t, alice); again.Forget != f2.Forget {
+		t.Fatalf("after the restore the forget of alice is %s, want the second forget %s", again.Forget, f2.Forget)
+	}
+	if f := s.getForget(t, f1.Forget); f.State != "erased" {
+		t.Fatalf("the first forget after the restore: %+v", f)
+	}
+	s.expectProblem(t, http.StatusGone, "shredded", http.MethodPost, "/v1/encrypt",
+		sealReq{Subject: alice, Kind: "episodic", Plaintext: b64("back"), Unit: writeUnit})
+}
