@@ -268,3 +268,18 @@ func TestReinstateRestore(t *testing.T) {
 	s.expectProblem(t, http.StatusGone, "shredded", http.MethodPost, "/v1/encrypt",
 		sealReq{Subject: alice, Kind: "episodic", Plaintext: b64("back"), Unit: writeUnit})
 }
+
+// TestReinstatePerSubjectKeys: with per-subject Transit keys a
+// reinstatement is refused (409 unsupported): the subject's key is named
+// by its keyed hash, and its forget's proof reads back that it is gone.
+func TestReinstatePerSubjectKeys(t *testing.T) {
+	opts := vaultOpts(newVault(t), "transit", "shredd-root", "--subject-keys", "transit")
+	s := startServer(t, t.TempDir(), opts)
+	s.putKinds(t, "episodic")
+	rec := s.seal(t, sealReq{Subject: "alice", Kind: "episodic"}, "alice's record", "a")
+	s.forget(t, "alice")
+	s.expectProblem(t, http.StatusConflict, "unsupported", http.MethodPost, "/v1/subjects/reinstate", map[string]string{"subject": "alice"})
+	s.shredded(t, rec)
+	s.expectProblem(t, http.StatusGone, "shredded", http.MethodPost, "/v1/encrypt",
+		sealReq{Subject: "alice", Kind: "episodic", Plaintext: b64("back"), Unit: writeUnit})
+}
