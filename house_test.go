@@ -103,7 +103,7 @@ var owners = map[string]string{
 	"buckets": "keystore", "subjects": "keystore", "epochs": "keystore",
 	"evictions": "keystore", "keystore_meta": "keystore", "nodes": "keystore",
 	"forgets": "erasure", "holders": "erasure", "holder_acks": "erasure",
-	"acked": "erasure", "inventories": "erasure", "forget_aliases": "erasure",
+	"acked": "erasure", "inventories": "erasure", "probes": "erasure", "forget_aliases": "erasure",
 	"subject_log": "journal", "forget_log": "journal", "epoch_log": "journal",
 	"log_entries": "translog", "log_hashes": "translog", "log_meta": "translog",
 	"readiness": "storage", "secrets": "storage", "migrations": "storage",

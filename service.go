@@ -2,6 +2,7 @@ package shredd
 
 import (
 	"context"
+	"time"
 )
 
 // Sealer seals and opens data under the lineage of its subjects, keeps the
@@ -99,6 +100,17 @@ type Holders interface {
 	Ack(ctx context.Context, forget ID, holder string, artifacts []ID, sig []byte) (AckResult, error)
 	// ReportInventory records what a holder reports holding.
 	ReportInventory(ctx context.Context, holder string, items []InventoryItem) (Inventory, error)
+	// DeclareProbes records that a holder answers probes, and its
+	// compaction interval (0 withdraws: its acks alone close again);
+	// ErrInvalid for an interval out of bounds.
+	DeclareProbes(ctx context.Context, holder string, compact time.Duration) error
+	// Probes lists the probes a holder must answer now.
+	Probes(ctx context.Context, holder string) ([]Probe, error)
+	// AnswerProbe records a holder's signed answer to a probe
+	// (ErrSignature when it does not verify, ErrNotFound for a probe not
+	// open to it, ErrConflict when already answered, ErrInvalid when it
+	// found something it was not asked about).
+	AnswerProbe(ctx context.Context, holder string, probe ID, found []string, sig []byte) (ProbeResult, error)
 }
 
 // Evidence proves erasures to those who do not trust the service: the

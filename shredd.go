@@ -334,6 +334,26 @@ type Purge struct {
 	Artifacts []ID
 }
 
+// Probe is a question shredd asks a holder that answers probes: does its
+// retrieval path (index, caches, replicas) still return any of these
+// artifacts (or markers)? The holder answers, signed, what it found
+// (docs/api.md "Probes").
+type Probe struct {
+	ID        ID
+	Forget    ID
+	Nonce     string // 64 lower-case hex digits, fresh for each probe
+	Artifacts []ID
+	Markers   []string
+	Deadline  time.Time
+}
+
+// ProbeResult is what an answer to a probe established: Clean when the
+// holder's path returned nothing it was asked about.
+type ProbeResult struct {
+	Probe ID
+	Clean bool
+}
+
 // AckResult says what an ack closed and what the holder still holds.
 type AckResult struct {
 	Closed  []ID // artifacts this ack covers

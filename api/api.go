@@ -251,6 +251,10 @@ func (s *Server) Handler() http.Handler {
 		r.With(s.require(shredd.ScopeRegister, shredd.ScopeAudit)).Get("/holders", s.holders.listHolders)
 		r.With(s.require(shredd.ScopeRegister, shredd.ScopeAudit)).Get("/holders/{id}/purges", s.holders.purges)
 		r.With(s.require(shredd.ScopeRegister)).Post("/holders/{id}/inventory", s.holders.inventory)
+		r.With(s.require(shredd.ScopeRegister)).Put("/holders/{id}/probe", s.holders.declareProbes)
+		r.With(s.require(shredd.ScopeRegister)).Delete("/holders/{id}/probe", s.holders.declareProbes)
+		r.With(s.require(shredd.ScopeRegister, shredd.ScopeAudit)).Get("/holders/{id}/probes", s.holders.probes)
+		r.With(s.require(shredd.ScopeRegister)).Post("/holders/{id}/probes/{probe}", s.holders.answerProbe)
 		r.With(s.require(shredd.ScopeAdmin)).Post("/epoch", s.forgets.epoch)
 	})
 	return r

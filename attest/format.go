@@ -142,6 +142,9 @@ const (
 	// under a key shredd registered; not that it kept no copy. Required
 	// when there are holder acks.
 	ResidualHolderTrust = "holder_trust"
+	// ResidualAckOnlyHolders: holders that answer no probes, whose
+	// artifacts are closed by their acks alone (§6a).
+	ResidualAckOnlyHolders = "ack_only_holders"
 	// ResidualNoKeyIssued: no key was ever issued for the subject, so none
 	// was destroyed; the claim rests on the tombstone that refuses the
 	// subject from the forget on. Present exactly when that is so.
@@ -606,19 +609,27 @@ func validateAcks(forget string, acks []HolderAck, artifacts map[string]*Artifac
 // here, under that ack's key, about artifacts that ack closes, asked after
 // the commit and answered before the erasure, found nothing.
 func validateProbes(p *Predicate) error {
-	acks := map[string]*HolderAck{}
-	for i := range p.HolderAcks {
-		acks[p.HolderAcks[i].Holder] = &p.HolderAcks[i]
+	// A holder's key (one per holder: validateAcks) and every artifact
+	// its acks close, over all of its acks.
+	keys, closed := map[string][]byte{}, map[string]map[string]bool{}
+	for _, h := range p.HolderAcks {
+		keys[h.Holder] = h.PublicKey
+		if closed[h.Holder] == nil {
+			closed[h.Holder] = map[string]bool{}
+		}
+		for _, id := range h.Artifacts {
+			closed[h.Holder][id] = true
+		}
 	}
 	seen := map[string]bool{}
 	for i := range p.Probes {
 		pr := &p.Probes[i]
-		h := acks[pr.Holder]
+		key := keys[pr.Holder]
 		bad := func(why string) error {
 			return fmt.Errorf("attest: probe %s of holder %s: %s: %w", truncate(pr.Probe), truncate(pr.Holder), why, ErrProbe)
 		}
 		switch {
-		case h == nil:
+		case key == nil:
 			return bad("the holder has no ack here")
 		case !lowerHex(pr.Probe, 32) || seen[pr.Probe]:
 			return bad("the probe id is not 32 lower-case hex digits, or is repeated")
@@ -638,11 +649,11 @@ func validateProbes(p *Predicate) error {
 			}
 		}
 		for _, id := range pr.Artifacts {
-			if !slices.Contains(h.Artifacts, id) {
-				return bad("artifact " + truncate(id) + " is not one its ack closes")
+			if !closed[pr.Holder][id] {
+				return bad("artifact " + truncate(id) + " is not one its acks close")
 			}
 		}
-		if !ed25519.Verify(ed25519.PublicKey(h.PublicKey), ProbeMessage(pr.Probe, p.Forget, pr.Holder, pr.Nonce, pr.Artifacts, pr.Markers, pr.Found), pr.Signature) {
+		if !ed25519.Verify(ed25519.PublicKey(key), ProbeMessage(pr.Probe, p.Forget, pr.Holder, pr.Nonce, pr.Artifacts, pr.Markers, pr.Found), pr.Signature) {
 			return bad("the signature does not verify under the holder's ack key")
 		}
 		seen[pr.Probe] = true

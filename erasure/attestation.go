@@ -130,6 +130,9 @@ func (c *core) signAttestation(ctx context.Context, r forgetRow, conds []shredd.
 		p.Residuals = append(p.Residuals, attest.Residual{Kind: attest.ResidualHolderTrust,
 			Description: fmt.Sprintf("%d plaintext-held artifacts are closed by their holders' signed acks: the acks prove what the holders declared, not what their storage holds", countHeldAcked(p.Artifacts))})
 	}
+	if err := c.probeEvidence(ctx, id, &p); err != nil {
+		return attest.Envelope{}, "", err
+	}
 	if err := c.readResiduals(ctx, r, &p); err != nil {
 		return attest.Envelope{}, "", err
 	}
@@ -151,6 +154,33 @@ func (c *core) signAttestation(ctx context.Context, r forgetRow, conds []shredd.
 		return attest.Envelope{}, "", fmt.Errorf("erasure: attestation: %w", err)
 	}
 	return env, commitment, nil
+}
+
+// probeEvidence adds the probes that closed the holders' artifacts
+// (attestationProbes) and states the holders closed by their acks alone.
+func (c *core) probeEvidence(ctx context.Context, id shredd.ID, p *attest.Predicate) error {
+	probes, _, err := c.attestationProbes(ctx, id)
+	if err != nil {
+		return fmt.Errorf("erasure: attestation: %w", err)
+	}
+	p.Probes = probes
+	probed := map[string]bool{}
+	for _, pr := range probes {
+		probed[pr.Holder] = true
+	}
+	var alone []string
+	for _, a := range p.HolderAcks {
+		if !probed[a.Holder] && !slices.Contains(alone, a.Holder) {
+			alone = append(alone, a.Holder)
+		}
+	}
+	if len(alone) > 0 {
+		slices.Sort(alone)
+		p.Residuals = append(p.Residuals, attest.Residual{Kind: attest.ResidualAckOnlyHolders,
+			Description: fmt.Sprintf("%d holders answer no probes (%s): their artifacts are closed by their signed acks alone, and nothing asked their retrieval paths (index, caches, replicas) whether they still return them",
+				len(alone), strings.Join(alone, ", "))})
+	}
+	return nil
 }
 
 // readResiduals states what the attestation of forget r cannot rule out

@@ -763,6 +763,9 @@ func (s *Eraser) Run(ctx context.Context, interval time.Duration, log *slog.Logg
 		}
 		err := s.Reconcile(ctx)
 		if err == nil {
+			err = s.probeUpkeep(ctx)
+		}
+		if err == nil {
 			err = s.verifyAll(ctx)
 		}
 		if err == nil {

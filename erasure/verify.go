@@ -52,6 +52,8 @@ type verifyFacts struct {
 	acked   map[shredd.ID]bool
 	breaks  []string
 	conv    keystore.Convergence
+	probes  map[string][]probeRow    // by holder
+	compact map[string]time.Duration // the holders that answer probes
 }
 
 // readFacts reads the verifyFacts of the committed forgets rs, in three
@@ -74,9 +76,13 @@ func readFacts(ctx context.Context, s *Eraser, rs []forgetRow, now time.Time) ([
 	if err != nil {
 		return nil, fmt.Errorf("erasure: verify: %w", err)
 	}
+	pf, err := s.readProbeFacts(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]verifyFacts, len(rs))
 	for i, r := range rs {
-		out[i] = verifyFacts{lineage: lineage[i], acked: acked[r.id], breaks: breaks, conv: conv[i]}
+		out[i] = verifyFacts{lineage: lineage[i], acked: acked[r.id], breaks: breaks, conv: conv[i], probes: pf.probes[r.id], compact: pf.compact}
 		if out[i].reads, err = s.reg.ReadsOfLineage(ctx, r.sid, issued[i]); err != nil {
 			return nil, fmt.Errorf("erasure: verify: %w", err)
 		}
@@ -121,8 +127,8 @@ func (s *Eraser) verification(ctx context.Context, r forgetRow, rr *rootRead, fa
 	// 1. Cascade: every artifact of the lineage is sealed (and so now
 	// unreadable), or plaintext-held and named in its holder's signed ack.
 	total, held, acked := facts.lineage.Total, facts.lineage.Held, facts.acked
-	var open, nheld int
-	var waiting, owing []string
+	var open, nheld, probed int
+	var waiting, owing, asking []string
 	for h, ids := range held {
 		n := 0
 		for _, id := range ids {
@@ -135,13 +141,32 @@ func (s *Eraser) verification(ctx context.Context, r forgetRow, rr *rootRead, fa
 			open += n
 			waiting = append(waiting, fmt.Sprintf("%s (%d)", h, n))
 			owing = append(owing, h)
+			continue
+		}
+		// Acked in full: a holder that answers probes is closed only by a
+		// clean probe of its retrieval path after its compaction interval.
+		if compact, ok := facts.compact[h]; ok {
+			probed++
+			if closed, why := probeState(facts.probes[h], compact, now.UnixNano()); !closed {
+				asking = append(asking, h+": "+why)
+				owing = append(owing, h)
+			}
 		}
 	}
 	slices.Sort(waiting)
 	slices.Sort(owing)
-	add(shredd.CondCascadeClosed, open == 0,
-		fmt.Sprintf("all %d artifacts of the lineage are closed: %d sealed under keys that include the destroyed subject key, %d plaintext-held purged with their holders' signed acks", total, total-nheld, nheld),
-		fmt.Sprintf("%d plaintext-held artifacts of the lineage have no signed purge ack from their holders: %s", open, strings.Join(waiting, ", ")))
+	slices.Sort(asking)
+	pendingWhy := fmt.Sprintf("%d plaintext-held artifacts of the lineage have no signed purge ack from their holders: %s", open, strings.Join(waiting, ", "))
+	if open == 0 {
+		pendingWhy = "holders acked, but their probes do not show their retrieval paths clean: " + strings.Join(asking, "; ")
+	} else if len(asking) > 0 {
+		pendingWhy += "; and probes do not show these clean: " + strings.Join(asking, "; ")
+	}
+	okWhy := fmt.Sprintf("all %d artifacts of the lineage are closed: %d sealed under keys that include the destroyed subject key, %d plaintext-held purged with their holders' signed acks", total, total-nheld, nheld)
+	if probed > 0 {
+		okWhy += fmt.Sprintf(" (and the retrieval paths of %d of their holders probed clean after their compaction intervals)", probed)
+	}
+	add(shredd.CondCascadeClosed, open == 0 && len(asking) == 0, okWhy, pendingWhy)
 	out[len(out)-1].Holders = owing
 
 	// 2. Workers: no lease issued before the barrier on an artifact of the

@@ -17,6 +17,7 @@ var goSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{
 	1:  legacyUpgrade,
 	5:  integrityColumns,
 	10: readColumns,
+	11: probeColumns,
 }
 
 // SchemaVersion is the schema version this release migrates databases to:
@@ -85,6 +86,12 @@ func readColumns(ctx context.Context, tx *sql.Tx) error {
 		}
 	}
 	return nil
+}
+
+// probeColumns is the Go half of migration 11: a holder's probe
+// compaction interval (NULL: it answers no probes).
+func probeColumns(ctx context.Context, tx *sql.Tx) error {
+	return addColumns(ctx, tx, [][3]string{{"holders", "probe_compact", "INTEGER"}})
 }
 
 // addColumns adds each column {table, name, type} its table lacks.
