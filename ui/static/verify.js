@@ -1,5 +1,5 @@
 // GENERATED from clients/typescript/src/evidence.ts by clients/typescript/scripts/page.mjs (npm run build:page): do not edit.
-// source sha256 88eff7364b2633e31c446413c7d682528c42752800dbf89317917a6ad31f182f
+// source sha256 01855692d798e43189c3b239c0d29de65edb95ecfecc2b08e7a4ff74aae0862b
 // typescript 5.9.3
 //
 // The page's verifier: the one JavaScript reader of evidence, as a classic
@@ -1365,20 +1365,27 @@ function probeMessage(probe, forget, holder, nonce, artifacts, markers, found) {
 const lowerHex = (s, n) => s.length === n && /^[0-9a-f]*$/.test(s);
 const sortedUnique = (xs) => xs.every((x, i) => i === 0 || byteOrder(xs[i - 1], x) < 0);
 // validateProbes is attest's validateProbes (§6a), after the acks: each
-// probe by a holder with an ack here, under that ack's key, about
-// artifacts that ack closes, asked after the commit and answered before
-// the erasure, found nothing.
+// probe by a holder with an ack here, under its ack key, about artifacts
+// its acks close, asked after the commit and answered before the erasure,
+// found nothing.
 async function validateProbes(p) {
-    const acks = new Map();
-    for (const h of p.holder_acks)
-        acks.set(h.holder, h); // the last ack of a holder, as Go's map
+    // A holder's key (its last ack's, as Go's map) and every artifact its
+    // acks close, over all of its acks (a holder may ack a forget in parts).
+    const keys = new Map(), closed = new Map();
+    for (const h of p.holder_acks) {
+        keys.set(h.holder, h.public_key);
+        if (!closed.has(h.holder))
+            closed.set(h.holder, new Set());
+        for (const id of h.artifacts)
+            closed.get(h.holder).add(id);
+    }
     const committed = parseTime(p.timeline.committed).ns, erased = parseTime(p.timeline.erased).ns;
     const seen = new Set();
     for (const q of p.probes || []) {
-        const h = acks.get(q.holder);
+        const key = keys.get(q.holder);
         const no = (why) => bad('probe', 'probe ' + q.probe + ' of holder ' + q.holder + ': ' + why);
         const arts = q.artifacts || [], markers = q.markers || [];
-        if (!h)
+        if (key === undefined)
             no('the holder has no ack here');
         if (!lowerHex(q.probe, 32) || seen.has(q.probe))
             no('the probe id is not 32 lower-case hex digits, or is repeated');
@@ -1396,10 +1403,10 @@ async function validateProbes(p) {
             if (!validID(m))
                 no('a marker is not printable ASCII');
         for (const id of arts)
-            if (!h.artifacts.includes(id))
-                no('artifact ' + id + ' is not one its ack closes');
+            if (!closed.get(q.holder).has(id))
+                no('artifact ' + id + ' is not one its acks close');
         const sig = q.signature === null ? null : b64decode(q.signature, false);
-        if (!sig || sig.length !== 64 || !(await ed25519Verify(b64decode(h.public_key, false), sig, probeMessage(q.probe, p.forget, q.holder, q.nonce, arts, markers, q.found)))) {
+        if (!sig || sig.length !== 64 || !(await ed25519Verify(b64decode(key, false), sig, probeMessage(q.probe, p.forget, q.holder, q.nonce, arts, markers, q.found)))) {
             no('the signature does not verify under the holder\'s ack key');
         }
         seen.add(q.probe);

@@ -31,7 +31,7 @@ import binascii
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from .errors import Error
 
@@ -1468,20 +1468,26 @@ def _sorted_unique(xs: Sequence[str]) -> bool:
 
 def _validate_probes(p: Dict[str, Any]) -> None:
     """_validate_probes is attest's validateProbes (§6a), after the acks:
-    each probe by a holder with an ack here, under that ack's key, about
-    artifacts that ack closes, asked after the commit and answered before
+    each probe by a holder with an ack here, under its ack key, about
+    artifacts its acks close, asked after the commit and answered before
     the erasure, found nothing."""
-    acks = {h["holder"]: h for h in p["holder_acks"] or []}  # the last ack of a holder, as Go's map
+    # A holder's key (its last ack's, as Go's map) and every artifact its
+    # acks close, over all of its acks (a holder may ack a forget in parts).
+    keys: Dict[str, str] = {}
+    closed: Dict[str, Set[str]] = {}
+    for h in p["holder_acks"] or []:
+        keys[h["holder"]] = h["public_key"]
+        closed.setdefault(h["holder"], set()).update(h["artifacts"] or [])
     committed = _parse_time(p["timeline"]["committed"])["ns"]
     erased = _parse_time(p["timeline"]["erased"])["ns"]
     seen = set()
     for q in p.get("probes") or []:
         def no(why: str) -> Refused:
             return _refuse("statement.probes", "probe %s of holder %s: %s" % (q["probe"][:64], q["holder"][:64], why))
-        h = acks.get(q["holder"])
+        key = keys.get(q["holder"])
         arts = q["artifacts"] or []
         markers = q.get("markers") or []
-        if h is None:
+        if key is None:
             raise no("the holder has no ack here")
         if not _lower_hex(q["probe"], 32) or q["probe"] in seen:
             raise no("the probe id is not 32 lower-case hex digits, or is repeated")
@@ -1498,10 +1504,10 @@ def _validate_probes(p: Dict[str, Any]) -> None:
         if not all(_valid_id(m) for m in markers):
             raise no("a marker is not printable ASCII")
         for x in arts:
-            if x not in (h["artifacts"] or []):
-                raise no("artifact %s is not one its ack closes" % x[:64])
+            if x not in closed[q["holder"]]:
+                raise no("artifact %s is not one its acks close" % x[:64])
         sig = None if q["signature"] is None else _b64_loose(q["signature"])
-        hpub = _b64_loose(h["public_key"]) or b""
+        hpub = _b64_loose(key) or b""
         if sig is None or len(sig) != 64 or not _ed25519_ok(hpub, sig, probe_message(q["probe"], p["forget"], q["holder"], q["nonce"],
                                                                                   arts, markers, q["found"])):
             raise no("the signature does not verify under the holder's ack key")
