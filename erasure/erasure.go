@@ -107,6 +107,9 @@ type core struct {
 	hasher *registry.Hasher
 	opts   Options
 	kick   chan struct{} // wakes the background work (wake)
+	// probeMu serializes probeUpkeep on this node, so that an ack and the
+	// background pass do not both ask a holder's first probes.
+	probeMu sync.Mutex
 	// records are the forget records kept with the root store, when it
 	// keeps them (nil otherwise).
 	records *records

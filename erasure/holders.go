@@ -296,6 +296,9 @@ func (s *Holders) Ack(ctx context.Context, forget shredd.ID, holder string, arti
 			return shredd.AckResult{}, fmt.Errorf("erasure: ack: %w", err)
 		}
 	}
+	if err := s.probeUpkeep(ctx); err != nil { // a holder that answers probes is asked now
+		return shredd.AckResult{}, err
+	}
 	acked, err := s.ackedSet(ctx, forget)
 	if err != nil {
 		return shredd.AckResult{}, err

@@ -179,6 +179,11 @@ func (s *Holders) AnswerProbe(ctx context.Context, holder string, probe shredd.I
 	if n, _ := res.RowsAffected(); n != 1 {
 		return shredd.ProbeResult{}, fmt.Errorf("erasure: probe %s is already answered: %w", probe, shredd.ErrConflict)
 	}
+	if len(found) > 0 {
+		if err := s.probeUpkeep(ctx); err != nil { // ask again, at a random time
+			return shredd.ProbeResult{}, err
+		}
+	}
 	s.wake()
 	return shredd.ProbeResult{Probe: probe, Clean: len(found) == 0}, nil
 }
@@ -207,7 +212,9 @@ func randomBelow(r io.Reader, d time.Duration) (time.Duration, error) {
 // first two (now, and after its compaction interval and a random part of
 // it), and a new one after a probe that found something or passed its
 // deadline unanswered.
-func (s *Eraser) probeUpkeep(ctx context.Context) error {
+func (s *core) probeUpkeep(ctx context.Context) error {
+	s.probeMu.Lock()
+	defer s.probeMu.Unlock()
 	rows, err := s.db.QueryContext(ctx, `SELECT f.id, a.holder, h.probe_compact, max(ha.received_at) FROM forgets f
 		JOIN acked a ON a.forget=f.id JOIN holders h ON h.id=a.holder JOIN holder_acks ha ON ha.id=a.ack
 		WHERE f.state IN (?, ?) AND h.probe_compact IS NOT NULL GROUP BY f.id, a.holder, h.probe_compact`,
@@ -303,10 +310,10 @@ func (s *Eraser) probeUpkeep(ctx context.Context) error {
 
 // askProbe stores a new probe of holder about forget's artifacts, visible
 // from at, with a fresh id and nonce.
-func (s *Eraser) askProbe(ctx context.Context, forget shredd.ID, holder string, artifacts []string, acked int64, at time.Time) error {
-	id, err := s.newID()
+func (s *core) askProbe(ctx context.Context, forget shredd.ID, holder string, artifacts []string, acked int64, at time.Time) error {
+	id, err := shredd.NewID(s.opts.Now(), s.opts.Rand)
 	if err != nil {
-		return err
+		return fmt.Errorf("erasure: probe id: %w", err)
 	}
 	nonce := make([]byte, 32)
 	if _, err := io.ReadFull(s.opts.Rand, nonce); err != nil {

@@ -303,6 +303,9 @@ func (s *Eraser) Verify(ctx context.Context, id shredd.ID) (shredd.Forget, error
 	if err != nil {
 		return s.GetForget(ctx, id) // the same not-found and errors
 	}
+	if err := s.probeUpkeep(ctx); err != nil { // the probes verification asks
+		return shredd.Forget{}, err
+	}
 	if err := s.verifyRow(ctx, r, nil); err != nil {
 		return shredd.Forget{}, err
 	}
