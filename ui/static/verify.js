@@ -1,5 +1,5 @@
 // GENERATED from clients/typescript/src/evidence.ts by clients/typescript/scripts/page.mjs (npm run build:page): do not edit.
-// source sha256 01855692d798e43189c3b239c0d29de65edb95ecfecc2b08e7a4ff74aae0862b
+// source sha256 dbe19aa88777f5530c21507d8756112d561b1081df0eec8d64bfef94a364b927
 // typescript 5.9.3
 //
 // The page's verifier: the one JavaScript reader of evidence, as a classic
@@ -1322,8 +1322,8 @@ function marshalStatement(st) {
         const x = goObj(q);
         return '{"holder":' + goStr(x.holder) + ',"probe":' + goStr(x.probe) + ',"nonce":' + goStr(x.nonce) +
             ',"asked_at":' + parseTime(x.asked_at).canon + ',"answered_at":' + parseTime(x.answered_at).canon +
-            ',"artifacts":' + goList(x.artifacts, goStr, false) + omitEmpty('markers', x.markers, goStr) +
-            ',"found":' + goList(x.found, goStr, false) + ',"signature":' + goBytes(x.signature) + '}';
+            ',"artifacts":' + goList(x.artifacts, goStr, true) + omitEmpty('markers', x.markers, goStr) +
+            ',"found":' + goList(x.found, goStr, true) + ',"signature":' + goBytes(x.signature) + '}';
     };
     return '{"_type":' + goStr(o._type) + ',"subject":' + goList(o.subject, subj, true) + ',"predicateType":' + goStr(o.predicateType) +
         ',"predicate":{"forget":' + goStr(p.forget) + ',"claim":' + goStr(p.claim) +

@@ -1390,8 +1390,8 @@ def _marshal_statement(st: Any) -> str:
         x = _go_obj(q)
         return ('{"holder":' + _go_str(x.get("holder")) + ',"probe":' + _go_str(x.get("probe")) + ',"nonce":' + _go_str(x.get("nonce"))
                 + ',"asked_at":' + _canon_time(x.get("asked_at")) + ',"answered_at":' + _canon_time(x.get("answered_at"))
-                + ',"artifacts":' + _go_list(x.get("artifacts"), _go_str, False) + omit_empty("markers", x.get("markers"), _go_str)
-                + ',"found":' + _go_list(x.get("found"), _go_str, False) + ',"signature":' + _go_bytes(x.get("signature")) + "}")
+                + ',"artifacts":' + _go_list(x.get("artifacts"), _go_str, True) + omit_empty("markers", x.get("markers"), _go_str)
+                + ',"found":' + _go_list(x.get("found"), _go_str, True) + ',"signature":' + _go_bytes(x.get("signature")) + "}")
     return ('{"_type":' + _go_str(o.get("_type")) + ',"subject":' + _go_list(o.get("subject"), subj, True) + ',"predicateType":'
             + _go_str(o.get("predicateType")) + ',"predicate":{"forget":' + _go_str(p.get("forget")) + ',"claim":' + _go_str(p.get("claim"))
             + ',"timeline":{"requested":' + _canon_time(tl.get("requested")) + ',"committed":' + _canon_time(tl.get("committed"))

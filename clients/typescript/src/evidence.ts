@@ -978,8 +978,8 @@ function marshalStatement(st?: any): any {
     const x = goObj(q);
     return '{"holder":' + goStr(x.holder) + ',"probe":' + goStr(x.probe) + ',"nonce":' + goStr(x.nonce) +
       ',"asked_at":' + parseTime(x.asked_at).canon + ',"answered_at":' + parseTime(x.answered_at).canon +
-      ',"artifacts":' + goList(x.artifacts, goStr, false) + omitEmpty('markers', x.markers, goStr) +
-      ',"found":' + goList(x.found, goStr, false) + ',"signature":' + goBytes(x.signature) + '}';
+      ',"artifacts":' + goList(x.artifacts, goStr, true) + omitEmpty('markers', x.markers, goStr) +
+      ',"found":' + goList(x.found, goStr, true) + ',"signature":' + goBytes(x.signature) + '}';
   };
   return '{"_type":' + goStr(o._type) + ',"subject":' + goList(o.subject, subj, true) + ',"predicateType":' + goStr(o.predicateType) +
     ',"predicate":{"forget":' + goStr(p.forget) + ',"claim":' + goStr(p.claim) +
