@@ -333,6 +333,11 @@ func (s *Statement) Marshal() ([]byte, error) {
 	for i := range p.HolderAcks {
 		p.HolderAcks[i].Artifacts = orEmpty(p.HolderAcks[i].Artifacts)
 	}
+	p.Probes = slices.Clone(p.Probes) // nil stays nil: omitted
+	for i := range p.Probes {
+		p.Probes[i].Artifacts = orEmpty(p.Probes[i].Artifacts)
+		p.Probes[i].Found = orEmpty(p.Probes[i].Found)
+	}
 	c.Subject = orEmpty(c.Subject)
 	b, err := json.Marshal(&c)
 	if err != nil {
@@ -609,8 +614,9 @@ func validateAcks(forget string, acks []HolderAck, artifacts map[string]*Artifac
 // here, under that ack's key, about artifacts that ack closes, asked after
 // the commit and answered before the erasure, found nothing.
 func validateProbes(p *Predicate) error {
-	// A holder's key (one per holder: validateAcks) and every artifact
-	// its acks close, over all of its acks.
+	// A holder's key (its last ack's: shredd registers one key per holder
+	// and never replaces it) and every artifact its acks close, over all
+	// of its acks.
 	keys, closed := map[string][]byte{}, map[string]map[string]bool{}
 	for _, h := range p.HolderAcks {
 		keys[h.Holder] = h.PublicKey
@@ -637,8 +643,8 @@ func validateProbes(p *Predicate) error {
 			return bad("the nonce is not 64 lower-case hex digits")
 		case len(pr.Artifacts) == 0 || !sortedUnique(pr.Artifacts) || !sortedUnique(pr.Markers):
 			return bad("the artifacts asked are empty, or the artifacts or markers are not sorted and unique")
-		case pr.Found == nil || len(pr.Found) != 0:
-			return bad("the probe found something (or its found is null, not [])")
+		case len(pr.Found) != 0:
+			return bad("the probe found something")
 		case !utc(pr.AskedAt) || !utc(pr.AnsweredAt) || pr.AskedAt.Before(p.Timeline.Committed) ||
 			pr.AnsweredAt.Before(pr.AskedAt) || pr.AnsweredAt.After(p.Timeline.Erased):
 			return bad("asked before the commit, answered before it was asked or after the erasure, or a time not in UTC")

@@ -718,7 +718,7 @@ func (g *gen) probeCases() {
 		s.pred = mk(s, nil)
 		s.payload = sub(`"found":[]`, `"found":[],"note":"x"`)
 	}, nil)
-	g.bare("probe-found-null", "a probe whose found is null, not [] (signed)", "statement.probes", func(s *scene) {
+	g.bare("probe-found-null", "a probe whose found is null, not [] (signed; lists are never null)", "json.schema", func(s *scene) {
 		s.pred = mk(s, nil)
 		s.payload = sub(`"found":[]`, `"found":null`)
 	}, nil)

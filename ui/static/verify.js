@@ -1,5 +1,5 @@
 // GENERATED from clients/typescript/src/evidence.ts by clients/typescript/scripts/page.mjs (npm run build:page): do not edit.
-// source sha256 485e6ba5ed29003f5d3f51c6b9e633afca91bb09179c150b52e0a6aa3a6f5dd2
+// source sha256 dbe19aa88777f5530c21507d8756112d561b1081df0eec8d64bfef94a364b927
 // typescript 5.9.3
 //
 // The page's verifier: the one JavaScript reader of evidence, as a classic
@@ -13,6 +13,7 @@ var exports = {};
 Object.defineProperty(exports, "__esModule", { value: true });
 exports.witness = exports.page = void 0;
 exports.pae = pae;
+exports.probeMessage = probeMessage;
 exports.commitment = commitment;
 exports.readAttestation = readAttestation;
 exports.verifyExport = verifyExport;
@@ -41,7 +42,8 @@ exports.verifyExport = verifyExport;
  * "checkpoint", "entry entry-3-forget_committed", "entries", "subject",
  * "consistency", "keys"; for an attestation alone the names of `shredd
  * verify`: "envelope", "signature", "statement", "claim", "conditions",
- * "timeline", "key evidence", "holder acks", "residuals", "subject"; an
+ * "timeline", "key evidence", "holder acks", "holder probes", "residuals",
+ * "subject"; an
  * export checked with witnesses also "witnesses"). A report that fails
  * carries the spec's reason code (code) and the section of
  * docs/transparency.md that defines it (section, ShreddVerify.sectionOf);
@@ -66,6 +68,7 @@ const C = {
     claim: 'cryptographically erased',
     labelCommitment: 'shredd/v1/subject-commitment',
     labelHolderAck: 'shredd/v1/holder-ack',
+    labelHolderProbe: 'shredd/v1/holder-probe',
     conditions: ['cascade_closed', 'workers_quiesced', 'read_path_converged', 'closure_intact', 'backups_epoch'],
     rootStores: ['local', 'vault-transit', 'vault-transit-per-subject'],
     proofHeader: 'c2sp.org/tlog-proof@v1',
@@ -83,7 +86,7 @@ class CheckError extends Error {
 }
 // A format or validation error inside a check; kind is the attest error
 // it mirrors (format, signature, claim, condition, timeline, key
-// evidence, ack, residual, key).
+// evidence, ack, probe, residual, key).
 class FormatError extends Error {
     kind;
     code;
@@ -1312,6 +1315,16 @@ function marshalStatement(st) {
             ',"artifacts":' + goList(x.artifacts, goStr, true) + '}';
     };
     const res = (r) => { const x = goObj(r); return '{"kind":' + goStr(x.kind) + ',"description":' + goStr(x.description) + '}'; };
+    // A probe (attest.Probe): its lists as Go writes them (nil is null, not
+    // [] as Statement.Marshal makes the others), markers omitted when empty.
+    const omitEmpty = (name, v, item) => v === null || v === undefined || (Array.isArray(v) && v.length === 0) ? '' : ',"' + name + '":' + goList(v, item, false);
+    const probe = (q) => {
+        const x = goObj(q);
+        return '{"holder":' + goStr(x.holder) + ',"probe":' + goStr(x.probe) + ',"nonce":' + goStr(x.nonce) +
+            ',"asked_at":' + parseTime(x.asked_at).canon + ',"answered_at":' + parseTime(x.answered_at).canon +
+            ',"artifacts":' + goList(x.artifacts, goStr, true) + omitEmpty('markers', x.markers, goStr) +
+            ',"found":' + goList(x.found, goStr, true) + ',"signature":' + goBytes(x.signature) + '}';
+    };
     return '{"_type":' + goStr(o._type) + ',"subject":' + goList(o.subject, subj, true) + ',"predicateType":' + goStr(o.predicateType) +
         ',"predicate":{"forget":' + goStr(p.forget) + ',"claim":' + goStr(p.claim) +
         ',"timeline":{"requested":' + parseTime(tl.requested).canon + ',"committed":' + parseTime(tl.committed).canon +
@@ -1319,11 +1332,85 @@ function marshalStatement(st) {
         ',"key_evidence":{"root_store":' + goStr(ke.root_store) + ',"retired_root_versions":' + goList(ke.retired_root_versions, int64, true) + rkc +
         ',"epoch":' + int64(ke.epoch) + '}' +
         ',"artifacts":' + goList(p.artifacts, art, true) + ',"conditions":' + goList(p.conditions, cond, true) +
-        ',"holder_acks":' + goList(p.holder_acks, ack, true) + ',"residuals":' + goList(p.residuals, res, true) + '}}';
+        ',"holder_acks":' + goList(p.holder_acks, ack, true) + ',"residuals":' + goList(p.residuals, res, true) +
+        omitEmpty('probes', p.probes, probe) + '}}';
 }
 function ackMessage(forget, holder, artifacts) {
     const ids = artifacts.slice().sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)); // byte order: ids are ASCII
     return C.labelHolderAck + '\nforget ' + forget + '\nholder ' + holder + '\n' + ids.map((id) => 'artifact ' + id + '\n').join('');
+}
+// byteOrder compares strings as Go does, by their UTF-8 bytes (code
+// points), not by UTF-16 code units as < does.
+function byteOrder(a, b) {
+    const x = Array.from(a, (c) => c.codePointAt(0)), y = Array.from(b, (c) => c.codePointAt(0));
+    for (let i = 0; i < x.length && i < y.length; i++)
+        if (x[i] !== y[i])
+            return x[i] < y[i] ? -1 : 1;
+    return x.length - y.length;
+}
+/**
+ * probeMessage returns the exact bytes (as text) a holder signs to answer
+ * a probe (attest.ProbeMessage, docs/attestation.md §6a): the label, the
+ * probe, forget, holder and nonce lines, then one line per artifact asked,
+ * per marker asked and per thing found, each group sorted bytewise.
+ */
+function probeMessage(probe, forget, holder, nonce, artifacts, markers, found) {
+    let m = C.labelHolderProbe + '\nprobe ' + probe + '\nforget ' + forget + '\nholder ' + holder + '\nnonce ' + nonce + '\n';
+    for (const [word, ids] of [['asked', artifacts], ['marker', markers], ['found', found]]) {
+        for (const id of (ids || []).slice().sort(byteOrder))
+            m += word + ' ' + id + '\n';
+    }
+    return m;
+}
+const lowerHex = (s, n) => s.length === n && /^[0-9a-f]*$/.test(s);
+const sortedUnique = (xs) => xs.every((x, i) => i === 0 || byteOrder(xs[i - 1], x) < 0);
+// validateProbes is attest's validateProbes (§6a), after the acks: each
+// probe by a holder with an ack here, under its ack key, about artifacts
+// its acks close, asked after the commit and answered before the erasure,
+// found nothing.
+async function validateProbes(p) {
+    // A holder's key (its last ack's, as Go's map) and every artifact its
+    // acks close, over all of its acks (a holder may ack a forget in parts).
+    const keys = new Map(), closed = new Map();
+    for (const h of p.holder_acks) {
+        keys.set(h.holder, h.public_key);
+        if (!closed.has(h.holder))
+            closed.set(h.holder, new Set());
+        for (const id of h.artifacts)
+            closed.get(h.holder).add(id);
+    }
+    const committed = parseTime(p.timeline.committed).ns, erased = parseTime(p.timeline.erased).ns;
+    const seen = new Set();
+    for (const q of p.probes || []) {
+        const key = keys.get(q.holder);
+        const no = (why) => bad('probe', 'probe ' + q.probe + ' of holder ' + q.holder + ': ' + why);
+        const arts = q.artifacts || [], markers = q.markers || [];
+        if (key === undefined)
+            no('the holder has no ack here');
+        if (!lowerHex(q.probe, 32) || seen.has(q.probe))
+            no('the probe id is not 32 lower-case hex digits, or is repeated');
+        if (!lowerHex(q.nonce, 64))
+            no('the nonce is not 64 lower-case hex digits');
+        if (arts.length === 0 || !sortedUnique(arts) || !sortedUnique(markers))
+            no('the artifacts asked are empty, or the artifacts or markers are not sorted and unique');
+        if (q.found === null || q.found.length !== 0)
+            no('the probe found something (or its found is null, not [])');
+        const asked = parseTime(q.asked_at), answered = parseTime(q.answered_at);
+        if (!asked.utc || !answered.utc || asked.ns < committed || answered.ns < asked.ns || answered.ns > erased) {
+            no('asked before the commit, answered before it was asked or after the erasure, or a time not in UTC');
+        }
+        for (const m of markers)
+            if (!validID(m))
+                no('a marker is not printable ASCII');
+        for (const id of arts)
+            if (!closed.get(q.holder).has(id))
+                no('artifact ' + id + ' is not one its acks close');
+        const sig = q.signature === null ? null : b64decode(q.signature, false);
+        if (!sig || sig.length !== 64 || !(await ed25519Verify(b64decode(key, false), sig, probeMessage(q.probe, p.forget, q.holder, q.nonce, arts, markers, q.found)))) {
+            no('the signature does not verify under the holder\'s ack key');
+        }
+        seen.add(q.probe);
+    }
 }
 async function validateStatement(s) {
     if (s._type !== C.statementType)
@@ -1447,6 +1534,7 @@ async function validateStatement(s) {
         if (!equal(sig, x.sig))
             bad('ack', 'artifact ' + id + ': ack_signature is not the signature of the ack that closes it');
     }
+    await validateProbes(p);
     const kinds = new Set();
     for (const r of p.residuals) {
         if (!/^[a-z][a-z0-9_]{0,63}$/.test(r.kind) || blank(r.description))
@@ -1669,7 +1757,7 @@ function witnessInputs(opts) {
 // The check a bare attestation's report names for a reason code.
 const attestationCheck = {
     'envelope.signature': 'signature', 'statement.claim': 'claim', 'statement.conditions': 'conditions', 'statement.timeline': 'timeline',
-    'statement.key-evidence': 'key evidence', 'statement.acks': 'holder acks', 'statement.residuals': 'residuals', 'subject.mismatch': 'subject',
+    'statement.key-evidence': 'key evidence', 'statement.acks': 'holder acks', 'statement.probes': 'holder probes', 'statement.residuals': 'residuals', 'subject.mismatch': 'subject',
 };
 // verifyAttestation is `shredd verify FILE --key [--subject --salt]`:
 // opts {key (PEM), subject, salt (hex)}, the subject and the salt both or
@@ -1800,7 +1888,7 @@ async function withinAsync(name, f) {
 }
 // The codes of attest.Validate's errors.
 const statementCode = { format: 'statement.format', claim: 'statement.claim', condition: 'statement.conditions', timeline: 'statement.timeline',
-    'key evidence': 'statement.key-evidence', ack: 'statement.acks', residual: 'statement.residuals' };
+    'key evidence': 'statement.key-evidence', ack: 'statement.acks', probe: 'statement.probes', residual: 'statement.residuals' };
 // openStatement reads an authenticated statement (§10a.5, §10a.6): the
 // JSON rules (json.*), a JSON object in canonical form (json.schema), and
 // attest.Validate's rules (statement.*).

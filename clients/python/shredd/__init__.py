@@ -24,7 +24,7 @@ from .errors import (APIError, Conflict, Error, Forbidden, InternalError, Invali
 from .types import (AckResult, Artifact, ArtifactRead, Condition, Decrypted, DecryptItem, DecryptResult, Encrypted, EncryptItem,
                     EncryptResult, Epoch,
                     Forget, ForgetPage, Health, Holder, HolderPage, HolderStatus, InventoryItem, InventoryReport,
-                    InventoryStatus, Kind, Lease, Preview, PreviewArtifact, PreviewCounts, PurgeWork, RawDecrypted,
+                    InventoryStatus, Kind, Lease, Preview, PreviewArtifact, PreviewCounts, ProbeResult, ProbeWork, PurgeWork, RawDecrypted,
                     RawEncrypted, Ready, Reinstatement, Sealed, SealResult)
 
 __version__ = "0.1.0"
@@ -40,5 +40,5 @@ __all__ = [
     "AckResult", "Artifact", "ArtifactRead", "Condition", "Decrypted", "DecryptResult", "Encrypted", "EncryptResult", "Epoch",
     "Forget", "ForgetPage", "Health", "Holder", "HolderPage", "HolderStatus", "InventoryItem", "InventoryReport",
     "InventoryStatus", "Kind", "Lease", "Preview",
-    "PreviewArtifact", "PreviewCounts", "PurgeWork", "RawDecrypted", "RawEncrypted", "Ready", "Reinstatement", "Sealed", "SealResult",
+    "PreviewArtifact", "PreviewCounts", "ProbeResult", "ProbeWork", "PurgeWork", "RawDecrypted", "RawEncrypted", "Ready", "Reinstatement", "Sealed", "SealResult",
 ]

@@ -214,6 +214,10 @@ class AsyncHolders:
     purges = _aio(Holders.purges)
     ack = _aio(Holders.ack)
     inventory = _aio(Holders.inventory)
+    declare_probes = _aio(Holders.declare_probes)
+    withdraw_probes = _aio(Holders.withdraw_probes)
+    probes = _aio(Holders.probes)
+    answer_probe = _aio(Holders.answer_probe)
 
     async def iterate(self, limit: int = 1000) -> AsyncIterator[t.HolderStatus]:
         """iterate yields every registered holder, by id."""

@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import functools
 import inspect
@@ -193,6 +194,18 @@ class Kinds(_Part):
         for n in names:
             if n not in have:
                 self.put(n)
+
+
+def _duration(v: Any) -> str:
+    """_duration spells a duration as Go's time.ParseDuration reads it: a
+    str as given, seconds (int, float or timedelta) as "<n>s"."""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, datetime.timedelta):
+        v = v.total_seconds()
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0 or v != v or v == float("inf"):
+        raise InvalidInput("shredd: a duration is a Go duration string (\"10m\"), a positive number of seconds or a timedelta")
+    return ("%d" % v if float(v).is_integer() else repr(float(v))) + "s"
 
 
 def _path(segment: str) -> str:
@@ -1022,6 +1035,43 @@ class Holders(_Part):
                        idempotent=True)
         d = r.json()
         return t.AckResult(closed=list(d["closed"]), missing=list(d["missing"]))
+
+    def declare_probes(self, holder: str, compact_interval: Union[str, float, "datetime.timedelta"]) -> str:
+        """declare_probes records that the holder answers probes through
+        its retrieval path (``PUT /v1/holders/{id}/probe``), with its
+        compaction interval: how long its index and caches may still return
+        a deleted row (a Go duration such as ``"10m"``, seconds, or a
+        timedelta; 1 s to 30 days). Returns the interval as shredd spells
+        it (``"10m0s"``). Declaring again replaces the interval."""
+        r = self._call("PUT", "/v1/holders/%s/probe" % _path(holder), {"compact_interval": _duration(compact_interval)},
+                       idempotent=True)
+        ci: str = r.json()["compact_interval"]
+        return ci
+
+    def withdraw_probes(self, holder: str) -> None:
+        """withdraw_probes withdraws the declaration (``DELETE
+        /v1/holders/{id}/probe``): the holder's later acks close its
+        artifacts alone again, and attestations say so
+        (``ack_only_holders``)."""
+        self._call("DELETE", "/v1/holders/%s/probe" % _path(holder), idempotent=True)
+
+    def probes(self, holder: str) -> List[t.ProbeWork]:
+        """probes returns the probes the holder must answer now (``GET
+        /v1/holders/{id}/probes``)."""
+        r = self._call("GET", "/v1/holders/%s/probes" % _path(holder), idempotent=True)
+        return [t.ProbeWork.from_json(p) for p in r.json()["probes"]]
+
+    def answer_probe(self, holder: str, probe: str, found: Sequence[str], signature: bytes) -> t.ProbeResult:
+        """answer_probe sends a holder's signed answer to a probe (``POST
+        /v1/holders/{id}/probes/{probe}``): found is what its retrieval
+        path returned of what was asked (``[]``: nothing), signature its
+        Ed25519 signature over shredd.verify.probe_message. A bad signature
+        raises InvalidSignature, a probe not open to the holder NotFound,
+        one already answered Conflict (so the call is not retried)."""
+        r = self._call("POST", "/v1/holders/%s/probes/%s" % (_path(holder), _check_id("probe", probe)),
+                       {"found": _strs("found", found), "signature": t.b64(_bytes("signature", signature))})
+        d = r.json()
+        return t.ProbeResult(probe=d["probe"], clean=bool(d["clean"]))
 
     def inventory(self, holder: str, items: Iterable[Union[t.InventoryItem, Tuple[str, str]]]) -> t.InventoryReport:
         """inventory reports what the holder holds: (artifact id, kind)

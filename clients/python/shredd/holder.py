@@ -13,6 +13,15 @@ each open forget, and signs and sends the ack for the artifacts the
 callback says it purged. An ack is a claim signed under the holder's key:
 call it only once the plaintext is really gone.
 
+A holder that answers probes (docs/attestation.md §6a) declares it once
+(``kit.declare_probes("10m")``, its compaction interval) and runs
+``probe_once(search)`` on a schedule (or passes ``probe`` to ``run``):
+shredd asks, at times it chooses, whether the holder's retrieval path still
+returns artifacts it acked; ``search(forget, artifacts, markers)`` runs the
+application's own query path (its index, caches, replicas: not the
+primary store alone) and returns what it still finds, and the kit signs
+and sends that answer.
+
 Signing needs the ``cryptography`` package (an optional extra:
 ``pip install './clients/python[holder]'``); the rest of the client does
 not.
@@ -27,16 +36,21 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, List, Optional, Seque
 
 from . import types as t
 from .errors import APIError, Error, InvalidInput
-from .verify import ack_message
+from .verify import ack_message, probe_message
 
 if TYPE_CHECKING:  # pragma: no cover
     from .client import Client
 
-__all__ = ["HolderKit", "PurgeOutcome", "ack_message"]
+__all__ = ["HolderKit", "PurgeOutcome", "ProbeOutcome", "ack_message", "probe_message"]
 
 #: PurgeCallback purges the artifacts of one forget's purge work and
 #: returns the ids it purged (None: all of them). Raising acks nothing.
 PurgeCallback = Callable[[t.PurgeWork], Optional[Iterable[str]]]
+
+#: ProbeFunc runs the holder application's own retrieval path for a
+#: forget's artifact ids and markers and returns those it still returns
+#: (``[]``: none). Raising answers nothing (the probe is asked again).
+ProbeFunc = Callable[[str, List[str], List[str]], Iterable[str]]
 
 
 def _crypto() -> Any:
@@ -57,6 +71,18 @@ class PurgeOutcome:
     forget: str
     purged: List[str]
     ack: Optional[t.AckResult] = None
+    error: Optional[BaseException] = None
+
+
+@dataclass(frozen=True)
+class ProbeOutcome:
+    """ProbeOutcome is what probe_once did for one probe: what the
+    retrieval path found, and shredd's reading of the signed answer (None
+    with ``error`` when the probe function or the answer failed)."""
+    probe: str
+    forget: str
+    found: List[str]
+    result: Optional[t.ProbeResult] = None
     error: Optional[BaseException] = None
 
 
@@ -167,10 +193,73 @@ class HolderKit:
                 out.append(PurgeOutcome(forget=work.forget, purged=ids, error=e))
         return out
 
+    def declare_probes(self, compact_interval: Union[str, float, Any]) -> str:
+        """declare_probes records that this holder answers probes, with its
+        compaction interval (a Go duration such as ``"10m"``, seconds or a
+        timedelta; 1 s to 30 days): how long after a delete its index and
+        caches may still return the row. Returns shredd's spelling."""
+        return self.client.holders.declare_probes(self.holder, compact_interval)
+
+    def withdraw_probes(self) -> None:
+        """withdraw_probes withdraws it: acks alone close again."""
+        self.client.holders.withdraw_probes(self.holder)
+
+    def probes(self) -> List[t.ProbeWork]:
+        """probes returns the probes this holder must answer now."""
+        return self.client.holders.probes(self.holder)
+
+    def sign_probe(self, probe: t.ProbeWork, found: Sequence[str]) -> bytes:
+        """sign_probe returns the Ed25519 signature over probe_message for
+        this answer to probe."""
+        sig: bytes = self._key.sign(probe_message(probe.probe, probe.forget, self.holder, probe.nonce, probe.artifacts,
+                                                  probe.markers, found))
+        return sig
+
+    def answer_probe(self, probe: t.ProbeWork, found: Sequence[str]) -> t.ProbeResult:
+        """answer_probe signs and sends the answer to probe: found is what
+        the retrieval path returned of what was asked (``[]``: nothing)."""
+        if isinstance(found, str):
+            raise InvalidInput("shredd: found is a list of ids and markers, not one string")
+        ids = list(found)
+        return self.client.holders.answer_probe(self.holder, probe.probe, ids, self.sign_probe(probe, ids))
+
+    def probe_once(self, probe: ProbeFunc) -> List[ProbeOutcome]:
+        """probe_once fetches the open probes and answers each:
+        probe(forget, artifacts, markers) runs the application's retrieval
+        path and returns what it still finds; the kit signs and sends that
+        (each id once). A probe function that raises, or returns an id or
+        marker that was not asked, answers nothing for that probe (it is
+        asked again after its deadline); the other probes go on."""
+        out: List[ProbeOutcome] = []
+        for w in self.probes():
+            found: List[str] = []
+            try:
+                got = probe(w.forget, list(w.artifacts), list(w.markers))
+                if isinstance(got, str):
+                    raise InvalidInput("shredd: the probe function returns a list of ids and markers, not one string")
+                for x in got or []:
+                    if x not in found:
+                        found.append(x)
+                asked = set(w.artifacts) | set(w.markers)
+                stray = [x for x in found if x not in asked]
+                if stray:
+                    raise InvalidInput("shredd: probe %s: the path returned %r, which was not asked: nothing answered"
+                                       % (w.probe, stray[0]))
+            except Exception as e:  # the holder's own failure: no answer
+                out.append(ProbeOutcome(probe=w.probe, forget=w.forget, found=found, error=e))
+                continue
+            try:
+                out.append(ProbeOutcome(probe=w.probe, forget=w.forget, found=found, result=self.answer_probe(w, found)))
+            except Error as e:
+                out.append(ProbeOutcome(probe=w.probe, forget=w.forget, found=found, error=e))
+        return out
+
     def run(self, callback: PurgeCallback, stop: threading.Event, interval: float = 5.0,
-            on_outcome: Optional[Callable[[PurgeOutcome], None]] = None) -> None:
-        """run calls purge every interval seconds until stop is set. A
-        round that fails to reach shredd is tried again next interval."""
+            on_outcome: Optional[Callable[[PurgeOutcome], None]] = None, probe: Optional[ProbeFunc] = None,
+            on_probe: Optional[Callable[[ProbeOutcome], None]] = None) -> None:
+        """run calls purge (and, given probe, probe_once) every interval
+        seconds until stop is set. A round that fails to reach shredd is
+        tried again next interval."""
         while not stop.is_set():
             try:
                 for o in self.purge(callback):
@@ -178,6 +267,13 @@ class HolderKit:
                         on_outcome(o)
             except Error:
                 pass
+            if probe is not None:
+                try:
+                    for po in self.probe_once(probe):
+                        if on_probe is not None:
+                            on_probe(po)
+                except Error:
+                    pass
             stop.wait(interval)
 
     def report_inventory(self, items: Iterable[Union[t.InventoryItem, Tuple[str, str]]]) -> t.InventoryReport:

@@ -15,7 +15,7 @@ from .errors import Error
 __all__ = [
     "Health", "Ready", "Kind", "Encrypted", "Lease", "Decrypted", "RawEncrypted", "RawDecrypted",
     "Artifact", "ArtifactRead", "Condition", "Forget", "ForgetPage", "PreviewArtifact", "PreviewCounts", "Preview", "Epoch",
-    "Holder", "PurgeWork", "AckResult", "InventoryItem", "InventoryReport", "EncryptResult", "DecryptResult",
+    "Holder", "PurgeWork", "ProbeWork", "ProbeResult", "AckResult", "InventoryItem", "InventoryReport", "EncryptResult", "DecryptResult",
     "HolderStatus", "HolderPage", "InventoryStatus", "Sealed", "SealResult",
     "EncryptItem", "DecryptItem", "ENCRYPT_ITEM_KEYS", "DECRYPT_ITEM_KEYS",
     "STATES",
@@ -499,6 +499,32 @@ class PurgeWork:
     still to purge and acknowledge."""
     forget: str
     artifacts: List[str]
+
+
+@dataclass(frozen=True)
+class ProbeWork:
+    """ProbeWork is a probe a holder must answer now (docs/api.md
+    "Probes"): does its retrieval path still return any of these artifacts
+    (or markers) of the forget? It answers, signed, before the deadline."""
+    probe: str
+    forget: str
+    nonce: str
+    artifacts: List[str]
+    markers: List[str]
+    deadline: datetime
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "ProbeWork":
+        return cls(probe=d["probe"], forget=d["forget"], nonce=d["nonce"], artifacts=list(d["artifacts"]),
+                   markers=list(d.get("markers") or []), deadline=_t(d["deadline"]))
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """ProbeResult is shredd's reading of a probe answer: clean when the
+    holder's path returned nothing it was asked about."""
+    probe: str
+    clean: bool
 
 
 @dataclass(frozen=True)

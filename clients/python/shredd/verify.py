@@ -31,12 +31,12 @@ import binascii
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from .errors import Error
 
 __all__ = [
-    "VerifyError", "ack_message", "commitment", "pae", "load_public_key", "verify_attestation", "Attestation",
+    "VerifyError", "ack_message", "probe_message", "commitment", "pae", "load_public_key", "verify_attestation", "Attestation",
     "Checkpoint", "open_checkpoint", "parse_inclusion_proof", "check_inclusion", "parse_consistency_proof",
     "check_consistency", "leaf_hash", "Refused", "verify_export", "ExportReport", "read_export", "gunzip_strict",
     "untar_strict", "TarMember", "check_json", "check_public_key_file", "check_log_key_file", "check_witness_key_file",
@@ -49,6 +49,7 @@ PREDICATE_TYPE = "https://shredd.dev/attestation/erasure/v1"
 CLAIM = "cryptographically erased"
 CONDITIONS = ("cascade_closed", "workers_quiesced", "read_path_converged", "closure_intact", "backups_epoch")
 LABEL_HOLDER_ACK = "shredd/v1/holder-ack"
+LABEL_HOLDER_PROBE = "shredd/v1/holder-probe"
 LABEL_COMMITMENT = b"shredd/v1/subject-commitment"
 
 
@@ -68,6 +69,19 @@ def ack_message(forget: str, holder: str, artifacts: Sequence[str]) -> bytes:
     for a in ids:
         _check_ident("artifact", a)
     lines = [LABEL_HOLDER_ACK, "forget " + forget, "holder " + holder] + ["artifact " + a for a in ids]
+    return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def probe_message(probe: str, forget: str, holder: str, nonce: str, artifacts: Sequence[str],
+                  markers: Optional[Sequence[str]] = None, found: Optional[Sequence[str]] = None) -> bytes:
+    """probe_message returns the exact bytes a holder signs to answer a
+    probe (attest.ProbeMessage, attestation.md §6a): UTF-8, every line
+    ending in LF: the label, the probe, forget, holder and nonce lines, then
+    one line per artifact asked, per marker asked and per thing found, each
+    group sorted bytewise. It checks nothing: it is the message as given."""
+    lines = [LABEL_HOLDER_PROBE, "probe " + probe, "forget " + forget, "holder " + holder, "nonce " + nonce]
+    for word, ids in (("asked", artifacts), ("marker", markers), ("found", found)):
+        lines += [word + " " + x for x in sorted(ids or [], key=lambda s: s.encode("utf-8", "surrogatepass"))]
     return ("\n".join(lines) + "\n").encode("utf-8")
 
 
@@ -167,6 +181,13 @@ class Attestation:
         """holder_acks are the holders' signed purge acks it carries."""
         return list(self.predicate["holder_acks"])
 
+    @property
+    def probes(self) -> List[Dict[str, Any]]:
+        """probes are the holders' signed answers to the probes that closed
+        their artifacts after their acks (attestation.md §6a); empty when
+        no holder offers probes."""
+        return list(self.predicate.get("probes") or [])
+
 
 def _check_subject_type(subject: Any, salt: Any) -> None:
     """A subject id is a str and a salt its hex as a str (TypeError
@@ -188,7 +209,8 @@ def verify_attestation(data: bytes, public_key: Union[bytes, str], *, subject: O
     (``envelope.format``), key id and signature (``envelope.signature``);
     the statement's JSON, canonical form and rules (``statement.*``: the
     claim, the timeline, the five conditions ok with evidence that is not
-    blank, every holder ack's signature, the residuals); then, when given,
+    blank, every holder ack's signature, every holder probe answer, the
+    residuals); then, when given,
     the forget id (``statement.forget``) and the subject commitment
     (``subject.mismatch``).
 
@@ -1356,6 +1378,20 @@ def _marshal_statement(st: Any) -> str:
     def res(r: Any) -> str:
         x = _go_obj(r)
         return '{"kind":' + _go_str(x.get("kind")) + ',"description":' + _go_str(x.get("description")) + "}"
+
+    # A probe (attest.Probe): its lists as Go writes them (nil is null, not
+    # [] as Statement.Marshal makes the others), markers omitted when empty.
+    def omit_empty(name: str, v: Any, item: Callable[[Any], str]) -> str:
+        if v is None or (isinstance(v, list) and not v):
+            return ""
+        return ',"' + name + '":' + _go_list(v, item, False)
+
+    def probe(q: Any) -> str:
+        x = _go_obj(q)
+        return ('{"holder":' + _go_str(x.get("holder")) + ',"probe":' + _go_str(x.get("probe")) + ',"nonce":' + _go_str(x.get("nonce"))
+                + ',"asked_at":' + _canon_time(x.get("asked_at")) + ',"answered_at":' + _canon_time(x.get("answered_at"))
+                + ',"artifacts":' + _go_list(x.get("artifacts"), _go_str, True) + omit_empty("markers", x.get("markers"), _go_str)
+                + ',"found":' + _go_list(x.get("found"), _go_str, True) + ',"signature":' + _go_bytes(x.get("signature")) + "}")
     return ('{"_type":' + _go_str(o.get("_type")) + ',"subject":' + _go_list(o.get("subject"), subj, True) + ',"predicateType":'
             + _go_str(o.get("predicateType")) + ',"predicate":{"forget":' + _go_str(p.get("forget")) + ',"claim":' + _go_str(p.get("claim"))
             + ',"timeline":{"requested":' + _canon_time(tl.get("requested")) + ',"committed":' + _canon_time(tl.get("committed"))
@@ -1363,7 +1399,8 @@ def _marshal_statement(st: Any) -> str:
             + ',"key_evidence":{"root_store":' + _go_str(ke.get("root_store")) + ',"retired_root_versions":'
             + _go_list(ke.get("retired_root_versions"), _int64, True) + rkc + ',"epoch":' + _int64(ke.get("epoch")) + "}"
             + ',"artifacts":' + _go_list(p.get("artifacts"), art, True) + ',"conditions":' + _go_list(p.get("conditions"), cond, True)
-            + ',"holder_acks":' + _go_list(p.get("holder_acks"), ack, True) + ',"residuals":' + _go_list(p.get("residuals"), res, True) + "}}")
+            + ',"holder_acks":' + _go_list(p.get("holder_acks"), ack, True) + ',"residuals":' + _go_list(p.get("residuals"), res, True)
+            + omit_empty("probes", p.get("probes"), probe) + "}}")
 
 
 def _marshal_event(ev: Any) -> str:
@@ -1418,6 +1455,63 @@ def _valid_id(s: Any) -> bool:
 
 def _valid_commitment(s: Any) -> bool:
     return isinstance(s, str) and len(s) == 64 and all(c in "0123456789abcdef" for c in s)
+
+
+def _lower_hex(s: str, n: int) -> bool:
+    return len(s) == n and all(c in "0123456789abcdef" for c in s)
+
+
+def _sorted_unique(xs: Sequence[str]) -> bool:
+    # str order is code point order, which is UTF-8 byte order (Go's).
+    return all(xs[i - 1] < xs[i] for i in range(1, len(xs)))
+
+
+def _validate_probes(p: Dict[str, Any]) -> None:
+    """_validate_probes is attest's validateProbes (§6a), after the acks:
+    each probe by a holder with an ack here, under its ack key, about
+    artifacts its acks close, asked after the commit and answered before
+    the erasure, found nothing."""
+    # A holder's key (its last ack's, as Go's map) and every artifact its
+    # acks close, over all of its acks (a holder may ack a forget in parts).
+    keys: Dict[str, str] = {}
+    closed: Dict[str, Set[str]] = {}
+    for h in p["holder_acks"] or []:
+        keys[h["holder"]] = h["public_key"]
+        closed.setdefault(h["holder"], set()).update(h["artifacts"] or [])
+    committed = _parse_time(p["timeline"]["committed"])["ns"]
+    erased = _parse_time(p["timeline"]["erased"])["ns"]
+    seen = set()
+    for q in p.get("probes") or []:
+        def no(why: str) -> Refused:
+            return _refuse("statement.probes", "probe %s of holder %s: %s" % (q["probe"][:64], q["holder"][:64], why))
+        key = keys.get(q["holder"])
+        arts = q["artifacts"] or []
+        markers = q.get("markers") or []
+        if key is None:
+            raise no("the holder has no ack here")
+        if not _lower_hex(q["probe"], 32) or q["probe"] in seen:
+            raise no("the probe id is not 32 lower-case hex digits, or is repeated")
+        if not _lower_hex(q["nonce"], 64):
+            raise no("the nonce is not 64 lower-case hex digits")
+        if not arts or not _sorted_unique(arts) or not _sorted_unique(markers):
+            raise no("the artifacts asked are empty, or the artifacts or markers are not sorted and unique")
+        if q["found"] is None or len(q["found"]) != 0:
+            raise no("the probe found something (or its found is null, not [])")
+        asked, answered = _parse_time(q["asked_at"]), _parse_time(q["answered_at"])
+        if (not asked["utc"] or not answered["utc"] or asked["ns"] < committed or answered["ns"] < asked["ns"]
+                or answered["ns"] > erased):
+            raise no("asked before the commit, answered before it was asked or after the erasure, or a time not in UTC")
+        if not all(_valid_id(m) for m in markers):
+            raise no("a marker is not printable ASCII")
+        for x in arts:
+            if x not in closed[q["holder"]]:
+                raise no("artifact %s is not one its acks close" % x[:64])
+        sig = None if q["signature"] is None else _b64_loose(q["signature"])
+        hpub = _b64_loose(key) or b""
+        if sig is None or len(sig) != 64 or not _ed25519_ok(hpub, sig, probe_message(q["probe"], p["forget"], q["holder"], q["nonce"],
+                                                                                  arts, markers, q["found"])):
+            raise no("the signature does not verify under the holder's ack key")
+        seen.add(q["probe"])
 
 
 def _validate_statement(s: Dict[str, Any]) -> None:
@@ -1523,6 +1617,7 @@ def _validate_statement(s: Dict[str, Any]) -> None:
             raise bad("acks", "artifact %s is closed by holder_ack but no ack names it" % aid)
         if closed[aid] != sig:
             raise bad("acks", "artifact %s: ack_signature is not that of its ack" % aid)
+    _validate_probes(p)
     kinds = set()
     for r in p["residuals"] or []:
         if not re.match(r"^[a-z][a-z0-9_]{0,63}\Z", r["kind"]) or _blank(r["description"]):

@@ -112,6 +112,17 @@ class AsyncClientTest(unittest.IsolatedAsyncioTestCase):
                 raise RuntimeError("worker failed")
         self.assertIn("not released", getattr(cm3.exception, "__notes__", [""])[0])
 
+    async def test_probe_calls(self) -> None:
+        from shredd.holder import HolderKit
+        hid = "async-probes-%d" % os.getpid()
+        kit = HolderKit(self.c.sync, hid, HolderKit.generate_key())
+        await self.c.holders.register(hid, kit.public_key)
+        self.assertEqual(await self.c.holders.declare_probes(hid, 90), "1m30s")
+        self.assertEqual(await self.c.holders.probes(hid), [])
+        await self.c.holders.withdraw_probes(hid)
+        with self.assertRaises(shredd.NotFound):
+            await self.c.holders.answer_probe(hid, "0" * 32, [], b"\0" * 64)
+
     async def test_transport_timeout(self) -> None:
         ln = _wire.Listener("hang")
         try:

@@ -440,3 +440,38 @@ class NoTrimTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+# A known answer of attest.ProbeMessage and attest.SignProbe (Go), with the
+# holder key whose seed is the bytes 0 to 31: the message's groups sorted,
+# the signature Ed25519's (deterministic).
+PROBE_VECTOR = {
+    "args": ("5e5e0000000000000000000000000001", "8c1f0e6a2b4d4e97a1c3f5e7092b4d6f", "ann-index-1",
+             "9c1f000000000000000000000000000000000000000000000000000000000002",
+             ["b-art", "a-art"], ["zeta-marker", "alpha-marker"], ["b-art", "alpha-marker"]),
+    "message": (b"shredd/v1/holder-probe\nprobe 5e5e0000000000000000000000000001\nforget 8c1f0e6a2b4d4e97a1c3f5e7092b4d6f\n"
+                b"holder ann-index-1\nnonce 9c1f000000000000000000000000000000000000000000000000000000000002\n"
+                b"asked a-art\nasked b-art\nmarker alpha-marker\nmarker zeta-marker\nfound alpha-marker\nfound b-art\n"),
+    "signature": "wdMvIWcCyZqAyPUMf+4L6nshMpeKqnTyl3SMUVIggnRw8dxrRIs3Q8ojrp1XOOPtLYHO9M1UIxbotvDbpsuyBw==",
+    "public_key": "A6EHv/POEL4dcN0Y50vAmWfk1jCbpQ1fHdyGZBJVMbg=",
+}
+
+
+class ProbeMessageTest(unittest.TestCase):
+    """probe_message gives Go's bytes, and the kit's signature Go's."""
+
+    def test_known_answer(self):
+        self.assertEqual(sv.probe_message(*PROBE_VECTOR["args"]), PROBE_VECTOR["message"])
+        a = PROBE_VECTOR["args"]
+        self.assertEqual(sv.probe_message(a[0], a[1], a[2], a[3], ["x"]),
+                         ("shredd/v1/holder-probe\nprobe %s\nforget %s\nholder %s\nnonce %s\nasked x\n" % a[:4]).encode())
+        key = _ed25519().Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
+        self.assertEqual(base64.b64encode(key.sign(PROBE_VECTOR["message"])).decode(), PROBE_VECTOR["signature"])
+        from shredd.holder import HolderKit
+        kit = HolderKit(None, "ann-index-1", bytes(range(32)))  # type: ignore[arg-type]
+        self.assertEqual(base64.b64encode(kit.public_key).decode(), PROBE_VECTOR["public_key"])
+        import shredd
+        from datetime import datetime, timezone
+        w = shredd.ProbeWork(probe=a[0], forget=a[1], nonce=a[3], artifacts=list(a[4]), markers=list(a[5]),
+                             deadline=datetime.now(timezone.utc))
+        self.assertEqual(base64.b64encode(kit.sign_probe(w, a[6])).decode(), PROBE_VECTOR["signature"])

@@ -8,7 +8,7 @@ import { Transport, type RequestOptions, type Response } from "./http.js";
 import { checkBytes, checkID, checkKeys, checkString, checkStrings, checkUnit } from "./options.js";
 import {
   STATES, type AckResult, type Artifact, type Encrypted, type Epoch, type Forget, type ForgetPage, type Health, type Holder,
-  type HolderPage, type HolderStatus, type InventoryItem, type InventoryReport, type Kind, type Lease, type Preview, type PurgeWork,
+  type HolderPage, type HolderStatus, type InventoryItem, type InventoryReport, type Kind, type Lease, type Preview, type ProbeResult, type ProbeWork, type PurgeWork,
   type RawEncrypted, type Reinstatement, type Result, type Sealed, type State,
 } from "./types.js";
 
@@ -522,6 +522,38 @@ export class Holders extends Part {
   async ack(forget: string, holder: string, artifacts: readonly string[], signature: Uint8Array): Promise<AckResult> {
     return json(await this.call("POST", `/v1/forgets/${checkID(forget, "forget")}/acks`,
       { holder, artifacts: [...artifacts], signature: envelope.b64(signature) }, { idempotent: true })) as AckResult;
+  }
+  /**
+   * declareProbes records that the holder answers probes through its
+   * retrieval path (PUT /v1/holders/{id}/probe), with its compaction
+   * interval: a Go duration such as "10m", or a number of seconds (1 s to
+   * 30 days). Resolves to shredd's spelling ("10m0s").
+   */
+  async declareProbes(holder: string, compactInterval: string | number): Promise<string> {
+    let d: string;
+    if (typeof compactInterval === "string") d = compactInterval;
+    else if (typeof compactInterval === "number" && Number.isFinite(compactInterval) && compactInterval > 0) d = `${compactInterval}s`;
+    else throw new InvalidArgument("compactInterval is a Go duration (\"10m\") or a positive number of seconds");
+    const r = await this.call("PUT", `/v1/holders/${encodeURIComponent(checkString(holder, "holder"))}/probe`, { compact_interval: d }, { idempotent: true });
+    return (json(r) as { compact_interval: string }).compact_interval;
+  }
+  /** withdrawProbes withdraws the declaration: the holder's acks alone close again (DELETE /v1/holders/{id}/probe). */
+  async withdrawProbes(holder: string): Promise<void> {
+    await this.call("DELETE", `/v1/holders/${encodeURIComponent(checkString(holder, "holder"))}/probe`, undefined, { idempotent: true });
+  }
+  /** probes returns the probes the holder must answer now (GET /v1/holders/{id}/probes). */
+  async probes(holder: string): Promise<ProbeWork[]> {
+    return (json(await this.call("GET", `/v1/holders/${encodeURIComponent(checkString(holder, "holder"))}/probes`, undefined, { idempotent: true })) as { probes: ProbeWork[] }).probes;
+  }
+  /**
+   * answerProbe sends a holder's signed answer (POST
+   * /v1/holders/{id}/probes/{probe}): found is what its path returned of
+   * what was asked ([]: nothing), signature its Ed25519 signature over
+   * verify.probeMessage. Not retried: an answer is taken once (409 after).
+   */
+  async answerProbe(holder: string, probe: string, found: readonly string[], signature: Uint8Array): Promise<ProbeResult> {
+    return json(await this.call("POST", `/v1/holders/${encodeURIComponent(checkString(holder, "holder"))}/probes/${checkID(probe, "probe")}`,
+      { found: [...found], signature: envelope.b64(signature) })) as ProbeResult;
   }
   async inventory(holder: string, items: readonly InventoryItem[]): Promise<InventoryReport> {
     return json(await this.call("POST", `/v1/holders/${encodeURIComponent(checkString(holder, "holder"))}/inventory`,

@@ -23,7 +23,8 @@
  * "checkpoint", "entry entry-3-forget_committed", "entries", "subject",
  * "consistency", "keys"; for an attestation alone the names of `shredd
  * verify`: "envelope", "signature", "statement", "claim", "conditions",
- * "timeline", "key evidence", "holder acks", "residuals", "subject"; an
+ * "timeline", "key evidence", "holder acks", "holder probes", "residuals",
+ * "subject"; an
  * export checked with witnesses also "witnesses"). A report that fails
  * carries the spec's reason code (code) and the section of
  * docs/transparency.md that defines it (section, ShreddVerify.sectionOf);
@@ -49,6 +50,7 @@ const C = {
   claim: 'cryptographically erased',
   labelCommitment: 'shredd/v1/subject-commitment',
   labelHolderAck: 'shredd/v1/holder-ack',
+  labelHolderProbe: 'shredd/v1/holder-probe',
   conditions: ['cascade_closed', 'workers_quiesced', 'read_path_converged', 'closure_intact', 'backups_epoch'],
   rootStores: ['local', 'vault-transit', 'vault-transit-per-subject'],
   proofHeader: 'c2sp.org/tlog-proof@v1',
@@ -67,7 +69,7 @@ class CheckError extends Error {
 }
 // A format or validation error inside a check; kind is the attest error
 // it mirrors (format, signature, claim, condition, timeline, key
-// evidence, ack, residual, key).
+// evidence, ack, probe, residual, key).
 class FormatError extends Error {
   kind: string;
   code: string | undefined;
@@ -968,6 +970,17 @@ function marshalStatement(st?: any): any {
       ',"artifacts":' + goList(x.artifacts, goStr, true) + '}';
   };
   const res = (r?: any) => { const x = goObj(r); return '{"kind":' + goStr(x.kind) + ',"description":' + goStr(x.description) + '}'; };
+  // A probe (attest.Probe): its lists as Go writes them (nil is null, not
+  // [] as Statement.Marshal makes the others), markers omitted when empty.
+  const omitEmpty = (name: string, v?: any, item?: any) =>
+    v === null || v === undefined || (Array.isArray(v) && v.length === 0) ? '' : ',"' + name + '":' + goList(v, item, false);
+  const probe = (q?: any) => {
+    const x = goObj(q);
+    return '{"holder":' + goStr(x.holder) + ',"probe":' + goStr(x.probe) + ',"nonce":' + goStr(x.nonce) +
+      ',"asked_at":' + parseTime(x.asked_at).canon + ',"answered_at":' + parseTime(x.answered_at).canon +
+      ',"artifacts":' + goList(x.artifacts, goStr, true) + omitEmpty('markers', x.markers, goStr) +
+      ',"found":' + goList(x.found, goStr, true) + ',"signature":' + goBytes(x.signature) + '}';
+  };
   return '{"_type":' + goStr(o._type) + ',"subject":' + goList(o.subject, subj, true) + ',"predicateType":' + goStr(o.predicateType) +
     ',"predicate":{"forget":' + goStr(p.forget) + ',"claim":' + goStr(p.claim) +
     ',"timeline":{"requested":' + parseTime(tl.requested).canon + ',"committed":' + parseTime(tl.committed).canon +
@@ -975,11 +988,72 @@ function marshalStatement(st?: any): any {
     ',"key_evidence":{"root_store":' + goStr(ke.root_store) + ',"retired_root_versions":' + goList(ke.retired_root_versions, int64, true) + rkc +
     ',"epoch":' + int64(ke.epoch) + '}' +
     ',"artifacts":' + goList(p.artifacts, art, true) + ',"conditions":' + goList(p.conditions, cond, true) +
-    ',"holder_acks":' + goList(p.holder_acks, ack, true) + ',"residuals":' + goList(p.residuals, res, true) + '}}';
+    ',"holder_acks":' + goList(p.holder_acks, ack, true) + ',"residuals":' + goList(p.residuals, res, true) +
+    omitEmpty('probes', p.probes, probe) + '}}';
 }
 function ackMessage(forget?: any, holder?: any, artifacts?: any): any {
   const ids = artifacts.slice().sort((a?: any, b?: any) => (a < b ? -1 : a > b ? 1 : 0)); // byte order: ids are ASCII
   return C.labelHolderAck + '\nforget ' + forget + '\nholder ' + holder + '\n' + ids.map((id?: any) => 'artifact ' + id + '\n').join('');
+}
+// byteOrder compares strings as Go does, by their UTF-8 bytes (code
+// points), not by UTF-16 code units as < does.
+function byteOrder(a: string, b: string): number {
+  const x = Array.from(a, (c) => c.codePointAt(0)!), y = Array.from(b, (c) => c.codePointAt(0)!);
+  for (let i = 0; i < x.length && i < y.length; i++) if (x[i] !== y[i]) return x[i]! < y[i]! ? -1 : 1;
+  return x.length - y.length;
+}
+/**
+ * probeMessage returns the exact bytes (as text) a holder signs to answer
+ * a probe (attest.ProbeMessage, docs/attestation.md §6a): the label, the
+ * probe, forget, holder and nonce lines, then one line per artifact asked,
+ * per marker asked and per thing found, each group sorted bytewise.
+ */
+export function probeMessage(probe: string, forget: string, holder: string, nonce: string,
+  artifacts: readonly string[], markers: readonly string[] | null | undefined, found: readonly string[] | null | undefined): string {
+  let m = C.labelHolderProbe + '\nprobe ' + probe + '\nforget ' + forget + '\nholder ' + holder + '\nnonce ' + nonce + '\n';
+  for (const [word, ids] of [['asked', artifacts], ['marker', markers], ['found', found]] as const) {
+    for (const id of (ids || []).slice().sort(byteOrder)) m += word + ' ' + id + '\n';
+  }
+  return m;
+}
+const lowerHex = (s: string, n: number) => s.length === n && /^[0-9a-f]*$/.test(s);
+const sortedUnique = (xs: readonly string[]) => xs.every((x, i) => i === 0 || byteOrder(xs[i - 1]!, x) < 0);
+// validateProbes is attest's validateProbes (§6a), after the acks: each
+// probe by a holder with an ack here, under its ack key, about artifacts
+// its acks close, asked after the commit and answered before the erasure,
+// found nothing.
+async function validateProbes(p?: any): Promise<void> {
+  // A holder's key (its last ack's, as Go's map) and every artifact its
+  // acks close, over all of its acks (a holder may ack a forget in parts).
+  const keys = new Map(), closed = new Map();
+  for (const h of p.holder_acks) {
+    keys.set(h.holder, h.public_key);
+    if (!closed.has(h.holder)) closed.set(h.holder, new Set());
+    for (const id of h.artifacts) closed.get(h.holder).add(id);
+  }
+  const committed = parseTime(p.timeline.committed).ns, erased = parseTime(p.timeline.erased).ns;
+  const seen = new Set();
+  for (const q of p.probes || []) {
+    const key = keys.get(q.holder);
+    const no = (why: string) => bad('probe', 'probe ' + q.probe + ' of holder ' + q.holder + ': ' + why);
+    const arts: string[] = q.artifacts || [], markers: string[] = q.markers || [];
+    if (key === undefined) no('the holder has no ack here');
+    if (!lowerHex(q.probe, 32) || seen.has(q.probe)) no('the probe id is not 32 lower-case hex digits, or is repeated');
+    if (!lowerHex(q.nonce, 64)) no('the nonce is not 64 lower-case hex digits');
+    if (arts.length === 0 || !sortedUnique(arts) || !sortedUnique(markers)) no('the artifacts asked are empty, or the artifacts or markers are not sorted and unique');
+    if (q.found === null || q.found.length !== 0) no('the probe found something (or its found is null, not [])');
+    const asked = parseTime(q.asked_at), answered = parseTime(q.answered_at);
+    if (!asked.utc || !answered.utc || asked.ns < committed || answered.ns < asked.ns || answered.ns > erased) {
+      no('asked before the commit, answered before it was asked or after the erasure, or a time not in UTC');
+    }
+    for (const m of markers) if (!validID(m)) no('a marker is not printable ASCII');
+    for (const id of arts) if (!closed.get(q.holder).has(id)) no('artifact ' + id + ' is not one its acks close');
+    const sig = q.signature === null ? null : b64decode(q.signature, false);
+    if (!sig || sig.length !== 64 || !(await ed25519Verify(b64decode(key, false), sig, probeMessage(q.probe, p.forget, q.holder, q.nonce, arts, markers, q.found)))) {
+      no('the signature does not verify under the holder\'s ack key');
+    }
+    seen.add(q.probe);
+  }
 }
 async function validateStatement(s?: any): Promise<any> {
   if (s._type !== C.statementType) bad('format', '_type is ' + JSON.stringify(s._type) + ', want ' + JSON.stringify(C.statementType));
@@ -1062,6 +1136,7 @@ async function validateStatement(s?: any): Promise<any> {
     if (!sig) bad('ack', 'artifact ' + id + ' is closed by holder_ack but no ack of holder ' + x.a.holder + ' names it');
     if (!equal(sig, x.sig)) bad('ack', 'artifact ' + id + ': ack_signature is not the signature of the ack that closes it');
   }
+  await validateProbes(p);
   const kinds = new Set();
   for (const r of p.residuals) {
     if (!/^[a-z][a-z0-9_]{0,63}$/.test(r.kind) || blank(r.description)) bad('residual', 'residual ' + JSON.stringify(r.kind) + ': the kind must be lower-case snake_case and the description non-empty');
@@ -1235,7 +1310,7 @@ function witnessInputs(opts: any): { files: Uint8Array[]; required: number } {
 // The check a bare attestation's report names for a reason code.
 const attestationCheck: Record<string, string> = {
   'envelope.signature': 'signature', 'statement.claim': 'claim', 'statement.conditions': 'conditions', 'statement.timeline': 'timeline',
-  'statement.key-evidence': 'key evidence', 'statement.acks': 'holder acks', 'statement.residuals': 'residuals', 'subject.mismatch': 'subject',
+  'statement.key-evidence': 'key evidence', 'statement.acks': 'holder acks', 'statement.probes': 'holder probes', 'statement.residuals': 'residuals', 'subject.mismatch': 'subject',
 };
 
 // verifyAttestation is `shredd verify FILE --key [--subject --salt]`:
@@ -1331,7 +1406,7 @@ async function withinAsync(name?: any, f?: any): Promise<any> {
 }
 // The codes of attest.Validate's errors.
 const statementCode: Record<string, string> = { format: 'statement.format', claim: 'statement.claim', condition: 'statement.conditions', timeline: 'statement.timeline',
-  'key evidence': 'statement.key-evidence', ack: 'statement.acks', residual: 'statement.residuals' };
+  'key evidence': 'statement.key-evidence', ack: 'statement.acks', probe: 'statement.probes', residual: 'statement.residuals' };
 
 // openStatement reads an authenticated statement (§10a.5, §10a.6): the
 // JSON rules (json.*), a JSON object in canonical form (json.schema), and

@@ -3,13 +3,16 @@
  * (an ANN index's vectors, a prompt cache) registers each such artifact,
  * and on a forget purges it and signs an Ed25519 ack that shredd checks
  * before it calls the forget erased (docs/api.md, attestation.md §6). The
- * kit does the protocol; the holder supplies the purge.
+ * kit does the protocol; the holder supplies the purge. A holder that
+ * declares probes (declareProbes) also answers, through probeOnce, shredd's
+ * questions about its retrieval path (attestation.md §6a): the holder
+ * supplies the search, its application's own query path.
  */
 import type { Client, Source } from "./client.js";
 import { InvalidArgument, ShreddError } from "./errors.js";
 import { checkKeys } from "./options.js";
-import type { AckResult, Artifact, Holder, InventoryItem, InventoryReport, PurgeWork } from "./types.js";
-import { ackMessage } from "./verify.js";
+import type { AckResult, Artifact, Holder, InventoryItem, InventoryReport, ProbeResult, ProbeWork, PurgeWork } from "./types.js";
+import { ackMessage, probeMessage } from "./verify.js";
 import { bs } from "./envelope.js";
 
 const subtle = (): SubtleCrypto => globalThis.crypto.subtle;
@@ -22,7 +25,20 @@ export type PurgeOutcome =
   | { readonly forget: string; readonly ok: true; readonly ack: AckResult | undefined }
   | { readonly forget: string; readonly ok: false; readonly error: unknown };
 
-/** HolderKit signs and sends the purge acks of one holder. */
+/**
+ * ProbeFunc runs the holder application's own retrieval path (its index,
+ * caches and replicas: not the primary store alone) for a forget's
+ * artifact ids and markers and returns those it still returns ([]: none).
+ * Throwing answers nothing (the probe is asked again).
+ */
+export type ProbeFunc = (forget: string, artifacts: string[], markers: string[]) => Promise<readonly string[]> | readonly string[];
+
+/** ProbeOutcome is one probe handled by probeOnce: what the path found and shredd's reading, or the error. */
+export type ProbeOutcome =
+  | { readonly probe: string; readonly forget: string; readonly ok: true; readonly found: readonly string[]; readonly result: ProbeResult }
+  | { readonly probe: string; readonly forget: string; readonly ok: false; readonly error: unknown };
+
+/** HolderKit signs and sends the purge acks (and probe answers) of one holder. */
 export class HolderKit {
   readonly holder: string;
   readonly #c: Client;
@@ -92,6 +108,52 @@ export class HolderKit {
         out.push({ forget: work.forget, ok: true, ack: done.length > 0 ? await this.ack(work.forget, done) : undefined });
       } catch (error) {
         out.push({ forget: work.forget, ok: false, error });
+      }
+    }
+    return out;
+  }
+  /** declareProbes records that this holder answers probes, with its compaction interval ("10m", or seconds). */
+  async declareProbes(compactInterval: string | number): Promise<string> {
+    return this.#c.holders.declareProbes(this.holder, compactInterval);
+  }
+  /** withdrawProbes withdraws it: acks alone close again. */
+  async withdrawProbes(): Promise<void> {
+    return this.#c.holders.withdrawProbes(this.holder);
+  }
+  /** probes returns the probes this holder must answer now. */
+  async probes(): Promise<ProbeWork[]> {
+    return this.#c.holders.probes(this.holder);
+  }
+  /** signProbe signs the answer found to probe: the probe message of attestation.md §6a. */
+  async signProbe(probe: ProbeWork, found: readonly string[]): Promise<Uint8Array> {
+    const m = probeMessage(probe.probe, probe.forget, this.holder, probe.nonce, probe.artifacts, probe.markers, found);
+    return new Uint8Array(await subtle().sign({ name: "Ed25519" }, this.#key.privateKey, bs(m)));
+  }
+  /** answerProbe signs and sends the answer to probe: what the retrieval path returned of what was asked ([]: nothing). */
+  async answerProbe(probe: ProbeWork, found: readonly string[]): Promise<ProbeResult> {
+    if (typeof found === "string" || !Array.isArray(found)) throw new InvalidArgument("found is a list of ids and markers");
+    return this.#c.holders.answerProbe(this.holder, probe.probe, found, await this.signProbe(probe, found));
+  }
+  /**
+   * probeOnce fetches the open probes and answers each: probe(forget,
+   * artifacts, markers) runs the application's retrieval path, and the kit
+   * signs and sends what it returns (each once). A function that throws,
+   * or returns something that was not asked, answers nothing for that
+   * probe (it is asked again after its deadline); the others go on.
+   */
+  async probeOnce(probe: ProbeFunc): Promise<ProbeOutcome[]> {
+    const out: ProbeOutcome[] = [];
+    for (const w of await this.probes()) {
+      try {
+        const got = await probe(w.forget, [...w.artifacts], [...(w.markers ?? [])]);
+        if (typeof got === "string" || !Array.isArray(got)) throw new InvalidArgument("the probe function returns a list of ids and markers");
+        const found = [...new Set(got)];
+        const asked = new Set([...w.artifacts, ...(w.markers ?? [])]);
+        const stray = found.find((f) => !asked.has(f));
+        if (stray !== undefined) throw new ShreddError(`shredd: probe ${w.probe}: the path returned ${JSON.stringify(stray)}, which was not asked: nothing answered`, "invalid_argument");
+        out.push({ probe: w.probe, forget: w.forget, ok: true, found, result: await this.answerProbe(w, found) });
+      } catch (error) {
+        out.push({ probe: w.probe, forget: w.forget, ok: false, error });
       }
     }
     return out;

@@ -9,7 +9,7 @@ export {
   type ClientOptions, type Source, type EncryptRequest, type DecryptRequest, type DecryptRawOptions, type RawDecrypted,
   type RegisterRequest, type WaitOptions,
 } from "./client.js";
-export { HolderKit, type PurgeCallback, type PurgeOutcome } from "./holder.js";
+export { HolderKit, type PurgeCallback, type PurgeOutcome, type ProbeFunc, type ProbeOutcome } from "./holder.js";
 export * as envelope from "./envelope.js";
 export * as verify from "./verify.js";
 export { type Response, type RequestOptions } from "./http.js";

@@ -77,6 +77,18 @@ export interface Reinstatement {
 }
 export interface Holder { readonly holder: string; readonly public_key: string; readonly created_at?: string }
 export interface PurgeWork { readonly forget: string; readonly artifacts: readonly string[] }
+/** ProbeWork is a probe a holder must answer now (docs/attestation.md §6a): does its retrieval path still return any of these? */
+export interface ProbeWork {
+  readonly probe: string;
+  readonly forget: string;
+  readonly nonce: string;
+  readonly artifacts: readonly string[];
+  readonly markers: readonly string[];
+  /** RFC 3339: the answer must arrive before it. */
+  readonly deadline: string;
+}
+/** ProbeResult is shredd's reading of a probe answer: clean when the path returned nothing asked. */
+export interface ProbeResult { readonly probe: string; readonly clean: boolean }
 export interface AckResult { readonly closed: readonly string[]; readonly missing: readonly string[] }
 export interface InventoryItem { readonly id: string; readonly kind: string }
 export interface InventoryReport {

@@ -1,15 +1,15 @@
 /**
  * Offline checks of what shredd signs (docs/attestation.md): the erasure
  * attestation (DSSE envelope of an in-toto Statement v1, Ed25519), its
- * holder acks and the subject commitment; and the holder ack message
- * (attestation.md §6). verifyAttestation is the strict reader of
+ * holder acks, probes and the subject commitment; and the messages a
+ * holder signs: its ack (attestation.md §6) and its probe answer (§6a). verifyAttestation is the strict reader of
  * evidence.ts (the one the page runs as ui/static/verify.js) on a bare
  * attestation, with the TypeScript client's result and errors. Web Crypto
  * only.
  */
 import { b64 } from "./envelope.js";
 import { InvalidArgument, VerifyError } from "./errors.js";
-import { commitment as commitmentOf, pae as paeOf, readAttestation } from "./evidence.js";
+import { commitment as commitmentOf, pae as paeOf, probeMessage as probeMessageOf, readAttestation } from "./evidence.js";
 
 export const PAYLOAD_TYPE = "application/vnd.in-toto+json";
 export const STATEMENT_TYPE = "https://in-toto.io/Statement/v1";
@@ -42,6 +42,18 @@ export function ackMessage(forget: string, holder: string, artifacts: readonly s
   return te.encode(lines.join("\n") + "\n");
 }
 
+/**
+ * probeMessage returns the exact bytes a holder signs to answer a probe
+ * (attest.ProbeMessage, attestation.md §6a): the label, the probe, forget,
+ * holder and nonce lines, then one line per artifact asked, per marker
+ * asked and per thing found, each group sorted bytewise. It checks
+ * nothing: it is the message of what was asked and found, as given.
+ */
+export function probeMessage(probe: string, forget: string, holder: string, nonce: string, artifacts: readonly string[],
+  markers: readonly string[] = [], found: readonly string[] = []): Uint8Array {
+  return te.encode(probeMessageOf(probe, forget, holder, nonce, artifacts, markers, found));
+}
+
 /** commitment returns hex SHA-256("shredd/v1/subject-commitment" ‖ 0x00 ‖ salt ‖ subject) (attestation.md §5). */
 export async function commitment(subject: string, saltHex: string): Promise<string> {
   if (!/^([0-9a-f]{2})+$/.test(saltHex)) throw new VerifyError("the salt is not hex");
@@ -72,7 +84,20 @@ export interface Attestation {
   readonly conditions: Readonly<Record<string, string>>;
   readonly artifacts: readonly { readonly id: string; readonly kind: string; readonly holder: string; readonly closed_by: string }[];
   readonly holderAcks: readonly { readonly holder: string; readonly artifacts: readonly string[] }[];
+  /** The holders' signed clean answers to probes (attestation.md §6a); empty when no holder offers probes. */
+  readonly probes: readonly Probe[];
   readonly predicate: Readonly<Record<string, unknown>>;
+}
+
+/** Probe is a holder's signed answer to a probe, as an attestation states it: it found nothing. */
+export interface Probe {
+  readonly holder: string;
+  readonly probe: string;
+  readonly nonce: string;
+  readonly askedAt: string;
+  readonly answeredAt: string;
+  readonly artifacts: readonly string[];
+  readonly markers: readonly string[];
 }
 
 /** VerifyAttestationOptions: subject and salt (hex) open the commitment; forget pins the forget id. */
@@ -88,7 +113,8 @@ export interface VerifyAttestationOptions {
  * FILE --key --subject --salt` does, through the strict reader the page
  * runs (evidence.ts): the DSSE envelope in canonical form, the key id, the
  * signature over PAE, the statement (types, claim, the five conditions ok,
- * timeline, key evidence, every holder ack's signature, residuals), the
+ * timeline, key evidence, every holder ack's signature, every probe
+ * answer's (§6a), residuals), the
  * forget id when given, and (given subject and salt) the subject
  * commitment. Throws VerifyError whose reason is the spec's reason code
  * of the refusal (docs/transparency.md §10b: "subject.mismatch",
@@ -122,6 +148,9 @@ export async function verifyAttestation(data: Uint8Array | string, publicKey: Ui
     conditions,
     artifacts: p.artifacts ?? [],
     holderAcks: (p.holder_acks ?? []).map((a: { holder: string; artifacts: string[] }) => ({ holder: a.holder, artifacts: a.artifacts })),
+    probes: (p.probes ?? []).map((q: { holder: string; probe: string; nonce: string; asked_at: string; answered_at: string; artifacts: string[]; markers?: string[] }) => ({
+      holder: q.holder, probe: q.probe, nonce: q.nonce, askedAt: q.asked_at, answeredAt: q.answered_at, artifacts: q.artifacts, markers: q.markers ?? [],
+    })),
     predicate: p,
   };
 }
