@@ -18,10 +18,20 @@ type probeDeclaration struct {
 
 // declareProbes records that a holder answers probes (PUT
 // /v1/holders/{id}/probe) or withdraws it (DELETE).
+//
+// A declaration changes how the holder's forgets close, and carries no
+// signature, so it takes the holder's own token (bound to it) or an
+// admin's: an unbound register token (the one that registers artifacts)
+// may not withdraw or stretch another holder's probes.
 func (hh *holderHandlers) declareProbes(w http.ResponseWriter, r *http.Request) {
 	holder, err := holderParam(r)
 	if err != nil {
 		hh.fail(w, r, err)
+		return
+	}
+	if t := tokenOf(r.Context()); t == nil || (t.Holder == "" && !t.Has(shredd.ScopeAdmin)) {
+		hh.fail(w, r, &problemError{status: http.StatusForbidden, code: "forbidden", title: "The token may not declare this holder's probes",
+			detail: "declaring or withdrawing a holder's probes takes a token bound to that holder, or the admin scope"})
 		return
 	}
 	var compact time.Duration

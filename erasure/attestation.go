@@ -128,7 +128,7 @@ func (c *core) signAttestation(ctx context.Context, r forgetRow, conds []shredd.
 	}
 	if len(p.HolderAcks) > 0 {
 		p.Residuals = append(p.Residuals, attest.Residual{Kind: attest.ResidualHolderTrust,
-			Description: fmt.Sprintf("%d plaintext-held artifacts are closed by their holders' signed acks: the acks prove what the holders declared, not what their storage holds", countHeldAcked(p.Artifacts))})
+			Description: fmt.Sprintf("%d plaintext-held artifacts are closed by their holders' signed acks (and, for holders that answer probes, signed probe answers): the acks and the answers prove what the holders declared and what they said their retrieval paths returned when they answered, not what their storage holds", countHeldAcked(p.Artifacts))})
 	}
 	if err := c.probeEvidence(ctx, id, &p); err != nil {
 		return attest.Envelope{}, "", err

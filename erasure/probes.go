@@ -67,6 +67,7 @@ type probeRow struct {
 	nonce               []byte
 	artifacts, markers  []string
 	acked, visible, due int64
+	compact             int64 // the compaction interval the probe was asked with
 	answered            sql.NullInt64
 	found               sql.NullString
 	signature           []byte
@@ -82,7 +83,7 @@ func splitList(s string) []string {
 	return strings.Split(s, "\n")
 }
 
-const probeCols = `SELECT id, forget, holder, nonce, artifacts, markers, acked_at, visible_at, deadline, answered_at, found, signature FROM probes`
+const probeCols = `SELECT id, forget, holder, nonce, artifacts, markers, acked_at, compact, visible_at, deadline, answered_at, found, signature FROM probes`
 
 func (c *core) queryProbes(ctx context.Context, tail string, args ...any) ([]probeRow, error) {
 	rows, err := c.db.QueryContext(ctx, probeCols+tail, args...)
@@ -95,7 +96,7 @@ func (c *core) queryProbes(ctx context.Context, tail string, args ...any) ([]pro
 		var p probeRow
 		var id, forget []byte
 		var arts, marks string
-		if err := rows.Scan(&id, &forget, &p.holder, &p.nonce, &arts, &marks, &p.acked, &p.visible, &p.due, &p.answered, &p.found, &p.signature); err != nil {
+		if err := rows.Scan(&id, &forget, &p.holder, &p.nonce, &arts, &marks, &p.acked, &p.compact, &p.visible, &p.due, &p.answered, &p.found, &p.signature); err != nil {
 			return nil, fmt.Errorf("erasure: probes: %w", err)
 		}
 		copy(p.id[:], id)
@@ -216,110 +217,167 @@ func randomBelow(r io.Reader, d time.Duration) (time.Duration, error) {
 func (s *core) probeUpkeep(ctx context.Context) error {
 	s.probeMu.Lock()
 	defer s.probeMu.Unlock()
-	// Most services have no holder that answers probes: one indexed read.
+	// Most services have no holder that answers probes: one read each.
 	var any int
-	switch err := s.db.QueryRowContext(ctx, `SELECT 1 FROM holders WHERE probe_compact IS NOT NULL LIMIT 1`).Scan(&any); {
+	switch err := s.db.QueryRowContext(ctx, `SELECT 1 FROM holders WHERE probe_compact IS NOT NULL UNION ALL SELECT 1 FROM probes LIMIT 1`).Scan(&any); {
 	case errors.Is(err, sql.ErrNoRows):
 		return nil
 	case err != nil:
 		return fmt.Errorf("erasure: probes: %w", err)
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT f.id, a.holder, h.probe_compact, max(ha.received_at) FROM forgets f
-		JOIN acked a ON a.forget=f.id JOIN holders h ON h.id=a.holder JOIN holder_acks ha ON ha.id=a.ack
-		WHERE f.state IN (?, ?) AND h.probe_compact IS NOT NULL GROUP BY f.id, a.holder, h.probe_compact`,
-		shredd.StateCommitted, shredd.StateShredded)
+	pairs, err := s.probePairs(ctx)
 	if err != nil {
-		return fmt.Errorf("erasure: probes: %w", err)
-	}
-	type pair struct {
-		forget  shredd.ID
-		holder  string
-		compact time.Duration
-		acked   int64
-	}
-	var pairs []pair
-	for rows.Next() {
-		var p pair
-		var id []byte
-		var compact int64
-		if err := rows.Scan(&id, &p.holder, &compact, &p.acked); err != nil {
-			rows.Close()
-			return fmt.Errorf("erasure: probes: %w", err)
-		}
-		copy(p.forget[:], id)
-		p.compact = time.Duration(compact)
-		pairs = append(pairs, p)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("erasure: probes: %w", err)
+		return err
 	}
 	now := s.opts.Now()
 	for _, p := range pairs {
-		r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE id=?`, p.forget[:]))
-		if err != nil {
-			return fmt.Errorf("erasure: probes: %w", err)
-		}
-		held, err := s.heldBy(ctx, r, p.holder)
-		if err != nil {
+		if err := s.planProbes(ctx, p, now); err != nil {
 			return err
-		}
-		acked, err := s.ackedSet(ctx, p.forget)
-		if err != nil {
-			return err
-		}
-		var asked []string
-		for _, id := range held[p.holder] {
-			if !acked[id] {
-				asked = nil
-				break
-			}
-			asked = append(asked, id.String())
-		}
-		if len(asked) == 0 {
-			continue // something still to ack: the ack comes first
-		}
-		slices.Sort(asked)
-		ps, err := s.queryProbes(ctx, ` WHERE forget=? AND holder=? ORDER BY visible_at`, p.forget[:], p.holder)
-		if err != nil {
-			return err
-		}
-		var at []time.Time
-		switch last := len(ps) - 1; {
-		case last < 0:
-			jitter, err := randomBelow(s.opts.Rand, p.compact/2+1)
-			if err != nil {
-				return err
-			}
-			at = []time.Time{now, time.Unix(0, p.acked).Add(p.compact + jitter)}
-		case ps[last].answered.Valid && ps[last].found.String == "" && ps[last].visible < p.acked+int64(p.compact):
-			// Clean, but none after the compaction interval yet (the
-			// interval was declared or changed after the first probes).
-			jitter, err := randomBelow(s.opts.Rand, p.compact/2+1)
-			if err != nil {
-				return err
-			}
-			at = []time.Time{time.Unix(0, p.acked).Add(p.compact + jitter)}
-		case ps[last].answered.Valid && ps[last].found.String != "",
-			!ps[last].answered.Valid && now.UnixNano() > ps[last].due:
-			jitter, err := randomBelow(s.opts.Rand, min(p.compact, probeRetry))
-			if err != nil {
-				return err
-			}
-			at = []time.Time{now.Add(jitter)}
-		}
-		for _, t := range at {
-			if err := s.askProbe(ctx, p.forget, p.holder, asked, p.acked, t); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
 }
 
+// probePair is a forget and a holder whose probes upkeep plans.
+type probePair struct {
+	forget  shredd.ID
+	holder  string
+	compact time.Duration
+	acked   int64
+}
+
+// probePairs reads the pairs upkeep plans: each open forget with a
+// holder that acked it and answers probes now or was asked about it.
+func (s *core) probePairs(ctx context.Context) ([]probePair, error) {
+	// A holder declared now, or one already asked about the forget: once
+	// asked, its probes gate the forget whatever it declares later (a
+	// withdrawal does not wipe a probe that found something), with the
+	// interval it declared then, or the shorter one it declares now.
+	rows, err := s.db.QueryContext(ctx, `SELECT f.id, a.holder, h.probe_compact,
+		(SELECT max(p.compact) FROM probes p WHERE p.forget=f.id AND p.holder=a.holder), max(ha.received_at) FROM forgets f
+		JOIN acked a ON a.forget=f.id JOIN holders h ON h.id=a.holder JOIN holder_acks ha ON ha.id=a.ack
+		WHERE f.state IN (?, ?) AND (h.probe_compact IS NOT NULL OR EXISTS (SELECT 1 FROM probes p WHERE p.forget=f.id AND p.holder=a.holder))
+		GROUP BY f.id, a.holder, h.probe_compact`,
+		shredd.StateCommitted, shredd.StateShredded)
+	if err != nil {
+		return nil, fmt.Errorf("erasure: probes: %w", err)
+	}
+	var pairs []probePair
+	for rows.Next() {
+		var p probePair
+		var id []byte
+		var declared, asked sql.NullInt64
+		if err := rows.Scan(&id, &p.holder, &declared, &asked, &p.acked); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("erasure: probes: %w", err)
+		}
+		copy(p.forget[:], id)
+		switch {
+		case declared.Valid && asked.Valid:
+			p.compact = time.Duration(min(declared.Int64, asked.Int64))
+		case declared.Valid:
+			p.compact = time.Duration(declared.Int64)
+		default:
+			p.compact = time.Duration(asked.Int64)
+		}
+		pairs = append(pairs, p)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("erasure: probes: %w", err)
+	}
+	return pairs, nil
+}
+
+// planProbes asks what pair p needs now (probeUpkeep).
+func (s *core) planProbes(ctx context.Context, p probePair, now time.Time) error {
+	r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE id=?`, p.forget[:]))
+	if err != nil {
+		return fmt.Errorf("erasure: probes: %w", err)
+	}
+	held, err := s.heldBy(ctx, r, p.holder)
+	if err != nil {
+		return err
+	}
+	acked, err := s.ackedSet(ctx, p.forget)
+	if err != nil {
+		return err
+	}
+	var asked []string
+	for _, id := range held[p.holder] {
+		if !acked[id] {
+			asked = nil
+			break
+		}
+		asked = append(asked, id.String())
+	}
+	if len(asked) == 0 {
+		return nil // something still to ack: the ack comes first
+	}
+	slices.Sort(asked)
+	ps, err := s.queryProbes(ctx, ` WHERE forget=? AND holder=? ORDER BY visible_at`, p.forget[:], p.holder)
+	if err != nil {
+		return err
+	}
+	var at []time.Time
+	switch last := len(ps) - 1; {
+	case last < 0:
+		// The second probe after the compaction interval counted from
+		// the ack, or from now when the holder declared probes after
+		// its ack: never already due, never visible with the first.
+		jitter, err := randomBelow(s.opts.Rand, p.compact/2+1)
+		if err != nil {
+			return err
+		}
+		at = []time.Time{now, later(time.Unix(0, p.acked), now).Add(p.compact + jitter)}
+	case ps[last].visible > now.UnixNano() && ps[last].compact > int64(p.compact):
+		// The holder shortened its interval: the coming probe moves
+		// forward to the new one's schedule.
+		jitter, err := randomBelow(s.opts.Rand, p.compact/2+1)
+		if err != nil {
+			return err
+		}
+		at := later(time.Unix(0, p.acked), now).Add(p.compact + jitter)
+		if _, err := s.db.ExecContext(ctx, `UPDATE probes SET visible_at=?, deadline=?, compact=? WHERE id=? AND answered_at IS NULL AND visible_at>?`,
+			at.UnixNano(), at.Add(ProbeDeadline).UnixNano(), int64(p.compact), ps[last].id[:], now.UnixNano()); err != nil {
+			return fmt.Errorf("erasure: probes: %w", err)
+		}
+		return nil
+	case ps[last].answered.Valid && ps[last].found.String == "" && ps[last].visible < p.acked+int64(p.compact):
+		// Clean, but none after the compaction interval yet (the
+		// interval was declared or changed after the first probes).
+		jitter, err := randomBelow(s.opts.Rand, p.compact/2+1)
+		if err != nil {
+			return err
+		}
+		at = []time.Time{later(time.Unix(0, p.acked), now).Add(p.compact + jitter)}
+	case ps[last].answered.Valid && ps[last].found.String != "",
+		!ps[last].answered.Valid && now.UnixNano() > ps[last].due:
+		jitter, err := randomBelow(s.opts.Rand, min(p.compact, probeRetry))
+		if err != nil {
+			return err
+		}
+		at = []time.Time{now.Add(jitter)}
+	}
+	for _, t := range at {
+		if err := s.askProbe(ctx, p.forget, p.holder, asked, p.acked, p.compact, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // askProbe stores a new probe of holder about forget's artifacts, visible
 // from at, with a fresh id and nonce.
-func (s *core) askProbe(ctx context.Context, forget shredd.ID, holder string, artifacts []string, acked int64, at time.Time) error {
+func (s *core) askProbe(ctx context.Context, forget shredd.ID, holder string, artifacts []string, acked int64, compact time.Duration, at time.Time) error {
 	id, err := shredd.NewID(s.opts.Now(), s.opts.Rand)
 	if err != nil {
 		return fmt.Errorf("erasure: probe id: %w", err)
@@ -328,8 +386,8 @@ func (s *core) askProbe(ctx context.Context, forget shredd.ID, holder string, ar
 	if _, err := io.ReadFull(s.opts.Rand, nonce); err != nil {
 		return fmt.Errorf("erasure: probe nonce: %w", err)
 	}
-	if _, err := s.db.ExecContext(ctx, `INSERT INTO probes(id, forget, holder, nonce, artifacts, markers, acked_at, visible_at, deadline) VALUES (?, ?, ?, ?, ?, '', ?, ?, ?)`,
-		id[:], forget[:], holder, nonce, strings.Join(artifacts, "\n"), acked, at.UnixNano(), at.Add(ProbeDeadline).UnixNano()); err != nil {
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO probes(id, forget, holder, nonce, artifacts, markers, acked_at, compact, visible_at, deadline) VALUES (?, ?, ?, ?, ?, '', ?, ?, ?, ?)`,
+		id[:], forget[:], holder, nonce, strings.Join(artifacts, "\n"), acked, int64(compact), at.UnixNano(), at.Add(ProbeDeadline).UnixNano()); err != nil {
 		return fmt.Errorf("erasure: ask probe: %w", err)
 	}
 	return nil
@@ -358,8 +416,8 @@ func (c *core) readProbeFacts(ctx context.Context, ids []shredd.ID) (probeFacts,
 		pf.compact[h] = time.Duration(d)
 	}
 	rows.Close()
-	if len(pf.compact) == 0 {
-		return pf, rows.Err()
+	if err := rows.Err(); err != nil {
+		return pf, err
 	}
 	for _, id := range ids {
 		ps, err := c.queryProbes(ctx, ` WHERE forget=? ORDER BY visible_at`, id[:])
@@ -376,10 +434,18 @@ func (c *core) readProbeFacts(ctx context.Context, ids []shredd.ID) (probeFacts,
 	return pf, nil
 }
 
+// gated reports whether holder's artifacts of a forget wait for probes:
+// it answers probes now, or it was asked about this forget (its probes
+// keep gating the forget whatever it declares later).
+func (f verifyFacts) gated(holder string) bool {
+	_, declared := f.compact[holder]
+	return declared || len(f.probes[holder]) > 0
+}
+
 // probeState judges a holder that answers probes and acked every artifact
 // of the forget it held: closed when its latest probe, asked after its
 // compaction interval, found nothing; else why not.
-func probeState(ps []probeRow, compact time.Duration, now int64) (bool, string) {
+func probeState(ps []probeRow, now int64) (bool, string) {
 	if len(ps) == 0 {
 		return false, "its retrieval path is to be probed"
 	}
@@ -387,18 +453,22 @@ func probeState(ps []probeRow, compact time.Duration, now int64) (bool, string) 
 	switch {
 	case last.answered.Valid && last.found.String != "":
 		return false, fmt.Sprintf("probe %s found %d of the artifacts it acked as purged: its retrieval path still returns them", last.id, len(last.foundList()))
-	case last.answered.Valid && last.visible >= last.acked+int64(compact):
+	case last.answered.Valid && last.visible >= last.acked+last.compact:
 		return true, ""
 	case last.answered.Valid:
 		return false, "a probe after its compaction interval is still to come"
 	case now > last.due:
 		return false, fmt.Sprintf("it did not answer probe %s by its deadline", last.id)
 	}
-	// A probe found something, then a later one is open: say what was found.
+	// A probe found something, then a later one is to come: say what was
+	// found.
 	for i := len(ps) - 2; i >= 0; i-- {
 		if ps[i].answered.Valid && ps[i].found.String != "" {
 			return false, fmt.Sprintf("probe %s found %d of the artifacts it acked as purged; asked again", ps[i].id, len(ps[i].foundList()))
 		}
+	}
+	if now < last.visible {
+		return false, fmt.Sprintf("its next probe comes within %s of its ack (its compaction interval and a random part of it)", time.Duration(last.compact+last.compact/2).Round(time.Second))
 	}
 	return false, "its probes are open (asked now and again after its compaction interval)"
 }

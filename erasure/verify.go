@@ -145,9 +145,9 @@ func (s *Eraser) verification(ctx context.Context, r forgetRow, rr *rootRead, fa
 		}
 		// Acked in full: a holder that answers probes is closed only by a
 		// clean probe of its retrieval path after its compaction interval.
-		if compact, ok := facts.compact[h]; ok {
+		if facts.gated(h) {
 			probed++
-			if closed, why := probeState(facts.probes[h], compact, now.UnixNano()); !closed {
+			if closed, why := probeState(facts.probes[h], now.UnixNano()); !closed {
 				asking = append(asking, h+": "+why)
 				owing = append(owing, h)
 			}

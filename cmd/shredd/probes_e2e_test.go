@@ -145,6 +145,11 @@ func fourteenHolders(t *testing.T, store []string) {
 		agents = append(agents, newAgent(fmt.Sprintf("agent-%02d", i), i == 14, true, alice.Artifact))
 	}
 	quiet := newAgent("agent-noprobe", true, false, bob.Artifact) // acks, keeps a cached vector, answers no probes
+	carol, err := admin.Encrypt(ctx, client.EncryptRequest{Subjects: []string{"carol@example.com"}, Kind: "episodic", Plaintext: []byte("carol: lives in Lyon")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	quitter := newAgent("agent-quitter", true, true, carol.Artifact) // caught by a probe, then withdraws its probes
 
 	// The agents run their kits: purge rounds and probe rounds.
 	stop := make(chan struct{})
@@ -153,7 +158,7 @@ func fourteenHolders(t *testing.T, store []string) {
 	go func() {
 		defer wg.Done()
 		for {
-			for _, a := range append(slices.Clone(agents), quiet) {
+			for _, a := range append(slices.Clone(agents), quiet, quitter) {
 				if _, err := a.kit.PurgeOnce(ctx, a.mem.purge); err != nil && ctx.Err() == nil {
 					t.Errorf("%s: purge round: %v", a.kit.ID(), err)
 				}
@@ -190,6 +195,28 @@ func fourteenHolders(t *testing.T, store []string) {
 	if quiet.mem.cached() == 0 {
 		t.Fatal("the quiet agent's cache was purged: the control shows nothing")
 	}
+
+	// A holder caught by a probe cannot withdraw its way out: the probes
+	// asked keep gating the forget, and it is erased only once a later
+	// probe is clean.
+	fc, err := admin.Forget(ctx, "carol@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.waitForget(t, fc.ID, "held up by agent-quitter's probe", func(f forgetView) bool {
+		c := conditionOf(f, "cascade_closed")
+		return strings.Contains(c.Reason, "agent-quitter") && strings.Contains(c.Reason, "found 1 of the artifacts")
+	})
+	if err := quitter.kit.DeclareProbes(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+
+	time.Sleep(compact + compact/2 + time.Second)
+	if f := s.getForget(t, fc.ID); f.State == "erased" || !strings.Contains(conditionOf(f, "cascade_closed").Reason, "agent-quitter") {
+		t.Fatalf("carol's forget after agent-quitter withdrew its probes: %s %+v", f.State, conditionOf(f, "cascade_closed"))
+	}
+	quitter.mem.dropCache()
+	s.waitForget(t, fc.ID, "erased", func(f forgetView) bool { return f.State == "erased" })
 
 	// With probes: alice's forget waits for agent-14's cache.
 	fa, err := admin.Forget(ctx, "alice@example.com")

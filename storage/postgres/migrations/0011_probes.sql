@@ -8,6 +8,7 @@ CREATE TABLE probes (
 	artifacts TEXT NOT NULL,
 	markers TEXT NOT NULL DEFAULT '',
 	acked_at BIGINT NOT NULL,
+	compact BIGINT NOT NULL,
 	visible_at BIGINT NOT NULL,
 	deadline BIGINT NOT NULL,
 	answered_at BIGINT,

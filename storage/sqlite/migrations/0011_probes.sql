@@ -13,6 +13,7 @@ CREATE TABLE IF NOT EXISTS probes (
 	artifacts TEXT NOT NULL,
 	markers TEXT NOT NULL DEFAULT '',
 	acked_at INTEGER NOT NULL,
+	compact INTEGER NOT NULL,
 	visible_at INTEGER NOT NULL,
 	deadline INTEGER NOT NULL,
 	answered_at INTEGER,
