@@ -43,6 +43,13 @@ var (
 	// ErrNotErased means an attestation was asked for a forget that is not
 	// erased: there is nothing to attest yet.
 	ErrNotErased = errors.New("forget not erased")
+	// ErrNotForgotten means a reinstatement was asked for a subject that
+	// has no committed forget to follow: it is live (never forgotten, or
+	// reinstated already), or was never seen.
+	ErrNotForgotten = errors.New("subject not forgotten")
+	// ErrUnsupported means the service's configuration does not offer the
+	// operation (reinstatement with per-subject keys).
+	ErrUnsupported = errors.New("not supported by this configuration")
 	// ErrNoLog means the service keeps no transparency log, or the forget's
 	// events are not in it (it was erased before the log existed).
 	ErrNoLog = errors.New("not in the transparency log")

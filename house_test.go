@@ -101,7 +101,7 @@ var owners = map[string]string{
 	"read_links": "derivation",
 	"kinds":      "registry", "leases": "registry", "registry_wal": "registry",
 	"buckets": "keystore", "subjects": "keystore", "epochs": "keystore",
-	"evictions": "keystore", "keystore_meta": "keystore", "nodes": "keystore",
+	"evictions": "keystore", "keystore_meta": "keystore", "nodes": "keystore", "reinstatements": "keystore",
 	"forgets": "erasure", "holders": "erasure", "holder_acks": "erasure",
 	"acked": "erasure", "inventories": "erasure", "probes": "erasure", "forget_aliases": "erasure",
 	"subject_log": "journal", "forget_log": "journal", "epoch_log": "journal",

@@ -81,6 +81,16 @@ type Eraser interface {
 	RunEpoch(ctx context.Context) (Epoch, error)
 }
 
+// Reinstater gives forgotten subjects a new life. Errors as Sealer's.
+type Reinstater interface {
+	// Reinstate gives a forgotten subject a new key generation (reason is
+	// the operator's, kept with it and never logged). A subject without a
+	// committed forget (live, reinstated already, never seen) gives
+	// ErrNotForgotten; one whose forget is not erased yet ErrNotErased;
+	// per-subject keys ErrUnsupported.
+	Reinstate(ctx context.Context, subject, reason string) (Reinstatement, error)
+}
+
 // Holders keeps the holders of plaintext-held artifacts, their purge work
 // and their signed acks, which close a forget's plaintext-held artifacts,
 // and their inventories, which can block it. Errors as Sealer's.
@@ -125,20 +135,21 @@ type Evidence interface {
 	Attestation(ctx context.Context, id ID) ([]byte, error)
 }
 
-// Service is what the HTTP layer serves: sealing, erasure, the holders
-// and the evidence.
+// Service is what the HTTP layer serves: sealing, erasure, the holders,
+// the evidence and reinstatement.
 type Service interface {
 	Sealer
 	Eraser
 	Holders
 	Evidence
+	Reinstater
 }
 
-// Join returns the Service of a Sealer, an Eraser, its Holders and its
-// Evidence: every method of each, as it is. The composition root builds
+// Join returns the Service of a Sealer, an Eraser, its Holders, its
+// Evidence and its Reinstater: every method of each, as it is. The composition root builds
 // the Sealer and the erasure apart (they share the registry and the key
 // tree, not each other) and joins them for the HTTP layer.
-func Join(s Sealer, e Eraser, h Holders, v Evidence) Service { return joined{s, e, h, v} }
+func Join(s Sealer, e Eraser, h Holders, v Evidence, r Reinstater) Service { return joined{s, e, h, v, r} }
 
 // joined is a Sealer, an Eraser, Holders and Evidence as one Service.
 type joined struct {
@@ -146,4 +157,5 @@ type joined struct {
 	Eraser
 	Holders
 	Evidence
+	Reinstater
 }

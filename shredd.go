@@ -252,6 +252,17 @@ type Condition struct {
 	Holders []string `json:"holders,omitempty"`
 }
 
+// Reinstatement is an operator's reinstatement of a forgotten subject
+// (never named: only its generations): a new key generation started, and
+// the generation its forget destroyed stays destroyed.
+type Reinstatement struct {
+	Generation         uint32    // the new key generation
+	PreviousGeneration uint32    // the generation the forget destroyed (0: the subject never had a key)
+	Forget             ID        // the forget that destroyed it, unchanged
+	LogIndex           int64     // the subject_reinstated entry of the transparency log, -1 without a log
+	ReinstatedAt       time.Time // UTC
+}
+
 // Forget is one erasure request for one subject (never named: only its id).
 type Forget struct {
 	ID          ID

@@ -147,7 +147,7 @@ func New(c Config) *Server {
 	s := &Server{codec: cd, tokens: c.Tokens, metrics: c.Metrics, fence: c.Fence,
 		seal:      &sealHandlers{codec: cd, svc: c.Service},
 		artifacts: &artifactHandlers{codec: cd, svc: c.Service},
-		forgets:   &forgetHandlers{codec: cd, svc: c.Service, evidence: c.Service},
+		forgets:   &forgetHandlers{codec: cd, svc: c.Service, evidence: c.Service, lives: c.Service},
 		holders:   &holderHandlers{codec: cd, svc: c.Service},
 		tlog:      &logHandlers{codec: cd, svc: c.Evidence},
 		health:    &healthHandlers{codec: cd, root: c.Root, tokens: c.Tokens, writes: c.Writes},
@@ -256,6 +256,7 @@ func (s *Server) Handler() http.Handler {
 		r.With(s.require(shredd.ScopeRegister, shredd.ScopeAudit)).Get("/holders/{id}/probes", s.holders.probes)
 		r.With(s.require(shredd.ScopeRegister)).Post("/holders/{id}/probes/{probe}", s.holders.answerProbe)
 		r.With(s.require(shredd.ScopeAdmin)).Post("/epoch", s.forgets.epoch)
+		r.With(s.require(shredd.ScopeAdmin)).Post("/subjects/reinstate", s.forgets.reinstate)
 	})
 	return r
 }

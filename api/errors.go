@@ -47,6 +47,8 @@ var errorMap = []struct {
 	{shredd.ErrForbidden, http.StatusForbidden, "wrong_holder", "The token acts for another holder", ""},
 	{shredd.ErrConflict, http.StatusConflict, "conflict", "The request contradicts what is registered", ""},
 	{shredd.ErrNotErased, http.StatusConflict, "not_erased", "The forget is not erased: its conditions are not all proven", ""},
+	{shredd.ErrNotForgotten, http.StatusConflict, "not_forgotten", "The subject has no committed forget to follow: it is live (never forgotten, or reinstated already) or was never seen", ""},
+	{shredd.ErrUnsupported, http.StatusConflict, "unsupported", "This service's configuration does not offer the operation", ""},
 	{shredd.ErrSignature, http.StatusBadRequest, "invalid_signature", "The signature does not verify under the holder's key", ""},
 	{shredd.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large", "A limit was exceeded", ""},
 	{shredd.ErrEnvelope, http.StatusUnprocessableEntity, "invalid_envelope", "The ciphertext is not a valid shredd envelope or does not open with this context", ""},

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/hex"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -13,7 +14,8 @@ import (
 type forgetHandlers struct {
 	*codec
 	svc      shredd.Eraser
-	evidence shredd.Evidence // the attestation
+	evidence shredd.Evidence   // the attestation
+	lives    shredd.Reinstater // reinstatement
 }
 
 type forgetRequest struct {
@@ -179,6 +181,49 @@ func (fh *forgetHandlers) getForget(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, forgetJSON(f))
+}
+
+// reinstateRequest is the body of POST /v1/subjects/reinstate: the
+// subject id in the body, never in the URL.
+type reinstateRequest struct {
+	Subject string `json:"subject"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// reinstateResponse is a reinstatement (shredd.Reinstatement): no subject id.
+type reinstateResponse struct {
+	Generation         uint32    `json:"generation"`
+	PreviousGeneration uint32    `json:"previous_generation"`
+	Forget             string    `json:"forget"`
+	LogIndex           int64     `json:"log_index"`
+	ReinstatedAt       time.Time `json:"reinstated_at"`
+}
+
+// reinstate gives a forgotten subject a new key generation (POST
+// /v1/subjects/reinstate, admin): 409 not_forgotten for a subject without
+// a committed forget to follow, 409 not_erased while that forget is not
+// erased. The log line names the generations and the forget, never the
+// subject.
+func (fh *forgetHandlers) reinstate(w http.ResponseWriter, r *http.Request) {
+	var req reinstateRequest
+	if err := fh.decode(r, &req); err != nil {
+		fh.fail(w, r, err)
+		return
+	}
+	if req.Subject == "" {
+		fh.fail(w, r, badRequest("missing_field", "subject is required"))
+		return
+	}
+	rs, err := fh.lives.Reinstate(r.Context(), req.Subject, req.Reason)
+	if err != nil {
+		fh.fail(w, r, err)
+		return
+	}
+	fh.log.LogAttrs(r.Context(), slog.LevelInfo, "subject reinstated", slog.String("request_id", requestID(r.Context())),
+		slog.String("forget", rs.Forget.String()), slog.Uint64("generation", uint64(rs.Generation)),
+		slog.Uint64("previous_generation", uint64(rs.PreviousGeneration)), slog.Int64("log_index", rs.LogIndex))
+	writeJSON(w, http.StatusOK, reinstateResponse{Generation: rs.Generation, PreviousGeneration: rs.PreviousGeneration,
+		Forget: rs.Forget.String(), LogIndex: rs.LogIndex, ReinstatedAt: rs.ReinstatedAt})
 }
 
 type epochResponse struct {

@@ -41,6 +41,10 @@ const (
 	// EventErasureAttested: a forget was proven erased and its attestation
 	// signed.
 	EventErasureAttested = "erasure_attested"
+	// EventSubjectReinstated: an operator reinstated a forgotten subject:
+	// a new key generation started for it. The destroyed generation stays
+	// destroyed, its forget and attestation unchanged.
+	EventSubjectReinstated = "subject_reinstated"
 )
 
 // Event is one lifecycle event of the transparency log. Exactly the part
@@ -54,6 +58,8 @@ type Event struct {
 	Epoch    *EpochEvent    `json:"epoch,omitempty"`
 	Ack      *AckEvent      `json:"ack,omitempty"`
 	Attested *AttestedEvent `json:"attested,omitempty"`
+	// Reinstated is the part of a subject_reinstated event.
+	Reinstated *ReinstatedEvent `json:"reinstated,omitempty"`
 }
 
 // KeyEvent is a key_created event: the subject is a salted commitment
@@ -104,6 +110,18 @@ type AttestedEvent struct {
 	Forget            string `json:"forget"`
 	Subject           string `json:"subject"`
 	AttestationSHA256 string `json:"attestation_sha256"`
+}
+
+// ReinstatedEvent is a subject_reinstated event: a forgotten subject got a
+// new key generation. Subject is the salted commitment (Commit) to the
+// subject id under the new generation's key (the same commitment as that
+// generation's key_created event), never the id; nothing in it links to
+// the commitment of the forget it follows but the forget's id.
+type ReinstatedEvent struct {
+	Subject    string `json:"subject"`
+	Generation uint32 `json:"generation"`          // the new generation, >= 1
+	Previous   uint32 `json:"previous_generation"` // the destroyed generation (0: the subject never had a key), < Generation
+	Forget     string `json:"forget"`              // the forget that destroyed the previous generation
 }
 
 // NewAckEvent returns the holder_ack event of an accepted ack.
@@ -188,7 +206,7 @@ func (ev *Event) Validate() error {
 // parts counts the parts ev carries.
 func (ev *Event) parts() int {
 	parts := 0
-	for _, set := range []bool{ev.Key != nil, ev.Forget != nil, ev.Epoch != nil, ev.Ack != nil, ev.Attested != nil} {
+	for _, set := range []bool{ev.Key != nil, ev.Forget != nil, ev.Epoch != nil, ev.Ack != nil, ev.Attested != nil, ev.Reinstated != nil} {
 		if set {
 			parts++
 		}
@@ -209,6 +227,8 @@ func (ev *Event) validatePart() error {
 		return ev.Ack.validate()
 	case ev.Event == EventErasureAttested && ev.Attested != nil:
 		return ev.Attested.validate()
+	case ev.Event == EventSubjectReinstated && ev.Reinstated != nil:
+		return ev.Reinstated.validate()
 	}
 	return formatErr("event %s does not carry its part", truncate(ev.Event))
 }
@@ -250,6 +270,14 @@ func (a *AckEvent) validate() error {
 func (a *AttestedEvent) validate() error {
 	if !validID(a.Forget) || !validCommitment(a.Subject) || !validCommitment(a.AttestationSHA256) {
 		return formatErr("erasure_attested: malformed forget, commitment or digest")
+	}
+	return nil
+}
+
+// validate checks the part of a subject_reinstated event.
+func (r *ReinstatedEvent) validate() error {
+	if !validCommitment(r.Subject) || r.Generation == 0 || r.Previous >= r.Generation || !validID(r.Forget) {
+		return formatErr("subject_reinstated: subject must be a commitment, generation >= 1 above previous_generation, and forget an id")
 	}
 	return nil
 }

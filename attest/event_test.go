@@ -41,6 +41,41 @@ func events(t testing.TB) []attest.Event {
 		withPart(attest.EventErasureAttested, func(e *attest.Event) {
 			e.Attested = &attest.AttestedEvent{Forget: "8c1f0e6a2b4d4e97a1c3f5e7092b4d6f", Subject: commitment, AttestationSHA256: attest.Digest([]byte("x"))}
 		}),
+		withPart(attest.EventSubjectReinstated, func(e *attest.Event) {
+			e.Reinstated = &attest.ReinstatedEvent{Subject: commitment, Generation: 2, Previous: 1, Forget: "8c1f0e6a2b4d4e97a1c3f5e7092b4d6f"}
+		}),
+	}
+}
+
+// TestReinstatedInvalid: a subject_reinstated event names a commitment, a
+// new generation above the destroyed one, and the forget it follows.
+func TestReinstatedInvalid(t *testing.T) {
+	cases := map[string]func(*attest.ReinstatedEvent){
+		"raw id":            func(r *attest.ReinstatedEvent) { r.Subject = "alice@example.com" },
+		"generation 0":      func(r *attest.ReinstatedEvent) { r.Generation, r.Previous = 0, 0 },
+		"not above":         func(r *attest.ReinstatedEvent) { r.Previous = r.Generation },
+		"no forget":         func(r *attest.ReinstatedEvent) { r.Forget = "" },
+		"forget with space": func(r *attest.ReinstatedEvent) { r.Forget = "a b" },
+	}
+	for name, mutate := range cases {
+		t.Run(name, func(t *testing.T) {
+			evs := events(t)
+			ev := evs[len(evs)-1]
+			r := *ev.Reinstated
+			mutate(&r)
+			ev.Reinstated = &r
+			if _, err := attest.SignEvent(ev, signingKey()); !errors.Is(err, attest.ErrFormat) {
+				t.Fatalf("SignEvent: %v, want ErrFormat", err)
+			}
+		})
+	}
+	// A reinstatement after a forget of a subject that never had a key:
+	// generation 0 destroyed, generation 1 starts.
+	evs := events(t)
+	ev := evs[len(evs)-1]
+	ev.Reinstated = &attest.ReinstatedEvent{Subject: ev.Reinstated.Subject, Generation: 1, Previous: 0, Forget: ev.Reinstated.Forget}
+	if _, err := attest.SignEvent(ev, signingKey()); err != nil {
+		t.Fatal(err)
 	}
 }
 

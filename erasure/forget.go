@@ -165,7 +165,7 @@ func (s *Eraser) Forget(ctx context.Context, subject string) (shredd.Forget, err
 			return shredd.Forget{}, fmt.Errorf("erasure: forget: %w", err)
 		}
 		if attempt > 1 || st == keystore.SubjectForgotten {
-			r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE sid=?`, sid[:]))
+			r, err := scanForget(s.db.QueryRowContext(ctx, forgetCols+` WHERE sid=? AND reinstated_at IS NULL`, sid[:]))
 			if err == nil {
 				return forgetAgain(ctx, s, subject, sid, r)
 			} else if !errors.Is(err, sql.ErrNoRows) {

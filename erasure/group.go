@@ -436,7 +436,7 @@ func (c *committer) insert(ctx context.Context, tx *storage.Tx, m *member) (bool
 		req.deadline = req.at.Add(c.s.opts.Deadline)
 	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO forgets(id, sid, state, requested_at, deadline, commitment, salt_sealed) VALUES (?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT(sid) DO NOTHING`,
+		ON CONFLICT(sid) WHERE reinstated_at IS NULL DO NOTHING`,
 		m.id[:], m.sid[:], shredd.StateRequested, req.at.UnixNano(), req.deadline.UnixNano(), nullString(req.commitment), req.saltSealed)
 	if err != nil {
 		return false, fmt.Errorf("erasure: forget: %w", err)
@@ -470,7 +470,7 @@ func (c *committer) insertMany(ctx context.Context, tx *storage.Tx, group []*mem
 	}
 	written, err := idSet(ctx, tx, `INSERT INTO forgets(id, sid, state, requested_at, deadline, commitment, salt_sealed) VALUES `+
 		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?), ", len(args)/7), ", ")+`
-		ON CONFLICT(sid) DO NOTHING RETURNING id`, args...)
+		ON CONFLICT(sid) WHERE reinstated_at IS NULL DO NOTHING RETURNING id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("erasure: forget: %w", err)
 	}

@@ -296,7 +296,13 @@ func (s *Holders) Ack(ctx context.Context, forget shredd.ID, holder string, arti
 			return shredd.AckResult{}, fmt.Errorf("erasure: ack: %w", err)
 		}
 	}
-	if err := s.probeUpkeep(ctx); err != nil { // a holder that answers probes is asked now
+	return s.afterAck(ctx, forget, artifacts, all[holder])
+}
+
+// afterAck answers an ack: what it closed, what the holder still owes of
+// held; a holder that answers probes is asked now (probeUpkeep).
+func (s *Holders) afterAck(ctx context.Context, forget shredd.ID, artifacts, held []shredd.ID) (shredd.AckResult, error) {
+	if err := s.probeUpkeep(ctx); err != nil {
 		return shredd.AckResult{}, err
 	}
 	acked, err := s.ackedSet(ctx, forget)
@@ -304,7 +310,7 @@ func (s *Holders) Ack(ctx context.Context, forget shredd.ID, holder string, arti
 		return shredd.AckResult{}, err
 	}
 	res := shredd.AckResult{Closed: slices.Clone(artifacts)}
-	for _, a := range all[holder] {
+	for _, a := range held {
 		if !acked[a] {
 			res.Missing = append(res.Missing, a)
 		}

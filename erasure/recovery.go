@@ -243,13 +243,17 @@ func (s *Eraser) recordMissing(ctx context.Context, header *ledger.Header) (int,
 }
 
 // reapply commits a forget of the ledger again in a database that lacks
-// it. A forget of the same subject the database already has (made after
-// the restore) is left as it is: the subject's key is destroyed either way,
-// and applied is false (it is not counted as re-applied).
+// it. A forget of the same subject the database already has for the
+// subject's current life (made after the restore, or the same life's
+// earlier forget) is left as it is: the subject's key is destroyed either
+// way, and applied is false (it is not counted as re-applied). A forget
+// followed by a reinstatement (reinstated_at) is not one: the subject is
+// live again in that database, and the ledger's later forget destroys the
+// new generation (docs/operations.md, "Reinstatements and restores").
 func (s *Eraser) reapply(ctx context.Context, id shredd.ID, sid envelope.SID, e ledger.Line) (applied bool, err error) {
 	defer s.reg.LockSubject(sid)()
 	var other []byte
-	err = s.db.QueryRowContext(ctx, `SELECT id FROM forgets WHERE sid=? AND state<>? LIMIT 1`, sid[:], shredd.StateRequested).Scan(&other)
+	err = s.db.QueryRowContext(ctx, `SELECT id FROM forgets WHERE sid=? AND state<>? AND reinstated_at IS NULL LIMIT 1`, sid[:], shredd.StateRequested).Scan(&other)
 	if err == nil {
 		return false, nil
 	}

@@ -104,6 +104,19 @@ func (j *Journal) KeyCreated(ctx context.Context, tx *storage.Tx, k envelope.Sub
 	return nil
 }
 
+// SubjectReinstated logs a subject_reinstated event for the new key k of
+// a reinstated subject (subject its raw id, committed to under k as the
+// key_created event of k is), after generation previous that forget
+// destroyed, and returns its log index. The new key's key_created event is
+// the key tree's (KeyCreated), in the same transaction.
+func (j *Journal) SubjectReinstated(ctx context.Context, tx *storage.Tx, k envelope.SubjectKey, subject string, previous uint32, forget string) (int64, error) {
+	if subject == "" {
+		return 0, fmt.Errorf("journal: a reinstatement without its subject id cannot be committed to in the log: %w", ErrInvalid)
+	}
+	return j.append(ctx, tx, attest.Event{Event: attest.EventSubjectReinstated,
+		Reinstated: &attest.ReinstatedEvent{Subject: attest.Commit(subject, CommitmentSalt(k.Key)), Generation: k.Ref.Gen, Previous: previous, Forget: forget}})
+}
+
 // EpochCompleted logs an epoch_completed event.
 func (j *Journal) EpochCompleted(ctx context.Context, tx *storage.Tx, e attest.EpochEvent) error {
 	if e.Retired == nil {

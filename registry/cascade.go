@@ -42,14 +42,19 @@ type Dependent struct {
 }
 
 // SubjectArtifacts lists the settled artifacts of sid's lineage (call
-// Settle first), in no particular order.
+// Settle first), in no particular order: of the subject's current life
+// (lifeFloor), which a forget of it reaches.
 func (s *Registry) SubjectArtifacts(ctx context.Context, sid envelope.SID) ([]Dependent, error) {
 	if err := s.Fold(ctx); err != nil { // every acknowledged registration in the tables
 		return nil, err
 	}
+	floor, err := s.lifeFloor(ctx, sid)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := s.db.QueryContext(ctx, `SELECT a.id, a.seq, a.kind, a.holder, a.sealed, l.direct,
 			`+derivation.OthersSQL+`
-		FROM `+lineageArtifactsSQL+` WHERE l.sid = ?`, sid[:])
+		FROM `+lineageArtifactsSQL+` WHERE l.sid = ? AND l.gen >= ?`, sid[:], floor)
 	if err != nil {
 		return nil, err
 	}
@@ -77,14 +82,18 @@ func (s *Registry) Children(ctx context.Context, parent shredd.ID) ([]shredd.ID,
 }
 
 // HeldBy returns the plaintext-held artifacts of sid's lineage, settled or
-// staged (lineage_all), held by holder ("" for every holder), by holder, in
-// registration order.
+// staged (lineage_all), of its current life (lifeFloor), held by holder
+// ("" for every holder), by holder, in registration order.
 func (s *Registry) HeldBy(ctx context.Context, sid envelope.SID, holder string) (map[string][]shredd.ID, error) {
 	if err := s.Fold(ctx); err != nil { // every acknowledged registration in the tables
 		return nil, err
 	}
-	q := `SELECT a.id, a.holder FROM ` + derivation.LineageAll + ` l JOIN artifacts a ON a.id = l.artifact WHERE l.sid = ? AND NOT a.sealed`
-	args := []any{sid[:]}
+	floor, err := s.lifeFloor(ctx, sid)
+	if err != nil {
+		return nil, err
+	}
+	q := `SELECT a.id, a.holder FROM ` + derivation.LineageAll + ` l JOIN artifacts a ON a.id = l.artifact WHERE l.sid = ? AND l.gen >= ? AND NOT a.sealed`
+	args := []any{sid[:], floor}
 	if holder != "" {
 		q += ` AND a.holder = ?`
 		args = append(args, holder)
@@ -106,6 +115,16 @@ func (s *Registry) HeldBy(ctx context.Context, sid envelope.SID, holder string) 
 		out[h] = append(out[h], id)
 	}
 	return out, rows.Err()
+}
+
+// lifeFloor is the first key generation of sid's current life
+// (Liveness.LifeFloors): 0 for a subject never reinstated.
+func (s *Registry) lifeFloor(ctx context.Context, sid envelope.SID) (uint32, error) {
+	f, err := s.live.LifeFloors(ctx, s.db, []envelope.SID{sid})
+	if err != nil {
+		return 0, err
+	}
+	return f[sid], nil
 }
 
 // maxSubjectQuery bounds the subjects of one statement of Unregistered
@@ -154,18 +173,25 @@ func (s *Registry) Unregistered(ctx context.Context, sids []envelope.SID) (map[e
 	if err := s.Fold(ctx); err != nil { // every acknowledged registration in the tables
 		return nil, err
 	}
+	floors, err := s.live.LifeFloors(ctx, s.db, sids)
+	if err != nil {
+		return nil, fmt.Errorf("registry: unregistered kinds: %w", err)
+	}
 	out := map[envelope.SID]bool{}
-	err := s.eachSubjectRow(ctx, sids, func(in string) string {
-		return `SELECT DISTINCT l.sid FROM ` + derivation.Lineage + ` l JOIN artifacts a ON a.id = l.artifact
+	err = s.eachSubjectRow(ctx, sids, func(in string) string {
+		return `SELECT DISTINCT l.sid, l.gen FROM ` + derivation.Lineage + ` l JOIN artifacts a ON a.id = l.artifact
 			LEFT JOIN kinds k ON k.name = a.kind WHERE l.sid IN (` + in + `) AND k.name IS NULL`
 	}, nil, func(sc interface{ Scan(...any) error }) error {
 		var b []byte
-		if err := sc.Scan(&b); err != nil {
+		var gen int64
+		if err := sc.Scan(&b, &gen); err != nil {
 			return err
 		}
 		var sid envelope.SID
 		copy(sid[:], b)
-		out[sid] = true
+		if gen >= int64(floors[sid]) {
+			out[sid] = true
+		}
 		return nil
 	})
 	if err != nil {
@@ -188,19 +214,26 @@ func (s *Registry) HeldIn(ctx context.Context, sids []envelope.SID, first, last 
 	if err := s.Fold(ctx); err != nil { // every acknowledged registration in the tables
 		return nil, err
 	}
+	floors, err := s.live.LifeFloors(ctx, s.db, sids)
+	if err != nil {
+		return nil, fmt.Errorf("registry: held: %w", err)
+	}
 	var out []Held
-	err := s.eachSubjectRow(ctx, sids, func(in string) string {
-		return `SELECT l.sid, a.id, a.holder FROM ` + derivation.Lineage + ` l JOIN artifacts a ON a.id = l.artifact
+	err = s.eachSubjectRow(ctx, sids, func(in string) string {
+		return `SELECT l.sid, l.gen, a.id, a.holder FROM ` + derivation.Lineage + ` l JOIN artifacts a ON a.id = l.artifact
 			WHERE l.sid IN (` + in + `) AND NOT a.sealed AND a.holder >= ? AND a.holder <= ?`
 	}, []any{first, last}, func(sc interface{ Scan(...any) error }) error {
 		var sid, id []byte
+		var gen int64
 		var h Held
-		if err := sc.Scan(&sid, &id, &h.Holder); err != nil {
+		if err := sc.Scan(&sid, &gen, &id, &h.Holder); err != nil {
 			return err
 		}
 		copy(h.SID[:], sid)
 		copy(h.ID[:], id)
-		out = append(out, h)
+		if gen >= int64(floors[h.SID]) {
+			out = append(out, h)
+		}
 		return nil
 	})
 	if err != nil {
@@ -251,7 +284,11 @@ func (s *Registry) LineageFactsOf(ctx context.Context, sids []envelope.SID, issu
 	if !s.db.Shared() {
 		facts = "artifacts a INDEXED BY artifacts_facts"
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT l.sid, l.artifact, a.holder, a.seq,
+	floors, err := s.live.LifeFloors(ctx, s.db, sids)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT l.sid, l.gen, l.artifact, a.holder, a.seq,
 			(CASE WHEN a.id IS NOT NULL AND NOT a.sealed THEN 1 ELSE 0 END) + (CASE WHEN a.id IS NOT NULL AND k.name IS NULL THEN 2 ELSE 0 END),
 			le.id, le.holder, le.expires_at, le.issued_at
 		FROM `+derivation.LineageAll+` l LEFT JOIN `+facts+` ON a.id = l.artifact LEFT JOIN kinds k ON k.name = a.kind
@@ -285,14 +322,15 @@ func (s *Registry) LineageFactsOf(ctx context.Context, sids []envelope.SID, issu
 		var holder, leaseHolder sql.NullString
 		var seq, expires, issued sql.NullInt64
 		var flags int64
-		if err := rows.Scan(&sidb, &artb, &holder, &seq, &flags, &leaseb, &leaseHolder, &expires, &issued); err != nil {
+		var gen int64
+		if err := rows.Scan(&sidb, &gen, &artb, &holder, &seq, &flags, &leaseb, &leaseHolder, &expires, &issued); err != nil {
 			return nil, err
 		}
 		var p pair
 		copy(p.sid[:], sidb)
 		copy(p.id[:], artb)
 		f := by[p.sid]
-		if f == nil {
+		if f == nil || gen < int64(floors[p.sid]) { // an earlier life's: erased by the forgets before
 			continue
 		}
 		if !artifacts[p] {

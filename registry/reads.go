@@ -49,12 +49,16 @@ func (s *Registry) ReadsOfLineage(ctx context.Context, sid envelope.SID, issuedB
 	if issuedBefore == 0 {
 		issuedBefore = 1<<63 - 1
 	}
+	floor, err := s.lifeFloor(ctx, sid)
+	if err != nil {
+		return LineageReads{}, fmt.Errorf("registry: reads of a lineage: %w", err)
+	}
 	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT le.id, r.artifact, r.how,
 			(SELECT count(*) FROM `+derivation.LineageAll+` l2 WHERE l2.sid = ?1 AND l2.artifact = r.artifact),
 			(CASE WHEN le.reader IS NULL THEN 0 ELSE le.expires_at END)
 		FROM `+derivation.LineageAll+` l JOIN leases le ON le.artifact = l.artifact AND le.issued_at < ?2
 			LEFT JOIN `+derivation.ReadLinks+` r ON r.lease = le.id
-		WHERE l.sid = ?1`, sid[:], issuedBefore)
+		WHERE l.sid = ?1 AND l.gen >= ?3`, sid[:], issuedBefore, floor)
 	if err != nil {
 		return LineageReads{}, fmt.Errorf("registry: reads of a lineage: %w", err)
 	}
@@ -102,13 +106,17 @@ func (s *Registry) ReadsOfLineage(ctx context.Context, sid envelope.SID, issuedB
 // lineage and have no read link to the lease: their writes did not answer
 // for the read (another unit or holder of the same reader), by id.
 func (s *Registry) separateWrites(ctx context.Context, sid envelope.SID, issuedBefore int64) ([]shredd.ID, error) {
+	floor, err := s.lifeFloor(ctx, sid)
+	if err != nil {
+		return nil, fmt.Errorf("registry: reads of a lineage: %w", err)
+	}
 	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT a.id
 		FROM `+derivation.LineageAll+` l JOIN leases le ON le.artifact = l.artifact AND le.issued_at < ?2 AND le.reader IS NOT NULL
 			JOIN artifacts a ON a.writer = le.reader AND a.created_at >= le.issued_at AND a.created_at < le.expires_at
-		WHERE l.sid = ?1
+		WHERE l.sid = ?1 AND l.gen >= ?3
 			AND NOT EXISTS (SELECT 1 FROM `+derivation.LineageAll+` l2 WHERE l2.sid = ?1 AND l2.artifact = a.id)
 			AND NOT EXISTS (SELECT 1 FROM `+derivation.ReadLinks+` r WHERE r.lease = le.id AND r.artifact = a.id)
-		ORDER BY a.id`, sid[:], issuedBefore)
+		ORDER BY a.id`, sid[:], issuedBefore, floor)
 	if err != nil {
 		return nil, fmt.Errorf("registry: reads of a lineage: %w", err)
 	}

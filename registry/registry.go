@@ -99,6 +99,11 @@ type Liveness interface {
 	// ShardOf returns the lock shard of a subject (storage.TxOptions):
 	// the registrations and leases of a lineage declare its subjects'.
 	ShardOf(sid envelope.SID) int
+	// LifeFloors returns, for each of sids ever reinstated, the first key
+	// generation of its current life: a forget's cascade reaches the
+	// lineage rows of that generation on (the older ones were erased by
+	// the forgets before). Subjects never reinstated are absent.
+	LifeFloors(ctx context.Context, q storage.Querier, sids []envelope.SID) (map[envelope.SID]uint32, error)
 }
 
 // touching returns the declaration of a transaction that checks refs live

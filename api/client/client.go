@@ -588,6 +588,39 @@ func (c *Client) Forget(ctx context.Context, subject string) (Forget, error) {
 	return out, err
 }
 
+// Reinstatement is a forgotten subject's new key generation (Reinstate).
+// It names no subject.
+type Reinstatement struct {
+	Generation         uint32    `json:"generation"`
+	PreviousGeneration uint32    `json:"previous_generation"` // destroyed by Forget (0: the subject never had a key)
+	Forget             string    `json:"forget"`              // the forget it follows, unchanged
+	LogIndex           int64     `json:"log_index"`           // its subject_reinstated log entry, -1 without a log
+	ReinstatedAt       time.Time `json:"reinstated_at"`
+}
+
+// Subjects are the operator's calls on a subject's life, beside the
+// Client's (an admin token): NewSubjects(c).Reinstate.
+type Subjects struct{ c *Client }
+
+// NewSubjects returns the subject calls of c.
+func NewSubjects(c *Client) Subjects { return Subjects{c} }
+
+// Reinstate gives a forgotten subject a new key generation (POST
+// /v1/subjects/reinstate, an admin token). The subject's forget must be
+// erased (409 not_erased before); a subject without a committed forget to
+// follow (live, reinstated already, never seen) is 409 not_forgotten, so a
+// retried call never starts another generation. reason is kept with the
+// reinstatement and never logged: put no personal data in it.
+func (s Subjects) Reinstate(ctx context.Context, subject, reason string) (Reinstatement, error) {
+	var out Reinstatement
+	body := map[string]string{"subject": subject}
+	if reason != "" {
+		body["reason"] = reason
+	}
+	_, _, err := s.c.call(ctx, http.MethodPost, "/v1/subjects/reinstate", body, &out)
+	return out, err
+}
+
 // Preview is the dry run of a forget: what it would make unreadable.
 type Preview struct {
 	DryRun           bool `json:"dry_run"`

@@ -31,9 +31,18 @@ type ProbeResult struct {
 	Clean bool   `json:"clean"`
 }
 
-// DeclareProbes records that holder answers probes through its retrieval
-// path, with compaction interval compact (1s to 720h; 0 withdraws).
-func (c *Client) DeclareProbes(ctx context.Context, holder string, compact time.Duration) error {
+// Probes are the probe routes of the holders (docs/api.md "Probes"), for
+// a holder whose key lives elsewhere (an HSM, another process): the
+// Holder kit signs and sends in one call (Holder.ProbeOnce).
+type Probes struct{ c *Client }
+
+// NewProbes returns the probe routes, called through c.
+func NewProbes(c *Client) *Probes { return &Probes{c: c} }
+
+// Declare records that holder answers probes through its retrieval path,
+// with compaction interval compact (1s to 720h; 0 withdraws).
+func (p *Probes) Declare(ctx context.Context, holder string, compact time.Duration) error {
+	c := p.c
 	path := "/v1/holders/" + url.PathEscape(holder) + "/probe"
 	var out struct {
 		Holder          string  `json:"holder"`
@@ -47,8 +56,9 @@ func (c *Client) DeclareProbes(ctx context.Context, holder string, compact time.
 	return err
 }
 
-// Probes returns the probes holder must answer now.
-func (c *Client) Probes(ctx context.Context, holder string) ([]ProbeWork, error) {
+// Open returns the probes holder must answer now.
+func (p *Probes) Open(ctx context.Context, holder string) ([]ProbeWork, error) {
+	c := p.c
 	var out struct {
 		Probes []ProbeWork `json:"probes"`
 	}
@@ -56,10 +66,10 @@ func (c *Client) Probes(ctx context.Context, holder string) ([]ProbeWork, error)
 	return out.Probes, err
 }
 
-// AnswerProbe sends a holder's signed answer to a probe: signature is its
-// Ed25519 signature over attest.ProbeMessage. Holder.ProbeOnce signs and
-// sends in one call.
-func (c *Client) AnswerProbe(ctx context.Context, holder, probe string, found []string, signature []byte) (ProbeResult, error) {
+// Answer sends a holder's signed answer to a probe: signature is its
+// Ed25519 signature over attest.ProbeMessage.
+func (p *Probes) Answer(ctx context.Context, holder, probe string, found []string, signature []byte) (ProbeResult, error) {
+	c := p.c
 	if found == nil {
 		found = []string{}
 	}
@@ -79,7 +89,7 @@ type ProbeFunc func(ctx context.Context, forget string, artifacts, markers []str
 // DeclareProbes records that the holder answers probes, with its
 // compaction interval (0 withdraws).
 func (h *Holder) DeclareProbes(ctx context.Context, compact time.Duration) error {
-	return h.c.DeclareProbes(ctx, h.id, compact)
+	return NewProbes(h.c).Declare(ctx, h.id, compact)
 }
 
 // ProbeRound is what one ProbeOnce did.
@@ -97,7 +107,7 @@ func (r ProbeRound) Err() error { return errors.Join(r.Errors...) }
 // holder's key over attest.ProbeMessage. A probe whose function fails is
 // not answered (it is asked again after its deadline); the others go on.
 func (h *Holder) ProbeOnce(ctx context.Context, probe ProbeFunc) (ProbeRound, error) {
-	work, err := h.c.Probes(ctx, h.id)
+	work, err := NewProbes(h.c).Open(ctx, h.id)
 	if err != nil {
 		return ProbeRound{}, err
 	}
@@ -119,7 +129,7 @@ func (h *Holder) ProbeOnce(ctx context.Context, probe ProbeFunc) (ProbeRound, er
 			round.Errors = append(round.Errors, err)
 			continue
 		}
-		res, err := h.c.AnswerProbe(ctx, h.id, w.Probe, found, sig)
+		res, err := NewProbes(h.c).Answer(ctx, h.id, w.Probe, found, sig)
 		if err != nil {
 			round.Errors = append(round.Errors, err)
 			continue

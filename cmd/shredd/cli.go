@@ -33,6 +33,7 @@ var commands = []command{
 	{"encrypt", "--kind K --subject S < plaintext", "seal data through a running server"},
 	{"decrypt", "[--ciphertext CT] < ciphertext", "open a ciphertext (or the JSON that encrypt prints)"},
 	{"forget", "--subject S [--dry-run] [--yes]", "forget a subject; --dry-run shows what it would make unreadable"},
+	{"reinstate", "--subject-file FILE | --subject S [--reason R]", "give a forgotten subject (its forget erased) a new key generation"},
 	{"status", "FORGET_ID", "print a forget"},
 	{"attestation", "FORGET_ID [--out FILE]", "the signed erasure attestation of an erased forget"},
 	{"export", "FORGET_ID [--since N] [--out FILE]", "the regulator export (tar.gz) of an erased forget"},
@@ -128,7 +129,7 @@ func commandHelp(ctx context.Context, cmd string, args []string, w io.Writer, ge
 		} else {
 			code = tokenCmd(ctx, []string{sub, "-h"}, &buf, &buf, getenv)
 		}
-	case "encrypt", "decrypt", "forget", "status", "attestation", "export", "checkpoint":
+	case "encrypt", "decrypt", "forget", "reinstate", "status", "attestation", "export", "checkpoint":
 		code = clientCmd(ctx, cmd, []string{"-h"}, strings.NewReader(""), &buf, &buf, getenv)
 	case "keygen":
 		code = keygenCmd([]string{"-h"}, &buf, &buf)

@@ -50,6 +50,7 @@ func TestCLIHelp(t *testing.T) {
 		{[]string{"encrypt"}, []string{"-kind", "-subject", "-field"}},
 		{[]string{"decrypt"}, []string{"-ciphertext", "-keep-lease"}},
 		{[]string{"forget"}, []string{"-subject", "-dry-run", "-yes", "-field"}},
+		{[]string{"reinstate"}, []string{"-subject-file", "-subject", "-reason", "-field"}},
 		{[]string{"status"}, []string{"-field"}},
 		{[]string{"attestation"}, []string{"-out"}},
 		{[]string{"export"}, []string{"-since"}},

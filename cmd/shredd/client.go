@@ -140,6 +140,7 @@ type clientRun struct {
 	leases, independentOf        stringList
 	kind, aad, ciphertext, field string
 	unit                         string
+	subjectFile, reason          string
 	keepLease, dryRun, yes       bool
 	independent                  bool
 	out                          string
@@ -154,6 +155,7 @@ var clientCommands = map[string]func(*clientRun, context.Context) int{
 	"encrypt":     (*clientRun).encrypt,
 	"decrypt":     (*clientRun).decrypt,
 	"forget":      (*clientRun).forget,
+	"reinstate":   (*clientRun).reinstate,
 	"status":      (*clientRun).status,
 	"attestation": (*clientRun).download,
 	"export":      (*clientRun).download,
@@ -182,8 +184,13 @@ func (r *clientRun) commandFlags(fl *flag.FlagSet) {
 		fl.BoolVar(&r.dryRun, "dry-run", false, "change nothing: print what the forget would make unreadable (direct, derived, collateral, plaintext-held)")
 		fl.BoolVar(&r.yes, "yes", false, "do not ask for confirmation (asked only when standard input is a terminal)")
 	}
+	if r.cmd == "reinstate" {
+		fl.Var(&r.subjects, "subject", "the subject to reinstate (visible to other users in the process list: prefer --subject-file)")
+		fl.StringVar(&r.subjectFile, "subject-file", "", "file holding the subject id, exactly (one final LF is dropped); - for standard input")
+		fl.StringVar(&r.reason, "reason", "", "why (kept with the reinstatement, never logged: no personal data)")
+	}
 	switch r.cmd {
-	case "encrypt", "forget", "status":
+	case "encrypt", "forget", "reinstate", "status":
 		fl.StringVar(&r.field, "field", "", "print only this field of the JSON answer, a string as it is (vault's -field): encrypt --field ciphertext | shredd decrypt")
 	}
 	switch r.cmd {
@@ -211,6 +218,8 @@ func (r *clientRun) argsProblem() string {
 		return "give at least one --subject, --parent or --lease"
 	case cmd == "forget" && len(r.subjects) != 1:
 		return "give one --subject"
+	case cmd == "reinstate" && len(r.subjects)+min(len(r.subjectFile), 1) != 1:
+		return "give one --subject-file or one --subject"
 	case cmd == "forget" && r.dryRun && r.yes:
 		return "--dry-run changes nothing: --yes has nothing to confirm"
 	}
@@ -229,6 +238,8 @@ func (r *clientRun) fieldProblem() string {
 		zero = client.EncryptResponse{}
 	case r.cmd == "forget" && r.dryRun:
 		zero = client.Preview{}
+	case r.cmd == "reinstate":
+		zero = client.Reinstatement{}
 	default:
 		zero = client.Forget{}
 	}
@@ -349,6 +360,38 @@ func (r *clientRun) forget(ctx context.Context) int {
 		return r.fail(err)
 	}
 	return r.emit(f)
+}
+
+// reinstate runs `shredd reinstate`: the subject from --subject-file
+// (exactly its bytes, but one final LF, which editors and echo add) or
+// --subject.
+func (r *clientRun) reinstate(ctx context.Context) int {
+	var subject string
+	if r.subjectFile != "" {
+		var b []byte
+		var err error
+		if r.subjectFile == "-" {
+			b, err = io.ReadAll(io.LimitReader(r.stdin, 1<<20))
+		} else {
+			b, err = os.ReadFile(r.subjectFile)
+		}
+		if err != nil {
+			return r.usage("--subject-file: %v", err)
+		}
+		b, _ = bytes.CutSuffix(b, []byte("\n"))
+		subject = string(b)
+		clear(b)
+	} else {
+		subject = r.subjects[0]
+	}
+	if subject == "" {
+		return r.usage("the subject is empty")
+	}
+	rs, err := client.NewSubjects(r.c).Reinstate(ctx, subject, r.reason)
+	if err != nil {
+		return r.fail(err)
+	}
+	return r.emit(rs)
 }
 
 // status runs `shredd status FORGET_ID`.
@@ -592,8 +635,11 @@ const clientUsage = `usage: shredd encrypt --kind K --subject S [--subject S ...
        shredd forget --subject S [--dry-run] [--yes]
          --dry-run changes nothing and prints what the forget would make unreadable. On a terminal,
          a real forget shows that and asks for confirmation, unless --yes.
+       shredd reinstate --subject-file FILE | --subject S [--reason R]
+         gives a forgotten subject whose forget is erased a new key generation (an admin token);
+         the old generation's data stays erased. --subject-file keeps the id off the command line.
        shredd status FORGET_ID
-         encrypt, forget and status print JSON; --field NAME prints one field of it
+         encrypt, forget, reinstate and status print JSON; --field NAME prints one field of it
        shredd attestation FORGET_ID [--out FILE]
        shredd export FORGET_ID [--since N] [--out FILE]
        shredd checkpoint [--out FILE]

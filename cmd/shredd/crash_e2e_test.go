@@ -46,6 +46,7 @@ const (
 	driveRepair                       // a start that repairs a torn last ledger line (ledger_e2e_test.go)
 	driveFold                         // encrypt for a subject with a key: the answer may come before the death (the fold follows it)
 	driveRestart                      // a start of the data directory a normal run wrote (it removes the folded WAL segments)
+	driveReinstate                    // driveErase, then the reinstatement of mallory (her forget erased)
 )
 
 // crashSteps are every step crashpoint.Hit names in the code (checked by
@@ -90,6 +91,7 @@ var crashSteps = []struct {
 	{"forget:erased", driveErase, true, false, false},
 	{"admintoken:written", driveFirstStart, true, false, false},
 	{"token:imported", driveFirstStart, true, false, false},
+	{"reinstate:committed", driveReinstate, true, false, false},
 }
 
 var hitRE = regexp.MustCompile(`crashpoint\.Hit\("([^"]+)"\)`)
@@ -317,7 +319,7 @@ func testCrashAt(t *testing.T, step string, drive crashDrive, opts serverOpts, p
 	dir := t.TempDir()
 	crash := opts
 	crash.Env = append(slices.Clone(opts.Env), "SHREDD_TEST_CRASH_AT="+step)
-	if drive == driveErase {
+	if drive == driveErase || drive == driveReinstate {
 		crash.Args = append(slices.Clone(opts.Args), "--cache-ttl", "1ns") // the read path converges at once
 	}
 	w := &crashWorld{}
@@ -402,6 +404,17 @@ func testCrashAt(t *testing.T, step string, drive crashDrive, opts serverOpts, p
 			// background work's, whichever comes first) erases it.
 			_, _ = s.call(http.MethodPost, "/v1/epoch", nil)
 			_, _ = s.call(http.MethodPost, "/v1/forgets/"+w.forgets[0]+"/verify", nil)
+		case driveReinstate:
+			// Mallory's forget erased, then her reinstatement, which
+			// dies after its commit, before its answer.
+			_, _ = s.call(http.MethodPost, "/v1/epoch", nil)
+			s.waitForget(t, w.forgets[0], "erased", func(f forgetView) bool {
+				_, _ = s.call(http.MethodPost, "/v1/forgets/"+w.forgets[0]+"/verify", nil)
+				return f.State == "erased"
+			})
+			if r, err := s.call(http.MethodPost, "/v1/subjects/reinstate", map[string]string{"subject": "mallory"}); err == nil {
+				t.Fatalf("reinstate answered %d %s, want the server dead at %s", r.Status, r.Body, step)
+			}
 		case driveEncryptNew, driveEncrypt:
 			subj := "zed"
 			if drive == driveEncrypt {
@@ -461,6 +474,16 @@ func testCrashAt(t *testing.T, step string, drive crashDrive, opts serverOpts, p
 		}
 		if v := s.rootVersion(t); v != 2 {
 			t.Errorf("root version %d after the resumed epoch, want 2 (one rotation)", v)
+		}
+	}
+	if drive == driveReinstate {
+		// Committed before the death: mallory is live at her second
+		// generation (a retry is refused, nothing starts a third), her old
+		// records stay erased (w.gone), her forget stays erased.
+		s.expectProblem(t, http.StatusConflict, "not_forgotten", http.MethodPost, "/v1/subjects/reinstate", map[string]string{"subject": "mallory"})
+		w.live = append(w.live, s.seal(t, sealReq{Subject: "mallory", Kind: "episodic"}, "mallory, second life", "ctx-mallory-2"))
+		if f := s.getForget(t, w.forgets[0]); f.State != "erased" {
+			t.Fatalf("mallory's forget after the restart: %+v", f)
 		}
 	}
 	if drive == driveForget || drive == driveEpoch {

@@ -51,6 +51,11 @@ func TestForgetDedupeUpgrade(t *testing.T) {
 	}
 	for _, q := range []string{
 		`DELETE FROM migrations WHERE version >= 7`,
+		`DROP TABLE reinstatements`, // migration 0012's
+		`DROP INDEX forgets_one_per_life`,
+		`ALTER TABLE forgets DROP COLUMN reinstated_at`,
+		`DROP TABLE probes`, // migration 0011's
+		`ALTER TABLE holders DROP COLUMN probe_compact`,
 		`DROP TABLE read_links`, // migration 0010's
 		`ALTER TABLE leases DROP COLUMN reader`,
 		`ALTER TABLE leases DROP COLUMN unit`,
@@ -60,7 +65,6 @@ func TestForgetDedupeUpgrade(t *testing.T) {
 		`DROP INDEX forgets_by_state_rekeyed`, // migration 0008's, made after 0007's
 		`DROP INDEX forgets_by_state_marker`,
 		`DROP INDEX buckets_by_root_version`,
-		`DROP INDEX forgets_one_per_sid`,
 		`DROP TABLE IF EXISTS forget_aliases`,
 		`CREATE INDEX forgets_by_sid ON forgets(sid)`,
 		`CREATE TEMP TABLE dup ON COMMIT DROP AS SELECT * FROM forgets WHERE id = '` + `\x` + first.Forget + `'`,

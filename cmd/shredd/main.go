@@ -70,7 +70,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, getenv f
 		return serveCmd(ctx, args, stderr, getenv)
 	case "token":
 		return tokenCmd(ctx, args, stdout, stderr, getenv)
-	case "encrypt", "decrypt", "forget", "status", "attestation", "export", "checkpoint":
+	case "encrypt", "decrypt", "forget", "reinstate", "status", "attestation", "export", "checkpoint":
 		return clientCmd(ctx, cmd, args, os.Stdin, stdout, stderr, getenv)
 	case "keygen":
 		return keygenCmd(args, stdout, stderr)

@@ -18,6 +18,7 @@ var goSteps = map[int]func(ctx context.Context, tx *sql.Tx) error{
 	5:  integrityColumns,
 	10: readColumns,
 	11: probeColumns,
+	12: reinstateColumns,
 }
 
 // SchemaVersion is the schema version this release migrates databases to:
@@ -92,6 +93,22 @@ func readColumns(ctx context.Context, tx *sql.Tx) error {
 // compaction interval (NULL: it answers no probes).
 func probeColumns(ctx context.Context, tx *sql.Tx) error {
 	return addColumns(ctx, tx, [][3]string{{"holders", "probe_compact", "INTEGER"}})
+}
+
+// reinstateColumns is the Go half of migration 12: forgets.reinstated_at,
+// and the unique index of one forget per subject made one per subject's
+// life (the forgets not reinstated).
+func reinstateColumns(ctx context.Context, tx *sql.Tx) error {
+	if err := addColumns(ctx, tx, [][3]string{{"forgets", "reinstated_at", "INTEGER"}}); err != nil {
+		return err
+	}
+	for _, q := range []string{`DROP INDEX IF EXISTS forgets_one_per_sid`,
+		`CREATE UNIQUE INDEX IF NOT EXISTS forgets_one_per_life ON forgets(sid) WHERE reinstated_at IS NULL`} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // addColumns adds each column {table, name, type} its table lacks.

@@ -42,7 +42,10 @@ export interface ShreddSaverOptions {
    * the data existed and is erased, which a caller must not mistake for a
    * new, empty thread. "skip": getTuple answers undefined and list leaves
    * such checkpoints out (an empty history), for applications that want a
-   * forgotten user's thread to start afresh.
+   * forgotten user's thread to start afresh. The fresh thread can write
+   * once an operator reinstated the user (client.forgets.reinstate: a new
+   * key generation); until then its writes are Shredded, since nothing
+   * reinstates a subject implicitly.
    */
   readonly onShredded?: "throw" | "skip";
   /**

@@ -18,14 +18,14 @@ from ._http import DEFAULT_URL, Response
 from .client import MAX_BATCH, Artifacts, Client, Forgets, Holders, Kinds, Leases, Log, Sealing, Unit
 from .aio import AsyncClient, AsyncUnit
 from .errors import (APIError, Conflict, Error, Forbidden, InternalError, InvalidEnvelope, InvalidInput, InvalidRequest,
-                     InvalidSignature, MethodNotAllowed, NoLog, NotErased, NotFound, NotLogged, Shredded, Timeout,
+                     InvalidSignature, MethodNotAllowed, NoLog, NotErased, NotForgotten, NotFound, NotLogged, Shredded, Timeout,
                      TooLarge, TransportError, Unauthorized, Unavailable, UndeclaredDerivation, UnknownKind,
                      UnknownParent, UnsupportedMediaType, WaitTimeout, WrongHolder)
 from .types import (AckResult, Artifact, ArtifactRead, Condition, Decrypted, DecryptItem, DecryptResult, Encrypted, EncryptItem,
                     EncryptResult, Epoch,
                     Forget, ForgetPage, Health, Holder, HolderPage, HolderStatus, InventoryItem, InventoryReport,
                     InventoryStatus, Kind, Lease, Preview, PreviewArtifact, PreviewCounts, ProbeResult, ProbeWork, PurgeWork, RawDecrypted,
-                    RawEncrypted, Ready, Sealed, SealResult)
+                    RawEncrypted, Ready, Reinstatement, Sealed, SealResult)
 
 __version__ = "0.1.0"
 
@@ -34,11 +34,11 @@ __all__ = [
     "Response",
     "Error", "InvalidInput", "TransportError", "Timeout", "WaitTimeout", "APIError", "InvalidRequest", "UnknownKind", "UnknownParent",
     "InvalidSignature", "Unauthorized", "Forbidden", "WrongHolder", "NotFound", "MethodNotAllowed", "Conflict",
-    "NotErased", "NotLogged", "UndeclaredDerivation", "Shredded", "TooLarge", "UnsupportedMediaType", "InvalidEnvelope", "Unavailable",
+    "NotErased", "NotForgotten", "NotLogged", "UndeclaredDerivation", "Shredded", "TooLarge", "UnsupportedMediaType", "InvalidEnvelope", "Unavailable",
     "NoLog", "InternalError",
     "EncryptItem", "DecryptItem",
     "AckResult", "Artifact", "ArtifactRead", "Condition", "Decrypted", "DecryptResult", "Encrypted", "EncryptResult", "Epoch",
     "Forget", "ForgetPage", "Health", "Holder", "HolderPage", "HolderStatus", "InventoryItem", "InventoryReport",
     "InventoryStatus", "Kind", "Lease", "Preview",
-    "PreviewArtifact", "PreviewCounts", "ProbeResult", "ProbeWork", "PurgeWork", "RawDecrypted", "RawEncrypted", "Ready", "Sealed", "SealResult",
+    "PreviewArtifact", "PreviewCounts", "ProbeResult", "ProbeWork", "PurgeWork", "RawDecrypted", "RawEncrypted", "Ready", "Reinstatement", "Sealed", "SealResult",
 ]

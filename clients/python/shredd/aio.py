@@ -178,6 +178,7 @@ class AsyncForgets:
 
     forget = _aio(Forgets.forget)
     preview = _aio(Forgets.preview)
+    reinstate = _aio(Forgets.reinstate)
     get = _aio(Forgets.get)
     page = _aio(Forgets.page)
     list = _aio(Forgets.list)

@@ -897,6 +897,20 @@ class Forgets(_Part):
         return t.Preview.from_json(self._call("POST", "/v1/forget", {"subject": _str("subject", subject), "dry_run": True},
                                               idempotent=True).json())
 
+    def reinstate(self, subject: str, reason: str = "") -> t.Reinstatement:
+        """reinstate gives a forgotten subject a new key generation (an
+        admin token): nothing else does, an encrypt of a forgotten subject
+        stays Shredded. Its forget must be erased (NotErased before); a
+        subject without a committed forget to follow (live, reinstated
+        already, never seen) raises NotForgotten, so a call is never
+        retried here and a repeated one starts no other generation. The
+        old generation's data stays erased; ``reason`` is kept with the
+        reinstatement and never logged (put no personal data in it)."""
+        body: Dict[str, Any] = {"subject": _str("subject", subject)}
+        if reason:
+            body["reason"] = _str("reason", reason)
+        return t.Reinstatement.from_json(self._call("POST", "/v1/subjects/reinstate", body).json())
+
     def get(self, forget: str) -> t.Forget:
         """get returns a forget, current."""
         return t.Forget.from_json(self._call("GET", "/v1/forgets/" + _check_id("forget", forget), idempotent=True).json())

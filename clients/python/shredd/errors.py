@@ -31,6 +31,7 @@ __all__ = [
     "MethodNotAllowed",
     "Conflict",
     "NotErased",
+    "NotForgotten",
     "NotLogged",
     "UndeclaredDerivation",
     "Shredded",
@@ -177,6 +178,12 @@ class NotErased(Conflict):
     not erased yet."""
 
 
+class NotForgotten(Conflict):
+    """409 ``not_forgotten``: a reinstatement of a subject without a
+    committed forget to follow: live (never forgotten, or reinstated
+    already, so a retried reinstatement lands here), or never seen."""
+
+
 class NotLogged(Conflict):
     """409 ``not_logged``: an export of a forget whose events are not in
     the transparency log."""
@@ -238,6 +245,7 @@ _BY_CODE: Dict[str, Type[APIError]] = {
     "invalid_signature": InvalidSignature,
     "wrong_holder": WrongHolder,
     "not_erased": NotErased,
+    "not_forgotten": NotForgotten,
     "not_logged": NotLogged,
     "undeclared_derivation": UndeclaredDerivation,
     "no_log": NoLog,

@@ -465,6 +465,22 @@ class Epoch:
 
 
 @dataclass(frozen=True)
+class Reinstatement:
+    """Reinstatement is a forgotten subject's new key generation
+    (:meth:`shredd.Forgets.reinstate`). It names no subject."""
+    generation: int
+    previous_generation: int  # the generation the forget destroyed (0: the subject never had a key)
+    forget: str  # the forget it follows, unchanged
+    log_index: int  # its subject_reinstated log entry, -1 without a log
+    reinstated_at: datetime
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "Reinstatement":
+        return cls(generation=int(d["generation"]), previous_generation=int(d["previous_generation"]),
+                   forget=d["forget"], log_index=int(d["log_index"]), reinstated_at=_t(d.get("reinstated_at")))
+
+
+@dataclass(frozen=True)
 class Holder:
     """Holder is a registered holder and its Ed25519 public key (raw 32
     bytes)."""

@@ -76,6 +76,10 @@ class AsyncClientTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(done.state, "erased")
         att = await self.c.forgets.attestation(f.id)
         self.assertTrue(att.startswith(b"{"))
+        r = await self.c.forgets.reinstate(s, "returned")
+        self.assertEqual((r.generation, r.previous_generation, r.forget), (2, 1, f.id))
+        with self.assertRaises(shredd.NotForgotten):
+            await self.c.forgets.reinstate(s)
 
     async def test_same_errors(self) -> None:
         s = fresh("async-err")

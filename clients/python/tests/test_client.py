@@ -716,7 +716,8 @@ class ErrorClassesTest(unittest.TestCase):
     LIVE = {"InvalidRequest", "UnknownKind", "UnknownParent", "InvalidSignature", "Unauthorized", "Forbidden",
             "WrongHolder", "NotFound", "MethodNotAllowed", "Conflict", "NotErased", "Shredded", "TooLarge",
             "UnsupportedMediaType", "InvalidEnvelope", "Unavailable",  # Unavailable: TransportTest, real bytes
-            "UndeclaredDerivation"}  # test_reads
+            "UndeclaredDerivation",  # test_reads
+            "NotForgotten"}  # ReinstateTest
     DOCUMENTED_ONLY = {"NotLogged": (409, "not_logged"), "NoLog": (503, "no_log"), "InternalError": (500, "internal")}
 
     def test_every_class_is_covered(self) -> None:
@@ -734,6 +735,39 @@ class ErrorClassesTest(unittest.TestCase):
         # A code under an unexpected status keeps the status's family.
         self.assertIs(type(errs.error_from_problem(400, b'{"code":"not_erased","status":400}')), errs.InvalidRequest)
         self.assertIs(type(errs.error_from_problem(418, b"teapot")), errs.APIError)
+
+
+class ReinstateTest(Base):
+    def test_reinstate(self) -> None:
+        s = fresh("back")
+        old = self.c.sealing.encrypt("episodic", b"first life", subject=s)
+        with self.assertRaises(shredd.NotForgotten) as cm:
+            self.c.forgets.reinstate(s)
+        self.assertEqual((cm.exception.status, cm.exception.code), (409, "not_forgotten"))
+        f = self.c.forgets.forget(s)
+        with self.assertRaises(shredd.NotErased):
+            self.c.forgets.reinstate(s, "returned with fresh consent")
+        with self.assertRaises(shredd.Shredded):
+            self.c.sealing.encrypt("episodic", b"too early", subject=s)
+        admin().epoch()
+        self.c.forgets.wait(f.id, "erased", timeout=30, interval=0.2)
+        r = admin().forgets.reinstate(s, "returned with fresh consent")
+        self.assertIsInstance(r, shredd.Reinstatement)
+        self.assertEqual((r.generation, r.previous_generation, r.forget), (2, 1, f.id))
+        self.assertGreaterEqual(r.log_index, 0)
+        with self.assertRaises(shredd.NotForgotten):
+            admin().forgets.reinstate(s)
+        with self.assertRaises(shredd.Shredded):
+            self.c.sealing.decrypt(old.ciphertext)
+        e = self.c.sealing.encrypt("episodic", b"second life", subject=s)
+        self.assertEqual(self.c.sealing.decrypt(e.ciphertext).plaintext, b"second life")
+        self.assertEqual(self.c.forgets.get(f.id).state, "erased")
+        f2 = self.c.forgets.forget(s)
+        self.assertNotEqual(f2.id, f.id)
+        with self.assertRaises(shredd.Shredded):
+            self.c.sealing.decrypt(e.ciphertext)
+        with self.assertRaises(shredd.InvalidInput):
+            self.c.forgets.reinstate(s, 7)  # type: ignore[arg-type]
 
 
 class ShreddedTest(Base):

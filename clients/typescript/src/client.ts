@@ -9,7 +9,7 @@ import { checkBytes, checkID, checkKeys, checkString, checkStrings, checkUnit } 
 import {
   STATES, type AckResult, type Artifact, type Encrypted, type Epoch, type Forget, type ForgetPage, type Health, type Holder,
   type HolderPage, type HolderStatus, type InventoryItem, type InventoryReport, type Kind, type Lease, type Preview, type ProbeResult, type ProbeWork, type PurgeWork,
-  type RawEncrypted, type Result, type Sealed, type State,
+  type RawEncrypted, type Reinstatement, type Result, type Sealed, type State,
 } from "./types.js";
 
 /** MAX_BATCH is the most items one batch call may hold. */
@@ -436,6 +436,20 @@ export class Forgets extends Part {
   /** forget commits the forget of a subject; idempotent (the same forget again), so retried. Keep commitment_salt. */
   async forget(subject: string): Promise<Forget> {
     return json(await this.call("POST", "/v1/forget", { subject: checkString(subject, "subject") }, { idempotent: true })) as Forget;
+  }
+  /**
+   * reinstate gives a forgotten subject a new key generation (an admin token);
+   * nothing else does: an encrypt of a forgotten subject stays Shredded. Its
+   * forget must be erased (NotErased before); a subject without a committed
+   * forget to follow (live, reinstated already, never seen) is NotForgotten,
+   * so it is never retried and a repeated call starts no other generation.
+   * The old generation's data stays erased. `reason` is kept with the
+   * reinstatement and never logged: put no personal data in it.
+   */
+  async reinstate(subject: string, reason?: string): Promise<Reinstatement> {
+    const body: Record<string, string> = { subject: checkString(subject, "subject") };
+    if (reason !== undefined && reason !== "") body["reason"] = checkString(reason, "reason");
+    return json(await this.call("POST", "/v1/subjects/reinstate", body)) as Reinstatement;
   }
   /** preview is the dry run: what forget would make unreadable. Changes nothing. */
   async preview(subject: string): Promise<Preview> {

@@ -153,6 +153,11 @@ export class Unavailable extends APIError {}
 /** 403 wrong_holder: a holder-bound token named another holder. */ export class WrongHolder extends Forbidden {}
 /** 404 no_route. */ export class NoRoute extends NotFound {}
 /** 409 not_erased: an attestation or export of a forget not erased yet. */ export class NotErased extends Conflict {}
+/**
+ * 409 not_forgotten: a reinstatement of a subject without a committed forget
+ * to follow: live (never forgotten, or reinstated already: a repeated
+ * reinstatement lands here), or never seen.
+ */ export class NotForgotten extends Conflict {}
 /** 409 not_logged: an export of a forget whose events are not logged. */ export class NotLogged extends Conflict {}
 /**
  * 409 undeclared_derivation: the write was made while reads of this token
@@ -185,7 +190,7 @@ const byCode: Record<string, APIErrorClass> = {
   invalid_size: InvalidSize, unknown_kind: UnknownKind, unknown_parent: UnknownParent,
   invalid_signature: InvalidSignature, unauthenticated: Unauthenticated, invalid_token: InvalidToken,
   forbidden: Forbidden, wrong_holder: WrongHolder, not_found: NotFound, no_route: NoRoute,
-  method_not_allowed: MethodNotAllowed, conflict: Conflict, not_erased: NotErased, not_logged: NotLogged,
+  method_not_allowed: MethodNotAllowed, conflict: Conflict, not_erased: NotErased, not_forgotten: NotForgotten, not_logged: NotLogged,
   undeclared_derivation: UndeclaredDerivation,
   shredded: Shredded, body_too_large: BodyTooLarge, too_large: TooLarge,
   unsupported_media_type: UnsupportedMediaType, invalid_envelope: InvalidEnvelope, internal: InternalError,

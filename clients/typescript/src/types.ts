@@ -64,6 +64,17 @@ export interface Epoch {
   readonly epoch: number; readonly root_version: number; readonly retired_versions?: readonly number[];
   readonly started_at?: string; readonly finished_at?: string;
 }
+/** Reinstatement is a forgotten subject's new key generation (Forgets.reinstate); it names no subject. */
+export interface Reinstatement {
+  readonly generation: number;
+  /** the generation the forget destroyed (0: the subject never had a key) */
+  readonly previous_generation: number;
+  /** the forget it follows, unchanged */
+  readonly forget: string;
+  /** its subject_reinstated log entry; -1 without a log */
+  readonly log_index: number;
+  readonly reinstated_at: string;
+}
 export interface Holder { readonly holder: string; readonly public_key: string; readonly created_at?: string }
 export interface PurgeWork { readonly forget: string; readonly artifacts: readonly string[] }
 /** ProbeWork is a probe a holder must answer now (docs/attestation.md §6a): does its retrieval path still return any of these? */

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   Client, HolderKit, InvalidArgument, InvalidEnvelope, InvalidToken, NotFound, Shredded, ShreddError, TransportError,
-  UnknownKind, Unauthorized, APIError, InvalidRequest, WaitTimeout, PROBLEM_CODES, envelope, verify, VerifyError, NotErased,
+  UnknownKind, Unauthorized, APIError, InvalidRequest, WaitTimeout, PROBLEM_CODES, envelope, verify, VerifyError, NotErased, NotForgotten,
 } from "../src/index.js";
 import { Server } from "./server.js";
 
@@ -223,4 +223,27 @@ test("ackMessage is the message of attestation.md §6", () => {
   const m = new TextDecoder().decode(verify.ackMessage("f1", "h1", ["b2", "a1", "b2"]));
   assert.equal(m, "shredd/v1/holder-ack\nforget f1\nholder h1\nartifact a1\nartifact b2\n");
   assert.throws(() => verify.ackMessage("f 1", "h", ["a"]), InvalidArgument);
+});
+
+test("reinstate: not before the forget is erased, a new generation once, the old data stays Shredded", async () => {
+  const subject = "ruth@example.com";
+  const old = await c.sealing.encrypt({ kind: "episodic", subjects: [subject], plaintext: te.encode("first life") });
+  await assert.rejects(c.forgets.reinstate(subject), (e: unknown) => e instanceof NotForgotten && e.status === 409 && e.code === "not_forgotten");
+  const f = await c.forgets.forget(subject);
+  await assert.rejects(c.forgets.reinstate(subject, "came back"), NotErased);
+  await assert.rejects(c.sealing.encrypt({ kind: "episodic", subjects: [subject], plaintext: te.encode("too early") }), Shredded);
+  await c.epoch();
+  await c.forgets.wait(f.forget, "erased", { timeoutMs: 60_000 });
+  const r = await c.forgets.reinstate(subject, "came back with fresh consent");
+  assert.deepEqual([r.generation, r.previous_generation, r.forget], [2, 1, f.forget]);
+  assert.ok(r.log_index >= 0 && typeof r.reinstated_at === "string");
+  await assert.rejects(c.forgets.reinstate(subject), NotForgotten);
+  await assert.rejects(c.sealing.decrypt({ ciphertext: old.ciphertext }), Shredded);
+  const fresh = await c.sealing.encrypt({ kind: "episodic", subjects: [subject], plaintext: te.encode("second life") });
+  assert.equal(new TextDecoder().decode(await c.sealing.read({ ciphertext: fresh.ciphertext })), "second life");
+  assert.equal((await c.forgets.get(f.forget)).state, "erased");
+  const f2 = await c.forgets.forget(subject);
+  assert.notEqual(f2.forget, f.forget);
+  await assert.rejects(c.sealing.decrypt({ ciphertext: fresh.ciphertext }), Shredded);
+  await assert.rejects(c.forgets.reinstate(7 as unknown as string), InvalidArgument);
 });

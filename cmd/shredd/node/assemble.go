@@ -121,7 +121,7 @@ func Assemble(ctx context.Context, p Parts, o Options) (*Stack, error) {
 	s.Sealer = sealing.New(s.Registry, s.Keys, p.Hasher, so)
 	s.Eraser = erasure.New(p.DB, s.Registry, s.Keys, p.Hasher, eo)
 	s.Holders, s.Evidence = erasure.NewHolders(s.Eraser), erasure.NewEvidence(s.Eraser)
-	s.Service = shredd.Join(s.Sealer, s.Eraser, s.Holders, s.Evidence)
+	s.Service = shredd.Join(s.Sealer, s.Eraser, s.Holders, s.Evidence, erasure.NewReinstatements(s.Eraser))
 	if o.Tokens {
 		if s.Tokens, err = access.OpenTokens(ctx, p.DB, nil); err != nil {
 			s.Close()
