@@ -9,7 +9,7 @@ import {
   BaseStore, type GetOperation, type Item, type ListNamespacesOperation, type Operation, type OperationResults,
   type PutOperation, type SearchItem, type SearchOperation,
 } from "@langchain/langgraph-checkpoint";
-import { type Client, type Decrypted, type HolderKit, type PurgeOutcome, InvalidArgument, Shredded } from "@shredd/client";
+import { type Client, type Decrypted, type HolderKit, type ProbeOutcome, type PurgeOutcome, InvalidArgument, Shredded } from "@shredd/client";
 import { type Declaration, type Step, Reads, currentStep, stampSteps, stepOf } from "./reads.js";
 
 const SEALED = "__shredd_sealed__";
@@ -92,6 +92,10 @@ function matches(value: Record<string, unknown>, filter: Record<string, unknown>
  * searches from those vectors. purge() runs the holder kit: the
  * embeddings of a forgotten subject are deleted and acked, so the forget
  * reaches erased only once the index no longer answers with them.
+ * declareProbes() and probeOnce() let shredd check that by asking: a
+ * probe is answered by the index lookup that search() runs, so an
+ * embedding it would still score is reported found, and keeps the forget
+ * pending, whatever the ack said.
  *
  * What a graph step reads (get, search) becomes lineage of what it
  * writes: each read is made with the unit of work of the step's thread
@@ -163,6 +167,45 @@ export class ShreddStore extends BaseStore {
     });
     await this.#kit.reportInventory(this.heldArtifacts());
     return out;
+  }
+
+  /**
+   * declareProbes tells shredd that the index answers probes (PUT
+   * /v1/holders/{id}/probe), compactInterval ("10m", or seconds) being how
+   * long an embedding may still be returned after its purge; from then on
+   * a forget is closed for this holder by a clean probe after that
+   * interval, not by the ack alone. Needs the kit. Returns the interval.
+   */
+  async declareProbes(compactInterval: string | number): Promise<string> {
+    if (this.#kit === undefined) throw new InvalidArgument("ShreddStore: probes are answered by the holder kit of the index: none was given");
+    return this.#kit.declareProbes(compactInterval);
+  }
+
+  /**
+   * probe is the index's answer to a probe: of the asked artifact ids,
+   * those whose embedding the index lookup of search() still returns (any
+   * namespace, before the values are opened: a vector whose value no
+   * longer decrypts is plaintext derived from it all the same). The store
+   * keeps no other copy (no cache, no replica) to ask. It throws for
+   * markers (canary probes): the index keeps vectors, not text, and a
+   * marker it cannot look up is left unanswered rather than answered
+   * clean.
+   */
+  probe(_forget: string, artifacts: readonly string[], markers: readonly string[] = []): string[] {
+    if (markers.length > 0) throw new InvalidArgument("ShreddStore: the index answers probes by artifact id; it cannot look up markers");
+    const held = new Set(this.#indexed([]).map((v) => v.artifact));
+    return artifacts.filter((a) => held.has(a));
+  }
+
+  /** probeOnce answers the holder's open probes through probe() (kit.probeOnce), signed by the kit. */
+  async probeOnce(): Promise<ProbeOutcome[]> {
+    if (this.#kit === undefined) return [];
+    return this.#kit.probeOnce((forget, artifacts, markers) => this.probe(forget, artifacts, markers));
+  }
+
+  /** #indexed is the index lookup of a query under prefix: the vectors search() scores, and probe() asks. */
+  #indexed(prefix: readonly string[]): Vector[] {
+    return [...this.#vectors.values()].filter((v) => prefix.every((p, i) => v.namespace[i] === p));
   }
 
   async #subjectsOf(ns: readonly string[], key: string, value: Record<string, unknown>): Promise<string[]> {
@@ -243,10 +286,9 @@ export class ShreddStore extends BaseStore {
     const limit = op.limit ?? 10;
     const offset = op.offset ?? 0;
     const prefix = op.namespacePrefix;
-    const inPrefix = (ns: readonly string[]): boolean => prefix.every((p, i) => ns[i] === p);
     if (op.query !== undefined && this.#index !== undefined) {
       const q = await this.#index.embeddings.embedQuery(op.query);
-      const scored = [...this.#vectors.values()].filter((v) => inPrefix(v.namespace))
+      const scored = this.#indexed(prefix)
         .map((v) => ({ v, score: cosine(q, v.vector) })).sort((a, b) => b.score - a.score);
       const out: SearchItem[] = [];
       let skipped = 0;
