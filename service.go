@@ -149,7 +149,9 @@ type Service interface {
 // Evidence and its Reinstater: every method of each, as it is. The composition root builds
 // the Sealer and the erasure apart (they share the registry and the key
 // tree, not each other) and joins them for the HTTP layer.
-func Join(s Sealer, e Eraser, h Holders, v Evidence, r Reinstater) Service { return joined{s, e, h, v, r} }
+func Join(s Sealer, e Eraser, h Holders, v Evidence, r Reinstater) Service {
+	return joined{s, e, h, v, r}
+}
 
 // joined is a Sealer, an Eraser, Holders and Evidence as one Service.
 type joined struct {
