@@ -79,7 +79,7 @@ func CheckExport(export, keyFile, logKeyFile []byte, opts Options) (*Report, err
 	if opts.LogKey, err = CheckLogKeyFile(logKeyFile); err != nil {
 		return nil, err
 	}
-	if err := checkWitnessOptions(opts); err != nil {
+	if _, err := witnessKeys(opts.WitnessKeys); err != nil { // the count was checked above
 		return nil, err
 	}
 	b, err := ReadBytes(export)
@@ -103,10 +103,10 @@ func CheckExport(export, keyFile, logKeyFile []byte, opts Options) (*Report, err
 // error.
 func Verify(b *Bundle, opts Options) (*Report, error) {
 	rep := &Report{Forget: b.Forget}
-	if err := checkWitnessOptions(opts); err != nil {
+	witnesses, err := witnessOptions(opts)
+	if err != nil {
 		return nil, err
 	}
-	witnesses, _ := witnessKeys(opts.WitnessKeys)
 	pub, verifier, err := verifierKeys(b, opts, rep)
 	if err != nil {
 		return nil, err
@@ -138,17 +138,17 @@ func Verify(b *Bundle, opts Options) (*Report, error) {
 	return rep, nil
 }
 
-// checkWitnessOptions reads the witness keys given (witnessKeys) and
-// checks the number required is 0 (all) or 1 to their number.
-func checkWitnessOptions(opts Options) error {
+// witnessOptions reads the witness keys given (witnessKeys) and checks
+// the number required is 0 (all) or 1 to their number.
+func witnessOptions(opts Options) ([]keyLine, error) {
 	witnesses, err := witnessKeys(opts.WitnessKeys)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if r := opts.WitnessesRequired; r < 0 || r > len(witnesses) {
-		return usageError("%d witnesses required: want 1 to the %d witness keys given", r, len(witnesses))
+		return nil, usageError("%d witnesses required: want 1 to the %d witness keys given", r, len(witnesses))
 	}
-	return nil
+	return witnesses, nil
 }
 
 // verifierKeys returns the attestation key and the log key: the

@@ -159,7 +159,7 @@ func (c *core) signAttestation(ctx context.Context, r forgetRow, conds []shredd.
 // probeEvidence adds the probes that closed the holders' artifacts
 // (attestationProbes) and states the holders closed by their acks alone.
 func (c *core) probeEvidence(ctx context.Context, id shredd.ID, p *attest.Predicate) error {
-	probes, _, err := c.attestationProbes(ctx, id)
+	probes, err := c.attestationProbes(ctx, id)
 	if err != nil {
 		return fmt.Errorf("erasure: attestation: %w", err)
 	}

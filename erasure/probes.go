@@ -73,7 +73,6 @@ type probeRow struct {
 	signature           []byte
 }
 
-func (p probeRow) open(now int64) bool { return !p.answered.Valid && p.visible <= now && now <= p.due }
 func (p probeRow) foundList() []string { return splitList(p.found.String) }
 
 func splitList(s string) []string {
@@ -419,6 +418,15 @@ func (c *core) readProbeFacts(ctx context.Context, ids []shredd.ID) (probeFacts,
 	if err := rows.Err(); err != nil {
 		return pf, err
 	}
+	// Every verification pass reads this: no probe asked yet (most
+	// services), no read per forget.
+	var one int
+	switch err := c.db.QueryRowContext(ctx, `SELECT 1 FROM probes LIMIT 1`).Scan(&one); {
+	case errors.Is(err, sql.ErrNoRows):
+		return pf, nil
+	case err != nil:
+		return pf, fmt.Errorf("erasure: probes: %w", err)
+	}
 	for _, id := range ids {
 		ps, err := c.queryProbes(ctx, ` WHERE forget=? ORDER BY visible_at`, id[:])
 		if err != nil {
@@ -476,34 +484,25 @@ func probeState(ps []probeRow, now int64) (bool, string) {
 // attestationProbes returns the probes that closed the holders' artifacts,
 // for the attestation: per holder, the clean answers after its last probe
 // that found something or went unanswered.
-func (c *core) attestationProbes(ctx context.Context, forget shredd.ID) ([]attest.Probe, []string, error) {
+func (c *core) attestationProbes(ctx context.Context, forget shredd.ID) ([]attest.Probe, error) {
 	ps, err := c.queryProbes(ctx, ` WHERE forget=? ORDER BY holder, visible_at`, forget[:])
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	byHolder := map[string][]probeRow{}
-	var holders []string
-	for _, p := range ps {
-		if byHolder[p.holder] == nil {
-			holders = append(holders, p.holder)
+	var out, keep []attest.Probe // keep: the current holder's clean answers since its last other one
+	for i, p := range ps {
+		if i > 0 && p.holder != ps[i-1].holder {
+			out, keep = append(out, keep...), nil
 		}
-		byHolder[p.holder] = append(byHolder[p.holder], p)
-	}
-	var out []attest.Probe
-	for _, h := range holders {
-		var keep []attest.Probe
-		for _, p := range byHolder[h] {
-			if !p.answered.Valid || p.found.String != "" {
-				keep = nil // only what came after
-				continue
-			}
-			keep = append(keep, attest.Probe{Holder: h, Probe: p.id.String(), Nonce: hex.EncodeToString(p.nonce),
-				AskedAt: time.Unix(0, p.visible).UTC(), AnsweredAt: time.Unix(0, p.answered.Int64).UTC(),
-				Artifacts: p.artifacts, Markers: nonEmpty(p.markers), Found: []string{}, Signature: p.signature})
+		if !p.answered.Valid || p.found.String != "" {
+			keep = nil // only what came after
+			continue
 		}
-		out = append(out, keep...)
+		keep = append(keep, attest.Probe{Holder: p.holder, Probe: p.id.String(), Nonce: hex.EncodeToString(p.nonce),
+			AskedAt: time.Unix(0, p.visible).UTC(), AnsweredAt: time.Unix(0, p.answered.Int64).UTC(),
+			Artifacts: p.artifacts, Markers: nonEmpty(p.markers), Found: []string{}, Signature: p.signature})
 	}
-	return out, holders, nil
+	return append(out, keep...), nil
 }
 
 func nonEmpty(xs []string) []string {
